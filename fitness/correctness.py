@@ -1,0 +1,109 @@
+"""Output comparison for the correctness gate: shapes, dtypes, non-finite values and per-dtype tolerances."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fitness.policy import PrecisionPolicy, Tolerance
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    reason: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    rel_l2: float = 0.0
+
+    def worst(self, other: "Comparison") -> "Comparison":
+        """The comparison that reports the larger errors; a failure always wins."""
+        if self.ok != other.ok:
+            return self if not self.ok else other
+        return self if self.max_abs_err >= other.max_abs_err else other
+
+
+def as_tensor_list(output) -> list:
+    """forward's return value as a list: a tensor, or a tuple/list of them."""
+    if isinstance(output, (tuple, list)):
+        return list(output)
+    return [output]
+
+
+def _nonfinite_mismatch(out: torch.Tensor, ref: torch.Tensor) -> str:
+    out_bad, ref_bad = ~torch.isfinite(out), ~torch.isfinite(ref)
+    if not (out_bad.any() or ref_bad.any()):
+        return ""
+    same_nan = torch.isnan(out) & torch.isnan(ref)
+    same_inf = torch.isinf(out) & torch.isinf(ref) & (out == ref)
+    mismatched = (out_bad | ref_bad) & ~(same_nan | same_inf)
+    count = int(mismatched.sum())
+    if count == 0:
+        return ""
+    n_nan = int((torch.isnan(out) & ~torch.isnan(ref)).sum())
+    first = tuple(int(i) for i in torch.nonzero(mismatched)[0])
+    return (f"{count} non-finite values differ from the reference ({n_nan} NaN where the reference is finite); "
+            f"first at index {first}: got {out[first].item()}, expected {ref[first].item()}")
+
+
+def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output") -> Comparison:
+    if not isinstance(out, torch.Tensor):
+        return Comparison(False, f"{label} is a {type(out).__name__}, expected a torch.Tensor")
+    if tuple(out.shape) != tuple(ref.shape):
+        return Comparison(False, f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return Comparison(False, f"{label} has dtype {out.dtype}, expected {ref.dtype}")
+    out64 = out.detach().to(device=ref.device, dtype=torch.float64)
+    ref64 = ref.detach().to(torch.float64)
+    nonfinite = _nonfinite_mismatch(out64, ref64)
+    if nonfinite:
+        return Comparison(False, f"{label}: {nonfinite}", float("inf"), float("inf"), float("inf"))
+    finite = torch.isfinite(ref64)
+    diff = torch.where(finite, (out64 - ref64).abs(), torch.zeros_like(ref64))
+    scale = torch.where(finite, ref64.abs(), torch.zeros_like(ref64))
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    max_rel = float((diff / scale.clamp_min(max(tol.atol, 1e-30))).max()) if diff.numel() else 0.0
+    ref_norm = float(torch.linalg.vector_norm(torch.where(finite, ref64, 0.0)))
+    rel_l2 = float(torch.linalg.vector_norm(diff)) / ref_norm if ref_norm > 0 else max_abs
+    bad = diff > tol.atol + tol.rtol * scale
+    n_bad = int(bad.sum())
+    if n_bad:
+        first = tuple(int(i) for i in torch.nonzero(bad)[0])
+        return Comparison(False, (
+            f"{label}: {n_bad} of {diff.numel()} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
+            f"max abs error {max_abs:.3g}; first at index {first}: got {out64[first].item():.6g}, "
+            f"expected {ref64[first].item():.6g}"), max_abs, max_rel, rel_l2)
+    if tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
+        return Comparison(False, (f"{label}: normwise relative error {rel_l2:.3g} exceeds {tol.max_rel_l2:g} "
+                                  f"(TF32 or reduced-precision arithmetic fails this policy)"),
+                          max_abs, max_rel, rel_l2)
+    return Comparison(True, "", max_abs, max_rel, rel_l2)
+
+
+def compare_outputs(output, refs: list, policy: PrecisionPolicy) -> Comparison:
+    outs = as_tensor_list(output)
+    if len(outs) != len(refs):
+        return Comparison(False, f"forward returned {len(outs)} outputs, the reference returns {len(refs)}")
+    result = Comparison(True)
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        label = "output" if len(refs) == 1 else f"output #{i}"
+        one = compare_tensor(out, ref, policy.tolerance_for(ref.dtype), label)
+        if not one.ok:
+            return one
+        result = result.worst(one)
+    return result
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when two tensors hold identical values (NaN equal to NaN)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return torch.equal(a, b)
+
+
+def changed_inputs(inputs: list, saved: list) -> list[int]:
+    """Indices of tensor inputs whose values differ from the saved copy taken before the candidate ran."""
+    return [i for i, (a, b) in enumerate(zip(inputs, saved))
+            if isinstance(a, torch.Tensor) and not same_bits(a, b)]

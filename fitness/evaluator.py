@@ -1,0 +1,219 @@
+"""The evaluator: one problem, one precision policy, one device; candidates in, ``EvalResult`` records out.
+
+    static check (here) -> worker process: correctness gate, honesty guards, timing -> baselines (once, cached)
+    -> speed-ups, speed-of-light fraction and plausibility (here) -> EvalResult
+
+Usage::
+
+    with Evaluator(resolve_problem("row_softmax"), policy, profile, EvalSettings()) as ev:
+        result = ev.evaluate(source)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fitness.candidate import source_hash
+from fitness.policy import PrecisionPolicy
+from fitness.problem import ProblemSpec, load_problem
+from fitness.result import EvalResult
+from fitness.sandbox import JobOutcome, Sandbox
+from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
+from fitness.static_check import check_source
+from fitness.timing import TimingStats
+from hardware_profiles import HardwareProfile
+
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
+
+
+@dataclass
+class EvalSettings:
+    trials: int = 5
+    seed: int = 0
+    timeout_s: float = 120.0
+    baseline_timeout_s: float = 600.0
+    static_check: bool = True
+    require_triton_launch: bool = True
+    trace_torch_ops: bool = True
+    plausibility: bool = True
+    plausibility_margin: float = 0.9  # reject times below margin x speed of light
+    compile_baseline: bool | None = None  # None: only on a GPU
+    prestart_worker: bool = True
+    timing: dict = field(default_factory=lambda: {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10,
+                                                  "max_reps": 1000, "input_sets": 3, "flush_l2": True,
+                                                  "interpreter_reps": 3})
+
+    def __post_init__(self):
+        if self.trials < 1:
+            raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "EvalSettings":
+        known = set(cls.__dataclass_fields__)
+        unknown = set(cfg) - known - {"policy"}
+        if unknown:
+            raise ValueError(f"unknown fitness settings {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**{k: v for k, v in cfg.items() if k in known})
+
+
+@dataclass
+class Baseline:
+    eager: TimingStats | None
+    compile: TimingStats | None
+    notes: list
+
+
+def implausibility(time_s: float, sol_s: float, margin: float, profile: HardwareProfile) -> str:
+    """Why a measured time is physically impossible on this hardware, or "" when it is plausible."""
+    if time_s >= margin * sol_s:
+        return ""
+    return (f"implausible time: {time_s * 1e6:.1f} us is below the speed of light {sol_s * 1e6:.1f} us on "
+            f"{profile.display_name} (bytes over bandwidth, FLOPs over peak): the timed call cannot have done the work")
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Evaluator:
+    def __init__(self, problem: ProblemSpec, policy: PrecisionPolicy, profile: HardwareProfile,
+                 settings: EvalSettings | None = None, device: str | None = None, cache_dir: Path | None = None):
+        self.problem = problem
+        self.policy = policy
+        self.profile = profile
+        self.settings = settings or EvalSettings()
+        self.device = device or default_device()
+        self.on_gpu = self.device.startswith("cuda")
+        self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)
+        self.cost = self._measure_cost()
+        self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
+        self._baseline: Baseline | None = None
+        self.baseline_wall_s = 0.0
+        self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
+                                prestart=self.settings.prestart_worker)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self._sandbox.close()
+
+    def describe(self) -> str:
+        where = (f"GPU {self.profile.display_name}" if self.on_gpu
+                 else "no GPU: running kernels on the CPU through Triton's interpreter (times are wall-clock)")
+        sizes = f" sizes {self.problem.sizes}" if self.problem.sizes else ""
+        return f"problem {self.problem.name}{sizes}; policy {self.policy.name}; {where}"
+
+    # jobs ------------------------------------------------------------------------------------------------------
+    def _measure_cost(self) -> ProblemCost | None:
+        loaded = load_problem(self.problem)  # raises ProblemError early, in the caller's process
+        try:
+            return measure_cost(loaded)
+        except Exception:  # a reference the meta device cannot run: no speed-of-light figure
+            return None
+
+    def _job(self, kind: str, **extra) -> dict:
+        settings = asdict(self.settings)
+        if settings["compile_baseline"] is None:
+            settings["compile_baseline"] = self.on_gpu
+        return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
+                "settings": settings, "device": self.device, "seed": self.settings.seed,
+                "l2_bytes": self.profile.l2_cache_bytes, **extra}
+
+    def baseline(self) -> Baseline:
+        """Eager and torch.compile times of the reference, measured once per evaluator in a trusted worker."""
+        if self._baseline is None:
+            start = time.perf_counter()
+            outcome = self._sandbox.run(self._job("baseline"), self.settings.baseline_timeout_s, trusted=True)
+            result = outcome.result or {}
+            timings = result.get("timing", {})
+            notes = list(result.get("notes", []))
+            if result.get("status") != "ok":
+                notes.append("baseline timing failed: " + (result.get("reason")
+                                                           or outcome.failure_reason(self.settings.baseline_timeout_s)))
+            self._baseline = Baseline(TimingStats.from_dict(timings.get("eager")),
+                                      TimingStats.from_dict(timings.get("compile")), notes)
+            self.baseline_wall_s = time.perf_counter() - start
+        return self._baseline
+
+    # evaluation ------------------------------------------------------------------------------------------------
+    def _new_result(self, source: str, label: str) -> EvalResult:
+        return EvalResult(status="ok", problem=self.problem.name, sizes=dict(self.problem.sizes),
+                          policy=self.policy.to_dict(), device=self.device, hardware_profile=self.profile.name,
+                          timer="cuda-events" if self.on_gpu else "interpreter", candidate_hash=source_hash(source),
+                          label=label, trials=self.settings.trials,
+                          cost=self.cost.to_dict() if self.cost else {})
+
+    def _pre_checks(self, source: str, result: EvalResult) -> bool:
+        """Syntax and static checks in this process; False when the candidate must not run."""
+        try:
+            findings = check_source(source)
+        except SyntaxError as exc:
+            result.status, result.reason = "compile_error", f"syntax error: line {exc.lineno}: {exc.msg}"
+            return False
+        if findings and self.settings.static_check:
+            result.status = "rejected"
+            result.reason = "static check: " + "; ".join(str(f) for f in findings)
+            return False
+        return True
+
+    def _apply_outcome(self, outcome: JobOutcome, result: EvalResult) -> None:
+        result.log_tail = outcome.log_tail if outcome.result is None or outcome.result.get("status") != "ok" else ""
+        if outcome.result is None:
+            result.status = outcome.status if outcome.status == "timeout" else "crashed"
+            result.reason = outcome.failure_reason(self.settings.timeout_s)
+            return
+        data = outcome.result
+        result.status = data["status"]
+        result.reason = data.get("reason", "")
+        for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing"):
+            if key in data:
+                setattr(result, key, data[key])
+        if "uses-torch-compute" in result.guards.get("labels", []):
+            result.label = ", ".join(filter(None, [result.label, "uses-torch-compute"]))
+
+    def _score(self, result: EvalResult) -> None:
+        """Speed-ups against the baselines, speed-of-light fraction and the plausibility guard."""
+        stats = TimingStats.from_dict(result.timing.get("candidate"))
+        result.time_s = stats.median_s
+        if not self.on_gpu:
+            result.notes.append("interpreter wall-clock times: not comparable with GPU figures, no speed-ups")
+            return
+        baseline = self.baseline()
+        result.notes.extend(baseline.notes)
+        for name, base in (("eager", baseline.eager), ("compile", baseline.compile)):
+            if base is not None:
+                result.timing[name] = base.to_dict()
+                setattr(result, f"{name}_s", base.median_s)
+                setattr(result, f"speedup_vs_{name}", base.median_s / stats.median_s)
+        if self.sol_s is None:
+            result.notes.append("speed of light unknown for this problem or hardware profile")
+            return
+        result.sol_s = self.sol_s
+        result.sol_fraction = self.sol_s / stats.median_s
+        reason = implausibility(stats.median_s, self.sol_s, self.settings.plausibility_margin, self.profile)
+        if self.settings.plausibility and reason:
+            result.status, result.reason = "rejected", reason
+
+    def evaluate(self, source: str, label: str = "") -> EvalResult:
+        """Judge one candidate source; never raises for anything the candidate does."""
+        start, had_baseline = time.perf_counter(), self._baseline is not None
+        result = self._new_result(source, label)
+        if self._pre_checks(source, result):
+            outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s)
+            self._apply_outcome(outcome, result)
+            if result.ok:
+                self._score(result)
+        result.eval_wall_s = time.perf_counter() - start
+        if not had_baseline and self._baseline is not None:  # the one-off baseline is not this candidate's cost
+            result.eval_wall_s -= self.baseline_wall_s
+            result.notes.append(f"baselines measured once for this run in {self.baseline_wall_s:.1f} s")
+        return result

@@ -1,0 +1,71 @@
+"""Builds an Evaluator from a Hydra config (the `fitness`, `hardware` and problem fields)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from fitness.evaluator import EvalSettings, Evaluator, default_device
+from fitness.policy import PrecisionPolicy
+from fitness.problem import ProblemSpec, resolve_problem
+from hardware_profiles import load_profile, resolve_profile
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return default_device()
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={requested} but no GPU is visible; use device=auto or device=cpu "
+                         f"(Triton's CPU interpreter)")
+    if requested != "cpu" and not requested.startswith("cuda"):
+        raise ValueError(f"unknown device {requested!r}; use auto, cpu, cuda or cuda:N")
+    return requested
+
+
+def resolve_size_preset(preset: str, device: str, problem: str) -> str:
+    """`auto` means full sizes on a GPU and the bundled CPU test sizes on the interpreter."""
+    if preset != "auto":
+        return preset
+    if device.startswith("cuda"):
+        return "full"
+    from fitness.problem import suite_names
+
+    return "test" if problem in suite_names() else "full"
+
+
+def problem_from_config(cfg: DictConfig, device: str) -> ProblemSpec:
+    sizes = OmegaConf.to_container(cfg.sizes, resolve=True) if cfg.get("sizes") else {}
+    preset = resolve_size_preset(cfg.get("size_preset", "auto"), device, str(cfg.problem))
+    return resolve_problem(str(cfg.problem), sizes=sizes, size_preset=preset)
+
+
+def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
+    return PrecisionPolicy.from_dict(OmegaConf.to_container(fitness_cfg.policy, resolve=True))
+
+
+def settings_from_config(fitness_cfg: DictConfig) -> EvalSettings:
+    data = OmegaConf.to_container(fitness_cfg, resolve=True)
+    data.pop("policy", None)
+    return EvalSettings.from_config(data)
+
+
+def build_evaluator(cfg: DictConfig) -> Evaluator:
+    device = resolve_device(str(cfg.get("device", "auto")))
+    profile_name = cfg.hardware.profile
+    profile = load_profile("cpu_interpreter") if (device == "cpu" and profile_name == "auto") \
+        else resolve_profile(profile_name)
+    return Evaluator(problem_from_config(cfg, device), policy_from_config(cfg.fitness), profile,
+                     settings_from_config(cfg.fitness), device=device)
+
+
+def read_candidate(path: str | None, problem: ProblemSpec) -> tuple[str, str]:
+    """The candidate's source and a label: a file, or the problem's bundled seed when no path is given."""
+    if path is None:
+        return problem.seed_source(), "seed"
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ValueError(f"candidate file {path!r} not found; pass candidate=PATH to a module defining ModelNew, "
+                         f"or leave it out to evaluate the problem's bundled seed")
+    return file.read_text(), file.name

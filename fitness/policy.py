@@ -1,0 +1,79 @@
+"""Precision policies: the named rules a candidate's output is judged by, written into every result.
+
+A policy fixes the tolerances per dtype, whether TF32 is allowed (for the candidate and, to keep speed-ups honest,
+for the eager / torch.compile baselines), and whether torch compute ops inside ``forward`` are rejected or only
+labelled. The policies themselves are YAML files in ``conf/fitness/policy/``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+TORCH_COMPUTE_MODES = ("reject", "label")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    max_rel_l2: float | None = None  # bound on ||out - ref|| / ||ref|| over the whole output
+
+
+@dataclass(frozen=True)
+class PrecisionPolicy:
+    name: str
+    description: str
+    tolerances: dict = field(default_factory=dict)  # dtype name ("float32", ...) or "default" -> Tolerance
+    tf32: bool = False
+    torch_compute: str = "reject"
+    extra_allowed_ops: tuple = ()
+
+    def __post_init__(self):
+        if self.torch_compute not in TORCH_COMPUTE_MODES:
+            raise ValueError(f"policy {self.name!r}: torch_compute must be one of {TORCH_COMPUTE_MODES}, "
+                             f"got {self.torch_compute!r}")
+        if "default" not in self.tolerances:
+            raise ValueError(f"policy {self.name!r}: tolerances need a 'default' entry")
+
+    def tolerance_for(self, dtype) -> Tolerance:
+        key = str(dtype).replace("torch.", "")
+        return self.tolerances.get(key, self.tolerances["default"])
+
+    @property
+    def fp32_matmul_precision(self) -> str:
+        """torch.set_float32_matmul_precision value for baselines under this policy."""
+        return "high" if self.tf32 else "highest"
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["extra_allowed_ops"] = list(self.extra_allowed_ops)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PrecisionPolicy":
+        data = dict(data)
+        data["tolerances"] = {k: v if isinstance(v, Tolerance) else Tolerance(**v)
+                              for k, v in dict(data.get("tolerances", {})).items()}
+        data["extra_allowed_ops"] = tuple(data.get("extra_allowed_ops") or ())
+        return cls(**data)
+
+
+def policy_dir():
+    from pathlib import Path
+
+    import conf
+
+    return Path(conf.__file__).resolve().parent / "fitness" / "policy"
+
+
+def available_policies() -> list[str]:
+    return sorted(p.stem for p in policy_dir().glob("*.yaml"))
+
+
+def load_policy(name: str) -> PrecisionPolicy:
+    """A named policy from conf/fitness/policy/<name>.yaml."""
+    import yaml
+
+    path = policy_dir() / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"unknown precision policy {name!r}; choose one of {available_policies()}")
+    return PrecisionPolicy.from_dict(yaml.safe_load(path.read_text()))

@@ -1,0 +1,150 @@
+"""Problem loader: KernelBench-format files (``Model``, ``get_inputs``, ``get_init_inputs``).
+
+A problem is named either by a path to such a file (a KernelBench checkout works unchanged) or by the name of a
+bundled problem (``fitness/suite/<name>/problem.py``, listed in ``fitness/suite/suite.yaml``). Module-level size
+constants can be overridden, which is how tests shrink a problem to CPU-interpreter size.
+
+``ProblemSpec`` is the small, picklable description that travels to evaluation workers; ``load_problem`` turns it
+into a ``LoadedProblem`` (the executed module) in whichever process needs it.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+
+SUITE_DIR = Path(__file__).resolve().parent / "suite"
+REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+SIZE_PRESETS = ("full", "test")
+
+
+class ProblemError(ValueError):
+    """A problem file or its size overrides cannot be used; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    name: str
+    path: str
+    sizes: dict = field(default_factory=dict)
+    seed_path: str | None = None
+    size_preset: str = "full"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "path": self.path, "sizes": dict(self.sizes), "seed_path": self.seed_path,
+                "size_preset": self.size_preset}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ProblemSpec":
+        return cls(**data)
+
+    def seed_source(self) -> str:
+        if self.seed_path is None:
+            raise ProblemError(f"problem {self.name!r} has no bundled seed kernel; pass candidate=PATH")
+        return Path(self.seed_path).read_text()
+
+
+@dataclass
+class LoadedProblem:
+    spec: ProblemSpec
+    module: ModuleType
+
+    @property
+    def Model(self):
+        return self.module.Model
+
+    def get_inputs(self) -> list:
+        return list(self.module.get_inputs())
+
+    def get_init_inputs(self) -> list:
+        return list(self.module.get_init_inputs())
+
+
+def suite_manifest() -> dict:
+    """Bundled problems: name -> {description, test_sizes}."""
+    return yaml.safe_load((SUITE_DIR / "suite.yaml").read_text()) or {}
+
+
+def suite_names() -> list[str]:
+    return list(suite_manifest())
+
+
+def resolve_problem(name_or_path: str, sizes: dict | None = None, size_preset: str = "full") -> ProblemSpec:
+    """A ProblemSpec for a bundled problem name or a KernelBench-format file path, with size overrides."""
+    if size_preset not in SIZE_PRESETS:
+        raise ProblemError(f"unknown size preset {size_preset!r}; use one of {SIZE_PRESETS}")
+    manifest = suite_manifest()
+    name_or_path = str(name_or_path)
+    if name_or_path in manifest:
+        folder = SUITE_DIR / name_or_path
+        preset = dict(manifest[name_or_path].get("test_sizes") or {}) if size_preset == "test" else {}
+        return ProblemSpec(name=name_or_path, path=str(folder / "problem.py"), sizes={**preset, **(sizes or {})},
+                           seed_path=str(folder / "seed.py"), size_preset=size_preset)
+    path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        raise ProblemError(
+            f"unknown problem {name_or_path!r}: it is neither a bundled problem ({', '.join(manifest)}) nor an "
+            f"existing file; pass a bundled name or the path of a KernelBench-format .py file"
+        )
+    if size_preset == "test" and not sizes:
+        raise ProblemError(f"{path}: the 'test' size preset exists only for bundled problems; give explicit sizes")
+    return ProblemSpec(name=path.stem, path=str(path.resolve()), sizes=dict(sizes or {}), size_preset=size_preset)
+
+
+def _execute_file(path: Path, module_name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the message must name the file, whatever went wrong inside it
+        raise ProblemError(f"{path}: executing the problem file failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _apply_sizes(module: ModuleType, sizes: dict, path: Path) -> None:
+    constants = {k: v for k, v in vars(module).items()
+                 if not k.startswith("_") and isinstance(v, numbers.Number) and not isinstance(v, bool)}
+    for key, value in sizes.items():
+        if key not in constants:
+            raise ProblemError(
+                f"{path}: size override {key!r} is not a module-level numeric constant of this problem; "
+                f"overridable constants: {sorted(constants) or 'none'}"
+            )
+        setattr(module, key, type(constants[key])(value))
+
+
+def load_problem(spec: ProblemSpec) -> LoadedProblem:
+    """Execute the problem file, check it defines the three KernelBench names, and apply the size overrides."""
+    path = Path(spec.path)
+    if not path.is_file():
+        raise ProblemError(f"{path}: problem file not found")
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    module = _execute_file(path, f"kernelevo_problem_{path.stem}_{digest}")
+    missing = [n for n in REQUIRED_NAMES if not hasattr(module, n)]
+    if missing:
+        raise ProblemError(
+            f"{path}: not a KernelBench-format problem, it does not define {', '.join(missing)} "
+            f"(a problem file needs class Model(nn.Module), get_inputs() and get_init_inputs())"
+        )
+    _apply_sizes(module, spec.sizes, path)
+    return LoadedProblem(spec=spec, module=module)
+
+
+def call_get_inputs(problem: LoadedProblem) -> list:
+    """get_inputs(), with any failure reported as a ProblemError naming the file."""
+    try:
+        return problem.get_inputs()
+    except Exception as exc:
+        raise ProblemError(f"{problem.spec.path}: get_inputs() failed: {type(exc).__name__}: {exc}") from exc
+
+
+def call_get_init_inputs(problem: LoadedProblem) -> list:
+    try:
+        return problem.get_init_inputs()
+    except Exception as exc:
+        raise ProblemError(f"{problem.spec.path}: get_init_inputs() failed: {type(exc).__name__}: {exc}") from exc

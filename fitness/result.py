@@ -1,0 +1,104 @@
+"""The result record of one evaluation: what every search, report and paper table reads."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected")
+MAX_REASON_CHARS = 2000
+
+
+def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """Keep the head and tail of a long message: what an LLM needs to fix the code, not pages of traceback."""
+    text = (text or "").strip()
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return f"{text[:head]}\n[... {len(text) - limit} characters trimmed ...]\n{text[-(limit - head):]}"
+
+
+@dataclass
+class EvalResult:
+    status: str
+    reason: str = ""
+    problem: str = ""
+    sizes: dict = field(default_factory=dict)
+    policy: dict = field(default_factory=dict)
+    device: str = ""
+    hardware_profile: str = ""
+    timer: str = ""
+    candidate_hash: str = ""
+    label: str = ""
+    trials: int = 0
+    trials_passed: int = 0
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    rel_l2: float | None = None
+    guards: dict = field(default_factory=dict)
+    time_s: float | None = None
+    eager_s: float | None = None
+    compile_s: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    sol_s: float | None = None
+    sol_fraction: float | None = None
+    cost: dict = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)  # full TimingStats of candidate / eager / compile
+    notes: list = field(default_factory=list)
+    eval_wall_s: float = 0.0
+    log_tail: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}; one of {STATUSES}")
+        self.reason = trim_text(self.reason)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "EvalResult":
+        return cls(**data)
+
+    def summary(self) -> str:
+        """A readable verdict for the terminal."""
+        lines = [f"status: {self.status}" + (f"  ({self.label})" if self.label else ""),
+                 f"problem: {self.problem} {self.sizes or ''}".rstrip(),
+                 f"policy: {self.policy.get('name', '?')}  device: {self.device}  timer: {self.timer}"]
+        if self.reason:
+            lines.append("reason: " + self.reason.replace("\n", "\n        "))
+        if self.max_abs_err is not None:
+            lines.append(f"correctness: {self.trials_passed}/{self.trials} trials, max abs err {self.max_abs_err:.3g},"
+                         f" rel L2 {self.rel_l2:.3g}")
+        if self.time_s is not None:
+            lines.append(f"time: {_fmt_s(self.time_s)}  eager: {_fmt_s(self.eager_s)}  "
+                         f"torch.compile: {_fmt_s(self.compile_s)}")
+        if self.speedup_vs_eager is not None or self.speedup_vs_compile is not None:
+            lines.append(f"speedup: {_fmt_x(self.speedup_vs_eager)} vs eager, {_fmt_x(self.speedup_vs_compile)} "
+                         f"vs torch.compile")
+        if self.sol_fraction is not None:
+            lines.append(f"speed of light: {_fmt_s(self.sol_s)}  fraction reached: {self.sol_fraction:.1%}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        lines.append(f"evaluation wall time: {self.eval_wall_s:.2f} s")
+        return "\n".join(lines)
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def _fmt_x(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}x"

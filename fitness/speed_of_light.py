@@ -1,0 +1,62 @@
+"""Speed of light: the least time a problem can take on a device, from the bytes it must move and the FLOPs it must do.
+
+Bytes are every input, parameter and output read or written once; FLOPs are counted by torch's FlopCounterMode on
+the reference (matmuls, convolutions, attention; elementwise work counts as zero, which only lowers the bound).
+Both come from running the reference on the meta device, so no memory is allocated and no GPU is needed.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from fitness.correctness import as_tensor_list
+from fitness.problem import LoadedProblem, call_get_init_inputs, call_get_inputs
+from hardware_profiles import HardwareProfile
+
+PEAK_KEY = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+            torch.float8_e4m3fn: "fp8", torch.float8_e5m2: "fp8"}
+
+
+@dataclass(frozen=True)
+class ProblemCost:
+    flops: float
+    bytes: int
+    dtype: str  # peak-table key of the widest floating input: fp32, fp16, bf16, fp8
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _nbytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def measure_cost(problem: LoadedProblem) -> ProblemCost:
+    """FLOPs and minimum bytes of one reference forward, measured on the meta device."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        torch.manual_seed(0)
+        model = problem.Model(*call_get_init_inputs(problem))
+        inputs = call_get_inputs(problem)
+    inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        outputs = as_tensor_list(model(*inputs))
+    moved = _nbytes(inputs) + _nbytes(outputs) + _nbytes(model.state_dict().values())
+    floats = [x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    dtype = max(floats, key=lambda t: t.element_size()).dtype if floats else torch.float32
+    return ProblemCost(flops=float(counter.get_total_flops()), bytes=int(moved), dtype=PEAK_KEY.get(dtype, "fp32"))
+
+
+def speed_of_light_s(cost: ProblemCost, profile: HardwareProfile, tf32: bool) -> float | None:
+    """max(bytes / bandwidth, flops / peak); None when the profile's figures are unknown."""
+    bandwidth = profile.memory_bandwidth_bytes_per_s
+    if not profile.peaks_known or not bandwidth:
+        return None
+    memory_s = cost.bytes / float(bandwidth)
+    key = "tf32" if (cost.dtype == "fp32" and tf32) else cost.dtype
+    peak = profile.peak(key)
+    compute_s = cost.flops / peak if (peak and cost.flops) else 0.0
+    return max(memory_s, compute_s)

@@ -1,0 +1,185 @@
+"""Static check of candidate source, run before any of it executes.
+
+Candidates are untrusted code. This check rejects the constructs that published evaluators have been fooled with:
+process, file and network access, FFI, introspection and frame access, monkey-patching of torch / triton / timers,
+threads, CUDA streams and graphs, and handing the work to another compiler. Each finding names its line.
+The process isolation in ``fitness.sandbox`` is the second line of defence; this one gives the clear reason.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+ALLOWED_IMPORTS = {
+    "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "triton", "triton.language", "math", "typing",
+    "functools", "itertools", "dataclasses", "__future__", "numbers",
+}
+ALLOWED_IMPORT_PREFIXES = ("triton.language.", "torch.nn.")
+
+IMPORT_REASONS = {
+    "os": "process and file access", "sys": "interpreter access", "subprocess": "process access",
+    "shutil": "file access", "pathlib": "file access", "io": "file access", "signal": "process access",
+    "multiprocessing": "process access", "socket": "network access", "http": "network access",
+    "urllib": "network access", "requests": "network access", "ctypes": "FFI", "cffi": "FFI",
+    "inspect": "introspection", "gc": "introspection", "traceback": "introspection",
+    "importlib": "dynamic imports", "builtins": "builtin patching", "threading": "threads",
+    "concurrent": "threads", "asyncio": "threads", "time": "timer access", "timeit": "timer access",
+    "pickle": "arbitrary code loading", "marshal": "arbitrary code loading",
+}
+
+FORBIDDEN_CALLS = {
+    "eval": "dynamic code execution", "exec": "dynamic code execution", "compile": "dynamic code execution",
+    "__import__": "dynamic imports", "open": "file access", "globals": "introspection", "locals": "introspection",
+    "vars": "introspection", "getattr": "dynamic attribute access", "setattr": "dynamic attribute access",
+    "delattr": "dynamic attribute access", "breakpoint": "debugger", "input": "reading stdin",
+}
+
+FRAME_ATTRIBUTES = {"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame", "cr_frame", "tb_frame",
+                    "_getframe"}
+ALLOWED_DUNDERS = {"__init__"}
+
+# Dotted prefixes (after resolving import aliases) that are never allowed in a candidate.
+FORBIDDEN_APIS = {
+    "torch.cuda.Stream": "CUDA streams (work outside the timed stream)",
+    "torch.cuda.stream": "CUDA streams (work outside the timed stream)",
+    "torch.cuda.ExternalStream": "CUDA streams (work outside the timed stream)",
+    "torch.cuda.set_stream": "CUDA streams (work outside the timed stream)",
+    "torch.Stream": "CUDA streams (work outside the timed stream)",
+    "torch.cuda.graph": "CUDA graphs", "torch.cuda.CUDAGraph": "CUDA graphs",
+    "torch.cuda.graphs": "CUDA graphs",
+    "torch.compile": "handing the work to torch.compile", "torch.jit": "handing the work to TorchScript",
+    "torch.utils": "torch internals (dispatch, extensions)", "torch.library": "registering custom ops",
+    "torch.ops": "calling registered ops directly", "torch.backends": "changing precision flags",
+    "torch.set_float32_matmul_precision": "changing precision flags",
+    "torch.cuda.memory": "allocator control", "torch.cuda.caching_allocator_alloc": "allocator control",
+    "torch.cuda.empty_cache": "allocator control",
+    "triton.testing": "triton's timing utilities", "triton.runtime": "triton runtime internals",
+    "triton.knobs": "triton runtime internals",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self):
+        self.findings: list[Finding] = []
+        self.aliases: dict[str, str] = {}  # local name -> module path it refers to
+
+    def report(self, node, message: str) -> None:
+        self.findings.append(Finding(getattr(node, "lineno", 0), message))
+
+    # imports -------------------------------------------------------------------------------------------------
+    def _check_module(self, node, module: str) -> bool:
+        if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES):
+            return True
+        root = module.split(".")[0]
+        reason = IMPORT_REASONS.get(root, "only torch, triton and math are allowed")
+        self.report(node, f"import of '{module}' is not allowed ({reason})")
+        return False
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            self._check_module(node, alias.name)  # a forbidden module stays an alias: patching it is reported too
+            local = alias.asname or alias.name.split(".")[0]
+            self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
+
+    def visit_ImportFrom(self, node):
+        module = node.module or ""
+        if node.level or not self._check_module(node, module):
+            if node.level:
+                self.report(node, "relative imports are not allowed")
+            return
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            self._check_api(node, full)
+            self.aliases[alias.asname or alias.name] = full
+
+    # names, attributes, calls ----------------------------------------------------------------------------------
+    def _dotted(self, node) -> str | None:
+        """The dotted path an expression names, with import aliases resolved (e.g. tl.load -> triton.language.load)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        root = self.aliases.get(node.id)
+        if root is None:
+            return None
+        return ".".join([root, *reversed(parts)])
+
+    def _check_api(self, node, dotted: str) -> None:
+        for prefix, reason in FORBIDDEN_APIS.items():
+            if dotted == prefix or dotted.startswith(prefix + "."):
+                self.report(node, f"'{dotted}' is not allowed ({reason})")
+                return
+        if any(part.startswith("_") for part in dotted.split(".")[1:]):
+            self.report(node, f"'{dotted}' is a private API of a library (not allowed)")
+
+    def visit_Attribute(self, node):
+        if node.attr in FRAME_ATTRIBUTES:
+            self.report(node, f"frame access '.{node.attr}' is not allowed (introspection)")
+        elif node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
+            self.report(node, f"dunder attribute '.{node.attr}' is not allowed (introspection)")
+        dotted = self._dotted(node)
+        if dotted is not None:
+            self._check_api(node, dotted)
+            return  # the whole chain was checked; do not re-check its prefixes
+        self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id in ("__builtins__", "__loader__", "__spec__"):
+            self.report(node, f"'{node.id}' is not allowed (introspection)")
+
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+            self.report(node, f"call to {node.func.id}() is not allowed ({FORBIDDEN_CALLS[node.func.id]})")
+        self.generic_visit(node)
+
+    # assignments: no monkey-patching of modules -----------------------------------------------------------------
+    def _check_target(self, target) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._check_target(elt)
+            return
+        if isinstance(target, ast.Starred):
+            self._check_target(target.value)
+            return
+        base = target
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if target is not base and isinstance(base, ast.Name) and base.id in self.aliases:
+            self.report(target, f"assignment into module '{self.aliases[base.id]}' is not allowed (monkey-patching)")
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            self._check_target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node):
+        for target in node.targets:
+            self._check_target(target)
+        self.generic_visit(node)
+
+
+def check_source(source: str) -> list[Finding]:
+    """All findings for a candidate's source; an empty list means it may run. Raises SyntaxError."""
+    tree = ast.parse(source)
+    checker = _Checker()
+    checker.visit(tree)
+    return sorted(set(checker.findings), key=lambda f: f.line)

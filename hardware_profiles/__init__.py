@@ -1,0 +1,120 @@
+"""Hardware profiles: the facts about a device that the evaluator, tuner and LLM prompts reason with.
+
+Each ``*.yaml`` beside this file describes one device; the figures and their sources live there, not in code.
+``load_profile(name)`` reads one, ``detect_profile()`` picks the one matching the live GPU (or the CPU interpreter).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+PROFILE_DIR = Path(__file__).resolve().parent
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    display_name: str
+    kind: str  # "gpu" or "interpreter"
+    sm_count: int
+    max_threads_per_block: int
+    registers_per_sm: int
+    registers_per_block: int
+    shared_memory_per_sm_bytes: int
+    shared_memory_per_block_bytes: int
+    l2_cache_bytes: int
+    memory_bandwidth_bytes_per_s: float | None
+    peak_flops_per_s: dict = field(default_factory=dict)
+    compute_capability: str | None = None
+    match: tuple = ()
+    peaks_known: bool = True
+
+    def peak(self, dtype: str) -> float | None:
+        """Dense peak FLOP/s for a dtype key (fp32, tf32, bf16, fp16, fp8), None when unknown."""
+        value = self.peak_flops_per_s.get(dtype)
+        return float(value) if value is not None else None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _number(value) -> float | None:
+    """YAML 1.1 reads `3.35e12` (no sign in the exponent) as a string; accept it as the number it means."""
+    return None if value is None else float(value)
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def load_profile(name: str) -> HardwareProfile:
+    path = PROFILE_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(
+            f"unknown hardware profile {name!r}; choose one of {available_profiles()} "
+            f"(files in {PROFILE_DIR}) or 'auto' to detect the live device"
+        )
+    data = yaml.safe_load(path.read_text())
+    data["match"] = tuple(data.get("match") or ())
+    peaks = data.get("peak_flops_per_s") or {}
+    data["peak_flops_per_s"] = {k: _number(peaks.get(k)) for k in DTYPES}
+    data["memory_bandwidth_bytes_per_s"] = _number(data.get("memory_bandwidth_bytes_per_s"))
+    return HardwareProfile(**data)
+
+
+def profile_for_device_name(device_name: str) -> HardwareProfile | None:
+    """The bundled profile whose `match` substrings occur in the device name, if any."""
+    for name in available_profiles():
+        profile = load_profile(name)
+        if any(m.lower() in device_name.lower() for m in profile.match):
+            return profile
+    return None
+
+
+def profile_from_properties(props) -> HardwareProfile:
+    """A profile for an unknown GPU, built from torch.cuda device properties; its peak rates are unknown."""
+    smem_block = getattr(props, "shared_memory_per_block_optin", 0) or getattr(props, "shared_memory_per_block", 0)
+    return HardwareProfile(
+        name="unknown_gpu",
+        display_name=props.name,
+        kind="gpu",
+        sm_count=props.multi_processor_count,
+        max_threads_per_block=getattr(props, "max_threads_per_block", 1024),
+        registers_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
+        registers_per_block=65536,
+        shared_memory_per_sm_bytes=getattr(props, "shared_memory_per_multiprocessor", smem_block),
+        shared_memory_per_block_bytes=smem_block,
+        l2_cache_bytes=getattr(props, "L2_cache_size", 0),
+        memory_bandwidth_bytes_per_s=None,
+        peak_flops_per_s={k: None for k in DTYPES},
+        compute_capability=f"{props.major}.{props.minor}",
+        peaks_known=False,
+    )
+
+
+def detect_profile() -> HardwareProfile:
+    """The profile of the live device: a bundled GPU profile, a property-built one, or the CPU interpreter."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return load_profile("cpu_interpreter")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    profile = profile_for_device_name(props.name)
+    if profile is None:
+        warnings.warn(
+            f"no hardware profile matches {props.name!r}: using its reported properties; peak FLOP/s and "
+            f"bandwidth are unknown, so no speed-of-light figure or plausibility check. Add a YAML file to "
+            f"{PROFILE_DIR} to fix this.",
+            stacklevel=2,
+        )
+        profile = profile_from_properties(props)
+    return profile
+
+
+def resolve_profile(name: str) -> HardwareProfile:
+    """`auto` detects the live device; any other name loads that bundled profile."""
+    return detect_profile() if name == "auto" else load_profile(name)

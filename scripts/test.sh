@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh) and runs the whole test suite on the CPU, kernels through Triton's interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export TRITON_INTERPRET=1
+exec .venv/bin/python -m pytest -q "$@"

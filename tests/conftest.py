@@ -1,0 +1,38 @@
+"""Test set-up: no GPU here, so kernels run on the CPU through Triton's interpreter.
+
+TRITON_INTERPRET must be set before triton is imported anywhere in this process; evaluation workers get it
+from the sandbox.
+"""
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from fitness.policy import load_policy  # noqa: E402
+from fitness.problem import resolve_problem  # noqa: E402
+from hardware_profiles import load_profile  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
+CANDIDATES = TESTS / "candidates"
+PROBLEMS = TESTS / "problems"
+SCALE_SHIFT = str(PROBLEMS / "scale_shift.py")
+
+
+def candidate(name: str) -> str:
+    return (CANDIDATES / f"{name}.py").read_text()
+
+
+def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", **settings) -> Evaluator:
+    settings.setdefault("trials", 3)
+    return Evaluator(resolve_problem(problem, size_preset=size_preset), load_policy(policy),
+                     load_profile("cpu_interpreter"), EvalSettings(**settings), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    with make_evaluator() as ev:
+        yield ev

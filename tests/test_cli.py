@@ -1,0 +1,57 @@
+"""`kernelevo evaluate` end to end, as a user runs it."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import CANDIDATES, SCALE_SHIFT
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def kernelevo(*args, cwd):
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run([sys.executable, "-m", "kernelevo.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_evaluate_bundled_seed_prints_a_verdict_and_writes_json(tmp_path):
+    proc = kernelevo("evaluate", "problem=row_softmax", "fitness.trials=2", f"out={tmp_path}/r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "no GPU: running kernels on the CPU through Triton's interpreter" in proc.stdout
+    assert "status: ok  (seed)" in proc.stdout
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["status"] == "ok" and result["policy"]["name"] == "triton"
+    assert result["sizes"]["dim"] == 2500  # the CPU test sizes were applied
+
+
+def test_evaluate_a_candidate_file_under_another_policy(tmp_path):
+    proc = kernelevo("evaluate", f"problem={SCALE_SHIFT}", f"candidate={CANDIDATES / 'torch_compute.py'}",
+                     "fitness/policy=kernelbench", "fitness.trials=2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "uses-torch-compute" in proc.stdout and "policy: kernelbench" in proc.stdout
+    assert list(tmp_path.glob("outputs/evaluate/*/*/result.json"))
+
+
+def test_failed_candidate_exits_nonzero_with_the_reason(tmp_path):
+    proc = kernelevo("evaluate", f"problem={SCALE_SHIFT}", f"candidate={CANDIDATES / 'wrong_math.py'}",
+                     "fitness.trials=2", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "status: incorrect" in proc.stdout and "exceed atol" in proc.stdout
+
+
+def test_bad_input_gets_a_clear_error(tmp_path):
+    unknown = kernelevo("evaluate", "problem=nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and "neither a bundled problem" in unknown.stderr
+    missing = kernelevo("evaluate", "problem=matmul", "candidate=/no/such.py", cwd=tmp_path)
+    assert missing.returncode == 2 and "candidate file '/no/such.py' not found" in missing.stderr
+    trials = kernelevo("evaluate", "problem=matmul", "fitness.trials=0", cwd=tmp_path)
+    assert trials.returncode == 2 and "fitness.trials must be at least 1" in trials.stderr
+    policy = kernelevo("evaluate", "fitness/policy=loose", cwd=tmp_path)
+    assert policy.returncode != 0 and "loose" in policy.stderr
+
+
+def test_no_command_prints_usage(tmp_path):
+    proc = kernelevo(cwd=tmp_path)
+    assert proc.returncode == 2 and "evaluate" in proc.stdout

@@ -1,0 +1,59 @@
+"""Output comparison: tolerances per dtype, NaN/Inf only where the reference has them, shapes and dtypes."""
+import math
+
+import torch
+
+from fitness.correctness import changed_inputs, compare_outputs
+from fitness.policy import load_policy
+
+TRITON = load_policy("triton")
+STRICT = load_policy("strict-fp32")
+
+
+def test_within_tolerance_passes_and_reports_errors():
+    ref = torch.linspace(-1, 1, 100)
+    result = compare_outputs(ref + 1e-3, [ref], TRITON)
+    assert result.ok and math.isclose(result.max_abs_err, 1e-3, rel_tol=1e-3)
+
+
+def test_nan_where_the_reference_is_finite_fails():
+    ref = torch.ones(10)
+    out = ref.clone()
+    out[3] = float("nan")
+    result = compare_outputs(out, [ref], TRITON)
+    assert not result.ok and "1 NaN where the reference is finite" in result.reason
+
+
+def test_nan_and_inf_where_the_reference_has_them_pass():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    assert compare_outputs(ref.clone(), [ref], TRITON).ok
+    flipped = torch.tensor([1.0, float("nan"), -float("inf"), -float("inf")])
+    assert not compare_outputs(flipped, [ref], TRITON).ok
+
+
+def test_all_nan_output_fails_even_against_an_all_nan_comparison_bug():
+    ref = torch.zeros(4)
+    assert not compare_outputs(torch.full((4,), float("nan")), [ref], TRITON).ok
+
+
+def test_shape_dtype_and_arity_must_match():
+    ref = torch.zeros(2, 3)
+    assert "shape" in compare_outputs(torch.zeros(3, 2), [ref], TRITON).reason
+    assert "dtype" in compare_outputs(torch.zeros(2, 3, dtype=torch.float64), [ref], TRITON).reason
+    assert "2 outputs" in compare_outputs((ref, ref), [ref], TRITON).reason
+    assert "expected a torch.Tensor" in compare_outputs(3.0, [ref], TRITON).reason
+
+
+def test_strict_policy_fails_tf32_sized_errors_that_the_default_accepts():
+    torch.manual_seed(0)
+    ref = torch.randn(256, 256)
+    tf32_like = ref * (1 + 5e-4 * torch.randn_like(ref))  # ~ TF32's 10-bit mantissa
+    assert compare_outputs(tf32_like, [ref], TRITON).ok
+    assert not compare_outputs(tf32_like, [ref], STRICT).ok
+
+
+def test_changed_inputs_are_found_bit_for_bit():
+    a, b = torch.randn(5), torch.randn(5)
+    saved = [a.clone(), b.clone(), 3]
+    b[2] += 1e-7 if b[2] != 0 else 1.0
+    assert changed_inputs([a, b, 3], saved) == [1]

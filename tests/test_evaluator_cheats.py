@@ -1,0 +1,155 @@
+"""Each cheat that has fooled published evaluators, caught by the guard meant for it (CPU interpreter)."""
+import json
+
+from conftest import candidate, make_evaluator
+
+
+def test_correct_candidate_passes_every_trial(evaluator):
+    result = evaluator.evaluate(candidate("good"))
+    assert result.status == "ok", result.reason
+    assert result.trials_passed == 3
+    assert result.max_abs_err < 1e-5
+    assert result.guards["triton_launches"] >= 1
+    assert result.guards["torch_compute_ops"] == []
+    assert result.timer == "interpreter" and result.time_s > 0
+    assert result.speedup_vs_eager is None  # interpreter times are never compared with torch
+    assert result.policy["name"] == "triton"
+
+
+def test_wrong_kernel_is_incorrect(evaluator):
+    result = evaluator.evaluate(candidate("wrong_math"))
+    assert result.status == "incorrect"
+    assert "exceed atol" in result.reason and result.max_abs_err > 0.5
+
+
+def test_uninitialised_output_is_incorrect(evaluator):
+    result = evaluator.evaluate(candidate("uninitialized_output"))
+    assert result.status == "incorrect", result.reason
+
+
+def test_zeroing_the_inputs_is_rejected(evaluator):
+    result = evaluator.evaluate(candidate("zeroes_input"))
+    assert result.status == "rejected"
+    assert "modified its input" in result.reason
+
+
+def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
+    result = evaluator.evaluate(candidate("torch_compute"))
+    assert result.status == "rejected"
+    assert "torch ops" in result.reason and "mul" in result.reason
+    assert result.guards["triton_launches"] == 1
+
+
+def test_kernelbench_policy_allows_torch_compute_but_labels_it():
+    with make_evaluator(policy="kernelbench") as ev:
+        result = ev.evaluate(candidate("torch_compute"))
+    assert result.status == "ok", result.reason
+    assert "uses-torch-compute" in result.label
+    assert "mul" in result.guards["torch_compute_ops"]
+    assert result.policy["name"] == "kernelbench"
+
+
+def test_no_triton_kernel_is_rejected_even_when_torch_compute_is_allowed():
+    with make_evaluator(policy="kernelbench") as ev:
+        result = ev.evaluate(candidate("no_kernel"))
+    assert result.status == "rejected"
+    assert "no Triton kernel" in result.reason
+
+
+def test_result_cached_by_input_pointer_goes_stale(evaluator):
+    result = evaluator.evaluate(candidate("pointer_cache"))
+    assert result.status == "incorrect"
+    assert result.reason.startswith("trial 1")  # right on the first inputs, stale on the next
+
+
+def test_side_stream_is_rejected_naming_the_line(evaluator):
+    result = evaluator.evaluate(candidate("side_stream"))
+    assert result.status == "rejected"
+    assert "line 19: 'torch.cuda.Stream' is not allowed" in result.reason
+    assert "line 23: 'torch.cuda.stream'" in result.reason
+
+
+def test_patching_the_timers_is_rejected(evaluator):
+    result = evaluator.evaluate(candidate("patch_timer"))
+    assert result.status == "rejected"
+    assert "import of 'time'" in result.reason
+    assert "line 7: assignment into module 'time'" in result.reason
+    assert "line 8: assignment into module 'torch'" in result.reason
+
+
+def test_nan_output_never_passes(evaluator):
+    result = evaluator.evaluate(candidate("nan_output"))
+    assert result.status == "incorrect"
+    assert "NaN" in result.reason
+
+
+def test_compile_error_is_reported_with_the_cause(evaluator):
+    result = evaluator.evaluate(candidate("compile_error"))
+    assert result.status == "compile_error"
+    assert "undefined_thing" in result.reason
+
+
+def test_syntax_error_is_a_compile_error(evaluator):
+    result = evaluator.evaluate("class ModelNew(:\n    pass\n")
+    assert result.status == "compile_error" and "line 1" in result.reason
+
+
+def test_missing_model_new_is_a_compile_error(evaluator):
+    result = evaluator.evaluate("import torch\n")
+    assert result.status == "compile_error" and "ModelNew" in result.reason
+
+
+def test_strict_fp32_policy_rejects_reduced_precision():
+    with make_evaluator() as ev:
+        loose = ev.evaluate(candidate("low_precision"))
+    with make_evaluator(policy="strict-fp32") as ev:
+        strict = ev.evaluate(candidate("low_precision"))
+        exact = ev.evaluate(candidate("good"))
+    assert loose.status == "ok", loose.reason
+    assert strict.status == "incorrect" and strict.policy["name"] == "strict-fp32"
+    assert exact.status == "ok", exact.reason
+
+
+def test_hang_times_out_and_the_next_evaluation_works():
+    with make_evaluator(timeout_s=15) as ev:
+        hung = ev.evaluate(candidate("hang"))
+        after = ev.evaluate(candidate("good"))
+    assert hung.status == "timeout" and "15 s" in hung.reason
+    assert after.status == "ok", after.reason
+
+
+def test_segfault_is_crashed_and_the_next_evaluation_works(evaluator):
+    crashed = evaluator.evaluate(candidate("segfault"))
+    assert crashed.status == "crashed"
+    assert "SIGSEGV" in crashed.reason
+    assert evaluator.evaluate(candidate("good")).status == "ok"
+
+
+def test_os_exit_is_rejected_statically_and_crashed_without_the_static_check(evaluator):
+    static = evaluator.evaluate(candidate("os_exit"))
+    assert static.status == "rejected" and "import of 'os'" in static.reason
+    with make_evaluator(static_check=False) as ev:
+        unchecked = ev.evaluate(candidate("os_exit"))
+    assert unchecked.status == "crashed"
+    assert "exited with code 0" in unchecked.reason
+
+
+def test_secrets_of_the_parent_are_invisible_to_the_candidate(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-candidates")
+    monkeypatch.setenv("MY_DB_PASSWORD", "hunter2")
+    monkeypatch.setenv("KERNELEVO_PLAIN_FLAG", "visible")
+    with make_evaluator(static_check=False) as ev:
+        result = ev.evaluate(candidate("reads_secret"))
+    assert result.status == "runtime_error"
+    assert "'KERNELEVO_PLAIN_FLAG': 'visible'" in result.reason  # the environment does reach the candidate ...
+    assert "'OPENAI_API_KEY': None" in result.reason and "'MY_DB_PASSWORD': None" in result.reason  # ... minus secrets
+    assert "sk-test" not in result.to_json() and "hunter2" not in result.to_json()
+
+
+def test_result_record_is_json_with_every_field(evaluator):
+    data = json.loads(evaluator.evaluate(candidate("good")).to_json())
+    for key in ("status", "reason", "policy", "max_abs_err", "max_rel_err", "time_s", "speedup_vs_eager",
+                "speedup_vs_compile", "sol_fraction", "eval_wall_s", "timing", "guards", "cost"):
+        assert key in data
+    assert data["timing"]["candidate"]["timer"] == "interpreter"
+    assert data["cost"]["bytes"] == 2 * 4 * 100 * 4  # one fp32 input read, one output written
