@@ -174,7 +174,7 @@ class Evaluator:
         data = outcome.result
         result.status = data["status"]
         result.reason = data.get("reason", "")
-        for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing"):
+        for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing", "phases_s"):
             if key in data:
                 setattr(result, key, data[key])
         if "uses-torch-compute" in result.guards.get("labels", []):

@@ -57,13 +57,13 @@ class LaunchCounter:
         original = cls.run
         counter = self
 
-        def run(kernel, *args, grid, warmup, **kwargs):
-            if not warmup:
+        def run(kernel, *args, **kwargs):
+            if not kwargs.get("warmup", False):
                 fn = getattr(kernel, "fn", None)
                 counter.launches[getattr(fn, "__module__", "?")] += 1
             counter.active += 1
             try:
-                return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+                return original(kernel, *args, **kwargs)
             finally:
                 counter.active -= 1
 

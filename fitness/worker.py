@@ -12,11 +12,15 @@ Usage: ``python -m fitness.worker`` with one JSON job on stdin.
 """
 from __future__ import annotations
 
-import json
-import os
-import sys
-from contextlib import nullcontext
-from pathlib import Path
+import time
+
+_STARTED = time.perf_counter()
+
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from contextlib import nullcontext  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from fitness import timing  # noqa: F401  (binds the clocks first)
 from fitness.guards import LaunchCounter, TorchOpTrace
@@ -31,6 +35,20 @@ from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, 
 
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
+PHASES: dict = {"import": time.perf_counter() - _STARTED}
+
+
+class phase:
+    """Adds the seconds spent in a `with phase("name"):` block to PHASES (reported with the result)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        PHASES[self.name] = PHASES.get(self.name, 0.0) + time.perf_counter() - self.start
 
 
 class Verdict(Exception):
@@ -123,6 +141,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
             refill(buffers, fresh)
         saved = clone_all(buffers)
         poison_allocator(specs, device)
+        synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
         LAUNCHES.reset()
         trace = TorchOpTrace(LAUNCHES) if trial == 0 and settings.get("trace_torch_ops", True) else None
         with trace or nullcontext():
@@ -155,31 +174,35 @@ def time_candidate(model_new, problem, job) -> dict:
     timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
     stats = timer.measure(model_new, timing_inputs(problem, job))
     if job["device"].startswith("cuda") and timing.unseen_stream_work(stats):
-        raise Verdict("rejected", f"the host waited {stats.wall_median_s * 1e6:.0f} us per call but the timed stream "
-                      f"saw {stats.median_s * 1e6:.0f} us: forward leaves work on another stream",
+        raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
+                      f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
+                      f"stream (all streams are timed; use the current stream)",
                       timing={"candidate": stats.to_dict()})
     return stats.to_dict()
 
 
 def run_candidate_job(job: dict) -> dict:
     policy = PrecisionPolicy.from_dict(job["policy"])
-    problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     device, seed = job["device"], job["seed"]
-    torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
-    init_inputs = call_get_init_inputs(problem)
-    reference = build_model(problem.Model, init_inputs, seed, device)
-    module_name = module_name_for(job["source"])
-    module = load_candidate(job["source"], Path.cwd())
-    try:
-        model_new = build_model(module.ModelNew, init_inputs, seed, device)
-    except Exception as exc:
-        raise CandidateError("runtime_error", "constructing ModelNew failed: "
-                             + describe_exception(exc, module.__file__)) from exc
-    param_sync = copy_parameters(reference, model_new)
+    with phase("setup"):
+        problem = load_problem(ProblemSpec.from_dict(job["problem"]))
+        torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
+        init_inputs = call_get_init_inputs(problem)
+        reference = build_model(problem.Model, init_inputs, seed, device)
+        module_name = module_name_for(job["source"])
+        module = load_candidate(job["source"], Path.cwd())
+        try:
+            model_new = build_model(module.ModelNew, init_inputs, seed, device)
+        except Exception as exc:
+            raise CandidateError("runtime_error", "constructing ModelNew failed: "
+                                 + describe_exception(exc, module.__file__)) from exc
+        param_sync = copy_parameters(reference, model_new)
     with torch.no_grad():
         try:
-            result = run_trials(reference, model_new, problem, job, policy, module_name)
-            result["timing"] = {"candidate": time_candidate(model_new, problem, job)}
+            with phase("trials"):  # the first trial includes compiling the candidate's kernels
+                result = run_trials(reference, model_new, problem, job, policy, module_name)
+            with phase("timing"):
+                result["timing"] = {"candidate": time_candidate(model_new, problem, job)}
         except (Verdict, CandidateError):
             raise
         except Exception as exc:
@@ -233,9 +256,14 @@ def write_result(path: str, result: dict) -> None:
 
 def main() -> None:
     job = json.loads(sys.stdin.readline())
-    if job["device"].startswith("cuda"):
-        torch.cuda.set_device(torch.device(job["device"]))
+    PHASES["idle"] = time.perf_counter() - _STARTED - PHASES["import"]  # waiting as a warm spare: no cost
+    with phase("cuda_init"):
+        if job["device"].startswith("cuda:"):
+            torch.cuda.set_device(torch.device(job["device"]))
+        if job["device"].startswith("cuda"):
+            torch.cuda.init()
     result = run_job(job)
+    result["phases_s"] = dict(PHASES)
     write_result(job["result_path"], result)
     sys.stdout.flush()
     sys.stderr.flush()

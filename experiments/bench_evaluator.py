@@ -1,0 +1,207 @@
+"""GPU benchmark of the evaluator (issue: fitness).
+
+    run:   every bundled seed on its suite problem at full size (status, candidate / eager / compile time, speed-ups,
+           speed-of-light fraction, evaluation wall time), the spread of one kernel evaluated N times, and the
+           guards that only a GPU can exercise (unseen streams, the CUDA caching allocator, TF32 vs strict fp32).
+    table: merge one or more JSON files written by `run` into the markdown table committed under
+           experiments/results/.
+
+    python3 experiments/bench_evaluator.py run --out OUT.json [--problems a,b] [--repeats 2] [--spread-runs 5]
+                                           [--spread-problem elementwise_chain] [--guards]
+    python3 experiments/bench_evaluator.py table A.json [B.json ...] > experiments/results/evaluator_<gpu>.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from fitness.policy import load_policy  # noqa: E402
+from fitness.problem import resolve_problem, suite_names  # noqa: E402
+from hardware_profiles import detect_profile  # noqa: E402
+
+CANDIDATES = REPO / "tests" / "candidates"
+PHASES = ("import", "idle", "cuda_init", "setup", "trials", "timing")
+SCALE_SHIFT = str(REPO / "tests" / "problems" / "scale_shift.py")
+
+
+def evaluator(problem: str, policy: str = "triton", sizes: dict | None = None, **settings) -> Evaluator:
+    return Evaluator(resolve_problem(problem, sizes=sizes), load_policy(policy), detect_profile(),
+                     EvalSettings(**settings), device="cuda")
+
+
+def bench_problem(name: str, repeats: int) -> dict:
+    """The seed evaluated `repeats` times (each a fresh worker and a cold Triton cache, as a new candidate)."""
+    seed = resolve_problem(name).seed_source()
+    with evaluator(name) as ev:
+        results = [ev.evaluate(seed, label="seed") for _ in range(repeats)]
+        baseline_wall = ev.baseline_wall_s
+    best = results[-1].to_dict()
+    best["eval_wall_s_all"] = [r.eval_wall_s for r in results]
+    best["phases_all"] = [r.phases_s for r in results]
+    best["baseline_wall_s"] = baseline_wall
+    best.pop("log_tail", None)
+    return best
+
+
+def bench_spread(name: str, runs: int) -> dict:
+    """One kernel evaluated `runs` times in one evaluator: how much its median time moves between evaluations."""
+    seed = resolve_problem(name).seed_source()
+    with evaluator(name) as ev:
+        medians = [ev.evaluate(seed).time_s for _ in range(runs)]
+    mid = statistics.median(medians)
+    return {"problem": name, "medians_s": medians, "range_rel": (max(medians) - min(medians)) / mid,
+            "cv": statistics.pstdev(medians) / statistics.fmean(medians)}
+
+
+GUARD_CASES = [
+    # (what, problem, sizes, candidate file or "seed", policy, settings)
+    ("correct kernel", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096}, "good", "triton", {}),
+    ("uninitialised output (CUDA caching allocator)", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096},
+     "uninitialized_output", "triton", {}),
+    ("result cached by input pointer", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096}, "pointer_cache", "triton", {}),
+    ("zeroes its input", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096}, "zeroes_input", "triton", {}),
+    ("torch compute + decorative kernel", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096}, "torch_compute",
+     "triton", {}),
+    ("same, kernelbench policy", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096}, "torch_compute", "kernelbench", {}),
+    ("side stream, static check off, 64 MiB", SCALE_SHIFT, {"batch_size": 4096, "dim": 4096}, "side_stream",
+     "triton", {"static_check": False}),
+    ("side stream, static check off, 1 GiB", SCALE_SHIFT, {"batch_size": 16384, "dim": 16384}, "side_stream",
+     "triton", {"static_check": False}),
+    ("matmul seed (tl.dot, TF32), policy triton", "matmul", None, "seed", "triton", {}),
+    ("matmul seed (tl.dot, TF32), policy strict-fp32", "matmul", None, "seed", "strict-fp32", {}),
+]
+
+
+def bench_guards() -> list[dict]:
+    rows = []
+    for what, problem, sizes, cand, policy, settings in GUARD_CASES:
+        source = (resolve_problem(problem).seed_source() if cand == "seed"
+                  else (CANDIDATES / f"{cand}.py").read_text())
+        with evaluator(problem, policy, sizes, compile_baseline=False, **settings) as ev:
+            r = ev.evaluate(source, label=cand)
+        rows.append({"case": what, "status": r.status, "reason": r.reason.split("\n")[0][:160],
+                     "time_s": r.time_s, "rel_l2": r.rel_l2, "label": r.label})
+        print(f"[guards] {what}: {r.status} {r.reason[:120]}", flush=True)
+    return rows
+
+
+def environment() -> dict:
+    import torch
+    import triton
+
+    return {"gpu": torch.cuda.get_device_name(), "profile": detect_profile().name, "torch": torch.__version__,
+            "triton": triton.__version__, "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def run(args) -> None:
+    out = {"environment": environment(), "command": " ".join(sys.argv), "problems": [], "spread": None,
+           "guards": []}
+    names = args.problems.split(",") if args.problems else suite_names()
+    for name in names:
+        row = bench_problem(name, args.repeats)
+        out["problems"].append(row)
+        print(f"[bench] {name}: {row['status']} time={row['time_s']} x_eager={row['speedup_vs_eager']} "
+              f"x_compile={row['speedup_vs_compile']} sol={row['sol_fraction']} wall={row['eval_wall_s_all']} "
+              f"baseline_wall={row['baseline_wall_s']:.1f}s phases={row['phases_s']} {row['reason'][:200]}", flush=True)
+        Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+    if args.spread_runs:
+        out["spread"] = bench_spread(args.spread_problem, args.spread_runs)
+        print(f"[spread] {out['spread']}", flush=True)
+    if args.guards:
+        out["guards"] = bench_guards()
+    Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+
+
+# table ---------------------------------------------------------------------------------------------------------
+def _us(seconds) -> str:
+    return "–" if seconds is None else f"{seconds * 1e6:,.1f}"
+
+
+def _x(value, fmt="{:.2f}x") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def problem_table(rows: list[dict]) -> list[str]:
+    lines = ["| problem | status | seed (us) | eager (us) | compile (us) | vs eager | vs compile | speed of light (us) "
+             "| SoL fraction | eval wall (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        walls = ", ".join(f"{w:.1f}" for w in r["eval_wall_s_all"])
+        lines.append(f"| {r['problem']} | {r['status']} | {_us(r['time_s'])} | {_us(r['eager_s'])} | "
+                     f"{_us(r['compile_s'])} | {_x(r['speedup_vs_eager'])} | {_x(r['speedup_vs_compile'])} | "
+                     f"{_us(r['sol_s'])} | {_x(r['sol_fraction'], '{:.1%}')} | {walls} |")
+    return lines
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v]
+    return statistics.geometric_mean(values) if values else None
+
+
+def table(paths: list[str]) -> str:
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    rows = [r for run_ in runs for r in run_["problems"]]
+    spread = next((r["spread"] for r in runs if r.get("spread")), None)
+    guards = [g for r in runs for g in r.get("guards", [])]
+    env = runs[0]["environment"]
+    walls = [w for r in rows for w in r["eval_wall_s_all"]]
+    lines = [f"# Evaluator benchmark on {env['gpu']}", "",
+             f"torch {env['torch']}, triton {env['triton']}, Python {env['python']}, {env['date']}; profile "
+             f"`{env['profile']}`; policy `triton` (TF32 allowed for the seed and the baselines).", "",
+             "Commands (on the GPU machine, repository root):", ""]
+    lines += [f"    {r['command']}" for r in runs]
+    lines += ["", "Each seed is evaluated as a new candidate (fresh worker, cold Triton cache) the number of times "
+              "listed under eval wall; times are medians of CUDA-event timings with L2 flushed. "
+              "Baselines (eager, torch.compile) are measured once per problem and excluded from eval wall.", ""]
+    lines += problem_table(rows)
+    lines += ["", f"Geometric mean speed-up of the seeds: {_x(geomean([r['speedup_vs_eager'] for r in rows]))} "
+              f"vs eager, {_x(geomean([r['speedup_vs_compile'] for r in rows]))} vs torch.compile.",
+              f"Evaluation wall time per candidate: median {statistics.median(walls):.2f} s, "
+              f"max {max(walls):.2f} s over {len(walls)} evaluations.", ""]
+    lines += ["Where a candidate's evaluation time goes (last evaluation of each seed; seconds; `import` and `idle` "
+              "happen in the warm spare worker before the candidate is handed over):", "",
+              "| problem | " + " | ".join(PHASES) + " |", "|---|" + "---|" * len(PHASES)]
+    lines += [f"| {r['problem']} | " + " | ".join(f"{r['phases_s'].get(p, 0.0):.2f}" for p in PHASES) + " |"
+              for r in rows]
+    lines.append("")
+    if spread:
+        lines += [f"## Timing spread: `{spread['problem']}` seed evaluated {len(spread['medians_s'])} times", "",
+                  "medians (us): " + ", ".join(f"{m * 1e6:.2f}" for m in spread["medians_s"]),
+                  f"; range / median = {spread['range_rel']:.2%}, coefficient of variation = {spread['cv']:.2%}", ""]
+    if guards:
+        lines += ["## Guards on the GPU", "", "| case | status | reason | time (us) | rel L2 |", "|---|---|---|---|---|"]
+        lines += [f"| {g['case']} | {g['status']} | {g['reason'].replace('|', '/')} | {_us(g['time_s'])} | "
+                  f"{_x(g['rel_l2'], '{:.2e}')} |" for g in guards]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--problems", default="")
+    r.add_argument("--repeats", type=int, default=2)
+    r.add_argument("--spread-runs", type=int, default=0)
+    r.add_argument("--spread-problem", default="elementwise_chain")
+    r.add_argument("--guards", action="store_true")
+    t = sub.add_parser("table")
+    t.add_argument("paths", nargs="+")
+    args = parser.parse_args()
+    if args.cmd == "run":
+        run(args)
+    else:
+        print(table(args.paths), end="")
+
+
+if __name__ == "__main__":
+    main()
