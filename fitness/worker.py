@@ -35,6 +35,28 @@ from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, 
 
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
+
+
+def prewarm_triton() -> None:
+    """While idle as a spare: load Triton's compiler and build its driver helpers by compiling (not launching) a
+    tiny kernel, so a candidate's own compile starts warm. Best effort: any failure just skips the warm-up."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return
+    try:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _prewarm(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+        _prewarm.warmup(torch.float32, 1, BLOCK=128, grid=(1,))
+    except Exception as exc:  # pragma: no cover - depends on the Triton version
+        print(f"[worker] Triton pre-warm skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+prewarm_triton()
 PHASES: dict = {"import": time.perf_counter() - _STARTED}
 
 
