@@ -7,7 +7,7 @@
            experiments/results/.
 
     python3 experiments/bench_evaluator.py run --out OUT.json [--problems a,b] [--repeats 2] [--spread-runs 5]
-                                           [--spread-problem elementwise_chain] [--guards]
+                                           [--spread-problem a,b] [--guards]
     python3 experiments/bench_evaluator.py table A.json [B.json ...] > experiments/results/evaluator_<gpu>.md
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fitness.problem import resolve_problem, suite_names  # noqa: E402
 from hardware_profiles import detect_profile  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "candidates"
-PHASES = ("import", "idle", "cuda_init", "setup", "trials", "timing")
+PHASES = ("import", "idle", "cuda_init", "setup", "trials", "first_call", "timing")
 SCALE_SHIFT = str(REPO / "tests" / "problems" / "scale_shift.py")
 
 
@@ -55,8 +55,10 @@ def bench_problem(name: str, repeats: int) -> dict:
 def bench_spread(name: str, runs: int) -> dict:
     """One kernel evaluated `runs` times in one evaluator: how much its median time moves between evaluations."""
     seed = resolve_problem(name).seed_source()
-    with evaluator(name) as ev:
-        medians = [ev.evaluate(seed).time_s for _ in range(runs)]
+    with evaluator(name, compile_baseline=False) as ev:
+        results = [ev.evaluate(seed) for _ in range(runs)]
+    medians = [r.time_s for r in results]
+    print(f"[spread] phases of the last evaluation: {results[-1].phases_s}", flush=True)
     mid = statistics.median(medians)
     return {"problem": name, "medians_s": medians, "range_rel": (max(medians) - min(medians)) / mid,
             "cv": statistics.pstdev(medians) / statistics.fmean(medians)}
@@ -115,7 +117,7 @@ def run(args) -> None:
               f"baseline_wall={row['baseline_wall_s']:.1f}s phases={row['phases_s']} {row['reason'][:200]}", flush=True)
         Path(args.out).write_text(json.dumps(out, indent=1, default=str))
     if args.spread_runs:
-        out["spread"] = bench_spread(args.spread_problem, args.spread_runs)
+        out["spread"] = [bench_spread(name, args.spread_runs) for name in args.spread_problem.split(",")]
         print(f"[spread] {out['spread']}", flush=True)
     if args.guards:
         out["guards"] = bench_guards()
@@ -153,7 +155,8 @@ def table(paths: list[str]) -> str:
     spread = next((r["spread"] for r in runs if r.get("spread")), None)
     guards = [g for r in runs for g in r.get("guards", [])]
     env = runs[0]["environment"]
-    walls = [w for r in rows for w in r["eval_wall_s_all"]]
+    cold = [r["eval_wall_s_all"][0] for r in rows]
+    warm = [w for r in rows for w in r["eval_wall_s_all"][1:]] or cold
     lines = [f"# Evaluator benchmark on {env['gpu']}", "",
              f"torch {env['torch']}, triton {env['triton']}, Python {env['python']}, {env['date']}; profile "
              f"`{env['profile']}`; policy `triton` (TF32 allowed for the seed and the baselines).", "",
@@ -165,18 +168,20 @@ def table(paths: list[str]) -> str:
     lines += problem_table(rows)
     lines += ["", f"Geometric mean speed-up of the seeds: {_x(geomean([r['speedup_vs_eager'] for r in rows]))} "
               f"vs eager, {_x(geomean([r['speedup_vs_compile'] for r in rows]))} vs torch.compile.",
-              f"Evaluation wall time per candidate: median {statistics.median(walls):.2f} s, "
-              f"max {max(walls):.2f} s over {len(walls)} evaluations.", ""]
+              f"Evaluation wall time per candidate, warm worker (every evaluation after a problem's first, as in a "
+              f"search): median {statistics.median(warm):.2f} s, max {max(warm):.2f} s over {len(warm)} evaluations; "
+              f"the first evaluation of each problem, which waits for its worker's start-up: median "
+              f"{statistics.median(cold):.2f} s.", ""]
     lines += ["Where a candidate's evaluation time goes (last evaluation of each seed; seconds; `import` and `idle` "
               "happen in the warm spare worker before the candidate is handed over):", "",
               "| problem | " + " | ".join(PHASES) + " |", "|---|" + "---|" * len(PHASES)]
     lines += [f"| {r['problem']} | " + " | ".join(f"{r['phases_s'].get(p, 0.0):.2f}" for p in PHASES) + " |"
               for r in rows]
     lines.append("")
-    if spread:
-        lines += [f"## Timing spread: `{spread['problem']}` seed evaluated {len(spread['medians_s'])} times", "",
-                  "medians (us): " + ", ".join(f"{m * 1e6:.2f}" for m in spread["medians_s"]),
-                  f"; range / median = {spread['range_rel']:.2%}, coefficient of variation = {spread['cv']:.2%}", ""]
+    for one in spread or []:
+        lines += [f"## Timing spread: `{one['problem']}` seed evaluated {len(one['medians_s'])} times", "",
+                  "medians (us): " + ", ".join(f"{m * 1e6:.2f}" for m in one["medians_s"])
+                  + f"; range / median = {one['range_rel']:.2%}, coefficient of variation = {one['cv']:.2%}", ""]
     if guards:
         lines += ["## Guards on the GPU", "", "| case | status | reason | time (us) | rel L2 |", "|---|---|---|---|---|"]
         lines += [f"| {g['case']} | {g['status']} | {g['reason'].replace('|', '/')} | {_us(g['time_s'])} | "
@@ -192,7 +197,7 @@ def main() -> None:
     r.add_argument("--problems", default="")
     r.add_argument("--repeats", type=int, default=2)
     r.add_argument("--spread-runs", type=int, default=0)
-    r.add_argument("--spread-problem", default="elementwise_chain")
+    r.add_argument("--spread-problem", default="elementwise_chain", help="comma-separated problem names")
     r.add_argument("--guards", action="store_true")
     t = sub.add_parser("table")
     t.add_argument("paths", nargs="+")

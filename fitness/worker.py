@@ -166,9 +166,9 @@ def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
         synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
         LAUNCHES.reset()
         trace = TorchOpTrace(LAUNCHES) if trial == 0 and settings.get("trace_torch_ops", True) else None
-        with trace or nullcontext():
+        with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
             output = model_new(*buffers)
-        synchronize(device)
+            synchronize(device)
         if trial == 0:
             guards = check_guards(trace, module_name, policy, settings)
         changed = changed_inputs(buffers, saved)
