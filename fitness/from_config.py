@@ -8,7 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 from fitness.evaluator import EvalSettings, Evaluator, default_device
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, resolve_problem
-from hardware_profiles import load_profile, resolve_profile
+from hardware_profiles import HardwareProfile, load_profile, resolve_profile
 
 
 def resolve_device(requested: str) -> str:
@@ -35,10 +35,15 @@ def resolve_size_preset(preset: str, device: str, problem: str) -> str:
     return "test" if problem in suite_names() else "full"
 
 
-def problem_from_config(cfg: DictConfig, device: str) -> ProblemSpec:
-    sizes = OmegaConf.to_container(cfg.sizes, resolve=True) if cfg.get("sizes") else {}
-    preset = resolve_size_preset(cfg.get("size_preset", "auto"), device, str(cfg.problem))
-    return resolve_problem(str(cfg.problem), sizes=sizes, size_preset=preset)
+def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | None = None) -> ProblemSpec:
+    """The ProblemSpec a config names: bundled name or path, size preset and overrides, optional seed file."""
+    sizes = OmegaConf.to_container(sizes, resolve=True) if isinstance(sizes, DictConfig) else dict(sizes or {})
+    spec = resolve_problem(str(name), sizes=sizes, size_preset=resolve_size_preset(size_preset, device, str(name)))
+    if seed is None:
+        return spec
+    if not Path(seed).expanduser().is_file():
+        raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew")
+    return ProblemSpec(spec.name, spec.path, spec.sizes, str(Path(seed).expanduser().resolve()), spec.size_preset)
 
 
 def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
@@ -51,12 +56,18 @@ def settings_from_config(fitness_cfg: DictConfig) -> EvalSettings:
     return EvalSettings.from_config(data)
 
 
+def profile_for(profile_name: str, device: str) -> HardwareProfile:
+    """`auto` on the CPU is the interpreter's profile; otherwise the named or detected GPU profile."""
+    if device == "cpu" and profile_name == "auto":
+        return load_profile("cpu_interpreter")
+    return resolve_profile(profile_name)
+
+
 def build_evaluator(cfg: DictConfig) -> Evaluator:
     device = resolve_device(str(cfg.get("device", "auto")))
-    profile_name = cfg.hardware.profile
-    profile = load_profile("cpu_interpreter") if (device == "cpu" and profile_name == "auto") \
-        else resolve_profile(profile_name)
-    return Evaluator(problem_from_config(cfg, device), policy_from_config(cfg.fitness), profile,
+    profile = profile_for(cfg.hardware.profile, device)
+    problem = problem_spec(cfg.problem, cfg.get("sizes"), cfg.get("size_preset", "auto"), device)
+    return Evaluator(problem, policy_from_config(cfg.fitness), profile,
                      settings_from_config(cfg.fitness), device=device)
 
 

@@ -49,6 +49,40 @@ def evaluate(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
+def run(cfg: DictConfig) -> None:
+    """Evolve a faster kernel for the configured problem; the run directory is Hydra's output directory."""
+    from evo.run import execute
+
+    try:
+        execute(cfg, _output_dir())
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def resume(cfg: DictConfig) -> None:
+    """Continue a run from its store, with the config it was started with."""
+    from evo.run import execute, saved_config
+
+    try:
+        execute(saved_config(Path(cfg.run_dir)), Path(cfg.run_dir))
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def report(cfg: DictConfig) -> None:
+    """Write the markdown report (with plots) of a run."""
+    from evo.report import write_report
+
+    try:
+        path = write_report(Path(cfg.run_dir))
+    except ValueError as exc:
+        _fail(str(exc))
+    print(f"report written to {path}")
+
+
 COMMANDS = {
+    "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)"),
+    "resume": Command("resume", resume, "continue a run: kernelevo resume run_dir=DIR"),
+    "report": Command("report", report, "write a run's markdown report: kernelevo report run_dir=DIR"),
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing"),
 }

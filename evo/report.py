@@ -1,0 +1,94 @@
+"""`kernelevo report`: a markdown report of a run, from its store alone.
+
+It holds the summary table (best kernel against its seed, eager and torch.compile, speed-of-light fraction,
+precision policy), best and median fitness per generation (table and plot), the lineage of the best kernel
+(each ancestor, the operator that made it and its time), the statuses of every evaluation, and the best kernel's
+source.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+from evo.run import summarise
+from evo.store import RunStore
+
+REPORT_FILE = "report.md"
+PLOT_FILE = "fitness.png"
+
+
+def _ms(seconds) -> str:
+    return "–" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:.4f}"
+
+
+def plot_fitness(logbook: list[dict], path: Path) -> bool:
+    """Best and median time per generation; False when matplotlib is unavailable."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    gens = [row["gen"] for row in logbook]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for key, style in (("best", "o-"), ("median", "s--")):
+        values = [row[key] * 1e3 if math.isfinite(row[key]) else float("nan") for row in logbook]
+        ax.plot(gens, values, style, label=key)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("kernel time (ms)")
+    ax.set_title("fitness per generation (lower is better)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def lineage(store: RunStore, genome_id: str) -> list[dict]:
+    """The chain from the best kernel back to the seed, following first parents."""
+    individuals = {r["genome_id"]: r for r in store.individuals()}
+    # operators name their parents by the tuned genome's id; individuals are stored under the untuned one
+    origin_of = {store.genome(gid).with_params(r["params"]).id: gid for gid, r in individuals.items()}
+    origin_of.update({gid: gid for gid in individuals})
+    chain, current = [], origin_of.get(genome_id)
+    while current and len(chain) < 1000:
+        genome = store.genome(current)
+        record = individuals[current]
+        chain.append({"id": current, "generation": genome.generation, "operator": genome.operator,
+                      "params": record["params"], "time_s": record["time_s"], "status": record["status"]})
+        current = origin_of.get(genome.parents[0]) if genome.parents else None
+    return chain
+
+
+def write_report(run_dir: Path) -> Path:
+    store = RunStore(run_dir)
+    state = store.latest_checkpoint()
+    if state is None:
+        store.close()
+        raise ValueError(f"{run_dir}: the run has no finished generation yet; nothing to report")
+    state["stop_reason"] = store.get_meta("stop_reason", "")
+    summary = summarise(store, state)
+    lines = [f"# kernelevo run report: {run_dir}", "", "## Summary", "", "```", summary.table(), "```", ""]
+    lines += ["## Fitness per generation", ""]
+    if plot_fitness(state["logbook"], Path(run_dir) / PLOT_FILE):
+        lines += [f"![best and median time per generation]({PLOT_FILE})", ""]
+    lines += ["| generation | offspring | evaluations so far | best (ms) | median (ms) | correct in population |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['gen']} | {r['nevals']} | {r['evaluations']} | {_ms(r['best'])} | {_ms(r['median'])} | "
+              f"{r['correct']} |" for r in state["logbook"]]
+    if state.get("hall_of_fame"):
+        lines += ["", "## Lineage of the best kernel", "", "| generation | operator | params | time (ms) |",
+                  "|---|---|---|---|"]
+        lines += [f"| {a['generation']} | {a['operator']} | `{a['params']}` | {_ms(a['time_s'])} |"
+                  for a in lineage(store, state["hall_of_fame"][0])]
+    statuses = Counter(r.status for r in store.evaluations())
+    lines += ["", "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in statuses.most_common()), ""]
+    if summary.best is not None:
+        lines += ["## Best kernel", "", "```python", summary.best.rendered().rstrip(), "```", ""]
+    store.close()
+    path = Path(run_dir) / REPORT_FILE
+    path.write_text("\n".join(lines))
+    return path

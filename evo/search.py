@@ -1,0 +1,191 @@
+"""The search loop: (mu + lambda) evolution of kernel genomes, with Optuna tuning inside each individual.
+
+    seed genome -> initial population -> [select parents -> operators -> offspring -> tune + evaluate (toolbox.map)
+    -> survivors -> checkpoint] x generations
+
+The state after every generation (population, hall of fame, logbook, RNG, counters) is one checkpoint row in the
+run store; every evaluation is stored as it finishes. ``Search.run`` on a store with a checkpoint resumes from it:
+the RNG is restored, so the interrupted generation's offspring are generated again identically, and their
+evaluations come from the store instead of being repeated.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+
+from deap import tools
+
+from evo.genome import Genome
+from evo.store import RunStore
+from evo.toolbox import build_toolbox, make_individual, statistics
+from evo.tuner import Tuner
+from operators.base import Operator, OperatorContext
+
+
+@dataclass
+class Budget:
+    generations: int = 5
+    max_evaluations: int | None = None
+    wall_time_s: float | None = None
+    patience: int | None = 3  # stop after this many generations without improvement
+
+    def __post_init__(self):
+        for name in ("generations", "max_evaluations", "wall_time_s", "patience"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"search.{name} must not be negative, got {value}")
+
+
+@dataclass
+class SearchSettings:
+    mu: int = 4
+    lambda_: int = 8
+    tournament_size: int = 2
+    hall_of_fame: int = 5
+    seed: int = 0
+    budget: Budget = field(default_factory=Budget)
+
+    def __post_init__(self):
+        if self.mu < 1 or self.lambda_ < 1:
+            raise ValueError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
+
+
+@dataclass
+class GenerationReport:
+    generation: int
+    evaluations: int
+    best_s: float
+    median_s: float
+    correct: int
+    size: int
+    elapsed_s: float
+    improved: bool
+
+
+class Search:
+    def __init__(self, seed_genome: Genome, operators: list[Operator], tuner: Tuner, store: RunStore,
+                 settings: SearchSettings, on_generation=None):
+        if not operators:
+            raise ValueError("the search needs at least one operator (operators.list is empty)")
+        self.seed_genome = seed_genome
+        self.operators = operators
+        self.tuner = tuner
+        self.store = store
+        self.settings = settings
+        self.on_generation = on_generation or (lambda report: None)
+        self.service = tuner.service
+        self.toolbox = build_toolbox(self.service.map, settings.tournament_size)
+        self.stats = statistics()
+        self.logbook = tools.Logbook()
+        self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.genome.id == b.genome.id)
+
+    # state -----------------------------------------------------------------------------------------------------
+    def _fresh_state(self) -> dict:
+        return {"generation": -1, "population": [], "hall_of_fame": [], "seen": [], "logbook": [],
+                "best_s": math.inf, "stale": 0, "elapsed_s": 0.0,
+                "rng": random.Random(self.settings.seed).getstate()}
+
+    def _individual(self, record: dict):
+        genome = self.store.genome(record["genome_id"]).with_params(record["params"])
+        return make_individual(genome, record["eval_key"], record["status"], record["time_s"], record["reason"],
+                               origin_id=record["genome_id"])
+
+    def _restore(self, ids: list) -> list:
+        by_id = {r["genome_id"]: r for r in self.store.individuals()}
+        return [self._individual(by_id[gid]) for gid in ids]
+
+    # variation and evaluation ----------------------------------------------------------------------------------
+    def _tune(self, genome: Genome):
+        """Tune one genome and record it: the unit of work toolbox.map spreads over the evaluators."""
+        self.store.add_genome(genome)
+        tuned = self.tuner.tune(genome)
+        self.store.set_individual(genome.id, genome.generation, tuned.result.status, tuned.result.time_s,
+                                  tuned.genome.params, tuned.key, tuned.result.reason[:500])
+        return make_individual(tuned.genome, tuned.key, tuned.result.status, tuned.result.time_s, tuned.result.reason,
+                               origin_id=genome.id)
+
+    def _offspring(self, population: list, rng: random.Random, seen: set, generation: int, count: int) -> list:
+        context = OperatorContext(generation=generation, profile=self.service.profile)
+        weights = [op.weight for op in self.operators]
+        children, attempts = [], 0
+        while len(children) < count and attempts < 20 * count:
+            attempts += 1
+            operator = rng.choices(self.operators, weights=weights)[0]
+            parents = self.toolbox.select_parents(population, operator.arity, rng=rng)
+            for child in operator([p.genome for p in parents], rng, context):
+                if child.id not in seen and len(children) < count:
+                    seen.add(child.id)
+                    children.append(child)
+        return children
+
+    def _initial_genomes(self, rng: random.Random, seen: set) -> list[Genome]:
+        seed = self.seed_genome
+        seen.add(seed.id)
+        population = [make_individual(seed, "", "ok", 1.0)]  # a stand-in parent for the first variations
+        return [seed] + self._offspring(population, rng, seen, 0, self.settings.mu - 1)
+
+    # the loop --------------------------------------------------------------------------------------------------
+    def _out_of_budget(self, state: dict, started: float) -> str:
+        budget = self.settings.budget
+        elapsed = self._elapsed(started)
+        if state["generation"] >= budget.generations:  # generation 0 is the initial population
+            return f"{budget.generations} generations done"
+        if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
+            return f"evaluation budget of {budget.max_evaluations} spent"
+        if budget.wall_time_s is not None and elapsed >= budget.wall_time_s:
+            return f"wall-time budget of {budget.wall_time_s:g} s spent"
+        if budget.patience is not None and state["stale"] >= budget.patience and state["generation"] > 0:
+            return f"no improvement for {budget.patience} generations"
+        return ""
+
+    def run(self) -> dict:
+        """Run (or resume) to the end of the budget; returns the final state."""
+        state = self.store.latest_checkpoint() or self._fresh_state()
+        self._resumed_elapsed = state["elapsed_s"]
+        population = self._restore(state["population"])
+        self.hall_of_fame.update(self._restore(state["hall_of_fame"]))
+        for entry in state["logbook"]:
+            self.logbook.record(**entry)
+        rng = random.Random()
+        rng.setstate(_as_rng_state(state["rng"]))
+        seen = set(state["seen"])
+        started = time.perf_counter()
+        while not (stop := self._out_of_budget(state, started)):
+            generation = state["generation"] + 1
+            genomes = (self._initial_genomes(rng, seen) if not population else
+                       self._offspring(population, rng, seen, generation, self.settings.lambda_))
+            offspring = self.toolbox.map(self._tune, genomes)
+            population = self.toolbox.select_survivors(population + offspring, self.settings.mu)
+            state = self._advance(state, generation, population, offspring, rng, seen, started)
+        state["stop_reason"] = stop
+        self.store.set_meta("stop_reason", stop)
+        return state
+
+    def _elapsed(self, started: float) -> float:
+        """Wall time of the whole run, across resumes."""
+        return self._resumed_elapsed + time.perf_counter() - started
+
+    def _advance(self, state, generation, population, offspring, rng, seen, started) -> dict:
+        self.hall_of_fame.update(offspring)
+        record = self.stats.compile(population)
+        self.logbook.record(gen=generation, nevals=len(offspring), evaluations=self.store.evaluation_count(),
+                            **record)
+        improved = record["best"] < state["best_s"]
+        elapsed = self._elapsed(started)
+        new = {"generation": generation, "population": [ind.origin_id for ind in population],
+               "seen": sorted(seen), "best_s": min(record["best"], state["best_s"]),
+               "stale": 0 if improved else state["stale"] + 1, "elapsed_s": elapsed, "rng": rng.getstate(),
+               "logbook": list(self.logbook), "hall_of_fame": [ind.origin_id for ind in self.hall_of_fame]}
+        self.store.save_checkpoint(generation, new)
+        self.on_generation(GenerationReport(generation, self.store.evaluation_count(), record["best"],
+                                            record["median"], record["correct"], len(population), elapsed, improved))
+        return new
+
+
+def _as_rng_state(state) -> tuple:
+    """random.Random state from its JSON form (lists) back to the nested tuple it must be."""
+    version, internal, gauss = state
+    return version, tuple(internal), gauss
+
