@@ -18,33 +18,33 @@ from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from fitness.evaluator import Evaluator
-from fitness.from_config import (policy_from_config, problem_spec, profile_for, resolve_device,
+from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
                                  settings_from_config)
 from fitness.result import EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
 
 
-def evaluation_devices(device: str, workers) -> list[str]:
-    """One evaluator per visible GPU (or the number asked for); one on the CPU interpreter."""
+def evaluation_devices(device: str, gpus, workers_per_gpu: int = 1) -> list[str]:
+    """workers_per_gpu evaluators for each visible GPU (`gpus`: auto or a count), or for the CPU interpreter."""
+    if workers_per_gpu < 1:
+        raise ValueError(f"workers_per_gpu must be at least 1, got {workers_per_gpu}")
     if device == "cpu":
-        return ["cpu"]
+        return ["cpu"] * workers_per_gpu
     import torch
 
-    count = torch.cuda.device_count() if workers == "auto" else int(workers)
-    if device.startswith("cuda:"):
-        return [device]
-    return [f"cuda:{i}" for i in range(max(count, 1))]
+    count = torch.cuda.device_count() if gpus == "auto" else int(gpus)
+    devices = [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
+    return [d for d in devices for _ in range(workers_per_gpu)]
 
 
 def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
     device = resolve_device(str(cfg.device))
     profile = profile_for(cfg.hardware.profile, device)
-    p = cfg.problem
-    problem = problem_spec(p.name, p.get("sizes"), p.get("size_preset", "auto"), device, p.get("seed"))
+    problem = problem_from_config(cfg.problem, device)
     policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
-    evaluators = [Evaluator(problem, policy, profile, settings, device=d) for d in
-                  evaluation_devices(device, cfg.get("workers", "auto"))]
+    devices = evaluation_devices(device, cfg.get("gpus", "auto"), cfg.get("workers_per_gpu", 1))
+    evaluators = [Evaluator(problem, policy, profile, settings, device=d) for d in devices]
     return EvaluationService(evaluators, store)
 
 
@@ -119,6 +119,9 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
 
 def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
+    settings, operators = search_settings(cfg), build_operators(cfg)  # bad config fails before anything starts
+    if cfg.search.tuner.trials < 1:
+        raise ValueError(f"search.tuner.trials must be at least 1, got {cfg.search.tuner.trials}")
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service = build_service(cfg, store)
@@ -129,8 +132,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         seed = Genome.from_source(evaluator.problem.seed_source())
         tuner = Tuner(service, store.optuna_url, trials=cfg.search.tuner.trials, seed=cfg.search.seed,
                       prune_factor=cfg.search.tuner.prune_factor)
-        search = Search(seed, build_operators(cfg), tuner, store, search_settings(cfg), print_generation)
-        state = search.run()
+        state = Search(seed, operators, tuner, store, settings, print_generation).run()
     finally:
         service.close()
     summary = summarise(store, state)

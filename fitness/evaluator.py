@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fitness.candidate import source_hash
+from fitness.gpu_lock import lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
@@ -126,7 +127,7 @@ class Evaluator:
             settings["compile_baseline"] = self.on_gpu
         return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
-                "l2_bytes": self.profile.l2_cache_bytes, **extra}
+                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(self.cache_dir, self.device), **extra}
 
     def baseline(self) -> Baseline:
         """Eager and torch.compile times of the reference, measured once per evaluator in a trusted worker."""

@@ -46,6 +46,12 @@ def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | No
     return ProblemSpec(spec.name, spec.path, spec.sizes, str(Path(seed).expanduser().resolve()), spec.size_preset)
 
 
+def problem_from_config(problem_cfg: DictConfig, device: str) -> ProblemSpec:
+    """The spec for a `problem` config group entry (name, size_preset, sizes, seed)."""
+    return problem_spec(problem_cfg.name, problem_cfg.get("sizes"), problem_cfg.get("size_preset", "auto"), device,
+                        problem_cfg.get("seed"))
+
+
 def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
     return PrecisionPolicy.from_dict(OmegaConf.to_container(fitness_cfg.policy, resolve=True))
 
@@ -66,7 +72,7 @@ def profile_for(profile_name: str, device: str) -> HardwareProfile:
 def build_evaluator(cfg: DictConfig) -> Evaluator:
     device = resolve_device(str(cfg.get("device", "auto")))
     profile = profile_for(cfg.hardware.profile, device)
-    problem = problem_spec(cfg.problem, cfg.get("sizes"), cfg.get("size_preset", "auto"), device)
+    problem = problem_from_config(cfg.problem, device)
     return Evaluator(problem, policy_from_config(cfg.fitness), profile,
                      settings_from_config(cfg.fitness), device=device)
 

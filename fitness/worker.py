@@ -30,6 +30,7 @@ import torch  # noqa: E402
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
+from fitness.gpu_lock import DeviceLock  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem  # noqa: E402
 
@@ -221,10 +222,14 @@ def run_candidate_job(job: dict) -> dict:
         param_sync = copy_parameters(reference, model_new)
     with torch.no_grad():
         try:
-            with phase("trials"):  # the first trial includes compiling the candidate's kernels
-                result = run_trials(reference, model_new, problem, job, policy, module_name)
-            with phase("timing"):
-                result["timing"] = {"candidate": time_candidate(model_new, problem, job)}
+            with phase("compile_call"):  # JIT-compiles the kernels outside the GPU lock; its output is discarded
+                scrub(as_tensor_list(model_new(*make_inputs(problem, seed + 20_000, device))))
+                synchronize(device)
+            with DeviceLock(job.get("gpu_lock")):
+                with phase("trials"):
+                    result = run_trials(reference, model_new, problem, job, policy, module_name)
+                with phase("timing"):
+                    result["timing"] = {"candidate": time_candidate(model_new, problem, job)}
         except (Verdict, CandidateError):
             raise
         except Exception as exc:
@@ -240,18 +245,24 @@ def run_baseline_job(job: dict) -> dict:
     problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
     reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
-    timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
     inputs = timing_inputs(problem, job)
+    with DeviceLock(job.get("gpu_lock")):  # the timer allocates and calibrates on the GPU
+        timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
     result = {"status": "ok", "timing": {}, "notes": [f"baselines at fp32 matmul precision "
                                                       f"'{policy.fp32_matmul_precision}'"]}
     with torch.no_grad():
-        result["timing"]["eager"] = timer.measure(reference, inputs).to_dict()
+        compiled = None
         if job["settings"].get("compile_baseline", True):
             try:
                 compiled = torch.compile(reference)
-                result["timing"]["compile"] = timer.measure(compiled, inputs).to_dict()
+                compiled(*inputs[0])  # compile outside the GPU lock
             except Exception as exc:  # a reference torch.compile cannot handle is a note, not a failure
+                compiled = None
                 result["notes"].append(f"torch.compile baseline failed: {type(exc).__name__}: {exc}"[:500])
+        with DeviceLock(job.get("gpu_lock")):
+            result["timing"]["eager"] = timer.measure(reference, inputs).to_dict()
+            if compiled is not None:
+                result["timing"]["compile"] = timer.measure(compiled, inputs).to_dict()
     return result
 
 

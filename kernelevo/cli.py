@@ -14,6 +14,18 @@ from kernelevo.commands import COMMANDS
 USAGE = "usage: kernelevo {" + ",".join(COMMANDS) + "} [key=value ...]"
 
 
+def expand_problem_paths(overrides: list[str]) -> list[str]:
+    """`problem=PATH` (a KernelBench file rather than a bundled name) becomes `problem=file problem.name=PATH`."""
+    expanded = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key == "problem" and (value.endswith(".py") or "/" in value):
+            expanded += ["problem=file", f"problem.name={value}"]
+        else:
+            expanded.append(item)
+    return expanded
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") and len(argv) == 1:
@@ -26,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"kernelevo: unknown command {name!r}\n{USAGE}", file=sys.stderr)
         sys.exit(2)
     command = COMMANDS[name]
-    sys.argv = [f"kernelevo {name}", *overrides]
+    sys.argv = [f"kernelevo {name}", *expand_problem_paths(overrides)]
     hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
 
 

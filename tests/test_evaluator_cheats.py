@@ -59,7 +59,7 @@ def test_no_triton_kernel_is_rejected_even_when_torch_compute_is_allowed():
 def test_result_cached_by_input_pointer_goes_stale(evaluator):
     result = evaluator.evaluate(candidate("pointer_cache"))
     assert result.status == "incorrect"
-    assert result.reason.startswith("trial 1")  # right on the first inputs, stale on the next
+    assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
 
 
 def test_side_stream_is_rejected_naming_the_line(evaluator):
