@@ -17,7 +17,7 @@ from evo.genome import Genome
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
-from fitness.evaluator import Evaluator
+from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
                                  settings_from_config)
 from fitness.result import EvalResult
@@ -44,7 +44,8 @@ def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
     problem = problem_from_config(cfg.problem, device)
     policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
     devices = evaluation_devices(device, cfg.get("gpus", "auto"), cfg.get("workers_per_gpu", 1))
-    evaluators = [Evaluator(problem, policy, profile, settings, device=d) for d in devices]
+    shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
+    evaluators = [Evaluator(problem, policy, profile, settings, device=d, baseline_slot=shared) for d in devices]
     return EvaluationService(evaluators, store)
 
 

@@ -40,7 +40,8 @@ class Tuner:
         if trials < 1:
             raise ValueError(f"search.tuner.trials must be at least 1, got {trials}")
         self.service = service
-        self.storage_url = storage_url
+        # one storage for every thread of the pool: created here, once, so its tables are created once
+        self.storage = optuna.storages.RDBStorage(storage_url, engine_kwargs={"connect_args": {"timeout": 60}})
         self.trials = trials
         self.seed = seed
         self.prune_factor = prune_factor
@@ -48,7 +49,7 @@ class Tuner:
     def _study(self, genome: Genome) -> optuna.Study:
         name = f"tune-{genome.id}"  # one study per individual: its code, space and starting parameters
         sampler_seed = self.seed + int(hashlib.sha256(name.encode()).hexdigest()[:6], 16)
-        study = optuna.create_study(study_name=name, storage=self.storage_url, direction="minimize",
+        study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize",
                                     sampler=optuna.samplers.TPESampler(seed=sampler_seed), load_if_exists=True)
         if not study.trials:
             study.enqueue_trial(genome.params)

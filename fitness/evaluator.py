@@ -10,6 +10,7 @@ Usage::
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -67,6 +68,15 @@ class Baseline:
     notes: list
 
 
+class BaselineSlot:
+    """The baselines of one problem and policy: measured once, shared by every evaluator of a pool."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.value: Baseline | None = None
+        self.wall_s = 0.0
+
+
 def implausibility(time_s: float, sol_s: float, margin: float, profile: HardwareProfile) -> str:
     """Why a measured time is physically impossible on this hardware, or "" when it is plausible."""
     if time_s >= margin * sol_s:
@@ -83,7 +93,8 @@ def default_device() -> str:
 
 class Evaluator:
     def __init__(self, problem: ProblemSpec, policy: PrecisionPolicy, profile: HardwareProfile,
-                 settings: EvalSettings | None = None, device: str | None = None, cache_dir: Path | None = None):
+                 settings: EvalSettings | None = None, device: str | None = None, cache_dir: Path | None = None,
+                 baseline_slot: BaselineSlot | None = None):
         self.problem = problem
         self.policy = policy
         self.profile = profile
@@ -93,8 +104,7 @@ class Evaluator:
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)
         self.cost = self._measure_cost()
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
-        self._baseline: Baseline | None = None
-        self.baseline_wall_s = 0.0
+        self._baselines = baseline_slot or BaselineSlot()
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
                                 prestart=self.settings.prestart_worker)
 
@@ -129,21 +139,29 @@ class Evaluator:
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
                 "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(self.cache_dir, self.device), **extra}
 
+    @property
+    def baseline_wall_s(self) -> float:
+        return self._baselines.wall_s
+
     def baseline(self) -> Baseline:
-        """Eager and torch.compile times of the reference, measured once per evaluator in a trusted worker."""
-        if self._baseline is None:
-            start = time.perf_counter()
-            outcome = self._sandbox.run(self._job("baseline"), self.settings.baseline_timeout_s, trusted=True)
-            result = outcome.result or {}
-            timings = result.get("timing", {})
-            notes = list(result.get("notes", []))
-            if result.get("status") != "ok":
-                notes.append("baseline timing failed: " + (result.get("reason")
-                                                           or outcome.failure_reason(self.settings.baseline_timeout_s)))
-            self._baseline = Baseline(TimingStats.from_dict(timings.get("eager")),
-                                      TimingStats.from_dict(timings.get("compile")), notes)
-            self.baseline_wall_s = time.perf_counter() - start
-        return self._baseline
+        """Eager and torch.compile times of the reference, measured once (per slot) in a trusted worker."""
+        with self._baselines.lock:
+            if self._baselines.value is None:
+                self._baselines.value = self._measure_baseline()
+        return self._baselines.value
+
+    def _measure_baseline(self) -> Baseline:
+        start = time.perf_counter()
+        outcome = self._sandbox.run(self._job("baseline"), self.settings.baseline_timeout_s, trusted=True)
+        result = outcome.result or {}
+        timings = result.get("timing", {})
+        notes = list(result.get("notes", []))
+        if result.get("status") != "ok":
+            notes.append("baseline timing failed: " + (result.get("reason")
+                                                       or outcome.failure_reason(self.settings.baseline_timeout_s)))
+        self._baselines.wall_s = time.perf_counter() - start
+        return Baseline(TimingStats.from_dict(timings.get("eager")), TimingStats.from_dict(timings.get("compile")),
+                        notes)
 
     # evaluation ------------------------------------------------------------------------------------------------
     def _new_result(self, source: str, label: str) -> EvalResult:
@@ -206,7 +224,7 @@ class Evaluator:
 
     def evaluate(self, source: str, label: str = "") -> EvalResult:
         """Judge one candidate source; never raises for anything the candidate does."""
-        start, had_baseline = time.perf_counter(), self._baseline is not None
+        start, had_baseline = time.perf_counter(), self._baselines.value is not None
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
             outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s)
@@ -214,7 +232,7 @@ class Evaluator:
             if result.ok:
                 self._score(result)
         result.eval_wall_s = time.perf_counter() - start
-        if not had_baseline and self._baseline is not None:  # the one-off baseline is not this candidate's cost
+        if not had_baseline and self._baselines.value is not None:  # the one-off baselines are no candidate's cost
             result.eval_wall_s -= self.baseline_wall_s
             result.notes.append(f"baselines measured once for this run in {self.baseline_wall_s:.1f} s")
         return result
