@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 BUDGET = ["search.generations=3", "search.mu=4", "search.lambda_=6", "search.tuner.trials=3",
-          "search.patience=null", "search.wall_time_s=80"]
+          "search.patience=null", "search.wall_time_s=60"]
 
 
 class UtilisationSampler(threading.Thread):
