@@ -130,6 +130,18 @@ class RunStore:
         return json.loads(rows[0][0]) if rows else None
 
     # llm calls -------------------------------------------------------------------------------------------------
+    def add_llm_call(self, call: dict) -> None:
+        """One LLM request: role, model, prompt_tokens, completion_tokens, cost_usd, cached, request_hash."""
+        self._write("INSERT INTO llm_calls (role, model, prompt_tokens, completion_tokens, cost_usd, cached, "
+                    "request_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (call.get("role"), call.get("model"), call.get("prompt_tokens", 0),
+                     call.get("completion_tokens", 0), call.get("cost_usd", 0.0), int(bool(call.get("cached"))),
+                     call.get("request_hash"), time.time()))
+
+    def llm_calls(self) -> list[dict]:
+        cols = ("role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash")
+        return [dict(zip(cols, row)) for row in self._read(f"SELECT {', '.join(cols)} FROM llm_calls ORDER BY seq")]
+
     def llm_totals(self) -> dict:
         calls, cost = self._read("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE cached = 0")[0]
         return {"calls": calls, "cost_usd": cost}
