@@ -92,6 +92,7 @@ class Genome:
     parents: tuple = ()
     operator: str = "seed"
     generation: int = 0
+    note: str = ""  # what the operator meant to do (an LLM plan's summary); not part of the identity
 
     @classmethod
     def from_source(cls, source: str, **lineage) -> "Genome":
@@ -126,12 +127,13 @@ class Genome:
 
     def to_dict(self) -> dict:
         return {"source": self.source, "space": self.space, "params": self.params, "parents": list(self.parents),
-                "operator": self.operator, "generation": self.generation}
+                "operator": self.operator, "generation": self.generation, "note": self.note}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Genome":
         return cls(source=data["source"], space=data["space"], params=data["params"],
-                   parents=tuple(data["parents"]), operator=data["operator"], generation=data["generation"])
+                   parents=tuple(data["parents"]), operator=data["operator"], generation=data["generation"],
+                   note=data.get("note", ""))
 
 
 def evaluation_key(rendered_source: str) -> str:

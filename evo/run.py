@@ -13,7 +13,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from evo.evaluation import EvaluationService
-from evo.genome import Genome
+from evo.genome import Genome, evaluation_key
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
@@ -53,12 +53,46 @@ def search_settings(cfg: DictConfig) -> SearchSettings:
     s = cfg.search
     budget = Budget(generations=s.generations, max_evaluations=s.get("max_evaluations"),
                     wall_time_s=s.get("wall_time_s"), patience=s.get("patience"))
-    return SearchSettings(mu=s.mu, lambda_=s.lambda_, tournament_size=s.tournament_size,
-                          hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed, budget=budget)
+    return SearchSettings(mu=s.mu, lambda_=s.lambda_, hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed,
+                          budget=budget)
 
 
 def build_operators(cfg: DictConfig) -> list:
     return [instantiate(op) for op in cfg.operators.list]
+
+
+def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
+    """The LLM agents from the `llm` config, or None for an offline run (litellm is imported only here)."""
+    llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else {}
+    if not llm.get("provider"):
+        return None
+    from dataclasses import fields
+
+    from operators.llm.client import LLMClient, LLMSettings
+    from operators.llm.context import ContextBuilder, ContextSettings
+    from operators.llm.team import LLMTeam, RoleSettings, TeamSettings
+
+    settings = LLMSettings(**{f.name: llm[f.name] for f in fields(LLMSettings) if f.name in llm})
+    budget, spent = llm.get("budget") or {}, store.llm_totals()  # a resumed run counts what it already spent
+    max_calls = budget.get("max_calls")
+    max_cost = budget.get("max_cost_usd")
+    client = LLMClient(settings, recorder=store.add_llm_call,
+                       max_calls=None if max_calls is None else max_calls - spent["calls"],
+                       max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
+    context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.profile,
+                             Path(evaluator.problem.path).read_text())
+    roles = {name: RoleSettings(**(role or {})) for name, role in (llm.get("roles") or {}).items()}
+    team_settings = TeamSettings(roles=roles, parse_retries=llm.get("parse_retries", 2),
+                                 max_plan_steps=llm.get("max_plan_steps", 4),
+                                 edit_format=llm.get("edit_format", "file"))
+    return LLMTeam(client, context, team_settings, evaluator.policy.to_dict())
+
+
+def seed_genome(cfg: DictConfig, team, evaluator: Evaluator) -> Genome:
+    """The starting genome: written by the initialiser agent when configured, else the problem's seed kernel."""
+    if team is not None and cfg.llm.get("initialise", False):
+        return Genome.from_source(team.initialise(), operator="initialiser")
+    return Genome.from_source(evaluator.problem.seed_source())
 
 
 def print_generation(report: GenerationReport) -> None:
@@ -78,7 +112,8 @@ class RunSummary:
     run_dir: Path
     best: Genome | None
     best_result: EvalResult | None
-    seed_result: EvalResult | None
+    seed_result: EvalResult | None  # the seed as written (its declared defaults)
+    tuned_seed_result: EvalResult | None  # the seed after tuning its own declared space
     stop_reason: str
     evaluations: int
     distinct_evaluations: int
@@ -88,12 +123,13 @@ class RunSummary:
         return self.run_dir / BEST_KERNEL_FILE
 
     def table(self) -> str:
-        r, seed = self.best_result, self.seed_result
+        r = self.best_result
         if r is None or not r.ok:
             return "no correct kernel was found"
         rows = [("best kernel time", _fmt(r.time_s) + (f"  ({r.timer})" if r.timer != "cuda-events" else "")),
-                ("seed kernel time", _fmt(seed.time_s) if seed is not None and seed.ok else "n/a"),
-                ("speed-up vs seed", f"{seed.time_s / r.time_s:.2f}x" if seed is not None and seed.ok else "n/a"),
+                ("seed kernel time (as written)", _time(self.seed_result)),
+                ("seed kernel time (tuned)", _time(self.tuned_seed_result)),
+                ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
                 ("speed-up vs eager", _x(r.speedup_vs_eager)), ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
                 ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}"),
                 ("precision policy", r.policy.get("name", "?")),
@@ -107,14 +143,25 @@ def _x(value) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
+def _time(result: EvalResult | None) -> str:
+    return _fmt(result.time_s) if result is not None and result.ok else "n/a"
+
+
+def _ratio(base: EvalResult | None, best: EvalResult) -> str:
+    return f"{base.time_s / best.time_s:.2f}x" if base is not None and base.ok else "n/a"
+
+
 def summarise(store: RunStore, state: dict) -> RunSummary:
     by_id = {r["genome_id"]: r for r in store.individuals()}
     best_id = state["hall_of_fame"][0] if state.get("hall_of_fame") else None
     best = store.genome(best_id).with_params(by_id[best_id]["params"]) if best_id else None
     best_result = store.evaluation(by_id[best_id]["eval_key"]) if best_id else None
-    seed_record = next(iter(by_id.values()), None)  # the first individual recorded is the seed
-    seed_result = store.evaluation(seed_record["eval_key"]) if seed_record else None
-    return RunSummary(store.run_dir, best, best_result, seed_result, state.get("stop_reason", ""),
+    seed_record = next((r for gid, r in by_id.items() if not store.genome(gid).parents), None)  # the root
+    seed_as_written = tuned_seed = None
+    if seed_record:
+        seed_as_written = store.evaluation(evaluation_key(store.genome(seed_record["genome_id"]).rendered()))
+        tuned_seed = store.evaluation(seed_record["eval_key"])
+    return RunSummary(store.run_dir, best, best_result, seed_as_written, tuned_seed, state.get("stop_reason", ""),
                       store.evaluation_count(), store.distinct_evaluation_count())
 
 
@@ -130,10 +177,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         evaluator = service.evaluators[0]
         print(f"[kernelevo] {evaluator.describe()}; {service.workers} evaluation worker(s); run dir {run_dir}",
               flush=True)
-        seed = Genome.from_source(evaluator.problem.seed_source())
+        team = build_team(cfg, store, evaluator)
+        seed = seed_genome(cfg, team, evaluator)
         tuner = Tuner(service, store.optuna_url, trials=cfg.search.tuner.trials, seed=cfg.search.seed,
                       prune_factor=cfg.search.tuner.prune_factor)
-        state = Search(seed, operators, tuner, store, settings, print_generation).run()
+        state = Search(seed, operators, tuner, store, settings, print_generation,
+                       selection=instantiate(cfg.search.selection), team=team).run()
     finally:
         service.close()
     summary = summarise(store, state)

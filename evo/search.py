@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 from deap import tools
 
-from evo.genome import Genome
+from evo.genome import Genome, evaluation_key
 from evo.store import RunStore
 from evo.toolbox import build_toolbox, make_individual, statistics
+from evo.selection import Tournament
 from evo.tuner import Tuner
-from operators.base import Operator, OperatorContext
+from operators.base import BudgetExhausted, Operator, OperatorContext
 
 
 @dataclass
@@ -42,7 +43,6 @@ class Budget:
 class SearchSettings:
     mu: int = 4
     lambda_: int = 8
-    tournament_size: int = 2
     hall_of_fame: int = 5
     seed: int = 0
     budget: Budget = field(default_factory=Budget)
@@ -66,7 +66,7 @@ class GenerationReport:
 
 class Search:
     def __init__(self, seed_genome: Genome, operators: list[Operator], tuner: Tuner, store: RunStore,
-                 settings: SearchSettings, on_generation=None):
+                 settings: SearchSettings, on_generation=None, selection=None, team=None):
         if not operators:
             raise ValueError("the search needs at least one operator (operators.list is empty)")
         self.seed_genome = seed_genome
@@ -76,7 +76,10 @@ class Search:
         self.settings = settings
         self.on_generation = on_generation or (lambda report: None)
         self.service = tuner.service
-        self.toolbox = build_toolbox(self.service.map, settings.tournament_size)
+        self.toolbox = build_toolbox(self.service.map, selection or Tournament(2))
+        self.archive: list = []  # every individual evaluated in this run: the tree memory selection may draw on
+        self.team = team  # the LLM agents, for LLM operators; None in an offline run
+        self._exhausted = ""  # why an operator budget (LLM calls, cost) stopped the search
         self.stats = statistics()
         self.logbook = tools.Logbook()
         self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.genome.id == b.genome.id)
@@ -106,15 +109,28 @@ class Search:
         return make_individual(tuned.genome, tuned.key, tuned.result.status, tuned.result.time_s, tuned.result.reason,
                                origin_id=genome.id)
 
+    def _lookup(self, genome: Genome):
+        return self.store.evaluation(evaluation_key(genome.rendered()))
+
+    def _context(self, generation: int) -> OperatorContext:
+        return OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
+                               evaluate=lambda source: self.service.evaluate(source)[1], lookup=self._lookup,
+                               archive=tuple(self.archive))
+
     def _offspring(self, population: list, rng: random.Random, seen: set, generation: int, count: int) -> list:
-        context = OperatorContext(generation=generation, profile=self.service.profile)
+        context = self._context(generation)
         weights = [op.weight for op in self.operators]
         children, attempts = [], 0
-        while len(children) < count and attempts < 20 * count:
+        while len(children) < count and attempts < 20 * count and not self._exhausted:
             attempts += 1
             operator = rng.choices(self.operators, weights=weights)[0]
-            parents = self.toolbox.select_parents(population, operator.arity, rng=rng)
-            for child in operator([p.genome for p in parents], rng, context):
+            parents = self.toolbox.select_parents(population, self.archive, operator.arity, rng)
+            try:
+                made = operator([p.genome for p in parents], rng, context)
+            except BudgetExhausted as exc:
+                self._exhausted = str(exc)
+                made = []
+            for child in made:
                 if child.id not in seen and len(children) < count:
                     seen.add(child.id)
                     children.append(child)
@@ -130,6 +146,8 @@ class Search:
     def _out_of_budget(self, state: dict, started: float) -> str:
         budget = self.settings.budget
         elapsed = self._elapsed(started)
+        if self._exhausted:
+            return f"operator budget spent: {self._exhausted}"
         if state["generation"] >= budget.generations:  # generation 0 is the initial population
             return f"{budget.generations} generations done"
         if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
@@ -145,6 +163,7 @@ class Search:
         state = self.store.latest_checkpoint() or self._fresh_state()
         self._resumed_elapsed = state["elapsed_s"]
         population = self._restore(state["population"])
+        self.archive = self._restore([r["genome_id"] for r in self.store.individuals()])
         self.hall_of_fame.update(self._restore(state["hall_of_fame"]))
         for entry in state["logbook"]:
             self.logbook.record(**entry)
@@ -157,6 +176,7 @@ class Search:
             genomes = (self._initial_genomes(rng, seen) if not population else
                        self._offspring(population, rng, seen, generation, self.settings.lambda_))
             offspring = self.toolbox.map(self._tune, genomes)
+            self.archive.extend(offspring)
             population = self.toolbox.select_survivors(population + offspring, self.settings.mu)
             state = self._advance(state, generation, population, offspring, rng, seen, started)
         state["stop_reason"] = stop

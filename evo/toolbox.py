@@ -6,7 +6,6 @@ infinite time, so it ranks after every correct one and is never picked as a pare
 from __future__ import annotations
 
 import math
-import random
 
 from deap import base, creator, tools
 
@@ -43,18 +42,12 @@ def make_individual(genome: Genome, eval_key: str, status: str, time_s: float | 
     return individual
 
 
-def select_parents(population: list, k: int, tournsize: int, rng: random.Random) -> list:
-    """Tournament selection among the correct individuals (all of them only when none is correct)."""
-    pool = [ind for ind in population if ind.ok] or list(population)
-    return [min(rng.sample(pool, min(tournsize, len(pool))), key=lambda ind: ind.fitness.values[0])
-            for _ in range(k)]
-
-
-def build_toolbox(map_fn, tournsize: int) -> base.Toolbox:
+def build_toolbox(map_fn, select_parents) -> base.Toolbox:
+    """`select_parents(population, archive, k, rng)` is a strategy from evo/selection.py."""
     _ensure_types()
     toolbox = base.Toolbox()
     toolbox.register("map", map_fn)
-    toolbox.register("select_parents", select_parents, tournsize=tournsize)
+    toolbox.register("select_parents", select_parents)
     toolbox.register("select_survivors", tools.selBest)
     return toolbox
 

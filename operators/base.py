@@ -13,7 +13,7 @@ import random
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, Callable, ClassVar
 
 from evo.genome import Genome
 from hardware_profiles import HardwareProfile
@@ -23,6 +23,14 @@ from hardware_profiles import HardwareProfile
 class OperatorContext:
     generation: int  # generation the children belong to
     profile: HardwareProfile | None = None  # device facts (max_threads_per_block, ...); None when unknown
+    team: Any = None  # the LLM agents (operators.llm.team.LLMTeam); None in an offline run
+    evaluate: Callable | None = None  # source -> EvalResult, through the run's evaluation cache (the debugger's loop)
+    lookup: Callable | None = None  # genome -> its EvalResult, if it was evaluated
+    archive: tuple = ()  # every individual evaluated so far (tree memory)
+
+
+class BudgetExhausted(Exception):
+    """An operator's budget (LLM calls or cost) is spent: the search finishes the generation and stops."""
 
 
 @dataclass(frozen=True, kw_only=True)

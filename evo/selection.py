@@ -1,0 +1,52 @@
+"""Parent selection strategies, chosen in config (`search.selection._target_`).
+
+Each is called with the current population, the archive of every individual evaluated so far in the run (the
+tree memory), how many parents to pick and the search's RNG. Failed individuals are never picked while a correct
+one is available.
+"""
+from __future__ import annotations
+
+import random
+
+
+def _correct_or_all(individuals: list) -> list:
+    return [ind for ind in individuals if ind.ok] or list(individuals)
+
+
+def _time(ind) -> float:
+    return ind.fitness.values[0]
+
+
+class Tournament:
+    """The best of `size` random individuals of the population (DEAP's selTournament, restricted to correct ones)."""
+
+    def __init__(self, size: int = 2):
+        if size < 1:
+            raise ValueError(f"search.selection.size must be at least 1, got {size}")
+        self.size = size
+
+    def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:
+        pool = _correct_or_all(population)
+        return [min(rng.sample(pool, min(self.size, len(pool))), key=_time) for _ in range(k)]
+
+
+class EpsilonGreedy:
+    """From the whole archive: the best kernel so far with probability 1 - epsilon, otherwise a random correct one."""
+
+    def __init__(self, epsilon: float = 0.2):
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"search.selection.epsilon must be within [0, 1], got {epsilon}")
+        self.epsilon = epsilon
+
+    def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:
+        pool = _correct_or_all(archive or population)
+        best = min(pool, key=_time)
+        return [rng.choice(pool) if rng.random() < self.epsilon else best for _ in range(k)]
+
+
+class UniformRandom:
+    """Any correct individual of the population, uniformly (the 'random selection' ablation)."""
+
+    def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:
+        pool = _correct_or_all(population)
+        return [rng.choice(pool) for _ in range(k)]

@@ -1,0 +1,441 @@
+"""The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore.
+
+litellm is imported lazily, on the first request that actually has to be sent: importing it costs seconds and,
+unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
+so a rerun of a cached configuration replays without litellm, without a server and without an API key.
+
+Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
+handed to litellm only. It is never hashed, cached, recorded, logged or put into an exception message.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import os
+import random
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
+
+# Loggers of litellm and of the OpenAI SDK it drives: at DEBUG they print whole requests (prompts included).
+_QUIET_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai")
+# litellm exception classes worth retrying (looked up by name: not every litellm version has all of them).
+_RETRYABLE_NAMES = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
+                    "APIConnectionError", "Timeout")
+# Status codes worth retrying on any other exception that carries one (litellm.APIError and friends).
+_RETRYABLE_STATUS = (408, 429)
+# litellm reports a missing key for OpenAI-style providers as an InternalServerError (500); retrying is futile.
+_FATAL_MARKERS = ("Missing credentials", "api_key client option must be set")
+# Sent to a custom api_base when no api_key_env is configured (local servers ignore it; it is no secret).
+_NO_KEY = "no-key"
+_MAX_BACKOFF_S = 60.0
+_MAX_CAUSE_CHARS = 400
+
+_litellm = None
+_litellm_lock = threading.Lock()
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed after its retries (the message names the model and the cause, never the key)."""
+
+
+class LLMBudgetExceeded(LLMError):
+    """The call or cost budget is spent; raised before a request is sent."""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How to reach one model. The API key itself is never stored here, only the name of its variable."""
+
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.7
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    concurrency: int = 4
+    cache_dir: str | None = None
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+
+    def __post_init__(self):
+        if self.concurrency < 1:
+            raise ValueError("LLMSettings.concurrency must be >= 1")
+        if self.max_retries < 0:
+            raise ValueError("LLMSettings.max_retries must be >= 0")
+
+
+@dataclass
+class LLMReply:
+    """One completion, fresh or replayed from the cache (a replay costs nothing)."""
+
+    text: str
+    model: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    cached: bool
+    request_hash: str
+
+    def record(self, role: str) -> dict:
+        """The dict handed to the recorder (``RunStore.add_llm_call``): accounting only, no content."""
+        return {"role": role, "model": self.model, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd, "cached": self.cached,
+                "request_hash": self.request_hash}
+
+
+# --------------------------------------------------------------------------------------------------- litellm
+
+
+def _load_litellm():
+    """Import litellm once (thread-safe), offline price map first, and keep it quiet."""
+    global _litellm
+    with _litellm_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            try:
+                import litellm
+            except ImportError as exc:
+                raise LLMError("litellm is not installed; it is needed for LLM operators") from exc
+            litellm.suppress_debug_info = True
+            litellm.set_verbose = False
+            _quiet_loggers()
+            _litellm = litellm
+    return _litellm
+
+
+def _quiet_loggers() -> None:
+    """Raise litellm's and the OpenAI SDK's loggers to WARNING unless someone configured them explicitly."""
+    for name in _QUIET_LOGGERS:
+        lg = logging.getLogger(name)
+        if lg.level < logging.WARNING and not os.environ.get("LITELLM_LOG"):
+            lg.setLevel(logging.WARNING)
+
+
+def _retryable_classes(litellm) -> tuple[type, ...]:
+    """The litellm exception classes that mean "try again later" in the installed version."""
+    found = (getattr(litellm.exceptions, name, None) for name in _RETRYABLE_NAMES)
+    return tuple(cls for cls in found if isinstance(cls, type))
+
+
+def is_retryable(exc: BaseException, litellm) -> bool:
+    """Rate limits, 5xx, time-outs and connection errors are retried; 4xx and everything else are not."""
+    if any(marker in str(exc) for marker in _FATAL_MARKERS):
+        return False
+    if isinstance(exc, _retryable_classes(litellm)):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _RETRYABLE_STATUS or status >= 500)
+
+
+def _cause(exc: BaseException, secret: str | None) -> str:
+    """A short description of an exception with the key (should it ever appear) blanked out."""
+    text = f"{type(exc).__name__}: {exc}"
+    if secret:
+        text = text.replace(secret, "***")
+    return text if len(text) <= _MAX_CAUSE_CHARS else text[:_MAX_CAUSE_CHARS] + "..."
+
+
+# ----------------------------------------------------------------------------------------- request and reply
+
+
+def request_payload(settings: LLMSettings, messages: list[dict], temperature: float, model: str,
+                    sample: int = 0) -> dict:
+    """Everything that determines a reply (and hence its cache key); never the API key.
+
+    ``sample`` (only present when non-zero) tells apart independent samples of one identical request; it is part of
+    the cache key but is not sent.
+    """
+    payload = {"model": model, "api_base": settings.api_base, "messages": messages, "temperature": temperature,
+               "max_tokens": settings.max_tokens}
+    if sample:
+        payload["sample"] = int(sample)
+    return payload
+
+
+def _canonical(payload: dict) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def request_hash(payload: dict) -> str:
+    """sha256 of the canonical JSON of the full request."""
+    return hashlib.sha256(_canonical(payload).encode()).hexdigest()
+
+
+def _field(obj: Any, name: str, default=None):
+    """Attribute or key access, for litellm objects that are sometimes dicts."""
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def parse_response(response) -> dict:
+    """Text, finish reason and token counts of a litellm ModelResponse."""
+    choices = _field(response, "choices") or [None]
+    message = _field(choices[0], "message")
+    usage = _field(response, "usage")
+    return {"text": _field(message, "content") or "",
+            "finish_reason": _field(choices[0], "finish_reason") or "",
+            "prompt_tokens": int(_field(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(_field(usage, "completion_tokens", 0) or 0)}
+
+
+def reply_cost(litellm, response, settings: LLMSettings, prompt_tokens: int, completion_tokens: int) -> float:
+    """litellm's price when it knows the model, else the per-token overrides, else 0.0."""
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+        if cost is not None:
+            return float(cost)
+    except Exception:  # noqa: BLE001 - unknown models raise assorted errors; pricing must never fail a call
+        pass
+    return (prompt_tokens * (settings.input_cost_per_token or 0.0)
+            + completion_tokens * (settings.output_cost_per_token or 0.0))
+
+
+# -------------------------------------------------------------------------------------------------- cache
+
+
+class ResponseCache:
+    """One JSON file per request hash; written atomically (temporary file + os.replace)."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    def get(self, key: str, payload: dict) -> dict | None:
+        """The stored reply fields for this request, or None (missing, unreadable or a different request)."""
+        path = self._path(key)
+        try:
+            entry = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            logger.warning("LLM cache: ignoring unreadable entry %s", path.name)
+            return None
+        if _canonical(entry.get("request", {})) != _canonical(payload):
+            logger.warning("LLM cache: entry %s belongs to another request; ignoring it", path.name)
+            return None
+        return entry.get("reply")
+
+    def put(self, key: str, payload: dict, reply: dict) -> None:
+        """Store a reply; concurrent writers of the same key are harmless (last replace wins)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        data = json.dumps({"request": payload, "reply": reply}, ensure_ascii=False, default=str, indent=1)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(data)
+            os.replace(tmp, self._path(key))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+class KeyLocks:
+    """One lock per request hash while it is in use, so identical concurrent requests are sent once.
+
+    The second caller waits for the first and then finds its reply in the cache: a parallel run gets the same
+    replies as a sequential rerun that replays the cache.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._locks: dict[str, list] = {}  # key -> [lock, number of holders and waiters]
+
+    @contextmanager
+    def hold(self, key: str):
+        with self._lock:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[key]
+
+
+# ------------------------------------------------------------------------------------------------- budget
+
+
+class Budget:
+    """Thread-safe count of uncached calls and their cost, with optional limits checked before sending."""
+
+    def __init__(self, max_calls: int | None = None, max_cost_usd: float | None = None):
+        self.max_calls = max_calls
+        self.max_cost_usd = max_cost_usd
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._cost = 0.0
+        self._in_flight = 0
+
+    def reserve(self, model: str) -> None:
+        """Claim one call, or raise LLMBudgetExceeded (calls in flight count as made)."""
+        with self._lock:
+            if self.max_calls is not None and self._calls + self._in_flight >= self.max_calls:
+                raise LLMBudgetExceeded(f"LLM call budget spent ({self.max_calls} calls); not calling {model}")
+            if self.max_cost_usd is not None and self._cost >= self.max_cost_usd:
+                raise LLMBudgetExceeded(f"LLM cost budget spent (${self._cost:.4f} of ${self.max_cost_usd:.4f});"
+                                        f" not calling {model}")
+            self._in_flight += 1
+
+    def commit(self, cost_usd: float) -> None:
+        """A reserved call succeeded at this cost."""
+        with self._lock:
+            self._in_flight -= 1
+            self._calls += 1
+            self._cost += cost_usd
+
+    def release(self) -> None:
+        """A reserved call failed: it gave no reply and is not counted."""
+        with self._lock:
+            self._in_flight -= 1
+
+    @property
+    def totals(self) -> dict:
+        with self._lock:
+            return {"calls": self._calls, "cost_usd": self._cost}
+
+
+# ------------------------------------------------------------------------------------------------- client
+
+
+class LLMClient:
+    """Chat completions through litellm: cached, budgeted, retried, thread-safe and concurrency-limited."""
+
+    def __init__(self, settings: LLMSettings, recorder: Callable[[dict], None] | None = None,
+                 max_calls: int | None = None, max_cost_usd: float | None = None):
+        self.settings = settings
+        self.recorder = recorder
+        self.budget = Budget(max_calls, max_cost_usd)
+        self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
+        self._slots = threading.Semaphore(settings.concurrency)
+        self._key_locks = KeyLocks()
+
+    @property
+    def totals(self) -> dict:
+        """Uncached calls made by this client and their cost: {"calls": int, "cost_usd": float}."""
+        return self.budget.totals
+
+    def complete(self, messages: list[dict], role: str, temperature: float | None = None,
+                 model: str | None = None, sample: int = 0) -> LLMReply:
+        """One chat completion for ``role`` (planner, coder, ...): from the cache when possible, else sent.
+
+        The cache returns the same reply for the same request. A caller that wants several independent samples
+        of one identical prompt (e.g. two offspring of one parent) passes a distinct ``sample`` index for each;
+        a rerun that passes the same indices replays the same replies.
+        """
+        model = model or self.settings.model
+        temperature = self.settings.temperature if temperature is None else temperature
+        payload = request_payload(self.settings, copy.deepcopy(messages), temperature, model, sample)
+        key = request_hash(payload)
+        reply = self._cached_or_fetched(key, payload, model)
+        if self.recorder is not None:
+            self.recorder(reply.record(role))
+        return reply
+
+    def _cached_or_fetched(self, key: str, payload: dict, model: str) -> LLMReply:
+        """The cached reply, else a fresh one (identical requests in flight wait for each other)."""
+        if self.cache is None:
+            return self._fetch(key, payload)
+        with self._key_locks.hold(key):
+            return self._from_cache(key, payload, model) or self._fetch(key, payload)
+
+    def _from_cache(self, key: str, payload: dict, model: str) -> LLMReply | None:
+        """A replay of a stored reply (cached=True, free), or None."""
+        stored = self.cache.get(key, payload)
+        if stored is None:
+            return None
+        logger.debug("LLM cache hit for %s (request %s)", model, key[:12])
+        return LLMReply(text=stored.get("text", ""), model=model, finish_reason=stored.get("finish_reason", ""),
+                        prompt_tokens=int(stored.get("prompt_tokens", 0)),
+                        completion_tokens=int(stored.get("completion_tokens", 0)),
+                        cost_usd=0.0, cached=True, request_hash=key)
+
+    def _fetch(self, key: str, payload: dict) -> LLMReply:
+        """Send the request within the budget, then store the reply in the cache."""
+        api_key = self._api_key(payload["model"])
+        self.budget.reserve(payload["model"])
+        try:
+            reply = self._send_with_retries(key, payload, api_key)
+        except BaseException:
+            self.budget.release()
+            raise
+        self.budget.commit(reply.cost_usd)
+        if self.cache is not None:
+            self._store(key, payload, reply)
+        return reply
+
+    def _store(self, key: str, payload: dict, reply: LLMReply) -> None:
+        """Cache a fresh reply; a cache that cannot be written costs a warning, not the paid-for reply."""
+        fields = {k: v for k, v in vars(reply).items() if k not in ("cached", "request_hash")}
+        try:
+            self.cache.put(key, payload, fields)
+        except OSError as exc:
+            logger.warning("LLM cache: cannot write entry %s: %s", key[:12], type(exc).__name__)
+
+    def _api_key(self, model: str) -> str | None:
+        """The key from the named environment variable.
+
+        Without ``api_key_env``: a custom ``api_base`` is taken for an unauthenticated local server (vLLM, Ollama)
+        and gets a placeholder, so that neither litellm's "missing credentials" error nor an ambient
+        ``OPENAI_API_KEY`` reaches it; with no ``api_base`` either, None lets litellm use its own defaults.
+        """
+        name = self.settings.api_key_env
+        if not name:
+            return _NO_KEY if self.settings.api_base else None
+        value = os.environ.get(name)
+        if not value:
+            raise LLMError(f"LLM call to {model}: environment variable {name} (API key) is not set")
+        return value
+
+    def _send_with_retries(self, key: str, payload: dict, api_key: str | None) -> LLMReply:
+        """Up to 1 + max_retries attempts, exponential backoff between retryable failures."""
+        litellm = _load_litellm()
+        attempts = self.settings.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._send_once(litellm, key, payload, api_key)
+            except Exception as exc:  # noqa: BLE001 - classified below, re-raised as LLMError
+                retry = is_retryable(exc, litellm) and attempt + 1 < attempts
+                if not retry:
+                    raise LLMError(f"LLM call to {payload['model']} failed after {attempt + 1} attempt(s): "
+                                   f"{_cause(exc, api_key)}") from None
+                delay = self._backoff(attempt)
+                logger.warning("LLM call to %s: %s (HTTP %s), attempt %d/%d; retrying in %.2fs", payload["model"],
+                               type(exc).__name__, getattr(exc, "status_code", "?"), attempt + 1, attempts, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _backoff(self, attempt: int) -> float:
+        """backoff_s * 2**attempt, capped, with up to 25 % jitter so parallel callers spread out."""
+        base = min(self.settings.backoff_s * 2 ** attempt, _MAX_BACKOFF_S)
+        return base * (1.0 + 0.25 * random.random())
+
+    def _send_once(self, litellm, key: str, payload: dict, api_key: str | None) -> LLMReply:
+        """One HTTP request through litellm (its own retries off), under the concurrency semaphore."""
+        with self._slots:
+            response = litellm.completion(model=payload["model"], messages=copy.deepcopy(payload["messages"]),
+                                          temperature=payload["temperature"], max_tokens=payload["max_tokens"],
+                                          api_base=payload["api_base"], api_key=api_key,
+                                          timeout=self.settings.timeout_s, num_retries=0)
+        fields = parse_response(response)
+        cost = reply_cost(litellm, response, self.settings, fields["prompt_tokens"], fields["completion_tokens"])
+        return LLMReply(model=payload["model"], cost_usd=cost, cached=False, request_hash=key, **fields)

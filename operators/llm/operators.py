@@ -1,0 +1,104 @@
+"""The LLM operators the search applies: a plan -> code -> debug mutation, and an LLM crossover.
+
+They reach the agents through ``OperatorContext.team`` (built from the `llm` config) and evaluate through
+``OperatorContext.evaluate`` (the run's evaluation cache, so the debugger's attempts are never evaluated twice).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import ClassVar
+
+from evo.genome import Genome, GenomeError
+from operators.base import BudgetExhausted, Operator, OperatorContext
+from operators.llm.context import profiling_text
+from operators.llm.parsing import ParseError
+
+REPAIRABLE = ("compile_error", "runtime_error", "incorrect")
+
+
+def _team(context: OperatorContext):
+    if context.team is None:
+        raise ValueError("LLM operators need an LLM: choose one with llm=<preset> (see conf/llm/), or use "
+                         "operators=offline")
+    return context.team
+
+
+def _lineage_notes(parent: Genome, context: OperatorContext) -> list[str]:
+    """Tree memory: what children of this parent (and of its ancestors) were tried, and how they did."""
+    ancestry = {parent.id, *parent.parents}
+    notes = []
+    for ind in context.archive:
+        genome = ind.genome
+        if set(genome.parents) & ancestry and genome.note:
+            outcome = "ok" if ind.ok else ind.status
+            notes.append(f"{genome.operator}: {genome.note.splitlines()[0][:200]} -> {outcome}")
+    return notes[-8:]
+
+
+def _budget_guard(call):
+    """Turn an LLM budget stop into the search's BudgetExhausted, and unusable replies into no child."""
+    from operators.llm.client import LLMBudgetExceeded, LLMError
+
+    try:
+        return call()
+    except LLMBudgetExceeded as exc:
+        raise BudgetExhausted(str(exc)) from exc
+    except (ParseError, LLMError, GenomeError):
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMMutation(Operator):
+    """Planner -> coder -> debugger (up to `debug_tries` repairs) on one parent."""
+
+    name: ClassVar[str] = "llm_mutation"
+    arity: ClassVar[int] = 1
+    use_planner: bool = True
+    debug_tries: int = 2
+
+    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        self.check_arity(parents)
+        team, parent = _team(context), parents[0]
+        result = context.lookup(parent) if context.lookup else None
+        plan = ""
+        if self.use_planner:
+            plan = _budget_guard(lambda: team.plan(parent, result, context.archive, _lineage_notes(parent, context)))
+            if plan is None:
+                return []
+        source = _budget_guard(lambda: team.code(parent, plan))
+        if source is None:
+            return []
+        source = self._repair(team, source, context)
+        child = _budget_guard(lambda: Genome.from_source(source, note=plan))
+        return self.offspring(child, parents, context) if child is not None else []
+
+    def _repair(self, team, source: str, context: OperatorContext) -> str:
+        for _ in range(self.debug_tries if context.evaluate else 0):
+            outcome = context.evaluate(source)
+            if outcome.status not in REPAIRABLE:
+                break
+            fixed = _budget_guard(lambda: team.debug(source, outcome.status, outcome.reason, context.archive))
+            if fixed is None:
+                break
+            source = fixed
+        return source
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMCrossover(Operator):
+    """Two correct parents, one child that combines their ideas."""
+
+    name: ClassVar[str] = "llm_crossover"
+    arity: ClassVar[int] = 2
+
+    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        self.check_arity(parents)
+        team = _team(context)
+        a, b = parents
+        if a.id == b.id:
+            return []
+        figures = [profiling_text(context.lookup(p)) if context.lookup else "" for p in parents]
+        source = _budget_guard(lambda: team.crossover(a, figures[0], b, figures[1]))
+        child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
+        return self.offspring(child, parents, context) if child is not None else []

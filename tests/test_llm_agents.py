@@ -1,0 +1,119 @@
+"""The LLM team in a full run, through litellm's real HTTP client against a scripted OpenAI-compatible server.
+
+The script holds what a model might answer: a plan, an improved correct kernel, a reply with no code, a broken
+kernel that the debugger's reply fixes, a 429 and a timeout (each followed by success). Nothing here pretends to
+be a model: the server replies exactly what the script says.
+"""
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import CANDIDATES, SCALE_SHIFT
+from llm_server import ScriptedLLMServer
+
+KEY = "sk-kernelevo-test-secret-0123456789"
+GOOD = (CANDIDATES / "good.py").read_text()
+IMPROVED = GOOD.replace("BLOCK = 128\nTUNABLE = {\"BLOCK\": [64, 128, 256]}", "BLOCK = 1024\nTUNABLE = {\"BLOCK\": [1024]}")
+BROKEN = GOOD.replace("BLOCK = 128\nTUNABLE = {\"BLOCK\": [64, 128, 256]}", "BLOCK = 64\nTUNABLE = {\"BLOCK\": [64]}") \
+    .replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs, mask=mask) + undefined_thing")
+FIXED = BROKEN.replace(" + undefined_thing", "")
+PLAN = "## Plan\n1. [constant BLOCK, line 7] raise BLOCK so each program covers more elements: fewer programs."
+
+
+def reply(text: str, prompt_tokens: int = 900, completion_tokens: int = 300) -> dict:
+    return {"content": text, "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+
+
+SCRIPT = [
+    {"status": 429},                                     # planner, offspring 1: rate limited ...
+    reply(PLAN),                                         # ... then answers
+    reply(f"Here is the kernel:\n```python\n{IMPROVED}```\nIt launches 8x fewer programs."),  # coder: improved
+    {"delay_s": 3, **reply(PLAN)},                       # planner, offspring 2: times out ...
+    reply(PLAN),                                         # ... then answers
+    reply("Sure! I will raise the block size as planned."),  # coder: no code -> told so, retried
+    reply(f"```python\n{BROKEN}```"),                    # coder: a kernel that does not compile
+    reply(f"The name was undefined; fixed:\n```python\n{FIXED}```"),  # debugger: repaired
+]
+
+
+def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELEVO_TEST_LLM_KEY": key}
+    args = [f"problem={SCALE_SHIFT}", f"problem.seed={CANDIDATES / 'good.py'}", "+problem.sizes.dim=4000",
+            "operators=llm_mutation", "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={api_base}",
+            "llm.api_key_env=KERNELEVO_TEST_LLM_KEY", f"llm.cache_dir={cache}", "llm.timeout_s=1",
+            "llm.backoff_s=0.01", "llm.input_cost_per_token=1e-6", "llm.output_cost_per_token=2e-6",
+            # measured figures would make each run's prompts differ; without them a rerun's requests are identical
+            "llm.context.parts.profiling=false", "llm.context.parts.top_k=false",
+            "search.mu=1", "search.lambda_=2", "search.generations=1", "search.patience=null",
+            "search.tuner.trials=1", "fitness.trials=2", *extra]
+    return subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def run_dir_of(stdout: str) -> Path:
+    line = next(line for line in stdout.splitlines() if "run dir " in line)
+    return Path(line.split("run dir ", 1)[1].strip())
+
+
+def lineage(run_dir: Path) -> list[tuple]:
+    db = sqlite3.connect(run_dir / "run.db")
+    rows = db.execute("SELECT g.operator, g.generation, i.status, json_extract(g.data, '$.note') FROM genomes g "
+                      "JOIN individuals i ON i.genome_id = g.id ORDER BY g.generation, g.operator, i.time_s").fetchall()
+    db.close()
+    return rows
+
+
+def llm_calls(run_dir: Path) -> list[tuple]:
+    db = sqlite3.connect(run_dir / "run.db")
+    rows = db.execute("SELECT role, prompt_tokens, completion_tokens, cost_usd, cached FROM llm_calls").fetchall()
+    db.close()
+    return rows
+
+
+def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
+    cache = tmp_path / "llm-cache"
+    with ScriptedLLMServer(SCRIPT) as server:
+        url = server.url
+        first = run(tmp_path, cache, api_base=url)
+        requests = server.requests
+    assert first.returncode == 0, first.stdout + first.stderr
+    run_dir = run_dir_of(first.stdout)
+
+    # the improved kernel wins; the repaired one is a correct child too
+    assert "BLOCK = 1024" in (run_dir / "best_kernel.py").read_text()
+    children = [row for row in lineage(run_dir) if row[0] == "llm_mutation"]
+    assert len(children) == 2 and all(status == "ok" for _, _, status, _ in children)
+    assert all("raise BLOCK" in note for *_, note in children)  # the plan that made each child
+
+    # every request went through HTTP (2 retried), every agent call was recorded with tokens and cost
+    assert len(requests) == len(SCRIPT)
+    assert any(headers.get("Authorization") == f"Bearer {KEY}" for _, headers, _ in requests)
+    calls = llm_calls(run_dir)
+    assert [c[0] for c in calls] == ["planner", "coder", "planner", "coder", "coder", "debugger"]
+    assert all(c[1] == 900 and c[2] == 300 and abs(c[3] - 1.5e-3) < 1e-9 and c[4] == 0 for c in calls)
+
+    # the key is nowhere on disk, in the output or in the report
+    report = subprocess.run([sys.executable, "-m", "kernelevo.cli", "report", f"run_dir={run_dir}"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    for path in [*run_dir.rglob("*"), *cache.rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in first.stdout + first.stderr + report.stdout
+
+    # the same configuration again, its server gone: every reply comes from the cache, and the lineage is the same
+    second = run(tmp_path, cache, api_base=url)
+    assert second.returncode == 0, second.stdout + second.stderr
+    rerun_dir = run_dir_of(second.stdout)
+    assert [row[:3] + (row[3],) for row in lineage(rerun_dir)] == [row[:3] + (row[3],) for row in lineage(run_dir)]
+    assert all(c[4] == 1 and c[3] == 0 for c in llm_calls(rerun_dir))
+
+
+def test_llm_call_budget_stops_the_search_mid_generation(tmp_path):
+    with ScriptedLLMServer([reply(PLAN), reply(f"```python\n{IMPROVED}```")]) as server:
+        proc = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=1", api_base=server.url)
+        assert len(server.requests) == 1  # the coder's request was never sent
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "operator budget spent" in proc.stdout and "budget" in proc.stdout
