@@ -1,0 +1,42 @@
+"""Role-specific context built to a token budget from named, switchable parts; hardware limits before compiling."""
+from conftest import SCALE_SHIFT, candidate
+from evo.genome import Genome
+from evo.limits import limit_violation
+from hardware_profiles import load_profile
+from operators.llm.context import ContextBuilder, ContextSettings
+
+PROBLEM = open(SCALE_SHIFT).read()
+PARENT = Genome.from_source(candidate("good"))
+
+
+def builder(**settings) -> ContextBuilder:
+    return ContextBuilder(ContextSettings(**settings), load_profile("h100_sxm"), PROBLEM)
+
+
+def test_each_role_gets_its_own_parts():
+    planner = builder().build("planner", PARENT, lineage_notes=["param_mutation: BLOCK 256 -> incorrect"])
+    coder = builder().build("coder", PARENT)
+    debugger = builder().build("debugger")
+    assert "## Hardware" in planner and "## Already tried from this lineage" in planner
+    assert "## Parent kernel (numbered)" in coder and "   7| BLOCK = 128" in coder
+    assert "## Already tried" not in coder and "## Parent kernel" not in debugger
+    assert "NVIDIA H100 SXM5 80GB: 132 SMs" in planner
+
+
+def test_parts_can_be_switched_off():
+    text = builder(parts={"hardware": False}).build("planner", PARENT)
+    assert "## Hardware" not in text and "## Parent kernel" in text
+
+
+def test_the_token_budget_drops_the_lowest_priority_parts_first():
+    full = builder().build("planner", PARENT)
+    small = builder(token_budget=len(full) // 4 - 50).build("planner", PARENT)
+    assert "## PyTorch reference" in small and "## Hardware" not in small
+    assert len(small) <= (len(full) // 4 - 50) * 4
+
+
+def test_launch_configurations_beyond_the_profile_are_found_before_compiling():
+    h100 = load_profile("h100_sxm")
+    assert limit_violation({"NUM_WARPS": 64}, h100).startswith("NUM_WARPS=64 needs 2048 threads")
+    assert "shared memory" in limit_violation({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "NUM_STAGES": 4}, h100)
+    assert limit_violation({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "NUM_STAGES": 3, "NUM_WARPS": 8}, h100) == ""
