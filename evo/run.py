@@ -54,7 +54,8 @@ def search_settings(cfg: DictConfig) -> SearchSettings:
     budget = Budget(generations=s.generations, max_evaluations=s.get("max_evaluations"),
                     wall_time_s=s.get("wall_time_s"), patience=s.get("patience"))
     return SearchSettings(mu=s.mu, lambda_=s.lambda_, hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed,
-                          budget=budget)
+                          islands=s.get("islands", 1), migration_interval=s.get("migration_interval", 2),
+                          migration_size=s.get("migration_size", 1), budget=budget)
 
 
 def build_operators(cfg: DictConfig) -> list:

@@ -41,15 +41,22 @@ class Budget:
 
 @dataclass
 class SearchSettings:
-    mu: int = 4
-    lambda_: int = 8
+    mu: int = 4  # survivors per island
+    lambda_: int = 8  # offspring per island and generation
     hall_of_fame: int = 5
     seed: int = 0
+    islands: int = 1  # > 1: separate populations, the best migrating around a ring
+    migration_interval: int = 2  # generations between migrations
+    migration_size: int = 1  # individuals each island sends to the next
     budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self):
         if self.mu < 1 or self.lambda_ < 1:
             raise ValueError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
+        if self.islands < 1 or self.migration_interval < 1 or not 0 <= self.migration_size <= self.mu:
+            raise ValueError(f"search.islands and search.migration_interval must be at least 1 and "
+                             f"search.migration_size within [0, mu]; got {self.islands}, {self.migration_interval}, "
+                             f"{self.migration_size}")
 
 
 @dataclass
@@ -137,10 +144,31 @@ class Search:
         return children
 
     def _initial_genomes(self, rng: random.Random, seen: set) -> list[Genome]:
+        """The seed (once, on the first island) and mu - 1 variations of it."""
         seed = self.seed_genome
+        first = seed.id not in seen
         seen.add(seed.id)
         population = [make_individual(seed, "", "ok", 1.0)]  # a stand-in parent for the first variations
-        return [seed] + self._offspring(population, rng, seen, 0, self.settings.mu - 1)
+        return ([seed] if first else []) + self._offspring(population, rng, seen, 0, self.settings.mu - 1)
+
+    def _variation(self, islands: list, rng: random.Random, seen: set, generation: int) -> tuple[list, list]:
+        """Offspring genomes of every island, and the island each belongs to."""
+        genomes, owners = [], []
+        for index, island in enumerate(islands):
+            made = (self._initial_genomes(rng, seen) if not island else
+                    self._offspring(island, rng, seen, generation, self.settings.lambda_))
+            genomes += made
+            owners += [index] * len(made)
+        return genomes, owners
+
+    def _survivors(self, islands: list, offspring: list, owners: list, generation: int) -> list:
+        islands = [self.toolbox.select_survivors(island + [ind for ind, o in zip(offspring, owners) if o == i],
+                                                 self.settings.mu) for i, island in enumerate(islands)]
+        s = self.settings
+        if s.islands > 1 and s.migration_size and generation % s.migration_interval == 0 and \
+                all(len(island) >= s.migration_size for island in islands):
+            tools.migRing(islands, s.migration_size, tools.selBest, replacement=tools.selWorst)
+        return islands
 
     # the loop --------------------------------------------------------------------------------------------------
     def _out_of_budget(self, state: dict, started: float) -> str:
@@ -162,7 +190,8 @@ class Search:
         """Run (or resume) to the end of the budget; returns the final state."""
         state = self.store.latest_checkpoint() or self._fresh_state()
         self._resumed_elapsed = state["elapsed_s"]
-        population = self._restore(state["population"])
+        islands = [self._restore(ids) for ids in state.get("islands", [state["population"]])]
+        islands += [[] for _ in range(self.settings.islands - len(islands))]
         self.archive = self._restore([r["genome_id"] for r in self.store.individuals()])
         self.hall_of_fame.update(self._restore(state["hall_of_fame"]))
         for entry in state["logbook"]:
@@ -173,12 +202,11 @@ class Search:
         started = time.perf_counter()
         while not (stop := self._out_of_budget(state, started)):
             generation = state["generation"] + 1
-            genomes = (self._initial_genomes(rng, seen) if not population else
-                       self._offspring(population, rng, seen, generation, self.settings.lambda_))
+            genomes, owners = self._variation(islands, rng, seen, generation)
             offspring = self.toolbox.map(self._tune, genomes)
             self.archive.extend(offspring)
-            population = self.toolbox.select_survivors(population + offspring, self.settings.mu)
-            state = self._advance(state, generation, population, offspring, rng, seen, started)
+            islands = self._survivors(islands, offspring, owners, generation)
+            state = self._advance(state, generation, islands, offspring, rng, seen, started)
         state["stop_reason"] = stop
         self.store.set_meta("stop_reason", stop)
         return state
@@ -187,7 +215,8 @@ class Search:
         """Wall time of the whole run, across resumes."""
         return self._resumed_elapsed + time.perf_counter() - started
 
-    def _advance(self, state, generation, population, offspring, rng, seen, started) -> dict:
+    def _advance(self, state, generation, islands, offspring, rng, seen, started) -> dict:
+        population = [ind for island in islands for ind in island]
         self.hall_of_fame.update(offspring)
         record = self.stats.compile(population)
         self.logbook.record(gen=generation, nevals=len(offspring), evaluations=self.store.evaluation_count(),
@@ -195,6 +224,7 @@ class Search:
         improved = record["best"] < state["best_s"]
         elapsed = self._elapsed(started)
         new = {"generation": generation, "population": [ind.origin_id for ind in population],
+               "islands": [[ind.origin_id for ind in island] for island in islands],
                "seen": sorted(seen), "best_s": min(record["best"], state["best_s"]),
                "stale": 0 if improved else state["stale"] + 1, "elapsed_s": elapsed, "rng": rng.getstate(),
                "logbook": list(self.logbook), "hall_of_fame": [ind.origin_id for ind in self.hall_of_fame]}

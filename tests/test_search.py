@@ -161,3 +161,17 @@ def test_bad_overrides_get_a_clear_error(tmp_path, override, message):
 def test_resume_of_a_directory_without_a_run_says_so(tmp_path):
     proc = kernelevo("resume", f"run_dir={tmp_path}", cwd=tmp_path)
     assert proc.returncode == 2 and "holds no run" in proc.stderr
+
+
+def test_islands_evolve_apart_and_the_best_migrate(tmp_path):
+    proc = kernelevo("run", "problem=rmsnorm", *TINY, "search.islands=2", "search.migration_interval=1",
+                     cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    db = sqlite3.connect(run_dir_of(proc.stdout) / "run.db")
+    state = json.loads(db.execute("SELECT state FROM checkpoints ORDER BY generation DESC LIMIT 1").fetchone()[0])
+    times = dict(db.execute("SELECT genome_id, time_s FROM individuals").fetchall())
+    db.close()
+    islands = state["islands"]
+    assert len(islands) == 2 and all(len(island) == 2 for island in islands)  # mu survivors each
+    best = min((g for island in islands for g in island), key=lambda g: times[g])
+    assert all(best in island for island in islands)  # the best of its island migrated to the other one
