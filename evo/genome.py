@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 from dataclasses import dataclass, field, replace
 
 TUNABLE_NAME = "TUNABLE"
@@ -139,7 +138,3 @@ class Genome:
 def evaluation_key(rendered_source: str) -> str:
     """The key an evaluation is stored under: the hash of the normalised rendered source."""
     return code_hash(rendered_source)
-
-
-def params_json(params: dict) -> str:
-    return json.dumps(params, sort_keys=True)

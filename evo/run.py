@@ -1,7 +1,8 @@
 """A run, from a composed config: evaluators -> run store -> tuner -> operators -> search -> summary.
 
-``start_run`` begins a run in a directory; ``resume_run`` continues one from its store, with the config saved in
-it. Both print one line per generation and, at the end, the best kernel's figures and where its file is.
+``execute`` runs the search stored in a run directory: a new run, or (with the config ``saved_config`` reads back
+from the store) a resumed one. It prints one line per generation and, at the end, the best kernel's figures and
+where its file is.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from evo.tuner import Tuner
 from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
                                  settings_from_config)
-from fitness.result import EvalResult
+from fitness.result import EvalResult, format_seconds
 
 BEST_KERNEL_FILE = "best_kernel.py"
 
@@ -97,15 +98,11 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator) -> Genome:
 
 
 def print_generation(report: GenerationReport) -> None:
-    best = "n/a" if math.isinf(report.best_s) else _fmt(report.best_s)
-    median = "n/a" if math.isinf(report.median_s) else _fmt(report.median_s)
+    best = "n/a" if math.isinf(report.best_s) else format_seconds(report.best_s)
+    median = "n/a" if math.isinf(report.median_s) else format_seconds(report.median_s)
     mark = " *" if report.improved else ""
     print(f"[kernelevo] gen {report.generation:3d} | evaluations {report.evaluations:4d} | best {best}{mark} | "
           f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
-
-
-def _fmt(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
 
 
 @dataclass
@@ -127,7 +124,8 @@ class RunSummary:
         r = self.best_result
         if r is None or not r.ok:
             return "no correct kernel was found"
-        rows = [("best kernel time", _fmt(r.time_s) + (f"  ({r.timer})" if r.timer != "cuda-events" else "")),
+        timer = f"  ({r.timer})" if r.timer != "cuda-events" else ""
+        rows = [("best kernel time", format_seconds(r.time_s) + timer),
                 ("seed kernel time (as written)", _time(self.seed_result)),
                 ("seed kernel time (tuned)", _time(self.tuned_seed_result)),
                 ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
@@ -145,7 +143,7 @@ def _x(value) -> str:
 
 
 def _time(result: EvalResult | None) -> str:
-    return _fmt(result.time_s) if result is not None and result.ok else "n/a"
+    return format_seconds(result.time_s) if result is not None and result.ok else "n/a"
 
 
 def _ratio(base: EvalResult | None, best: EvalResult) -> str:

@@ -81,9 +81,6 @@ class RunStore:
         rows = self._read("SELECT data FROM genomes WHERE id = ?", (genome_id,))
         return Genome.from_dict(json.loads(rows[0][0])) if rows else None
 
-    def genomes(self) -> list[Genome]:
-        return [Genome.from_dict(json.loads(r[0])) for r in self._read("SELECT data FROM genomes ORDER BY created")]
-
     def set_individual(self, genome_id: str, generation: int, status: str, time_s, params: dict, eval_key: str,
                        reason: str) -> None:
         self._write("INSERT OR REPLACE INTO individuals VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -29,10 +29,6 @@ class Tuned:
     result: EvalResult
     trials: int
 
-    @property
-    def time_s(self) -> float:
-        return self.result.time_s if self.result.ok else float("inf")
-
 
 class Tuner:
     def __init__(self, service: EvaluationService, storage_url: str, trials: int = 6, seed: int = 0,

@@ -79,19 +79,21 @@ class EvalResult:
             lines.append(f"correctness: {self.trials_passed}/{self.trials} trials, max abs err {self.max_abs_err:.3g},"
                          f" rel L2 {self.rel_l2:.3g}")
         if self.time_s is not None:
-            lines.append(f"time: {_fmt_s(self.time_s)}  eager: {_fmt_s(self.eager_s)}  "
-                         f"torch.compile: {_fmt_s(self.compile_s)}")
+            lines.append(f"time: {format_seconds(self.time_s)}  eager: {format_seconds(self.eager_s)}  "
+                         f"torch.compile: {format_seconds(self.compile_s)}")
         if self.speedup_vs_eager is not None or self.speedup_vs_compile is not None:
             lines.append(f"speedup: {_fmt_x(self.speedup_vs_eager)} vs eager, {_fmt_x(self.speedup_vs_compile)} "
                          f"vs torch.compile")
         if self.sol_fraction is not None:
-            lines.append(f"speed of light: {_fmt_s(self.sol_s)}  fraction reached: {self.sol_fraction:.1%}")
+            lines.append(f"speed of light: {format_seconds(self.sol_s)}  "
+                         f"fraction reached: {self.sol_fraction:.1%}")
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(f"evaluation wall time: {self.eval_wall_s:.2f} s")
         return "\n".join(lines)
 
 
-def _fmt_s(seconds: float | None) -> str:
+def format_seconds(seconds: float | None) -> str:
+    """A time for people: s, ms or us with the precision each needs."""
     if seconds is None:
         return "n/a"
     if seconds >= 1:

@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from conftest import SCALE_SHIFT, candidate, make_evaluator
+from conftest import candidate, make_evaluator
 from evo.evaluation import EvaluationService
 from evo.genome import Genome
 from evo.store import RunStore
