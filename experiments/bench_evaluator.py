@@ -29,7 +29,8 @@ from fitness.problem import resolve_problem, suite_names  # noqa: E402
 from hardware_profiles import detect_profile  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "candidates"
-PHASES = ("import", "idle", "cuda_init", "setup", "trials", "first_call", "timing")
+PHASES = ("fork", "cuda_init", "prewarm", "idle", "setup", "compile", "wait_shared", "trials", "first_call",
+          "wait_exclusive", "timing")
 SCALE_SHIFT = str(REPO / "tests" / "problems" / "scale_shift.py")
 
 
@@ -172,8 +173,8 @@ def table(paths: list[str]) -> str:
               f"search): median {statistics.median(warm):.2f} s, max {max(warm):.2f} s over {len(warm)} evaluations; "
               f"the first evaluation of each problem, which waits for its worker's start-up: median "
               f"{statistics.median(cold):.2f} s.", ""]
-    lines += ["Where a candidate's evaluation time goes (last evaluation of each seed; seconds; `import` and `idle` "
-              "happen in the warm spare worker before the candidate is handed over):", "",
+    lines += ["Where a candidate's evaluation time goes (last evaluation of each seed; seconds; `fork`, `cuda_init`, "
+              "`prewarm` and `idle` happen in the warm spare worker before the candidate is handed over):", "",
               "| problem | " + " | ".join(PHASES) + " |", "|---|" + "---|" * len(PHASES)]
     lines += [f"| {r['problem']} | " + " | ".join(f"{r['phases_s'].get(p, 0.0):.2f}" for p in PHASES) + " |"
               for r in rows]

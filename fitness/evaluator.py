@@ -3,6 +3,10 @@
     static check (here) -> worker process: correctness gate, honesty guards, timing -> baselines (once, cached)
     -> speed-ups, speed-of-light fraction and plausibility (here) -> EvalResult
 
+``evaluate`` may be called from many threads at once: each call gets its own worker process (forked by the
+sandbox's fork server; ``spares`` of them are kept warm), and the workers share the GPU through its reader/writer
+lock (correctness trials shared, timing exclusive; ``fitness.gpu_lock``).
+
 Usage::
 
     with Evaluator(resolve_problem("row_softmax"), policy, profile, EvalSettings()) as ev:
@@ -41,7 +45,8 @@ class EvalSettings:
     plausibility: bool = True
     plausibility_margin: float = 0.9  # reject times below margin x speed of light
     compile_baseline: bool | None = None  # None: only on a GPU
-    prestart_worker: bool = True
+    prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
+    spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
     timing: dict = field(default_factory=lambda: {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10,
                                                   "max_reps": 1000, "input_sets": 3, "flush_l2": True,
                                                   "interpreter_reps": 3})
@@ -51,6 +56,8 @@ class EvalSettings:
             raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
             raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+        if self.spares < 0:
+            raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
 
     @classmethod
     def from_config(cls, cfg: dict) -> "EvalSettings":
@@ -106,7 +113,7 @@ class Evaluator:
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
-                                prestart=self.settings.prestart_worker)
+                                spares=self.settings.spares if self.settings.prestart_worker else 0)
 
     def __enter__(self):
         return self
@@ -199,14 +206,19 @@ class Evaluator:
         if "uses-torch-compute" in result.guards.get("labels", []):
             result.label = ", ".join(filter(None, [result.label, "uses-torch-compute"]))
 
-    def _score(self, result: EvalResult) -> None:
-        """Speed-ups against the baselines, speed-of-light fraction and the plausibility guard."""
+    def _score(self, result: EvalResult) -> float:
+        """Speed-ups against the baselines, speed-of-light fraction and the plausibility guard; returns the seconds
+        spent measuring (or waiting for another thread to measure) the one-off baselines."""
         stats = TimingStats.from_dict(result.timing.get("candidate"))
         result.time_s = stats.median_s
         if not self.on_gpu:
             result.notes.append("interpreter wall-clock times: not comparable with GPU figures, no speed-ups")
-            return
+            return 0.0
+        had_baseline, start = self._baselines.value is not None, time.perf_counter()
         baseline = self.baseline()
+        waited = 0.0 if had_baseline else time.perf_counter() - start
+        if waited:
+            result.notes.append(f"baselines measured once for this run in {self.baseline_wall_s:.1f} s")
         result.notes.extend(baseline.notes)
         for name, base in (("eager", baseline.eager), ("compile", baseline.compile)):
             if base is not None:
@@ -215,24 +227,22 @@ class Evaluator:
                 setattr(result, f"speedup_vs_{name}", base.median_s / stats.median_s)
         if self.sol_s is None:
             result.notes.append("speed of light unknown for this problem or hardware profile")
-            return
+            return waited
         result.sol_s = self.sol_s
         result.sol_fraction = self.sol_s / stats.median_s
         reason = implausibility(stats.median_s, self.sol_s, self.settings.plausibility_margin, self.profile)
         if self.settings.plausibility and reason:
             result.status, result.reason = "rejected", reason
+        return waited
 
     def evaluate(self, source: str, label: str = "") -> EvalResult:
-        """Judge one candidate source; never raises for anything the candidate does."""
-        start, had_baseline = time.perf_counter(), self._baselines.value is not None
+        """Judge one candidate source; never raises for anything the candidate does. Thread-safe."""
+        start, baseline_s = time.perf_counter(), 0.0
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
             outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s)
             self._apply_outcome(outcome, result)
             if result.ok:
-                self._score(result)
-        result.eval_wall_s = time.perf_counter() - start
-        if not had_baseline and self._baselines.value is not None:  # the one-off baselines are no candidate's cost
-            result.eval_wall_s -= self.baseline_wall_s
-            result.notes.append(f"baselines measured once for this run in {self.baseline_wall_s:.1f} s")
+                baseline_s = self._score(result)
+        result.eval_wall_s = time.perf_counter() - start - baseline_s  # the one-off baselines are no one's cost
         return result

@@ -1,32 +1,63 @@
-"""A lock per GPU, shared by every evaluation worker on the machine (an flock on a file).
+"""A reader/writer lock per GPU, shared by every evaluation worker on the machine (flock on files).
 
-Several workers may share one GPU so that compiling candidates (CPU-bound) overlaps; the work that touches the
-GPU for correctness and timing is done under this lock, so one candidate's timing never shares the GPU with
-another's kernels.
+Work that may share a GPU (building models and inputs, correctness trials, compiling on a first call) holds the
+lock *shared*; timing holds it *exclusive*, so a timed kernel never shares its GPU with another candidate's kernels
+or with a correctness trial. A stream of shared lockers must not starve a waiting timer, so every locker first
+takes a gate file exclusively, then the lock itself, then releases the gate (writer preference): a waiting
+exclusive locker holds the gate, and shared lockers that arrive after it queue behind it.
+
+Usage::
+
+    with DeviceLock(path, exclusive=False):   # or exclusive=True; path None (CPU interpreter): no lock
+        ...
 """
 from __future__ import annotations
 
 import fcntl
+import os
 from pathlib import Path
 
 
 class DeviceLock:
-    def __init__(self, path: str | None):
+    def __init__(self, path: str | None, exclusive: bool = True):
         self.path = path
-        self._file = None
+        self.exclusive = exclusive
+        self._fd: int | None = None
+
+    @staticmethod
+    def _open(path: str) -> int:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def __enter__(self):
-        if self.path:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a+")
-            fcntl.flock(self._file, fcntl.LOCK_EX)
+        if not self.path:
+            return self
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        gate = self._open(f"{self.path}.gate")
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)  # queue behind a waiting exclusive locker (it holds the gate)
+            self._fd = self._open(self.path)
+            fcntl.flock(self._fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
+        except BaseException:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            raise
+        finally:
+            os.close(gate)  # closing the file releases its flock
         return self
 
     def __exit__(self, *exc):
-        if self._file is not None:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def shared(path: str | None) -> DeviceLock:
+    return DeviceLock(path, exclusive=False)
+
+
+def exclusive(path: str | None) -> DeviceLock:
+    return DeviceLock(path, exclusive=True)
 
 
 def lock_path(cache_dir: Path, device: str) -> str | None:

@@ -5,11 +5,16 @@
 * ``TorchOpTrace`` records the aten ops that ``forward`` dispatches (a TorchDispatchMode), so work done by torch
   instead of the candidate's kernels is caught. Ops issued by Triton itself while launching are ignored.
 
-Both are installed by the trusted worker before candidate code is imported.
+The launch counter also provides the compile-only mode of ``fitness.compile_ahead``: while it is on, a Triton
+launch compiles the kernel (``warmup=True``) and loads it without launching, an autotuned kernel compiles every
+config without benchmarking (so no autotuning choice is made), and nothing is counted as a launch.
+
+Both are installed by the fork server (``fitness.worker`` at import) before candidate code exists.
 """
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -26,12 +31,18 @@ DATA_MOVEMENT_OPS = frozenset({
 })
 
 
+class CompileAbort(BaseException):
+    """Ends a compile-only pass: it would have launched GPU work. A BaseException, so that a candidate's
+    `except Exception` does not swallow it."""
+
+
 class LaunchCounter:
     """Counts Triton launches per defining module by wrapping the `run` of Triton's kernel classes."""
 
     def __init__(self):
         self.launches: Counter = Counter()
         self.active = 0  # > 0 while a Triton launch is in progress (its own torch ops are not the candidate's)
+        self.compile_only = False
         self._installed = False
 
     def install(self) -> None:
@@ -39,7 +50,17 @@ class LaunchCounter:
             return
         for cls in self._kernel_classes():
             self._wrap(cls)
+        self._wrap_autotuner()
         self._installed = True
+
+    @contextmanager
+    def compiling_only(self):
+        """Triton launches compile and load their kernel but launch nothing, and are not counted."""
+        self.compile_only = True
+        try:
+            yield
+        finally:
+            self.compile_only = False
 
     @staticmethod
     def _kernel_classes() -> list:
@@ -56,8 +77,13 @@ class LaunchCounter:
     def _wrap(self, cls) -> None:
         original = cls.run
         counter = self
+        compiles = cls.__name__ == "JITFunction"  # the interpreter's run has no compile-only form
 
         def run(kernel, *args, **kwargs):
+            if counter.compile_only:
+                if not compiles:
+                    raise CompileAbort("the interpreter cannot compile without running")
+                return counter._compile(original, kernel, args, kwargs)
             if not kwargs.get("warmup", False):
                 fn = getattr(kernel, "fn", None)
                 counter.launches[getattr(fn, "__module__", "?")] += 1
@@ -68,6 +94,43 @@ class LaunchCounter:
                 counter.active -= 1
 
         cls.run = run
+
+    def _compile(self, original, kernel, args, kwargs):
+        """Compile (warmup) and load the kernel, creating its launcher, without launching it."""
+        self.active += 1
+        try:
+            compiled = original(kernel, *args, **{**kwargs, "warmup": True})
+            init = getattr(compiled, "_init_handles", None)
+            if callable(init):
+                init()
+            return compiled
+        finally:
+            self.active -= 1
+
+    def _wrap_autotuner(self) -> None:
+        """In compile-only mode an autotuned kernel compiles each (pruned) config and benchmarks none: its choice
+        is made on the first real call. Triton versions whose Autotuner lacks these attributes fall back to its
+        own run, whose benchmark aborts the pass at its first torch op (the L2 flush's zero_)."""
+        try:
+            from triton.runtime.autotuner import Autotuner
+        except ImportError:  # pragma: no cover - every supported triton has it
+            return
+        original = Autotuner.run
+        counter = self
+
+        def run(tuner, *args, **kwargs):
+            if not counter.compile_only or not all(hasattr(tuner, a) for a in ("arg_names", "configs", "fn")):
+                return original(tuner, *args, **kwargs)
+            tuner.nargs = dict(zip(tuner.arg_names, args))
+            try:
+                configs = tuner.prune_configs(kwargs) if len(tuner.configs) > 1 else tuner.configs
+                for config in configs:
+                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                tuner.nargs = None
+            return None
+
+        Autotuner.run = run
 
     def reset(self) -> None:
         self.launches.clear()

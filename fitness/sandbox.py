@@ -1,10 +1,15 @@
-"""Process isolation for untrusted candidates.
+"""Process isolation for untrusted candidates, many jobs at a time.
 
-Every job runs in a fresh ``python -m fitness.worker`` process of its own, in a private directory with a private
-Triton and Inductor cache, with an environment stripped of secrets and provider variables. A crash, a hang past
-the timeout, a CUDA error or ``os._exit`` costs that one job: the process (and its process group) is killed or
-simply gone, and the next job gets a new one. To hide start-up cost, the next worker is started (torch and triton
-imported, CUDA untouched) while the current job runs.
+Every job runs in a process of its own, forked for it by the Sandbox's fork server (``fitness.zygote``: torch and
+triton imported once, CUDA untouched), in a private directory with a private Triton and Inductor cache and an
+environment stripped of secrets and provider variables. A crash, a hang past the timeout, a CUDA error or
+``os._exit`` costs that one job: its process group is killed or simply gone, and the next job gets a new process.
+A pool of ``spares`` workers, forked and with CUDA initialised ahead of their jobs, hides the start-up cost.
+
+``run`` may be called from many threads at once. Trusted jobs (baselines) use a persistent cache; they also build
+Triton's driver stubs (``cuda_utils``, and per-signature ``__triton_launcher`` modules on Triton < 3.5) once, and
+every untrusted worker gets a *copy* of them in its private cache, so no candidate pays gcc for them and none can
+alter the shared ones. Stubs are only ever copied from the trusted cache.
 """
 from __future__ import annotations
 
@@ -12,12 +17,16 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+
+from fitness.zygote import WorkerHandle, Zygote
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 PROVIDER_PREFIXES = (
@@ -28,6 +37,12 @@ PROVIDER_PREFIXES = (
 )
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOG_TAIL_CHARS = 3000
+START_TIMEOUT_S = 300.0  # a zygote that has not forked a requested worker by then is restarted
+KILL_WAIT_S = 30.0  # after a kill, how long to wait for the exit before reporting the timeout anyway
+PREWARM_TIMEOUT_S = 600.0
+STUB_PREFIXES = ("cuda_utils", "__triton_launcher")
+STUB_MARKER = "kernelevo-stubs.json"  # in the trusted Triton cache: the Triton version its stubs were built for
+MAX_STUB_FILES = 256
 
 
 def is_secret_variable(name: str) -> bool:
@@ -39,14 +54,44 @@ def worker_environment(base: dict, workdir: Path, interpret: bool, cache_dir: Pa
     """The child's environment: the parent's minus secrets, confined to `workdir`, with private caches."""
     env = {k: v for k, v in base.items() if not is_secret_variable(k)}
     caches = cache_dir or workdir
-    env.update(HOME=str(workdir), TMPDIR=str(workdir), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1",
-               TRITON_CACHE_DIR=str(caches / "triton"), TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
+    env.update(HOME=str(workdir), TMPDIR=str(workdir), TRITON_HOME=str(workdir), PYTHONUNBUFFERED="1",
+               PYTHONDONTWRITEBYTECODE="1", TRITON_CACHE_DIR=str(caches / "triton"),
+               TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
                PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p))
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
     return env
+
+
+def stub_files(triton_cache: Path) -> list[Path]:
+    """Triton's driver stub modules in a (trusted) Triton cache: <cache>/<key>/cuda_utils*.so and launchers."""
+    try:
+        found = [p for p in triton_cache.glob("*/*.so")
+                 if p.name.startswith(STUB_PREFIXES) and p.is_file() and not p.is_symlink()]
+    except OSError:
+        return []
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)[:MAX_STUB_FILES]
+
+
+def copy_stubs(files: list[Path], dest: Path) -> None:
+    """Copies (never links) of trusted stubs into a worker's private Triton cache, in the same <key>/ layout."""
+    for src in files:
+        try:
+            (dest / src.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest / src.parent.name / src.name)
+        except OSError:
+            pass  # best effort: a missing stub is built by Triton when needed
+
+
+def triton_version() -> str | None:
+    for name in ("triton", "pytorch-triton"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return None
 
 
 @dataclass
@@ -56,10 +101,15 @@ class JobOutcome:
     exit_code: int | None
     log_tail: str
     wall_s: float
+    pid: int | None = None
+    lost: bool = False  # the fork server died before the worker's exit was known
 
     def failure_reason(self, timeout_s: float) -> str:
         if self.status == "timeout":
             return f"the evaluation did not finish within {timeout_s:g} s and was killed (infinite loop or hang?)"
+        if self.lost:
+            return ("the worker process was lost before writing a result: its fork server died (the evaluation "
+                    "was not judged)")
         code = self.exit_code
         if code is not None and code < 0:
             how = f"was killed by {signal.Signals(-code).name}"
@@ -68,103 +118,177 @@ class JobOutcome:
         return f"the worker process {how} before writing a result (segfault, os._exit or sys.exit in the candidate?)"
 
 
-class WorkerProcess:
-    """One started worker: its process, private directory and log file."""
-
-    def __init__(self, env_for, python: str):
-        self.workdir = Path(tempfile.mkdtemp(prefix="kernelevo-worker-"))
-        self.log_path = self.workdir / "worker.log"
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([python, "-m", "fitness.worker"], cwd=self.workdir, env=env_for(self.workdir),
-                                     stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-
-    def send(self, job: dict) -> None:
-        self.proc.stdin.write((json.dumps(job) + "\n").encode())
-        self.proc.stdin.close()
-
-    def wait(self, timeout_s: float) -> bool:
-        """True when the process ended in time; otherwise its whole process group is killed."""
-        try:
-            self.proc.wait(timeout=timeout_s)
-            return True
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return False
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-
-    def log_tail(self) -> str:
-        self._log.close()
-        data = self.log_path.read_bytes()[-LOG_TAIL_CHARS:]
-        return data.decode(errors="replace")
-
-    def remove(self) -> None:
-        if self.proc.poll() is None:
-            self.kill()
-        if not self._log.closed:
-            self._log.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 class Sandbox:
-    """Runs jobs in fresh worker processes; untrusted jobs get a warm spare, trusted ones a persistent cache."""
+    """Runs jobs in forked worker processes, from many threads at once; a pool of warm spares for untrusted jobs,
+    a persistent cache for trusted ones."""
 
-    def __init__(self, device: str, trusted_cache_dir: Path | None = None, prestart: bool = True,
+    def __init__(self, device: str, trusted_cache_dir: Path | None = None, spares: int = 1,
                  python: str = sys.executable, base_env: dict | None = None):
+        self.device = device
         self.interpret = not device.startswith("cuda")
         self.trusted_cache_dir = Path(trusted_cache_dir) if trusted_cache_dir else None
-        self.prestart = prestart
+        self.spares = max(int(spares), 0)
         self.python = python
         self.base_env = dict(os.environ if base_env is None else base_env)
-        self.results_dir = Path(tempfile.mkdtemp(prefix="kernelevo-results-"))
-        self._spare: WorkerProcess | None = None
-        self._jobs = 0
+        self.root = Path(tempfile.mkdtemp(prefix="kernelevo-sandbox-"))
+        self.results_dir = self.root / "results"
+        self.results_dir.mkdir()
+        self._lock = threading.Lock()  # the zygote, the spare pool and its pending count
+        self._zygote: Zygote | None = None
+        self._pool: list[WorkerHandle] = []
+        self._pending = 0
+        self._count = 0
+        self._closed = False
+        self._stubs_lock = threading.Lock()
+        self._stubs: list[Path] | None = None
 
-    def _untrusted_env(self, workdir: Path) -> dict:
-        return worker_environment(self.base_env, workdir, self.interpret)
+    def __enter__(self):
+        return self
 
-    def _trusted_env(self, workdir: Path) -> dict:
-        return worker_environment(self.base_env, workdir, self.interpret, self.trusted_cache_dir)
+    def __exit__(self, *exc):
+        self.close()
 
-    def _take_worker(self, trusted: bool) -> WorkerProcess:
-        if trusted:
-            return WorkerProcess(self._trusted_env, self.python)
-        worker, self._spare = self._spare, None
-        if worker is None or worker.proc.poll() is not None:
-            if worker is not None:
-                worker.remove()
-            worker = WorkerProcess(self._untrusted_env, self.python)
-        if self.prestart:
-            self._spare = WorkerProcess(self._untrusted_env, self.python)
-        return worker
+    # workers ---------------------------------------------------------------------------------------------------
+    def _zygote_locked(self) -> Zygote:
+        """The running zygote, started (again) when there is none or it died; call with self._lock held."""
+        if self._closed:
+            raise RuntimeError("the sandbox is closed")
+        if self._zygote is None or self._zygote.dead:
+            if self._zygote is not None:
+                self._zygote.stop()
+            workdir = Path(tempfile.mkdtemp(prefix="zygote-", dir=self.root))
+            env = worker_environment(self.base_env, workdir, self.interpret)
+            env["OPENBLAS_NUM_THREADS"] = "1"  # numpy's BLAS pool starts threads at import: the zygote must have none
+            self._zygote = Zygote(self.python, env, workdir)
+        return self._zygote
 
-    def run(self, job: dict, timeout_s: float, trusted: bool = False) -> JobOutcome:
-        """Run one job in its own process; never raises for anything the job does."""
-        self._jobs += 1
-        result_path = self.results_dir / f"job-{self._jobs}.json"
-        worker = self._take_worker(trusted)
-        start = time.perf_counter()
+    @property
+    def zygote_pid(self) -> int | None:
+        with self._lock:
+            return self._zygote.pid if self._zygote is not None and not self._zygote.dead else None
+
+    def _fork(self, trusted: bool) -> WorkerHandle:
+        with self._lock:
+            self._count += 1
+            worker_id = f"w{self._count}"
+        workdir = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.root))
+        handle = WorkerHandle(worker_id, workdir, trusted)
+        env = worker_environment(self.base_env, workdir, self.interpret, self.trusted_cache_dir if trusted else None)
+        if not trusted and self._stubs:
+            copy_stubs(self._stubs, workdir / "triton")
+        with self._lock:
+            zygote = self._zygote_locked()
+        zygote.fork(handle, env, self.device)
+        return handle
+
+    def _purge_locked(self) -> None:
+        """Drop spares that died while idle (or with their zygote); call with self._lock held."""
+        for handle in [h for h in self._pool if h.exited.is_set()]:
+            self._pool.remove(handle)
+            shutil.rmtree(handle.workdir, ignore_errors=True)
+
+    def _take_spare(self) -> WorkerHandle | None:
+        with self._lock:
+            self._purge_locked()
+            return self._pool.pop(0) if self._pool else None
+
+    def _replenish(self) -> None:
+        """Fork spares until `spares` are idle or on their way; they initialise CUDA while jobs run."""
+        with self._lock:
+            self._purge_locked()
+            need = max(self.spares - len(self._pool) - self._pending, 0)
+            self._pending += need
+        made = 0
         try:
-            worker.send({**job, "result_path": str(result_path)})
-        except BrokenPipeError:
-            pass  # the worker died before reading its job; reported as crashed below
-        finished = worker.wait(timeout_s)
+            for _ in range(need):
+                handle = self._fork(trusted=False)
+                with self._lock:
+                    self._pool.append(handle)
+                    self._pending -= 1
+                made += 1
+        finally:
+            with self._lock:
+                self._pending -= need - made
+
+    def _ensure_stubs(self) -> None:
+        """Once per Sandbox on a GPU: Triton's driver stubs for this Triton in the trusted cache (a trusted prewarm
+        job builds them when they are missing), listed for copying into untrusted workers."""
+        if self._stubs is not None:
+            return
+        with self._stubs_lock:
+            if self._stubs is not None:
+                return
+            if self.interpret or self.trusted_cache_dir is None:
+                self._stubs = []
+                return
+            cache = self.trusted_cache_dir / "triton"
+            marker, version = cache / STUB_MARKER, triton_version()
+            try:
+                current = json.loads(marker.read_text()).get("triton") == version and version is not None
+            except (OSError, ValueError):
+                current = False
+            if not current:
+                outcome = self.run({"kind": "prewarm", "device": self.device}, PREWARM_TIMEOUT_S, trusted=True)
+                if (outcome.result or {}).get("prewarm") == "ok" and stub_files(cache):
+                    tmp = cache / f"{STUB_MARKER}.{uuid.uuid4().hex}"
+                    tmp.write_text(json.dumps({"triton": version}))
+                    os.replace(tmp, marker)
+            self._stubs = stub_files(cache)
+
+    # jobs ------------------------------------------------------------------------------------------------------
+    def run(self, job: dict, timeout_s: float, trusted: bool = False) -> JobOutcome:
+        """Run one job in its own process; never raises for anything the job does. Thread-safe."""
+        if not trusted:
+            self._ensure_stubs()
+        result_path = self.results_dir / f"job-{uuid.uuid4().hex}.json"
+        handle = None if trusted else self._take_spare()
+        handle = handle or self._fork(trusted)
+        try:
+            job_file = handle.workdir / "job.json"
+            tmp = handle.workdir / f".job-{uuid.uuid4().hex}.tmp"
+            tmp.write_text(json.dumps({**job, "result_path": str(result_path)}))
+            os.replace(tmp, job_file)  # the worker polls for it
+            if not trusted:
+                self._replenish()
+            return self._wait(handle, result_path, timeout_s)
+        finally:
+            result_path.unlink(missing_ok=True)
+            Path(f"{result_path}.tmp").unlink(missing_ok=True)
+            shutil.rmtree(handle.workdir, ignore_errors=True)
+
+    def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float) -> JobOutcome:
+        start = time.perf_counter()
+        if not handle.forked.wait(START_TIMEOUT_S):  # the zygote is stuck: restart it, its workers are lost
+            with self._lock:
+                if self._zygote is handle.zygote and self._zygote is not None:
+                    self._zygote.stop()
+        clock_from = max(start, handle.forked_at or start)  # a cold worker's zygote may still have been starting
+        finished = handle.exited.wait(max(timeout_s - (time.perf_counter() - clock_from), 0.0))
+        if not finished:
+            handle.zygote.kill(handle)
+            handle.exited.wait(KILL_WAIT_S)
         wall = time.perf_counter() - start
-        tail = worker.log_tail()
-        worker.remove()
+        tail = self._log_tail(handle)
         result = json.loads(result_path.read_text()) if finished and result_path.is_file() else None
-        result_path.unlink(missing_ok=True)
         status = "finished" if result is not None else ("timeout" if not finished else "crashed")
-        return JobOutcome(status, result, worker.proc.returncode, tail, wall)
+        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished)
+
+    def _log_tail(self, handle: WorkerHandle) -> str:
+        try:
+            tail = handle.log_path.read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
+        except OSError:
+            tail = ""
+        if handle.lost and handle.zygote is not None:
+            tail += "\n[fork server log]\n" + handle.zygote.log_tail(LOG_TAIL_CHARS)
+        return tail
 
     def close(self) -> None:
-        if self._spare is not None:
-            self._spare.remove()
-            self._spare = None
-        shutil.rmtree(self.results_dir, ignore_errors=True)
+        """Stop the zygote (every worker dies with it) and remove every private directory."""
+        with self._lock:
+            zygote, self._zygote, self._closed = self._zygote, None, True
+            self._pool = []
+        if zygote is not None:
+            zygote.stop()
+        shutil.rmtree(self.root, ignore_errors=True)

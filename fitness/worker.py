@@ -1,48 +1,56 @@
-"""Evaluation worker: a fresh process that runs exactly one job and writes its result as JSON.
+"""Evaluation worker: what a forked worker process does with exactly one job, writing its result as JSON.
 
-Started by ``fitness.sandbox`` with a scrubbed environment in a private directory. It imports torch and triton,
-binds its timers and installs the launch counter *before* reading its job, so candidate code (imported only
-after that) cannot change them. Jobs:
+Workers are forked by the fork server (``fitness.zygote``), which imported torch, triton and this module -- binding
+the timers and installing the launch counter -- before any candidate code exists, and never touched CUDA.
+``serve`` is the child's life: initialise CUDA on its device (a spare is then warm), wait for its job file, run the
+job, write the result and leave with ``os._exit``. Jobs:
 
-* ``candidate``: correctness gate (several seeded trials, inputs verified unchanged, the reference computed after
-  the candidate on a saved copy of the inputs, output memory poisoned), honesty guards, then timing.
-* ``baseline``: time the eager reference and torch.compile with the same timer and inputs.
+* ``candidate``: setup (shared GPU lock), compiling the candidate's kernels ahead without launching anything (no
+  lock, ``fitness.compile_ahead``), the correctness gate (seeded trials, inputs verified unchanged, the reference
+  computed after the candidate on a saved copy of the inputs, output memory poisoned) and honesty guards (shared
+  lock), then timing (exclusive lock).
+* ``baseline``: torch.compile and its first call (shared lock), then eager and torch.compile timed with the
+  candidate's timer and inputs (exclusive lock).
+* ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache.
 
-Usage: ``python -m fitness.worker`` with one JSON job on stdin.
+``phases_s`` of a result, in seconds: fork, cuda_init, prewarm, idle (these in a spare before its job arrives),
+import (0: done once in the fork server), setup, compile, wait_shared, trials (of which first_call, trial_calls),
+wait_exclusive, timing.
 """
 from __future__ import annotations
 
+import json
+import os
+import sys
 import time
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
-_STARTED = time.perf_counter()
-
-import json  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
-from contextlib import nullcontext  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from fitness import timing  # noqa: F401  (binds the clocks first)
+from fitness import timing  # binds the clocks first
 from fitness.guards import LaunchCounter, TorchOpTrace
 
 import torch  # noqa: E402
 
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
+from fitness.compile_ahead import compile_ahead, copy_model  # noqa: E402
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
 from fitness.gpu_lock import DeviceLock  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem  # noqa: E402
 
+JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
+JOB_POLL_S = 0.005
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
+PHASES: dict = {}
 
 
-def prewarm_triton() -> None:
-    """While idle as a spare: load Triton's compiler and build its driver helpers by compiling (not launching) a
-    tiny kernel, so a candidate's own compile starts warm. Best effort: any failure just skips the warm-up."""
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        return
+def prewarm_triton(device: str) -> str:
+    """Load Triton's driver (its stubs come from the cache or are built now) and compile, without launching, a tiny
+    kernel, so a candidate's own compile starts warm. Best effort: a failure just skips the warm-up."""
+    if not device.startswith("cuda") or os.environ.get("TRITON_INTERPRET") == "1":
+        return "skipped"
     try:
         import triton
         import triton.language as tl
@@ -52,13 +60,13 @@ def prewarm_triton() -> None:
             offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
             tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
 
-        _prewarm.warmup(torch.float32, 1, BLOCK=128, grid=(1,))
+        kernel = _prewarm.warmup(torch.float32, 1, BLOCK=128, grid=(1,))
+        if callable(getattr(kernel, "_init_handles", None)):
+            kernel._init_handles()  # loads the module and builds the launcher (a per-signature .so before 3.5)
+        return "ok"
     except Exception as exc:  # pragma: no cover - depends on the Triton version
         print(f"[worker] Triton pre-warm skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
-
-
-prewarm_triton()
-PHASES: dict = {"import": time.perf_counter() - _STARTED}
+        return f"failed: {type(exc).__name__}: {exc}"
 
 
 class phase:
@@ -72,6 +80,22 @@ class phase:
 
     def __exit__(self, *exc):
         PHASES[self.name] = PHASES.get(self.name, 0.0) + time.perf_counter() - self.start
+
+
+@contextmanager
+def gpu_lock(job: dict, exclusive: bool):
+    """The job's GPU lock (none on the CPU interpreter), the wait for it counted as wait_shared / wait_exclusive."""
+    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive)
+    with phase("wait_exclusive" if exclusive else "wait_shared"):
+        lock.__enter__()
+    try:
+        yield
+    finally:
+        try:  # the device is idle before the lock goes: nothing of this worker runs on once it is released
+            synchronize(job["device"])
+        except Exception:  # noqa: BLE001 - a CUDA error is reported by the code that hit it
+            pass
+        lock.__exit__()
 
 
 class Verdict(Exception):
@@ -153,32 +177,36 @@ def check_guards(trace, module_name: str, policy: PrecisionPolicy, settings: dic
 
 
 def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
+    """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
+    trial a worker is in, not for all of them."""
     device, settings = job["device"], job["settings"]
-    specs = reference_output_specs(reference, problem, job)
+    with gpu_lock(job, exclusive=False), phase("trials"):
+        specs = reference_output_specs(reference, problem, job)
     buffers, worst, guards = None, None, {}
     for trial in range(settings["trials"]):
-        fresh = make_inputs(problem, job["seed"] + trial, device)
-        if buffers is None:
-            buffers = fresh
-        else:
-            refill(buffers, fresh)
-        saved = clone_all(buffers)
-        poison_allocator(specs, device)
-        synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
-        LAUNCHES.reset()
-        trace = TorchOpTrace(LAUNCHES) if trial == 0 and settings.get("trace_torch_ops", True) else None
-        with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
-            output = model_new(*buffers)
-            synchronize(device)
-        if trial == 0:
-            guards = check_guards(trace, module_name, policy, settings)
-        changed = changed_inputs(buffers, saved)
-        if changed:
-            raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial}); inputs must be "
-                          f"left unchanged", guards=guards, trials_passed=trial)
-        refs = as_tensor_list(reference(*saved))
-        comparison = compare_outputs(output, refs, policy)
-        scrub(as_tensor_list(output) + refs)
+        with gpu_lock(job, exclusive=False), phase("trials"):
+            fresh = make_inputs(problem, job["seed"] + trial, device)
+            if buffers is None:
+                buffers = fresh
+            else:
+                refill(buffers, fresh)
+            saved = clone_all(buffers)
+            poison_allocator(specs, device)
+            synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
+            LAUNCHES.reset()
+            trace = TorchOpTrace(LAUNCHES) if trial == 0 and settings.get("trace_torch_ops", True) else None
+            with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
+                output = model_new(*buffers)
+                synchronize(device)
+            if trial == 0:
+                guards = check_guards(trace, module_name, policy, settings)
+            changed = changed_inputs(buffers, saved)
+            if changed:
+                raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial}); inputs must be "
+                              f"left unchanged", guards=guards, trials_passed=trial)
+            refs = as_tensor_list(reference(*saved))
+            comparison = compare_outputs(output, refs, policy)
+            scrub(as_tensor_list(output) + refs)
         if not comparison.ok:
             raise Verdict("incorrect", f"trial {trial} (input seed {job['seed'] + trial}): {comparison.reason}",
                           guards=guards, trials_passed=trial, max_abs_err=comparison.max_abs_err,
@@ -193,15 +221,26 @@ def timing_inputs(problem, job) -> list:
     return [make_inputs(problem, job["seed"] + 1000 + j, job["device"]) for j in range(count)]
 
 
-def time_candidate(model_new, problem, job) -> dict:
+def time_candidate(model_new, input_sets: list, job) -> dict:
     timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
-    stats = timer.measure(model_new, timing_inputs(problem, job))
+    stats = timer.measure(model_new, input_sets)
     if job["device"].startswith("cuda") and timing.unseen_stream_work(stats):
         raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
                       f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
                       f"stream (all streams are timed; use the current stream)",
                       timing={"candidate": stats.to_dict()})
     return stats.to_dict()
+
+
+def prepare_compile_pass(model_new, problem, job):
+    """(model copy, inputs) for the compile pass, made under the shared lock; None on the CPU interpreter (nothing
+    to compile) or when the model cannot be copied (then the first real call compiles)."""
+    if not job["device"].startswith("cuda"):
+        return None, "skipped: CPU interpreter"
+    try:
+        return (copy_model(model_new), make_inputs(problem, job["seed"] + 20_000, job["device"])), ""
+    except Exception as exc:  # noqa: BLE001
+        return None, f"fallback: the model could not be copied: {type(exc).__name__}: {exc}"[:300]
 
 
 def run_candidate_job(job: dict) -> dict:
@@ -211,30 +250,36 @@ def run_candidate_job(job: dict) -> dict:
         problem = load_problem(ProblemSpec.from_dict(job["problem"]))
         torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
         init_inputs = call_get_init_inputs(problem)
-        reference = build_model(problem.Model, init_inputs, seed, device)
         module_name = module_name_for(job["source"])
         module = load_candidate(job["source"], Path.cwd())
+    with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
+        reference = build_model(problem.Model, init_inputs, seed, device)
         try:
             model_new = build_model(module.ModelNew, init_inputs, seed, device)
         except Exception as exc:
             raise CandidateError("runtime_error", "constructing ModelNew failed: "
                                  + describe_exception(exc, module.__file__)) from exc
         param_sync = copy_parameters(reference, model_new)
+        compile_pass, compile_how = prepare_compile_pass(model_new, problem, job)
     with torch.no_grad():
         try:
-            with phase("compile_call"):  # JIT-compiles the kernels outside the GPU lock; its output is discarded
-                scrub(as_tensor_list(model_new(*make_inputs(problem, seed + 20_000, device))))
-                synchronize(device)
-            with DeviceLock(job.get("gpu_lock")):
-                with phase("trials"):
-                    result = run_trials(reference, model_new, problem, job, policy, module_name)
-                with phase("timing"):
-                    result["timing"] = {"candidate": time_candidate(model_new, problem, job)}
-        except (Verdict, CandidateError):
+            if compile_pass is not None:
+                with phase("compile"):  # no lock: compiles, launches nothing
+                    compile_how = compile_ahead(*compile_pass, LAUNCHES)
+                    del compile_pass
+            result = run_trials(reference, model_new, problem, job, policy, module_name)
+            with gpu_lock(job, exclusive=False), phase("trials"):
+                input_sets = timing_inputs(problem, job)
+            with gpu_lock(job, exclusive=True), phase("timing"):
+                result["timing"] = {"candidate": time_candidate(model_new, input_sets, job)}
+        except Verdict as verdict:
+            verdict.fields.setdefault("guards", {})["compile_pass"] = compile_how
+            raise
+        except CandidateError:
             raise
         except Exception as exc:
             raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
-    result["guards"]["param_sync"] = param_sync
+    result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
     return {"status": "ok", **result}
 
 
@@ -244,22 +289,23 @@ def run_baseline_job(job: dict) -> dict:
     policy = PrecisionPolicy.from_dict(job["policy"])
     problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
-    reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
-    inputs = timing_inputs(problem, job)
-    with DeviceLock(job.get("gpu_lock")):  # the timer allocates and calibrates on the GPU
-        timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
     result = {"status": "ok", "timing": {}, "notes": [f"baselines at fp32 matmul precision "
                                                       f"'{policy.fp32_matmul_precision}'"]}
+    with gpu_lock(job, exclusive=False), phase("setup"):
+        reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
+        inputs = timing_inputs(problem, job)
     with torch.no_grad():
         compiled = None
         if job["settings"].get("compile_baseline", True):
-            try:
-                compiled = torch.compile(reference)
-                compiled(*inputs[0])  # compile outside the GPU lock
-            except Exception as exc:  # a reference torch.compile cannot handle is a note, not a failure
-                compiled = None
-                result["notes"].append(f"torch.compile baseline failed: {type(exc).__name__}: {exc}"[:500])
-        with DeviceLock(job.get("gpu_lock")):
+            with gpu_lock(job, exclusive=False), phase("compile"):
+                try:
+                    compiled = torch.compile(reference)
+                    compiled(*inputs[0])  # compiles, then runs once: the GPU is shared, not timed
+                except Exception as exc:  # a reference torch.compile cannot handle is a note, not a failure
+                    compiled = None
+                    result["notes"].append(f"torch.compile baseline failed: {type(exc).__name__}: {exc}"[:500])
+        with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
+            timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
             result["timing"]["eager"] = timer.measure(reference, inputs).to_dict()
             if compiled is not None:
                 result["timing"]["compile"] = timer.measure(compiled, inputs).to_dict()
@@ -268,9 +314,10 @@ def run_baseline_job(job: dict) -> dict:
 
 # entry point -----------------------------------------------------------------------------------------------------
 def run_job(job: dict) -> dict:
-    runner = {"candidate": run_candidate_job, "baseline": run_baseline_job}[job["kind"]]
+    runners = {"candidate": run_candidate_job, "baseline": run_baseline_job,
+               "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j["device"])}}
     try:
-        return runner(job)
+        return runners[job["kind"]](job)
     except Verdict as verdict:
         return {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
     except CandidateError as exc:
@@ -287,21 +334,46 @@ def write_result(path: str, result: dict) -> None:
     os.replace(tmp, path)
 
 
-def main() -> None:
-    job = json.loads(sys.stdin.readline())
-    PHASES["idle"] = time.perf_counter() - _STARTED - PHASES["import"]  # waiting as a warm spare: no cost
-    with phase("cuda_init"):
-        if job["device"].startswith("cuda:"):
-            torch.cuda.set_device(torch.device(job["device"]))
-        if job["device"].startswith("cuda"):
+def init_cuda(device: str) -> str:
+    """Create the CUDA context on the job's device; "" or why it failed (reported with the job)."""
+    try:
+        if device.startswith("cuda:"):
+            torch.cuda.set_device(torch.device(device))
+        if device.startswith("cuda"):
             torch.cuda.init()
-    result = run_job(job)
+        return ""
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+
+
+def wait_for_job(path: Path) -> dict:
+    while True:
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            time.sleep(JOB_POLL_S)
+
+
+def serve(device: str, forked_at: float) -> None:
+    """A forked worker's life (in its private directory and environment): CUDA, wait for the job, run it, exit."""
+    PHASES.clear()
+    PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
+    with phase("cuda_init"):
+        cuda_error = init_cuda(device)
+    if not cuda_error:
+        with phase("prewarm"):
+            prewarm_triton(device)
+    ready = time.monotonic()
+    job = wait_for_job(Path(JOB_FILE))
+    PHASES["idle"] = time.monotonic() - ready
+    if cuda_error:
+        result = {"status": "runtime_error", "internal_error": True,
+                  "reason": f"evaluation failed outside the candidate: CUDA initialisation failed: {cuda_error}"}
+    else:
+        result = run_job(job)
     result["phases_s"] = dict(PHASES)
+    result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid()}
     write_result(job["result_path"], result)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown: nothing the candidate registered at exit may run
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,73 @@
+"""The per-GPU reader/writer lock, between processes: shared holders coexist, an exclusive holder is alone, and a
+waiting exclusive locker goes before shared lockers that arrive after it."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fitness.gpu_lock import lock_path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOLDER = """
+import sys, time
+from fitness.gpu_lock import DeviceLock
+path, mode, hold, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+with DeviceLock(path, exclusive=mode == "ex"):
+    start = time.monotonic()
+    open(out + ".acquired", "w").close()
+    time.sleep(hold)
+    end = time.monotonic()
+open(out, "w").write(f"{start} {end}")
+"""
+
+
+class Holder:
+    """A process that takes the lock, holds it `hold` seconds and writes when it held it (monotonic clock)."""
+
+    def __init__(self, tmp_path: Path, name: str, mode: str, hold: float):
+        self.out = tmp_path / name
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "gpu-0.lock"), mode, str(hold),
+                                      str(self.out)], cwd=ROOT)
+
+    def wait_acquired(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not Path(f"{self.out}.acquired").exists():
+            assert time.monotonic() < deadline, "the lock was never acquired"
+            time.sleep(0.01)
+
+    def interval(self) -> tuple[float, float]:
+        assert self.proc.wait(timeout=20) == 0
+        start, end = map(float, self.out.read_text().split())
+        return start, end
+
+
+def test_shared_holders_coexist(tmp_path):
+    a, b = Holder(tmp_path, "a", "sh", 1.0), Holder(tmp_path, "b", "sh", 1.0)
+    (a_start, a_end), (b_start, b_end) = a.interval(), b.interval()
+    assert a_start < b_end and b_start < a_end  # the two intervals overlap
+
+
+def test_exclusive_holder_excludes_shared_ones_and_vice_versa(tmp_path):
+    writer = Holder(tmp_path, "w", "ex", 0.6)
+    writer.wait_acquired()
+    reader = Holder(tmp_path, "r", "sh", 0.1)
+    assert reader.interval()[0] >= writer.interval()[1]
+    reader = Holder(tmp_path, "r2", "sh", 0.6)
+    reader.wait_acquired()
+    writer = Holder(tmp_path, "w2", "ex", 0.1)
+    assert writer.interval()[0] >= reader.interval()[1]
+
+
+def test_waiting_exclusive_locker_goes_before_later_shared_ones(tmp_path):
+    first = Holder(tmp_path, "first", "sh", 1.0)
+    first.wait_acquired()
+    writer = Holder(tmp_path, "w", "ex", 0.3)
+    time.sleep(0.4)  # the writer is now waiting for the first reader
+    late = Holder(tmp_path, "late", "sh", 0.1)
+    (_, first_end), (w_start, w_end), (late_start, _) = first.interval(), writer.interval(), late.interval()
+    assert first_end <= w_start and w_end <= late_start
+
+
+def test_no_lock_on_the_cpu_interpreter():
+    assert lock_path(Path("/tmp"), "cpu") is None
+    assert lock_path(Path("/c"), "cuda:1") == "/c/locks/gpu-1.lock"
