@@ -1,60 +1,84 @@
-"""Evaluation as the search sees it: a pool of evaluators (one per visible GPU, one on the CPU interpreter)
-behind the run store, which is the cache: the same rendered source is evaluated once per run, ever."""
+"""Evaluation as the search sees it: a pool of evaluations in flight behind the run store, which is the cache (the
+same rendered source is evaluated once per run, ever).
+
+``parallel`` evaluations run at once, spread over the evaluators (one per GPU, or one on the CPU interpreter),
+each evaluation in its own worker process. Their CPU stages (worker start, static checks, compiling) overlap one
+another and the GPU work of others; the evaluator's GPU lock keeps timing exclusive on its GPU.
+"""
 from __future__ import annotations
 
-import queue
+import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from evo.genome import evaluation_key
 from evo.store import RunStore
 from fitness.evaluator import Evaluator
+from fitness.genome import evaluation_key
 from fitness.result import EvalResult
 
 
+def auto_parallel(cpus: int | None = None) -> int:
+    """Evaluations in flight when the config says `auto`: all cores but two (for the search and the OS), >= 2."""
+    return max(2, (cpus or os.cpu_count() or 2) - 2)
+
+
 class EvaluationService:
-    def __init__(self, evaluators: list[Evaluator], store: RunStore):
+    def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int):
         if not evaluators:
             raise ValueError("the evaluation pool needs at least one evaluator")
+        if parallel < 1:
+            raise ValueError(f"parallel (evaluations in flight) must be at least 1, got {parallel}")
         self.evaluators = evaluators
         self.store = store
-        self._free: queue.Queue = queue.Queue()
-        for evaluator in evaluators:
-            self._free.put(evaluator)
+        self.parallel = parallel
+        self._load = [0] * len(evaluators)  # evaluations in flight per evaluator
+        self._guard = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=len(evaluators), thread_name_prefix="kernelevo-eval")
+        self._executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="kernelevo-eval")
 
     @property
     def profile(self):
         return self.evaluators[0].profile
 
     @property
-    def workers(self) -> int:
-        return len(self.evaluators)
+    def in_flight(self) -> int:
+        """Evaluations running in a worker now (cache hits and waits excluded)."""
+        with self._guard:
+            return sum(self._load)
 
     def _key_lock(self, key: str) -> threading.Lock:
-        with self._locks_guard:
+        with self._guard:
             return self._key_locks.setdefault(key, threading.Lock())
 
+    def _acquire_evaluator(self) -> int:
+        with self._guard:
+            index = min(range(len(self._load)), key=self._load.__getitem__)
+            self._load[index] += 1
+            return index
+
+    def _release_evaluator(self, index: int) -> None:
+        with self._guard:
+            self._load[index] -= 1
+
     def evaluate(self, source: str, label: str = "") -> tuple[str, EvalResult]:
-        """(evaluation key, result): from the store when this source was evaluated before, else evaluated now."""
+        """(evaluation key, result): from the store when this source was evaluated before, else evaluated now in
+        the calling thread. Identical sources in flight at once wait for one evaluation."""
         key = evaluation_key(source)
         with self._key_lock(key):
             cached = self.store.evaluation(key)
             if cached is not None:
                 return key, cached
-            evaluator = self._free.get()
+            index = self._acquire_evaluator()
             try:
-                result = evaluator.evaluate(source, label=label)
+                result = self.evaluators[index].evaluate(source, label=label)
             finally:
-                self._free.put(evaluator)
+                self._release_evaluator(index)
             self.store.add_evaluation(key, result)
             return key, result
 
-    def map(self, fn, items) -> list:
-        """DEAP's toolbox.map: items processed concurrently, one per evaluator in the pool."""
-        return list(self._executor.map(fn, items))
+    def submit(self, source: str, label: str = "") -> Future:
+        """`evaluate` in the pool: a future of (key, result). At most `parallel` evaluations run at once."""
+        return self._executor.submit(self.evaluate, source, label)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evo.run import summarise
 from evo.store import RunStore
+from fitness.individual import Individual
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "fitness.png"
@@ -47,24 +48,18 @@ def plot_fitness(logbook: list[dict], path: Path) -> bool:
     return True
 
 
-def lineage(store: RunStore, genome_id: str) -> list[dict]:
-    """The chain from the best kernel back to the seed, following first parents."""
-    individuals = {r["genome_id"]: r for r in store.individuals()}
-    # operators name their parents by the tuned genome's id; individuals are stored under the untuned one
-    origin_of = {store.genome(gid).with_params(r["params"]).id: gid for gid, r in individuals.items()}
-    origin_of.update({gid: gid for gid in individuals})
-    chain, current = [], origin_of.get(genome_id)
-    while current and len(chain) < 1000:
-        genome = store.genome(current)
-        record = individuals[current]
-        chain.append({"id": current, "generation": genome.generation, "operator": genome.operator,
-                      "params": record["params"], "time_s": record["time_s"], "status": record["status"]})
-        current = origin_of.get(genome.parents[0]) if genome.parents else None
+def lineage(store: RunStore, individual_id: str) -> list[Individual]:
+    """The chain from an individual back to the seed, following first parents (ids are unique, so it ends)."""
+    by_id = {ind.id: ind for ind in store.individuals()}
+    chain, current = [], by_id.get(individual_id)
+    while current is not None:
+        chain.append(current)
+        current = by_id.get(current.parents[0]) if current.parents else None
     return chain
 
 
 def write_report(run_dir: Path) -> Path:
-    store = RunStore(run_dir)
+    store = RunStore(run_dir, create=False)
     state = store.latest_checkpoint()
     if state is None:
         store.close()
@@ -82,12 +77,12 @@ def write_report(run_dir: Path) -> Path:
     if state.get("hall_of_fame"):
         lines += ["", "## Lineage of the best kernel", "", "| generation | operator | params | time (ms) |",
                   "|---|---|---|---|"]
-        lines += [f"| {a['generation']} | {a['operator']} | `{a['params']}` | {_ms(a['time_s'])} |"
+        lines += [f"| {a.generation} | {a.operator} | `{a.genome.params}` | {_ms(a.time_s)} |"
                   for a in lineage(store, state["hall_of_fame"][0])]
-    statuses = Counter(r.status for r in store.evaluations())
+    statuses = Counter(r.status for r in store.evaluations().values())
     lines += ["", "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in statuses.most_common()), ""]
     if summary.best is not None:
-        lines += ["## Best kernel", "", "```python", summary.best.rendered().rstrip(), "```", ""]
+        lines += ["## Best kernel", "", "```python", summary.best.genome.rendered().rstrip(), "```", ""]
     store.close()
     path = Path(run_dir) / REPORT_FILE
     path.write_text("\n".join(lines))

@@ -1,4 +1,4 @@
-"""A run, from a composed config: evaluators -> run store -> tuner -> operators -> search -> summary.
+"""A run, from a composed config: run store -> evaluation pool -> tuner -> operators -> search -> summary.
 
 ``execute`` runs the search stored in a run directory: a new run, or (with the config ``saved_config`` reads back
 from the store) a resumed one. It prints one line per generation and, at the end, the best kernel's figures and
@@ -7,36 +7,46 @@ where its file is.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from evo.evaluation import EvaluationService
-from evo.genome import Genome, evaluation_key
+from evo.evaluation import EvaluationService, auto_parallel
+from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
                                  settings_from_config)
+from fitness.genome import Genome, evaluation_key
+from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds
+from operators.base import CURRENT_CHILD, ChildUsage
 
 BEST_KERNEL_FILE = "best_kernel.py"
 
 
-def evaluation_devices(device: str, gpus, workers_per_gpu: int = 1) -> list[str]:
-    """workers_per_gpu evaluators for each visible GPU (`gpus`: auto or a count), or for the CPU interpreter."""
-    if workers_per_gpu < 1:
-        raise ValueError(f"workers_per_gpu must be at least 1, got {workers_per_gpu}")
+def evaluation_devices(device: str, gpus) -> list[str]:
+    """The devices to evaluate on: each visible GPU (`gpus`: auto or a count), a named one, or the CPU interpreter."""
     if device == "cpu":
-        return ["cpu"] * workers_per_gpu
+        return ["cpu"]
     import torch
 
     count = torch.cuda.device_count() if gpus == "auto" else int(gpus)
-    devices = [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
-    return [d for d in devices for _ in range(workers_per_gpu)]
+    return [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
+
+
+def evaluations_in_flight(value) -> int:
+    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count)."""
+    if value in (None, "auto"):
+        return auto_parallel()
+    if int(value) < 1:
+        raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
+    return int(value)
 
 
 def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
@@ -44,10 +54,13 @@ def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
     profile = profile_for(cfg.hardware.profile, device)
     problem = problem_from_config(cfg.problem, device)
     policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
-    devices = evaluation_devices(device, cfg.get("gpus", "auto"), cfg.get("workers_per_gpu", 1))
+    devices = evaluation_devices(device, cfg.get("gpus", "auto"))
+    parallel = evaluations_in_flight(cfg.get("parallel", "auto"))
+    if settings.prestart_worker:  # warm spare workers: enough for every evaluation in flight on a device
+        settings.spares = max(1, -(-parallel // len(devices)))
     shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
     evaluators = [Evaluator(problem, policy, profile, settings, device=d, baseline_slot=shared) for d in devices]
-    return EvaluationService(evaluators, store)
+    return EvaluationService(evaluators, store, parallel)
 
 
 def search_settings(cfg: DictConfig) -> SearchSettings:
@@ -56,7 +69,7 @@ def search_settings(cfg: DictConfig) -> SearchSettings:
                     wall_time_s=s.get("wall_time_s"), patience=s.get("patience"))
     return SearchSettings(mu=s.mu, lambda_=s.lambda_, hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed,
                           islands=s.get("islands", 1), migration_interval=s.get("migration_interval", 2),
-                          migration_size=s.get("migration_size", 1), budget=budget)
+                          migration_size=s.get("migration_size", 1), parallel=s.get("parallel"), budget=budget)
 
 
 def build_operators(cfg: DictConfig) -> list:
@@ -78,7 +91,7 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     budget, spent = llm.get("budget") or {}, store.llm_totals()  # a resumed run counts what it already spent
     max_calls = budget.get("max_calls")
     max_cost = budget.get("max_cost_usd")
-    client = LLMClient(settings, recorder=store.add_llm_call,
+    client = LLMClient(settings, recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
     context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.profile,
@@ -90,11 +103,23 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     return LLMTeam(client, context, team_settings, evaluator.policy.to_dict())
 
 
-def seed_genome(cfg: DictConfig, team, evaluator: Evaluator) -> Genome:
-    """The starting genome: written by the initialiser agent when configured, else the problem's seed kernel."""
+def _record_llm_call(store: RunStore, call: dict) -> None:
+    """Store an LLM call, charged to the child whose operator call sent it."""
+    child = CURRENT_CHILD.get()
+    if child is not None:
+        child.charge(call)
+    store.add_llm_call({**call, "individual": child.id if child else None})
+
+
+def seed_genome(cfg: DictConfig, team, evaluator: Evaluator) -> tuple[Genome, str]:
+    """The starting genome and who made it: the initialiser agent when configured, else the problem's seed."""
     if team is not None and cfg.llm.get("initialise", False):
-        return Genome.from_source(team.initialise(), operator="initialiser")
-    return Genome.from_source(evaluator.problem.seed_source())
+        token = CURRENT_CHILD.set(ChildUsage("0.0"))
+        try:
+            return Genome.from_source(team.initialise()), "initialiser"
+        finally:
+            CURRENT_CHILD.reset(token)
+    return Genome.from_source(evaluator.problem.seed_source()), "seed"
 
 
 def print_generation(report: GenerationReport) -> None:
@@ -108,13 +133,19 @@ def print_generation(report: GenerationReport) -> None:
 @dataclass
 class RunSummary:
     run_dir: Path
-    best: Genome | None
-    best_result: EvalResult | None
+    best: Individual | None
     seed_result: EvalResult | None  # the seed as written (its declared defaults)
     tuned_seed_result: EvalResult | None  # the seed after tuning its own declared space
     stop_reason: str
     evaluations: int
     distinct_evaluations: int
+    search_wall_s: float = 0.0  # the search's wall time, across resumes (baselines excluded)
+    baseline_wall_s: float = 0.0  # measuring eager and torch.compile, once, before the search
+    search_window: tuple = ()  # (start, end) wall-clock times (time.time()) of this call's search
+
+    @property
+    def best_result(self) -> EvalResult | None:
+        return self.best.result if self.best is not None else None
 
     @property
     def best_file(self) -> Path:
@@ -151,42 +182,62 @@ def _ratio(base: EvalResult | None, best: EvalResult) -> str:
 
 
 def summarise(store: RunStore, state: dict) -> RunSummary:
-    by_id = {r["genome_id"]: r for r in store.individuals()}
-    best_id = state["hall_of_fame"][0] if state.get("hall_of_fame") else None
-    best = store.genome(best_id).with_params(by_id[best_id]["params"]) if best_id else None
-    best_result = store.evaluation(by_id[best_id]["eval_key"]) if best_id else None
-    seed_record = next((r for gid, r in by_id.items() if not store.genome(gid).parents), None)  # the root
-    seed_as_written = tuned_seed = None
-    if seed_record:
-        seed_as_written = store.evaluation(evaluation_key(store.genome(seed_record["genome_id"]).rendered()))
-        tuned_seed = store.evaluation(seed_record["eval_key"])
-    return RunSummary(store.run_dir, best, best_result, seed_as_written, tuned_seed, state.get("stop_reason", ""),
-                      store.evaluation_count(), store.distinct_evaluation_count())
+    best = store.individual(state["hall_of_fame"][0]) if state.get("hall_of_fame") else None
+    seed = store.individual("0.0")
+    seed_as_written = store.evaluation(evaluation_key(seed.genome.source)) if seed else None
+    return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
+                      state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
+                      state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0))
+
+
+def measure_baselines(service: EvaluationService, store: RunStore) -> None:
+    """On a GPU, time eager and torch.compile once before the search starts, so no evaluation waits for them and
+    the search's figures (evaluations per hour, GPU busy) exclude them."""
+    evaluator = service.evaluators[0]
+    if evaluator.on_gpu and store.get_meta("baseline_wall_s") is None:
+        start = time.perf_counter()
+        evaluator.baseline()
+        store.set_meta("baseline_wall_s", time.perf_counter() - start)
+        print(f"[kernelevo] baselines (eager, torch.compile) measured in {time.perf_counter() - start:.1f} s",
+              flush=True)
+
+
+def gpu_indices(service: EvaluationService) -> list[int]:
+    return [int(e.device.split(":", 1)[1]) if ":" in e.device else 0 for e in service.evaluators if e.on_gpu]
 
 
 def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
     settings, operators = search_settings(cfg), build_operators(cfg)  # bad config fails before anything starts
-    if cfg.search.tuner.trials < 1:
-        raise ValueError(f"search.tuner.trials must be at least 1, got {cfg.search.tuner.trials}")
+    tuner_cfg = cfg.search.tuner
+    if tuner_cfg.trials < 1 or tuner_cfg.get("parallel", 3) < 1:
+        raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {tuner_cfg.trials}, "
+                         f"{tuner_cfg.get('parallel', 3)}")
+    evaluations_in_flight(cfg.get("parallel", "auto"))
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service = build_service(cfg, store)
     try:
+        tuner = Tuner(service, store.optuna_url, trials=tuner_cfg.trials, seed=cfg.search.seed,
+                      prune_factor=tuner_cfg.prune_factor, parallel=tuner_cfg.get("parallel", 3))
         evaluator = service.evaluators[0]
-        print(f"[kernelevo] {evaluator.describe()}; {service.workers} evaluation worker(s); run dir {run_dir}",
-              flush=True)
+        print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations and "
+              f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
+        measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
-        seed = seed_genome(cfg, team, evaluator)
-        tuner = Tuner(service, store.optuna_url, trials=cfg.search.tuner.trials, seed=cfg.search.seed,
-                      prune_factor=cfg.search.tuner.prune_factor)
-        state = Search(seed, operators, tuner, store, settings, print_generation,
-                       selection=instantiate(cfg.search.selection), team=team).run()
+        seed, made_by = seed_genome(cfg, team, evaluator)
+        search = Search(seed, operators, tuner, store, settings, print_generation,
+                        selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)
+        started = time.time()
+        with Progress(search, service, store, settings.budget, gpus=gpu_indices(service)):
+            state = search.run()
+        window = (started, time.time())
     finally:
         service.close()
     summary = summarise(store, state)
+    summary.search_window = window
     if summary.best is not None:
-        summary.best_file.write_text(summary.best.rendered())
+        summary.best_file.write_text(summary.best.genome.rendered())
     store.close()
     print(summary.table(), flush=True)
     return summary
@@ -194,10 +245,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
 
 def saved_config(run_dir: Path) -> DictConfig:
     """The config a run was started with, from its store."""
-    store_path = Path(run_dir) / "run.db"
-    if not store_path.is_file():
-        raise ValueError(f"{run_dir} holds no run (no run.db); pass the run_dir that `kernelevo run` printed")
-    store = RunStore(run_dir)
+    store = RunStore(run_dir, create=False)
     config = store.get_meta("config")
     store.close()
     if config is None:

@@ -1,28 +1,37 @@
-"""The search loop: (mu + lambda) evolution of kernel genomes, with Optuna tuning inside each individual.
+"""The search loop: (mu + lambda) evolution of kernel individuals; the unit of work is one child.
 
-    seed genome -> initial population -> [select parents -> operators -> offspring -> tune + evaluate (toolbox.map)
-    -> survivors -> checkpoint] x generations
+    generation 0: the seed, tuned
+    generation g: for every child slot at once (``search.parallel`` in flight): select parents -> operator (LLM
+                  calls included) -> tune (Optuna trials evaluated in parallel) -> record; then survivors ->
+                  checkpoint
 
-The state after every generation (population, hall of fame, logbook, RNG, counters) is one checkpoint row in the
-run store; every evaluation is stored as it finishes. ``Search.run`` on a store with a checkpoint resumes from it:
-the RNG is restored, so the interrupted generation's offspring are generated again identically, and their
-evaluations come from the store instead of being repeated.
+Everything a child does is a function of the run's seed, its generation and slot, and the state at the start of
+its generation (populations, archive), never of timing: each slot draws from its own RNG; a child identical to a
+kernel made before, or to the child of a lower slot of the same generation, is drawn again (a slot decides only
+after the slots below it); the tuner tells Optuna its trials in the order it asked them. So the same config and
+seed give the same lineage and best kernel for any number of workers or children in flight, given the same
+measurements; and a killed run resumes from its last checkpoint by making the interrupted generation again, its
+finished evaluations coming from the store.
 """
 from __future__ import annotations
 
 import math
-import random
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from random import Random
 
 from deap import tools
 
-from evo.genome import Genome, evaluation_key
-from evo.store import RunStore
-from evo.toolbox import build_toolbox, make_individual, statistics
 from evo.selection import Tournament
+from evo.store import RunStore
+from evo.toolbox import build_toolbox, statistics
 from evo.tuner import Tuner
-from operators.base import BudgetExhausted, Operator, OperatorContext
+from fitness.genome import Genome
+from fitness.individual import Individual, individual_id
+from operators.base import CURRENT_CHILD, BudgetExhausted, ChildUsage, Operator, OperatorContext
+
+ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up finding a new child
 
 
 @dataclass
@@ -48,6 +57,7 @@ class SearchSettings:
     islands: int = 1  # > 1: separate populations, the best migrating around a ring
     migration_interval: int = 2  # generations between migrations
     migration_size: int = 1  # individuals each island sends to the next
+    parallel: int | None = None  # children in flight at once; None: every child of a generation
     budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self):
@@ -57,6 +67,13 @@ class SearchSettings:
             raise ValueError(f"search.islands and search.migration_interval must be at least 1 and "
                              f"search.migration_size within [0, mu]; got {self.islands}, {self.migration_interval}, "
                              f"{self.migration_size}")
+        if self.parallel is not None and self.parallel < 1:
+            raise ValueError(f"search.parallel must be at least 1 (or null: every child at once), got "
+                             f"{self.parallel}")
+
+    @property
+    def children_in_flight(self) -> int:
+        return self.parallel or self.lambda_ * self.islands
 
 
 @dataclass
@@ -73,93 +90,86 @@ class GenerationReport:
 
 class Search:
     def __init__(self, seed_genome: Genome, operators: list[Operator], tuner: Tuner, store: RunStore,
-                 settings: SearchSettings, on_generation=None, selection=None, team=None):
+                 settings: SearchSettings, on_generation=None, selection=None, team=None, seed_operator="seed"):
         if not operators:
             raise ValueError("the search needs at least one operator (operators.list is empty)")
-        self.seed_genome = seed_genome
+        self.seed_genome, self.seed_operator = seed_genome, seed_operator
         self.operators = operators
         self.tuner = tuner
         self.store = store
         self.settings = settings
         self.on_generation = on_generation or (lambda report: None)
         self.service = tuner.service
-        self.toolbox = build_toolbox(self.service.map, selection or Tournament(2))
-        self.archive: list = []  # every individual evaluated in this run: the tree memory selection may draw on
+        self._children = ThreadPoolExecutor(settings.children_in_flight, thread_name_prefix="kernelevo-child")
+        self.toolbox = build_toolbox(self._children.map, selection or Tournament(2))
+        self.archive: list[Individual] = []  # every individual of the finished generations: the tree memory
         self.team = team  # the LLM agents, for LLM operators; None in an offline run
         self._exhausted = ""  # why an operator budget (LLM calls, cost) stopped the search
         self.stats = statistics()
         self.logbook = tools.Logbook()
-        self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.genome.id == b.genome.id)
+        self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.key == b.key)
+        self.generation, self.best_s = -1, math.inf  # for progress displays
 
-    # state -----------------------------------------------------------------------------------------------------
-    def _fresh_state(self) -> dict:
-        return {"generation": -1, "population": [], "hall_of_fame": [], "seen": [], "logbook": [],
-                "best_s": math.inf, "stale": 0, "elapsed_s": 0.0,
-                "rng": random.Random(self.settings.seed).getstate()}
+    # children --------------------------------------------------------------------------------------------------
+    def _vary(self, index: int, population: list, context: OperatorContext, decided: list[Future],
+              seen: set) -> Individual | None:
+        """A new child for slot `index`: drawn until it is neither a kernel made before nor a lower slot's child."""
+        made, weights = None, [op.weight for op in self.operators]
+        try:
+            for attempt in range(ATTEMPTS_PER_CHILD):
+                if self._exhausted:
+                    break
+                rng = Random(f"{self.settings.seed}:{context.generation}:{index}:{attempt}")
+                operator = rng.choices(self.operators, weights=weights)[0]
+                parents = self.toolbox.select_parents(population, context.archive, operator.arity, rng)
+                try:
+                    genomes = operator(parents, rng, context)
+                except BudgetExhausted as exc:
+                    self._exhausted, genomes = str(exc), []
+                taken = seen | {key for slot in decided[:index] if (key := slot.result()) is not None}
+                genome = next((g for g in genomes if g.key not in taken), None)
+                if genome is not None:
+                    made = Individual(individual_id(context.generation, index), genome,
+                                      parents=tuple(p.id for p in parents), operator=operator.name,
+                                      generation=context.generation)
+                    return made
+            return None
+        finally:
+            decided[index].set_result(made.key if made is not None else None)
 
-    def _individual(self, record: dict):
-        genome = self.store.genome(record["genome_id"]).with_params(record["params"])
-        return make_individual(genome, record["eval_key"], record["status"], record["time_s"], record["reason"],
-                               origin_id=record["genome_id"])
+    def _child(self, index: int, population: list, context: OperatorContext, decided: list[Future],
+               seen: set) -> Individual | None:
+        """One child from parents to record: vary, tune, store."""
+        usage = ChildUsage(individual_id(context.generation, index))
+        token = CURRENT_CHILD.set(usage)
+        try:
+            child = self._vary(index, population, context, decided, seen)
+        finally:
+            CURRENT_CHILD.reset(token)
+        if child is None:
+            return None
+        tuned = replace(self.tuner.tune(child), llm=usage.summary())
+        self.store.add_individual(tuned)
+        return tuned
 
-    def _restore(self, ids: list) -> list:
-        by_id = {r["genome_id"]: r for r in self.store.individuals()}
-        return [self._individual(by_id[gid]) for gid in ids]
+    def _generation(self, generation: int, islands: list, seen: set) -> tuple[list, list, set]:
+        """Every island's children, made concurrently: (offspring, owning island of each, keys now taken)."""
+        context = OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
+                                  evaluate=lambda source: self.service.evaluate(source)[1],
+                                  archive=tuple(self.archive))
+        owners = [i for i in range(len(islands)) for _ in range(self.settings.lambda_)]
+        decided = [Future() for _ in owners]
+        made = list(self.toolbox.map(lambda n: self._child(n, islands[owners[n]], context, decided, seen),
+                                     range(len(owners))))
+        keys = {slot.result() for slot in decided} | {child.key for child in made if child is not None}
+        return ([c for c in made if c is not None], [o for o, c in zip(owners, made) if c is not None],
+                keys - {None})
 
-    # variation and evaluation ----------------------------------------------------------------------------------
-    def _tune(self, genome: Genome):
-        """Tune one genome and record it: the unit of work toolbox.map spreads over the evaluators."""
-        self.store.add_genome(genome)
-        tuned = self.tuner.tune(genome)
-        self.store.set_individual(genome.id, genome.generation, tuned.result.status, tuned.result.time_s,
-                                  tuned.genome.params, tuned.key, tuned.result.reason[:500])
-        return make_individual(tuned.genome, tuned.key, tuned.result.status, tuned.result.time_s, tuned.result.reason,
-                               origin_id=genome.id)
-
-    def _lookup(self, genome: Genome):
-        return self.store.evaluation(evaluation_key(genome.rendered()))
-
-    def _context(self, generation: int) -> OperatorContext:
-        return OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
-                               evaluate=lambda source: self.service.evaluate(source)[1], lookup=self._lookup,
-                               archive=tuple(self.archive))
-
-    def _offspring(self, population: list, rng: random.Random, seen: set, generation: int, count: int) -> list:
-        context = self._context(generation)
-        weights = [op.weight for op in self.operators]
-        children, attempts = [], 0
-        while len(children) < count and attempts < 20 * count and not self._exhausted:
-            attempts += 1
-            operator = rng.choices(self.operators, weights=weights)[0]
-            parents = self.toolbox.select_parents(population, self.archive, operator.arity, rng)
-            try:
-                made = operator([p.genome for p in parents], rng, context)
-            except BudgetExhausted as exc:
-                self._exhausted = str(exc)
-                made = []
-            for child in made:
-                if child.id not in seen and len(children) < count:
-                    seen.add(child.id)
-                    children.append(child)
-        return children
-
-    def _initial_genomes(self, rng: random.Random, seen: set) -> list[Genome]:
-        """The seed (once, on the first island) and mu - 1 variations of it."""
-        seed = self.seed_genome
-        first = seed.id not in seen
-        seen.add(seed.id)
-        population = [make_individual(seed, "", "ok", 1.0)]  # a stand-in parent for the first variations
-        return ([seed] if first else []) + self._offspring(population, rng, seen, 0, self.settings.mu - 1)
-
-    def _variation(self, islands: list, rng: random.Random, seen: set, generation: int) -> tuple[list, list]:
-        """Offspring genomes of every island, and the island each belongs to."""
-        genomes, owners = [], []
-        for index, island in enumerate(islands):
-            made = (self._initial_genomes(rng, seen) if not island else
-                    self._offspring(island, rng, seen, generation, self.settings.lambda_))
-            genomes += made
-            owners += [index] * len(made)
-        return genomes, owners
+    def _seed(self) -> Individual:
+        seed = Individual(individual_id(0, 0), self.seed_genome, operator=self.seed_operator, generation=0)
+        tuned = self.tuner.tune(seed)
+        self.store.add_individual(tuned)
+        return tuned
 
     def _survivors(self, islands: list, offspring: list, owners: list, generation: int) -> list:
         islands = [self.toolbox.select_survivors(island + [ind for ind, o in zip(offspring, owners) if o == i],
@@ -173,40 +183,51 @@ class Search:
     # the loop --------------------------------------------------------------------------------------------------
     def _out_of_budget(self, state: dict, started: float) -> str:
         budget = self.settings.budget
-        elapsed = self._elapsed(started)
         if self._exhausted:
             return f"operator budget spent: {self._exhausted}"
-        if state["generation"] >= budget.generations:  # generation 0 is the initial population
+        if state["generation"] >= budget.generations:  # generation 0 is the seed
             return f"{budget.generations} generations done"
         if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
             return f"evaluation budget of {budget.max_evaluations} spent"
-        if budget.wall_time_s is not None and elapsed >= budget.wall_time_s:
+        if budget.wall_time_s is not None and self._elapsed(started) >= budget.wall_time_s:
             return f"wall-time budget of {budget.wall_time_s:g} s spent"
         if budget.patience is not None and state["stale"] >= budget.patience and state["generation"] > 0:
             return f"no improvement for {budget.patience} generations"
         return ""
 
-    def run(self) -> dict:
-        """Run (or resume) to the end of the budget; returns the final state."""
-        state = self.store.latest_checkpoint() or self._fresh_state()
-        self._resumed_elapsed = state["elapsed_s"]
-        islands = [self._restore(ids) for ids in state.get("islands", [state["population"]])]
-        islands += [[] for _ in range(self.settings.islands - len(islands))]
-        self.archive = self._restore([r["genome_id"] for r in self.store.individuals()])
-        self.hall_of_fame.update(self._restore(state["hall_of_fame"]))
+    def _restore(self, state: dict) -> list:
+        """The checkpoint's islands, archive, hall of fame and logbook (nothing made after it)."""
+        self.archive = self.store.individuals(up_to_generation=state["generation"])
+        by_id = {ind.id: ind for ind in self.archive}
+        self.hall_of_fame.update([by_id[i] for i in state["hall_of_fame"]])
         for entry in state["logbook"]:
             self.logbook.record(**entry)
-        rng = random.Random()
-        rng.setstate(_as_rng_state(state["rng"]))
-        seen = set(state["seen"])
-        started = time.perf_counter()
-        while not (stop := self._out_of_budget(state, started)):
-            generation = state["generation"] + 1
-            genomes, owners = self._variation(islands, rng, seen, generation)
-            offspring = self.toolbox.map(self._tune, genomes)
-            self.archive.extend(offspring)
-            islands = self._survivors(islands, offspring, owners, generation)
-            state = self._advance(state, generation, islands, offspring, rng, seen, started)
+        self.generation, self.best_s = state["generation"], state["best_s"]
+        return [[by_id[i] for i in island] for island in state["islands"]]
+
+    def run(self) -> dict:
+        """Run (or resume) to the end of the budget; returns the final state."""
+        state = self.store.latest_checkpoint() or {"generation": -1, "elapsed_s": 0.0, "best_s": math.inf,
+                                                   "stale": 0, "seen": []}
+        self._resumed_elapsed, started = state["elapsed_s"], time.perf_counter()
+        try:
+            if state["generation"] < 0:
+                seed = self._seed()
+                self.archive = [seed]
+                islands = [[seed] for _ in range(self.settings.islands)]
+                state = self._advance(state, 0, islands, [seed], {self.seed_genome.key, seed.key}, started)
+            else:
+                islands = self._restore(state)
+            seen = set(state["seen"])
+            while not (stop := self._out_of_budget(state, started)):
+                generation = state["generation"] + 1
+                offspring, owners, keys = self._generation(generation, islands, seen)
+                seen |= keys
+                self.archive.extend(offspring)
+                islands = self._survivors(islands, offspring, owners, generation)
+                state = self._advance(state, generation, islands, offspring, seen, started)
+        finally:
+            self._children.shutdown(wait=True)
         state["stop_reason"] = stop
         self.store.set_meta("stop_reason", stop)
         return state
@@ -215,7 +236,8 @@ class Search:
         """Wall time of the whole run, across resumes."""
         return self._resumed_elapsed + time.perf_counter() - started
 
-    def _advance(self, state, generation, islands, offspring, rng, seen, started) -> dict:
+    def _advance(self, state: dict, generation: int, islands: list, offspring: list, seen: set,
+                 started: float) -> dict:
         population = [ind for island in islands for ind in island]
         self.hall_of_fame.update(offspring)
         record = self.stats.compile(population)
@@ -223,19 +245,12 @@ class Search:
                             **record)
         improved = record["best"] < state["best_s"]
         elapsed = self._elapsed(started)
-        new = {"generation": generation, "population": [ind.origin_id for ind in population],
-               "islands": [[ind.origin_id for ind in island] for island in islands],
+        new = {"generation": generation, "islands": [[ind.id for ind in island] for island in islands],
                "seen": sorted(seen), "best_s": min(record["best"], state["best_s"]),
-               "stale": 0 if improved else state["stale"] + 1, "elapsed_s": elapsed, "rng": rng.getstate(),
-               "logbook": list(self.logbook), "hall_of_fame": [ind.origin_id for ind in self.hall_of_fame]}
+               "stale": 0 if improved else state["stale"] + 1, "elapsed_s": elapsed, "logbook": list(self.logbook),
+               "hall_of_fame": [ind.id for ind in self.hall_of_fame]}
         self.store.save_checkpoint(generation, new)
+        self.generation, self.best_s = generation, new["best_s"]
         self.on_generation(GenerationReport(generation, self.store.evaluation_count(), record["best"],
                                             record["median"], record["correct"], len(population), elapsed, improved))
         return new
-
-
-def _as_rng_state(state) -> tuple:
-    """random.Random state from its JSON form (lists) back to the nested tuple it must be."""
-    version, internal, gauss = state
-    return version, tuple(internal), gauss
-

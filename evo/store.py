@@ -1,10 +1,11 @@
-"""The run store: one SQLite database per run (WAL mode) holding everything a run computed.
+"""The run store: one SQLite database per run (WAL mode) holding everything a run computed. The only SQL in the
+project is in this file; everything else reads and writes typed records through its methods.
 
-Tables: ``meta`` (config, problem), ``genomes`` (every individual ever created, with lineage), ``evaluations``
-(one result per distinct evaluated source, the cache that makes the same code never evaluated twice),
-``evaluation_log`` (one row per evaluator call: how a run proves it repeated nothing), ``individuals`` (the tuned
-outcome of each genome), ``checkpoints`` (the search state after each generation, written in one transaction) and
-``llm_calls``. Optuna's studies live in the same file (their own tables), so a resumed run continues them.
+Tables: ``meta`` (config, problem, stop reason), ``individuals`` (one row per individual: its genome, lineage,
+tuner trials and LLM usage; its result is the evaluation under its kernel's key), ``evaluations`` (one result per
+distinct evaluated source: the cache that makes the same code never evaluated twice), ``evaluation_log`` (one
+row per evaluator call: how a run proves it repeated nothing), ``checkpoints`` (the search state after each
+generation) and ``llm_calls``. Optuna's studies live in the same file (their own tables).
 """
 from __future__ import annotations
 
@@ -14,39 +15,52 @@ import threading
 import time
 from pathlib import Path
 
-from evo.genome import Genome
+from fitness.individual import Individual
 from fitness.result import EvalResult
 
 DB_NAME = "run.db"
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS genomes (
-    id TEXT PRIMARY KEY, generation INTEGER, operator TEXT, parents TEXT, data TEXT NOT NULL, created REAL);
+CREATE TABLE IF NOT EXISTS individuals (
+    id TEXT PRIMARY KEY, generation INTEGER, key TEXT, data TEXT NOT NULL, created REAL);
 CREATE TABLE IF NOT EXISTS evaluations (
     key TEXT PRIMARY KEY, status TEXT, time_s REAL, result TEXT NOT NULL, created REAL);
 CREATE TABLE IF NOT EXISTS evaluation_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, created REAL);
-CREATE TABLE IF NOT EXISTS individuals (
-    genome_id TEXT PRIMARY KEY, generation INTEGER, status TEXT, time_s REAL, params TEXT, eval_key TEXT,
-    reason TEXT, created REAL);
 CREATE TABLE IF NOT EXISTS checkpoints (generation INTEGER PRIMARY KEY, state TEXT NOT NULL, created REAL);
 CREATE TABLE IF NOT EXISTS llm_calls (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, role TEXT, model TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
-    cost_usd REAL, cached INTEGER, request_hash TEXT, created REAL);
+    cost_usd REAL, cached INTEGER, request_hash TEXT, individual TEXT, created REAL);
 """
+LLM_COLUMNS = ("role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash",
+               "individual")
+
+
+class StoreError(ValueError):
+    """The directory holds no run, or a run this version cannot read; the message says what to do."""
 
 
 class RunStore:
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, create: bool = True):
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / DB_NAME
+        if not create and not self.path.is_file():
+            raise StoreError(f"{self.run_dir} holds no run (no {DB_NAME}); pass the run_dir that `kernelevo run` "
+                             f"printed")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        version = self.get_meta("schema_version")
+        if version is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by another kernelevo version (store schema {version}, this "
+                             f"version reads {SCHEMA_VERSION}); start a new run")
 
     @property
     def optuna_url(self) -> str:
@@ -71,26 +85,29 @@ class RunStore:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else default
 
-    # genomes and individuals -------------------------------------------------------------------------------------
-    def add_genome(self, genome: Genome) -> None:
-        self._write("INSERT OR IGNORE INTO genomes VALUES (?, ?, ?, ?, ?, ?)",
-                    (genome.id, genome.generation, genome.operator, json.dumps(list(genome.parents)),
-                     json.dumps(genome.to_dict()), time.time()))
+    # individuals -----------------------------------------------------------------------------------------------
+    def add_individual(self, individual: Individual) -> None:
+        """Write (or, when a resumed generation makes it again, rewrite) one individual."""
+        self._write("INSERT OR REPLACE INTO individuals VALUES (?, ?, ?, ?, ?)",
+                    (individual.id, individual.generation, individual.key, json.dumps(individual.lineage_dict()),
+                     time.time()))
 
-    def genome(self, genome_id: str) -> Genome | None:
-        rows = self._read("SELECT data FROM genomes WHERE id = ?", (genome_id,))
-        return Genome.from_dict(json.loads(rows[0][0])) if rows else None
+    def _individuals(self, where: str = "", args=()) -> list[Individual]:
+        rows = self._read("SELECT i.data, e.result FROM individuals i LEFT JOIN evaluations e ON e.key = i.key "
+                          f"{where}", args)
+        found = [Individual.from_lineage_dict(json.loads(data), EvalResult.from_dict(json.loads(result))
+                                              if result else None) for data, result in rows]
+        return sorted(found, key=lambda ind: tuple(int(part) for part in ind.id.split(".")))
 
-    def set_individual(self, genome_id: str, generation: int, status: str, time_s, params: dict, eval_key: str,
-                       reason: str) -> None:
-        self._write("INSERT OR REPLACE INTO individuals VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (genome_id, generation, status, time_s, json.dumps(params), eval_key, reason, time.time()))
+    def individuals(self, up_to_generation: int | None = None) -> list[Individual]:
+        """Every individual (of generations up to the given one), by generation and slot."""
+        if up_to_generation is None:
+            return self._individuals()
+        return self._individuals("WHERE i.generation <= ?", (up_to_generation,))
 
-    def individuals(self) -> list[dict]:
-        rows = self._read("SELECT genome_id, generation, status, time_s, params, eval_key, reason FROM individuals "
-                          "ORDER BY created")
-        return [{"genome_id": r[0], "generation": r[1], "status": r[2], "time_s": r[3], "params": json.loads(r[4]),
-                 "eval_key": r[5], "reason": r[6]} for r in rows]
+    def individual(self, individual_id: str) -> Individual | None:
+        found = self._individuals("WHERE i.id = ?", (individual_id,))
+        return found[0] if found else None
 
     # evaluations -----------------------------------------------------------------------------------------------
     def evaluation(self, key: str) -> EvalResult | None:
@@ -108,14 +125,16 @@ class RunStore:
                 self._db.execute("INSERT INTO evaluation_log (key, created) VALUES (?, ?)", (key, now))
 
     def evaluation_count(self) -> int:
+        """Evaluator calls, repeats included (a run that repeats nothing has as many as distinct evaluations)."""
         return self._read("SELECT COUNT(*) FROM evaluation_log")[0][0]
 
     def distinct_evaluation_count(self) -> int:
         return self._read("SELECT COUNT(*) FROM evaluations")[0][0]
 
-    def evaluations(self) -> list[EvalResult]:
-        return [EvalResult.from_dict(json.loads(r[0])) for r in self._read("SELECT result FROM evaluations "
-                                                                           "ORDER BY created")]
+    def evaluations(self) -> dict[str, EvalResult]:
+        """Every evaluation, by key, in the order they finished."""
+        return {key: EvalResult.from_dict(json.loads(result))
+                for key, result in self._read("SELECT key, result FROM evaluations ORDER BY created")}
 
     # checkpoints -----------------------------------------------------------------------------------------------
     def save_checkpoint(self, generation: int, state: dict) -> None:
@@ -128,16 +147,17 @@ class RunStore:
 
     # llm calls -------------------------------------------------------------------------------------------------
     def add_llm_call(self, call: dict) -> None:
-        """One LLM request: role, model, prompt_tokens, completion_tokens, cost_usd, cached, request_hash."""
-        self._write("INSERT INTO llm_calls (role, model, prompt_tokens, completion_tokens, cost_usd, cached, "
-                    "request_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        """One LLM request: role, model, prompt_tokens, completion_tokens, cost_usd, cached, request_hash and the
+        individual whose operator call sent it."""
+        self._write(f"INSERT INTO llm_calls ({', '.join(LLM_COLUMNS)}, created) VALUES "
+                    f"({', '.join('?' * len(LLM_COLUMNS))}, ?)",
                     (call.get("role"), call.get("model"), call.get("prompt_tokens", 0),
                      call.get("completion_tokens", 0), call.get("cost_usd", 0.0), int(bool(call.get("cached"))),
-                     call.get("request_hash"), time.time()))
+                     call.get("request_hash"), call.get("individual"), time.time()))
 
     def llm_calls(self) -> list[dict]:
-        cols = ("role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash")
-        return [dict(zip(cols, row)) for row in self._read(f"SELECT {', '.join(cols)} FROM llm_calls ORDER BY seq")]
+        return [dict(zip(LLM_COLUMNS, row))
+                for row in self._read(f"SELECT {', '.join(LLM_COLUMNS)} FROM llm_calls ORDER BY seq")]
 
     def llm_totals(self) -> dict:
         calls, cost = self._read("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE cached = 0")[0]

@@ -1,74 +1,81 @@
-"""GPU benchmark of the search (issue: search): `kernelevo run` with the offline operators on every suite problem at
-a fixed budget, with the GPU's utilisation sampled through NVML while it runs.
+"""GPU benchmark of the search (issues: search, throughput): `kernelevo run` with the offline operators on every
+suite problem at a fixed budget, with the GPU's utilisation (NVML) and the machine's CPU use sampled while the
+search runs (the one-off baseline timing of eager and torch.compile is excluded and shown apart).
 
     run:   python3 experiments/bench_search.py run --out OUT.json [--problems a,b] [-- hydra overrides...]
     table: python3 experiments/bench_search.py table A.json [B.json ...] > experiments/results/search_<gpu>.md
 
 Per problem: speed-up of the best kernel over its seed, over eager and over torch.compile, fraction of the speed
-of light, evaluations per hour, and the share of the run's wall time the GPU was busy (mean NVML utilisation).
+of light, evaluations per hour, children and evaluations in flight, the share of the search's wall time the GPU
+was busy (mean NVML utilisation), the machine's CPU use, and where an evaluation's time went (median seconds per
+worker phase).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-BUDGET = ["search.generations=3", "search.mu=4", "search.lambda_=6", "search.tuner.trials=3",
+BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
+PHASES = ("fork", "cuda_init", "setup", "compile", "wait_shared", "trials", "wait_exclusive", "timing")
 
 
-class UtilisationSampler(threading.Thread):
-    """Mean GPU utilisation (NVML: share of time a kernel was running) over the sampler's life."""
-
-    def __init__(self, index: int = 0, period_s: float = 0.1):
-        super().__init__(daemon=True)
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._nvml, self._handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)
-        except Exception:  # no NVML (CPU machine): no utilisation figure
-            self._nvml = self._handle = None
-        self.period_s = period_s
-        self.samples: list[int] = []
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        while self._nvml is not None and not self._halt.is_set():
-            self.samples.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
-            time.sleep(self.period_s)
-
-    def stop(self) -> float | None:
-        self._halt.set()
-        self.join()
-        return statistics.fmean(self.samples) / 100 if self.samples else None
+def cpu_times() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot, from /proc/stat (None-safe on machines without it)."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+    return sum(fields) - idle, sum(fields)
 
 
-def bench_problem(name: str, overrides: list[str], root: Path) -> dict:
+def phase_medians(results) -> dict:
+    """Median seconds of each worker phase over a run's evaluations that ran a worker."""
+    out = {}
+    for name in sorted({k for r in results for k in (r.phases_s or {})}):
+        values = [r.phases_s[name] for r in results if r.phases_s and name in r.phases_s]
+        out[name] = statistics.median(values)
+    out["eval_wall"] = statistics.median([r.eval_wall_s for r in results]) if results else None
+    return out
+
+
+def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     from hydra import compose, initialize_config_module
 
     from evo.run import execute
+    from evo.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"problem={name}", *BUDGET, *overrides])
     run_dir = root / name
-    sampler = UtilisationSampler()
-    sampler.start()
-    start = time.perf_counter()
+    cpu_before, load_before = cpu_times(), os.getloadavg()[0]
     summary = execute(cfg, run_dir)
-    wall = time.perf_counter() - start
-    busy = sampler.stop()
+    start, end = summary.search_window
+    cpu_after = cpu_times()
+    busy_cpu = (cpu_after[0] - cpu_before[0]) / max(cpu_after[1] - cpu_before[1], 1.0)
+    store = RunStore(run_dir, create=False)
+    results = list(store.evaluations().values())
+    config = store.get_meta("config")
+    store.close()
+    wall = end - start
     best, seed = summary.best_result, summary.seed_result
+    children = config["search"].get("parallel") or config["search"]["lambda_"] * config["search"].get("islands", 1)
     return {"problem": name, "status": best.status if best else "none", "wall_s": wall,
+            "baseline_wall_s": summary.baseline_wall_s,
             "evaluations": summary.evaluations, "distinct": summary.distinct_evaluations,
-            "evals_per_hour": summary.evaluations / wall * 3600, "gpu_busy": busy,
+            "evals_per_hour": summary.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
+            "cpu_busy": busy_cpu, "load_average": os.getloadavg()[0], "load_average_before": load_before,
+            "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
+            "phases_s": phase_medians(results),
             "best_s": best.time_s if best and best.ok else None,
             "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
             "tuned_seed_s": summary.tuned_seed_result.time_s
@@ -77,7 +84,7 @@ def bench_problem(name: str, overrides: list[str], root: Path) -> dict:
             "speedup_vs_eager": best.speedup_vs_eager if best else None,
             "speedup_vs_compile": best.speedup_vs_compile if best else None,
             "sol_fraction": best.sol_fraction if best else None, "stop_reason": summary.stop_reason,
-            "best_params": summary.best.params if summary.best else None}
+            "best_params": summary.best.genome.params if summary.best else None}
 
 
 def run(args) -> None:
@@ -90,12 +97,19 @@ def run(args) -> None:
     out = {"environment": {"gpu": gpu, "torch": torch.__version__,
                            "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
            "budget": BUDGET + args.overrides, "problems": []}
+    from evo.progress import GpuBusySampler
+
     root = Path(args.runs_dir)
-    for name in (args.problems.split(",") if args.problems else suite_names()):
-        row = bench_problem(name, args.overrides, root)
-        out["problems"].append(row)
-        print(f"[search] {json.dumps(row, default=str)}", flush=True)
-        Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+    sampler = GpuBusySampler(range(torch.cuda.device_count()) if torch.cuda.is_available() else ())
+    sampler.start()
+    try:
+        for name in (args.problems.split(",") if args.problems else suite_names()):
+            row = bench_problem(name, args.overrides, root, sampler)
+            out["problems"].append(row)
+            print(f"[search] {json.dumps(row, default=str)}", flush=True)
+            Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+    finally:
+        sampler.stop()
 
 
 def _x(value) -> str:
@@ -121,6 +135,10 @@ def _us(value) -> str:
     return "–" if value is None else f"{value * 1e6:,.1f}"
 
 
+def _num(value, fmt: str = "{:.0f}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
 def table(paths: list[str]) -> str:
     runs = [json.loads(Path(p).read_text()) for p in paths]
     rows = [r for run_ in runs for r in run_["problems"]]
@@ -128,26 +146,40 @@ def table(paths: list[str]) -> str:
     lines = [f"# Search benchmark on {env['gpu']}", "",
              f"torch {env['torch']}, triton {env['triton']}, {env['date']}. Offline operators, policy `triton`, "
              f"budget: `{' '.join(runs[0]['budget'])}`.", "",
-             "| problem | best (us) | seed as written (us) | seed tuned (us) | vs seed | vs tuned seed | vs eager "
-             "| vs compile | SoL fraction | evaluations | evals/hour | GPU busy | wall (s) | stopped |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| problem | best (us) | seed as written (us) | vs seed | vs eager | vs compile | SoL fraction "
+             "| evaluations | evals/hour | children / evals in flight | GPU busy | CPU busy | load avg | search wall (s) "
+             "| baselines (s) | stopped |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         sol = "–" if r["sol_fraction"] is None else f"{r['sol_fraction']:.1%}"
-        lines.append(f"| {r['problem']} | {_us(r['best_s'])} | {_us(r.get('seed_s'))} | {_us(r.get('tuned_seed_s'))} "
-                     f"| {_x(_ratio(r, 'seed_s'))} | {_x(_ratio(r, 'tuned_seed_s'))} | {_x(r['speedup_vs_eager'])} | "
-                     f"{_x(r['speedup_vs_compile'])} | {sol} | {r['evaluations']} | {r['evals_per_hour']:.0f} | "
-                     f"{_pct(r['gpu_busy'])} | {r['wall_s']:.0f} | {r['stop_reason']} |")
+        flight = f"{_num(r.get('children_in_flight'), '{}')} / {_num(r.get('evaluations_in_flight'), '{}')}"
+        lines.append(f"| {r['problem']} | {_us(r['best_s'])} | {_us(r.get('seed_s'))} | {_x(_ratio(r, 'seed_s'))} | "
+                     f"{_x(r['speedup_vs_eager'])} | {_x(r['speedup_vs_compile'])} | {sol} | {r['evaluations']} | "
+                     f"{r['evals_per_hour']:.0f} | {flight} | {_pct(r['gpu_busy'])} | {_pct(r.get('cpu_busy'))} | "
+                     f"{_num(r.get('load_average'), '{:.1f}')} | {r['wall_s']:.0f} | "
+                     f"{_num(r.get('baseline_wall_s'), '{:.1f}')} | {r['stop_reason']} |")
 
     def geo(key_fn):
         values = [v for v in map(key_fn, rows) if v]
         return statistics.geometric_mean(values) if values else None
 
     beats = [r for r in rows if (_ratio(r, "seed_s") or 0) > 1.0]
+    total_evals, total_wall = sum(r["evaluations"] for r in rows), sum(r["wall_s"] for r in rows)
     lines += ["", f"Geometric means: {_x(geo(lambda r: _ratio(r, 'seed_s')))} vs seed as written, "
-              f"{_x(geo(lambda r: _ratio(r, 'tuned_seed_s')))} vs tuned seed, "
               f"{_x(geo(lambda r: r['speedup_vs_eager']))} vs eager, {_x(geo(lambda r: r['speedup_vs_compile']))} vs "
-              f"torch.compile; faster than its seed as written on {len(beats)} of {len(rows)} problems; mean GPU busy "
-              f"{_pct(_mean([r['gpu_busy'] for r in rows]))}."]
+              f"torch.compile; faster than its seed as written on {len(beats)} of {len(rows)} problems. Over the "
+              f"suite: {total_evals} evaluations in {total_wall:.0f} s of search = "
+              f"{total_evals / max(total_wall, 1e-9) * 3600:,.0f} evaluations/hour; mean GPU busy "
+              f"{_pct(_mean([r['gpu_busy'] for r in rows]))}, mean CPU busy {_pct(_mean([r.get('cpu_busy') for r in rows]))}."]
+    phased = [r for r in rows if r.get("phases_s")]
+    if phased:
+        names = [n for n in ("eval_wall", *PHASES) if any(n in r["phases_s"] for r in phased)]
+        names += sorted({n for r in phased for n in r["phases_s"]} - set(names))
+        lines += ["", "Where an evaluation's time went (median seconds per evaluation, from each worker's phase "
+                  "timer; `eval_wall` is the evaluator's wall time for one candidate):", "",
+                  "| problem | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += [f"| {r['problem']} | " + " | ".join(_num(r["phases_s"].get(n), "{:.2f}") for n in names) + " |"
+                  for r in phased]
     return "\n".join(lines) + "\n"
 
 
@@ -158,7 +190,7 @@ def main() -> None:
     r.add_argument("--out", required=True)
     r.add_argument("--problems", default="", help="comma-separated; empty = every suite problem")
     r.add_argument("--runs-dir", default=f"/tmp/kernelevo-bench-{int(time.time())}")
-    r.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. workers_per_gpu=4")
+    r.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. parallel=8")
     t = sub.add_parser("table")
     t.add_argument("paths", nargs="+")
     args = parser.parse_args()

@@ -5,13 +5,14 @@ derived from its hash, which is also how launches of the candidate's own kernels
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import sys
 import traceback
 from pathlib import Path
 
 import torch
+
+from fitness.genome import short_hash
 
 # Errors of the kernel's code rather than of its execution. Under the CPU interpreter, anything raised inside a
 # kernel body arrives as InterpreterError: on a GPU the same code fails to compile (or faults, reported separately).
@@ -30,7 +31,7 @@ class CandidateError(Exception):
 
 
 def source_hash(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
+    return short_hash(source)
 
 
 def module_name_for(source: str) -> str:

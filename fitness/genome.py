@@ -1,7 +1,7 @@
-"""The genome: an immutable record of one candidate kernel.
+"""The genome: an immutable description of one candidate kernel's code.
 
-A genome is Triton source plus the launch-parameter space it declares, the values chosen from that space, and its
-lineage. The space is a convention the source carries: a module-level ``TUNABLE`` dict of name -> list of choices,
+A genome is Triton source plus the launch-parameter space it declares and the values chosen from that space. The
+space is a convention the source carries: a module-level ``TUNABLE`` dict of name -> list of choices,
 each name also a module-level constant holding the default, e.g.::
 
     BLOCK_SIZE = 1024
@@ -29,8 +29,13 @@ def normalise(source: str) -> str:
     return ast.unparse(ast.parse(source))
 
 
+def short_hash(text: str) -> str:
+    """The project's one hash: 16 hex digits of SHA-256 (evaluation keys, candidate module names, study names)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def code_hash(source: str) -> str:
-    return hashlib.sha256(normalise(source).encode()).hexdigest()[:16]
+    return short_hash(normalise(source))
 
 
 def _module_assignments(tree: ast.Module) -> dict[str, ast.Assign]:
@@ -85,22 +90,25 @@ def set_module_constants(source: str, values: dict) -> str:
 
 @dataclass(frozen=True)
 class Genome:
+    """What an operator makes and the tuner tunes: code, its declared space and the chosen values.
+
+    Lineage (parents, operator, generation) belongs to the individual that carries the genome
+    (``fitness.individual.Individual``), not to the genome: the same code may be reached by two paths.
+    """
+
     source: str  # the kernel module, with its declared defaults
     space: dict = field(default_factory=dict)  # name -> choices
     params: dict = field(default_factory=dict)  # name -> chosen value (tuned)
-    parents: tuple = ()
-    operator: str = "seed"
-    generation: int = 0
-    note: str = ""  # what the operator meant to do (an LLM plan's summary); not part of the identity
+    note: str = field(default="", compare=False)  # what the operator meant to do (an LLM plan); not identity
 
     @classmethod
-    def from_source(cls, source: str, **lineage) -> "Genome":
+    def from_source(cls, source: str, note: str = "") -> "Genome":
         space = declared_space(source)
-        return cls(source=source, space=space, params=module_constants(source, space), **lineage)
+        return cls(source=source, space=space, params=module_constants(source, space), note=note)
 
     @property
-    def id(self) -> str:
-        """Identity of the code and its chosen parameters."""
+    def key(self) -> str:
+        """Identity of the kernel: the evaluation key of the code with its chosen parameters."""
         return evaluation_key(self.rendered())
 
     @property
@@ -118,21 +126,21 @@ class Genome:
     def with_params(self, params: dict) -> "Genome":
         return replace(self, params={**self.params, **params})
 
-    def with_space(self, space: dict, **lineage) -> "Genome":
+    def with_space(self, space: dict) -> "Genome":
         """A genome whose declared space (and so its source's TUNABLE) is replaced."""
         source = set_module_constants(self.source, {TUNABLE_NAME: {k: list(v) for k, v in space.items()}})
         params = {k: (self.params[k] if self.params.get(k) in space[k] else space[k][0]) for k in space}
-        return replace(self, source=source, space={k: list(v) for k, v in space.items()}, params=params, **lineage)
+        return replace(self, source=source, space={k: list(v) for k, v in space.items()}, params=params)
+
+    def with_note(self, note: str) -> "Genome":
+        return replace(self, note=note)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "space": self.space, "params": self.params, "parents": list(self.parents),
-                "operator": self.operator, "generation": self.generation, "note": self.note}
+        return {"source": self.source, "space": self.space, "params": self.params, "note": self.note}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Genome":
-        return cls(source=data["source"], space=data["space"], params=data["params"],
-                   parents=tuple(data["parents"]), operator=data["operator"], generation=data["generation"],
-                   note=data.get("note", ""))
+        return cls(source=data["source"], space=data["space"], params=data["params"], note=data.get("note", ""))
 
 
 def evaluation_key(rendered_source: str) -> str:

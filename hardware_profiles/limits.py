@@ -1,9 +1,37 @@
-"""Launch configurations that cannot run on a hardware profile, found before anything is compiled."""
+"""Launch limits, in one place: the hard bounds on launch and tile values the operators keep to, and the launch
+configurations that cannot run on a hardware profile (found by the tuner before anything is compiled)."""
 from __future__ import annotations
+
+import re
 
 from hardware_profiles import HardwareProfile
 
+# Hard bounds on integer launch/tile values, by name. First matching pattern wins (searched in the upper-cased
+# name, so a `num_warps=` keyword matches NUM_WARPS); names matching none get DEFAULT_BOUNDS.
+BOUNDS: tuple[tuple[str, int, int], ...] = (
+    ("NUM_WARPS", 1, 32),  # further capped by the profile's max_threads_per_block / 32
+    ("NUM_STAGES", 1, 8),  # software-pipelining depth
+    ("BLOCK_K", 16, 65536),  # the reduction tile of tl.dot must be >= 16
+    ("BLOCK|TILE", 16, 65536),  # other tile sizes
+)
+DEFAULT_BOUNDS = (1, 65536)
 WARP_SIZE = 32
+
+
+def value_bounds(name: str, profile: HardwareProfile | None = None) -> tuple[int, int]:
+    """The inclusive (low, high) range a value of the named knob may take."""
+    key = name.upper()
+    low, high = next(((lo, hi) for pattern, lo, hi in BOUNDS if re.search(pattern, key)), DEFAULT_BOUNDS)
+    if profile is not None and "NUM_WARPS" in key:
+        high = min(high, profile.max_threads_per_block // WARP_SIZE)
+    return low, high
+
+
+def in_bounds(name: str, value: int, profile: HardwareProfile | None = None) -> bool:
+    low, high = value_bounds(name, profile)
+    return low <= value <= high
+
+
 WORST_CASE_ELEMENT_BYTES = 4  # fp32 tiles: the largest element a bundled kernel stages in shared memory
 
 

@@ -1,8 +1,13 @@
 """The operator interface, plus the value bounds the offline operators share.
 
-An operator takes ``arity`` parent genomes and returns zero or more children. Children carry their lineage
-(parent ids, operator name, generation). An operator that has nothing meaningful to offer returns ``[]`` rather
-than a copy of a parent: the search dedupes by ``Genome.id``, so a no-op child would only waste a slot.
+An operator takes ``arity`` parent individuals (``fitness.individual.Individual``: code, tuned parameters, measured
+result, lineage) and returns zero or more child genomes; the search gives each child its lineage (parent ids,
+operator name, generation). An operator that has nothing meaningful to offer returns ``[]`` rather than a copy of a
+parent: the search dedupes by ``Genome.key``, so a no-op child would only waste a slot.
+
+Many children are made at once, each in its own thread: ``CURRENT_CHILD`` tells code below the operator (the LLM
+client's recorder, the team's sample numbering) which child it works for, so usage is attributed and replies are
+numbered the same way whatever the order in which children run.
 
 Operators are small frozen dataclasses built from keyword arguments (Hydra ``_target_`` + kwargs), so they pickle
 and compare by value; all their randomness comes from the ``rng`` they are handed, so a fixed seed replays a run.
@@ -10,13 +15,15 @@ and compare by value; all their randomness comes from the ``rng`` they are hande
 from __future__ import annotations
 
 import random
-import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, replace
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
-from evo.genome import Genome
+from fitness.genome import Genome
+from fitness.individual import Individual
 from hardware_profiles import HardwareProfile
+from hardware_profiles.limits import in_bounds
 
 
 @dataclass(frozen=True)
@@ -25,8 +32,33 @@ class OperatorContext:
     profile: HardwareProfile | None = None  # device facts (max_threads_per_block, ...); None when unknown
     team: Any = None  # the LLM agents (operators.llm.team.LLMTeam); None in an offline run
     evaluate: Callable | None = None  # source -> EvalResult, through the run's evaluation cache (the debugger's loop)
-    lookup: Callable | None = None  # genome -> its EvalResult, if it was evaluated
-    archive: tuple = ()  # every individual evaluated so far (tree memory)
+    archive: tuple = ()  # every individual of the generations before this one (tree memory)
+
+
+@dataclass
+class ChildUsage:
+    """The child an operator call works for, and the LLM usage charged to it."""
+
+    id: str
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def charge(self, call: dict) -> None:
+        if call.get("cached"):
+            return
+        self.calls += 1
+        self.prompt_tokens += call.get("prompt_tokens") or 0
+        self.completion_tokens += call.get("completion_tokens") or 0
+        self.cost_usd += call.get("cost_usd") or 0.0
+
+    def summary(self) -> dict:
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd} if self.calls else {}
+
+
+CURRENT_CHILD: ContextVar[ChildUsage | None] = ContextVar("kernelevo_current_child", default=None)
 
 
 class BudgetExhausted(Exception):
@@ -35,7 +67,7 @@ class BudgetExhausted(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class Operator(ABC):
-    name: ClassVar[str]  # short, recorded as Genome.operator in the lineage
+    name: ClassVar[str]  # short, recorded as Individual.operator in the lineage
     arity: ClassVar[int]  # number of parents consumed: 1 for a mutation, 2 for a crossover
     weight: float = 1.0  # relative probability that the search applies it
 
@@ -44,47 +76,19 @@ class Operator(ABC):
             raise ValueError(f"{type(self).__name__}: weight must be >= 0, got {self.weight!r}")
 
     @abstractmethod
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        """Children of ``parents`` (exactly ``arity`` of them); ``[]`` when no meaningful child exists."""
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        """Child genomes of ``parents`` (exactly ``arity`` of them); ``[]`` when no meaningful child exists."""
 
-    def check_arity(self, parents: list[Genome]) -> None:
+    def check_arity(self, parents: list[Individual]) -> list[Genome]:
+        """The parents' genomes, after checking there are as many as the operator takes."""
         if len(parents) != self.arity:
             raise ValueError(f"{self.name} takes {self.arity} parent(s), got {len(parents)}")
+        return [p.genome for p in parents]
 
-    def lineage(self, parents: list[Genome], context: OperatorContext) -> dict:
-        """The lineage fields a child of ``parents`` made by this operator carries."""
-        return {"parents": tuple(p.id for p in parents), "operator": self.name, "generation": context.generation}
-
-    def offspring(self, child: Genome, parents: list[Genome], context: OperatorContext) -> list[Genome]:
-        """``[child]`` stamped with lineage, or ``[]`` when it is the same code and params as a parent."""
-        child = replace(child, **self.lineage(parents, context))
-        return [] if child.id in {p.id for p in parents} else [child]
-
-
-# Hard bounds on integer launch/tile values, by name. First matching pattern wins (searched in the upper-cased
-# name, so a `num_warps=` keyword matches NUM_WARPS); names matching none get DEFAULT_BOUNDS.
-BOUNDS: tuple[tuple[str, int, int], ...] = (
-    ("NUM_WARPS", 1, 32),  # further capped by the profile's max_threads_per_block / 32
-    ("NUM_STAGES", 1, 8),  # software-pipelining depth
-    ("BLOCK_K", 16, 65536),  # the reduction tile of tl.dot must be >= 16
-    ("BLOCK|TILE", 16, 65536),  # other tile sizes
-)
-DEFAULT_BOUNDS = (1, 65536)
-WARP_SIZE = 32
-
-
-def value_bounds(name: str, profile: HardwareProfile | None = None) -> tuple[int, int]:
-    """The inclusive (low, high) range a value of the named knob may take."""
-    key = name.upper()
-    low, high = next(((lo, hi) for pattern, lo, hi in BOUNDS if re.search(pattern, key)), DEFAULT_BOUNDS)
-    if profile is not None and "NUM_WARPS" in key:
-        high = min(high, profile.max_threads_per_block // WARP_SIZE)
-    return low, high
-
-
-def in_bounds(name: str, value: int, profile: HardwareProfile | None = None) -> bool:
-    low, high = value_bounds(name, profile)
-    return low <= value <= high
+    @staticmethod
+    def offspring(child: Genome | None, parents: list[Individual]) -> list[Genome]:
+        """``[child]``, or ``[]`` when there is none or it is the same code and params as a parent."""
+        return [] if child is None or child.key in {p.key for p in parents} else [child]
 
 
 def is_int(value) -> bool:

@@ -2,7 +2,7 @@
 
 Seeds (and LLM rewrites) often leave knobs out of TUNABLE: a literal ``num_warps=4`` / ``num_stages=3`` in a launch
 or ``triton.Config`` call, or an UPPER_CASE module constant such as ``GROUP_M = 8``. The tuner cannot touch those,
-so this operator does: it halves or doubles one (within ``operators.base.BOUNDS``). A module constant is also
+so this operator does: it halves or doubles one (within ``hardware_profiles.limits.BOUNDS``). A module constant is also
 declared, added to TUNABLE with choices [v/2, v, 2v] (those in bounds) and the new value chosen, so from then on
 the tuner explores it too; a call literal is rewritten in place in the source text.
 """
@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from evo.genome import TUNABLE_NAME, Genome
+from fitness.genome import TUNABLE_NAME, Genome
 from hardware_profiles import HardwareProfile
+from fitness.individual import Individual
 from operators.base import Operator, OperatorContext, halved_and_doubled, is_int
 
 CALL_KNOBS = ("num_warps", "num_stages")  # keyword arguments of kernel launches and triton.Config
@@ -95,9 +96,8 @@ class KnobMutation(Operator):
     name: ClassVar[str] = "knob_mutation"
     arity: ClassVar[int] = 1
 
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        self.check_arity(parents)
-        (parent,) = parents
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        (parent,) = self.check_arity(parents)
         tree = ast.parse(parent.source)
         knobs = call_literal_knobs(tree) + constant_knobs(tree, parent.space)
         options = [(knob, moves) for knob in knobs
@@ -110,4 +110,4 @@ class KnobMutation(Operator):
             child = rewrite_call_literal(parent, knob, value)
         else:
             child = declare_constant(parent, knob, value, context.profile)
-        return self.offspring(child, parents, context)
+        return self.offspring(child, parents)

@@ -10,7 +10,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evo.genome import Genome
+from fitness.genome import Genome
+from fitness.individual import Individual
 from operators.base import Operator, OperatorContext
 
 
@@ -53,15 +54,14 @@ class ParamMutation(Operator):
         if not 0.0 <= self.neighbour_prob <= 1.0:
             raise ValueError(f"ParamMutation: neighbour_prob must be in [0, 1], got {self.neighbour_prob}")
 
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        self.check_arity(parents)
-        (parent,) = parents
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        (parent,) = self.check_arity(parents)
         movable = {k: distinct_choices(v) for k, v in parent.space.items() if len(distinct_choices(v)) > 1}
         if not movable:
             return []
         names = rng.sample(sorted(movable), rng.randint(1, min(self.max_params, len(movable))))
         params = {name: self.move(movable[name], parent.params.get(name), rng) for name in names}
-        return self.offspring(parent.with_params(params), parents, context)
+        return self.offspring(parent.with_params(params), parents)
 
     def move(self, choices: list, current, rng: random.Random):
         step = neighbour if rng.random() < self.neighbour_prob else elsewhere

@@ -11,7 +11,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evo.genome import Genome
+from fitness.genome import Genome
+from fitness.individual import Individual
 from operators.base import Operator, OperatorContext
 
 
@@ -40,9 +41,8 @@ class SpaceCrossover(Operator):
     name: ClassVar[str] = "space_crossover"
     arity: ClassVar[int] = 2
 
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        self.check_arity(parents)
-        a, b = parents
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        a, b = self.check_arity(parents)
         if a.structure != b.structure or set(a.space) != set(b.space) or not a.space:
             return []
         space = {name: ordered_union(a.space[name], b.space[name]) for name in a.space}
@@ -54,7 +54,7 @@ class SpaceCrossover(Operator):
             picks = flip_one(picks, a, b, differing, rng)
             if self.same_as_a_parent(space, picks, a, b):
                 return []
-        return self.offspring(a.with_space(space).with_params(picks), parents, context)
+        return self.offspring(a.with_space(space).with_params(picks), parents)
 
     @staticmethod
     def same_as_a_parent(space: dict, params: dict, a: Genome, b: Genome) -> bool:

@@ -3,7 +3,7 @@
 A seed's TUNABLE lists are a guess. This operator edits one of them (a numeric parameter whose choices are all
 powers of two): it grows the list one step past its largest (x2) or smallest (/2) choice, so the tuner can reach
 sizes the seed never offered, or drops an extreme choice, so tuning effort goes where it has paid off. New values
-respect the hard bounds in ``operators.base.BOUNDS`` (and the profile's thread limit for NUM_WARPS); the chosen
+respect the hard bounds in ``hardware_profiles.limits.BOUNDS`` (and the profile's thread limit for NUM_WARPS); the chosen
 value (and the source's default) is never dropped, and a list never becomes empty.
 """
 from __future__ import annotations
@@ -12,9 +12,11 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evo.genome import Genome, module_constants
+from fitness.genome import Genome, module_constants
 from hardware_profiles import HardwareProfile
-from operators.base import Operator, OperatorContext, in_bounds, is_power_of_two
+from fitness.individual import Individual
+from hardware_profiles.limits import in_bounds
+from operators.base import Operator, OperatorContext, is_power_of_two
 
 
 def grow_up(name: str, choices: list[int], protected: set, profile: HardwareProfile | None) -> list[int] | None:
@@ -52,9 +54,8 @@ class SpaceMutation(Operator):
     name: ClassVar[str] = "space_mutation"
     arity: ClassVar[int] = 1
 
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        self.check_arity(parents)
-        (parent,) = parents
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        (parent,) = self.check_arity(parents)
         defaults = module_constants(parent.source, parent.space)
         options = []  # (name, new choices) for every applicable edit
         for name in power_of_two_params(parent.space):
@@ -68,4 +69,4 @@ class SpaceMutation(Operator):
             return []
         name, choices = rng.choice(options)
         child = parent.with_space({**parent.space, name: choices})
-        return self.offspring(child, parents, context)
+        return self.offspring(child, parents)

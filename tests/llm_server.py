@@ -127,6 +127,7 @@ class ScriptedLLMServer:
         self._requests: list[tuple[str, dict, object]] = []
         self._active = 0
         self._max_active = 0
+        self._times: list[float] = []  # monotonic times of every request's arrival and answer
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -149,9 +150,16 @@ class ScriptedLLMServer:
         with self._lock:
             return self._max_active
 
+    @property
+    def busy_span_s(self) -> float:
+        """Seconds from the first request's arrival to the last answer."""
+        with self._lock:
+            return max(self._times) - min(self._times) if self._times else 0.0
+
     def _take(self, path: str, headers: dict, body) -> tuple[dict, int]:
         """Record a request and pop the next script entry (a 500 'script exhausted' entry when none is left)."""
         with self._lock:
+            self._times.append(time.monotonic())
             self._requests.append((path, headers, body))
             seq = len(self._requests)
             self._active += 1
@@ -163,6 +171,7 @@ class ScriptedLLMServer:
     def _finished(self) -> None:
         with self._lock:
             self._active -= 1
+            self._times.append(time.monotonic())
 
     def start(self) -> "ScriptedLLMServer":
         """Bind to an ephemeral port on 127.0.0.1 and serve in a daemon thread."""

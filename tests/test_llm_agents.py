@@ -5,12 +5,12 @@ kernel that the debugger's reply fixes, a 429 and a timeout (each followed by su
 be a model: the server replies exactly what the script says.
 """
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import CANDIDATES, SCALE_SHIFT
+from evo.store import RunStore
 from llm_server import ScriptedLLMServer
 
 KEY = "sk-kernelevo-test-secret-0123456789"
@@ -38,7 +38,9 @@ SCRIPT = [
 ]
 
 
-def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY):
+def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY, children: int = 2,
+        in_flight: int = 1):
+    """A one-generation LLM run; `in_flight` children at once (1: the script's replies come in a fixed order)."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELEVO_TEST_LLM_KEY": key}
     args = [f"problem={SCALE_SHIFT}", f"problem.seed={CANDIDATES / 'good.py'}", "+problem.sizes.dim=4000",
             "operators=llm_mutation", "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={api_base}",
@@ -46,7 +48,8 @@ def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY)
             "llm.backoff_s=0.01", "llm.input_cost_per_token=1e-6", "llm.output_cost_per_token=2e-6",
             # measured figures would make each run's prompts differ; without them a rerun's requests are identical
             "llm.context.parts.profiling=false", "llm.context.parts.top_k=false",
-            "search.mu=1", "search.lambda_=2", "search.generations=1", "search.patience=null",
+            "search.mu=1", f"search.lambda_={children}", f"search.parallel={in_flight}", "search.generations=1",
+            "search.patience=null",
             "search.tuner.trials=1", "fitness.trials=2", *extra]
     return subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -57,19 +60,22 @@ def run_dir_of(stdout: str) -> Path:
     return Path(line.split("run dir ", 1)[1].strip())
 
 
+def from_store(run_dir: Path, read):
+    store = RunStore(run_dir, create=False)
+    try:
+        return read(store)
+    finally:
+        store.close()
+
+
 def lineage(run_dir: Path) -> list[tuple]:
-    db = sqlite3.connect(run_dir / "run.db")
-    rows = db.execute("SELECT g.operator, g.generation, i.status, json_extract(g.data, '$.note') FROM genomes g "
-                      "JOIN individuals i ON i.genome_id = g.id ORDER BY g.generation, g.operator, i.time_s").fetchall()
-    db.close()
-    return rows
+    return [(ind.operator, ind.generation, ind.status, ind.note)
+            for ind in from_store(run_dir, lambda store: store.individuals())]
 
 
 def llm_calls(run_dir: Path) -> list[tuple]:
-    db = sqlite3.connect(run_dir / "run.db")
-    rows = db.execute("SELECT role, prompt_tokens, completion_tokens, cost_usd, cached FROM llm_calls").fetchall()
-    db.close()
-    return rows
+    return [(c["role"], c["prompt_tokens"], c["completion_tokens"], c["cost_usd"], c["cached"], c["individual"])
+            for c in from_store(run_dir, lambda store: store.llm_calls())]
 
 
 def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
@@ -93,6 +99,10 @@ def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
     calls = llm_calls(run_dir)
     assert [c[0] for c in calls] == ["planner", "coder", "planner", "coder", "coder", "debugger"]
     assert all(c[1] == 900 and c[2] == 300 and abs(c[3] - 1.5e-3) < 1e-9 and c[4] == 0 for c in calls)
+    assert [c[5] for c in calls] == ["1.0"] * 2 + ["1.1"] * 4  # each call charged to the child it made
+    usage = {ind.id: ind.llm for ind in from_store(run_dir, lambda store: store.individuals())}
+    assert usage["1.0"]["calls"] == 2 and usage["1.1"]["calls"] == 4
+    assert abs(usage["1.1"]["cost_usd"] - 4 * 1.5e-3) < 1e-9 and usage["0.0"] == {}
 
     # the key is nowhere on disk, in the output or in the report
     report = subprocess.run([sys.executable, "-m", "kernelevo.cli", "report", f"run_dir={run_dir}"], cwd=tmp_path,
@@ -117,3 +127,23 @@ def test_llm_call_budget_stops_the_search_mid_generation(tmp_path):
         assert len(server.requests) == 1  # the coder's request was never sent
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "operator budget spent" in proc.stdout and "budget" in proc.stdout
+
+
+def test_children_ask_the_llm_concurrently(tmp_path):
+    """8 children of a generation in flight with llm.concurrency=8, a server answering each request after 2 s:
+    the generation's LLM calls take about as long as one child's (a plan, then its code: 4 s), not 8 times that."""
+    kernels = [GOOD.replace('BLOCK = 128\nTUNABLE = {"BLOCK": [64, 128, 256]}', f'BLOCK = {b}\nTUNABLE = {{"BLOCK": [{b}]}}')
+               for b in (16, 32, 64, 256, 512, 1024, 2048, 4096)]
+    delay_s = 2.0
+    script = [{"delay_s": delay_s, **reply(PLAN)} for _ in kernels] + \
+             [{"delay_s": delay_s, **reply(f"```python\n{kernel}```")} for kernel in kernels]
+    with ScriptedLLMServer(script) as server:
+        proc = run(tmp_path, tmp_path / "cache", "llm.concurrency=8", "llm.timeout_s=30", api_base=server.url,
+                   children=8, in_flight=8)
+        span, concurrent, requests = server.busy_span_s, server.max_concurrent, len(server.requests)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert requests == 16 and concurrent == 8
+    one_child_s = 2 * delay_s
+    assert span <= 2 * one_child_s, f"the generation's LLM calls took {span:.1f} s; one child's take {one_child_s} s"
+    children = [row for row in lineage(run_dir_of(proc.stdout)) if row[0] == "llm_mutation"]
+    assert len(children) == 8 and all(status == "ok" for _, _, status, _ in children)

@@ -1,7 +1,7 @@
 """Role-specific context built to a token budget from named, switchable parts; hardware limits before compiling."""
 from conftest import SCALE_SHIFT, candidate
-from evo.genome import Genome
-from evo.limits import limit_violation
+from fitness.genome import Genome
+from hardware_profiles.limits import limit_violation
 from hardware_profiles import load_profile
 from operators.llm.context import ContextBuilder, ContextSettings
 

@@ -1,4 +1,4 @@
-"""Offline variation operators: children differ from their parents, carry lineage, stay inside their declared
+"""Offline variation operators: children differ from their parents, stay inside their declared
 space and hard bounds, keep the TUNABLE convention, and are reproducible from the rng. Pure Python, no kernels."""
 import ast
 import pickle
@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from evo.genome import Genome, declared_space, module_constants
+from fitness.genome import Genome, declared_space, module_constants
+from fitness.individual import Individual
 from fitness.problem import resolve_problem, suite_names
 from hardware_profiles import load_profile
+from hardware_profiles.limits import value_bounds
 from operators import Operator, OperatorContext
-from operators.base import value_bounds
 from operators.knob_mutation import KnobMutation
 from operators.param_mutation import ParamMutation
 from operators.space_crossover import SpaceCrossover
@@ -42,11 +43,13 @@ def knob_genome(source: str = KNOB_SOURCE) -> Genome:
     return Genome.from_source(source)
 
 
+def inds(genomes: list[Genome]) -> list[Individual]:
+    """Parents as operators receive them: individuals (lineage ids are irrelevant to the offline operators)."""
+    return [Individual(f"0.{i}", genome) for i, genome in enumerate(genomes)]
+
+
 def assert_valid_child(child: Genome, parents: list[Genome], op: Operator, context: OperatorContext = CTX):
-    assert child.id not in {p.id for p in parents}
-    assert child.parents == tuple(p.id for p in parents)
-    assert child.operator == op.name
-    assert child.generation == context.generation
+    assert child.key not in {p.key for p in parents}
     ast.parse(child.rendered())
     assert declared_space(child.source) == child.space
     assert set(child.params) == set(child.space)
@@ -56,7 +59,7 @@ def assert_valid_child(child: Genome, parents: list[Genome], op: Operator, conte
 def walk(op: Operator, genome: Genome, steps: int, rng: random.Random, context: OperatorContext = CTX):
     """Apply a mutation repeatedly to its own child; yields every child."""
     for _ in range(steps):
-        children = op([genome], rng, context)
+        children = op(inds([genome]), rng, context)
         if not children:
             return
         genome = children[0]
@@ -72,14 +75,14 @@ def test_pickle_round_trip(op):
     parents = [knob_genome()] if isinstance(op, KnobMutation) else [seed()]
     if op.arity == 2:
         parents.append(seed().with_params({"BLOCK_M": 128, "NUM_WARPS": 8}))
-    ids = [c.id for c in op(parents, random.Random(5), CTX)]
-    assert ids and ids == [c.id for c in clone(parents, random.Random(5), CTX)]
+    ids = [c.key for c in op(inds(parents), random.Random(5), CTX)]
+    assert ids and ids == [c.key for c in clone(inds(parents), random.Random(5), CTX)]
 
 
 @pytest.mark.parametrize("op", MUTATIONS, ids=lambda o: o.name)
 def test_mutations_are_deterministic_given_rng(op):
     parent = knob_genome() if isinstance(op, KnobMutation) else seed()
-    runs = [[c.id for c in walk(op, parent, 20, random.Random(42))] for _ in range(2)]
+    runs = [[c.key for c in walk(op, parent, 20, random.Random(42))] for _ in range(2)]
     assert runs[0] == runs[1] and len(runs[0]) > 1
 
 
@@ -92,15 +95,15 @@ def test_constructors_take_keywords_only(cls):
 
 def test_wrong_number_of_parents_is_an_error():
     with pytest.raises(ValueError, match="takes 1"):
-        ParamMutation()([seed(), seed()], random.Random(0), CTX)
+        ParamMutation()(inds([seed(), seed()]), random.Random(0), CTX)
     with pytest.raises(ValueError, match="takes 2"):
-        SpaceCrossover()([seed()], random.Random(0), CTX)
+        SpaceCrossover()(inds([seed()]), random.Random(0), CTX)
 
 
 def test_no_tunable_space_gives_no_child():
     bare = Genome.from_source("import triton\n\nx = 1\n")
     for op in (ParamMutation(), SpaceMutation(), KnobMutation()):
-        assert op([bare], random.Random(0), CTX) == []
+        assert op(inds([bare]), random.Random(0), CTX) == []
 
 
 # --- ParamMutation ---------------------------------------------------------------------------------------------
@@ -110,7 +113,7 @@ def test_param_mutation_moves_declared_params_to_declared_choices(name):
     parent, op = seed(name), ParamMutation(max_params=2)
     rng = random.Random(7)
     for _ in range(30):
-        (child,) = op([parent], rng, CTX)
+        (child,) = op(inds([parent]), rng, CTX)
         assert_valid_child(child, [parent], op)
         changed = [k for k in parent.space if child.params[k] != parent.params[k]]
         assert 1 <= len(changed) <= 2
@@ -121,7 +124,7 @@ def test_param_mutation_neighbour_steps_are_adjacent():
     parent, op = seed("matmul"), ParamMutation(max_params=1, neighbour_prob=1.0)
     rng = random.Random(3)
     for _ in range(50):
-        (child,) = op([parent], rng, CTX)
+        (child,) = op(inds([parent]), rng, CTX)
         (name,) = [k for k in parent.space if child.params[k] != parent.params[k]]
         choices = parent.space[name]
         assert abs(choices.index(child.params[name]) - choices.index(parent.params[name])) == 1
@@ -129,7 +132,7 @@ def test_param_mutation_neighbour_steps_are_adjacent():
 
 def test_param_mutation_skips_single_choice_params():
     parent = knob_genome(KNOB_SOURCE.replace('[512, 1024]', '[1024]'))
-    assert ParamMutation()([parent], random.Random(0), CTX) == []
+    assert ParamMutation()(inds([parent]), random.Random(0), CTX) == []
 
 
 # --- SpaceMutation ---------------------------------------------------------------------------------------------
@@ -138,7 +141,7 @@ def test_space_mutation_edits_one_power_of_two_list():
     parent, op = seed("matmul"), SpaceMutation()
     rng = random.Random(11)
     for _ in range(40):
-        (child,) = op([parent], rng, CTX)
+        (child,) = op(inds([parent]), rng, CTX)
         assert_valid_child(child, [parent], op)
         edited = [k for k in parent.space if child.space[k] != parent.space[k]]
         assert len(edited) == 1
@@ -176,13 +179,13 @@ def test_space_mutation_never_drops_the_chosen_value_or_empties_a_list():
     parent = knob_genome(KNOB_SOURCE.replace('[512, 1024]', '[65536]').replace("= 1024", "= 65536"))
     rng = random.Random(0)
     for _ in range(20):
-        (child,) = SpaceMutation()([parent], rng, CTX)
+        (child,) = SpaceMutation()(inds([parent]), rng, CTX)
         assert child.space["BLOCK_SIZE"] == [32768, 65536]  # only growth downwards is possible
 
 
 def test_space_mutation_ignores_non_power_of_two_spaces():
     src = 'FLAG = True\nSCALE = 3\nTUNABLE = {"FLAG": [True, False], "SCALE": [3, 5]}\n'
-    assert SpaceMutation()([Genome.from_source(src)], random.Random(0), CTX) == []
+    assert SpaceMutation()(inds([Genome.from_source(src)]), random.Random(0), CTX) == []
 
 
 # --- KnobMutation ----------------------------------------------------------------------------------------------
@@ -191,7 +194,7 @@ def test_knob_mutation_rewrites_call_literal():
     parent, op = knob_genome(KNOB_SOURCE.replace("GROUP_M = 8\n", "")), KnobMutation()
     values = set()
     for s in range(20):
-        (child,) = op([parent], random.Random(s), CTX)
+        (child,) = op(inds([parent]), random.Random(s), CTX)
         assert_valid_child(child, [parent], op)
         (call,) = [n for n in ast.walk(ast.parse(child.source)) if isinstance(n, ast.Call) and n.keywords]
         (warps,) = [k.value.value for k in call.keywords if k.arg == "num_warps"]
@@ -203,10 +206,10 @@ def test_knob_mutation_rewrites_call_literal():
 
 def test_knob_mutation_call_literal_respects_bounds_and_byte_offsets():
     src = KNOB_SOURCE.replace("GROUP_M = 8\n", "").replace("(x, ", '("é", x, ').replace("num_warps=4", "num_warps=32")
-    (child,) = KnobMutation()([knob_genome(src)], random.Random(0), CTX)
+    (child,) = KnobMutation()(inds([knob_genome(src)]), random.Random(0), CTX)
     assert 'kernel[(1,)]("é", x, BLOCK_SIZE=BLOCK_SIZE, num_warps=16)' in child.source
     capped = OperatorContext(generation=1, profile=replace(H100, max_threads_per_block=512))
-    (child,) = KnobMutation()([knob_genome(src.replace("=32", "=16"))], random.Random(0), capped)
+    (child,) = KnobMutation()(inds([knob_genome(src.replace("=32", "=16"))]), random.Random(0), capped)
     assert "num_warps=8)" in child.source
 
 
@@ -214,7 +217,7 @@ def test_knob_mutation_declares_undeclared_constant():
     parent = knob_genome(KNOB_SOURCE.replace("num_warps=4", "num_warps=NUM_WARPS"))
     op = KnobMutation()
     for s in range(10):
-        (child,) = op([parent], random.Random(s), CTX)
+        (child,) = op(inds([parent]), random.Random(s), CTX)
         assert_valid_child(child, [parent], op)
         assert child.space == {**parent.space, "GROUP_M": [4, 8, 16]}
         assert child.params["GROUP_M"] in (4, 16)
@@ -223,13 +226,13 @@ def test_knob_mutation_declares_undeclared_constant():
 
 def test_knob_mutation_adds_tunable_when_source_has_none():
     parent = Genome.from_source("import triton\n\nGROUP_M = 8\n\n\ndef f():\n    return GROUP_M\n")
-    (child,) = KnobMutation()([parent], random.Random(0), CTX)
+    (child,) = KnobMutation()(inds([parent]), random.Random(0), CTX)
     assert_valid_child(child, [parent], KnobMutation())
     assert child.space == {"GROUP_M": [4, 8, 16]}
 
 
 def test_knob_mutation_without_knobs_gives_nothing():
-    assert KnobMutation()([seed("matmul")], random.Random(0), CTX) == []  # every knob already declared
+    assert KnobMutation()(inds([seed("matmul")]), random.Random(0), CTX) == []  # every knob already declared
 
 
 # --- SpaceCrossover --------------------------------------------------------------------------------------------
@@ -238,11 +241,11 @@ def test_space_crossover_mixes_same_structure_parents():
     rng = random.Random(5)
     base = seed("matmul")
     a = next(iter(walk(SpaceMutation(), base, 1, rng)))
-    b = ParamMutation(max_params=3)([base], rng, CTX)[0]
+    b = ParamMutation(max_params=3)(inds([base]), rng, CTX)[0]
     op = SpaceCrossover()
     made = 0
     for _ in range(30):
-        for child in op([a, b], rng, CTX):
+        for child in op(inds([a, b]), rng, CTX):
             made += 1
             assert_valid_child(child, [a, b], op)
             for key in child.space:
@@ -254,15 +257,15 @@ def test_space_crossover_mixes_same_structure_parents():
 def test_space_crossover_of_two_param_children_never_returns_a_parent():
     rng = random.Random(9)
     base = seed("row_softmax")
-    a, b = ParamMutation()([base], rng, CTX)[0], ParamMutation()([base], rng, CTX)[0]
+    a, b = ParamMutation()(inds([base]), rng, CTX)[0], ParamMutation()(inds([base]), rng, CTX)[0]
     for _ in range(20):
-        for child in SpaceCrossover()([a, b], rng, CTX):
+        for child in SpaceCrossover()(inds([a, b]), rng, CTX):
             assert (child.space, child.params) not in [(a.space, a.params), (b.space, b.params)]
 
 
 def test_space_crossover_rejects_different_structure_and_identical_parents():
     op = SpaceCrossover()
-    assert op([seed("matmul"), seed("row_softmax")], random.Random(0), CTX) == []
-    assert op([seed("matmul"), seed("matmul")], random.Random(0), CTX) == []
+    assert op(inds([seed("matmul"), seed("row_softmax")]), random.Random(0), CTX) == []
+    assert op(inds([seed("matmul"), seed("matmul")]), random.Random(0), CTX) == []
     edited = Genome.from_source(seed("matmul").source.replace("acc += tl.dot(a, b)", "acc = tl.dot(a, b, acc)"))
-    assert op([seed("matmul"), edited], random.Random(0), CTX) == []
+    assert op(inds([seed("matmul"), edited]), random.Random(0), CTX) == []

@@ -1,8 +1,6 @@
 """The search on the CPU interpreter: end-to-end runs, kill and resume, Optuna studies that continue, bad overrides."""
-import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -13,11 +11,12 @@ import pytest
 
 from conftest import candidate, make_evaluator
 from evo.evaluation import EvaluationService
-from evo.genome import Genome
-from evo.store import RunStore
 from evo.selection import EpsilonGreedy, Tournament, UniformRandom
-from evo.toolbox import make_individual
+from evo.store import RunStore
 from evo.tuner import Tuner
+from fitness.genome import Genome
+from fitness.individual import Individual
+from fitness.result import EvalResult
 
 TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 
@@ -37,11 +36,22 @@ def run_dir_of(output: str) -> Path:
 
 
 def log_counts(run_dir: Path) -> tuple[int, int]:
-    db = sqlite3.connect(run_dir / "run.db")
-    calls = db.execute("SELECT COUNT(*) FROM evaluation_log").fetchone()[0]
-    distinct = db.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
-    db.close()
-    return calls, distinct
+    store = RunStore(run_dir, create=False)
+    counts = store.evaluation_count(), store.distinct_evaluation_count()
+    store.close()
+    return counts
+
+
+def read_store(run_dir: Path, what):
+    store = RunStore(run_dir, create=False)
+    try:
+        return what(store)
+    finally:
+        store.close()
+
+
+def individual(genome: Genome, status: str, time_s: float | None, name: str = "1.0") -> Individual:
+    return Individual(name, genome, result=EvalResult(status=status, time_s=time_s))
 
 
 def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
@@ -55,6 +65,7 @@ def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
                                   for l in proc.stdout.splitlines())
     calls, distinct = log_counts(run_dir)
     assert calls == distinct > 1  # the same code is never evaluated twice
+    assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
     with make_evaluator(problem="rmsnorm", size_preset="test") as ev:  # the best kernel passes a fresh evaluation
         assert ev.evaluate(best.read_text()).status == "ok"
     report = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)
@@ -81,9 +92,7 @@ def test_a_run_killed_mid_generation_resumes_losing_and_repeating_nothing(tmp_pa
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    db = sqlite3.connect(run_dir / "run.db")
-    done_before = {k for (k,) in db.execute("SELECT key FROM evaluations")}
-    db.close()
+    done_before = set(read_store(run_dir, lambda store: store.evaluations()))
     assert len(done_before) >= before + 2
 
     resumed = kernelevo("resume", f"run_dir={run_dir}", cwd=tmp_path)
@@ -91,36 +100,34 @@ def test_a_run_killed_mid_generation_resumes_losing_and_repeating_nothing(tmp_pa
     assert "[kernelevo] gen   3" in resumed.stdout and "gen   0" not in resumed.stdout
     calls, distinct = log_counts(run_dir)
     assert calls == distinct  # no evaluation was repeated ...
-    db = sqlite3.connect(run_dir / "run.db")
-    done_after = {k for (k,) in db.execute("SELECT key FROM evaluations")}
+    done_after = set(read_store(run_dir, lambda store: store.evaluations()))
     assert done_before <= done_after  # ... and none was lost
-    assert db.execute("SELECT MAX(generation) FROM checkpoints").fetchone()[0] == 3
-    db.close()
+    assert read_store(run_dir, lambda store: store.latest_checkpoint()["generation"]) == 3
+    assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
 
 
-def test_a_resumed_optuna_study_continues(tmp_path):
-    genome = Genome.from_source(candidate("good"))  # declares TUNABLE = {"BLOCK": [64, 128, 256]}
+def test_tuning_again_repeats_no_evaluation_and_chooses_the_same(tmp_path):
+    seed = Individual("0.0", Genome.from_source(candidate("good")))  # declares TUNABLE = {"BLOCK": [64, 128, 256]}
     store = RunStore(tmp_path)
-    service = EvaluationService([make_evaluator(trials=2)], store)
+    service = EvaluationService([make_evaluator(trials=2)], store, parallel=2)
     try:
-        first = Tuner(service, store.optuna_url, trials=2).tune(genome)
-        calls_after_first = store.evaluation_count()
-        second = Tuner(service, store.optuna_url, trials=3).tune(genome)
+        first = Tuner(service, store.optuna_url, trials=3, parallel=2).tune(seed)
+        calls = store.evaluation_count()
+        again = Tuner(service, store.optuna_url, trials=3, parallel=2).tune(seed)  # as a resumed run does
     finally:
         service.close()
-    study = optuna.load_study(study_name=f"tune-{genome.id}", storage=store.optuna_url)
-    assert len(study.trials) == 3  # two from the first tuner, one more from the resumed one
-    assert first.result.ok and second.result.ok
-    assert store.evaluation_count() - calls_after_first <= 1
-    assert study.trials[0].params == genome.params  # the operator's own choice was tried first
+    assert first.ok and again.genome == first.genome and again.result.to_dict() == first.result.to_dict()
+    assert store.evaluation_count() == calls  # every trial came from the store
+    study = optuna.load_study(study_name="tune-0.0", storage=store.optuna_url)
+    assert len(study.trials) == 3 and study.trials[0].params == seed.genome.params  # the operator's choice first
 
 
 def test_failed_individuals_are_never_parents_while_a_correct_one_exists():
     import random
 
     genome = Genome.from_source(candidate("good"))
-    ok = make_individual(genome, "k1", "ok", 2.0)
-    failed = [make_individual(genome.with_params({"BLOCK": 64}), f"f{i}", "incorrect", None) for i in range(5)]
+    ok = individual(genome, "ok", 2.0)
+    failed = [individual(genome.with_params({"BLOCK": 64}), "incorrect", None, f"1.{i}") for i in range(5)]
     for strategy in (Tournament(3), EpsilonGreedy(0.5), UniformRandom()):
         parents = strategy(failed + [ok], failed + [ok], 20, random.Random(0))
         assert all(p is ok for p in parents), strategy
@@ -131,7 +138,7 @@ def test_epsilon_greedy_draws_from_the_whole_archive():
     import random
 
     genome = Genome.from_source(candidate("good"))
-    archive = [make_individual(genome.with_params({"BLOCK": b}), str(b), "ok", t)
+    archive = [individual(genome.with_params({"BLOCK": b}), "ok", t, f"1.{b}")
                for b, t in ((64, 3.0), (128, 1.0), (256, 2.0))]
     greedy = EpsilonGreedy(0.0)(archive[:1], archive, 5, random.Random(0))
     assert all(p is archive[1] for p in greedy)  # the archive's best, though it is not in the population
@@ -149,7 +156,7 @@ def test_multirun_sweeps_problems(tmp_path):
     ("problem=no_such_problem", "Could not find 'problem/no_such_problem'"),
     ("problem.name=no_such_problem", "neither a bundled problem"),
     ("search.generations=-1", "search.generations must not be negative"),
-    ("search.tuner.trials=0", "search.tuner.trials must be at least 1"),
+    ("search.tuner.trials=0", "search.tuner.trials and search.tuner.parallel must be at least 1"),
     ("search.mu=0", "search.mu and search.lambda_ must be at least 1"),
 ])
 def test_bad_overrides_get_a_clear_error(tmp_path, override, message):
@@ -167,11 +174,54 @@ def test_islands_evolve_apart_and_the_best_migrate(tmp_path):
     proc = kernelevo("run", "problem=rmsnorm", *TINY, "search.islands=2", "search.migration_interval=1",
                      cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    db = sqlite3.connect(run_dir_of(proc.stdout) / "run.db")
-    state = json.loads(db.execute("SELECT state FROM checkpoints ORDER BY generation DESC LIMIT 1").fetchone()[0])
-    times = dict(db.execute("SELECT genome_id, time_s FROM individuals").fetchall())
-    db.close()
-    islands = state["islands"]
+    run_dir = run_dir_of(proc.stdout)
+    islands = read_store(run_dir, lambda store: store.latest_checkpoint()["islands"])
+    times = {ind.id: ind.time_s for ind in read_store(run_dir, lambda store: store.individuals())}
     assert len(islands) == 2 and all(len(island) == 2 for island in islands)  # mu survivors each
     best = min((g for island in islands for g in island), key=lambda g: times[g])
     assert all(best in island for island in islands)  # the best of its island migrated to the other one
+
+
+def assert_lineage_is_sound(individuals: list[Individual]) -> None:
+    """Every lineage ends at the seed, has no cycle, and each parent is of an earlier generation."""
+    by_id = {ind.id: ind for ind in individuals}
+    assert [ind.id for ind in individuals if not ind.parents] == ["0.0"]
+    for ind in individuals:
+        for parent in ind.parents:
+            assert parent in by_id, f"{ind.id}: parent {parent} was never recorded"
+            assert by_id[parent].generation < ind.generation, f"{ind.id} is not younger than its parent {parent}"
+        current, seen = ind, set()
+        while current.parents:
+            assert current.id not in seen
+            seen.add(current.id)
+            current = by_id[current.parents[0]]
+        assert current.id == "0.0"
+
+
+def lineage_of(run_dir: Path) -> list[tuple]:
+    return [(ind.id, ind.parents, ind.operator, ind.key, ind.status)
+            for ind in read_store(run_dir, lambda store: store.individuals())]
+
+
+def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_workers(tmp_path):
+    """Children in flight, trials in parallel and evaluation workers change nothing the search decides: a run with
+    4 evaluation workers, 3 children and 2 trials at once, then the same config run serially on the first run's
+    measurements (timings on the interpreter are wall-clock noise, so the second run must see the same ones)."""
+    common = ["problem=elementwise_chain", "search.mu=2", "search.lambda_=3", "search.generations=2",
+              "search.patience=null", "search.tuner.trials=3", "fitness.trials=1", "fitness.timing.interpreter_reps=1"]
+    wide = kernelevo("run", *common, "parallel=4", "search.parallel=3", "search.tuner.parallel=2",
+                     "hydra.run.dir=wide", cwd=tmp_path)
+    assert wide.returncode == 0, wide.stdout + wide.stderr
+    measured = read_store(tmp_path / "wide", lambda store: store.evaluations())
+    serial_store = RunStore(tmp_path / "serial")
+    for key, result in measured.items():
+        serial_store.add_evaluation(key, result)
+    serial_store.close()
+    serial = kernelevo("run", *common, "parallel=1", "search.parallel=1", "search.tuner.parallel=1",
+                       "hydra.run.dir=serial", cwd=tmp_path)
+    assert serial.returncode == 0, serial.stdout + serial.stderr
+    assert lineage_of(tmp_path / "serial") == lineage_of(tmp_path / "wide")
+    assert len(lineage_of(tmp_path / "wide")) == 1 + 2 * 3
+    assert (tmp_path / "serial/best_kernel.py").read_text() == (tmp_path / "wide/best_kernel.py").read_text()
+    assert log_counts(tmp_path / "serial")[1] == len(measured)  # the serial run asked for no kernel not measured
+    assert_lineage_is_sound(read_store(tmp_path / "wide", lambda store: store.individuals()))

@@ -14,15 +14,14 @@ offline operators). The table (markdown) is printed and written to <multirun dir
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO))
 PRESETS = sorted(p.stem for p in (HERE / "ablation").glob("*.yaml"))
 
 
@@ -39,18 +38,22 @@ def multirun_command(args, sweep_dir: Path) -> list[str]:
 
 def run_row(run_dir: Path) -> dict:
     """One preset's outcome, read from its run store."""
-    db = sqlite3.connect(run_dir / "run.db")
-    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    config = json.loads(meta.get("config", "{}"))
-    best = db.execute("SELECT MIN(time_s) FROM individuals WHERE status = 'ok'").fetchone()[0]
-    root = db.execute("SELECT i.time_s FROM individuals i JOIN genomes g ON g.id = i.genome_id "
-                      "WHERE g.parents = '[]' LIMIT 1").fetchone()
-    statuses = dict(db.execute("SELECT status, COUNT(*) FROM evaluations GROUP BY status").fetchall())
-    calls, cost = db.execute("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE cached = 0").fetchone()
-    db.close()
-    return {"preset": config.get("experiment", {}).get("name", run_dir.name), "best_s": best,
-            "root_s": root[0] if root else None, "evaluations": sum(statuses.values()), "ok": statuses.get("ok", 0),
-            "llm_calls": calls, "cost_usd": cost, "stop": json.loads(meta.get("stop_reason", '""'))}
+    from evo.store import RunStore
+
+    store = RunStore(run_dir, create=False)
+    try:
+        config = store.get_meta("config", {})
+        individuals = store.individuals()
+        statuses = [result.status for result in store.evaluations().values()]
+        llm = store.llm_totals()
+        stop = store.get_meta("stop_reason", "")
+    finally:
+        store.close()
+    correct = [ind.time_s for ind in individuals if ind.ok]
+    root = next((ind for ind in individuals if not ind.parents), None)
+    return {"preset": config.get("experiment", {}).get("name", run_dir.name), "best_s": min(correct, default=None),
+            "root_s": root.time_s if root is not None and root.ok else None, "evaluations": len(statuses),
+            "ok": statuses.count("ok"), "llm_calls": llm["calls"], "cost_usd": llm["cost_usd"], "stop": stop}
 
 
 def table(rows: list[dict]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evo.genome import Genome
+from fitness.genome import Genome
 from hardware_profiles import HardwareProfile
 from operators.llm.parsing import compact_source_view
 

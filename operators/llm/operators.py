@@ -9,7 +9,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evo.genome import Genome, GenomeError
+from fitness.genome import Genome, GenomeError
+from fitness.individual import Individual
 from operators.base import BudgetExhausted, Operator, OperatorContext
 from operators.llm.context import profiling_text
 from operators.llm.parsing import ParseError
@@ -24,15 +25,14 @@ def _team(context: OperatorContext):
     return context.team
 
 
-def _lineage_notes(parent: Genome, context: OperatorContext) -> list[str]:
+def _lineage_notes(parent: Individual, context: OperatorContext) -> list[str]:
     """Tree memory: what children of this parent (and of its ancestors) were tried, and how they did."""
     ancestry = {parent.id, *parent.parents}
     notes = []
     for ind in context.archive:
-        genome = ind.genome
-        if set(genome.parents) & ancestry and genome.note:
+        if set(ind.parents) & ancestry and ind.note:
             outcome = "ok" if ind.ok else ind.status
-            notes.append(f"{genome.operator}: {genome.note.splitlines()[0][:200]} -> {outcome}")
+            notes.append(f"{ind.operator}: {ind.note.splitlines()[0][:200]} -> {outcome}")
     return notes[-8:]
 
 
@@ -57,21 +57,20 @@ class LLMMutation(Operator):
     use_planner: bool = True
     debug_tries: int = 2
 
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        self.check_arity(parents)
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        (genome,) = self.check_arity(parents)
         team, parent = _team(context), parents[0]
-        result = context.lookup(parent) if context.lookup else None
         plan = ""
         if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(parent, result, context.archive, _lineage_notes(parent, context)))
+            plan = _budget_guard(lambda: team.plan(genome, parent.result, context.archive,
+                                                   _lineage_notes(parent, context)))
             if plan is None:
                 return []
-        source = _budget_guard(lambda: team.code(parent, plan))
+        source = _budget_guard(lambda: team.code(genome, plan))
         if source is None:
             return []
         source = self._repair(team, source, context)
-        child = _budget_guard(lambda: Genome.from_source(source, note=plan))
-        return self.offspring(child, parents, context) if child is not None else []
+        return self.offspring(_budget_guard(lambda: Genome.from_source(source, note=plan)), parents)
 
     def _repair(self, team, source: str, context: OperatorContext) -> str:
         for _ in range(self.debug_tries if context.evaluate else 0):
@@ -92,13 +91,12 @@ class LLMCrossover(Operator):
     name: ClassVar[str] = "llm_crossover"
     arity: ClassVar[int] = 2
 
-    def __call__(self, parents: list[Genome], rng: random.Random, context: OperatorContext) -> list[Genome]:
-        self.check_arity(parents)
+    def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
+        a, b = self.check_arity(parents)
         team = _team(context)
-        a, b = parents
-        if a.id == b.id:
+        if a.key == b.key:
             return []
-        figures = [profiling_text(context.lookup(p)) if context.lookup else "" for p in parents]
+        figures = [profiling_text(p.result) for p in parents]
         source = _budget_guard(lambda: team.crossover(a, figures[0], b, figures[1]))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
-        return self.offspring(child, parents, context) if child is not None else []
+        return self.offspring(child, parents)

@@ -15,7 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evo.genome import Genome
+from fitness.genome import Genome
+from operators.base import CURRENT_CHILD
 from operators.llm.context import ContextBuilder
 from operators.llm.parsing import ParseError, apply_edits, extract_code, extract_plan, parse_edits
 
@@ -79,13 +80,18 @@ class LLMTeam:
                                                          f"following the requested format exactly."}]
 
     def _next_sample(self, messages: list[dict]) -> int:
-        """How many times this exact prompt was asked before: the same prompt asked again is a new sample (its
-        own cache entry), and a rerun that asks in the same order replays each sample from the cache."""
-        key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        """Which sample of this exact prompt this request is: its own cache entry. Each child (``CURRENT_CHILD``,
+        set by the search for every child it makes) has its own samples, numbered by how often it asked the same
+        prompt before; so two children asking the same prompt get independent replies, and a rerun makes the same
+        requests whatever order concurrent children run in, replaying each from the cache."""
+        child = CURRENT_CHILD.get()
+        key = hashlib.sha256(json.dumps([child.id if child else "", messages], sort_keys=True).encode()).hexdigest()
         with self._samples_lock:
-            sample = self._samples[key]
+            repeat = self._samples[key]
             self._samples[key] += 1
-        return sample
+        if child is None:
+            return repeat
+        return int(hashlib.sha256(child.id.encode()).hexdigest()[:8], 16) * 1000 + repeat
 
     @staticmethod
     def _code(reply) -> str:
