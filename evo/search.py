@@ -172,8 +172,11 @@ class Search:
         return tuned
 
     def _survivors(self, islands: list, offspring: list, owners: list, generation: int) -> list:
-        islands = [self.toolbox.select_survivors(island + [ind for ind, o in zip(offspring, owners) if o == i],
-                                                 self.settings.mu) for i, island in enumerate(islands)]
+        """Each island's best mu of its population and its children, one individual per kernel (a child that tuned
+        to a kernel the island already holds adds nothing), then migration."""
+        islands = [self.toolbox.select_survivors(_one_per_kernel(island + [ind for ind, o in zip(offspring, owners)
+                                                                           if o == i]), self.settings.mu)
+                   for i, island in enumerate(islands)]
         s = self.settings
         if s.islands > 1 and s.migration_size and generation % s.migration_interval == 0 and \
                 all(len(island) >= s.migration_size for island in islands):
@@ -254,3 +257,13 @@ class Search:
         self.on_generation(GenerationReport(generation, self.store.evaluation_count(), record["best"],
                                             record["median"], record["correct"], len(population), elapsed, improved))
         return new
+
+
+def _one_per_kernel(individuals: list) -> list:
+    """The first individual of each kernel (key), in order: the population keeps the one it already had."""
+    seen, unique = set(), []
+    for ind in individuals:
+        if ind.key not in seen:
+            seen.add(ind.key)
+            unique.append(ind)
+    return unique

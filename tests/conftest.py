@@ -32,6 +32,17 @@ def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", **s
                      load_profile("cpu_interpreter"), EvalSettings(**settings), device="cpu")
 
 
+def read_store(run_dir, read):
+    """What `read(store)` returns from a run's store, through its typed API (no SQL outside evo/store.py)."""
+    from evo.store import RunStore
+
+    store = RunStore(run_dir, create=False)
+    try:
+        return read(store)
+    finally:
+        store.close()
+
+
 @pytest.fixture(scope="module")
 def evaluator():
     with make_evaluator() as ev:

@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import CANDIDATES, SCALE_SHIFT
-from evo.store import RunStore
+from conftest import CANDIDATES, SCALE_SHIFT, read_store
 from llm_server import ScriptedLLMServer
 
 KEY = "sk-kernelevo-test-secret-0123456789"
@@ -60,22 +59,14 @@ def run_dir_of(stdout: str) -> Path:
     return Path(line.split("run dir ", 1)[1].strip())
 
 
-def from_store(run_dir: Path, read):
-    store = RunStore(run_dir, create=False)
-    try:
-        return read(store)
-    finally:
-        store.close()
-
-
 def lineage(run_dir: Path) -> list[tuple]:
     return [(ind.operator, ind.generation, ind.status, ind.note)
-            for ind in from_store(run_dir, lambda store: store.individuals())]
+            for ind in read_store(run_dir, lambda store: store.individuals())]
 
 
 def llm_calls(run_dir: Path) -> list[tuple]:
     return [(c["role"], c["prompt_tokens"], c["completion_tokens"], c["cost_usd"], c["cached"], c["individual"])
-            for c in from_store(run_dir, lambda store: store.llm_calls())]
+            for c in read_store(run_dir, lambda store: store.llm_calls())]
 
 
 def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
@@ -100,7 +91,7 @@ def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
     assert [c[0] for c in calls] == ["planner", "coder", "planner", "coder", "coder", "debugger"]
     assert all(c[1] == 900 and c[2] == 300 and abs(c[3] - 1.5e-3) < 1e-9 and c[4] == 0 for c in calls)
     assert [c[5] for c in calls] == ["1.0"] * 2 + ["1.1"] * 4  # each call charged to the child it made
-    usage = {ind.id: ind.llm for ind in from_store(run_dir, lambda store: store.individuals())}
+    usage = {ind.id: ind.llm for ind in read_store(run_dir, lambda store: store.individuals())}
     assert usage["1.0"]["calls"] == 2 and usage["1.1"]["calls"] == 4
     assert abs(usage["1.1"]["cost_usd"] - 4 * 1.5e-3) < 1e-9 and usage["0.0"] == {}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from conftest import candidate, make_evaluator
+from conftest import candidate, make_evaluator, read_store
 from evo.evaluation import EvaluationService
 from evo.selection import EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
@@ -36,18 +36,7 @@ def run_dir_of(output: str) -> Path:
 
 
 def log_counts(run_dir: Path) -> tuple[int, int]:
-    store = RunStore(run_dir, create=False)
-    counts = store.evaluation_count(), store.distinct_evaluation_count()
-    store.close()
-    return counts
-
-
-def read_store(run_dir: Path, what):
-    store = RunStore(run_dir, create=False)
-    try:
-        return what(store)
-    finally:
-        store.close()
+    return read_store(run_dir, lambda store: (store.evaluation_count(), store.distinct_evaluation_count()))
 
 
 def individual(genome: Genome, status: str, time_s: float | None, name: str = "1.0") -> Individual:
@@ -132,6 +121,15 @@ def test_failed_individuals_are_never_parents_while_a_correct_one_exists():
         parents = strategy(failed + [ok], failed + [ok], 20, random.Random(0))
         assert all(p is ok for p in parents), strategy
     assert failed[0].fitness.values[0] == float("inf")
+
+
+def test_survivors_hold_one_individual_per_kernel():
+    from evo.search import _one_per_kernel
+
+    genome = Genome.from_source(candidate("good"))
+    old, same_kernel, other = (individual(genome, "ok", 1.0, "1.0"), individual(genome, "ok", 1.0, "2.0"),
+                               individual(genome.with_params({"BLOCK": 64}), "ok", 2.0, "2.1"))
+    assert _one_per_kernel([old, same_kernel, other]) == [old, other]  # the population keeps the one it had
 
 
 def test_epsilon_greedy_draws_from_the_whole_archive():

@@ -1,0 +1,29 @@
+"""The live progress line: evaluations done and in flight, the rate, the best time and the generation budget."""
+from types import SimpleNamespace
+
+from evo.progress import GpuBusySampler, Progress
+from evo.search import Budget
+
+
+class Counter:
+    def __init__(self):
+        self.done = 10
+
+    def evaluation_count(self) -> int:
+        return self.done
+
+
+def test_the_line_shows_what_is_done_in_flight_and_best():
+    store, service = Counter(), SimpleNamespace(in_flight=5)
+    search = SimpleNamespace(generation=2, best_s=float("inf"))
+    with Progress(search, service, store, Budget(generations=4, wall_time_s=None), period_s=60) as progress:
+        assert "best n/a" in progress.line()
+        store.done, search.best_s = 25, 1.5e-4
+        line = progress.line()
+    assert "gen 2/4" in line and "evals 25" in line and "in flight 5" in line and "best 150.0 us" in line
+    assert float(line.split("| ")[3].split("/h")[0].replace(",", "")) > 0  # 15 evaluations since it started
+
+
+def test_no_gpu_means_no_busy_figure():
+    sampler = GpuBusySampler(indices=(0,))
+    assert not sampler.available and sampler.busy() is None
