@@ -27,7 +27,7 @@ from fitness.result import EvalResult
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
-from fitness.timing import TimingStats
+from fitness.timing import TIMING_DEFAULTS, TimingStats
 from hardware_profiles import HardwareProfile
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
@@ -47,9 +47,7 @@ class EvalSettings:
     compile_baseline: bool | None = None  # None: only on a GPU
     prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
-    timing: dict = field(default_factory=lambda: {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10,
-                                                  "max_reps": 1000, "input_sets": 3, "flush_l2": True,
-                                                  "interpreter_reps": 3})
+    timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
 
     def __post_init__(self):
         if self.trials < 1:

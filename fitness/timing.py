@@ -19,6 +19,10 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+# The timing settings and their defaults, in one place (fitness.timing.* in conf/fitness/default.yaml overrides them).
+TIMING_DEFAULTS = {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10, "max_reps": 1000, "input_sets": 3,
+                   "flush_l2": True, "interpreter_reps": 3}
+
 _perf_counter = time.perf_counter
 _cuda_event = torch.cuda.Event
 _cuda_synchronize = torch.cuda.synchronize
@@ -92,8 +96,8 @@ class CudaEventTimer:
 
     name = "cuda-events"
 
-    def __init__(self, l2_bytes: int, warmup_ms: float = 25.0, rep_ms: float = 100.0, min_reps: int = 10,
-                 max_reps: int = 1000, flush_l2: bool = True):
+    def __init__(self, l2_bytes: int, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int,
+                 flush_l2: bool):
         self.warmup_s = warmup_ms / 1e3
         self.rep_s = rep_ms / 1e3
         self.min_reps, self.max_reps = min_reps, max_reps
@@ -160,10 +164,10 @@ class CudaEventTimer:
 def make_timer(device: str, l2_bytes: int, settings: dict):
     """The timer for a device: CUDA events on a GPU, wall-clock on the CPU interpreter."""
     if device.startswith("cuda"):
-        return CudaEventTimer(l2_bytes, warmup_ms=settings.get("warmup_ms", 25.0),
-                              rep_ms=settings.get("rep_ms", 100.0), min_reps=settings.get("min_reps", 10),
-                              max_reps=settings.get("max_reps", 1000), flush_l2=settings.get("flush_l2", True))
-    return WallClockTimer(reps=settings.get("interpreter_reps", 3))
+        s = {**TIMING_DEFAULTS, **settings}
+        return CudaEventTimer(l2_bytes, warmup_ms=s["warmup_ms"], rep_ms=s["rep_ms"], min_reps=s["min_reps"],
+                              max_reps=s["max_reps"], flush_l2=s["flush_l2"])
+    return WallClockTimer(reps={**TIMING_DEFAULTS, **settings}["interpreter_reps"])
 
 
 def unseen_stream_work(stats: TimingStats, min_gap_s: float = 20e-6) -> bool:

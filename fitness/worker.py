@@ -217,7 +217,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
 
 
 def timing_inputs(problem, job) -> list:
-    count = job["settings"]["timing"].get("input_sets", 3)
+    count = {**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["input_sets"]
     return [make_inputs(problem, job["seed"] + 1000 + j, job["device"]) for j in range(count)]
 
 
