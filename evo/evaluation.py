@@ -17,9 +17,20 @@ from fitness.genome import evaluation_key
 from fitness.result import EvalResult
 
 
-def auto_parallel(cpus: int | None = None) -> int:
-    """Evaluations in flight when the config says `auto`: all cores but two (for the search and the OS), >= 2."""
-    return max(2, (cpus or os.cpu_count() or 2) - 2)
+WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, caches and allocator slack, generously
+COPIES_PER_WORKER = 10  # inputs and outputs a worker holds at once: trial buffers, saved copies, poison, references,
+                        # timing input sets (input_sets) and their outputs
+
+
+def auto_parallel(cpus: int | None = None, gpu_bytes: list[int] = (), problem_bytes: int = 0) -> int:
+    """Evaluations in flight when the config says `auto`: all cores but two (for the search and the OS), at least
+    two; on GPUs, no more than fit in 80 % of their memory at the problem's footprint (the bytes one reference
+    forward reads and writes, times the copies a worker holds)."""
+    parallel = max(2, (cpus or os.cpu_count() or 2) - 2)
+    if gpu_bytes:
+        per_worker = WORKER_CONTEXT_BYTES + COPIES_PER_WORKER * problem_bytes
+        parallel = min(parallel, sum(max(1, int(0.8 * total) // per_worker) for total in gpu_bytes))
+    return parallel
 
 
 class EvaluationService:

@@ -40,10 +40,16 @@ def evaluation_devices(device: str, gpus) -> list[str]:
     return [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
 
 
-def evaluations_in_flight(value) -> int:
-    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count)."""
+def evaluations_in_flight(value, devices: list[str] = (), problem_bytes: int = 0) -> int:
+    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count and, on
+    GPUs, their memory and the problem's footprint)."""
     if value in (None, "auto"):
-        return auto_parallel()
+        gpu_bytes = []
+        if any(d.startswith("cuda") for d in devices):
+            import torch
+
+            gpu_bytes = [torch.cuda.get_device_properties(torch.device(d)).total_memory for d in devices]
+        return auto_parallel(gpu_bytes=gpu_bytes, problem_bytes=problem_bytes)
     if int(value) < 1:
         raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
     return int(value)
@@ -55,11 +61,12 @@ def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
     problem = problem_from_config(cfg.problem, device)
     policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
     devices = evaluation_devices(device, cfg.get("gpus", "auto"))
-    parallel = evaluations_in_flight(cfg.get("parallel", "auto"))
-    if settings.prestart_worker:  # warm spare workers: enough for every evaluation in flight on a device
-        settings.spares = max(1, -(-parallel // len(devices)))
     shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
     evaluators = [Evaluator(problem, policy, profile, settings, device=d, baseline_slot=shared) for d in devices]
+    cost = evaluators[0].cost
+    parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices, cost.bytes if cost else 0)
+    for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
+        evaluator.set_spares(max(1, -(-parallel // len(devices))) if settings.prestart_worker else 0)
     return EvaluationService(evaluators, store, parallel)
 
 

@@ -122,6 +122,10 @@ class Evaluator:
     def close(self) -> None:
         self._sandbox.close()
 
+    def set_spares(self, spares: int) -> None:
+        """How many warm workers to keep ready: as many as evaluations in flight on this evaluator's device."""
+        self.settings.spares = self._sandbox.spares = max(int(spares), 0)
+
     def describe(self) -> str:
         where = (f"GPU {self.profile.display_name}" if self.on_gpu
                  else "no GPU: running kernels on the CPU through Triton's interpreter (times are wall-clock)")
