@@ -14,6 +14,7 @@ Usage::
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,7 +25,7 @@ from fitness.gpu_lock import lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
-from fitness.sandbox import JobOutcome, Sandbox
+from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.timing import TIMING_DEFAULTS, TimingStats
@@ -88,6 +89,31 @@ def implausibility(time_s: float, sol_s: float, margin: float, profile: Hardware
         return ""
     return (f"implausible time: {time_s * 1e6:.1f} us is below the speed of light {sol_s * 1e6:.1f} us on "
             f"{profile.display_name} (bytes over bandwidth, FLOPs over peak): the timed call cannot have done the work")
+
+
+SECRET_PLACEHOLDER = "[secret removed]"
+MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would scrub ordinary words
+
+
+def known_secrets(environ=None) -> list[str]:
+    """Values of this process's secret environment variables (the ones workers never see), longest first."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if is_secret_variable(k) and len(v) >= MIN_SECRET_CHARS}
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub_secrets(result: EvalResult, secrets: list[str] | None = None) -> None:
+    """Replace every known secret in the texts a candidate controls (reason, log_tail, notes)."""
+    secrets = known_secrets() if secrets is None else secrets
+
+    def clean(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, SECRET_PLACEHOLDER)
+        return text
+
+    if secrets:
+        result.reason, result.log_tail = clean(result.reason), clean(result.log_tail)
+        result.notes = [clean(str(n)) for n in result.notes]
 
 
 def default_device() -> str:
@@ -202,7 +228,8 @@ class Evaluator:
         data = outcome.result
         result.status = data["status"]
         result.reason = data.get("reason", "")
-        for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing", "phases_s"):
+        for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing", "phases_s",
+                    "input_seed"):
             if key in data:
                 setattr(result, key, data[key])
         if "uses-torch-compute" in result.guards.get("labels", []):
@@ -247,4 +274,5 @@ class Evaluator:
             if result.ok:
                 baseline_s = self._score(result)
         result.eval_wall_s = time.perf_counter() - start - baseline_s  # the one-off baselines are no one's cost
+        scrub_secrets(result)  # whatever the candidate printed or raised may quote a secret it found somewhere
         return result

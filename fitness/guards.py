@@ -27,7 +27,7 @@ DATA_MOVEMENT_OPS = frozenset({
     "as_strided", "alias", "detach", "detach_", "clone", "contiguous", "copy_", "_to_copy", "to", "lift_fresh",
     "split", "split_with_sizes", "chunk", "unbind", "flatten", "unflatten", "movedim", "cat", "stack",
     "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_contiguous",
-    "resize_", "set_",
+    "resize_", "set_", "pad", "constant_pad_nd",  # F.pad: padding is data movement
 })
 
 

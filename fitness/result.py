@@ -46,6 +46,7 @@ class EvalResult:
     timing: dict = field(default_factory=dict)  # full TimingStats of candidate / eager / compile
     notes: list = field(default_factory=list)
     eval_wall_s: float = 0.0
+    input_seed: int | None = None  # the secret seed of the correctness and timing inputs (reproduction)
     phases_s: dict = field(default_factory=dict)  # where the worker's time went: import, idle, setup, trials, ...
     log_tail: str = ""
 

@@ -55,7 +55,21 @@ FORBIDDEN_APIS = {
     "torch.cuda.empty_cache": "allocator control",
     "triton.testing": "triton's timing utilities", "triton.runtime": "triton runtime internals",
     "triton.knobs": "triton runtime internals",
+    "typing.get_type_hints": "evaluating string annotations (code execution)",
+    "torch.save": "file access", "torch.load": "file access", "torch.from_file": "file access",
+    "torch.serialization": "file access", "torch.hub": "downloads and file access", "torch.package": "file access",
+    "torch.distributed": "network access", "torch.multiprocessing": "process access",
 }
+
+# Attribute names that are refused wherever they appear, whatever object they are read from.
+FORBIDDEN_ATTRIBUTES = {
+    "get_type_hints": "evaluating string annotations (code execution)", "tofile": "file access",
+    "fromfile": "file access", "from_file": "file access",
+}
+
+# Modules that other modules expose as attributes (torch.os, torch.sys, ...): an attribute chain through one of
+# these names is refused whatever its root, e.g. torch.os.system, m.sys.modules with m = torch.
+DANGEROUS_MODULE_ATTRIBUTES = {name for name in IMPORT_REASONS if name not in ("time", "timeit")}
 
 
 @dataclass(frozen=True)
@@ -123,25 +137,58 @@ class _Checker(ast.NodeVisitor):
         if any(part.startswith("_") for part in dotted.split(".")[1:]):
             self.report(node, f"'{dotted}' is a private API of a library (not allowed)")
 
+    def _check_chain(self, node) -> None:
+        """Refuse a chain that passes through an attribute named like a dangerous module: a.os.system anywhere,
+        and torch.os itself when the root is a module."""
+        parts, root = [], node
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        parts.reverse()
+        from_module = isinstance(root, ast.Name) and root.id in self.aliases
+        for i, part in enumerate(parts):
+            if part in DANGEROUS_MODULE_ATTRIBUTES and (from_module or i < len(parts) - 1):
+                self.report(node, f"attribute chain through module '.{part}' is not allowed "
+                                  f"({IMPORT_REASONS[part]})")
+                return
+
     def visit_Attribute(self, node):
+        self._check_chain(node)
         if node.attr in FRAME_ATTRIBUTES:
             self.report(node, f"frame access '.{node.attr}' is not allowed (introspection)")
         elif node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
             self.report(node, f"dunder attribute '.{node.attr}' is not allowed (introspection)")
-        dotted = self._dotted(node)
+        dotted, before = self._dotted(node), len(self.findings)
         if dotted is not None:
             self._check_api(node, dotted)
-            return  # the whole chain was checked; do not re-check its prefixes
-        self.generic_visit(node)
+        if node.attr in FORBIDDEN_ATTRIBUTES and len(self.findings) == before:  # one finding per construct
+            self.report(node, f"'.{node.attr}' is not allowed ({FORBIDDEN_ATTRIBUTES[node.attr]})")
+        if dotted is None:  # a resolved chain was checked whole; do not re-check its prefixes
+            self.generic_visit(node)
 
     def visit_Name(self, node):
         if node.id in ("__builtins__", "__loader__", "__spec__"):
             self.report(node, f"'{node.id}' is not allowed (introspection)")
 
     def visit_Call(self, node):
+        if self._plain_getattr(node):
+            return
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             self.report(node, f"call to {node.func.id}() is not allowed ({FORBIDDEN_CALLS[node.func.id]})")
         self.generic_visit(node)
+
+    def _plain_getattr(self, node) -> bool:
+        """getattr(obj, "name", default) with a constant identifier is ordinary attribute access: checked as
+        obj.name (so getattr(torch, "compile", None) or getattr(f, "__globals__", None) are still refused)."""
+        if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) == 3
+                and not node.keywords and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str) and node.args[1].value.isidentifier()):
+            return False
+        attribute = ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()),
+                                      node)
+        self.visit(attribute)
+        self.visit(node.args[2])
+        return True
 
     # assignments: no monkey-patching of modules -----------------------------------------------------------------
     def _check_target(self, target) -> None:
@@ -162,6 +209,13 @@ class _Checker(ast.NodeVisitor):
         for target in node.targets:
             self._check_target(target)
         self.generic_visit(node)
+        dotted = self._dotted(node.value)  # m = torch; m = torch.cuda: m is that module from now on
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                if dotted is not None:
+                    self.aliases[target.id] = dotted
+                else:
+                    self.aliases.pop(target.id, None)
 
     def visit_AugAssign(self, node):
         self._check_target(node.target)

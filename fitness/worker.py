@@ -6,27 +6,31 @@ the timers and installing the launch counter -- before any candidate code exists
 job, write the result and leave with ``os._exit``. Jobs:
 
 * ``candidate``: setup (shared GPU lock), compiling the candidate's kernels ahead without launching anything (no
-  lock, ``fitness.compile_ahead``), the correctness gate (seeded trials, inputs verified unchanged, the reference
-  computed after the candidate on a saved copy of the inputs, output memory poisoned) and honesty guards (shared
-  lock), then timing (exclusive lock).
+  lock, ``fitness.compile_ahead``), the correctness gate (trials seeded from a secret per-job seed, inputs verified
+  unchanged, the reference computed after the candidate on a saved copy of the inputs, output memory poisoned) and
+  honesty guards on every trial (shared lock), then timing (exclusive lock), each timed call launching the
+  candidate's own kernels, and the last timed output per input set checked (``fitness.checks``).
 * ``baseline``: torch.compile and its first call (shared lock), then eager and torch.compile timed with the
   candidate's timer and inputs (exclusive lock).
 * ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache.
 
 ``phases_s`` of a result, in seconds: fork, cuda_init, prewarm, idle (these in a spare before its job arrives),
 import (0: done once in the fork server), setup, compile, wait_shared, trials (of which first_call, trial_calls),
-wait_exclusive, timing.
+wait_exclusive, timing, verify_timed.
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from fitness import timing  # binds the clocks first
+from fitness.checks import (TimedCalls, Verdict, check_guards, check_output_types, empty_guards,  # noqa: E402
+                             verify_timed_outputs)
 from fitness.guards import LaunchCounter, TorchOpTrace
 
 import torch  # noqa: E402
@@ -98,20 +102,14 @@ def gpu_lock(job: dict, exclusive: bool):
         lock.__exit__()
 
 
-class Verdict(Exception):
-    """Ends a candidate job early with a status and reason (rejected, incorrect, ...)."""
-
-    def __init__(self, status: str, reason: str, **fields):
-        super().__init__(reason)
-        self.status, self.reason, self.fields = status, reason, fields
-
-
 # inputs ----------------------------------------------------------------------------------------------------------
 def make_inputs(problem, seed: int, device: str) -> list:
-    """get_inputs() under a seed, created directly on the device."""
+    """get_inputs() under a seed, created directly on the device; the global RNG is then re-seeded from a fresh
+    secret, so neither torch.initial_seed() nor the generator's state tells a candidate the inputs' seed."""
     torch.manual_seed(seed)
     with torch.device(device):
         inputs = call_get_inputs(problem)
+    torch.manual_seed(secrets.randbits(63))
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
@@ -148,44 +146,25 @@ def synchronize(device: str) -> None:
 
 
 # candidate job ---------------------------------------------------------------------------------------------------
-def reference_output_specs(reference, problem, job) -> list:
+def reference_output_specs(reference, problem, job, input_seed: int) -> list:
     """Shapes and dtypes of the reference outputs, from a probe input that is scrubbed afterwards."""
-    probe = make_inputs(problem, job["seed"] + 10_000, job["device"])
+    probe = make_inputs(problem, input_seed + 10_000, job["device"])
     outputs = as_tensor_list(reference(*probe))
     specs = [(tuple(o.shape), o.dtype) for o in outputs]
     scrub(outputs)
     return specs
 
 
-def check_guards(trace, module_name: str, policy: PrecisionPolicy, settings: dict) -> dict:
-    guards = {"triton_launches": LAUNCHES.count(module_name),
-              "other_triton_launches": sum(LAUNCHES.launches.values()) - LAUNCHES.count(module_name),
-              "torch_ops": dict(trace.ops) if trace else {}, "torch_compute_ops": [], "labels": []}
-    if settings.get("require_triton_launch", True) and guards["triton_launches"] == 0:
-        raise Verdict("rejected", "forward launched no Triton kernel of its own: the candidate must compute its "
-                      "output with @triton.jit kernels defined in its module", guards=guards)
-    if trace is not None:
-        compute = trace.compute_ops(policy.extra_allowed_ops)
-        guards["torch_compute_ops"] = compute
-        if compute and policy.torch_compute == "reject":
-            raise Verdict("rejected", f"forward does real work with torch ops {compute}; under policy "
-                          f"'{policy.name}' only allocation, views and copies may run in torch: move this "
-                          f"computation into a Triton kernel", guards=guards)
-        if compute:
-            guards["labels"].append("uses-torch-compute")
-    return guards
-
-
-def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
+def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
-    trial a worker is in, not for all of them."""
+    trial a worker is in, not for all of them. Every trial is traced and its launches counted."""
     device, settings = job["device"], job["settings"]
     with gpu_lock(job, exclusive=False), phase("trials"):
-        specs = reference_output_specs(reference, problem, job)
-    buffers, worst, guards = None, None, {}
+        specs = reference_output_specs(reference, problem, job, input_seed)
+    buffers, worst, guards = None, None, empty_guards()
     for trial in range(settings["trials"]):
         with gpu_lock(job, exclusive=False), phase("trials"):
-            fresh = make_inputs(problem, job["seed"] + trial, device)
+            fresh = make_inputs(problem, input_seed + trial, device)
             if buffers is None:
                 buffers = fresh
             else:
@@ -194,12 +173,13 @@ def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
             poison_allocator(specs, device)
             synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
             LAUNCHES.reset()
-            trace = TorchOpTrace(LAUNCHES) if trial == 0 and settings.get("trace_torch_ops", True) else None
+            trace = TorchOpTrace(LAUNCHES) if settings.get("trace_torch_ops", True) else None
             with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
                 output = model_new(*buffers)
                 synchronize(device)
-            if trial == 0:
-                guards = check_guards(trace, module_name, policy, settings)
+            check_output_types(output, f"trial {trial}", guards=guards, trials_passed=trial)
+            check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial}",
+                         trials_passed=trial)
             changed = changed_inputs(buffers, saved)
             if changed:
                 raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial}); inputs must be "
@@ -208,7 +188,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
             comparison = compare_outputs(output, refs, policy)
             scrub(as_tensor_list(output) + refs)
         if not comparison.ok:
-            raise Verdict("incorrect", f"trial {trial} (input seed {job['seed'] + trial}): {comparison.reason}",
+            raise Verdict("incorrect", f"trial {trial} (input seed {input_seed + trial}): {comparison.reason}",
                           guards=guards, trials_passed=trial, max_abs_err=comparison.max_abs_err,
                           max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
         worst = comparison if worst is None else worst.worst(comparison)
@@ -216,14 +196,15 @@ def run_trials(reference, model_new, problem, job, policy, module_name) -> dict:
             "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}
 
 
-def timing_inputs(problem, job) -> list:
+def timing_inputs(problem, job, input_seed: int) -> list:
     count = {**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["input_sets"]
-    return [make_inputs(problem, job["seed"] + 1000 + j, job["device"]) for j in range(count)]
+    return [make_inputs(problem, input_seed + 1000 + j, job["device"]) for j in range(count)]
 
 
-def time_candidate(model_new, input_sets: list, job) -> dict:
+def time_candidate(timed: TimedCalls, input_sets: list, job) -> dict:
+    """Time forward through `timed`, which counts each call's launches and keeps the last output per input set."""
     timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
-    stats = timer.measure(model_new, input_sets)
+    stats = timer.measure(timed, input_sets)
     if job["device"].startswith("cuda") and timing.unseen_stream_work(stats):
         raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
                       f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
@@ -232,18 +213,32 @@ def time_candidate(model_new, input_sets: list, job) -> dict:
     return stats.to_dict()
 
 
-def prepare_compile_pass(model_new, problem, job):
+def prepare_compile_pass(model_new, problem, job, input_seed: int):
     """(model copy, inputs) for the compile pass, made under the shared lock; None on the CPU interpreter (nothing
     to compile) or when the model cannot be copied (then the first real call compiles)."""
     if not job["device"].startswith("cuda"):
         return None, "skipped: CPU interpreter"
     try:
-        return (copy_model(model_new), make_inputs(problem, job["seed"] + 20_000, job["device"])), ""
+        return (copy_model(model_new), make_inputs(problem, input_seed + 20_000, job["device"])), ""
     except Exception as exc:  # noqa: BLE001
         return None, f"fallback: the model could not be copied: {type(exc).__name__}: {exc}"[:300]
 
 
 def run_candidate_job(job: dict) -> dict:
+    """The candidate job, its verdict carrying the secret seed its inputs were drawn from (reported afterwards, so
+    a failing trial can be reproduced). The seed is drawn before the candidate is imported and lives only in
+    locals: the inputs cannot be regenerated in advance. Parameters are initialised from the configured seed."""
+    input_seed = secrets.randbits(31)
+    try:
+        result = judge_candidate(job, input_seed)
+    except Verdict as verdict:
+        result = {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
+    except CandidateError as exc:
+        result = {"status": exc.status, "reason": exc.reason}
+    return {**result, "input_seed": input_seed}
+
+
+def judge_candidate(job: dict, input_seed: int) -> dict:
     policy = PrecisionPolicy.from_dict(job["policy"])
     device, seed = job["device"], job["seed"]
     with phase("setup"):
@@ -260,19 +255,29 @@ def run_candidate_job(job: dict) -> dict:
             raise CandidateError("runtime_error", "constructing ModelNew failed: "
                                  + describe_exception(exc, module.__file__)) from exc
         param_sync = copy_parameters(reference, model_new)
-        compile_pass, compile_how = prepare_compile_pass(model_new, problem, job)
+        compile_pass, compile_how = prepare_compile_pass(model_new, problem, job, input_seed)
+    result: dict = {}
     with torch.no_grad():
         try:
             if compile_pass is not None:
                 with phase("compile"):  # no lock: compiles, launches nothing
                     compile_how = compile_ahead(*compile_pass, LAUNCHES)
                     del compile_pass
-            result = run_trials(reference, model_new, problem, job, policy, module_name)
+            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed)
             with gpu_lock(job, exclusive=False), phase("trials"):
-                input_sets = timing_inputs(problem, job)
+                input_sets = timing_inputs(problem, job, input_seed)
+                saved_sets = [clone_all(inputs) for inputs in input_sets]
+            timed = TimedCalls(model_new, input_sets, LAUNCHES, module_name,
+                               job["settings"].get("require_triton_launch", True))
             with gpu_lock(job, exclusive=True), phase("timing"):
-                result["timing"] = {"candidate": time_candidate(model_new, input_sets, job)}
-        except Verdict as verdict:
+                result["timing"] = {"candidate": time_candidate(timed, input_sets, job)}
+            timed.check_launches()
+            with gpu_lock(job, exclusive=False), phase("verify_timed"):
+                result["guards"].update(verify_timed_outputs(timed, reference, input_sets, saved_sets, policy))
+        except Verdict as verdict:  # a verdict on the timed calls keeps what the trials found
+            for key in ("guards", "trials_passed", "timing"):
+                if key in result:
+                    verdict.fields.setdefault(key, result[key])
             verdict.fields.setdefault("guards", {})["compile_pass"] = compile_how
             raise
         except CandidateError:
@@ -293,7 +298,7 @@ def run_baseline_job(job: dict) -> dict:
                                                       f"'{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
         reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
-        inputs = timing_inputs(problem, job)
+        inputs = timing_inputs(problem, job, job["seed"])
     with torch.no_grad():
         compiled = None
         if job["settings"].get("compile_baseline", True):

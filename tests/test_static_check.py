@@ -35,6 +35,24 @@ def test_bundled_seeds_pass(name):
     ("import torch\ng = torch.cuda.CUDAGraph()", "CUDA graphs"),
     ("import torch\nx = torch._C", "private API"),
     ("setattr(object, 'x', 1)", "dynamic attribute access"),
+    ("import torch\ntorch.os.system('ls')", "line 2: attribute chain through module '.os' is not allowed"),
+    ("import torch\nm = torch.sys.modules['os']", "line 2: attribute chain through module '.sys'"),
+    ("import torch\nm = torch\nm.os.system('ls')", "line 3: attribute chain through module '.os'"),
+    ("def f(t):\n    return t.builtins.open", "line 2: attribute chain through module '.builtins'"),
+    ("import torch\nm = torch.cuda\ns = m.Stream()", "line 3: 'torch.cuda.Stream' is not allowed"),
+    ("import torch\nm = torch\nm.matmul = abs", "line 3: assignment into module 'torch'"),
+    ("import torch\nx = getattr(torch, 'os', None).system", "line 2: attribute chain through module '.os'"),
+    ("import typing\nh = typing.get_type_hints(abs)", "line 2: 'typing.get_type_hints' is not allowed"),
+    ("from typing import get_type_hints", "line 1: 'typing.get_type_hints' is not allowed"),
+    ("def f(t):\n    return t.get_type_hints", "line 2: '.get_type_hints' is not allowed"),
+    ("import torch\ntorch.save(1, 'f')", "line 2: 'torch.save' is not allowed (file access)"),
+    ("import torch\nx = torch.load('f')", "line 2: 'torch.load' is not allowed (file access)"),
+    ("from torch import save", "line 1: 'torch.save' is not allowed"),
+    ("def f(x):\n    x.numpy().tofile('/tmp/a')", "line 2: '.tofile' is not allowed (file access)"),
+    ("import torch\ns = torch.UntypedStorage.from_file('f')", "line 2: '.from_file' is not allowed"),
+    ("getattr(f, '__globals__', None)", "dunder attribute '.__globals__'"),
+    ("import torch\nc = getattr(torch, 'compile', None)", "'torch.compile' is not allowed"),
+    ("getattr(f, name, None)", "call to getattr() is not allowed"),
 ])
 def test_forbidden_constructs_are_named_with_their_line(source, expected):
     assert any(expected in f for f in findings(source)), findings(source)
@@ -44,6 +62,12 @@ def test_candidate_modules_of_their_own_are_fine():
     assert findings(candidate("good")) == []
     assert findings("import math\nimport triton.language as tl\nclass ModelNew:\n    def __init__(self):\n"
                     "        self._cache = {}\n        self.__init__\n") == []
+
+
+def test_getattr_with_a_constant_name_and_a_default_is_plain_attribute_access():
+    assert findings(candidate("getattr_default")) == []
+    assert findings("class M:\n    def f(self):\n        return getattr(self.linear, 'bias', None)\n") == []
+    assert findings("class M:\n    def f(self):\n        self.os = 1\n        return self.os\n") == []
 
 
 def test_syntax_errors_raise():

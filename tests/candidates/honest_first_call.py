@@ -1,0 +1,28 @@
+"""Cheat: an honest Triton kernel on the first call only (the one that was traced); torch does the work after."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+CALLS = [0]
+
+
+@triton.jit
+def scale_shift_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale + 1.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        CALLS[0] += 1
+        if CALLS[0] > 1:
+            return x * self.scale + 1.0
+        y = torch.empty_like(x)
+        scale_shift_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), self.scale, BLOCK=128)
+        return y

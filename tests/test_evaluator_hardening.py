@@ -1,0 +1,95 @@
+"""Holes an attacker's report found in the evaluator's checks, each closed: one attack candidate per hole (CPU
+interpreter; the tests' evaluator runs 3 trials, then 3 + 1 timed calls on 3 input sets)."""
+import torch
+
+from conftest import candidate, make_evaluator
+from fitness.checks import output_type_problem
+from fitness.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
+from fitness.result import EvalResult
+
+
+def test_a_tensor_subclass_output_is_rejected(evaluator):
+    result = evaluator.evaluate(candidate("lazy_tensor_output"))
+    assert result.status == "rejected"
+    assert "Lazy (trial 0)" in result.reason and "plain torch.Tensor" in result.reason
+
+
+def test_output_types_must_be_exact_inside_tuples_too():
+    class Sub(torch.Tensor):
+        pass
+
+    plain = torch.zeros(2)
+    assert output_type_problem(plain) == "" and output_type_problem((plain, plain)) == ""
+    assert "output #1" in output_type_problem([plain, plain.as_subclass(Sub)])
+    assert output_type_problem(torch.nn.Parameter(plain)) != ""
+    assert output_type_problem(3.0) != ""
+
+
+def test_every_trial_is_traced_and_must_launch(evaluator):
+    result = evaluator.evaluate(candidate("honest_first_call"))
+    assert result.status == "rejected"
+    assert "(trial 1)" in result.reason and result.trials_passed == 1
+
+
+def test_every_timed_call_must_launch_the_candidates_kernel(evaluator):
+    result = evaluator.evaluate(candidate("torch_when_timed"))
+    assert result.status == "rejected"
+    assert "timed calls launched no Triton kernel" in result.reason
+    assert result.trials_passed == 3 and result.guards["triton_launches"] == 3
+
+
+def test_a_stale_answer_in_the_timed_calls_is_incorrect(evaluator):
+    result = evaluator.evaluate(candidate("stale_when_timed"))
+    assert result.status == "incorrect"
+    assert "output of a timed call differs from the reference" in result.reason
+
+
+def test_inputs_come_from_a_secret_seed_reported_afterwards(evaluator):
+    cheat = evaluator.evaluate(candidate("predicts_inputs"))
+    assert cheat.status == "incorrect"
+    assert cheat.input_seed is not None and f"(input seed {cheat.input_seed})" in cheat.reason
+    first, second = evaluator.evaluate(candidate("good")), evaluator.evaluate(candidate("good"))
+    assert first.ok and second.ok and first.input_seed != second.input_seed
+    assert first.guards["timed_outputs_checked"] == [0, 1, 2]
+
+
+def test_getattr_with_a_default_and_f_pad_are_not_false_rejections(evaluator):
+    for name in ("getattr_default", "pad_then_kernel"):
+        result = evaluator.evaluate(candidate(name))
+        assert result.status == "ok", (name, result.reason)
+        assert result.guards["torch_compute_ops"] == []
+
+
+SECRET = "sk-fake-hardening-0123456789"
+LEAKS = f'''
+import torch.nn as nn
+
+KEY = "{SECRET}"
+print("found", KEY)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+
+    def forward(self, x):
+        print("again", KEY)
+        raise RuntimeError("the key is " + KEY)
+'''
+
+
+def test_secrets_are_scrubbed_from_the_result(monkeypatch, evaluator):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    result = evaluator.evaluate(LEAKS)
+    assert result.status == "runtime_error"
+    assert SECRET not in result.to_json()
+    assert f"the key is {SECRET_PLACEHOLDER}" in result.reason
+
+
+def test_only_secret_variables_of_eight_characters_or_more_are_scrubbed():
+    env = {"MY_TOKEN": "abcdefgh12", "SHORT_KEY": "1234", "PLAIN": "abcdefgh12345"}
+    assert known_secrets(env) == ["abcdefgh12"]
+    result = EvalResult(status="rejected", reason="x abcdefgh12 1234", notes=["abcdefgh12"], log_tail="abcdefgh12")
+    scrub_secrets(result, known_secrets(env))
+    assert result.reason == f"x {SECRET_PLACEHOLDER} 1234" and result.notes == [SECRET_PLACEHOLDER]
+    assert result.log_tail == SECRET_PLACEHOLDER
