@@ -2,7 +2,7 @@
 interpreter; the tests' evaluator runs 3 trials, then 3 + 1 timed calls on 3 input sets)."""
 import torch
 
-from conftest import candidate, make_evaluator
+from conftest import candidate
 from fitness.checks import output_type_problem
 from fitness.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
 from fitness.result import EvalResult
