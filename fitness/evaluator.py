@@ -48,6 +48,7 @@ class EvalSettings:
     compile_baseline: bool | None = None  # None: only on a GPU
     prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
+    confine: bool = True  # PID, mount and network namespaces and resource limits for every worker
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
 
     def __post_init__(self):
@@ -137,7 +138,8 @@ class Evaluator:
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
-                                spares=self.settings.spares if self.settings.prestart_worker else 0)
+                                spares=self.settings.spares if self.settings.prestart_worker else 0,
+                                confine=self.settings.confine)
 
     def __enter__(self):
         return self

@@ -94,6 +94,18 @@ def triton_version() -> str | None:
     return None
 
 
+_WARNED: set = set()
+
+
+def warn_unconfined(missing: dict | None) -> None:
+    """Once per process and mechanism: say loudly that the OS did not confine candidates that way, and why."""
+    for mechanism, why in (missing or {}).items():
+        if mechanism not in _WARNED:
+            _WARNED.add(mechanism)
+            print(f"[kernelevo] WARNING: candidate workers run without {mechanism} confinement ({why}); see the "
+                  f"README's 'What the evaluator checks'", file=sys.stderr, flush=True)
+
+
 @dataclass
 class JobOutcome:
     status: str  # "finished", "timeout" or "crashed"
@@ -125,8 +137,9 @@ class Sandbox:
     a persistent cache for trusted ones."""
 
     def __init__(self, device: str, trusted_cache_dir: Path | None = None, spares: int = 1,
-                 python: str = sys.executable, base_env: dict | None = None):
+                 python: str = sys.executable, base_env: dict | None = None, confine: bool = True):
         self.device = device
+        self.confine = confine  # OS namespaces and limits for every worker (fitness/confine.py)
         self.interpret = not device.startswith("cuda")
         self.trusted_cache_dir = Path(trusted_cache_dir) if trusted_cache_dir else None
         self.spares = max(int(spares), 0)
@@ -180,7 +193,7 @@ class Sandbox:
             copy_stubs(self._stubs, workdir / "triton")
         with self._lock:
             zygote = self._zygote_locked()
-        zygote.fork(handle, env, self.device)
+        zygote.fork(handle, env, self.device, self.confine)
         return handle
 
     def _purge_locked(self) -> None:
@@ -272,6 +285,8 @@ class Sandbox:
         wall = time.perf_counter() - start
         tail = self._log_tail(handle)
         result = json.loads(result_path.read_text()) if finished and result_path.is_file() else None
+        if result is not None:
+            warn_unconfined(result.get("worker", {}).get("confinement", {}).get("missing"))
         status = "finished" if result is not None else ("timeout" if not finished else "crashed")
         return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished)
 

@@ -359,8 +359,9 @@ def wait_for_job(path: Path) -> dict:
             time.sleep(JOB_POLL_S)
 
 
-def serve(device: str, forked_at: float) -> None:
-    """A forked worker's life (in its private directory and environment): CUDA, wait for the job, run it, exit."""
+def serve(device: str, forked_at: float, origin: dict | None = None) -> None:
+    """A forked worker's life (in its private directory and environment): CUDA, wait for the job, run it, exit.
+    `origin` (the fork server's pid, the confinement it got) is reported with the result."""
     PHASES.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
     with phase("cuda_init"):
@@ -377,7 +378,7 @@ def serve(device: str, forked_at: float) -> None:
     else:
         result = run_job(job)
     result["phases_s"] = dict(PHASES)
-    result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid()}
+    result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid(), **(origin or {})}
     write_result(job["result_path"], result)
     sys.stdout.flush()
     sys.stderr.flush()

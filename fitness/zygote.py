@@ -8,14 +8,14 @@ numpy's BLAS pool is held to one thread) and never runs candidate code: its chil
 
 Protocol, JSON lines; the Sandbox writes the zygote's stdin, one reader thread of the Sandbox reads its stdout::
 
-    -> {"op": "fork", "id": ..., "workdir": ..., "log": ..., "env": {...}, "device": ...}
+    -> {"op": "fork", "id": ..., "workdir": ..., "log": ..., "env": {...}, "device": ..., "confine": true}
     -> {"op": "kill", "id": ...}        kill the child's process group, if the child is not reaped yet
     <- {"ev": "ready", "pid": ..., "threads": ...}
     <- {"ev": "forked", "id": ..., "pid": ...}
     <- {"ev": "exit", "id": ..., "code": ...}     like Popen.returncode: negative for a signal
 
 A child starts a new session, gets SIGKILL when the zygote dies (PR_SET_PDEATHSIG), reads /dev/null, writes its
-log file, works in its private directory with ``os.environ`` replaced by the worker environment, and runs
+log file, enters its own PID, mount and network namespaces (``fitness.confine``), works in its private directory with ``os.environ`` replaced by the worker environment, and runs
 ``fitness.worker.serve``. When a child exits, the zygote kills its process group (nothing it started survives),
 then reaps it: the pid cannot be reused before. EOF on stdin (the Sandbox is gone) kills every child and ends the
 zygote; if the zygote dies, the Sandbox reports every worker still waiting on it as lost.
@@ -147,13 +147,16 @@ class Server:
             os.dup2(log, 2)
             os.close(null)
             os.close(log)
+            from fitness.confine import confine
+
+            confinement = confine() if command.get("confine", True) else {"enforced": [], "missing": {"all": "off"}}
             os.chdir(command["workdir"])
             os.environ.clear()
             os.environ.update(command["env"])
             tempfile.tempdir = None  # recomputed from the worker's TMPDIR
             from fitness import worker
 
-            worker.serve(command["device"], forked_at)
+            worker.serve(command["device"], forked_at, {"forked_by": zygote, "confinement": confinement})
         except SystemExit as exc:  # sys.exit in the candidate: its code, as a plain process would exit
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:  # noqa: BLE001 - a child must never return into the zygote's loop
@@ -250,7 +253,7 @@ class Zygote:
         except (OSError, ValueError):
             pass  # the zygote is gone: the reader thread reports its workers lost
 
-    def fork(self, handle: WorkerHandle, env: dict, device: str) -> None:
+    def fork(self, handle: WorkerHandle, env: dict, device: str, confine: bool = True) -> None:
         """Ask for a worker; returns at once (the handle learns its pid and exit from the reader thread)."""
         with self._lock:
             if self.dead:
@@ -259,7 +262,7 @@ class Zygote:
             handle.zygote = self
             self._workers[handle.id] = handle
         self._send({"op": "fork", "id": handle.id, "workdir": str(handle.workdir), "log": str(handle.log_path),
-                    "env": env, "device": device})
+                    "env": env, "device": device, "confine": confine})
 
     def kill(self, handle: WorkerHandle) -> None:
         self._send({"op": "kill", "id": handle.id})

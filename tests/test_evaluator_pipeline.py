@@ -59,7 +59,7 @@ def test_concurrent_evaluations_get_right_verdicts_from_one_fork_server():
         assert r.phases_s["import"] == 0 and "fork" in r.phases_s and "cuda_init" in r.phases_s
         assert "wait_shared" in r.phases_s and r.phases_s["trials"] > 0
     assert all(r.phases_s["timing"] > 0 for r in results if r.ok)
-    assert {o.result["worker"]["parent_pid"] for o in outcomes} == {zygote}
+    assert {o.result["worker"]["forked_by"] for o in outcomes} == {zygote}
     assert len({o.pid for o in outcomes}) == len(names)  # one process per evaluation
     assert not any(group_alive(o.pid) for o in outcomes)
 

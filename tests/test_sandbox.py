@@ -34,7 +34,7 @@ def test_fork_server_is_single_threaded_has_no_secrets_and_forks_every_worker():
         threads = len(os.listdir(f"/proc/{zygote}/task"))
         trusted = sandbox.run({"kind": "prewarm", "device": "cpu"}, timeout_s=60, trusted=True)
     assert outcome.status == "finished" and outcome.result == {**outcome.result, "status": "ok", "prewarm": "skipped"}
-    assert outcome.result["worker"]["parent_pid"] == zygote == trusted.result["worker"]["parent_pid"]
+    assert outcome.result["worker"]["forked_by"] == zygote == trusted.result["worker"]["forked_by"]
     assert outcome.result["phases_s"]["import"] == 0 and outcome.result["phases_s"]["fork"] < 5
     assert b"sk-not" not in environ and b"hunter2" not in environ and b"OPENAI_API_KEY" not in environ
     assert threads == 1  # forking a multi-threaded process is unsafe
