@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fitness.candidate import source_hash
-from fitness.gpu_lock import lock_path
+from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
@@ -48,7 +48,7 @@ class EvalSettings:
     compile_baseline: bool | None = None  # None: only on a GPU
     prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
-    confine: bool = True  # PID, mount and network namespaces and resource limits for every worker
+    confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
 
     def __post_init__(self):
@@ -137,6 +137,7 @@ class Evaluator:
         self.cost = self._measure_cost()
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
+        create_lock_files(lock_path(self.cache_dir, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
                                 spares=self.settings.spares if self.settings.prestart_worker else 0,
                                 confine=self.settings.confine)

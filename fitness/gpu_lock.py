@@ -26,7 +26,12 @@ class DeviceLock:
 
     @staticmethod
     def _open(path: str) -> int:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        """Read-only when the file exists (flock needs no write access; confined workers see a read-only
+        filesystem, and the evaluator creates the files first: `create_lock_files`)."""
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def __enter__(self):
         if not self.path:
@@ -66,3 +71,11 @@ def lock_path(cache_dir: Path, device: str) -> str | None:
         return None
     index = device.split(":", 1)[1] if ":" in device else "0"
     return str(Path(cache_dir) / "locks" / f"gpu-{index}.lock")
+
+
+def create_lock_files(path: str | None) -> None:
+    """Create a GPU's lock and gate files (by the trusted evaluator, before any worker runs)."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        for name in (path, f"{path}.gate"):
+            os.close(os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))

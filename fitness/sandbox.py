@@ -146,8 +146,6 @@ class Sandbox:
         self.python = python
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.root = Path(tempfile.mkdtemp(prefix="kernelevo-sandbox-"))
-        self.results_dir = self.root / "results"
-        self.results_dir.mkdir()
         self._lock = threading.Lock()  # the zygote, the spare pool and its pending count
         self._zygote: Zygote | None = None
         self._pool: list[WorkerHandle] = []
@@ -193,7 +191,10 @@ class Sandbox:
             copy_stubs(self._stubs, workdir / "triton")
         with self._lock:
             zygote = self._zygote_locked()
-        zygote.fork(handle, env, self.device, self.confine)
+        writable = [self.trusted_cache_dir] if trusted and self.trusted_cache_dir else []
+        for path in writable:
+            path.mkdir(parents=True, exist_ok=True)
+        zygote.fork(handle, env, self.device, self.confine, writable)
         return handle
 
     def _purge_locked(self) -> None:
@@ -255,9 +256,9 @@ class Sandbox:
         """Run one job in its own process; never raises for anything the job does. Thread-safe."""
         if not trusted:
             self._ensure_stubs()
-        result_path = self.results_dir / f"job-{uuid.uuid4().hex}.json"
         handle = None if trusted else self._take_spare()
         handle = handle or self._fork(trusted)
+        result_path = handle.workdir / f"result-{uuid.uuid4().hex}.json"  # the one place outside /dev it may write
         try:
             job_file = handle.workdir / "job.json"
             tmp = handle.workdir / f".job-{uuid.uuid4().hex}.tmp"

@@ -8,7 +8,8 @@ numpy's BLAS pool is held to one thread) and never runs candidate code: its chil
 
 Protocol, JSON lines; the Sandbox writes the zygote's stdin, one reader thread of the Sandbox reads its stdout::
 
-    -> {"op": "fork", "id": ..., "workdir": ..., "log": ..., "env": {...}, "device": ..., "confine": true}
+    -> {"op": "fork", "id": ..., "workdir": ..., "log": ..., "env": {...}, "device": ..., "confine": true,
+        "writable": [workdir, ...]}
     -> {"op": "kill", "id": ...}        kill the child's process group, if the child is not reaped yet
     <- {"ev": "ready", "pid": ..., "threads": ...}
     <- {"ev": "forked", "id": ..., "pid": ...}
@@ -149,7 +150,8 @@ class Server:
             os.close(log)
             from fitness.confine import confine
 
-            confinement = confine() if command.get("confine", True) else {"enforced": [], "missing": {"all": "off"}}
+            confinement = confine(command.get("writable", [command["workdir"]])) if command.get("confine", True) \
+                else {"enforced": [], "missing": {"all": "off"}}
             os.chdir(command["workdir"])
             os.environ.clear()
             os.environ.update(command["env"])
@@ -253,7 +255,8 @@ class Zygote:
         except (OSError, ValueError):
             pass  # the zygote is gone: the reader thread reports its workers lost
 
-    def fork(self, handle: WorkerHandle, env: dict, device: str, confine: bool = True) -> None:
+    def fork(self, handle: WorkerHandle, env: dict, device: str, confine: bool = True,
+             writable: list[str] = ()) -> None:
         """Ask for a worker; returns at once (the handle learns its pid and exit from the reader thread)."""
         with self._lock:
             if self.dead:
@@ -262,7 +265,8 @@ class Zygote:
             handle.zygote = self
             self._workers[handle.id] = handle
         self._send({"op": "fork", "id": handle.id, "workdir": str(handle.workdir), "log": str(handle.log_path),
-                    "env": env, "device": device, "confine": confine})
+                    "env": env, "device": device, "confine": confine,
+                    "writable": [str(handle.workdir), *map(str, writable)]})
 
     def kill(self, handle: WorkerHandle) -> None:
         self._send({"op": "kill", "id": handle.id})

@@ -1,23 +1,27 @@
 """The operating system confines every candidate (fitness/confine.py): it cannot see the search's processes or read
-their environment, has no network, and nothing it starts outlives its evaluation. The static check is off in these
-tests: they show what the OS enforces when a candidate gets past it. Each attack reports what it managed into a
-file outside its own directory (the filesystem view is not confined yet), which the test reads."""
+their environment, has no network, writes nowhere but its own directory, and nothing it starts outlives its
+evaluation. The static check is off in these tests: they show what the OS enforces when a candidate gets past it.
+Each attack runs at import and reports what it managed in the exception it raises (the result's reason)."""
 import os
 import socket
 import time
+import uuid
 
 import pytest
 
 from conftest import candidate, make_evaluator
-from fitness.confine import confine  # noqa: F401 - importable on every platform the tests run on
 
 SECRET = "sk-search-process-secret-0123456789"
 
 
-def attack(body: str, report) -> str:
-    """The good candidate with `body` run at import; `body` writes what it found with report(text)."""
-    prelude = f"def report(text):\n    open({str(report)!r}, 'a').write(str(text) + '\\n')\n\n"
-    return candidate("good") + "\n\n" + prelude + body + "\n"
+def attack(body: str) -> str:
+    """The good candidate, then `body` at import; `body` appends what it found to `found`, which is raised."""
+    return candidate("good") + "\n\nfound = []\n" + body + "\nraise RuntimeError('REPORT ' + ' | '.join(found))\n"
+
+
+def report_of(result) -> str:
+    assert "REPORT" in result.reason, result.reason
+    return result.reason.split("REPORT", 1)[1]
 
 
 @pytest.fixture
@@ -26,58 +30,75 @@ def evaluator():
         yield ev
 
 
-def test_a_candidate_sees_only_its_own_processes_and_not_the_search_environment(evaluator, tmp_path, monkeypatch):
+def test_a_candidate_sees_only_its_own_processes_and_not_the_search_environment(evaluator, monkeypatch):
     monkeypatch.setenv("KERNELEVO_TEST_API_KEY", SECRET)  # in the search's environment, as a provider key would be
-    report = tmp_path / "report.txt"
     body = f"""
 import os
-report('pid %d pids %s' % (os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit())))
+found.append('pid %d pids %s' % (os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit())))
 for pid in ({os.getpid()}, os.getppid()):
     try:
-        report(open('/proc/%d/environ' % pid, 'rb').read())
+        found.append('environ of %d: %d bytes' % (pid, len(open('/proc/%d/environ' % pid, 'rb').read())))
     except OSError as exc:
-        report('no environ of %d: %s' % (pid, type(exc).__name__))
+        found.append('no environ of %d: %s' % (pid, type(exc).__name__))
 """
-    result = evaluator.evaluate(attack(body, report))
-    text = report.read_text()
-    assert result.ok, result.reason
-    assert SECRET not in text and "KERNELEVO_TEST_API_KEY" not in text
-    assert text.startswith("pid 1 pids [1")  # PID 1 of its own namespace, and /proc shows no host process
-    assert str(os.getpid()) not in text.splitlines()[0].split("pids")[1]
+    text = report_of(evaluator.evaluate(attack(body)))
+    assert text.strip().startswith("pid 1 pids [1")  # PID 1 of its own namespace; /proc shows no host process
+    assert f"no environ of {os.getpid()}" in text and "bytes" not in text
 
 
-def test_a_candidate_has_no_network(evaluator, tmp_path):
+def test_a_candidate_has_no_network(evaluator):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
-    port = server.getsockname()[1]
-    report = tmp_path / "report.txt"
     body = f"""
 import socket
 try:
-    socket.create_connection(('127.0.0.1', {port}), timeout=2)
-    report('connected')
+    socket.create_connection(('127.0.0.1', {server.getsockname()[1]}), timeout=2)
+    found.append('connected')
 except OSError as exc:
-    report('refused: %s' % type(exc).__name__)
+    found.append('refused: %s' % type(exc).__name__)
 """
     try:
-        evaluator.evaluate(attack(body, report))
+        text = report_of(evaluator.evaluate(attack(body)))
     finally:
         server.close()
-    assert report.read_text().startswith("refused")
+    assert "refused" in text and "connected" not in text
 
 
-def test_nothing_a_candidate_starts_outlives_its_evaluation(evaluator, tmp_path):
-    report, late = tmp_path / "report.txt", tmp_path / "late.txt"
+def test_a_candidate_writes_nowhere_but_its_own_directory(evaluator, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
     body = f"""
-import subprocess
-proc = subprocess.Popen(['sh', '-c', 'sleep 3; echo alive > {late}'], start_new_session=True)
-report('started %d' % proc.pid)
+import os
+for path in ({str(outside / 'planted.py')!r}, os.path.expanduser('~/../planted.txt'), 'mine.txt', '/dev/shm/x'):
+    try:
+        open(path, 'w').write('x')
+        found.append('wrote ' + os.path.basename(path))
+    except OSError as exc:
+        found.append('denied %s: %s' % (os.path.basename(path), exc.strerror))
 """
-    evaluator.evaluate(attack(body, report))
-    assert report.read_text().startswith("started")
-    time.sleep(4)
-    assert not late.exists()  # its own session did not save it: the namespace died with the worker
+    text = report_of(evaluator.evaluate(attack(body)))
+    assert not (outside / "planted.py").exists() and "denied planted.py" in text and "denied planted.txt" in text
+    assert "wrote mine.txt" in text and "wrote x" in text  # its own directory, and a private /dev/shm
+
+
+def test_nothing_a_candidate_starts_outlives_its_evaluation(evaluator):
+    token = f"kernelevo-survivor-{uuid.uuid4().hex}"
+    body = f"""
+import subprocess, sys
+proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', '{token}'], start_new_session=True)
+found.append('started')
+"""
+    assert "started" in report_of(evaluator.evaluate(attack(body)))
+    time.sleep(0.5)
+    survivors = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if token.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                survivors.append(pid)
+        except OSError:
+            pass
+    assert survivors == []  # its own session did not save it: the namespace died with the worker
 
 
 def test_the_worker_records_what_confined_it(evaluator):
@@ -91,4 +112,5 @@ def test_the_worker_records_what_confined_it(evaluator):
     evaluator._sandbox.run = recording
     assert evaluator.evaluate(candidate("good")).ok
     confinement = outcomes[-1].result["worker"]["confinement"]
-    assert set(confinement["enforced"]) >= {"pid", "mount", "network", "limits"} and not confinement["missing"]
+    assert set(confinement["enforced"]) >= {"pid", "mount", "network", "filesystem", "limits"}
+    assert not confinement["missing"]
