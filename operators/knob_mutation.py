@@ -46,7 +46,7 @@ def call_literal_knobs(tree: ast.Module) -> list[Knob]:
 
 
 def module_assignments(tree: ast.Module) -> dict[str, ast.Assign]:
-    """Module-level ``NAME = value`` statements by name (a later one wins, as in ``evo.genome``)."""
+    """Module-level ``NAME = value`` statements by name (a later one wins, as in ``fitness.genome``)."""
     return {node.targets[0].id: node for node in tree.body
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
 
