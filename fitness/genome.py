@@ -17,6 +17,8 @@ import ast
 import hashlib
 from dataclasses import dataclass, field, replace
 
+from fitness import pyast
+
 TUNABLE_NAME = "TUNABLE"
 
 
@@ -26,7 +28,7 @@ class GenomeError(ValueError):
 
 def normalise(source: str) -> str:
     """Source with comments and formatting removed: two spellings of the same code normalise alike."""
-    return ast.unparse(ast.parse(source))
+    return ast.unparse(pyast.parse(source))
 
 
 def short_hash(text: str) -> str:
@@ -48,7 +50,7 @@ def _module_assignments(tree: ast.Module) -> dict[str, ast.Assign]:
 
 def declared_space(source: str) -> dict[str, list]:
     """The TUNABLE dict of a source (empty when it declares none); each key must be a module-level constant."""
-    assignments = _module_assignments(ast.parse(source))
+    assignments = _module_assignments(pyast.parse(source))
     if TUNABLE_NAME not in assignments:
         return {}
     try:
@@ -66,7 +68,7 @@ def declared_space(source: str) -> dict[str, list]:
 
 def module_constants(source: str, names) -> dict:
     """The literal values of module-level constants (the defaults of the declared parameters)."""
-    assignments = _module_assignments(ast.parse(source))
+    assignments = _module_assignments(pyast.parse(source))
     values = {}
     for name in names:
         try:
@@ -78,7 +80,7 @@ def module_constants(source: str, names) -> dict:
 
 def set_module_constants(source: str, values: dict) -> str:
     """Source with the given module-level constants (including TUNABLE) re-assigned, everything else as written."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     assignments = _module_assignments(tree)
     lines = source.splitlines(keepends=True)
     for name in sorted(values, key=lambda n: -assignments[n].lineno):  # bottom-up keeps line numbers valid

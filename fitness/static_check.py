@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from fitness import pyast
+
 ALLOWED_IMPORTS = {
     "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "triton", "triton.language", "math", "typing",
     "functools", "itertools", "dataclasses", "__future__", "numbers",
@@ -233,7 +235,7 @@ class _Checker(ast.NodeVisitor):
 
 def check_source(source: str) -> list[Finding]:
     """All findings for a candidate's source; an empty list means it may run. Raises SyntaxError."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     checker = _Checker()
     checker.visit(tree)
     return sorted(set(checker.findings), key=lambda f: f.line)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from fitness import pyast
 from fitness.genome import TUNABLE_NAME, Genome
 from hardware_profiles import HardwareProfile
 from fitness.individual import Individual
@@ -68,7 +69,7 @@ def replace_literal(source: str, node: ast.Constant, value: int) -> str:
 
 def with_tunable(source: str, after: str) -> str:
     """Source guaranteed to have a TUNABLE assignment (an empty one is added after constant ``after``)."""
-    assigned = module_assignments(ast.parse(source))
+    assigned = module_assignments(pyast.parse(source))
     if TUNABLE_NAME in assigned:
         return source
     lines = io.StringIO(source, newline="").readlines()
@@ -98,7 +99,7 @@ class KnobMutation(Operator):
 
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         (parent,) = self.check_arity(parents)
-        tree = ast.parse(parent.source)
+        tree = pyast.parse(parent.source)
         knobs = call_literal_knobs(tree) + constant_knobs(tree, parent.space)
         options = [(knob, moves) for knob in knobs
                    if (moves := halved_and_doubled(knob.name, knob.value, context.profile))]

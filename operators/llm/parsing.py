@@ -23,6 +23,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from fitness import pyast
+
 MODEL_CLASS = "ModelNew"
 MAX_PLAN_LINES = 60
 TRUNCATION_REASONS = frozenset({"length", "max_tokens"})  # litellm's, and Anthropic's own spelling
@@ -192,7 +194,7 @@ def _normalise(code: str) -> str:
 
 def _try_parse(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        return pyast.parse(code)
     except (SyntaxError, ValueError):  # ValueError: null bytes
         return None
 
@@ -201,7 +203,7 @@ def _parse(code: str, cut: str, what: str = "your reply's code") -> ast.Module:
     """``ast.parse(code)``; a SyntaxError becomes ParseError "truncated" when ``cut`` says it marks code that was
     cut off (see CUT_AT_LAST_LINE / CUT_AT_EOF / NEVER_CUT), else "syntax" with its line number."""
     try:
-        return ast.parse(code)
+        return pyast.parse(code)
     except (SyntaxError, ValueError) as err:  # ValueError: null bytes
         line = getattr(err, "lineno", None)
         msg = getattr(err, "msg", None) or str(err)
