@@ -7,11 +7,19 @@
 * **Filesystem**: every mount read-only (``mount_setattr``, Linux >= 5.12) except the worker's own directory (its
   HOME, TMPDIR and caches, where its result is written too) and, for trusted jobs, their persistent cache; a private
   tmpfs on ``/dev/shm``. Device nodes stay usable (the GPU's included).
-* **Resource limits**: no core dumps; no file larger than ``MAX_FILE_BYTES``.
+* **Resource limits**: no core dumps; no file larger than ``MAX_FILE_BYTES``; at most ``MAX_CPU_SECONDS`` of CPU;
+  on the CPU interpreter at most ``MAX_ADDRESS_BYTES`` of address space (not on a GPU: CUDA reserves address
+  space far beyond any memory, so there memory is bounded by the device and the job's timeout).
+* **An unprivileged user** (``drop_privileges``, when a candidate's job arrives): a worker started as root becomes
+  a user id of its own (``UID_BASE`` + its host pid), with no groups and no capabilities, owning only its
+  directory, and limited to ``MAX_PROCESSES`` processes and threads; so besides the read-only view it cannot read
+  files that other users cannot. Where something it must read (Python's paths, the repository, the problem file,
+  the GPU lock) lies in a directory closed to other users (root's home, say), that directory is covered by an
+  empty read-only tmpfs with only those paths bound back (``open_the_way``): the rest of it, keys included,
+  is not in the worker's view at all. When that fails, the worker stays root and says why.
 
 What the kernel refuses (no user namespaces in a container, no privilege) is skipped, and the worker records what
 it got under ``confinement`` in its result; the sandbox warns once, loudly, when a mechanism is missing.
-Not (yet) enforced here: an unprivileged user, limits on memory and processes.
 
 The PID namespace applies to children of the caller, so the child forks once more: the grandchild becomes PID 1
 and the worker; the child waits for it and leaves the way it left (same exit code, or killed by the same signal),
@@ -23,12 +31,17 @@ import ctypes
 import os
 import resource
 import signal
+import sys
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1  # x86-64
 PR_SET_PDEATHSIG = 1
 MAX_FILE_BYTES = 8 << 30
+MAX_CPU_SECONDS = 3600
+MAX_ADDRESS_BYTES = 64 << 30
+MAX_PROCESSES = 1024
+UID_BASE, UID_SPAN = 200_000, 100_000
 WANTED = ("pid", "mount", "network", "filesystem")
 
 
@@ -47,9 +60,108 @@ def _call(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def limit_resources() -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+def _lower(limit: int, value: int) -> None:
+    """Set a resource limit to `value`, or keep the current one where it is already lower."""
+    soft, hard = resource.getrlimit(limit)
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(limit, (value, value))
+
+
+def limit_resources(device: str = "cuda") -> None:
+    _lower(resource.RLIMIT_CORE, 0)
+    _lower(resource.RLIMIT_FSIZE, MAX_FILE_BYTES)
+    _lower(resource.RLIMIT_CPU, MAX_CPU_SECONDS)
+    if not device.startswith("cuda"):
+        _lower(resource.RLIMIT_AS, MAX_ADDRESS_BYTES)
+
+
+def closed_to_others(path: str) -> str | None:
+    """The first directory on `path` (the path included) that other users cannot enter or read, or None."""
+    current = os.path.abspath(path)
+    while True:
+        try:
+            mode = os.stat(current).st_mode
+        except OSError:
+            return None  # nothing there: nothing to read either
+        needed = 0o005 if os.path.isdir(current) else 0o004
+        if mode & needed != needed:
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def open_the_way(libc, readable: list[str], rounds: int = 4) -> list[str]:
+    """Where a directory closed to other users lies on the way to something the worker must read (Python in
+    root's home, say), mount a read-only tmpfs (mode 0755) over it and bind back only the paths needed: the rest
+    of that directory (keys, say) leaves the worker's view. Needs a mount namespace of its own and root; returns
+    the directories masked."""
+    masked = []
+    for _ in range(rounds):
+        blocked: dict = {}
+        for path in readable:
+            closed = closed_to_others(path)
+            if closed:
+                blocked.setdefault(closed, []).append(os.path.abspath(path))
+        if not blocked:
+            break
+        for top, paths in blocked.items():
+            outermost = [p for p in sorted(set(paths)) if not any(p.startswith(q + os.sep) for q in paths)]
+            fds = [(path, os.open(path, os.O_PATH | os.O_CLOEXEC)) for path in outermost]  # reachable once covered
+            _call(libc.mount(b"tmpfs", top.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=1m"),
+                  f"mount tmpfs over {top}")
+            for path, fd in fds:
+                if os.path.isdir(f"/proc/self/fd/{fd}"):
+                    os.makedirs(path, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    open(path, "a").close()
+                _call(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
+                      f"bind {path}")
+                os.close(fd)
+            _set_read_only(libc, top, True, recursive=True)
+            masked.append(top)
+    return masked
+
+
+def drop_privileges(uid: int, readable: list[str], writable: list[str]) -> str:
+    """Become `uid` (no groups, no capabilities) when running as root, owning the `writable` directories; returns
+    what was done. OSError naming the obstacle when something in `readable` is closed to other users."""
+    if os.geteuid() != 0:
+        return f"already unprivileged (uid {os.geteuid()})"
+    masked = open_the_way(_libc(), readable)
+    for path in readable:
+        closed = closed_to_others(path)
+        if closed:
+            raise OSError(f"{closed} is closed to other users (needed: {path}); make it readable, or run as a "
+                          f"user other than root")
+    for top in writable:
+        for root, dirs, files in os.walk(top):
+            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.lchown(name, uid, uid)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _lower(resource.RLIMIT_NPROC, MAX_PROCESSES)  # counted per user: this worker's uid is its own
+    return f"uid {uid}" + (f"; masked {', '.join(masked)} but for what it needs" if masked else "")
+
+
+def become_unprivileged(job: dict, confinement: dict | None) -> None:
+    """Before a candidate's code exists: a user id of the worker's own (`drop_privileges`), recorded
+    in `confinement` as enforced "user", or missing with the reason."""
+    if not confinement or "uid" not in confinement:
+        return
+    problem, sandbox_root = job.get("problem") or {}, os.path.dirname(os.getcwd())
+    needed = (*sys.path, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), problem.get("path"),
+              problem.get("seed_path"), job.get("gpu_lock"))
+    readable = [p for p in needed
+                if p and os.path.exists(p) and not os.path.abspath(p).startswith(sandbox_root + os.sep)]
+    try:
+        confinement["user"] = drop_privileges(confinement["uid"], readable, [os.getcwd()])
+        confinement["enforced"].append("user")
+    except OSError as exc:
+        confinement["missing"]["user"] = str(exc)
 
 
 def _mirror_exit(pid: int) -> None:
@@ -84,13 +196,15 @@ def read_only_except(libc, writable: list[str]) -> None:
         _call(libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1g"), "mount /dev/shm")
 
 
-def confine(writable: list[str] = ()) -> dict:
-    """Enter new namespaces and limits; returns {"enforced": [...], "missing": {mechanism: why}}. In the namespaced
-    case this forks: only the worker (PID 1 of the new namespace) returns; its parent mirrors its exit.
-    `writable`: the directories that stay writable (the worker's own; a trusted job's cache)."""
+def confine(writable: list[str] = (), device: str = "cuda") -> dict:
+    """Enter new namespaces and limits; returns {"enforced": [...], "missing": {mechanism: why}, "uid": the user
+    id `drop_privileges` will take}. In the namespaced case this forks: only the worker (PID 1 of the new
+    namespace) returns; its parent mirrors its exit. `writable`: the directories that stay writable (the worker's
+    own; a trusted job's cache)."""
     libc, enforced, missing = _libc(), [], {}
+    uid = UID_BASE + os.getpid() % UID_SPAN  # the host pid: distinct among running workers
     try:
-        limit_resources()
+        limit_resources(device)
         enforced.append("limits")
     except (OSError, ValueError) as exc:
         missing["limits"] = str(exc)
@@ -98,7 +212,7 @@ def confine(writable: list[str] = ()) -> dict:
         _call(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET), "unshare")
     except OSError as exc:
         missing.update({name: str(exc) for name in WANTED})
-        return {"enforced": enforced, "missing": missing}
+        return {"enforced": enforced, "missing": missing, "uid": uid}
     enforced.append("network")
     try:  # our mounts stay ours: nothing mounted here reaches the host
         _call(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
@@ -122,4 +236,4 @@ def confine(writable: list[str] = ()) -> dict:
             missing["filesystem"] = f"{exc}: the worker can write outside its directory"
     else:
         missing["filesystem"] = "no mount namespace"
-    return {"enforced": enforced, "missing": missing}
+    return {"enforced": enforced, "missing": missing, "uid": uid}

@@ -15,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ from fitness.timing import TIMING_DEFAULTS, TimingStats
 from hardware_profiles import HardwareProfile
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
+LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
 
 
 @dataclass
@@ -137,7 +139,7 @@ class Evaluator:
         self.cost = self._measure_cost()
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
-        create_lock_files(lock_path(self.cache_dir, self.device))  # workers cannot create files there
+        create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
                                 spares=self.settings.spares if self.settings.prestart_worker else 0,
                                 confine=self.settings.confine)
@@ -175,7 +177,7 @@ class Evaluator:
             settings["compile_baseline"] = self.on_gpu
         return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
-                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(self.cache_dir, self.device), **extra}
+                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device), **extra}
 
     @property
     def baseline_wall_s(self) -> float:

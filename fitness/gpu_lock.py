@@ -31,7 +31,7 @@ class DeviceLock:
         try:
             return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def __enter__(self):
         if not self.path:
@@ -66,16 +66,19 @@ def exclusive(path: str | None) -> DeviceLock:
 
 
 def lock_path(cache_dir: Path, device: str) -> str | None:
-    """The lock file for a CUDA device (None on the CPU interpreter, where nothing is timed against a GPU)."""
+    """The lock file for a CUDA device (None on the CPU interpreter, where nothing is timed against a GPU), in a
+    directory every user can traverse: workers that run as an unprivileged user open it too."""
     if not device.startswith("cuda"):
         return None
     index = device.split(":", 1)[1] if ":" in device else "0"
-    return str(Path(cache_dir) / "locks" / f"gpu-{index}.lock")
+    return str(Path(cache_dir) / f"gpu-{index}.lock")
 
 
 def create_lock_files(path: str | None) -> None:
-    """Create a GPU's lock and gate files (by the trusted evaluator, before any worker runs)."""
+    """Create a GPU's lock and gate files (by the trusted evaluator, before any worker runs), readable by all:
+    flock needs only a read-only descriptor, and reading an empty file reveals nothing."""
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         for name in (path, f"{path}.gate"):
-            os.close(os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            os.close(os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            os.chmod(name, 0o644)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -130,6 +131,19 @@ class JobOutcome:
         return f"the worker process {how} before writing a result (segfault, os._exit or sys.exit in the candidate?)"
 
 
+def read_result(path: Path, token: str) -> dict | None:
+    """The worker's result, or None when there is none; a file without the job's token (written by candidate code,
+    not by the worker) becomes a rejection."""
+    try:
+        result = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        result = {}
+    if not isinstance(result, dict) or result.pop("token", None) != token:
+        return {"status": "rejected", "reason": "the result file was not written by the evaluator (candidate code "
+                                                "wrote or altered it)"}
+    return result
 
 
 class Sandbox:
@@ -146,6 +160,7 @@ class Sandbox:
         self.python = python
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.root = Path(tempfile.mkdtemp(prefix="kernelevo-sandbox-"))
+        self.root.chmod(0o711)  # workers of their own user ids reach their directories; none can list the others
         self._lock = threading.Lock()  # the zygote, the spare pool and its pending count
         self._zygote: Zygote | None = None
         self._pool: list[WorkerHandle] = []
@@ -258,21 +273,22 @@ class Sandbox:
             self._ensure_stubs()
         handle = None if trusted else self._take_spare()
         handle = handle or self._fork(trusted)
-        result_path = handle.workdir / f"result-{uuid.uuid4().hex}.json"  # the one place outside /dev it may write
+        result_path = handle.workdir / f"result-{uuid.uuid4().hex}.json"
+        token = secrets.token_hex(16)  # the worker returns it with its result; candidate code never sees it
         try:
             job_file = handle.workdir / "job.json"
             tmp = handle.workdir / f".job-{uuid.uuid4().hex}.tmp"
-            tmp.write_text(json.dumps({**job, "result_path": str(result_path)}))
-            os.replace(tmp, job_file)  # the worker polls for it
+            tmp.write_text(json.dumps({**job, "result_path": str(result_path), "token": token}))
+            os.replace(tmp, job_file)  # the worker polls for it, and deletes it before running the job
             if not trusted:
                 self._replenish()
-            return self._wait(handle, result_path, timeout_s)
+            return self._wait(handle, result_path, timeout_s, token)
         finally:
             result_path.unlink(missing_ok=True)
             Path(f"{result_path}.tmp").unlink(missing_ok=True)
             shutil.rmtree(handle.workdir, ignore_errors=True)
 
-    def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float) -> JobOutcome:
+    def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str) -> JobOutcome:
         start = time.perf_counter()
         if not handle.forked.wait(START_TIMEOUT_S):  # the zygote is stuck: restart it, its workers are lost
             with self._lock:
@@ -285,7 +301,7 @@ class Sandbox:
             handle.exited.wait(KILL_WAIT_S)
         wall = time.perf_counter() - start
         tail = self._log_tail(handle)
-        result = json.loads(result_path.read_text()) if finished and result_path.is_file() else None
+        result = read_result(result_path, token) if finished else None
         if result is not None:
             warn_unconfined(result.get("worker", {}).get("confinement", {}).get("missing"))
         status = "finished" if result is not None else ("timeout" if not finished else "crashed")

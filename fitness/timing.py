@@ -27,6 +27,8 @@ _perf_counter = time.perf_counter
 _cuda_event = torch.cuda.Event
 _cuda_synchronize = torch.cuda.synchronize
 _cuda_sleep = torch.cuda._sleep
+_event_record, _event_elapsed = torch.cuda.Event.record, torch.cuda.Event.elapsed_time
+_zero = torch.Tensor.zero_
 
 
 @dataclass
@@ -112,27 +114,27 @@ class CudaEventTimer:
         """GPU clock cycles per second of torch.cuda._sleep, measured with events."""
         start, end = self._events[:2]
         _cuda_synchronize()
-        start.record()
+        _event_record(start)
         _cuda_sleep(1_000_000)
-        end.record()
+        _event_record(end)
         _cuda_synchronize()
-        return 1_000_000 / (start.elapsed_time(end) / 1e3)
+        return 1_000_000 / (_event_elapsed(start, end) / 1e3)
 
     def _rep(self, fn, inputs, sleep_cycles: int) -> tuple[float, float]:
         """One repetition: (timed-stream seconds, device-wide seconds)."""
         start, end, end_all = self._events
         if self._flush is not None:
-            self._flush.zero_()
+            _zero(self._flush)
         _cuda_synchronize()
         if sleep_cycles:
             _cuda_sleep(sleep_cycles)
-        start.record()
+        _event_record(start)
         fn(*inputs)
-        end.record()
+        _event_record(end)
         _cuda_synchronize()  # device-wide: work on every stream has finished
-        end_all.record()
+        _event_record(end_all)
         _cuda_synchronize()
-        return start.elapsed_time(end) / 1e3, start.elapsed_time(end_all) / 1e3
+        return _event_elapsed(start, end) / 1e3, _event_elapsed(start, end_all) / 1e3
 
     def _warm_up(self, fn, input_sets: list) -> tuple[float, float]:
         """Run until the warm-up budget is spent; (seconds per call with sync, host seconds to launch one call)."""

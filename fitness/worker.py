@@ -20,6 +20,7 @@ wait_exclusive, timing, verify_timed.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import secrets
@@ -39,7 +40,9 @@ from fitness.candidate import (CandidateError, build_model, classify_exception, 
                                describe_exception, load_candidate, module_name_for)
 from fitness.compile_ahead import compile_ahead, copy_model  # noqa: E402
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
+from fitness.confine import become_unprivileged  # noqa: E402
 from fitness.gpu_lock import DeviceLock  # noqa: E402
+from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem  # noqa: E402
 
@@ -48,6 +51,7 @@ JOB_POLL_S = 0.005
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
 PHASES: dict = {}
+KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no finalizer of theirs runs after judging
 
 
 def prewarm_triton(device: str) -> str:
@@ -155,9 +159,10 @@ def reference_output_specs(reference, problem, job, input_seed: int) -> list:
     return specs
 
 
-def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int) -> dict:
+def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
-    trial a worker is in, not for all of them. Every trial is traced and its launches counted."""
+    trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
+    state verified (`verify`) before its output is looked at."""
     device, settings = job["device"], job["settings"]
     with gpu_lock(job, exclusive=False), phase("trials"):
         specs = reference_output_specs(reference, problem, job, input_seed)
@@ -177,6 +182,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
             with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
                 output = model_new(*buffers)
                 synchronize(device)
+            verify(f"trial {trial}", guards=guards, trials_passed=trial)
             check_output_types(output, f"trial {trial}", guards=guards, trials_passed=trial)
             check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial}",
                          trials_passed=trial)
@@ -229,11 +235,14 @@ def run_candidate_job(job: dict) -> dict:
     a failing trial can be reproduced). The seed is drawn before the candidate is imported and lives only in
     locals: the inputs cannot be regenerated in advance. Parameters are initialised from the configured seed."""
     input_seed = secrets.randbits(31)
+    gc.disable()  # no collection at an arbitrary moment runs a finalizer of the candidate's inside the judge
     try:
         result = judge_candidate(job, input_seed)
     except Verdict as verdict:
+        KEEP_ALIVE.append(verdict.__traceback__)  # its frames hold the candidate's objects
         result = {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
     except CandidateError as exc:
+        KEEP_ALIVE.append(exc.__traceback__)
         result = {"status": exc.status, "reason": exc.reason}
     return {**result, "input_seed": input_seed}
 
@@ -246,15 +255,21 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
         torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
         init_inputs = call_get_init_inputs(problem)
         module_name = module_name_for(job["source"])
-        module = load_candidate(job["source"], Path.cwd())
+        verify = judge_state_check(JudgeState.capture())  # a local: out of the candidate's reach
+        try:
+            module = load_candidate(job["source"], Path.cwd())
+        finally:
+            verify("import")  # a rejection here replaces an import error the candidate's code described
     with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
         reference = build_model(problem.Model, init_inputs, seed, device)
         try:
             model_new = build_model(module.ModelNew, init_inputs, seed, device)
         except Exception as exc:
+            verify("constructing ModelNew")
             raise CandidateError("runtime_error", "constructing ModelNew failed: "
                                  + describe_exception(exc, module.__file__)) from exc
         param_sync = copy_parameters(reference, model_new)
+        verify("constructing ModelNew")
         compile_pass, compile_how = prepare_compile_pass(model_new, problem, job, input_seed)
     result: dict = {}
     with torch.no_grad():
@@ -263,7 +278,8 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                 with phase("compile"):  # no lock: compiles, launches nothing
                     compile_how = compile_ahead(*compile_pass, LAUNCHES)
                     del compile_pass
-            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed)
+                verify("compile pass")
+            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify)
             with gpu_lock(job, exclusive=False), phase("trials"):
                 input_sets = timing_inputs(problem, job, input_seed)
                 saved_sets = [clone_all(inputs) for inputs in input_sets]
@@ -271,6 +287,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                                job["settings"].get("require_triton_launch", True))
             with gpu_lock(job, exclusive=True), phase("timing"):
                 result["timing"] = {"candidate": time_candidate(timed, input_sets, job)}
+            verify("timing")
             timed.check_launches()
             with gpu_lock(job, exclusive=False), phase("verify_timed"):
                 result["guards"].update(verify_timed_outputs(timed, reference, input_sets, saved_sets, policy))
@@ -283,8 +300,11 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
         except CandidateError:
             raise
         except Exception as exc:
+            verify("candidate error")  # before the judge's code describes it
             raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
     result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
+    KEEP_ALIVE.append((module, model_new, timed, input_sets))
+    verify("end of judging")  # from here to the result file, no candidate code runs
     return {"status": "ok", **result}
 
 
@@ -371,7 +391,11 @@ def serve(device: str, forked_at: float, origin: dict | None = None) -> None:
             prewarm_triton(device)
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))
+    Path(JOB_FILE).unlink(missing_ok=True)  # the token in it proves the result is ours: gone before candidate code
+    token = job.pop("token", None)
     PHASES["idle"] = time.monotonic() - ready
+    if job["kind"] == "candidate":
+        become_unprivileged(job, (origin or {}).get("confinement"))  # before the candidate's code exists
     if cuda_error:
         result = {"status": "runtime_error", "internal_error": True,
                   "reason": f"evaluation failed outside the candidate: CUDA initialisation failed: {cuda_error}"}
@@ -379,6 +403,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None) -> None:
         result = run_job(job)
     result["phases_s"] = dict(PHASES)
     result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid(), **(origin or {})}
+    result["token"] = token
     write_result(job["result_path"], result)
     sys.stdout.flush()
     sys.stderr.flush()

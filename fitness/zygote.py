@@ -150,7 +150,8 @@ class Server:
             os.close(log)
             from fitness.confine import confine
 
-            confinement = confine(command.get("writable", [command["workdir"]])) if command.get("confine", True) \
+            confinement = confine(command.get("writable", [command["workdir"]]), command["device"]) \
+                if command.get("confine", True) \
                 else {"enforced": [], "missing": {"all": "off"}}
             os.chdir(command["workdir"])
             os.environ.clear()

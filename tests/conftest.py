@@ -1,11 +1,14 @@
 """Test set-up: no GPU here, so kernels run on the CPU through Triton's interpreter.
 
 TRITON_INTERPRET must be set before triton is imported anywhere in this process; evaluation workers get it
-from the sandbox.
+from the sandbox. On a GPU machine, `KERNELEVO_TEST_DEVICE=cuda` runs the evaluator tests' candidates (the attacks
+included) on the GPU instead; tests that assert interpreter-only behaviour then fail by design.
 """
 import os
 
-os.environ["TRITON_INTERPRET"] = "1"
+DEVICE = os.environ.get("KERNELEVO_TEST_DEVICE", "cpu")
+if DEVICE == "cpu":
+    os.environ["TRITON_INTERPRET"] = "1"
 
 from pathlib import Path  # noqa: E402
 
@@ -26,10 +29,11 @@ def candidate(name: str) -> str:
     return (CANDIDATES / f"{name}.py").read_text()
 
 
-def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", **settings) -> Evaluator:
+def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", sizes=None, **settings) -> Evaluator:
     settings.setdefault("trials", 3)
-    return Evaluator(resolve_problem(problem, size_preset=size_preset), load_policy(policy),
-                     load_profile("cpu_interpreter"), EvalSettings(**settings), device="cpu")
+    return Evaluator(resolve_problem(problem, sizes=sizes or {}, size_preset=size_preset), load_policy(policy),
+                     load_profile("cpu_interpreter" if DEVICE == "cpu" else "auto"), EvalSettings(**settings),
+                     device=DEVICE)
 
 
 def read_store(run_dir, read):

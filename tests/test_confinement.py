@@ -112,5 +112,31 @@ def test_the_worker_records_what_confined_it(evaluator):
     evaluator._sandbox.run = recording
     assert evaluator.evaluate(candidate("good")).ok
     confinement = outcomes[-1].result["worker"]["confinement"]
-    assert set(confinement["enforced"]) >= {"pid", "mount", "network", "filesystem", "limits"}
+    assert set(confinement["enforced"]) >= {"pid", "mount", "network", "filesystem", "limits", "user"}
     assert not confinement["missing"]
+
+
+def test_a_candidate_runs_as_a_user_of_its_own_within_limits(evaluator, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    private = shared / "credentials"
+    private.write_text(SECRET)
+    private.chmod(0o600)  # readable by its owner only, as a key file would be
+    body = f"""
+import os, resource
+found.append('uid %d groups %s' % (os.getuid(), os.getgroups()))
+try:
+    found.append('read ' + open({str(private)!r}).read())
+except OSError as exc:
+    found.append('denied: %s' % exc.strerror)
+for name in ('NPROC', 'CPU', 'FSIZE', 'CORE'):
+    found.append('%s %d' % (name, resource.getrlimit(getattr(resource, 'RLIMIT_' + name))[0]))
+"""
+    text = report_of(evaluator.evaluate(attack(body)))
+    uid = int(text.split("uid ", 1)[1].split()[0])
+    assert uid != 0, text  # root's workers take a uid of their own
+    assert "denied: Permission denied" in text and SECRET not in text
+    assert "CORE 0" in text and "CPU 3600" in text
+    if os.getuid() == 0:
+        assert "NPROC 1024" in text and "groups []" in text

@@ -2,7 +2,7 @@
 interpreter; the tests' evaluator runs 3 trials, then 3 + 1 timed calls on 3 input sets)."""
 import torch
 
-from conftest import candidate
+from conftest import candidate, make_evaluator
 from fitness.checks import output_type_problem
 from fitness.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
 from fitness.result import EvalResult
@@ -93,3 +93,14 @@ def test_only_secret_variables_of_eight_characters_or_more_are_scrubbed():
     scrub_secrets(result, known_secrets(env))
     assert result.reason == f"x {SECRET_PLACEHOLDER} 1234" and result.notes == [SECRET_PLACEHOLDER]
     assert result.log_tail == SECRET_PLACEHOLDER
+
+
+def test_a_softmax_within_atol_everywhere_but_wrong_as_a_whole_is_incorrect():
+    source = candidate("softmax_no_max_no_sum")
+    sizes = {"batch_size": 64, "dim": 2048}  # the guess is ~3 % off (2.2-4.2 % over 1000 seeds), no element > atol
+    with make_evaluator("row_softmax", sizes=sizes, trials=1) as ev:
+        result = ev.evaluate(source)
+        assert result.status == "incorrect" and "normwise relative error" in result.reason, result.reason
+        assert 0.015 < result.rel_l2 < 0.1  # every element within atol=1e-2: only the normwise bound sees it
+    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1) as ev:
+        assert ev.evaluate(source).ok  # KernelBench's own rules (elementwise only) let it through

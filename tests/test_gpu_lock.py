@@ -70,4 +70,4 @@ def test_waiting_exclusive_locker_goes_before_later_shared_ones(tmp_path):
 
 def test_no_lock_on_the_cpu_interpreter():
     assert lock_path(Path("/tmp"), "cpu") is None
-    assert lock_path(Path("/c"), "cuda:1") == "/c/locks/gpu-1.lock"
+    assert lock_path(Path("/c"), "cuda:1") == "/c/gpu-1.lock"

@@ -1,0 +1,95 @@
+"""The judge is out of the candidate's reach (fitness/integrity.py): whatever a candidate changes in the state the
+judge relies on -- the comparison, the timer's statistics, torch modes, threads, the judge's own globals -- is found
+before its outputs are compared or its time is used, and the candidate is rejected. The static check is off here:
+these are what a candidate that got past it could try. Each attack passes as `ok` without the state check."""
+import pytest
+
+from conftest import candidate, make_evaluator
+from fitness.sandbox import read_result
+
+IMPORTS = "import sys\nimport threading\nimport time\nimport statistics\nimport torch\n"
+
+
+def with_attack(base: str, at_import: str = "", in_forward: str = "") -> str:
+    """`base` (a test candidate) with code run at import and/or at the start of every forward call."""
+    source = IMPORTS + candidate(base)
+    if in_forward:
+        body = "".join(f"        {line}\n" for line in in_forward.strip().splitlines())
+        source = source.replace("    def forward(self, x):\n", "    def forward(self, x):\n" + body, 1)
+    return source + "\n" + at_import + "\n"
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    with make_evaluator(static_check=False, trials=2, timeout_s=60) as ev:
+        yield ev
+
+
+def rejected_for(result, what: str) -> None:
+    assert result.status == "rejected", (result.status, result.reason)
+    assert "changed the evaluator's own state" in result.reason and what in result.reason, result.reason
+
+
+def test_replacing_the_comparison_inside_forward_is_caught_before_the_output_is_compared(evaluator):
+    source = with_attack("wrong_math", in_forward="""
+from fitness.correctness import Comparison
+for judge in ('fitness.worker', 'fitness.checks'):
+    sys.modules[judge].compare_outputs = lambda *args, **kwargs: Comparison(True)
+""")
+    rejected_for(evaluator.evaluate(source), "fitness.worker.compare_outputs replaced")
+
+
+def test_rebinding_the_timers_statistics_is_caught(evaluator):
+    result = evaluator.evaluate(with_attack("good", at_import="statistics.median = lambda samples: 1e-9"))
+    rejected_for(result, "statistics.median replaced")
+
+
+def test_a_global_that_shadows_a_builtin_in_the_judge_is_caught(evaluator):
+    source = with_attack("wrong_math", at_import="sys.modules['fitness.correctness'].int = lambda x: 0")
+    rejected_for(evaluator.evaluate(source), "fitness.correctness: attribute(s) added: int")  # no element counted bad
+
+
+def test_a_torch_function_mode_left_on_is_caught(evaluator):
+    mode = """
+class PassThrough(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+"""
+    source = with_attack("good", at_import=mode, in_forward="""
+if not getattr(self, 'mode', None):
+    self.mode = PassThrough()
+    self.mode.__enter__()
+""")
+    rejected_for(evaluator.evaluate(source), "torch function modes changed")
+
+
+def test_a_thread_left_running_is_caught(evaluator):
+    source = with_attack("good", at_import="threading.Thread(target=time.sleep, args=(30,), daemon=True).start()")
+    rejected_for(evaluator.evaluate(source), "a Python thread was started")
+
+
+def test_an_honest_candidate_changes_nothing_the_judge_watches(evaluator):
+    result = evaluator.evaluate(with_attack("good"))
+    assert result.ok, result.reason
+
+
+def test_a_candidate_cannot_find_or_forge_its_result_file(evaluator, tmp_path):
+    body = """
+import json, os
+try:
+    job = json.load(open('job.json'))
+    open(job['result_path'], 'w').write(json.dumps({'status': 'ok', 'reason': 'forged'}))
+    os._exit(0)
+except FileNotFoundError:
+    raise RuntimeError('no job file: ' + ','.join(sorted(os.listdir('.'))))
+"""
+    result = evaluator.evaluate(candidate("good") + "\n" + body)
+    assert result.status == "compile_error" and "no job file" in result.reason, result.reason
+    assert "result-" not in result.reason  # the result file does not exist before the judge writes it
+
+    forged = tmp_path / "result.json"
+    forged.write_text('{"status": "ok", "token": "guessed"}')
+    assert read_result(forged, "secret-token")["status"] == "rejected"
+    forged.write_text('{"status": "ok", "token": "secret-token"}')
+    assert read_result(forged, "secret-token") == {"status": "ok"}
+    assert read_result(tmp_path / "missing.json", "secret-token") is None
