@@ -143,6 +143,8 @@ def drop_privileges(uid: int, readable: list[str], writable: list[str]) -> str:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+    # a change of credentials clears the parent-death signal: re-arm it, or a killed worker's PID 1 lives on
+    _call(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl")
     _lower(resource.RLIMIT_NPROC, MAX_PROCESSES)  # counted per user: this worker's uid is its own
     return f"uid {uid}" + (f"; masked {', '.join(masked)} but for what it needs" if masked else "")
 

@@ -3,13 +3,16 @@ their environment, has no network, writes nowhere but its own directory, and not
 evaluation. The static check is off in these tests: they show what the OS enforces when a candidate gets past it.
 Each attack runs at import and reports what it managed in the exception it raises (the result's reason)."""
 import os
+import signal
 import socket
+import threading
 import time
 import uuid
 
 import pytest
 
 from conftest import candidate, make_evaluator
+from fitness.confine import UID_BASE, UID_SPAN
 
 SECRET = "sk-search-process-secret-0123456789"
 
@@ -34,6 +37,7 @@ def test_a_candidate_sees_only_its_own_processes_and_not_the_search_environment(
     monkeypatch.setenv("KERNELEVO_TEST_API_KEY", SECRET)  # in the search's environment, as a provider key would be
     body = f"""
 import os
+import signal
 found.append('pid %d pids %s' % (os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit())))
 for pid in ({os.getpid()}, os.getppid()):
     try:
@@ -52,6 +56,7 @@ def test_a_candidate_has_no_network(evaluator):
     server.listen(1)
     body = f"""
 import socket
+import threading
 try:
     socket.create_connection(('127.0.0.1', {server.getsockname()[1]}), timeout=2)
     found.append('connected')
@@ -70,6 +75,7 @@ def test_a_candidate_writes_nowhere_but_its_own_directory(evaluator, tmp_path):
     outside.mkdir()
     body = f"""
 import os
+import signal
 for path in ({str(outside / 'planted.py')!r}, os.path.expanduser('~/../planted.txt'), 'mine.txt', '/dev/shm/x'):
     try:
         open(path, 'w').write('x')
@@ -140,3 +146,47 @@ for name in ('NPROC', 'CPU', 'FSIZE', 'CORE'):
     assert "CORE 0" in text and "CPU 3600" in text
     if os.getuid() == 0:
         assert "NPROC 1024" in text and "groups []" in text
+
+
+def worker_processes() -> set:
+    """Host pids of live (not zombie) processes running as one of the workers' own user ids."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+            uid, state = int(status["Uid"].split()[0]), status["State"].split()[0]
+        except (OSError, KeyError, ValueError):
+            continue
+        if UID_BASE <= uid < UID_BASE + UID_SPAN and state != "Z":
+            found.add(pid)
+    return found
+
+
+def survivors(before: set, wait_s: float = 10.0) -> set:
+    """Worker processes not in `before` still alive after up to `wait_s` (a kill takes a moment to land)."""
+    deadline = time.time() + wait_s
+    while (left := worker_processes() - before) and time.time() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_a_worker_killed_at_its_timeout_leaves_no_process_behind():
+    before = worker_processes()
+    with make_evaluator(static_check=False, trials=1, timeout_s=8) as ev:
+        result = ev.evaluate(candidate("good") + "\nwhile True:\n    pass\n")
+        assert result.status == "timeout", result.reason
+        assert survivors(before) == set()
+
+
+def test_a_worker_dies_with_its_fork_server():
+    before = worker_processes()
+    with make_evaluator(static_check=False, trials=1, timeout_s=120) as ev:
+        thread = threading.Thread(target=ev.evaluate, args=(candidate("good") + "\nwhile True:\n    pass\n",))
+        thread.start()
+        deadline = time.time() + 60
+        while not worker_processes() - before and time.time() < deadline:
+            time.sleep(0.2)
+        assert worker_processes() - before, "the worker never switched to its own user id"
+        os.kill(ev._sandbox.zygote_pid, signal.SIGKILL)  # the fork server dies mid-job
+        thread.join(60)
+        assert survivors(before) == set()  # its own user id did not save it: it died with its parent
