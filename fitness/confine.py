@@ -6,7 +6,8 @@
   network namespace with no interface up (no network at all, loopback included).
 * **Filesystem**: every mount read-only (``mount_setattr``, Linux >= 5.12) except the worker's own directory (its
   HOME, TMPDIR and caches, where its result is written too) and, for trusted jobs, their persistent cache; a private
-  tmpfs on ``/dev/shm``. Device nodes stay usable (the GPU's included).
+  tmpfs on ``/dev/shm``; the worker's own ``/proc`` (CUDA writes there when it starts) with its kernel-wide parts
+  (``/proc/sys``, ``sysrq-trigger``, ...) read-only. Device nodes stay usable (the GPU's included).
 * **Resource limits**: no core dumps; no file larger than ``MAX_FILE_BYTES``; at most ``MAX_CPU_SECONDS`` of CPU;
   on the CPU interpreter at most ``MAX_ADDRESS_BYTES`` of address space (not on a GPU: CUDA reserves address
   space far beyond any memory, so there memory is bounded by the device and the job's timeout).
@@ -43,6 +44,7 @@ MAX_ADDRESS_BYTES = 64 << 30
 MAX_PROCESSES = 1024
 UID_BASE, UID_SPAN = 200_000, 100_000
 WANTED = ("pid", "mount", "network", "filesystem")
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")  # kernel-wide settings
 
 
 class MountAttr(ctypes.Structure):
@@ -183,8 +185,9 @@ def _set_read_only(libc, path: str, read_only: bool, recursive: bool) -> None:
 
 
 def read_only_except(libc, writable: list[str]) -> None:
-    """Every mount read-only but the writable directories (each bound onto itself first: a mount of its own) and
-    a private /dev/shm."""
+    """Every mount read-only but the writable directories (each bound onto itself first: a mount of its own), a
+    private /dev/shm and the worker's own /proc, whose kernel-wide parts stay read-only (``PROC_READ_ONLY``):
+    CUDA's initialisation fails with error 304 on a read-only /proc (seen on an H100, driver 580)."""
     for path in writable:
         _call(libc.mount(path.encode(), path.encode(), None, MS_BIND, None), f"bind {path}")
     _set_read_only(libc, "/", True, recursive=True)
@@ -194,6 +197,12 @@ def read_only_except(libc, writable: list[str]) -> None:
     except OSError:  # never leave a worker unable to write its own directory: back to writable, and say so
         _set_read_only(libc, "/", False, recursive=True)
         raise
+    if os.path.isdir("/proc/self"):
+        _set_read_only(libc, "/proc", False, recursive=False)
+        for path in PROC_READ_ONLY:
+            if os.path.exists(path):
+                _call(libc.mount(path.encode(), path.encode(), None, MS_BIND, None), f"bind {path}")
+                _set_read_only(libc, path, True, recursive=True)
     if os.path.isdir("/dev/shm"):
         _call(libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1g"), "mount /dev/shm")
 

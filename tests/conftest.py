@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
 from fitness.policy import load_policy  # noqa: E402
 from fitness.problem import resolve_problem  # noqa: E402
-from hardware_profiles import load_profile  # noqa: E402
+from hardware_profiles import load_profile, resolve_profile  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 CANDIDATES = TESTS / "candidates"
@@ -31,9 +31,9 @@ def candidate(name: str) -> str:
 
 def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", sizes=None, **settings) -> Evaluator:
     settings.setdefault("trials", 3)
+    profile = load_profile("cpu_interpreter") if DEVICE == "cpu" else resolve_profile("auto")
     return Evaluator(resolve_problem(problem, sizes=sizes or {}, size_preset=size_preset), load_policy(policy),
-                     load_profile("cpu_interpreter" if DEVICE == "cpu" else "auto"), EvalSettings(**settings),
-                     device=DEVICE)
+                     profile, EvalSettings(**settings), device=DEVICE)
 
 
 def read_store(run_dir, read):

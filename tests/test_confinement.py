@@ -3,6 +3,7 @@ their environment, has no network, writes nowhere but its own directory, and not
 evaluation. The static check is off in these tests: they show what the OS enforces when a candidate gets past it.
 Each attack runs at import and reports what it managed in the exception it raises (the result's reason)."""
 import os
+import re
 import signal
 import socket
 import threading
@@ -88,6 +89,20 @@ for path in ({str(outside / 'planted.py')!r}, os.path.expanduser('~/../planted.t
     assert "wrote mine.txt" in text and "wrote x" in text  # its own directory, and a private /dev/shm
 
 
+def test_a_candidate_has_its_own_proc_with_kernel_settings_read_only(evaluator):
+    """/proc stays writable (CUDA fails to start with error 304 on a read-only /proc) but is the worker's own, and
+    its kernel-wide parts (/proc/sys, sysrq-trigger) are read-only mounts: no sysctl even for a worker still root."""
+    body = """
+for line in open('/proc/self/mountinfo'):
+    fields = line.split()
+    if fields[4] in ('/proc', '/proc/sys', '/proc/sysrq-trigger'):
+        found.append('%s=%s' % (fields[4], fields[5].split(',')[0]))
+"""
+    mounts = dict(re.findall(r"(/proc[\w/-]*)=(r[ow])", report_of(evaluator.evaluate(attack(body)))))
+    assert mounts.get("/proc") == "rw" and mounts.get("/proc/sys") == "ro", mounts
+    assert mounts.get("/proc/sysrq-trigger", "ro") == "ro", mounts  # where the kernel has one
+
+
 def test_nothing_a_candidate_starts_outlives_its_evaluation(evaluator):
     token = f"kernelevo-survivor-{uuid.uuid4().hex}"
     body = f"""
@@ -112,13 +127,14 @@ def test_the_worker_records_what_confined_it(evaluator):
     run = evaluator._sandbox.run
 
     def recording(job, *args, **kwargs):
-        outcomes.append(run(job, *args, **kwargs))
-        return outcomes[-1]
+        outcomes.append((job["kind"], run(job, *args, **kwargs)))
+        return outcomes[-1][1]
 
     evaluator._sandbox.run = recording
     assert evaluator.evaluate(candidate("good")).ok
-    confinement = outcomes[-1].result["worker"]["confinement"]
-    assert set(confinement["enforced"]) >= {"pid", "mount", "network", "filesystem", "limits", "user"}
+    (outcome,) = [outcome for kind, outcome in outcomes if kind == "candidate"]  # a GPU adds baseline jobs
+    confinement = outcome.result["worker"]["confinement"]
+    assert set(confinement["enforced"]) >= {"pid", "mount", "network", "filesystem", "limits", "user"}, confinement
     assert not confinement["missing"]
 
 

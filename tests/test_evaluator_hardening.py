@@ -2,7 +2,7 @@
 interpreter; the tests' evaluator runs 3 trials, then 3 + 1 timed calls on 3 input sets)."""
 import torch
 
-from conftest import candidate, make_evaluator
+from conftest import DEVICE, candidate, make_evaluator
 from fitness.checks import output_type_problem
 from fitness.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
 from fitness.result import EvalResult
@@ -25,23 +25,33 @@ def test_output_types_must_be_exact_inside_tuples_too():
     assert output_type_problem(3.0) != ""
 
 
+# These candidates change behaviour after a number of forward calls. On a GPU the compile pass makes forward's first
+# call (fitness/compile_ahead.py), so there they turn one call earlier and are caught one stage earlier.
+COMPILE_PASS_CALLS = 0 if DEVICE == "cpu" else 1
+
+
 def test_every_trial_is_traced_and_must_launch(evaluator):
     result = evaluator.evaluate(candidate("honest_first_call"))
     assert result.status == "rejected"
-    assert "(trial 1)" in result.reason and result.trials_passed == 1
+    trial = 1 - COMPILE_PASS_CALLS
+    assert f"(trial {trial})" in result.reason and result.trials_passed == trial
 
 
 def test_every_timed_call_must_launch_the_candidates_kernel(evaluator):
     result = evaluator.evaluate(candidate("torch_when_timed"))
     assert result.status == "rejected"
-    assert "timed calls launched no Triton kernel" in result.reason
-    assert result.trials_passed == 3 and result.guards["triton_launches"] == 3
+    if COMPILE_PASS_CALLS:  # turns during the last trial
+        assert "launched no Triton kernel of its own (trial 2)" in result.reason and result.trials_passed == 2
+    else:
+        assert "timed calls launched no Triton kernel" in result.reason
+        assert result.trials_passed == 3 and result.guards["triton_launches"] == 3
 
 
 def test_a_stale_answer_in_the_timed_calls_is_incorrect(evaluator):
     result = evaluator.evaluate(candidate("stale_when_timed"))
     assert result.status == "incorrect"
-    assert "output of a timed call differs from the reference" in result.reason
+    expected = "trial 2 (input seed" if COMPILE_PASS_CALLS else "output of a timed call differs from the reference"
+    assert expected in result.reason
 
 
 def test_inputs_come_from_a_secret_seed_reported_afterwards(evaluator):
