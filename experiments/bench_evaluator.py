@@ -53,15 +53,17 @@ def bench_problem(name: str, repeats: int) -> dict:
     return best
 
 
-def bench_spread(name: str, runs: int) -> dict:
-    """One kernel evaluated `runs` times in one evaluator: how much its median time moves between evaluations."""
+def bench_spread(name: str, runs: int, settings: dict | None = None) -> dict:
+    """One kernel evaluated `runs` times in one evaluator: how much its median time moves between evaluations.
+    `settings`: evaluator settings of this measurement (e.g. prestart_worker=False: no spare starting meanwhile)."""
     seed = resolve_problem(name).seed_source()
-    with evaluator(name, compile_baseline=False) as ev:
+    with evaluator(name, compile_baseline=False, **(settings or {})) as ev:
         results = [ev.evaluate(seed) for _ in range(runs)]
     medians = [r.time_s for r in results]
     print(f"[spread] phases of the last evaluation: {results[-1].phases_s}", flush=True)
     mid = statistics.median(medians)
-    return {"problem": name, "medians_s": medians, "range_rel": (max(medians) - min(medians)) / mid,
+    return {"problem": name, "settings": settings or {}, "medians_s": medians,
+            "range_rel": (max(medians) - min(medians)) / mid,
             "cv": statistics.pstdev(medians) / statistics.fmean(medians)}
 
 
@@ -106,6 +108,14 @@ def environment() -> dict:
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
+def _value(text: str):
+    """A setting's value from the command line: JSON (true, 3, 0.5) or else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def run(args) -> None:
     out = {"environment": environment(), "command": " ".join(sys.argv), "problems": [], "spread": None,
            "guards": []}
@@ -118,7 +128,8 @@ def run(args) -> None:
               f"baseline_wall={row['baseline_wall_s']:.1f}s phases={row['phases_s']} {row['reason'][:200]}", flush=True)
         Path(args.out).write_text(json.dumps(out, indent=1, default=str))
     if args.spread_runs:
-        out["spread"] = [bench_spread(name, args.spread_runs) for name in args.spread_problem.split(",")]
+        settings = {k: _value(v) for k, v in (kv.split("=", 1) for kv in args.spread_settings)}
+        out["spread"] = [bench_spread(name, args.spread_runs, settings) for name in args.spread_problem.split(",")]
         print(f"[spread] {out['spread']}", flush=True)
     if args.guards:
         out["guards"] = bench_guards()
@@ -180,7 +191,9 @@ def table(paths: list[str]) -> str:
               for r in rows]
     lines.append("")
     for one in spread or []:
-        lines += [f"## Timing spread: `{one['problem']}` seed evaluated {len(one['medians_s'])} times", "",
+        how = ", ".join(f"{k}={v}" for k, v in one.get("settings", {}).items())
+        lines += [f"## Timing spread: `{one['problem']}` seed evaluated {len(one['medians_s'])} times"
+                  + (f" ({how})" if how else ""), "",
                   "medians (us): " + ", ".join(f"{m * 1e6:.2f}" for m in one["medians_s"])
                   + f"; range / median = {one['range_rel']:.2%}, coefficient of variation = {one['cv']:.2%}", ""]
     if guards:
@@ -198,6 +211,7 @@ def main() -> None:
     r.add_argument("--problems", default="")
     r.add_argument("--repeats", type=int, default=2)
     r.add_argument("--spread-runs", type=int, default=0)
+    r.add_argument("--spread-settings", nargs="*", default=[], help="evaluator settings, e.g. prestart_worker=false")
     r.add_argument("--spread-problem", default="elementwise_chain", help="comma-separated problem names")
     r.add_argument("--guards", action="store_true")
     t = sub.add_parser("table")

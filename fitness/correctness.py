@@ -31,9 +31,8 @@ def as_tensor_list(output) -> list:
 
 
 def _nonfinite_mismatch(out: torch.Tensor, ref: torch.Tensor) -> str:
+    """Why non-finite values of `out` and `ref` differ ("" when they match); called only where either has one."""
     out_bad, ref_bad = ~torch.isfinite(out), ~torch.isfinite(ref)
-    if not (out_bad.any() or ref_bad.any()):
-        return ""
     same_nan = torch.isnan(out) & torch.isnan(ref)
     same_inf = torch.isinf(out) & torch.isinf(ref) & (out == ref)
     mismatched = (out_bad | ref_bad) & ~(same_nan | same_inf)
@@ -47,6 +46,8 @@ def _nonfinite_mismatch(out: torch.Tensor, ref: torch.Tensor) -> str:
 
 
 def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output") -> Comparison:
+    """The comparison's statistics are computed on the device and read back in one transfer: every read is a
+    synchronisation, and on a GPU that other processes share each one waits for their work too."""
     if not isinstance(out, torch.Tensor):
         return Comparison(False, f"{label} is a {type(out).__name__}, expected a torch.Tensor")
     if tuple(out.shape) != tuple(ref.shape):
@@ -55,22 +56,28 @@ def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output"
         return Comparison(False, f"{label} has dtype {out.dtype}, expected {ref.dtype}")
     out64 = out.detach().to(device=ref.device, dtype=torch.float64)
     ref64 = ref.detach().to(torch.float64)
-    nonfinite = _nonfinite_mismatch(out64, ref64)
-    if nonfinite:
-        return Comparison(False, f"{label}: {nonfinite}", float("inf"), float("inf"), float("inf"))
     finite = torch.isfinite(ref64)
     diff = torch.where(finite, (out64 - ref64).abs(), torch.zeros_like(ref64))
     scale = torch.where(finite, ref64.abs(), torch.zeros_like(ref64))
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    max_rel = float((diff / scale.clamp_min(max(tol.atol, 1e-30))).max()) if diff.numel() else 0.0
-    ref_norm = float(torch.linalg.vector_norm(torch.where(finite, ref64, 0.0)))
-    rel_l2 = float(torch.linalg.vector_norm(diff)) / ref_norm if ref_norm > 0 else max_abs
     bad = diff > tol.atol + tol.rtol * scale
-    n_bad = int(bad.sum())
+    if diff.numel():
+        stats = torch.stack([
+            (~torch.isfinite(out64)).any().to(torch.float64), (~finite).any().to(torch.float64), diff.max(),
+            (diff / scale.clamp_min(max(tol.atol, 1e-30))).max(),
+            torch.linalg.vector_norm(torch.where(finite, ref64, 0.0)), torch.linalg.vector_norm(diff),
+            bad.sum().to(torch.float64)]).tolist()
+    else:
+        stats = [0.0] * 7
+    out_nonfinite, ref_nonfinite, max_abs, max_rel, ref_norm, diff_norm, n_bad = stats
+    if out_nonfinite or ref_nonfinite:
+        nonfinite = _nonfinite_mismatch(out64, ref64)
+        if nonfinite:
+            return Comparison(False, f"{label}: {nonfinite}", float("inf"), float("inf"), float("inf"))
+    rel_l2 = diff_norm / ref_norm if ref_norm > 0 else max_abs
     if n_bad:
         first = tuple(int(i) for i in torch.nonzero(bad)[0])
         return Comparison(False, (
-            f"{label}: {n_bad} of {diff.numel()} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
+            f"{label}: {int(n_bad)} of {diff.numel()} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
             f"max abs error {max_abs:.3g}; first at index {first}: got {out64[first].item():.6g}, "
             f"expected {ref64[first].item():.6g}"), max_abs, max_rel, rel_l2)
     if tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
@@ -95,16 +102,24 @@ def compare_outputs(output, refs: list, policy: PrecisionPolicy) -> Comparison:
     return result
 
 
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """True when two tensors hold identical values (NaN equal to NaN)."""
+def _same_bits(a: torch.Tensor, b: torch.Tensor):
+    """Whether two tensors hold identical values (NaN equal to NaN): False, or a 0-d tensor still on the device."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return torch.equal(a, b)
+        return ((a == b) | (torch.isnan(a) & torch.isnan(b))).all()
+    return (a == b).all()
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when two tensors hold identical values (NaN equal to NaN)."""
+    return bool(_same_bits(a, b))
 
 
 def changed_inputs(inputs: list, saved: list) -> list[int]:
-    """Indices of tensor inputs whose values differ from the saved copy taken before the candidate ran."""
-    return [i for i, (a, b) in enumerate(zip(inputs, saved))
-            if isinstance(a, torch.Tensor) and not same_bits(a, b)]
+    """Indices of tensor inputs whose values differ from the saved copy taken before the candidate ran (read back
+    from the device in one transfer)."""
+    checks = [(i, _same_bits(a, b)) for i, (a, b) in enumerate(zip(inputs, saved)) if isinstance(a, torch.Tensor)]
+    on_device = [c for _, c in checks if isinstance(c, torch.Tensor)]
+    same = iter(torch.stack(on_device).tolist() if on_device else [])
+    return [i for i, c in checks if not (next(same) if isinstance(c, torch.Tensor) else c)]

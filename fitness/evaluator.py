@@ -51,6 +51,7 @@ class EvalSettings:
     prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
+    warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
 
     def __post_init__(self):
@@ -142,7 +143,9 @@ class Evaluator:
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
                                 spares=self.settings.spares if self.settings.prestart_worker else 0,
-                                confine=self.settings.confine)
+                                confine=self.settings.confine,
+                                warm={"judge": self.settings.warm_judge,
+                                      "gpu_lock": lock_path(LOCK_DIR, self.device)})
 
     def __enter__(self):
         return self

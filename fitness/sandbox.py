@@ -151,8 +151,10 @@ class Sandbox:
     a persistent cache for trusted ones."""
 
     def __init__(self, device: str, trusted_cache_dir: Path | None = None, spares: int = 1,
-                 python: str = sys.executable, base_env: dict | None = None, confine: bool = True):
+                 python: str = sys.executable, base_env: dict | None = None, confine: bool = True,
+                 warm: dict | None = None):
         self.device = device
+        self.warm = warm  # what an untrusted spare warms before its job (fitness.warm)
         self.confine = confine  # OS namespaces and limits for every worker (fitness/confine.py)
         self.interpret = not device.startswith("cuda")
         self.trusted_cache_dir = Path(trusted_cache_dir) if trusted_cache_dir else None
@@ -209,7 +211,7 @@ class Sandbox:
         writable = [self.trusted_cache_dir] if trusted and self.trusted_cache_dir else []
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
-        zygote.fork(handle, env, self.device, self.confine, writable)
+        zygote.fork(handle, env, self.device, self.confine, writable, None if trusted else self.warm)
         return handle
 
     def _purge_locked(self) -> None:

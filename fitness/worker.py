@@ -12,10 +12,12 @@ job, write the result and leave with ``os._exit``. Jobs:
   candidate's own kernels, and the last timed output per input set checked (``fitness.checks``).
 * ``baseline``: torch.compile and its first call (shared lock), then eager and torch.compile timed with the
   candidate's timer and inputs (exclusive lock).
-* ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache.
+* ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache
+  (``fitness.warm``, which also holds what a spare warms before its job).
 
 ``phases_s`` of a result, in seconds: fork, cuda_init, prewarm, idle (these in a spare before its job arrives),
-import (0: done once in the fork server), setup, compile, wait_shared, trials (of which first_call, trial_calls),
+warm_judge, import (0: done once in the fork server), setup, compile, wait_shared, trials (of which trial_specs,
+trial_inputs, first_call, trial_calls, trial_judge, trial_compare with its trial_reference, timing_inputs),
 wait_exclusive, timing, verify_timed.
 """
 from __future__ import annotations
@@ -45,6 +47,7 @@ from fitness.gpu_lock import DeviceLock  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem  # noqa: E402
+from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
 JOB_POLL_S = 0.005
@@ -52,29 +55,6 @@ LAUNCHES = LaunchCounter()
 LAUNCHES.install()
 PHASES: dict = {}
 KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no finalizer of theirs runs after judging
-
-
-def prewarm_triton(device: str) -> str:
-    """Load Triton's driver (its stubs come from the cache or are built now) and compile, without launching, a tiny
-    kernel, so a candidate's own compile starts warm. Best effort: a failure just skips the warm-up."""
-    if not device.startswith("cuda") or os.environ.get("TRITON_INTERPRET") == "1":
-        return "skipped"
-    try:
-        import triton
-        import triton.language as tl
-
-        @triton.jit
-        def _prewarm(x_ptr, n, BLOCK: tl.constexpr):
-            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
-
-        kernel = _prewarm.warmup(torch.float32, 1, BLOCK=128, grid=(1,))
-        if callable(getattr(kernel, "_init_handles", None)):
-            kernel._init_handles()  # loads the module and builds the launcher (a per-signature .so before 3.5)
-        return "ok"
-    except Exception as exc:  # pragma: no cover - depends on the Triton version
-        print(f"[worker] Triton pre-warm skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return f"failed: {type(exc).__name__}: {exc}"
 
 
 class phase:
@@ -164,35 +144,39 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
     state verified (`verify`) before its output is looked at."""
     device, settings = job["device"], job["settings"]
-    with gpu_lock(job, exclusive=False), phase("trials"):
+    with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
         specs = reference_output_specs(reference, problem, job, input_seed)
     buffers, worst, guards = None, None, empty_guards()
     for trial in range(settings["trials"]):
         with gpu_lock(job, exclusive=False), phase("trials"):
-            fresh = make_inputs(problem, input_seed + trial, device)
-            if buffers is None:
-                buffers = fresh
-            else:
-                refill(buffers, fresh)
-            saved = clone_all(buffers)
-            poison_allocator(specs, device)
-            synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
+            with phase("trial_inputs"):
+                fresh = make_inputs(problem, input_seed + trial, device)
+                if buffers is None:
+                    buffers = fresh
+                else:
+                    refill(buffers, fresh)
+                saved = clone_all(buffers)
+                poison_allocator(specs, device)
+                synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
             LAUNCHES.reset()
             trace = TorchOpTrace(LAUNCHES) if settings.get("trace_torch_ops", True) else None
             with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
                 output = model_new(*buffers)
                 synchronize(device)
-            verify(f"trial {trial}", guards=guards, trials_passed=trial)
-            check_output_types(output, f"trial {trial}", guards=guards, trials_passed=trial)
-            check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial}",
-                         trials_passed=trial)
-            changed = changed_inputs(buffers, saved)
-            if changed:
-                raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial}); inputs must be "
-                              f"left unchanged", guards=guards, trials_passed=trial)
-            refs = as_tensor_list(reference(*saved))
-            comparison = compare_outputs(output, refs, policy)
-            scrub(as_tensor_list(output) + refs)
+            with phase("trial_judge"):
+                verify(f"trial {trial}", guards=guards, trials_passed=trial)
+                check_output_types(output, f"trial {trial}", guards=guards, trials_passed=trial)
+                check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial}",
+                             trials_passed=trial)
+            with phase("trial_compare"):
+                changed = changed_inputs(buffers, saved)
+                if changed:
+                    raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial}); inputs "
+                                  f"must be left unchanged", guards=guards, trials_passed=trial)
+                with phase("trial_reference"):
+                    refs = as_tensor_list(reference(*saved))
+                comparison = compare_outputs(output, refs, policy)
+                scrub(as_tensor_list(output) + refs)
         if not comparison.ok:
             raise Verdict("incorrect", f"trial {trial} (input seed {input_seed + trial}): {comparison.reason}",
                           guards=guards, trials_passed=trial, max_abs_err=comparison.max_abs_err,
@@ -280,7 +264,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                     del compile_pass
                 verify("compile pass")
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify)
-            with gpu_lock(job, exclusive=False), phase("trials"):
+            with gpu_lock(job, exclusive=False), phase("trials"), phase("timing_inputs"):
                 input_sets = timing_inputs(problem, job, input_seed)
                 saved_sets = [clone_all(inputs) for inputs in input_sets]
             timed = TimedCalls(model_new, input_sets, LAUNCHES, module_name,
@@ -379,9 +363,10 @@ def wait_for_job(path: Path) -> dict:
             time.sleep(JOB_POLL_S)
 
 
-def serve(device: str, forked_at: float, origin: dict | None = None) -> None:
-    """A forked worker's life (in its private directory and environment): CUDA, wait for the job, run it, exit.
-    `origin` (the fork server's pid, the confinement it got) is reported with the result."""
+def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict | None = None) -> None:
+    """A forked worker's life (in its private directory and environment): CUDA, warm-up, wait for the job, run it,
+    exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
+    spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path}."""
     PHASES.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
     with phase("cuda_init"):
@@ -389,6 +374,9 @@ def serve(device: str, forked_at: float, origin: dict | None = None) -> None:
     if not cuda_error:
         with phase("prewarm"):
             prewarm_triton(device)
+        if (warm or {}).get("judge"):
+            with phase("warm_judge"):
+                warm_judge(device, warm.get("gpu_lock"))
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))
     Path(JOB_FILE).unlink(missing_ok=True)  # the token in it proves the result is ours: gone before candidate code

@@ -9,7 +9,7 @@ numpy's BLAS pool is held to one thread) and never runs candidate code: its chil
 Protocol, JSON lines; the Sandbox writes the zygote's stdin, one reader thread of the Sandbox reads its stdout::
 
     -> {"op": "fork", "id": ..., "workdir": ..., "log": ..., "env": {...}, "device": ..., "confine": true,
-        "writable": [workdir, ...]}
+        "writable": [workdir, ...], "warm": {"judge": true, "gpu_lock": ...}}
     -> {"op": "kill", "id": ...}        kill the child's process group, if the child is not reaped yet
     <- {"ev": "ready", "pid": ..., "threads": ...}
     <- {"ev": "forked", "id": ..., "pid": ...}
@@ -159,7 +159,8 @@ class Server:
             tempfile.tempdir = None  # recomputed from the worker's TMPDIR
             from fitness import worker
 
-            worker.serve(command["device"], forked_at, {"forked_by": zygote, "confinement": confinement})
+            worker.serve(command["device"], forked_at, {"forked_by": zygote, "confinement": confinement},
+                         command.get("warm"))
         except SystemExit as exc:  # sys.exit in the candidate: its code, as a plain process would exit
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:  # noqa: BLE001 - a child must never return into the zygote's loop
@@ -257,7 +258,7 @@ class Zygote:
             pass  # the zygote is gone: the reader thread reports its workers lost
 
     def fork(self, handle: WorkerHandle, env: dict, device: str, confine: bool = True,
-             writable: list[str] = ()) -> None:
+             writable: list[str] = (), warm: dict | None = None) -> None:
         """Ask for a worker; returns at once (the handle learns its pid and exit from the reader thread)."""
         with self._lock:
             if self.dead:
@@ -267,7 +268,7 @@ class Zygote:
             self._workers[handle.id] = handle
         self._send({"op": "fork", "id": handle.id, "workdir": str(handle.workdir), "log": str(handle.log_path),
                     "env": env, "device": device, "confine": confine,
-                    "writable": [str(handle.workdir), *map(str, writable)]})
+                    "writable": [str(handle.workdir), *map(str, writable)], "warm": warm})
 
     def kill(self, handle: WorkerHandle) -> None:
         self._send({"op": "kill", "id": handle.id})
