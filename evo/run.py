@@ -20,12 +20,13 @@ from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from fitness.evaluator import BaselineSlot, Evaluator
-from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
+from fitness.from_config import (INDUCTOR, policy_from_config, problem_from_config, profile_for, resolve_device,
                                  settings_from_config)
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
+from operators.inductor_seed import inductor_seed
 
 BEST_KERNEL_FILE = "best_kernel.py"
 
@@ -118,14 +119,19 @@ def _record_llm_call(store: RunStore, call: dict) -> None:
     store.add_llm_call({**call, "individual": child.id if child else None})
 
 
-def seed_genome(cfg: DictConfig, team, evaluator: Evaluator) -> tuple[Genome, str]:
-    """The starting genome and who made it: the initialiser agent when configured, else the problem's seed."""
+def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> tuple[Genome, str]:
+    """The starting genome and who made it: the initialiser agent when configured; torch.compile's kernels with
+    problem.seed=inductor or when the problem has no seed of its own; else the problem's seed."""
     if team is not None and cfg.llm.get("initialise", False):
         token = CURRENT_CHILD.set(ChildUsage("0.0"))
         try:
             return Genome.from_source(team.initialise()), "initialiser"
         finally:
             CURRENT_CHILD.reset(token)
+    if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
+        source = inductor_seed(evaluator.problem, evaluator.device, evaluator.profile.name, evaluator.cache_dir,
+                               run_dir, torch_compute_allowed=evaluator.policy.torch_compute != "reject")
+        return Genome.from_source(source), INDUCTOR
     return Genome.from_source(evaluator.problem.seed_source()), "seed"
 
 
@@ -232,7 +238,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
-        seed, made_by = seed_genome(cfg, team, evaluator)
+        seed, made_by = seed_genome(cfg, team, evaluator, run_dir)
         search = Search(seed, operators, tuner, store, settings, print_generation,
                         selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)
         started = time.time()

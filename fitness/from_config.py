@@ -35,14 +35,18 @@ def resolve_size_preset(preset: str, device: str, problem: str) -> str:
     return "test" if problem in suite_names() else "full"
 
 
+INDUCTOR = "inductor"  # problem.seed value: start from the Triton kernels torch.compile generates
+
+
 def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | None = None) -> ProblemSpec:
     """The ProblemSpec a config names: bundled name or path, size preset and overrides, optional seed file."""
     sizes = OmegaConf.to_container(sizes, resolve=True) if isinstance(sizes, DictConfig) else dict(sizes or {})
     spec = resolve_problem(str(name), sizes=sizes, size_preset=resolve_size_preset(size_preset, device, str(name)))
-    if seed is None:
-        return spec
+    if seed is None or seed == INDUCTOR:
+        return spec  # the Inductor seed is made when the run starts (operators.inductor_seed)
     if not Path(seed).expanduser().is_file():
-        raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew")
+        raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
+                         f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")
     return ProblemSpec(spec.name, spec.path, spec.sizes, str(Path(seed).expanduser().resolve()), spec.size_preset)
 
 

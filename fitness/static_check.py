@@ -15,7 +15,9 @@ from fitness import pyast
 ALLOWED_IMPORTS = {
     "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "triton", "triton.language", "math", "typing",
     "functools", "itertools", "dataclasses", "__future__", "numbers",
+    "torch._inductor.runtime.triton_helpers",  # Inductor's @triton.jit helpers, used by seeds taken from Inductor
 }
+INDUCTOR_HELPERS = "torch._inductor.runtime.triton_helpers"  # its public names count as public
 ALLOWED_IMPORT_PREFIXES = ("triton.language.", "torch.nn.")
 
 IMPORT_REASONS = {
@@ -136,7 +138,9 @@ class _Checker(ast.NodeVisitor):
             if dotted == prefix or dotted.startswith(prefix + "."):
                 self.report(node, f"'{dotted}' is not allowed ({reason})")
                 return
-        if any(part.startswith("_") for part in dotted.split(".")[1:]):
+        inner = ("helpers." + dotted[len(INDUCTOR_HELPERS) + 1:] if dotted.startswith(INDUCTOR_HELPERS + ".")
+                 else dotted)  # below the helpers module the usual rule applies
+        if any(part.startswith("_") for part in inner.split(".")[1:]):
             self.report(node, f"'{dotted}' is a private API of a library (not allowed)")
 
     def _check_chain(self, node) -> None:

@@ -15,6 +15,13 @@ def test_bundled_seeds_pass(name):
     assert findings(resolve_problem(name).seed_source()) == []
 
 
+def test_inductors_jit_helpers_are_the_one_private_module_a_candidate_may_import():
+    helpers = "import torch._inductor.runtime.triton_helpers as triton_helpers\n"
+    assert findings(helpers + "y = triton_helpers.max2") == []
+    assert "private API" in " ".join(findings(helpers + "y = triton_helpers._log_2_e"))
+    assert "not allowed" in " ".join(findings("import torch._inductor.utils"))
+
+
 @pytest.mark.parametrize("source, expected", [
     ("import subprocess", "line 1: import of 'subprocess' is not allowed (process access)"),
     ("import socket", "line 1: import of 'socket' is not allowed (network access)"),

@@ -1,0 +1,131 @@
+"""Capture what torch.compile (Inductor) writes for a problem's Model: run as its own process, on the device the
+search runs on, so the search process never imports Inductor or compiles anything itself::
+
+    python -m operators.inductor_seed.capture SPEC.json OUT.json DEVICE
+
+SPEC.json is a ProblemSpec (``to_dict``); OUT.json receives::
+
+    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}, ...],
+     "kernels": {name: {"configs": [{"kwargs": {...}, "num_warps": n, "num_stages": n}, ...]}},
+     "single_output": bool, "versions": {"torch": ..., "triton": ...}}
+
+``args`` says what each argument of Inductor's ``call(args)`` is (found by identity of the tensors Dynamo hands the
+backend). ``configs`` are the launch configurations Inductor's heuristics offer for each kernel, in its order; on a
+GPU the kernels are also run once and the first entry is the configuration Inductor's own autotuning picked.
+On the CPU (tests) Inductor is asked for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def _prepare(device: str) -> None:
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+    import torch._inductor.config as inductor_config
+    import torch.utils._triton as triton_utils
+
+    inductor_config.fx_graph_cache = False  # a cached graph would skip the code generation captured here
+    if device == "cpu":
+        inductor_config.cpu_backend = "triton"
+        triton_utils.triton_hash_with_backend = lambda: "interpreter"  # no GPU backend to hash
+
+
+def _arg_map(model, inputs, example_inputs) -> list[dict]:
+    named = [("param", n, p) for n, p in model.named_parameters()] + [("buffer", n, b) for n, b in
+                                                                     model.named_buffers()]
+    mapping = []
+    for tensor in example_inputs:
+        kind = next(({"kind": k, "name": n} for k, n, t in named if t is tensor), None)
+        if kind is None:
+            kind = next(({"kind": "input", "index": i} for i, x in enumerate(inputs) if x is tensor), None)
+        if kind is None:
+            raise RuntimeError("Inductor's graph takes a tensor that is neither a parameter, a buffer nor an input "
+                               "of forward (a constant made in forward?); this problem needs a hand-written seed")
+        mapping.append(kind)
+    return mapping
+
+
+def _kernel_configs(code: str) -> dict:
+    """Each kernel's heuristic object, built by running its source as Inductor's async_compile would."""
+    import ast
+
+    kernels = {}
+    for node in ast.walk(ast.parse(code)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "triton"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "async_compile"):
+            name, source = node.args[0].value, node.args[1].value
+            namespace = {"__file__": f"<inductor {name}>", "__name__": f"inductor_{name}"}
+            exec(compile(source, f"<inductor {name}>", "exec"), namespace)  # trusted: Inductor's own output
+            kernels[name] = namespace[name]
+    return kernels
+
+
+def _picked_config(name: str) -> dict | None:
+    """The configuration Inductor's autotuning kept for kernel `name` in the module it loaded and ran, if any."""
+    from torch._inductor.codecache import PyCodeCache
+
+    for module in reversed(list(getattr(PyCodeCache, "modules", []))):
+        launchers = getattr(getattr(module, name, None), "launchers", None)
+        if launchers:
+            return _config_dict(launchers[0].config)
+    return None
+
+
+def _config_dict(config) -> dict:
+    return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+def capture(spec_dict: dict, device: str) -> dict:
+    _prepare(device)
+    import torch
+    import triton
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import get_code, run_and_get_code
+
+    from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
+
+    problem = load_problem(ProblemSpec.from_dict(spec_dict))
+    torch.manual_seed(0)
+    model = problem.Model(*call_get_init_inputs(problem)).to(device).eval()
+    with torch.device(device):
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in call_get_inputs(problem)]
+    seen: dict = {}
+
+    def backend(graph_module, example_inputs):
+        seen["args"] = _arg_map(model, inputs, example_inputs)
+        return compile_fx(graph_module, example_inputs)
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        reference = model(*inputs)
+        compiled = torch.compile(model, backend=backend, fullgraph=True)
+        # on a GPU the compiled model runs once (Inductor autotunes its kernels); the interpreter only generates
+        codes = get_code(compiled, *inputs) if device == "cpu" else run_and_get_code(compiled, *inputs)[1]
+    if not codes:
+        raise RuntimeError("torch.compile generated no code for this problem")
+    code = codes[0]
+    kernels = {}
+    for name, heuristic in _kernel_configs(code).items():
+        configs = [_config_dict(c) for c in heuristic.configs]
+        picked = _picked_config(name)
+        kernels[name] = {"configs": [picked] + [c for c in configs if c != picked] if picked else configs,
+                         "autotuned": picked is not None}
+    return {"code": code, "args": seen.get("args", []), "kernels": kernels,
+            "single_output": isinstance(reference, torch.Tensor),
+            "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
+
+
+def main() -> None:
+    spec_path, out_path, device = sys.argv[1:4]
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    result = capture(spec, device)
+    with open(out_path, "w") as fh:
+        json.dump(result, fh)
+
+
+if __name__ == "__main__":
+    main()

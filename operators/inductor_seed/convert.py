@@ -1,0 +1,281 @@
+"""Turn what Inductor wrote for a problem (``capture.py``) into a standalone, readable candidate module.
+
+The candidate has the problem's imports and constants, Inductor's ``@triton.jit`` kernels as plain kernels (its
+heuristics decorator dropped; its jit helpers imported from ``torch._inductor.runtime.triton_helpers``; libdevice
+calls written as the ``tl`` functions they are), each kernel's launch configuration as module-level constants
+declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem's ``Model`` constructor verbatim
+(same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches.
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+from fitness import pyast
+
+LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
+                   "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
+                   "ceil": "tl.ceil", "erf": "tl.erf", "fma": "tl.fma", "sigmoid": "tl.sigmoid"}
+# Triton's interpreter runs a jit combine function once per element (minutes for one row): on the CPU, Inductor's
+# NaN-propagating helpers become Triton's builtins (which do not propagate NaN in max/min)
+INTERPRETER_HELPERS = {"maximum": "tl.maximum", "minimum": "tl.minimum", "max2": "tl.max", "min2": "tl.min",
+                       "sum2": "tl.sum"}
+INTERPRETER_LIBDEVICE = {"tanh": "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"}  # libdevice does not run there
+DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
+ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
+WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
+
+
+class SeedError(ValueError):
+    """Inductor's output uses something the converter does not handle; the message says what and the way out."""
+
+
+# kernels -----------------------------------------------------------------------------------------------------------
+def kernel_function(name: str, source: str, interpreter: bool = False) -> ast.FunctionDef:
+    """The kernel's function from its Inductor module, with only @triton.jit left, libdevice mapped to tl (and on
+    the interpreter, Inductor's reduction helpers to Triton's builtins)."""
+    function = next((n for n in pyast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if function is None:
+        raise SeedError(f"kernel {name}: no function of that name in Inductor's kernel source")
+    function.decorator_list = [ast.parse("triton.jit", mode="eval").body]
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "libdevice" \
+                and node.attr in LIBDEVICE_AS_TL:
+            node.value.id, node.attr = LIBDEVICE_AS_TL[node.attr].split(".")
+        if interpreter and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "triton_helpers" and node.attr in INTERPRETER_HELPERS:
+            node.value.id, node.attr = INTERPRETER_HELPERS[node.attr].split(".")
+    if interpreter:
+        function = _InterpreterLibdevice().visit(function)
+    return function
+
+
+class _InterpreterLibdevice(ast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = ast.unparse(node.func)
+        if name.startswith("libdevice.") and name.split(".")[1] in INTERPRETER_LIBDEVICE and len(node.args) == 1:
+            form = INTERPRETER_LIBDEVICE[name.split(".")[1]].format(ast.unparse(node.args[0]))
+            return ast.parse(form, mode="eval").body
+        return node
+
+
+def signature(function: ast.FunctionDef) -> tuple[list[str], list[str]]:
+    """(runtime argument names, constexpr parameter names) of a kernel."""
+    runtime, constexpr = [], []
+    for arg in function.args.args:
+        is_constexpr = arg.annotation is not None and "constexpr" in ast.unparse(arg.annotation)
+        (constexpr if is_constexpr else runtime).append(arg.arg)
+    return runtime, constexpr
+
+
+def unmasked(function: ast.FunctionDef, prefix: str) -> bool:
+    """True when Inductor dropped the bound check of a dimension (``xmask = tl.full(...)``): its block size must
+    then divide the dimension's size."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == f"{prefix}mask":
+            return "tl.full" in ast.unparse(node.value)
+    return False
+
+
+def block_choices(default: int, numel: int | None, must_divide: bool) -> list[int]:
+    top = max(default, 1 << max(int(numel or 1) - 1, 0).bit_length())
+    choices = {default, *[1 << k for k in range(int(math.log2(top)) + 1)]}
+    choices = [c for c in sorted(choices) if c <= max(top, default)]
+    if must_divide and numel:
+        choices = [c for c in choices if numel % c == 0 or c == default]
+    near = sorted(choices, key=lambda c: (abs(math.log2(c) - math.log2(default)), c))[:6]
+    return sorted(set(near) | {default})
+
+
+# forward -----------------------------------------------------------------------------------------------------------
+class CallRewriter(ast.NodeTransformer):
+    """Inductor's ``call`` body -> statements of ``forward``."""
+
+    def __init__(self, kernels: dict, device_expr: str):
+        self.kernels, self.device_expr = kernels, device_expr
+
+    def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
+        return [self.visit(statement) for statement in node.body]
+
+    def visit_Delete(self, node):
+        return None
+
+    def visit_Expr(self, node):
+        call = node.value
+        if isinstance(call, ast.Call):
+            text = ast.unparse(call.func)
+            if text.split(".")[-1] in DROPPED_CALLS or text in ("args.clear", "torch.cuda.set_device"):
+                return None
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "run" and \
+                    ast.unparse(call.func.value) in self.kernels:
+                return ast.Expr(self.launch(ast.unparse(call.func.value), call))
+        return self.generic_visit(node)
+
+    def visit_Assign(self, node):
+        value = node.value
+        if isinstance(value, ast.Call) and ast.unparse(value.func) in DROPPED_CALLS:
+            return None
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = ast.unparse(node.func)
+        if name in ALLOCATORS:
+            size, stride, dtype = node.args[:3]
+            return ast.parse(f"torch.empty_strided({ast.unparse(size)}, {ast.unparse(stride)}, "
+                             f"dtype={ast.unparse(dtype)}, device={self.device_expr})", mode="eval").body
+        if name == "reinterpret_tensor":
+            return ast.parse("torch.as_strided(" + ", ".join(ast.unparse(a) for a in node.args) + ")",
+                             mode="eval").body
+        if name.startswith("extern_kernels."):
+            node.func = ast.parse("torch." + name.split(".", 1)[1], mode="eval").body
+        elif name.startswith(("aten.", "torch.ops.")):
+            raise SeedError(f"Inductor calls the ATen operator {name} directly; write this problem's seed by hand "
+                            f"(problem.seed=PATH)")
+        return node
+
+    def launch(self, kernel: str, call: ast.Call) -> ast.Call:
+        info = self.kernels[kernel]
+        values = dict(zip(info["runtime"], call.args))
+        dims = [("x", "XBLOCK"), ("y", "YBLOCK"), ("z", "ZBLOCK")]
+        grid = [f"triton.cdiv({ast.unparse(values[d + 'numel'])}, {info['constants'][block]})"
+                for d, block in dims if d + "numel" in values and block in info["constants"]]
+        if info["grid_type"] not in ("Grid1D", "Grid2D", "Grid3D") or not grid:
+            raise SeedError(f"kernel {kernel}: Inductor's grid type {info['grid_type']!r} is not supported by the "
+                            f"converter; write this problem's seed by hand (problem.seed=PATH)")
+        launch_args = ", ".join(ast.unparse(a) for a in call.args)
+        config = ", ".join(f"{k}={v}" for k, v in info["constants"].items())
+        return ast.parse(f"{kernel}[({', '.join(grid)},)]({launch_args}, {config})", mode="eval").body
+
+
+# the module ----------------------------------------------------------------------------------------------------------
+def _kernel_sources(code_tree: ast.Module) -> list[tuple[str, str]]:
+    found = []
+    for node in ast.walk(code_tree):
+        if (isinstance(node, ast.Call) and ast.unparse(node.func) == "async_compile.triton"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+            found.append((node.args[0].value, node.args[1].value))
+    return found
+
+
+def _grid_type(source: str) -> str:
+    marker = "'grid_type': '"
+    start = source.find(marker)
+    return source[start + len(marker):source.index("'", start + len(marker))] if start >= 0 else "Grid1D"
+
+
+def _literal_numel(function: ast.FunctionDef, name: str) -> int | None:
+    for node in function.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == name and \
+                isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
+            return node.value.value
+    return None
+
+
+def _call_function(code_tree: ast.Module) -> ast.FunctionDef:
+    calls = [n for n in ast.walk(code_tree) if isinstance(n, ast.FunctionDef) and n.name == "call"]
+    if not calls:
+        raise SeedError("Inductor's output has no call() function; this torch version's output is not supported")
+    return calls[0]
+
+
+def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
+    """The problem's top-level statements but Model and the input functions, and Model itself."""
+    tree = pyast.parse(problem_source)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if model is None:
+        raise SeedError("the problem file defines no class Model")
+    def dropped(node) -> bool:  # the inputs' functions, docstrings and size constants (the seed's are baked in)
+        return node is model or (isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs")) \
+            or (isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Constant))
+
+    return [n for n in tree.body if not dropped(n)], model
+
+
+def _forward_arguments(model: ast.ClassDef) -> list[str]:
+    forward = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    if forward is None or forward.args.vararg or forward.args.kwonlyargs:
+        raise SeedError("Model.forward must take named positional arguments only for an Inductor seed")
+    return [a.arg for a in forward.args.args[1:]]
+
+
+def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
+    methods = [n for n in model.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")
+               and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    for node in ast.walk(ast.Module(body=methods, type_ignores=[])):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "super":
+            node.args = []  # super(Model, self) -> super()
+    return ast.ClassDef(name="ModelNew", bases=model.bases, keywords=[], body=[*methods, forward],
+                        decorator_list=[])
+
+
+def convert(captured: dict, problem_source: str, title: str) -> str:
+    """The candidate module's source (see the module docstring)."""
+    code_tree = pyast.parse(captured["code"])
+    kernels, functions, constants, tunable = {}, [], [], {}
+    for index, (name, source) in enumerate(_kernel_sources(code_tree)):
+        function = kernel_function(name, source, interpreter=captured.get("device") == "cpu")
+        runtime, constexpr = signature(function)
+        options = captured["kernels"].get(name, {}).get("configs") or [{"kwargs": {}, "num_warps": 4,
+                                                                          "num_stages": 1}]
+        config = options[0]
+        names = {}
+        for param in constexpr:
+            if param not in config["kwargs"]:
+                raise SeedError(f"kernel {name}: Inductor's configuration gives no value for {param}")
+            names[param] = f"K{index}_{param}"
+            dim = param[0].lower() if param[0] in "XYZ" else "r0_"
+            numel = _literal_numel(function, f"{dim}numel")
+            constants.append((names[param], config["kwargs"][param]))
+            tunable[names[param]] = block_choices(config["kwargs"][param], numel, unmasked(function, dim))
+        for key, choices in (("num_warps", WARPS), ("num_stages", STAGES)):
+            names[key] = f"K{index}_{key.upper()}"
+            constants.append((names[key], config[key]))
+            tunable[names[key]] = sorted(set(choices) | {config[key]})
+        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": _grid_type(source)}
+        functions.append(function)
+    if not functions:
+        raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only); "
+                        "write this problem's seed by hand (problem.seed=PATH)")
+
+    header, model = _model_parts(problem_source)
+    call = _call_function(code_tree)
+    unpack = call.body[0]
+    arg_names = [ast.unparse(e) for e in unpack.targets[0].elts] if isinstance(unpack, ast.Assign) and \
+        isinstance(unpack.targets[0], ast.Tuple) else []
+    if len(arg_names) != len(captured["args"]):
+        raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
+                        f"identified; this problem needs a hand-written seed (problem.seed=PATH)")
+    inputs = _forward_arguments(model)
+    bind = [f"{n} = self.{a['name']}" if a["kind"] != "input" else f"{n} = {inputs[a['index']]}"
+            for n, a in zip(arg_names, captured["args"])]
+    body = CallRewriter(kernels, f"{arg_names[0]}.device" if arg_names else "'cuda'").visit(
+        ast.Module(body=call.body[1:], type_ignores=[])).body
+    last = body[-1] if body else None
+    if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
+            and len(last.value.elts) == 1:
+        last.value = last.value.elts[0]
+    forward = pyast.parse(f"def forward(self, {', '.join(inputs)}):\n    pass").body[0]
+    forward.body = [*pyast.parse("\n".join(bind)).body, *body]
+    model_new = _model_new(model, forward)
+
+    used = ast.unparse(ast.Module(body=functions, type_ignores=[]))
+    imports = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl"]
+    if "triton_helpers." in used:
+        imports.append("import torch._inductor.runtime.triton_helpers as triton_helpers")
+    if "libdevice." in used:
+        imports.append("from triton.language.extra import libdevice")
+    if "tl_math." in used:
+        imports.append("from triton.language import math as tl_math")
+    versions = captured.get("versions", {})
+    doc = (f'"""Seed for {title}: the Triton kernels torch.compile (Inductor) generated for this problem '
+           f'(torch {versions.get("torch", "?")}, triton {versions.get("triton", "?")}, captured on '
+           f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
+           f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
+           f'grids. Sizes are baked in, as Inductor compiled them."""')
+    header = [n for n in header if ast.unparse(n) not in imports]
+    parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
+             "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
+    parts += [ast.unparse(f) for f in functions] + [ast.unparse(model_new)]
+    return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
