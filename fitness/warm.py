@@ -5,8 +5,10 @@ stages start warm:
   without launching it;
 * ``warm_judge``: run the judge's own GPU work once on small tensors -- random inputs, copies, the output
   comparison, CUDA events -- under the GPU's *shared* lock. A fresh process pays for each torch kernel's first use
-  (its module is loaded lazily) and for its first allocations; paid here, in the spare's idle time, they no longer
-  lengthen the correctness trials, which hold the shared lock and so keep a waiting timer off the GPU.
+  (its module is loaded lazily) and for its first allocations; paid here, in the spare's idle time, they are meant
+  not to lengthen the correctness trials, which hold the shared lock and so keep a waiting timer off the GPU. Its
+  effect on throughput has not been isolated yet (``experiments/results/throughput_h100.md``);
+  ``fitness.warm_judge=false`` turns it off for that comparison.
 
 Both are best effort: a failure is reported and the job runs cold.
 """
