@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fitness.genome import short_hash
 from fitness.problem import ProblemSpec
-from operators.inductor_seed.convert import SeedError, convert
+from operators.inductor_seed.convert import OTHER_SEEDS, SeedError, convert
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
@@ -53,8 +53,8 @@ def capture(spec: ProblemSpec, device: str, timeout_s: float = CAPTURE_TIMEOUT_S
             raise SeedError(f"torch.compile of {spec.name} did not finish within {timeout_s:.0f} s") from exc
         if done.returncode != 0 or not out_file.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
-            raise SeedError(f"torch.compile of {spec.name} failed, so there is no Inductor seed "
-                            f"(pass problem.seed=PATH to a hand-written seed):\n" + "\n".join(tail))
+            raise SeedError(f"torch.compile of {spec.name} failed, so there is no Inductor seed ({OTHER_SEEDS}):\n"
+                            + "\n".join(tail))
         return json.loads(out_file.read_text())
 
 
@@ -75,7 +75,7 @@ def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path,
     if library and not torch_compute_allowed:
         raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}): policy "
                         f"'triton' rejects torch compute in forward. Run it under fitness/policy=kernelbench "
-                        f"(labelled uses-torch-compute) or pass problem.seed=PATH; Triton GEMM templates "
+                        f"(labelled uses-torch-compute), or {OTHER_SEEDS}; Triton GEMM templates "
                         f"(max-autotune) are not converted yet. The converted seed is at {cached}")
     if run_dir is not None:
         (Path(run_dir) / SEED_FILE).write_text(source)

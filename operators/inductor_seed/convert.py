@@ -26,6 +26,9 @@ ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
 
 
+OTHER_SEEDS = "pass a seed file (problem.seed=PATH) or let an LLM write one (llm=... llm.initialise=true)"
+
+
 class SeedError(ValueError):
     """Inductor's output uses something the converter does not handle; the message says what and the way out."""
 
@@ -131,8 +134,7 @@ class CallRewriter(ast.NodeTransformer):
         if name.startswith("extern_kernels."):
             node.func = ast.parse("torch." + name.split(".", 1)[1], mode="eval").body
         elif name.startswith(("aten.", "torch.ops.")):
-            raise SeedError(f"Inductor calls the ATen operator {name} directly; write this problem's seed by hand "
-                            f"(problem.seed=PATH)")
+            raise SeedError(f"Inductor calls the ATen operator {name} directly; {OTHER_SEEDS}")
         return node
 
     def launch(self, kernel: str, call: ast.Call) -> ast.Call:
@@ -143,7 +145,7 @@ class CallRewriter(ast.NodeTransformer):
                 for d, block in dims if d + "numel" in values and block in info["constants"]]
         if info["grid_type"] not in ("Grid1D", "Grid2D", "Grid3D") or not grid:
             raise SeedError(f"kernel {kernel}: Inductor's grid type {info['grid_type']!r} is not supported by the "
-                            f"converter; write this problem's seed by hand (problem.seed=PATH)")
+                            f"converter; {OTHER_SEEDS}")
         launch_args = ", ".join(ast.unparse(a) for a in call.args)
         config = ", ".join(f"{k}={v}" for k, v in info["constants"].items())
         return ast.parse(f"{kernel}[({', '.join(grid)},)]({launch_args}, {config})", mode="eval").body
@@ -236,8 +238,8 @@ def convert(captured: dict, problem_source: str, title: str) -> str:
         kernels[name] = {"runtime": runtime, "constants": names, "grid_type": _grid_type(source)}
         functions.append(function)
     if not functions:
-        raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only); "
-                        "write this problem's seed by hand (problem.seed=PATH)")
+        raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only): "
+                        f"{OTHER_SEEDS}")
 
     header, model = _model_parts(problem_source)
     call = _call_function(code_tree)
@@ -246,7 +248,7 @@ def convert(captured: dict, problem_source: str, title: str) -> str:
         isinstance(unpack.targets[0], ast.Tuple) else []
     if len(arg_names) != len(captured["args"]):
         raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
-                        f"identified; this problem needs a hand-written seed (problem.seed=PATH)")
+                        f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
     bind = [f"{n} = self.{a['name']}" if a["kind"] != "input" else f"{n} = {inputs[a['index']]}"
             for n, a in zip(arg_names, captured["args"])]
