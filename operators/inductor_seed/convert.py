@@ -63,6 +63,12 @@ class _InterpreterLibdevice(ast.NodeTransformer):
         return node
 
 
+def jit_helpers(source: str, kernel: str) -> dict:
+    """Other @triton.jit functions of a kernel's Inductor module (a scan's combine function, say), by name."""
+    return {n.name: n for n in pyast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name != kernel
+            and any("jit" in ast.unparse(d) for d in n.decorator_list)}
+
+
 def signature(function: ast.FunctionDef) -> tuple[list[str], list[str]]:
     """(runtime argument names, constexpr parameter names) of a kernel."""
     runtime, constexpr = [], []
@@ -188,11 +194,13 @@ def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise SeedError("the problem file defines no class Model")
-    def dropped(node) -> bool:  # the inputs' functions, docstrings and size constants (the seed's are baked in)
-        return node is model or (isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs")) \
-            or (isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Constant))
+    def kept(node) -> bool:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not model \
+            and node.name not in ("get_inputs", "get_init_inputs")
 
-    return [n for n in tree.body if not dropped(n)], model
+    return [n for n in tree.body if kept(n)], model
 
 
 def _forward_arguments(model: ast.ClassDef) -> list[str]:
@@ -215,9 +223,10 @@ def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
 def convert(captured: dict, problem_source: str, title: str) -> str:
     """The candidate module's source (see the module docstring)."""
     code_tree = pyast.parse(captured["code"])
-    kernels, functions, constants, tunable = {}, [], [], {}
+    kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
     for index, (name, source) in enumerate(_kernel_sources(code_tree)):
         function = kernel_function(name, source, interpreter=captured.get("device") == "cpu")
+        helpers.update(jit_helpers(source, name))
         runtime, constexpr = signature(function)
         options = captured["kernels"].get(name, {}).get("configs") or [{"kwargs": {}, "num_warps": 4,
                                                                           "num_stages": 1}]
@@ -279,5 +288,5 @@ def convert(captured: dict, problem_source: str, title: str) -> str:
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
-    parts += [ast.unparse(f) for f in functions] + [ast.unparse(model_new)]
+    parts += [ast.unparse(f) for f in [*helpers.values(), *functions]] + [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
