@@ -211,7 +211,8 @@ def main() -> None:
     r.add_argument("--problems", default="")
     r.add_argument("--repeats", type=int, default=2)
     r.add_argument("--spread-runs", type=int, default=0)
-    r.add_argument("--spread-settings", nargs="*", default=[], help="evaluator settings, e.g. prestart_worker=false")
+    r.add_argument("--spread-settings", nargs="*", default=[],
+                   help="evaluator settings, e.g. prestart_worker=false")
     r.add_argument("--spread-problem", default="elementwise_chain", help="comma-separated problem names")
     r.add_argument("--guards", action="store_true")
     t = sub.add_parser("table")

@@ -35,8 +35,13 @@ def step(name):
         os.makedirs("/tmp/diagw", exist_ok=True)
         print("confine:", C.confine(["/tmp/diagw"], "cuda"), flush=True)
 
+def nvidia_proc():
+    return os.listdir("/proc/driver/nvidia") if os.path.isdir("/proc/driver/nvidia") else "absent"
+
+
 def run_steps():
-    variants = [["limits"], ["net"], ["ns"], ["ns", "pid"], ["ns", "pid", "proc"], ["ns", "ro"], ["ns", "pid", "proc", "ro"], ["full"]]
+    variants = [["limits"], ["net"], ["ns"], ["ns", "pid"], ["ns", "pid", "proc"], ["ns", "ro"],
+                ["ns", "pid", "proc", "ro"], ["full"]]
     for v in variants:
         pid = os.fork()
         if pid == 0:
@@ -48,10 +53,10 @@ def run_steps():
             except Exception as e:
                 print(v, "FAIL", type(e).__name__, str(e)[:200], flush=True)
                 if "proc" in v or "full" in v:
-                    print("  /proc/driver/nvidia:", os.listdir("/proc/driver/nvidia") if os.path.isdir("/proc/driver/nvidia") else "absent", flush=True)
+                    print("  /proc/driver/nvidia:", nvidia_proc(), flush=True)
             os._exit(0)
         os.waitpid(pid, 0)
-    print("host /proc/driver/nvidia:", os.listdir("/proc/driver/nvidia") if os.path.isdir("/proc/driver/nvidia") else "absent")
+    print("host /proc/driver/nvidia:", nvidia_proc())
     os.system("grep -E ' /proc| /dev' /proc/self/mountinfo | head -30; ls -la /dev | grep -i nvidia")
 
 

@@ -34,11 +34,12 @@ def shrunk_spec(path: str, cap: int):
 def one(path: str, cap: int, cache: Path, device: str) -> dict:
     from fitness.evaluator import EvalSettings, Evaluator
     from fitness.policy import load_policy
+    from fitness.problem import resolve_problem
     from hardware_profiles import load_profile, resolve_profile
     from operators.inductor_seed import inductor_seed, library_calls
     from operators.inductor_seed.convert import SeedError
 
-    spec = shrunk_spec(path, cap) if device == "cpu" else shrunk_spec(path, 1 << 62)
+    spec = shrunk_spec(path, cap) if device == "cpu" else resolve_problem(path)
     row, started = {"problem": path, "sizes": spec.sizes}, time.time()
     profile = load_profile("cpu_interpreter") if device == "cpu" else resolve_profile("auto")
     try:

@@ -7,6 +7,7 @@ not compile again. The seed is also written into the run directory, where a user
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from fitness import pyast
 from fitness.genome import short_hash
 from fitness.problem import ProblemSpec
 from operators.inductor_seed.convert import OTHER_SEEDS, SeedError, convert
@@ -84,10 +86,6 @@ def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path,
 
 def library_calls(source: str) -> list[str]:
     """torch library calls Inductor left in forward (extern kernels), by name."""
-    import ast
-
-    from fitness import pyast
-
     model = next((n for n in pyast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
     forward = next((n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef)
                     and n.name == "forward"), None)

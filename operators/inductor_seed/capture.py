@@ -50,16 +50,14 @@ def _arg_map(model, inputs, example_inputs) -> list[dict]:
 
 def _kernel_configs(code: str) -> dict:
     """Each kernel's heuristic object, built by running its source as Inductor's async_compile would."""
-    import ast
+    from fitness import pyast
+    from operators.inductor_seed.convert import kernel_sources
 
     kernels = {}
-    for node in ast.walk(ast.parse(code)):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "triton"
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "async_compile"):
-            name, source = node.args[0].value, node.args[1].value
-            namespace = {"__file__": f"<inductor {name}>", "__name__": f"inductor_{name}"}
-            exec(compile(source, f"<inductor {name}>", "exec"), namespace)  # trusted: Inductor's own output
-            kernels[name] = namespace[name]
+    for name, source in kernel_sources(pyast.parse(code)):
+        namespace = {"__file__": f"<inductor {name}>", "__name__": f"inductor_{name}"}
+        exec(compile(source, f"<inductor {name}>", "exec"), namespace)  # trusted: Inductor's own output
+        kernels[name] = namespace[name]
     return kernels
 
 

@@ -158,7 +158,8 @@ class CallRewriter(ast.NodeTransformer):
 
 
 # the module ----------------------------------------------------------------------------------------------------------
-def _kernel_sources(code_tree: ast.Module) -> list[tuple[str, str]]:
+def kernel_sources(code_tree: ast.Module) -> list[tuple[str, str]]:
+    """(name, source) of each kernel Inductor's output module compiles (``async_compile.triton``)."""
     found = []
     for node in ast.walk(code_tree):
         if (isinstance(node, ast.Call) and ast.unparse(node.func) == "async_compile.triton"
@@ -194,6 +195,7 @@ def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise SeedError("the problem file defines no class Model")
+
     def kept(node) -> bool:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return True
@@ -224,7 +226,7 @@ def convert(captured: dict, problem_source: str, title: str) -> str:
     """The candidate module's source (see the module docstring)."""
     code_tree = pyast.parse(captured["code"])
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
-    for index, (name, source) in enumerate(_kernel_sources(code_tree)):
+    for index, (name, source) in enumerate(kernel_sources(code_tree)):
         function = kernel_function(name, source, interpreter=captured.get("device") == "cpu")
         helpers.update(jit_helpers(source, name))
         runtime, constexpr = signature(function)
@@ -271,7 +273,7 @@ def convert(captured: dict, problem_source: str, title: str) -> str:
     forward.body = [*pyast.parse("\n".join(bind)).body, *body]
     model_new = _model_new(model, forward)
 
-    used = ast.unparse(ast.Module(body=functions, type_ignores=[]))
+    used = ast.unparse(ast.Module(body=[*helpers.values(), *functions], type_ignores=[]))
     imports = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl"]
     if "triton_helpers." in used:
         imports.append("import torch._inductor.runtime.triton_helpers as triton_helpers")
