@@ -154,7 +154,8 @@ class Sandbox:
                  python: str = sys.executable, base_env: dict | None = None, confine: bool = True,
                  warm: dict | None = None):
         self.device = device
-        self.warm = warm  # what an untrusted spare warms before its job (fitness.warm)
+        self.warm = warm  # {"judge": bool, "gpu_lock": path}: the lock every worker starts up under, and whether an
+        # untrusted spare warms the judge before its job (fitness.warm)
         self.confine = confine  # OS namespaces and limits for every worker (fitness/confine.py)
         self.interpret = not device.startswith("cuda")
         self.trusted_cache_dir = Path(trusted_cache_dir) if trusted_cache_dir else None
@@ -211,7 +212,9 @@ class Sandbox:
         writable = [self.trusted_cache_dir] if trusted and self.trusted_cache_dir else []
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
-        zygote.fork(handle, env, self.device, self.confine, writable, None if trusted else self.warm)
+        # every worker starts up under the GPU's shared lock; only an untrusted spare warms the judge
+        warm = {**(self.warm or {}), "judge": False} if trusted else self.warm
+        zygote.fork(handle, env, self.device, self.confine, writable, warm)
         return handle
 
     def _purge_locked(self) -> None:

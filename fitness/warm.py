@@ -4,11 +4,11 @@ stages start warm:
 * ``prewarm_triton``: load Triton's driver (its stubs from the cache, or built now) and compile a tiny kernel
   without launching it;
 * ``warm_judge``: run the judge's own GPU work once on small tensors -- random inputs, copies, the output
-  comparison, CUDA events -- under the GPU's *shared* lock. A fresh process pays for each torch kernel's first use
-  (its module is loaded lazily) and for its first allocations; paid here, in the spare's idle time, they are meant
-  not to lengthen the correctness trials, which hold the shared lock and so keep a waiting timer off the GPU. Its
-  effect on throughput has not been isolated yet (``experiments/results/throughput_h100.md``);
-  ``fitness.warm_judge=false`` turns it off for that comparison.
+  comparison, CUDA events -- under the GPU's *shared* lock (the worker holds it for its whole start-up). A fresh
+  process pays for each torch kernel's first use (its module is loaded lazily) and for its first allocations; paid
+  here, in the spare's idle time, they are meant not to lengthen the correctness trials, which hold the shared
+  lock and so keep a waiting timer off the GPU. Its effect on throughput has not been isolated yet
+  (``experiments/results/throughput_h100.md``); ``fitness.warm_judge=false`` turns it off for that comparison.
 
 Both are best effort: a failure is reported and the job runs cold.
 """
@@ -20,7 +20,6 @@ import sys
 import torch
 
 from fitness.correctness import compare_tensor, same_bits
-from fitness.gpu_lock import DeviceLock
 from fitness.policy import Tolerance
 
 WARM_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -71,14 +70,13 @@ def judge_warm_up(device: str) -> None:
         start.elapsed_time(end)
 
 
-def warm_judge(device: str, gpu_lock: str | None) -> str:
-    """`judge_warm_up` under the GPU's shared lock (nothing here may run while a candidate is timed)."""
+def warm_judge(device: str) -> str:
+    """`judge_warm_up`; the caller holds the GPU's shared lock (nothing here may run while a candidate is timed)."""
     if not device.startswith("cuda"):
         return "skipped"
     try:
-        with DeviceLock(gpu_lock, exclusive=False):
-            judge_warm_up(device)
-            torch.cuda.synchronize()
+        judge_warm_up(device)
+        torch.cuda.synchronize()
         return "ok"
     except Exception as exc:  # noqa: BLE001 - best effort; the job then runs cold
         print(f"[worker] judge warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -15,10 +15,10 @@ job, write the result and leave with ``os._exit``. Jobs:
 * ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache
   (``fitness.warm``, which also holds what a spare warms before its job).
 
-``phases_s`` of a result, in seconds: fork, cuda_init, prewarm, idle (these in a spare before its job arrives),
-warm_judge, import (0: done once in the fork server), setup, compile, wait_shared, trials (of which trial_specs,
-trial_inputs, first_call, trial_calls, trial_judge, trial_compare with its trial_reference, timing_inputs),
-wait_exclusive, timing, verify_timed.
+``phases_s`` of a result, in seconds: fork, wait_start (for the GPU's shared lock, which the start-up holds),
+cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
+server), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs, first_call, trial_calls,
+trial_judge, trial_compare with its trial_reference, timing_inputs), wait_exclusive, timing, verify_timed.
 """
 from __future__ import annotations
 
@@ -344,12 +344,15 @@ def write_result(path: str, result: dict) -> None:
 
 
 def init_cuda(device: str) -> str:
-    """Create the CUDA context on the job's device; "" or why it failed (reported with the job)."""
+    """Create the CUDA context on the job's device (the caller holds the GPU's shared lock); "" or why it failed
+    (reported with the job)."""
     try:
         if device.startswith("cuda:"):
             torch.cuda.set_device(torch.device(device))
         if device.startswith("cuda"):
             torch.cuda.init()
+            torch.zeros(1, device=device)  # the context itself is made lazily, by the first use
+            torch.cuda.synchronize()
         return ""
     except Exception as exc:  # noqa: BLE001
         return f"{type(exc).__name__}: {exc}"
@@ -369,14 +372,19 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path}."""
     PHASES.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
-    with phase("cuda_init"):
-        cuda_error = init_cuda(device)
+    # the GPU work of the start-up holds the GPU's shared lock: a new context (its memory is cleared by the driver)
+    # slowed a candidate being timed meanwhile (experiments/results/timing_spread_h100.md)
+    asked = time.monotonic()
+    with DeviceLock((warm or {}).get("gpu_lock"), exclusive=False):
+        PHASES["wait_start"] = time.monotonic() - asked
+        with phase("cuda_init"):
+            cuda_error = init_cuda(device)
     if not cuda_error:
         with phase("prewarm"):
-            prewarm_triton(device)
+            prewarm_triton(device)  # compiles on the host; loads one small module
         if (warm or {}).get("judge"):
-            with phase("warm_judge"):
-                warm_judge(device, warm.get("gpu_lock"))
+            with phase("warm_judge"), DeviceLock(warm.get("gpu_lock"), exclusive=False):
+                warm_judge(device)
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))
     Path(JOB_FILE).unlink(missing_ok=True)  # the token in it proves the result is ours: gone before candidate code

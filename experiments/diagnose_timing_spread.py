@@ -1,0 +1,164 @@
+"""Where the timing spread comes from (issue: throughput): one kernel timed again and again, one condition changed
+at a time. Each measurement is the evaluator's timer (``fitness.timing.CudaEventTimer``) on the problem's seed.
+
+    A  in this process, no sandbox: the timer N times back to back; with the L2 flush off; with a long fixed spin
+       before each repetition (launch time cannot leak into the start-to-end time); after idle gaps (GPU clocks)
+    B  fresh plain processes (no fork server, no confinement), one measurement each
+    C  the evaluator: the seed evaluated N times with a warm spare starting meanwhile, and with none
+
+Every row keeps the timer's internals (median launch time, spin, stream-only and device-wide medians), so a
+change in the median can be traced to one of them.
+
+    python3 experiments/diagnose_timing_spread.py --out OUT.json [--problem elementwise_chain] [--runs 6]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+KEYS = ("median_s", "stream_median_s", "all_streams_median_s", "launch_s", "spin_s", "redone", "p25_s", "p75_s",
+        "n")
+
+
+def summary(label: str, stats: list[dict], **extra) -> dict:
+    medians = [s["median_s"] for s in stats]
+    row = {"condition": label, **extra, "medians_us": [round(m * 1e6, 2) for m in medians],
+           "cv": statistics.pstdev(medians) / statistics.fmean(medians) if len(medians) > 1 else 0.0,
+           "stats": [{k: s.get(k) for k in KEYS} for s in stats]}
+    print(f"[spread] {label}: cv={row['cv']:.3%} medians={row['medians_us']} launch_us="
+          f"{[round(s.get('launch_s', 0) * 1e6, 1) for s in stats]} spin_us="
+          f"{[round(s.get('spin_s', 0) * 1e6, 1) for s in stats]} stream_us="
+          f"{[round(s['stream_median_s'] * 1e6, 2) for s in stats]} all_us="
+          f"{[round(s['all_streams_median_s'] * 1e6, 2) for s in stats]} redone={[s.get('redone') for s in stats]}"
+          f" p75_us={[round(s['p75_s'] * 1e6, 1) for s in stats]}", flush=True)
+    return row
+
+
+def load_seed(problem_name: str):
+    """(ModelNew instance, reference Model, input sets) for the problem's seed, on the GPU."""
+    import torch
+
+    from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
+    from fitness.worker import make_inputs
+
+    spec = resolve_problem(problem_name)
+    problem = load_problem(spec)
+    loader = importlib.util.spec_from_file_location("seed_under_test", spec.seed_path)
+    seed = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(seed)
+    torch.manual_seed(0)
+    model = seed.ModelNew(*call_get_init_inputs(problem)).cuda().eval()
+    return model, [make_inputs(problem, 1000 + j, "cuda") for j in range(3)]
+
+
+def make_timer(**overrides):
+    from fitness.timing import TIMING_DEFAULTS, CudaEventTimer
+    from hardware_profiles import detect_profile
+
+    s = {**TIMING_DEFAULTS, **overrides}
+    return CudaEventTimer(detect_profile().l2_cache_bytes, warmup_ms=s["warmup_ms"], rep_ms=s["rep_ms"],
+                          min_reps=s["min_reps"], max_reps=s["max_reps"], flush_l2=s["flush_l2"])
+
+
+def fixed_spin(timer, launch_s: float):
+    """The timer with its launch-time estimate pinned, so its spin is the same long one every repetition."""
+    warm_up = timer._warm_up
+
+    def pinned(fn, input_sets):
+        per_call, _ = warm_up(fn, input_sets)
+        return per_call, launch_s
+    timer._warm_up = pinned
+    return timer
+
+
+def in_process(problem: str, runs: int) -> list[dict]:
+    import torch
+
+    model, input_sets = load_seed(problem)
+    rows = []
+    with torch.no_grad():
+        for label, timer_of, gap_s in (("A1 back to back", make_timer, 0.0),
+                                       ("A2 L2 flush off", lambda: make_timer(flush_l2=False), 0.0),
+                                       ("A3 fixed 500 us spin", lambda: fixed_spin(make_timer(), 245e-6), 0.0),
+                                       ("A4 after 2 s idle", make_timer, 2.0)):
+            stats = []
+            for _ in range(runs):
+                time.sleep(gap_s)
+                stats.append(timer_of().measure(model, input_sets).to_dict())
+            rows.append(summary(label, stats))
+    return rows
+
+
+def fresh_processes(problem: str, runs: int) -> dict:
+    stats = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, __file__, "--one", "--problem", problem], capture_output=True,
+                             text=True, timeout=120)
+        line = [x for x in out.stdout.splitlines() if x.startswith("{")]
+        if not line:
+            print(out.stderr[-2000:], flush=True)
+            continue
+        stats.append(json.loads(line[-1]))
+    return summary("B fresh plain process", stats)
+
+
+def evaluator_runs(problem: str, runs: int, **settings) -> dict:
+    from fitness.evaluator import EvalSettings, Evaluator
+    from fitness.policy import load_policy
+    from fitness.problem import resolve_problem
+    from hardware_profiles import detect_profile
+
+    spec = resolve_problem(problem)
+    stats, phases = [], []
+    with Evaluator(spec, load_policy("triton"), detect_profile(), EvalSettings(compile_baseline=False, **settings),
+                   device="cuda") as ev:
+        for _ in range(runs):
+            result = ev.evaluate(spec.seed_source())
+            if result.time_s is None:
+                print(f"[spread] evaluation failed: {result.status} {result.reason[:300]}", flush=True)
+                continue
+            stats.append(result.timing["candidate"])
+            phases.append({k: round(v, 3) for k, v in result.phases_s.items()})
+    return summary(f"C evaluator {settings or 'defaults'}", stats, settings=settings, phases=phases)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="")
+    parser.add_argument("--problem", default="elementwise_chain")
+    parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--one", action="store_true", help="one measurement in this process, printed as JSON")
+    parser.add_argument("--parts", default="ABC", help="A, B, C as above; U: C unconfined too")
+    args = parser.parse_args()
+    if args.one:
+        import torch
+
+        model, input_sets = load_seed(args.problem)
+        with torch.no_grad():
+            print(json.dumps(make_timer().measure(model, input_sets).to_dict()), flush=True)
+        return
+    rows = []
+    if "A" in args.parts:
+        rows += in_process(args.problem, args.runs)
+    if "B" in args.parts:
+        rows.append(fresh_processes(args.problem, max(args.runs // 2, 2)))
+    if "C" in args.parts:
+        rows.append(evaluator_runs(args.problem, args.runs))
+        rows.append(evaluator_runs(args.problem, args.runs, prestart_worker=False))
+        if "U" in args.parts:  # unconfined as well
+            rows.append(evaluator_runs(args.problem, args.runs, confine=False, prestart_worker=False))
+    Path(args.out).write_text(json.dumps({"problem": args.problem, "command": " ".join(sys.argv), "rows": rows},
+                                         indent=1))
+
+
+if __name__ == "__main__":
+    main()
