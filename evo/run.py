@@ -26,7 +26,7 @@ from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
-from operators.inductor_seed import inductor_seed
+from operators.inductor_seed import inductor_seed, policy_options
 
 BEST_KERNEL_FILE = "best_kernel.py"
 
@@ -130,7 +130,7 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> t
             CURRENT_CHILD.reset(token)
     if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
         source = inductor_seed(evaluator.problem, evaluator.device, evaluator.profile.name, evaluator.cache_dir,
-                               run_dir, torch_compute_allowed=evaluator.policy.torch_compute != "reject")
+                               run_dir, **policy_options(evaluator.policy))
         return Genome.from_source(source), INDUCTOR
     return Genome.from_source(evaluator.problem.seed_source()), "seed"
 

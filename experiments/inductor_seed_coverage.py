@@ -3,10 +3,14 @@ On the CPU (Triton's interpreter) the problems are shrunk: every integer size co
 
     python3 experiments/inductor_seed_coverage.py --root ../shared/kernelbench \
         --list ../shared/kernelbench/dev-20.txt --cap 16 --out OUT.json
+    python3 experiments/inductor_seed_coverage.py --device cuda --root KB --list LIST --cache DIR --capture-only \
+        --jobs 3 --out OUT.json        # GPU: capture and convert only (3 at once), captures kept in DIR
+    python3 experiments/inductor_seed_coverage.py --device cuda --root KB --list LIST --cache DIR --out OUT.json
     python3 experiments/inductor_seed_coverage.py --table OUT.json
 
-A converted seed with library calls (Inductor keeps cuBLAS / cuDNN for matmuls and convolutions) is evaluated
-under policy `kernelbench` (labelled uses-torch-compute); the others under `triton`.
+Seeds are made for `--policy` (default `triton`: matmuls as Inductor's Triton GEMM templates on a GPU, and a seed
+that would need a library call is a failure with its reason); under `kernelbench` Inductor's library calls stay
+(labelled uses-torch-compute). The evaluator row has the seed's time and torch.compile's, measured in the same run.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,39 +36,57 @@ def shrunk_spec(path: str, cap: int):
     return resolve_problem(path, sizes=sizes)
 
 
-def one(path: str, cap: int, cache: Path, device: str) -> dict:
+def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only: bool) -> dict:
     from fitness.evaluator import EvalSettings, Evaluator
     from fitness.policy import load_policy
     from fitness.problem import resolve_problem
     from hardware_profiles import load_profile, resolve_profile
-    from operators.inductor_seed import inductor_seed, library_calls
+    from operators.inductor_seed import inductor_seed, library_calls, policy_options
     from operators.inductor_seed.convert import SeedError
 
     spec = shrunk_spec(path, cap) if device == "cpu" else resolve_problem(path)
     row, started = {"problem": path, "sizes": spec.sizes}, time.time()
     profile = load_profile("cpu_interpreter") if device == "cpu" else resolve_profile("auto")
     try:
-        source = inductor_seed(spec, device, profile.name, cache, torch_compute_allowed=True)
+        source = inductor_seed(spec, device, profile.name, cache, **policy_options(load_policy(policy)))
     except SeedError as exc:
-        return {**row, "seed": "none", "why": str(exc).splitlines()[0][:200], "convert_s": time.time() - started}
-    row.update(seed="converted", library=library_calls(source), convert_s=time.time() - started)
-    policy = "kernelbench" if row["library"] else "triton"
+        return {**row, "seed": "none", "why": str(exc).splitlines()[0][:300], "convert_s": time.time() - started}
+    except Exception as exc:  # noqa: BLE001 - a converter bug is a row with its reason; the others go on
+        return {**row, "seed": "none", "why": f"converter failed: {type(exc).__name__}: {exc}"[:300],
+                "convert_s": time.time() - started}
+    row.update(seed="converted", library=library_calls(source), convert_s=time.time() - started, policy=policy)
+    if capture_only:
+        return row
     with Evaluator(spec, load_policy(policy), profile, EvalSettings(trials=3), device=device) as evaluator:
         result = evaluator.evaluate(source, label="inductor")
-    return {**row, "policy": policy, "status": result.status, "reason": (result.reason or "")[:200],
-            "time_s": result.time_s}
+    return {**row, "status": result.status, "reason": (result.reason or "")[:300], "time_s": result.time_s,
+            "compile_s": result.compile_s, "eager_s": result.eager_s, "vs_compile": result.speedup_vs_compile,
+            "eval_wall_s": result.eval_wall_s}
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| problem | seed | library calls | policy | evaluator | reason |", "|---|---|---|---|---|---|"]
+    lines = ["| problem | seed | library calls | policy | evaluator | seed (us) | compile (us) | seed vs compile | "
+             "reason |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {Path(r['problem']).parent.name}/{Path(r['problem']).name} | {r['seed']} | "
                      f"{', '.join(r.get('library', [])) or '-'} | {r.get('policy', '-')} | {r.get('status', '-')} | "
-                     f"{(r.get('why') or r.get('reason') or '').replace('|', '/')[:120]} |")
+                     f"{_us(r.get('time_s'))} | {_us(r.get('compile_s'))} | {_x(r.get('vs_compile'))} | "
+                     f"{(r.get('why') or r.get('reason') or '').replace('|', '/')[:160]} |")
     converted = [r for r in rows if r["seed"] == "converted"]
     passed = [r for r in converted if r.get("status") == "ok"]
-    lines += ["", f"{len(converted)} of {len(rows)} converted; {len(passed)} of those passed the evaluator."]
+    near = [r for r in passed if r.get("vs_compile") and r["vs_compile"] >= 1 / 1.05]
+    lines += ["", f"{len(converted)} of {len(rows)} converted; {len(passed)} of those passed the evaluator"
+              + (f"; {len(near)} of those within 5 % of torch.compile's time (or faster)." if any(
+                  r.get("vs_compile") for r in passed) else ".")]
     return "\n".join(lines) + "\n"
+
+
+def _us(seconds) -> str:
+    return f"{seconds * 1e6:,.1f}" if seconds else "-"
+
+
+def _x(ratio) -> str:
+    return f"{ratio:.2f}x" if ratio else "-"
 
 
 def main() -> None:
@@ -72,6 +95,10 @@ def main() -> None:
     parser.add_argument("--list", default="")
     parser.add_argument("--cap", type=int, default=16)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--policy", default="triton", choices=["triton", "kernelbench"])
+    parser.add_argument("--cache", default="", help="where captures are cached (kept between runs)")
+    parser.add_argument("--capture-only", action="store_true", help="capture and convert, do not evaluate")
+    parser.add_argument("--jobs", type=int, default=1, help="problems at once")
     parser.add_argument("--out", default="")
     parser.add_argument("--table", default="")
     args = parser.parse_args()
@@ -80,12 +107,22 @@ def main() -> None:
         return
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    cache, rows = Path(tempfile.mkdtemp(prefix="kernelevo-coverage-")), []
-    for rel in Path(args.list).read_text().split():
-        rows.append(one(str(Path(args.root) / rel), args.cap, cache, args.device))
-        print(json.dumps(rows[-1], default=str)[:400], flush=True)
-        Path(args.out).write_text(json.dumps(rows, indent=1, default=str))
-    print(table(rows), end="")
+    cache = Path(args.cache or tempfile.mkdtemp(prefix="kernelevo-coverage-"))
+    paths = [str(Path(args.root) / rel) for rel in Path(args.list).read_text().split()]
+    rows = []
+
+    def done(row: dict) -> None:
+        rows.append(row)
+        print(json.dumps(row, default=str)[:500], flush=True)
+        Path(args.out).write_text(json.dumps(sorted(rows, key=lambda r: paths.index(r["problem"])), indent=1,
+                                             default=str))
+
+    # several evaluations at once share the GPU for their checks; their timings never overlap (the machine-wide
+    # GPU lock), but GPU memory must hold them all
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for row in pool.map(lambda p: one(p, args.cap, cache, args.device, args.policy, args.capture_only), paths):
+            done(row)
+    print(table(sorted(rows, key=lambda r: paths.index(r["problem"]))), end="")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,28 @@ def evaluate(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
+def seed(cfg: DictConfig) -> None:
+    """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
+    from fitness.evaluator import DEFAULT_CACHE_DIR
+    from fitness.from_config import policy_from_config, problem_from_config, profile_for, resolve_device
+    from operators.inductor_seed import inductor_seed, policy_options
+
+    try:
+        device = resolve_device(str(cfg.device))
+        problem = problem_from_config(cfg.problem, device)
+        policy = policy_from_config(cfg.fitness)
+        source = inductor_seed(problem, device, profile_for(cfg.hardware.profile, device).name, DEFAULT_CACHE_DIR,
+                               **policy_options(policy))
+    except ValueError as exc:  # SeedError included: it names what is missing and the ways out
+        _fail(str(exc))
+    out = Path(cfg.out)
+    out = out if out.is_absolute() else _output_dir() / out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(source)
+    print(f"seed for {problem.name} (policy {policy.name}, {device}) written to {out}\n"
+          f"evaluate it: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
+
+
 def run(cfg: DictConfig) -> None:
     """Evolve a faster kernel for the configured problem; the run directory is Hydra's output directory."""
     from evo.run import execute
@@ -85,4 +107,6 @@ COMMANDS = {
     "resume": Command("resume", resume, "continue a run: kernelevo resume run_dir=DIR"),
     "report": Command("report", report, "write a run's markdown report: kernelevo report run_dir=DIR"),
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing"),
+    "seed": Command("seed", seed, "write the seed converted from torch.compile's kernels: kernelevo seed "
+                                  "problem=P [out=PATH]"),
 }

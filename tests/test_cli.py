@@ -57,3 +57,14 @@ def test_bad_input_gets_a_clear_error(tmp_path):
 def test_no_command_prints_usage(tmp_path):
     proc = kernelevo(cwd=tmp_path)
     assert proc.returncode == 2 and "evaluate" in proc.stdout
+
+
+def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
+    out = tmp_path / "seed.py"
+    proc = kernelevo("seed", "problem=layernorm", "problem.size_preset=test", f"out={out}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"written to {out}" in proc.stdout and "kernelevo evaluate problem=layernorm" in proc.stdout
+    source = out.read_text()
+    assert "class ModelNew" in source and "TUNABLE = " in source and "@triton.jit" in source
+    proc = kernelevo("evaluate", "problem=layernorm", f"candidate={out}", "fitness.trials=2", cwd=tmp_path)
+    assert proc.returncode == 0 and "status: ok" in proc.stdout, proc.stdout + proc.stderr

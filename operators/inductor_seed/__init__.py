@@ -1,9 +1,13 @@
 """Seeds taken from torch.compile: `problem.seed=inductor`, and the default for a problem that has no seed.
 
 ``inductor_seed`` compiles the problem's Model with torch.compile in a process of its own on the search's device
-(``capture.py``), converts what Inductor wrote into a standalone candidate (``convert.py``), and caches it per
-(problem file and sizes, device and hardware profile, torch and triton versions): a second run, or a resume, does
-not compile again. The seed is also written into the run directory, where a user opens it and sees the kernels.
+(``capture.py``), converts what Inductor wrote into a standalone candidate (``convert.py``), and caches the capture
+per (problem file and sizes, device and hardware profile, torch and triton versions, GEMM templates or library
+calls): a second run, or a resume, does not compile again (the conversion, milliseconds, is redone, so a newer
+converter applies). The seed is also written into the run directory, where a user opens it and sees the kernels.
+
+Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
+(max-autotune over Triton's backend), under ``kernelbench`` as the library calls Inductor prefers.
 """
 from __future__ import annotations
 
@@ -36,12 +40,14 @@ def _versions() -> str:
     return ", ".join(found)
 
 
-def cache_key(spec: ProblemSpec, device: str, profile: str) -> str:
+def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False) -> str:
     problem = Path(spec.path).read_text()
-    return short_hash(json.dumps([problem, spec.sizes, device.split(":")[0], profile, _versions()], sort_keys=True))
+    return short_hash(json.dumps([problem, spec.sizes, device.split(":")[0], profile, _versions(), templates]
+                                 + ([True] if tf32 else []), sort_keys=True))
 
 
-def capture(spec: ProblemSpec, device: str, timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
+def capture(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
+            timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
     """Run ``capture.py`` in its own process; SeedError with its output's tail when it fails."""
     with tempfile.TemporaryDirectory(prefix="kernelevo-inductor-") as tmp:
         spec_file, out_file = Path(tmp) / "spec.json", Path(tmp) / "captured.json"
@@ -49,7 +55,8 @@ def capture(spec: ProblemSpec, device: str, timeout_s: float = CAPTURE_TIMEOUT_S
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         try:
             done = subprocess.run([sys.executable, "-m", "operators.inductor_seed.capture", str(spec_file),
-                                   str(out_file), device], cwd=REPO, env=env, capture_output=True, text=True,
+                                   str(out_file), device, *(["templates"] if templates else []),
+                                   *(["tf32"] if tf32 else [])], cwd=REPO, env=env, capture_output=True, text=True,
                                   timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise SeedError(f"torch.compile of {spec.name} did not finish within {timeout_s:.0f} s") from exc
@@ -61,27 +68,35 @@ def capture(spec: ProblemSpec, device: str, timeout_s: float = CAPTURE_TIMEOUT_S
 
 
 def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path, run_dir: Path | None = None,
-                  torch_compute_allowed: bool = False) -> str:
+                  torch_compute_allowed: bool = False, tf32: bool = False) -> str:
     """The Inductor seed's source for `spec` on `device` (from the cache when there), also written to run_dir.
-    `torch_compute_allowed`: the policy lets forward call library kernels (cuBLAS, cuDNN) that Inductor keeps."""
-    cached = Path(cache_dir) / "inductor-seeds" / f"{spec.name}-{cache_key(spec, device, profile)}.py"
+    `torch_compute_allowed`: the policy lets forward call library kernels (cuBLAS, cuDNN) that Inductor keeps;
+    `tf32`: the policy lets fp32 matmuls use TF32."""
+    templates = device.startswith("cuda") and not torch_compute_allowed
+    key = cache_key(spec, device, profile, templates, tf32)
+    cached = Path(cache_dir) / "inductor-seeds" / f"{spec.name}-{key}.json"
     if cached.is_file():
-        source = cached.read_text()
+        captured = json.loads(cached.read_text())
     else:
-        source = convert(capture(spec, device), Path(spec.path).read_text(), spec.name)
+        captured = capture(spec, device, templates, tf32)
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".tmp")
-        partial.write_text(source)
+        partial.write_text(json.dumps(captured))
         partial.replace(cached)
+    source = convert(captured, Path(spec.path).read_text(), spec.name)
     library = library_calls(source)
     if library and not torch_compute_allowed:
-        raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}): policy "
-                        f"'triton' rejects torch compute in forward. Run it under fitness/policy=kernelbench "
-                        f"(labelled uses-torch-compute), or {OTHER_SEEDS}; Triton GEMM templates "
-                        f"(max-autotune) are not converted yet. The converted seed is at {cached}")
+        raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}) for which it "
+                        f"has no Triton form here: policy 'triton' rejects torch compute in forward. Run it under "
+                        f"fitness/policy=kernelbench (labelled uses-torch-compute), or {OTHER_SEEDS}.")
     if run_dir is not None:
         (Path(run_dir) / SEED_FILE).write_text(source)
     return source
+
+
+def policy_options(policy) -> dict:
+    """`inductor_seed`'s options under a precision policy (``fitness.policy.PrecisionPolicy``)."""
+    return {"torch_compute_allowed": policy.torch_compute != "reject", "tf32": policy.tf32}
 
 
 def library_calls(source: str) -> list[str]:
@@ -93,4 +108,4 @@ def library_calls(source: str) -> list[str]:
     return sorted(n for n in names if n.startswith("torch.") and n not in ("torch.empty_strided", "torch.as_strided"))
 
 
-__all__ = ["SeedError", "inductor_seed", "capture", "cache_key", "SEED_FILE"]
+__all__ = ["SeedError", "inductor_seed", "capture", "cache_key", "policy_options", "SEED_FILE"]

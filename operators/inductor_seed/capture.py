@@ -1,7 +1,7 @@
 """Capture what torch.compile (Inductor) writes for a problem's Model: run as its own process, on the device the
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
-    python -m operators.inductor_seed.capture SPEC.json OUT.json DEVICE
+    python -m operators.inductor_seed.capture SPEC.json OUT.json DEVICE [templates] [tf32]
 
 SPEC.json is a ProblemSpec (``to_dict``); OUT.json receives::
 
@@ -13,15 +13,21 @@ SPEC.json is a ProblemSpec (``to_dict``); OUT.json receives::
 backend). ``configs`` are the launch configurations Inductor's heuristics offer for each kernel, in its order; on a
 GPU the kernels are also run once and the first entry is the configuration Inductor's own autotuning picked.
 On the CPU (tests) Inductor is asked for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
+``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
+calls; on a GPU only (Inductor writes no Triton template for the CPU). ``tf32``: fp32 matmuls may use TF32 (the
+precision policy's choice; torch.compile's baseline runs under the same setting), so the templates do too.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 
-def _prepare(device: str) -> None:
+def _prepare(device: str, templates: bool, tf32: bool) -> None:
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
     import torch._inductor.config as inductor_config
@@ -31,6 +37,13 @@ def _prepare(device: str) -> None:
     if device == "cpu":
         inductor_config.cpu_backend = "triton"
         triton_utils.triton_hash_with_backend = lambda: "interpreter"  # no GPU backend to hash
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    if templates:
+        inductor_config.max_autotune_gemm = True
+        inductor_config.max_autotune_gemm_backends = "TRITON"
 
 
 def _arg_map(model, inputs, example_inputs) -> list[dict]:
@@ -54,10 +67,14 @@ def _kernel_configs(code: str) -> dict:
     from operators.inductor_seed.convert import kernel_sources
 
     kernels = {}
-    for name, source in kernel_sources(pyast.parse(code)):
-        namespace = {"__file__": f"<inductor {name}>", "__name__": f"inductor_{name}"}
-        exec(compile(source, f"<inductor {name}>", "exec"), namespace)  # trusted: Inductor's own output
-        kernels[name] = namespace[name]
+    with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as folder:
+        for index, (name, source) in enumerate(kernel_sources(pyast.parse(code))):
+            path = Path(folder) / f"inductor_kernel_{index}.py"  # @triton.jit reads its source from a file
+            path.write_text(source)
+            loader = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)  # trusted: Inductor's own output
+            kernels[name] = getattr(module, name)
     return kernels
 
 
@@ -76,8 +93,8 @@ def _config_dict(config) -> dict:
     return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
-def capture(spec_dict: dict, device: str) -> dict:
-    _prepare(device)
+def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False) -> dict:
+    _prepare(device, templates, tf32)
     import torch
     import triton
     from torch._inductor.compile_fx import compile_fx
@@ -113,14 +130,15 @@ def capture(spec_dict: dict, device: str) -> dict:
                          "autotuned": picked is not None}
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
             "single_output": isinstance(reference, torch.Tensor),
-            "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
+            "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device,
+            "templates": templates, "tf32": tf32}
 
 
 def main() -> None:
     spec_path, out_path, device = sys.argv[1:4]
     with open(spec_path) as fh:
         spec = json.load(fh)
-    result = capture(spec, device)
+    result = capture(spec, device, templates="templates" in sys.argv[4:], tf32="tf32" in sys.argv[4:])
     with open(out_path, "w") as fh:
         json.dump(result, fh)
 

@@ -12,6 +12,8 @@ import ast
 import math
 
 from fitness import pyast
+from operators.inductor_seed.errors import OTHER_SEEDS, SeedError
+from operators.inductor_seed.templates import inductor_meta, is_template, template_grid, template_kernel
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
                    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
@@ -25,12 +27,6 @@ DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
 
-
-OTHER_SEEDS = "pass a seed file (problem.seed=PATH) or let an LLM write one (llm=... llm.initialise=true)"
-
-
-class SeedError(ValueError):
-    """Inductor's output uses something the converter does not handle; the message says what and the way out."""
 
 
 # kernels -----------------------------------------------------------------------------------------------------------
@@ -105,7 +101,11 @@ class CallRewriter(ast.NodeTransformer):
         self.kernels, self.device_expr = kernels, device_expr
 
     def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
-        return [self.visit(statement) for statement in node.body]
+        kept = []
+        for statement in node.body:
+            visited = self.visit(statement)
+            kept += visited if isinstance(visited, list) else [visited] if visited is not None else []
+        return kept
 
     def visit_Delete(self, node):
         return None
@@ -145,6 +145,12 @@ class CallRewriter(ast.NodeTransformer):
 
     def launch(self, kernel: str, call: ast.Call) -> ast.Call:
         info = self.kernels[kernel]
+        config = ", ".join(f"{k}={v}" for k, v in info["constants"].items())
+        if info.get("template"):
+            count = len(info["runtime"])
+            launch_args = ", ".join(ast.unparse(a) for a in call.args[:count])
+            grid = template_grid(kernel, info, call.args[count:])
+            return ast.parse(f"{kernel}[({grid})]({launch_args}, {config})", mode="eval").body
         values = dict(zip(info["runtime"], call.args))
         dims = [("x", "XBLOCK"), ("y", "YBLOCK"), ("z", "ZBLOCK")]
         grid = [f"triton.cdiv({ast.unparse(values[d + 'numel'])}, {info['constants'][block]})"
@@ -153,7 +159,6 @@ class CallRewriter(ast.NodeTransformer):
             raise SeedError(f"kernel {kernel}: Inductor's grid type {info['grid_type']!r} is not supported by the "
                             f"converter; {OTHER_SEEDS}")
         launch_args = ", ".join(ast.unparse(a) for a in call.args)
-        config = ", ".join(f"{k}={v}" for k, v in info["constants"].items())
         return ast.parse(f"{kernel}[({', '.join(grid)},)]({launch_args}, {config})", mode="eval").body
 
 
@@ -222,18 +227,29 @@ def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
                         decorator_list=[])
 
 
-def convert(captured: dict, problem_source: str, title: str) -> str:
-    """The candidate module's source (see the module docstring)."""
+def convert(captured: dict, problem_source: str, title: str, interpreter: bool | None = None) -> str:
+    """The candidate module's source (see the module docstring). `interpreter`: write it for Triton's CPU
+    interpreter (default: when it was captured on the CPU)."""
+    interpreter = captured.get("device") == "cpu" if interpreter is None else interpreter
     code_tree = pyast.parse(captured["code"])
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
     for index, (name, source) in enumerate(kernel_sources(code_tree)):
-        function = kernel_function(name, source, interpreter=captured.get("device") == "cpu")
+        function = kernel_function(name, source, interpreter=interpreter)
         helpers.update(jit_helpers(source, name))
+        template = is_template(inductor_meta(source, name))
+        names, extra = {}, {}
+        if template:
+            defaults, choices, sizes = template_kernel(function)
+            extra = {"template": True, "sizes": sizes, "defaults": defaults}
+            for block, value in defaults.items():
+                names[block] = f"K{index}_{block}"
+                constants.append((names[block], value))
+                tunable[names[block]] = choices[block]
         runtime, constexpr = signature(function)
+        constexpr = [c for c in constexpr if c not in names]
         options = captured["kernels"].get(name, {}).get("configs") or [{"kwargs": {}, "num_warps": 4,
                                                                           "num_stages": 1}]
         config = options[0]
-        names = {}
         for param in constexpr:
             if param not in config["kwargs"]:
                 raise SeedError(f"kernel {name}: Inductor's configuration gives no value for {param}")
@@ -246,7 +262,7 @@ def convert(captured: dict, problem_source: str, title: str) -> str:
             names[key] = f"K{index}_{key.upper()}"
             constants.append((names[key], config[key]))
             tunable[names[key]] = sorted(set(choices) | {config[key]})
-        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": _grid_type(source)}
+        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": _grid_type(source), **extra}
         functions.append(function)
     if not functions:
         raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only): "

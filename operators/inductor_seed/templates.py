@@ -1,0 +1,83 @@
+"""Inductor's Triton GEMM templates (``max-autotune`` over Triton's backend) as tunable kernels.
+
+A template kernel (``triton_tem_*``) is rendered for one configuration: its block sizes are ``tl.constexpr``
+assignments in the body (``BLOCK_M : tl.constexpr = 64``), the matrix sizes are literals (``M = 1024``) and the
+launch passes a fixed grid (``grid_type: FixedGrid``). Here the block sizes become the kernel's constexpr
+parameters, declared in ``TUNABLE`` with Inductor's choice as the default, and the grid is computed from them
+(``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)`` programs on axis 0, the captured extent on the other axes).
+"""
+from __future__ import annotations
+
+import ast
+
+from operators.inductor_seed.errors import OTHER_SEEDS, SeedError
+
+TEMPLATE_BLOCKS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
+BLOCK_CHOICES = {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [16, 32, 64, 128, 256],
+                 "BLOCK_K": [16, 32, 64, 128], "GROUP_M": [1, 4, 8, 16]}
+
+
+def inductor_meta(source: str, name: str) -> dict:
+    """The ``inductor_meta`` literal of a kernel's heuristics decorator ({} when there is none)."""
+    tree = ast.parse(source)
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    for decorator in function.decorator_list if function else []:
+        for keyword in getattr(decorator, "keywords", []):
+            if keyword.arg == "inductor_meta":
+                try:
+                    return ast.literal_eval(keyword.value)
+                except ValueError:
+                    return {}
+    return {}
+
+
+def is_template(meta: dict) -> bool:
+    return meta.get("grid_type") == "FixedGrid" and bool(meta.get("config_args"))
+
+
+def _literal(function: ast.FunctionDef, name: str) -> int:
+    for node in function.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == name and \
+                isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
+            return node.value.value
+    raise SeedError(f"template kernel {function.name}: no literal size {name}; {OTHER_SEEDS}")
+
+
+def _constexpr_value(function: ast.FunctionDef, name: str):
+    for node in function.body:
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name and node.value is not None:
+            return ast.literal_eval(node.value) if isinstance(node.value, ast.Constant) else ast.unparse(node.value)
+    return None
+
+
+def template_kernel(function: ast.FunctionDef) -> tuple[dict, dict, dict]:
+    """Make the template's block sizes constexpr parameters of `function` (in place).
+    Returns (defaults, choices, sizes): Inductor's block sizes, the values each may take, and M, N, K."""
+    sizes = {d: _literal(function, d) for d in ("M", "N", "K")}
+    defaults = {b: _constexpr_value(function, b) for b in TEMPLATE_BLOCKS}
+    defaults = {b: v for b, v in defaults.items() if isinstance(v, int)}
+    if not {"BLOCK_M", "BLOCK_N", "BLOCK_K"} <= set(defaults):
+        raise SeedError(f"template kernel {function.name}: block sizes not found; {OTHER_SEEDS}")
+    function.body = [n for n in function.body if not (isinstance(n, ast.AnnAssign)
+                                                      and ast.unparse(n.target) in defaults)]
+    for block in defaults:
+        function.args.args.append(ast.arg(arg=block, annotation=ast.parse("tl.constexpr", mode="eval").body))
+    choices = {b: sorted(set(BLOCK_CHOICES[b]) | {v}) for b, v in defaults.items()}
+    if _constexpr_value(function, "EVEN_K") is True:  # the K loop's loads were rendered without a mask
+        choices["BLOCK_K"] = [c for c in choices["BLOCK_K"] if sizes["K"] % c == 0]
+    return defaults, choices, sizes
+
+
+def template_grid(kernel: str, info: dict, captured_grid: list[ast.expr]) -> str:
+    """The launch grid of a template kernel from its (tunable) block sizes; checked against the captured grid."""
+    sizes, names, defaults = info["sizes"], info["constants"], info["defaults"]
+    try:
+        extents = [ast.literal_eval(g) for g in captured_grid]
+    except ValueError as exc:
+        raise SeedError(f"kernel {kernel}: the captured grid is not literal; {OTHER_SEEDS}") from exc
+    programs = -(-sizes["M"] // defaults["BLOCK_M"]) * -(-sizes["N"] // defaults["BLOCK_N"])
+    if len(extents) != 3 or extents[0] != programs:
+        raise SeedError(f"kernel {kernel}: Inductor launched grid {extents}, not cdiv(M, BLOCK_M) * cdiv(N, "
+                        f"BLOCK_N) = {programs} programs; this template's grid is not supported; {OTHER_SEEDS}")
+    return (f"triton.cdiv({sizes['M']}, {names['BLOCK_M']}) * triton.cdiv({sizes['N']}, {names['BLOCK_N']}), "
+            f"{extents[1]}, {extents[2]}")
