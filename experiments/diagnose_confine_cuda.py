@@ -7,7 +7,8 @@ Each variant runs in a forked child that applies the steps and then calls torch.
 error. Results: experiments/results/hardening_h100.md (run 2026-11-23 as two scratch scripts with this code, against
 fc802d7's `read_only_except`, which still made /proc read-only; with today's, the "ro" variants start CUDA).
 """
-import ctypes, os, sys, signal
+import os
+import sys
 sys.path.insert(0, os.getcwd())
 import torch
 from fitness import confine as C

@@ -48,7 +48,7 @@ def load_seed(problem_name: str):
     import torch
 
     from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
-    from fitness.worker import make_inputs
+    from fitness.inputs import make_inputs
 
     spec = resolve_problem(problem_name)
     problem = load_problem(spec)

@@ -45,41 +45,71 @@ def _nonfinite_mismatch(out: torch.Tensor, ref: torch.Tensor) -> str:
             f"first at index {first}: got {out[first].item()}, expected {ref[first].item()}")
 
 
+CHUNK_ELEMENTS = 1 << 26  # compared this many elements at a time: 512 MiB per float64 temporary
+
+
+def _chunk_errors(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple:
+    """(absolute error, reference magnitude, finite mask of the reference, out-of-tolerance mask) of one chunk, in
+    float64 on the reference's device."""
+    out64 = out.to(device=ref.device, dtype=torch.float64)
+    ref64 = ref.to(torch.float64)
+    finite = torch.isfinite(ref64)
+    diff = torch.where(finite, (out64 - ref64).abs(), 0.0)
+    scale = torch.where(finite, ref64.abs(), 0.0)
+    return out64, ref64, finite, diff, scale, diff > tol.atol + tol.rtol * scale
+
+
+def _chunk_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    out64, ref64, finite, diff, scale, bad = _chunk_errors(out, ref, tol)
+    return torch.stack([(~torch.isfinite(out64)).any().to(torch.float64), (~finite).any().to(torch.float64),
+                        diff.max(), (diff / scale.clamp_min(max(tol.atol, 1e-30))).max(),
+                        torch.where(finite, ref64, 0.0).square().sum(), diff.square().sum(),
+                        bad.sum().to(torch.float64)])
+
+
+def _unravel(flat: int, shape: tuple) -> tuple:
+    index = []
+    for n in reversed(shape):
+        index.append(flat % n)
+        flat //= n
+    return tuple(reversed(index))
+
+
 def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output") -> Comparison:
-    """The comparison's statistics are computed on the device and read back in one transfer: every read is a
-    synchronisation, and on a GPU that other processes share each one waits for their work too."""
+    """The comparison's statistics are computed on the device, in float64, a chunk of ``CHUNK_ELEMENTS`` at a time
+    (a KernelBench output of 7.5 GB would need 15 GB per float64 temporary at once), and read back in one
+    transfer: every read is a synchronisation, and on a GPU that other processes share each one waits for their
+    work too."""
     if not isinstance(out, torch.Tensor):
         return Comparison(False, f"{label} is a {type(out).__name__}, expected a torch.Tensor")
     if tuple(out.shape) != tuple(ref.shape):
         return Comparison(False, f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
     if out.dtype != ref.dtype:
         return Comparison(False, f"{label} has dtype {out.dtype}, expected {ref.dtype}")
-    out64 = out.detach().to(device=ref.device, dtype=torch.float64)
-    ref64 = ref.detach().to(torch.float64)
-    finite = torch.isfinite(ref64)
-    diff = torch.where(finite, (out64 - ref64).abs(), torch.zeros_like(ref64))
-    scale = torch.where(finite, ref64.abs(), torch.zeros_like(ref64))
-    bad = diff > tol.atol + tol.rtol * scale
-    if diff.numel():
-        stats = torch.stack([
-            (~torch.isfinite(out64)).any().to(torch.float64), (~finite).any().to(torch.float64), diff.max(),
-            (diff / scale.clamp_min(max(tol.atol, 1e-30))).max(),
-            torch.linalg.vector_norm(torch.where(finite, ref64, 0.0)), torch.linalg.vector_norm(diff),
-            bad.sum().to(torch.float64)]).tolist()
+    flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
+    count = flat_ref.numel()
+    if count:
+        chunks = torch.stack([_chunk_stats(flat_out[i:i + CHUNK_ELEMENTS], flat_ref[i:i + CHUNK_ELEMENTS], tol)
+                              for i in range(0, count, CHUNK_ELEMENTS)])
+        stats = torch.stack([chunks[:, 0].max(), chunks[:, 1].max(), chunks[:, 2].max(), chunks[:, 3].max(),
+                             chunks[:, 4].sum().sqrt(), chunks[:, 5].sum().sqrt(), chunks[:, 6].sum()]).tolist()
     else:
         stats = [0.0] * 7
     out_nonfinite, ref_nonfinite, max_abs, max_rel, ref_norm, diff_norm, n_bad = stats
     if out_nonfinite or ref_nonfinite:
-        nonfinite = _nonfinite_mismatch(out64, ref64)
+        nonfinite = _nonfinite_mismatch(out.detach().to(ref.device), ref.detach())
         if nonfinite:
             return Comparison(False, f"{label}: {nonfinite}", float("inf"), float("inf"), float("inf"))
     rel_l2 = diff_norm / ref_norm if ref_norm > 0 else max_abs
     if n_bad:
-        first = tuple(int(i) for i in torch.nonzero(bad)[0])
+        chunk = next(i for i, n in enumerate(chunks[:, 6].tolist()) if n)  # a second read, on failure only
+        start = chunk * CHUNK_ELEMENTS
+        bad = _chunk_errors(flat_out[start:start + CHUNK_ELEMENTS], flat_ref[start:start + CHUNK_ELEMENTS], tol)[-1]
+        flat = start + int(torch.nonzero(bad)[0][0])
         return Comparison(False, (
-            f"{label}: {int(n_bad)} of {diff.numel()} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
-            f"max abs error {max_abs:.3g}; first at index {first}: got {out64[first].item():.6g}, "
-            f"expected {ref64[first].item():.6g}"), max_abs, max_rel, rel_l2)
+            f"{label}: {int(n_bad)} of {count} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
+            f"max abs error {max_abs:.3g}; first at index {_unravel(flat, tuple(ref.shape))}: got "
+            f"{float(flat_out[flat]):.6g}, expected {float(flat_ref[flat]):.6g}"), max_abs, max_rel, rel_l2)
     if tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
         return Comparison(False, (f"{label}: normwise relative error ||out - ref|| / ||ref|| = {rel_l2:.3g} "
                                   f"exceeds the policy's bound {tol.max_rel_l2:g} (every element may be within "

@@ -240,6 +240,7 @@ class Evaluator:
                     "input_seed"):
             if key in data:
                 setattr(result, key, data[key])
+        result.notes.extend(data.get("notes", []))  # the judge's own notes (fewer timing input sets, say)
         if "uses-torch-compute" in result.guards.get("labels", []):
             result.label = ", ".join(filter(None, [result.label, "uses-torch-compute"]))
 

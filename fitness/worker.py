@@ -44,9 +44,12 @@ from fitness.compile_ahead import compile_ahead, copy_model  # noqa: E402
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
 from fitness.confine import become_unprivileged  # noqa: E402
 from fitness.gpu_lock import DeviceLock  # noqa: E402
+from fitness.inputs import (clone_all, make_inputs, poison_allocator, reference_output_specs, refill,  # noqa: E402
+                            scrub, synchronize, timing_inputs)
+from fitness.memory import spec_bytes  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
-from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem  # noqa: E402
+from fitness.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
@@ -86,66 +89,12 @@ def gpu_lock(job: dict, exclusive: bool):
         lock.__exit__()
 
 
-# inputs ----------------------------------------------------------------------------------------------------------
-def make_inputs(problem, seed: int, device: str) -> list:
-    """get_inputs() under a seed, created directly on the device; the global RNG is then re-seeded from a fresh
-    secret, so neither torch.initial_seed() nor the generator's state tells a candidate the inputs' seed."""
-    torch.manual_seed(seed)
-    with torch.device(device):
-        inputs = call_get_inputs(problem)
-    torch.manual_seed(secrets.randbits(63))
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-
-
-def refill(buffers: list, fresh: list) -> None:
-    """Write fresh values into the same input buffers, so a result cached by input pointer goes stale."""
-    for i, (old, new) in enumerate(zip(buffers, fresh)):
-        if isinstance(old, torch.Tensor):
-            old.copy_(new)
-        else:
-            buffers[i] = new
-
-
-def clone_all(values: list) -> list:
-    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def scrub(tensors) -> None:
-    """Overwrite tensors before they are freed, so no later allocation finds their contents."""
-    for t in tensors:
-        if isinstance(t, torch.Tensor) and t.numel():
-            t.detach().fill_(float("nan") if t.is_floating_point() else -1)
-
-
-def poison_allocator(output_specs: list, device: str) -> None:
-    """Allocate output-sized blocks filled with NaN and free them: uninitialised outputs then read as NaN."""
-    blocks = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in output_specs for _ in range(2)]
-    scrub(blocks)
-    del blocks
-
-
-def synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 # candidate job ---------------------------------------------------------------------------------------------------
-def reference_output_specs(reference, problem, job, input_seed: int) -> list:
-    """Shapes and dtypes of the reference outputs, from a probe input that is scrubbed afterwards."""
-    probe = make_inputs(problem, input_seed + 10_000, job["device"])
-    outputs = as_tensor_list(reference(*probe))
-    specs = [(tuple(o.shape), o.dtype) for o in outputs]
-    scrub(outputs)
-    return specs
-
-
-def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify) -> dict:
+def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
     trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
-    state verified (`verify`) before its output is looked at."""
+    state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes."""
     device, settings = job["device"], job["settings"]
-    with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
-        specs = reference_output_specs(reference, problem, job, input_seed)
     buffers, worst, guards = None, None, empty_guards()
     for trial in range(settings["trials"]):
         with gpu_lock(job, exclusive=False), phase("trials"):
@@ -184,11 +133,6 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         worst = comparison if worst is None else worst.worst(comparison)
     return {"guards": guards, "trials_passed": settings["trials"], "max_abs_err": worst.max_abs_err,
             "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}
-
-
-def timing_inputs(problem, job, input_seed: int) -> list:
-    count = {**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["input_sets"]
-    return [make_inputs(problem, input_seed + 1000 + j, job["device"]) for j in range(count)]
 
 
 def time_candidate(timed: TimedCalls, input_sets: list, job) -> dict:
@@ -263,10 +207,14 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                     compile_how = compile_ahead(*compile_pass, LAUNCHES)
                     del compile_pass
                 verify("compile pass")
-            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify)
+            with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
+                specs = reference_output_specs(reference, problem, job, input_seed)
+            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs)
             with gpu_lock(job, exclusive=False), phase("trials"), phase("timing_inputs"):
-                input_sets = timing_inputs(problem, job, input_seed)
+                input_sets, note = timing_inputs(problem, job, input_seed, copies=2,
+                                                 output_bytes=spec_bytes(specs), kept_outputs=True)
                 saved_sets = [clone_all(inputs) for inputs in input_sets]
+            result["notes"] = [note] if note else []
             timed = TimedCalls(model_new, input_sets, LAUNCHES, module_name,
                                job["settings"].get("require_triton_launch", True))
             with gpu_lock(job, exclusive=True), phase("timing"):
@@ -302,7 +250,11 @@ def run_baseline_job(job: dict) -> dict:
                                                       f"'{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
         reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
-        inputs = timing_inputs(problem, job, job["seed"])
+        with torch.no_grad():
+            output_bytes = spec_bytes(reference_output_specs(reference, problem, job, job["seed"]))
+        inputs, note = timing_inputs(problem, job, job["seed"], copies=1, output_bytes=output_bytes,
+                                     kept_outputs=False)
+        result["notes"] += [note] if note else []
     with torch.no_grad():
         compiled = None
         if job["settings"].get("compile_baseline", True):

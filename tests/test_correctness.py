@@ -1,10 +1,11 @@
 """Output comparison: tolerances per dtype, NaN/Inf only where the reference has them, shapes and dtypes."""
 import math
 
+import pytest
 import torch
 
 from fitness.correctness import changed_inputs, compare_outputs
-from fitness.policy import load_policy
+from fitness.policy import Tolerance, load_policy
 
 TRITON = load_policy("triton")
 STRICT = load_policy("strict-fp32")
@@ -57,3 +58,22 @@ def test_changed_inputs_are_found_bit_for_bit():
     saved = [a.clone(), b.clone(), 3]
     b[2] += 1e-7 if b[2] != 0 else 1.0
     assert changed_inputs([a, b, 3], saved) == [1]
+
+
+def test_a_comparison_made_in_chunks_finds_the_same_errors_and_the_same_first_bad_element(monkeypatch):
+    from fitness import correctness
+
+    torch.manual_seed(0)
+    ref = torch.randn(6, 10)
+    out = ref.clone()
+    out[3, 4] += 1.0  # element 34: in the fifth chunk of 7
+    out[5, 9] += 0.5
+    tol = Tolerance(atol=1e-3, rtol=1e-3, max_rel_l2=None)
+    whole = correctness.compare_tensor(out, ref, tol)
+    monkeypatch.setattr(correctness, "CHUNK_ELEMENTS", 7)
+    chunked = correctness.compare_tensor(out, ref, tol)
+    assert not whole.ok and chunked.reason == whole.reason
+    assert "2 of 60 elements" in chunked.reason and "first at index (3, 4)" in chunked.reason
+    assert chunked.max_abs_err == pytest.approx(1.0) and chunked.rel_l2 == pytest.approx(whole.rel_l2, rel=1e-12)
+    good = correctness.compare_tensor(ref + 1e-6, ref, tol)
+    assert good.ok and good.max_abs_err == pytest.approx(1e-6, rel=0.1)  # fp32 rounding of ref + 1e-6
