@@ -29,6 +29,7 @@ from operators.base import CURRENT_CHILD, ChildUsage
 from operators.inductor_seed import inductor_seed, policy_options
 
 BEST_KERNEL_FILE = "best_kernel.py"
+INITIALISE_MODES = (True, False, "from_seed")
 
 
 def evaluation_devices(device: str, gpus) -> list[str]:
@@ -120,19 +121,38 @@ def _record_llm_call(store: RunStore, call: dict) -> None:
 
 
 def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> tuple[Genome, str]:
-    """The starting genome and who made it: the initialiser agent when configured; torch.compile's kernels with
-    problem.seed=inductor or when the problem has no seed of its own; else the problem's seed."""
-    if team is not None and cfg.llm.get("initialise", False):
-        token = CURRENT_CHILD.set(ChildUsage("0.0"))
-        try:
-            return Genome.from_source(team.initialise()), "initialiser"
-        finally:
-            CURRENT_CHILD.reset(token)
+    """The starting genome and who made it. The seed: torch.compile's kernels with problem.seed=inductor or when the
+    problem has no seed of its own, else the problem's seed. With an LLM team, ``llm.initialise``: true, the
+    initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
+    (so an LLM run starts from compile's kernels too); false, the seed as it is."""
+    mode = cfg.llm.get("initialise", False) if team is not None else False
+    if mode not in INITIALISE_MODES:
+        raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
+                         f"from_seed (rewrite the seed) or false (start from the seed)")
+    if mode is True:
+        return Genome.from_source(_initialise(team)), "initialiser"
     if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
-        source = inductor_seed(evaluator.problem, evaluator.device, evaluator.profile.name, evaluator.cache_dir,
-                               run_dir, **policy_options(evaluator.policy))
-        return Genome.from_source(source), INDUCTOR
-    return Genome.from_source(evaluator.problem.seed_source()), "seed"
+        source, made_by = inductor_seed(evaluator.problem, evaluator.device, evaluator.profile.name,
+                                        evaluator.cache_dir, run_dir, **policy_options(evaluator.policy)), INDUCTOR
+    else:
+        source, made_by = evaluator.problem.seed_source(), "seed"
+    if mode == "from_seed":
+        origin = "torch.compile's Triton, converted" if made_by == INDUCTOR else "the problem's seed kernel"
+        rewrite = _initialise(team, source, origin)
+        check = evaluator.evaluate(rewrite, label="initialiser")  # a broken rewrite must not replace a working seed
+        if check.ok:
+            return Genome.from_source(rewrite), "initialiser"
+        print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
+              f"{check.reason[:300]}); starting from the seed ({made_by})", flush=True)
+    return Genome.from_source(source), made_by
+
+
+def _initialise(team, seed: str | None = None, origin: str = "") -> str:
+    token = CURRENT_CHILD.set(ChildUsage("0.0"))  # the initialiser's calls are charged to generation 0's seed
+    try:
+        return team.initialise(seed, origin)
+    finally:
+        CURRENT_CHILD.reset(token)
 
 
 def print_generation(report: GenerationReport) -> None:

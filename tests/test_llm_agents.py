@@ -138,3 +138,18 @@ def test_children_ask_the_llm_concurrently(tmp_path):
     assert span <= 2 * one_child_s, f"the generation's LLM calls took {span:.1f} s; one child's take {one_child_s} s"
     children = [row for row in lineage(run_dir_of(proc.stdout)) if row[0] == "llm_mutation"]
     assert len(children) == 8 and all(status == "ok" for _, _, status, _ in children)
+
+
+def test_the_initialiser_rewrites_the_seed_and_a_broken_rewrite_leaves_the_seed(tmp_path):
+    for name, answer, expected_operator, expected_block in (("kept", IMPROVED, "initialiser", "BLOCK = 1024"),
+                                                            ("broken", BROKEN, "seed", "BLOCK = 128")):
+        with ScriptedLLMServer([reply(f"```python\n{answer}```")]) as server:
+            done = run(tmp_path, tmp_path / f"cache-{name}", "llm.initialise=from_seed", "search.generations=0",
+                       api_base=server.url)
+            requests = server.requests
+        assert done.returncode == 0, done.stdout + done.stderr
+        prompt = requests[0][2]["messages"][-1]["content"]
+        assert "Starting kernel" in prompt and "the problem's seed kernel" in prompt and "BLOCK = 128" in prompt
+        seed = read_store(run_dir_of(done.stdout), lambda store: store.individual("0.0"))
+        assert seed.operator == expected_operator and expected_block in seed.genome.source
+        assert ("rewrite of the seed is not usable" in done.stdout) == (name == "broken")

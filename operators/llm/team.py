@@ -125,6 +125,12 @@ class LLMTeam:
             parent_b=f"{b_text}\n```python\n{b.rendered().strip()}\n```", context=context)
         return self._ask("crossover", prompt, self._code)
 
-    def initialise(self) -> str:
-        prompt = template("initialiser").substitute(context=self.context.build("initialiser"))
+    def initialise(self, seed: str | None = None, origin: str = "") -> str:
+        """A first kernel: from the reference alone, or, given a `seed` kernel (made by `origin`), a faster
+        rewrite of it."""
+        context = self.context.build("initialiser")
+        if seed is None:
+            prompt = template("initialiser").substitute(context=context)
+        else:
+            prompt = template("initialiser_from_seed").substitute(context=context, seed=seed.strip(), origin=origin)
         return self._ask("initialiser", prompt, self._code)
