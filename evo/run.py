@@ -6,6 +6,7 @@ where its file is.
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from operators.base import CURRENT_CHILD, ChildUsage
 from operators.inductor_seed import inductor_seed, policy_options
 
 BEST_KERNEL_FILE = "best_kernel.py"
+SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunSummary.record)
 INITIALISE_MODES = (True, False, "from_seed")
 
 
@@ -175,6 +177,24 @@ class RunSummary:
     search_wall_s: float = 0.0  # the search's wall time, across resumes (baselines excluded)
     baseline_wall_s: float = 0.0  # measuring eager and torch.compile, once, before the search
     search_window: tuple = ()  # (start, end) wall-clock times (time.time()) of this call's search
+    seed_operator: str = ""  # what made the starting kernel: seed, inductor, initialiser
+    llm: dict | None = None  # uncached LLM calls and their cost
+
+    def record(self) -> dict:
+        """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
+        r, seed = self.best_result, self.tuned_seed_result
+        ok = r is not None and r.ok
+        return {"status": "ok" if ok else (r.status if r is not None else "no kernel"),
+                "problem": r.problem if r is not None else "", "seed": self.seed_operator,
+                "policy": (r.policy or {}).get("name", "") if r is not None else "",
+                "best_s": r.time_s if ok else None, "seed_s": seed.time_s if seed is not None and seed.ok else None,
+                "eager_s": r.eager_s if r is not None else None, "compile_s": r.compile_s if r is not None else None,
+                "speedup_vs_eager": r.speedup_vs_eager if ok else None,
+                "speedup_vs_compile": r.speedup_vs_compile if ok else None,
+                "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
+                "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
+                "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
+                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason}
 
     @property
     def best_result(self) -> EvalResult | None:
@@ -220,7 +240,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
     seed_as_written = store.evaluation(evaluation_key(seed.genome.source)) if seed else None
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
-                      state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0))
+                      state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
+                      seed_operator=seed.operator if seed else "", llm=store.llm_totals())
 
 
 def measure_baselines(service: EvaluationService, store: RunStore) -> None:
@@ -271,6 +292,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     summary.search_window = window
     if summary.best is not None:
         summary.best_file.write_text(summary.best.genome.rendered())
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.record(), indent=1) + "\n")
     store.close()
     print(summary.table(), flush=True)
     return summary

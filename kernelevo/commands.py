@@ -81,6 +81,39 @@ def run(cfg: DictConfig) -> None:
         _fail(str(exc))
 
 
+def bench(cfg: DictConfig) -> None:
+    """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from evo.bench import BenchError, execute_bench, select
+    from evo.bench_report import summary_lines, write_bench_report
+
+    own = ("bench.", "bench/", "problem", "hydra.")  # the bench's own settings; the rest applies to every run
+    overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
+    problems = cfg.bench.problems
+    problems = OmegaConf.to_container(problems) if OmegaConf.is_config(problems) else problems
+    try:
+        tasks = select(cfg.bench.root, cfg.bench.level, problems, overrides)
+        backend = instantiate(cfg.bench.backend)
+    except ValueError as exc:
+        _fail(str(exc))
+    bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
+    try:  # every finished problem's row is saved as it comes: an error here loses none
+        rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(
+            f"[bench] {row.name}: {row.status} ({row.wall_s:.0f} s)"
+            f"{' ' + row.reason[:200] if row.status != 'ok' else ''}", flush=True))
+    except BenchError as exc:
+        _fail(str(exc))
+    title = cfg.bench.title or f"kernelevo bench: {len(tasks)} problems"
+    summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
+                                                          "backend": backend.describe()})
+    print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
+    print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
+          f"kernelevo bench ... bench.dir={bench_dir}")
+
+
 def resume(cfg: DictConfig) -> None:
     """Continue a run from its store, with the config it was started with."""
     from evo.run import execute, saved_config
@@ -107,6 +140,8 @@ COMMANDS = {
     "resume": Command("resume", resume, "continue a run: kernelevo resume run_dir=DIR"),
     "report": Command("report", report, "write a run's markdown report: kernelevo report run_dir=DIR"),
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing"),
+    "bench": Command("bench", bench, "one search per problem over a KernelBench selection, one table: kernelevo "
+                                     "bench bench.root=KB bench.problems=LIST"),
     "seed": Command("seed", seed, "write the seed converted from torch.compile's kernels: kernelevo seed "
                                   "problem=P [out=PATH]"),
 }

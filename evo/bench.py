@@ -1,0 +1,222 @@
+"""`kernelevo bench`: one search per problem over a KernelBench selection, spread over GPUs, gathered into one table.
+
+Each problem is an ordinary `kernelevo run` in its own process and run directory (``BENCH/runs/<problem>``), with
+the bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
+(``BENCH/rows/<problem>.json``, written after its run ends, with the run's ``summary.json`` or the reason it
+failed); a re-run of the bench skips finished problems and resumes started ones (`kernelevo resume`), so a kill
+loses nothing finished. Where the runs execute is a backend chosen in config (``bench.backend._target_``):
+``LocalBackend`` (this host's GPUs, ``bench.per_gpu`` searches on each) or ``evo.bench_ray.RayBackend``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fitness.problem import suite_names
+
+RUNS, ROWS, LOGS = "runs", "rows", "logs"
+SUMMARY_FILE = "summary.json"  # written by evo.run at the end of every run
+
+
+class BenchError(ValueError):
+    """A bench that cannot start; the message names the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class BenchTask:
+    name: str  # unique within the bench: level1/23_Softmax, or a bundled name
+    problem: str  # what `kernelevo run problem=` receives
+    overrides: tuple = ()  # the bench's run settings, as Hydra overrides
+
+    @property
+    def slug(self) -> str:
+        return self.name.replace("/", "__").removesuffix(".py")
+
+
+@dataclass
+class Row:
+    name: str
+    status: str  # ok, or why there is no kernel (a failed run, a failed seed, ...)
+    reason: str = ""
+    wall_s: float = 0.0
+    gpu: str = ""
+    summary: dict = field(default_factory=dict)  # the run's summary.json
+
+
+# selection ---------------------------------------------------------------------------------------------------------
+def _level_files(root: Path, level: int) -> list[Path]:
+    folder = root / f"level{level}"
+    if not folder.is_dir():
+        raise BenchError(f"bench.root={root} has no level{level}/ folder; point bench.root at a KernelBench checkout's "
+                         f"KernelBench/ folder (the one holding level1/, level2/, ...)")
+    return sorted(folder.glob("*.py"), key=lambda p: (int(re.match(r"\d*", p.name).group() or 0), p.name))
+
+
+def _one(root: Path | None, item: str, level: int | None) -> BenchTask:
+    item = item.strip()
+    if root is None or item in suite_names():
+        if item not in suite_names():
+            raise BenchError(f"bench problem {item!r} is not a bundled problem ({', '.join(suite_names())}); for "
+                             f"KernelBench problems set bench.root to a KernelBench checkout")
+        return BenchTask(item, item)
+    path = root / item
+    if path.is_file():
+        return BenchTask(f"{path.parent.name}/{path.name}", str(path.resolve()))
+    lvl, _, ident = item.rpartition("/")
+    lvl = lvl or (f"level{level}" if level else "")
+    if ident.isdigit() and lvl:
+        found = [p for p in _level_files(root, int(lvl.removeprefix("level"))) if p.name.startswith(f"{ident}_")]
+        if found:
+            return BenchTask(f"{lvl}/{found[0].name}", str(found[0].resolve()))
+    raise BenchError(f"bench problem {item!r} not found under bench.root={root}; give a path relative to it "
+                     f"(level1/23_Softmax.py), an id with its level (level1/23, or 23 with bench.level=1), or a "
+                     f"bundled name")
+
+
+def select(root: str | None, level: int | None, problems, overrides: tuple = ()) -> list[BenchTask]:
+    """The bench's problems: `problems` (names, ids or paths; or the path of a list file, one per line) or, with
+    none given, every problem of `level` under `root`."""
+    base = Path(root).expanduser() if root else None
+    if base is not None and not base.is_dir():
+        raise BenchError(f"bench.root={root} is not a folder; point it at a KernelBench checkout's KernelBench/ "
+                         f"folder")
+    if isinstance(problems, str):
+        listing = Path(problems).expanduser()
+        if not listing.is_file():
+            raise BenchError(f"bench.problems={problems} is neither a list nor an existing list file; give "
+                             f"bench.problems=[a,b] or the path of a file with one problem per line")
+        problems = [line.strip() for line in listing.read_text().splitlines()
+                    if line.strip() and not line.strip().startswith("#")]
+    if problems:
+        tasks = [_one(base, str(p), level) for p in problems]
+    elif level is not None and base is not None:
+        tasks = [BenchTask(f"level{level}/{p.name}", str(p.resolve())) for p in _level_files(base, int(level))]
+    else:
+        raise BenchError("the bench selects no problem: set bench.problems (a list or a list file) or bench.root "
+                         "with bench.level")
+    seen = set()
+    for task in tasks:
+        if task.name in seen:
+            raise BenchError(f"bench problem {task.name} is listed twice")
+        seen.add(task.name)
+    return [BenchTask(t.name, t.problem, tuple(overrides)) for t in tasks]
+
+
+# one problem -----------------------------------------------------------------------------------------------------
+def run_command(task: BenchTask, run_dir: Path) -> list[str]:
+    """`kernelevo run` for a new run directory, `kernelevo resume` for a started one."""
+    cli = [sys.executable, "-m", "kernelevo.cli"]
+    if (run_dir / "run.db").is_file():
+        return [*cli, "resume", f"run_dir={run_dir}"]
+    return [*cli, "run", f"problem={task.problem}", *task.overrides, f"hydra.run.dir={run_dir}"]
+
+
+def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None) -> Row:
+    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed."""
+    run_dir = bench_dir / RUNS / task.slug
+    log = bench_dir / LOGS / f"{task.slug}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    started = time.time()
+    with open(log, "a") as out:
+        try:
+            done = subprocess.run(run_command(task, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env,
+                                  timeout=timeout_s)
+            code = done.returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    wall = time.time() - started
+    summary_file = run_dir / SUMMARY_FILE
+    if code == 0 and summary_file.is_file():
+        summary = json.loads(summary_file.read_text())
+        return Row(task.name, summary["status"], summary.get("stop_reason", ""), wall, gpu or "", summary)
+    tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
+    why = "timed out" if code is None else f"exit code {code}"
+    reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
+                  " | ".join(tail)[-600:])
+    return Row(task.name, "failed", f"{why}: {reason}", wall, gpu or "")
+
+
+def save_row(bench_dir: Path, task: BenchTask, row: Row) -> None:
+    path = bench_dir / ROWS / f"{task.slug}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(asdict(row), indent=1) + "\n")
+    partial.replace(path)
+
+
+def saved_row(bench_dir: Path, task: BenchTask) -> Row | None:
+    path = bench_dir / ROWS / f"{task.slug}.json"
+    return Row(**json.loads(path.read_text())) if path.is_file() else None
+
+
+# backends ----------------------------------------------------------------------------------------------------------
+def visible_gpus() -> list[str]:
+    """This host's GPUs as CUDA_VISIBLE_DEVICES values (none: the CPU interpreter)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g for g in listed.split(",") if g.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+class LocalBackend:
+    """This host: `per_gpu` searches at once on each visible GPU (on a host without one, `per_gpu` at once on the
+    CPU interpreter)."""
+
+    def __init__(self, per_gpu: int = 1, timeout_s: float | None = None):
+        if per_gpu < 1:
+            raise BenchError(f"bench.backend.per_gpu must be at least 1, got {per_gpu}")
+        self.per_gpu, self.timeout_s = per_gpu, timeout_s
+
+    def describe(self) -> str:
+        gpus = visible_gpus()
+        return f"local: {len(gpus)} GPU(s) x {self.per_gpu}" if gpus else f"local: CPU interpreter x {self.per_gpu}"
+
+    def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
+        """Run every task; `done(task, row)` as each finishes (from a worker thread)."""
+        gpus = visible_gpus() or [None]
+        slots = [g for g in gpus for _ in range(self.per_gpu)]
+        queue = list(tasks)
+
+        def worker(gpu):
+            while True:
+                try:
+                    task = queue.pop(0)  # list.pop is atomic under the GIL
+                except IndexError:
+                    return
+                done(task, run_task(task, bench_dir, gpu, self.timeout_s))
+
+        with ThreadPoolExecutor(len(slots)) as pool:
+            for future in [pool.submit(worker, gpu) for gpu in slots]:
+                future.result()
+
+
+# the bench ---------------------------------------------------------------------------------------------------------
+def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None) -> list[Row]:
+    """Run every unfinished task on `backend`; the rows of all tasks, in the selection's order."""
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    rows = {t.name: saved_row(bench_dir, t) for t in tasks}
+    todo = [t for t in tasks if rows[t.name] is None]
+    print(f"[bench] {len(tasks)} problems, {len(tasks) - len(todo)} finished before; {backend.describe()}; "
+          f"bench dir {bench_dir}", flush=True)
+
+    def done(task: BenchTask, row: Row) -> None:
+        save_row(bench_dir, task, row)
+        rows[task.name] = row
+        if on_row is not None:
+            on_row(row)
+
+    if todo:
+        backend.run(todo, bench_dir, done)
+    return [rows[t.name] for t in tasks]

@@ -1,0 +1,98 @@
+"""The bench on a Ray cluster (``kernelevo bench bench/backend=ray``): each problem a Ray task holding one GPU.
+
+A task runs the problem's search on whichever node Ray places it (Ray sets ``CUDA_VISIBLE_DEVICES`` for a task that
+asks for a GPU), in a scratch bench directory there; it returns its row and its run directory as an archive, which
+the driver unpacks into the bench directory, so the driver has every run whatever node made it. A started run
+travels with its task and is resumed there. Ray is imported only here, only when this backend is chosen.
+"""
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+from pathlib import Path
+
+from evo.bench import LOGS, RUNS, BenchError, BenchTask, Row, run_task
+
+INSTALL = "pip install 'kernelevo[ray]' (or pip install ray)"
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise BenchError(f"bench/backend=ray needs Ray, which is not installed: {INSTALL}") from exc
+    return ray
+
+
+def pack(folder: Path, files: list[Path]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in files:
+            if path.exists():
+                tar.add(path, arcname=str(path.relative_to(folder)))
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, folder: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(folder, filter="data")
+
+
+def remote_run(task: BenchTask, started: bytes, timeout_s: float | None) -> tuple[Row, bytes]:
+    """On a Ray worker: the problem's search (resumed from `started` when it has one), row and archive back."""
+    with tempfile.TemporaryDirectory(prefix="kernelevo-bench-") as scratch:
+        folder = Path(scratch)
+        if started:
+            unpack(started, folder)
+        row = run_task(task, folder, gpu=None, timeout_s=timeout_s)  # the GPU Ray gave this task, if any
+        return row, pack(folder, [folder / RUNS / task.slug, folder / LOGS / f"{task.slug}.log"])
+
+
+class RayBackend:
+    """Every problem a Ray task with `num_gpus` GPUs and `num_cpus` CPUs; `address`: a running cluster (auto:
+    the one this host belongs to), or, when none is running, a local Ray started here."""
+
+    def __init__(self, address: str | None = "auto", num_gpus: float = 1, num_cpus: float = 1,
+                 timeout_s: float | None = None, local_cpus: int | None = None):
+        self.address, self.num_gpus, self.num_cpus = address, num_gpus, num_cpus
+        self.timeout_s, self.local_cpus = timeout_s, local_cpus
+        self._where = ""
+
+    def describe(self) -> str:
+        return f"ray (address {self.address or 'local'}): {self.num_gpus} GPU and {self.num_cpus} CPU per problem"
+
+    def _connect(self, ray) -> None:
+        if ray.is_initialized():
+            self._where = "already connected"
+            return
+        try:
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+            self._where = f"cluster at {self.address}"
+        except ConnectionError:  # no cluster running: a local one
+            ray.init(num_cpus=self.local_cpus, include_dashboard=False, log_to_driver=False)
+            self._where = "local"
+        print(f"[bench] Ray: {self._where}, {ray.cluster_resources()}", flush=True)
+        if self.num_gpus and not ray.cluster_resources().get("GPU"):
+            raise BenchError(f"the Ray cluster ({self._where}) has no GPU, and each problem asks for "
+                             f"{self.num_gpus}: start Ray on GPU nodes, or set bench.backend.num_gpus=0 to run on "
+                             f"the CPU interpreter")
+
+    def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
+        ray = _ray()
+        self._connect(ray)
+        run = ray.remote(num_gpus=self.num_gpus, num_cpus=self.num_cpus, max_retries=0)(remote_run)
+        pending = {}
+        for task in tasks:
+            started = pack(bench_dir, [bench_dir / RUNS / task.slug]) \
+                if (bench_dir / RUNS / task.slug / "run.db").is_file() else b""
+            pending[run.remote(task, started, self.timeout_s)] = task
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            task = pending.pop(ready[0])
+            try:
+                row, archive = ray.get(ready[0])
+                unpack(archive, bench_dir)
+            except Exception as exc:  # noqa: BLE001 - a lost node or worker is this problem's row, not the bench's end
+                row = Row(task.name, "failed", f"the Ray task failed: {type(exc).__name__}: {exc}"[:600])
+            done(task, row)

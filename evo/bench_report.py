@@ -1,0 +1,128 @@
+"""The bench's table and summary: per problem, and over the selection as KernelBench reports it (fast_p: the
+fraction of *all* problems whose kernel is correct and more than p times faster than the baseline), written as
+markdown, JSON and a static HTML page with plots."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+
+from evo.bench import Row
+from fitness.result import format_seconds
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+def summarise(rows: list[Row]) -> dict:
+    n = len(rows)
+    ok = [r.summary for r in rows if r.status == "ok"]
+    fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.get(f"speedup_vs_{base}") or 0) > p) / n if n else 0.0
+            for base in ("eager", "compile") for p in FAST_P}
+    sol = [s["sol_fraction"] for s in ok if s.get("sol_fraction") is not None]
+    return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0, **fast,
+            "geomean_vs_eager": _geomean([s.get("speedup_vs_eager") for s in ok]),
+            "geomean_vs_compile": _geomean([s.get("speedup_vs_compile") for s in ok]),
+            "median_sol_fraction": statistics.median(sol) if sol else None,
+            "device": "GPU" if any(r.gpu for r in rows) else "CPU",
+            "device_hours": sum(r.wall_s for r in rows) / 3600,  # each search holds one device for its wall time
+            "llm_calls": sum(r.summary.get("llm_calls", 0) for r in rows),
+            "llm_cost_usd": sum(r.summary.get("llm_cost_usd", 0.0) for r in rows)}
+
+
+def _t(seconds) -> str:
+    return format_seconds(seconds) if seconds else "-"
+
+
+def _x(value) -> str:
+    return f"{value:.2f}x" if value else "-"
+
+
+def summary_lines(summary: dict) -> list[str]:
+    fast = lambda base: ", ".join(f"fast_{p:g} {summary[f'fast_{p:g}_vs_{base}']:.0%}" for p in FAST_P)  # noqa: E731
+    sol = summary["median_sol_fraction"]
+    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%})",
+            f"vs eager: {fast('eager')}; geometric mean {_x(summary['geomean_vs_eager'])}",
+            f"vs torch.compile: {fast('compile')}; geometric mean {_x(summary['geomean_vs_compile'])}",
+            f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}",
+            f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
+            f"${summary['llm_cost_usd']:.2f}"]
+
+
+HEADER = ("problem", "status", "seed", "best", "seed (tuned)", "eager", "compile", "vs eager", "vs compile", "SoL",
+          "evaluations", "LLM calls", "LLM cost", "wall (s)", "note")
+
+
+def cells(r: Row) -> list[str]:
+    s = r.summary
+    sol = s.get("sol_fraction")
+    note = (r.reason if r.status != "ok" else s.get("stop_reason", "")).replace("|", "/").replace("\n", " ")
+    interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
+    return [r.name, r.status, s.get("seed") or "-", _t(s.get("best_s")) + interp, _t(s.get("seed_s")),
+            _t(s.get("eager_s")), _t(s.get("compile_s")), _x(s.get("speedup_vs_eager")), _x(s.get("speedup_vs_compile")),
+            "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")), str(s.get("llm_calls", 0)),
+            f"${s.get('llm_cost_usd', 0.0):.2f}", f"{r.wall_s:.0f}", note[:160]]
+
+
+def markdown(rows: list[Row], summary: dict, title: str) -> str:
+    lines = [f"# {title}", "", *[f"- {line}" for line in summary_lines(summary)], "",
+             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _plots(rows: list[Row]) -> str:
+    """Two PNG plots inlined: the distribution of speed-ups over torch.compile, and fast_p against p."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r.summary for r in rows if r.status == "ok"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for base in ("compile", "eager"):
+        values = sorted(s[f"speedup_vs_{base}"] for s in ok if s.get(f"speedup_vs_{base}"))
+        if values:
+            left.hist(values, bins=20, alpha=0.6, label=f"vs {base}")
+        ps = [p / 20 for p in range(0, 61)]
+        right.plot(ps, [sum(1 for v in values if v > p) / max(len(rows), 1) for p in ps], label=f"vs {base}")
+    left.set(xlabel="speed-up", ylabel="problems", title="speed-ups of correct kernels")
+    right.set(xlabel="p", ylabel="fast_p", title="fast_p: correct and more than p times faster", ylim=(0, 1))
+    for axis in (left, right):
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend()
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def html(rows: list[Row], summary: dict, title: str) -> str:
+    def esc(text) -> str:
+        return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    return ("<!doctype html><meta charset='utf-8'><title>" + esc(title) + "</title>"
+            "<style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>"
+            f"<h1>{esc(title)}</h1><ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) +
+            f"</ul><img alt='speed-ups and fast_p' src='data:image/png;base64,{_plots(rows)}'><table><tr>" +
+            "".join(f"<th>{esc(h)}</th>" for h in HEADER) + "</tr>" +
+            "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells(r)) + "</tr>" for r in rows) + "</table>")
+
+
+def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict) -> dict:
+    """bench.md, bench.json and bench.html in `bench_dir`; returns the summary."""
+    summary = summarise(rows)
+    (bench_dir / "bench.md").write_text(markdown(rows, summary, title))
+    (bench_dir / "bench.json").write_text(json.dumps({"title": title, **meta, "summary": summary,
+                                                      "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
+    (bench_dir / "bench.html").write_text(html(rows, summary, title))
+    return summary

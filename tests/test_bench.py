@@ -1,0 +1,121 @@
+"""`kernelevo bench`: one run per problem, spread over the devices, one table; a re-run skips what finished and
+resumes what started; a bad selection is a clear error before anything runs."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
+
+
+def bench(*args, cwd):
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("bench")
+    done = bench("bench.problems=[row_softmax,rmsnorm]", "bench.backend.per_gpu=2", f"bench.dir={cwd / 'b'}",
+                 "bench.title=two problems", *TINY, cwd=cwd)
+    return cwd, cwd / "b", done
+
+
+def test_a_bench_runs_each_problem_in_its_own_run_and_writes_one_table(finished):
+    _, bench_dir, done = finished
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((bench_dir / "bench.json").read_text())
+    assert [r["name"] for r in report["rows"]] == ["row_softmax", "rmsnorm"]
+    assert report["summary"]["correct"] == 2 and report["summary"]["correct_rate"] == 1.0
+    assert report["overrides"] == TINY  # every run got the bench's run settings, and only those
+    for row in report["rows"]:
+        run = json.loads((bench_dir / "runs" / row["name"] / "summary.json").read_text())
+        assert row["status"] == "ok" and row["summary"] == run and run["seed"] == "seed"
+        assert run["problem"] == row["name"] and run["evaluations"] >= 3 and run["timer"] == "interpreter"
+    table = (bench_dir / "bench.md").read_text()
+    assert table.startswith("# two problems") and "| row_softmax | ok | seed |" in table and "(interpreter)" in table
+    assert "correct: 2 of 2" in done.stdout and "data:image/png;base64," in (bench_dir / "bench.html").read_text()
+
+
+def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):
+    cwd, bench_dir, _ = finished
+    (bench_dir / "rows" / "rmsnorm.json").unlink()  # as if killed after rmsnorm's run began, before its row
+    logs = {name: (bench_dir / "logs" / f"{name}.log").read_text() for name in ("row_softmax", "rmsnorm")}
+    before = json.loads((bench_dir / "runs" / "rmsnorm" / "summary.json").read_text())
+    again = bench("bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY, cwd=cwd)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 problems, 1 finished before" in again.stdout
+    assert (bench_dir / "logs" / "row_softmax.log").read_text() == logs["row_softmax"]  # not run again
+    resumed = (bench_dir / "logs" / "rmsnorm.log").read_text()[len(logs["rmsnorm"]):]
+    assert resumed and "1 generations done" in resumed
+    after = json.loads((bench_dir / "runs" / "rmsnorm" / "summary.json").read_text())
+    assert after["evaluations"] == before["evaluations"]  # resumed from its store: nothing evaluated twice
+    assert json.loads((bench_dir / "bench.json").read_text())["summary"]["correct"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bench.problems=[row_softmax,no_such_problem]"], "'no_such_problem' is not a bundled problem"),
+    (["bench.problems=/nonexistent/list.txt"], "neither a list nor an existing list file"),
+    (["bench.level=1"], "set bench.problems (a list or a list file) or bench.root with bench.level"),
+    (["bench.root=/nonexistent", "bench.level=1"], "bench.root=/nonexistent is not a folder"),
+])
+def test_a_bad_selection_is_a_clear_error_before_anything_runs(tmp_path, args, message):
+    done = bench(*args, cwd=tmp_path)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not list(tmp_path.rglob("run.db"))
+
+
+def test_problems_are_selected_by_path_id_level_or_list_file(tmp_path):
+    from evo.bench import BenchError, select
+
+    for name in ("100_Big.py", "23_Softmax.py", "1_Matmul.py"):
+        (tmp_path / "level1").mkdir(exist_ok=True)
+        (tmp_path / "level1" / name).write_text("# a problem\n")
+    by_level = select(str(tmp_path), 1, None)
+    assert [t.name for t in by_level] == ["level1/1_Matmul.py", "level1/23_Softmax.py", "level1/100_Big.py"]
+    listing = tmp_path / "list.txt"
+    listing.write_text("level1/23_Softmax.py\n# a comment\nlevel1/100\n")
+    chosen = select(str(tmp_path), None, str(listing), overrides=("search=tiny",))
+    assert [t.name for t in chosen] == ["level1/23_Softmax.py", "level1/100_Big.py"]
+    assert chosen[0].problem == str((tmp_path / "level1" / "23_Softmax.py").resolve())
+    assert chosen[0].overrides == ("search=tiny",) and chosen[0].slug == "level1__23_Softmax"
+    assert [t.name for t in select(str(tmp_path), 1, ["1", "row_softmax"])] == ["level1/1_Matmul.py", "row_softmax"]
+    with pytest.raises(BenchError, match="listed twice"):
+        select(str(tmp_path), 1, ["1", "level1/1_Matmul.py"])
+    with pytest.raises(BenchError, match="'level1/7' not found"):
+        select(str(tmp_path), None, ["level1/7"])
+
+
+def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_path):
+    pytest.importorskip("ray")
+    _, local_dir, _ = finished
+    done = bench("bench.problems=[row_softmax,rmsnorm]", "bench/backend=ray", "bench.backend.num_gpus=0",
+                 "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Ray: local" in done.stdout  # no cluster was running: a local Ray was started
+
+    def table(folder):
+        rows = json.loads((folder / "bench.json").read_text())["rows"]
+        # evaluations and times follow the interpreter's wall-clock measurements, which differ run to run
+        return [(r["name"], r["status"], r["summary"]["seed"], r["summary"]["problem"], r["summary"]["policy"],
+                 r["summary"]["timer"]) for r in rows]
+
+    assert table(tmp_path / "r") == table(local_dir)
+    for name in ("row_softmax", "rmsnorm"):  # every run came back to the driver's bench directory
+        assert (tmp_path / "r" / "runs" / name / "run.db").is_file()
+        assert (tmp_path / "r" / "logs" / f"{name}.log").is_file()
+
+
+def test_a_missing_ray_says_how_to_install_it(tmp_path):
+    fake = tmp_path / "fake" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "kernelevo.cli", "bench", "bench.problems=[row_softmax]",
+                           "bench/backend=ray", f"bench.dir={tmp_path / 'b'}"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "pip install 'kernelevo[ray]'" in done.stderr, done.stdout + done.stderr
