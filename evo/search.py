@@ -23,7 +23,7 @@ from random import Random
 
 from deap import tools
 
-from evo.selection import Tournament
+from evo.selection import DistinctParents, Tournament
 from evo.store import RunStore
 from evo.toolbox import build_toolbox, statistics
 from evo.tuner import Tuner
@@ -101,7 +101,7 @@ class Search:
         self.on_generation = on_generation or (lambda report: None)
         self.service = tuner.service
         self._children = ThreadPoolExecutor(settings.children_in_flight, thread_name_prefix="kernelevo-child")
-        self.toolbox = build_toolbox(self._children.map, selection or Tournament(2))
+        self.toolbox = build_toolbox(self._children.map, DistinctParents(selection or Tournament(2)))
         self.archive: list[Individual] = []  # every individual of the finished generations: the tree memory
         self.team = team  # the LLM agents, for LLM operators; None in an offline run
         self._exhausted = ""  # why an operator budget (LLM calls, cost) stopped the search
@@ -128,6 +128,9 @@ class Search:
                     self._exhausted, genomes = str(exc), []
                 taken = seen | {key for slot in decided[:index] if (key := slot.result()) is not None}
                 genome = next((g for g in genomes if g.key not in taken), None)
+                if genome is None and genomes:  # a kernel made before: the next attempt is told, so it asks anew
+                    context = replace(context, duplicates=(*context.duplicates,
+                                                           genomes[0].note or f"{operator.name} child"))
                 if genome is not None:
                     made = Individual(individual_id(context.generation, index), genome,
                                       parents=tuple(p.id for p in parents), operator=operator.name,

@@ -50,3 +50,23 @@ class UniformRandom:
     def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:
         pool = _correct_or_all(population)
         return [rng.choice(pool) for _ in range(k)]
+
+
+class DistinctParents:
+    """A strategy whose k > 1 parents (a crossover's) are distinct kernels whenever the population and archive hold
+    two: a repeated pick is replaced by the fastest correct kernel not picked yet. With one strategy alone, a
+    size-2 tournament over two individuals picks the same parent twice half the time, and a crossover of a kernel
+    with itself gives nothing."""
+
+    def __init__(self, select):
+        self.select = select
+
+    def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:
+        parents = list(self.select(population, archive, k, rng))
+        for i in range(1, len(parents)):
+            taken = {p.key for p in parents[:i]}
+            if parents[i].key in taken:
+                others = [ind for ind in _correct_or_all(list(population) + list(archive)) if ind.key not in taken]
+                if others:
+                    parents[i] = min(others, key=_time)
+        return parents

@@ -33,6 +33,7 @@ class OperatorContext:
     team: Any = None  # the LLM agents (operators.llm.team.LLMTeam); None in an offline run
     evaluate: Callable | None = None  # source -> EvalResult, through the run's evaluation cache (the debugger's loop)
     archive: tuple = ()  # every individual of the generations before this one (tree memory)
+    duplicates: tuple = ()  # what this child's earlier attempts made that already existed (their notes)
 
 
 @dataclass

@@ -153,3 +153,19 @@ def test_the_initialiser_rewrites_the_seed_and_a_broken_rewrite_leaves_the_seed(
         seed = read_store(run_dir_of(done.stdout), lambda store: store.individual("0.0"))
         assert seed.operator == expected_operator and expected_block in seed.genome.source
         assert ("rewrite of the seed is not usable" in done.stdout) == (name == "broken")
+
+
+def test_a_child_that_duplicates_a_kernel_is_told_so_and_the_next_request_differs(tmp_path):
+    other_plan = "## Plan\n1. [constant BLOCK, line 7] raise BLOCK to 1024."
+    script = [reply(PLAN), reply(f"```python\n{GOOD}```"),  # the seed again: a duplicate
+              reply(other_plan), reply(f"```python\n{IMPROVED}```")]
+    with ScriptedLLMServer(script) as server:
+        done = run(tmp_path, tmp_path / "cache", api_base=server.url, children=1)
+        requests = server.requests
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(requests) == 4  # not one identical request per attempt
+    prompts = [body["messages"][-1]["content"] for _, _, body in requests]
+    assert "already exists" not in prompts[0] and "made a kernel that already exists" in prompts[2]
+    assert prompts[0] != prompts[2]
+    child = read_store(run_dir_of(done.stdout), lambda store: store.individual("1.0"))
+    assert child.ok and "BLOCK = 1024" in child.genome.source

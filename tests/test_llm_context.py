@@ -40,3 +40,10 @@ def test_launch_configurations_beyond_the_profile_are_found_before_compiling():
     assert limit_violation({"NUM_WARPS": 64}, h100).startswith("NUM_WARPS=64 needs 2048 threads")
     assert "shared memory" in limit_violation({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "NUM_STAGES": 4}, h100)
     assert limit_violation({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "NUM_STAGES": 3, "NUM_WARPS": 8}, h100) == ""
+
+
+def test_times_and_figures_in_prompts_are_plain_numbers():
+    from operators.llm.context import fmt_time, two_digits
+
+    assert fmt_time(0.1234) == "123 ms" and fmt_time(12.5e-6) == "12 us" and fmt_time(0.0042) == "4.2 ms"
+    assert two_digits(410.3) == "410" and two_digits(9.23) == "9.2" and "e+" not in fmt_time(123.0)

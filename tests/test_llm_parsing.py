@@ -272,3 +272,15 @@ def test_compact_source_view_numbering():
     assert lines[4] == "   5|"
     assert lines[11] == "  12|     x = tl.load(x_ptr + offsets, mask=mask)"
     assert view.endswith("return out\n")
+
+
+def test_an_edit_copied_from_the_numbered_view_applies_without_its_numbers():
+    view = compact_source_view(MODULE).splitlines()
+    line = next(i for i, text in enumerate(view) if "cdiv(n, 1024)" in text)
+    copied = "\n".join(view[line - 1:line + 1]) + "\n"  # two numbered lines, as the model saw them
+    replaced = copied.replace("cdiv(n, 1024)", "cdiv(n, 4096)")
+    edits = parse_edits(block(copied, replaced))
+    assert "| " not in edits[0][0] and "| " not in edits[0][1]
+    assert apply_edits(MODULE, edits) == MODULE.replace("cdiv(n, 1024)", "cdiv(n, 4096)")
+    plain = parse_edits(block("        grid = (triton.cdiv(n, 1024),)\n", "        x = 1 | 2\n"))
+    assert plain[0][1] == "        x = 1 | 2\n"  # code is left alone when the SEARCH lines carry no numbers

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import candidate, make_evaluator, read_store
 from evo.evaluation import EvaluationService
-from evo.selection import EpsilonGreedy, Tournament, UniformRandom
+from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
 from evo.tuner import Tuner
 from fitness.genome import Genome
@@ -121,6 +121,20 @@ def test_failed_individuals_are_never_parents_while_a_correct_one_exists():
         parents = strategy(failed + [ok], failed + [ok], 20, random.Random(0))
         assert all(p is ok for p in parents), strategy
     assert failed[0].fitness.values[0] == float("inf")
+
+
+def test_a_crossover_gets_two_distinct_parents_whenever_two_kernels_exist():
+    import random
+
+    genome = Genome.from_source(candidate("good"))
+    fast, slow = individual(genome, "ok", 1.0, "1.0"), individual(genome.with_params({"BLOCK": 64}), "ok", 2.0, "1.1")
+    broken = individual(genome.with_params({"BLOCK": 256}), "incorrect", None, "1.2")
+    alone = [Tournament(2)([fast, slow], [], 2, random.Random(seed)) for seed in range(40)]
+    assert any(a.key == b.key for a, b in alone)  # the plain tournament often picks one kernel twice
+    for seed in range(40):
+        a, b = DistinctParents(Tournament(2))([fast, slow, broken], [], 2, random.Random(seed))
+        assert a.key != b.key and broken not in (a, b)
+    assert DistinctParents(UniformRandom())([fast], [fast], 2, random.Random(0)) == [fast, fast]  # no other kernel
 
 
 def test_survivors_hold_one_individual_per_kernel():

@@ -38,7 +38,8 @@ class ContextSettings:
 
 
 def two_digits(value: float) -> str:
-    return f"{value:.2g}"
+    """Two significant digits, and never an exponent for what a prompt shows (410, not 4.1e+02)."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2g}"
 
 
 def fmt_time(seconds: float | None) -> str:

@@ -33,7 +33,8 @@ def _lineage_notes(parent: Individual, context: OperatorContext) -> list[str]:
         if set(ind.parents) & ancestry and ind.note:
             outcome = "ok" if ind.ok else ind.status
             notes.append(f"{ind.operator}: {ind.note.splitlines()[0][:200]} -> {outcome}")
-    return notes[-8:]
+    return notes[-8:] + [f"{note.splitlines()[0][:200]} -> made a kernel that already exists: propose a different "
+                         f"change" for note in context.duplicates]
 
 
 def _budget_guard(call):
@@ -66,11 +67,14 @@ class LLMMutation(Operator):
                                                    _lineage_notes(parent, context)))
             if plan is None:
                 return []
+        if not self.use_planner and context.duplicates:  # no planner to tell: the coder is told instead
+            plan = "Your earlier change gave a kernel that already exists; make a different change."
         source = _budget_guard(lambda: team.code(genome, plan))
         if source is None:
             return []
         source = self._repair(team, source, context)
-        return self.offspring(_budget_guard(lambda: Genome.from_source(source, note=plan)), parents)
+        child = _budget_guard(lambda: Genome.from_source(source, note=plan))
+        return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
 
     def _repair(self, team, source: str, context: OperatorContext) -> str:
         for _ in range(self.debug_tries if context.evaluate else 0):

@@ -271,7 +271,7 @@ def parse_edits(text: str) -> list[tuple[str, str]]:
                 search.append(line)
         else:
             if _REPLACE_MARK.match(line):
-                edits.append((_joined(search), _joined(replace)))
+                edits.append(tuple(_joined(half) for half in _unnumbered(search, replace)))
                 state = "outside"
             elif _SEARCH_MARK.match(line) or _DIVIDER_MARK.match(line):
                 raise _malformed(opened_at, "no >>>>>>> REPLACE line ending it")
@@ -296,6 +296,19 @@ def _malformed(line: int, problem: str) -> ParseError:
     return ParseError("no_edits", f"your reply has a malformed SEARCH/REPLACE block at its line {line}: {problem}; "
                                   "each block is <<<<<<< SEARCH, the exact old lines, =======, the new lines, "
                                   ">>>>>>> REPLACE")
+
+
+_LINE_NUMBER = re.compile(r"^ *\d+\| ?")
+
+
+def _unnumbered(search: list[str], replace: list[str]) -> tuple[list[str], list[str]]:
+    """A block copied from the numbered view of the code (``compact_source_view``: ``  12| code``), without the
+    numbers: when every non-blank SEARCH line carries one, they are taken off both halves."""
+    if not any(line.strip() for line in search) or not all(_LINE_NUMBER.match(line)
+                                                           for line in search if line.strip()):
+        return search, replace
+    return ([_LINE_NUMBER.sub("", line, count=1) for line in search],
+            [_LINE_NUMBER.sub("", line, count=1) for line in replace])
 
 
 def apply_edits(source: str, edits: list[tuple[str, str]]) -> str:
