@@ -19,10 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from evo.run import SUMMARY_FILE  # written at the end of every run
 from fitness.problem import suite_names
 
 RUNS, ROWS, LOGS = "runs", "rows", "logs"
-SUMMARY_FILE = "summary.json"  # written by evo.run at the end of every run
 
 
 class BenchError(ValueError):
