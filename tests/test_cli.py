@@ -66,5 +66,4 @@ def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
     assert f"written to {out}" in proc.stdout and "kernelevo evaluate problem=layernorm" in proc.stdout
     source = out.read_text()
     assert "class ModelNew" in source and "TUNABLE = " in source and "@triton.jit" in source
-    proc = kernelevo("evaluate", "problem=layernorm", f"candidate={out}", "fitness.trials=2", cwd=tmp_path)
-    assert proc.returncode == 0 and "status: ok" in proc.stdout, proc.stdout + proc.stderr
+    compile(source, str(out), "exec")  # a module (that it passes the evaluator: tests/test_inductor_seed.py)

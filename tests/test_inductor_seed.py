@@ -14,7 +14,7 @@ from operators.inductor_seed.convert import SeedError, convert
 from test_search import TINY, kernelevo, run_dir_of
 
 
-@pytest.mark.parametrize("name", ["layernorm", "bias_activation"])
+@pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures
 def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launch_configuration(name):
     spec = resolve_problem(name, size_preset="test")
     captured = seeds.capture(spec, "cpu")
