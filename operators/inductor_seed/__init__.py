@@ -42,8 +42,8 @@ def _versions() -> str:
 
 def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False) -> str:
     problem = Path(spec.path).read_text()
-    return short_hash(json.dumps([problem, spec.sizes, device.split(":")[0], profile, _versions(), templates]
-                                 + ([True] if tf32 else []), sort_keys=True))
+    return short_hash(json.dumps([problem, spec.sizes, device.split(":")[0], profile, _versions(), templates, tf32],
+                                 sort_keys=True))
 
 
 def capture(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,

@@ -28,7 +28,6 @@ ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
 
 
-
 # kernels -----------------------------------------------------------------------------------------------------------
 def kernel_function(name: str, source: str, interpreter: bool = False) -> ast.FunctionDef:
     """The kernel's function from its Inductor module, with only @triton.jit left, libdevice mapped to tl (and on
