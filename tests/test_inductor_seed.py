@@ -16,7 +16,8 @@ from test_search import TINY, kernelevo, run_dir_of
 
 @pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures
 def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launch_configuration(name):
-    spec = resolve_problem(name, size_preset="test")
+    sizes = {"batch_size": 4, "dim": 256}  # small: the interpreter runs Inductor's reduction in seconds
+    spec = resolve_problem(name, sizes=sizes)
     captured = seeds.capture(spec, "cpu")
     source = convert(captured, open(spec.path).read(), name)
     tree = ast.parse(source)
@@ -32,7 +33,7 @@ def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launc
             if f"K{index}_{param}" in genome.space:
                 assert genome.params[f"K{index}_{param}"] == value and value in genome.space[f"K{index}_{param}"]
         assert genome.params[f"K{index}_NUM_WARPS"] == chosen["num_warps"]
-    with make_evaluator(problem=name, size_preset="test") as ev:
+    with make_evaluator(problem=name, sizes=sizes) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
 
