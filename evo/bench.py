@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evo.run import SUMMARY_FILE  # written at the end of every run
+from evo.store import DB_NAME
 from fitness.problem import suite_names
 
 RUNS, ROWS, LOGS = "runs", "rows", "logs"
@@ -110,10 +111,15 @@ def select(root: str | None, level: int | None, problems, overrides: tuple = ())
 
 
 # one problem -----------------------------------------------------------------------------------------------------
+def started(run_dir: Path) -> bool:
+    """Whether a run directory holds a run store (a run began there: resume it)."""
+    return (run_dir / DB_NAME).is_file()
+
+
 def run_command(task: BenchTask, run_dir: Path) -> list[str]:
     """`kernelevo run` for a new run directory, `kernelevo resume` for a started one."""
     cli = [sys.executable, "-m", "kernelevo.cli"]
-    if (run_dir / "run.db").is_file():
+    if started(run_dir):
         return [*cli, "resume", f"run_dir={run_dir}"]
     return [*cli, "run", f"problem={task.problem}", *task.overrides, f"hydra.run.dir={run_dir}"]
 

@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from evo.bench import LOGS, RUNS, BenchError, BenchTask, Row, run_task
+from evo.bench import LOGS, RUNS, BenchError, BenchTask, Row, run_task, started
 
 INSTALL = "pip install 'kernelevo[ray]' (or pip install ray)"
 
@@ -39,12 +39,12 @@ def unpack(data: bytes, folder: Path) -> None:
         tar.extractall(folder, filter="data")
 
 
-def remote_run(task: BenchTask, started: bytes, timeout_s: float | None) -> tuple[Row, bytes]:
-    """On a Ray worker: the problem's search (resumed from `started` when it has one), row and archive back."""
+def remote_run(task: BenchTask, begun: bytes, timeout_s: float | None) -> tuple[Row, bytes]:
+    """On a Ray worker: the problem's search (resumed from `begun`, its run so far, if any), row and archive back."""
     with tempfile.TemporaryDirectory(prefix="kernelevo-bench-") as scratch:
         folder = Path(scratch)
-        if started:
-            unpack(started, folder)
+        if begun:
+            unpack(begun, folder)
         row = run_task(task, folder, gpu=None, timeout_s=timeout_s)  # the GPU Ray gave this task, if any
         return row, pack(folder, [folder / RUNS / task.slug, folder / LOGS / f"{task.slug}.log"])
 
@@ -84,9 +84,9 @@ class RayBackend:
         run = ray.remote(num_gpus=self.num_gpus, num_cpus=self.num_cpus, max_retries=0)(remote_run)
         pending = {}
         for task in tasks:
-            started = pack(bench_dir, [bench_dir / RUNS / task.slug]) \
-                if (bench_dir / RUNS / task.slug / "run.db").is_file() else b""
-            pending[run.remote(task, started, self.timeout_s)] = task
+            run_dir = bench_dir / RUNS / task.slug
+            begun = pack(bench_dir, [run_dir]) if started(run_dir) else b""
+            pending[run.remote(task, begun, self.timeout_s)] = task
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             task = pending.pop(ready[0])

@@ -34,14 +34,15 @@ def spec_bytes(specs: list) -> int:
 
 def budget_bytes(device: str, settings: dict) -> int | None:
     """Device memory the timing may use: `memory_budget_bytes` when set, else a fraction (`memory_fraction`) of
-    what is free now, counting what this process's allocator holds unused; None on the CPU (no limit)."""
+    what is free now, counting what this process's allocator holds unused; None on the CPU (no limit).
+    `settings`: the timing settings with their defaults (``fitness.timing.TIMING_DEFAULTS``) filled in."""
     if settings.get("memory_budget_bytes"):
         return int(settings["memory_budget_bytes"])
     if not device.startswith("cuda"):
         return None
     free, _ = torch.cuda.mem_get_info(torch.device(device))
     cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    return int((free + cached) * settings.get("memory_fraction", 0.8))
+    return int((free + cached) * settings["memory_fraction"])
 
 
 def input_sets_that_fit(configured: int, per_set: int, reserve: int, budget: int | None) -> tuple[int, str]:

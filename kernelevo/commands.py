@@ -27,6 +27,14 @@ def _output_dir() -> Path:
     return Path(HydraConfig.get().runtime.output_dir)
 
 
+def _out_path(out: str) -> Path:
+    """A command's `out=`: an absolute path, or one relative to the command's output directory (made if missing)."""
+    path = Path(out)
+    path = path if path.is_absolute() else _output_dir() / path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def evaluate(cfg: DictConfig) -> None:
     """Evaluate one candidate (default: the problem's bundled seed) and print the verdict."""
     from fitness.from_config import build_evaluator, read_candidate
@@ -39,9 +47,7 @@ def evaluate(cfg: DictConfig) -> None:
     with evaluator:
         print(f"[kernelevo] {evaluator.describe()}", flush=True)
         result = evaluator.evaluate(source, label=label)
-    out = Path(cfg.out)
-    out = out if out.is_absolute() else _output_dir() / out
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = _out_path(cfg.out)
     out.write_text(result.to_json())
     print(result.summary())
     print(f"result written to {out}")
@@ -63,9 +69,7 @@ def seed(cfg: DictConfig) -> None:
                                **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         _fail(str(exc))
-    out = Path(cfg.out)
-    out = out if out.is_absolute() else _output_dir() / out
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = _out_path(cfg.out)
     out.write_text(source)
     print(f"seed for {problem.name} (policy {policy.name}, {device}) written to {out}\n"
           f"evaluate it: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
