@@ -5,6 +5,9 @@ at a time. Each measurement is the evaluator's timer (``fitness.timing.CudaEvent
        before each repetition (launch time cannot leak into the start-to-end time); after idle gaps (GPU clocks)
     B  fresh plain processes (no fork server, no confinement), one measurement each
     C  the evaluator: the seed evaluated N times with a warm spare starting meanwhile, and with none
+    I  after the GPU idled --idle-s seconds: every repetition's time for ~1.5 s from the first launch, with the
+       GPU's clocks and power state sampled meanwhile (nvidia-smi); then the timer after the same idle, once with
+       its default warm-up and once with a long one (is the slow first measurement the clocks ramping up?)
 
 Every row keeps the timer's internals (median launch time, spin, stream-only and device-wide medians), so a
 change in the median can be traced to one of them.
@@ -131,13 +134,57 @@ def evaluator_runs(problem: str, runs: int, **settings) -> dict:
     return summary(f"C evaluator {settings or 'defaults'}", stats, settings=settings, phases=phases)
 
 
+def clock_sampler(period_ms: int = 20):
+    """nvidia-smi sampling SM and memory clocks and the power state every `period_ms` (None without nvidia-smi)."""
+    try:
+        return subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw",
+                                 "--format=csv,noheader", f"-lms={period_ms}", "-i", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+
+
+def after_idle(problem: str, idle_s: float) -> list[dict]:
+    import torch
+
+    model, input_sets = load_seed(problem)
+    rows = []
+    with torch.no_grad():
+        timer = make_timer()
+        sleep_cycles = int(100e-6 * timer._cycles_per_s)
+        time.sleep(idle_s)
+        sampler, start, trace = clock_sampler(), time.perf_counter(), []
+        while time.perf_counter() - start < 1.5:
+            stream, _, _ = timer._rep(model, input_sets[len(trace) % 3], sleep_cycles, 100e-6)
+            trace.append((round(time.perf_counter() - start, 4), round(stream * 1e6, 2)))
+        clocks = []
+        if sampler is not None:
+            time.sleep(0.1)
+            sampler.terminate()
+            clocks = sampler.communicate(timeout=10)[0].splitlines()
+        print(f"[spread] I trace after {idle_s} s idle: first {trace[:5]} ... at 0.1 s "
+              f"{[t for t in trace if t[0] >= 0.1][:3]} last {trace[-3:]}; clocks {clocks[:3]} .. {clocks[-2:]}",
+              flush=True)
+        rows.append({"condition": f"I trace after {idle_s} s idle", "trace": trace, "clocks": clocks})
+        for label, warmup_ms in (("I timer after idle, default warm-up", None), ("I timer after idle, 500 ms warm-up",
+                                                                                  500.0)):
+            stats = []
+            for _ in range(2):
+                time.sleep(idle_s)
+                timer = make_timer(**({"warmup_ms": warmup_ms} if warmup_ms else {}))
+                stats.append(timer.measure(model, input_sets).to_dict())
+            rows.append(summary(label, stats, idle_s=idle_s))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="")
     parser.add_argument("--problem", default="elementwise_chain")
     parser.add_argument("--runs", type=int, default=6)
     parser.add_argument("--one", action="store_true", help="one measurement in this process, printed as JSON")
-    parser.add_argument("--parts", default="ABC", help="A, B, C as above; U: C unconfined too")
+    parser.add_argument("--parts", default="ABC", help="A, B, C, I as above; U: C unconfined too")
+    parser.add_argument("--idle-s", type=float, default=10.0)
     args = parser.parse_args()
     if args.one:
         import torch
@@ -147,6 +194,8 @@ def main() -> None:
             print(json.dumps(make_timer().measure(model, input_sets).to_dict()), flush=True)
         return
     rows = []
+    if "I" in args.parts:
+        rows += after_idle(args.problem, args.idle_s)
     if "A" in args.parts:
         rows += in_process(args.problem, args.runs)
     if "B" in args.parts:

@@ -6,16 +6,26 @@ or with a correctness trial. A stream of shared lockers must not starve a waitin
 takes a gate file exclusively, then the lock itself, then releases the gate (writer preference): a waiting
 exclusive locker holds the gate, and shared lockers that arrive after it queue behind it.
 
+Creating a CUDA context also uses the GPU (the driver clears the new context's memory: a timed kernel ran 25 %
+slower meanwhile), so a worker's start-up holds the lock shared too. Many starting at once held it shared for
+seconds on end and starved the timer (``experiments/results/throughput_h100.md``): ``start_up`` lets one start-up
+at a time per GPU into the shared lock, so a waiting timer gets the GPU after at most one of them.
+
 Usage::
 
     with DeviceLock(path, exclusive=False):   # or exclusive=True; path None (CPU interpreter): no lock
+        ...
+    with start_up(path):                      # a worker creating its CUDA context
         ...
 """
 from __future__ import annotations
 
 import fcntl
 import os
+from contextlib import contextmanager
 from pathlib import Path
+
+LOCK_SUFFIXES = ("", ".gate", ".start")  # the lock, its writer-preference gate, the one-start-up-at-a-time file
 
 
 class DeviceLock:
@@ -65,6 +75,22 @@ def exclusive(path: str | None) -> DeviceLock:
     return DeviceLock(path, exclusive=True)
 
 
+@contextmanager
+def start_up(path: str | None):
+    """One start-up at a time per GPU (its own exclusive file, waited for *before* the GPU lock, so a start-up
+    waiting for its turn holds nothing a timer needs), then the GPU's lock shared."""
+    if not path:
+        yield
+        return
+    fd = DeviceLock._open(f"{path}.start")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with shared(path):
+            yield
+    finally:
+        os.close(fd)
+
+
 def lock_path(cache_dir: Path, device: str) -> str | None:
     """The lock file for a CUDA device (None on the CPU interpreter, where nothing is timed against a GPU), in a
     directory every user can traverse: workers that run as an unprivileged user open it too."""
@@ -75,10 +101,10 @@ def lock_path(cache_dir: Path, device: str) -> str | None:
 
 
 def create_lock_files(path: str | None) -> None:
-    """Create a GPU's lock and gate files (by the trusted evaluator, before any worker runs), readable by all:
+    """Create a GPU's lock, gate and start-up files (by the trusted evaluator, before any worker runs), readable by all:
     flock needs only a read-only descriptor, and reading an empty file reveals nothing."""
     if path:
         Path(path).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        for name in (path, f"{path}.gate"):
+        for name in (f"{path}{suffix}" for suffix in LOCK_SUFFIXES):
             os.close(os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
             os.chmod(name, 0o644)

@@ -15,7 +15,7 @@ job, write the result and leave with ``os._exit``. Jobs:
 * ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache
   (``fitness.warm``, which also holds what a spare warms before its job).
 
-``phases_s`` of a result, in seconds: fork, wait_start (for the GPU's shared lock, which the start-up holds),
+``phases_s`` of a result, in seconds: fork, wait_start (for its turn to start up and the GPU's shared lock),
 cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
 server), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs, first_call, trial_calls,
 trial_judge, trial_compare with its trial_reference, timing_inputs), wait_exclusive, timing, verify_timed.
@@ -43,7 +43,7 @@ from fitness.candidate import (CandidateError, build_model, classify_exception, 
 from fitness.compile_ahead import compile_ahead, copy_model  # noqa: E402
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
 from fitness.confine import become_unprivileged  # noqa: E402
-from fitness.gpu_lock import DeviceLock  # noqa: E402
+from fitness.gpu_lock import DeviceLock, start_up  # noqa: E402
 from fitness.inputs import (clone_all, make_inputs, poison_allocator, reference_output_specs, refill,  # noqa: E402
                             scrub, synchronize, timing_inputs)
 from fitness.memory import spec_bytes  # noqa: E402
@@ -324,10 +324,10 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path}."""
     PHASES.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
-    # the GPU work of the start-up holds the GPU's shared lock: a new context (its memory is cleared by the driver)
-    # slowed a candidate being timed meanwhile (experiments/results/timing_spread_h100.md)
+    # the context is created under the GPU's shared lock, one start-up at a time: a new context (its memory is
+    # cleared by the driver) slowed a candidate being timed meanwhile (experiments/results/timing_spread_h100.md)
     asked = time.monotonic()
-    with DeviceLock((warm or {}).get("gpu_lock"), exclusive=False):
+    with start_up((warm or {}).get("gpu_lock")):
         PHASES["wait_start"] = time.monotonic() - asked
         with phase("cuda_init"):
             cuda_error = init_cuda(device)

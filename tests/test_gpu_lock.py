@@ -10,9 +10,9 @@ from fitness.gpu_lock import lock_path
 ROOT = Path(__file__).resolve().parent.parent
 HOLDER = """
 import sys, time
-from fitness.gpu_lock import DeviceLock
+from fitness.gpu_lock import DeviceLock, start_up
 path, mode, hold, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-with DeviceLock(path, exclusive=mode == "ex"):
+with start_up(path) if mode == "start" else DeviceLock(path, exclusive=mode == "ex"):
     start = time.monotonic()
     open(out + ".acquired", "w").close()
     time.sleep(hold)
@@ -66,6 +66,20 @@ def test_waiting_exclusive_locker_goes_before_later_shared_ones(tmp_path):
     late = Holder(tmp_path, "late", "sh", 0.1)
     (_, first_end), (w_start, w_end), (late_start, _) = first.interval(), writer.interval(), late.interval()
     assert first_end <= w_start and w_end <= late_start
+
+
+def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
+    first = Holder(tmp_path, "s1", "start", 0.8)
+    first.wait_acquired()
+    reader = Holder(tmp_path, "r", "sh", 0.2)  # a correctness trial shares the GPU with a start-up
+    second = Holder(tmp_path, "s2", "start", 0.3)
+    time.sleep(0.3)  # the second start-up now waits for its turn, holding nothing of the GPU's lock
+    timer = Holder(tmp_path, "t", "ex", 0.3)
+    (s1_start, s1_end), (r_start, r_end) = first.interval(), reader.interval()
+    (t_start, t_end), (s2_start, _) = timer.interval(), second.interval()
+    assert r_start < s1_end and s1_start < r_end  # shared with the trial
+    assert s1_end <= s2_start  # one start-up at a time
+    assert s1_end <= t_start and t_end <= s2_start  # the timer waited for one start-up, not for the queue
 
 
 def test_no_lock_on_the_cpu_interpreter():
