@@ -38,7 +38,12 @@ class BenchTask:
 
     @property
     def slug(self) -> str:
-        return self.name.replace("/", "__").removesuffix(".py")
+        return slug(self.name)
+
+
+def slug(name: str) -> str:
+    """A problem's folder name in the bench (runs/<slug>, rows/<slug>.json)."""
+    return name.replace("/", "__").removesuffix(".py")
 
 
 @dataclass

@@ -3,15 +3,15 @@ fraction of *all* problems whose kernel is correct and more than p times faster 
 markdown, JSON and a static HTML page with plots."""
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
 import statistics
 from dataclasses import asdict
 from pathlib import Path
 
-from evo.bench import Row
+from evo.bench import RUNS, Row, slug
+from evo.page import Raw, esc, figure_png, link, page, png_img, pyplot, table
+from evo.report import HTML_FILE
 from fitness.result import format_seconds
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -32,7 +32,8 @@ def summarise(rows: list[Row]) -> dict:
             "geomean_vs_eager": _geomean([s.get("speedup_vs_eager") for s in ok]),
             "geomean_vs_compile": _geomean([s.get("speedup_vs_compile") for s in ok]),
             "median_sol_fraction": statistics.median(sol) if sol else None,
-            "device": "GPU" if any(r.gpu for r in rows) else "CPU",
+            "device": "GPU" if any(r.gpu or r.summary.get("timer") not in (None, "", "interpreter") for r in rows)
+            else "CPU",
             "device_hours": sum(r.wall_s for r in rows) / 3600,  # each search holds one device for its wall time
             "llm_calls": sum(r.summary.get("llm_calls", 0) for r in rows),
             "llm_cost_usd": sum(r.summary.get("llm_cost_usd", 0.0) for r in rows)}
@@ -49,10 +50,12 @@ def _x(value) -> str:
 def summary_lines(summary: dict) -> list[str]:
     fast = lambda base: ", ".join(f"fast_{p:g} {summary[f'fast_{p:g}_vs_{base}']:.0%}" for p in FAST_P)  # noqa: E731
     sol = summary["median_sol_fraction"]
-    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%})",
-            f"vs eager: {fast('eager')}; geometric mean {_x(summary['geomean_vs_eager'])}",
-            f"vs torch.compile: {fast('compile')}; geometric mean {_x(summary['geomean_vs_compile'])}",
-            f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}",
+    speed = [f"vs eager: {fast('eager')}; geometric mean {_x(summary['geomean_vs_eager'])}",
+             f"vs torch.compile: {fast('compile')}; geometric mean {_x(summary['geomean_vs_compile'])}",
+             f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}"]
+    if summary["device"] == "CPU":
+        speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed)"]
+    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%})", *speed,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
 
@@ -73,22 +76,19 @@ def cells(r: Row) -> list[str]:
             f"${s.get('llm_cost_usd', 0.0):.2f}", f"{r.wall_s:.0f}", note[:160]]
 
 
-def markdown(rows: list[Row], summary: dict, title: str) -> str:
+def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = None) -> str:
+    reports = reports or {}
+    name = lambda r: f"[{r.name}]({reports[r.name]})" if r.name in reports else r.name  # noqa: E731
     lines = [f"# {title}", "", *[f"- {line}" for line in summary_lines(summary)], "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    lines += ["| " + " | ".join([name(r), *cells(r)[1:]]) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def _plots(rows: list[Row]) -> str:
-    """Two PNG plots inlined: the distribution of speed-ups over torch.compile, and fast_p against p."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _plots(rows: list[Row]) -> bytes:
+    """Two plots as one PNG: the distribution of speed-ups over torch.compile, and fast_p against p."""
     ok = [r.summary for r in rows if r.status == "ok"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, 3.6))
     for base in ("compile", "eager"):
         values = sorted(s[f"speedup_vs_{base}"] for s in ok if s.get(f"speedup_vs_{base}"))
         if values:
@@ -100,30 +100,51 @@ def _plots(rows: list[Row]) -> str:
     for axis in (left, right):
         if axis.get_legend_handles_labels()[0]:
             axis.legend()
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode()
+    return figure_png(fig, dpi=100)
 
 
-def html(rows: list[Row], summary: dict, title: str) -> str:
-    def esc(text) -> str:
-        return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-    return ("<!doctype html><meta charset='utf-8'><title>" + esc(title) + "</title>"
-            "<style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>"
-            f"<h1>{esc(title)}</h1><ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) +
-            f"</ul><img alt='speed-ups and fast_p' src='data:image/png;base64,{_plots(rows)}'><table><tr>" +
-            "".join(f"<th>{esc(h)}</th>" for h in HEADER) + "</tr>" +
-            "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells(r)) + "</tr>" for r in rows) + "</table>")
+def html(rows: list[Row], summary: dict, title: str, reports: dict) -> str:
+    """The combined page; `reports`: row name -> the path (relative to the page) of its run's report.html."""
+    listing = Raw("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) + "</ul>")
+    table_rows = [[link(reports[r.name], r.name) if r.name in reports else r.name, *cells(r)[1:]] for r in rows]
+    return page(title, [(None, listing), (None, png_img(_plots(rows), "speed-ups and fast_p")),
+                        (None, table(HEADER, table_rows))])
 
 
-def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict) -> dict:
-    """bench.md, bench.json and bench.html in `bench_dir`; returns the summary."""
+CONSOLE = ("problem", "status", "best", "seed (tuned)", "vs eager", "vs compile", "SoL", "evaluations")
+SPEED = ("vs eager", "vs compile", "SoL")
+
+
+def console_table(rows: list[Row], reports: dict, base: Path) -> str:
+    """The combined table for the terminal: one line per run, with the path of its report (on the CPU
+    interpreter without the speed-up columns: it has none)."""
+    gpu = summarise(rows)["device"] == "GPU"
+    header = [h for h in CONSOLE if gpu or h not in SPEED] + ["report"]
+    lines = [[cells(r)[HEADER.index(h)] for h in header[:-1]] + [str(base / reports[r.name])
+                                                                 if r.name in reports else "-"] for r in rows]
+    widths = [max(len(c) for c in column) for column in zip(header, *lines)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *lines])
+
+
+def run_reports(base: Path, run_dirs: dict) -> dict:
+    """name -> report.html of that run, relative to `base`, for the runs that have one."""
+    return {name: str((Path(d) / HTML_FILE).relative_to(base)) for name, d in run_dirs.items()
+            if (Path(d) / HTML_FILE).is_file()}
+
+
+def bench_reports(bench_dir: Path, rows: list[Row]) -> dict:
+    """Each problem's report.html in the bench (runs/<problem>/report.html), relative to the bench directory."""
+    return run_reports(bench_dir, {r.name: bench_dir / RUNS / slug(r.name) for r in rows})
+
+
+def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict, reports: dict | None = None,
+                       stem: str = "bench") -> dict:
+    """<stem>.md, .json and .html in `bench_dir` (`reports`: row name -> its run's report.html relative to
+    `bench_dir`, linked from the page; by default the bench's runs/<problem>/report.html); returns the summary."""
     summary = summarise(rows)
-    (bench_dir / "bench.md").write_text(markdown(rows, summary, title))
-    (bench_dir / "bench.json").write_text(json.dumps({"title": title, **meta, "summary": summary,
-                                                      "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
-    (bench_dir / "bench.html").write_text(html(rows, summary, title))
+    reports = bench_reports(bench_dir, rows) if reports is None else reports
+    (bench_dir / f"{stem}.md").write_text(markdown(rows, summary, title, reports))
+    (bench_dir / f"{stem}.json").write_text(json.dumps({"title": title, **meta, "summary": summary,
+                                                         "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
+    (bench_dir / f"{stem}.html").write_text(html(rows, summary, title, reports))
     return summary

@@ -1,89 +1,263 @@
-"""`kernelevo report`: a markdown report of a run, from its store alone.
+"""A run's report, from its store alone: written at the end of every run and by `kernelevo report run_dir=DIR`.
 
-It holds the summary table (best kernel against its seed, eager and torch.compile, speed-of-light fraction,
-precision policy), best and median fitness per generation (table and plot), the lineage of the best kernel
-(each ancestor, the operator that made it and its time), the statuses of every evaluation, and the best kernel's
-source.
+`collect` gathers the report's data once (``RunReport``); it is written as ``report.html`` (self-contained: inline
+CSS and plot, `evo/report_html.py`), ``report.md`` and ``fitness.png``. It holds the summary table (the figures of
+``summary.json``; on Triton's CPU interpreter no speed-ups, only correct / not and interpreter wall-clock times),
+best and median time per generation, the lineage of the best kernel back to the seed (operator and speed-up on each
+edge), the best kernel's diff against the seed as written, per-operator success rates, LLM calls and cost per role,
+the precision policy with its tolerances and the statuses of every evaluation.
 """
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from evo.run import summarise
+from evo.page import figure_png, pyplot
+from evo.run import RunSummary, summarise
 from evo.store import RunStore
 from fitness.individual import Individual
+from fitness.result import EvalResult, format_seconds
 
+HTML_FILE = "report.html"
 REPORT_FILE = "report.md"
 PLOT_FILE = "fitness.png"
+INTERPRETER = "interpreter"
 
 
-def _ms(seconds) -> str:
-    return "–" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:.4f}"
+@dataclass
+class Node:
+    """One kernel of the best kernel's lineage; `parents` are the kernels it was made from (the seed has none)."""
+    individual: Individual
+    label: str  # id, operator, generation, time, parameters
+    edge: str = ""  # how this kernel was made into the one above it: operator and speed-up ("" for the best)
+    parents: list = field(default_factory=list)
+    repeated: bool = False  # drawn above already (an ancestor shared through a crossover): not expanded again
 
 
-def plot_fitness(logbook: list[dict], path: Path) -> bool:
-    """Best and median time per generation; False when matplotlib is unavailable."""
-    try:
-        import matplotlib
+@dataclass
+class RunReport:
+    title: str
+    run_dir: Path
+    interpreter: bool  # times are Triton's CPU interpreter wall-clock: no speed-ups anywhere
+    summary: list  # (figure, value)
+    generations: list  # rows of GENERATION_HEADER
+    lineage: Node | None
+    diff: list  # unified diff lines, seed as written -> best kernel
+    operators: list  # rows of OPERATOR_HEADER
+    llm: list  # rows of LLM_HEADER
+    policy: list  # rows of POLICY_HEADER
+    policy_facts: list  # (setting, value)
+    statuses: Counter
+    plot_png: bytes = b""
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+
+GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "median", "correct in population")
+OPERATOR_HEADER = ("operator", "children", "correct", "improved on parent", "correct %", "improved %", "LLM calls",
+                   "LLM cost")
+LLM_HEADER = ("role", "model", "requests", "cache replays", "prompt tokens", "completion tokens", "cost")
+POLICY_HEADER = ("dtype", "atol", "rtol", "max relative L2 error")
+
+
+def _t(seconds) -> str:
+    return "-" if seconds is None or not math.isfinite(seconds) else format_seconds(seconds)
+
+
+def _time(result: EvalResult | None) -> str:
+    return format_seconds(result.time_s) if result is not None and result.ok else "n/a"
+
+
+def _x(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
+    """The summary table: the figures of summary.json (with the seed as written), each with its label."""
+    r = s.best_result or s.tuned_seed_result
+    if r is None:
+        return [("best kernel", "none: no individual was evaluated")]
+    rows = [("problem", f"{r.problem} {r.sizes or ''}".strip()),
+            ("device / hardware profile / timer", f"{r.device} / {r.hardware_profile} / {r.timer}")]
+    if not (s.best_result and s.best_result.ok):
+        rows.append(("best kernel", f"no correct kernel ({r.status}: {r.reason[:300]})"))
+    elif r.timer == INTERPRETER:
+        rows += [("best kernel", "correct (Triton's CPU interpreter: wall-clock times below are the interpreter's, "
+                                 "not kernel speed; no speed-ups)"),
+                 ("best kernel, interpreter wall-clock", format_seconds(r.time_s)),
+                 ("seed as written, interpreter wall-clock", _time(s.seed_result)),
+                 ("seed tuned, interpreter wall-clock", _time(s.tuned_seed_result))]
+    else:
+        seed = s.seed_result
+        rows += [("best kernel time", format_seconds(r.time_s)),
+                 ("seed kernel time (as written)", _time(seed)),
+                 ("seed kernel time (tuned)", _time(s.tuned_seed_result)),
+                 ("speed-up vs seed (as written)", _x(seed.time_s / r.time_s if seed and seed.ok else None)),
+                 ("eager time", _t(r.eager_s)), ("torch.compile time", _t(r.compile_s)),
+                 ("speed-up vs eager", _x(r.speedup_vs_eager)), ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
+                 ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
+    llm = s.llm or {}
+    rows += [("precision policy", r.policy.get("name", "?")), ("seed from", s.seed_operator or "?"),
+             ("evaluations", f"{s.evaluations} ({s.distinct_evaluations} distinct)"),
+             ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
+             ("search wall time", f"{s.search_wall_s:.1f} s"), ("stopped because", s.stop_reason or "-"),
+             ("best kernel file", str(s.best_file))]
+    return rows
+
+
+def _edge(child: Individual, parent: Individual, interpreter: bool) -> str:
+    """The edge parent -> child: the operator that made the child, and how its time compares with the parent's."""
+    if not (child.ok and parent.ok):
+        change = f"{parent.status} -> {child.status}"
+    elif interpreter:
+        change = f"interpreter wall-clock {format_seconds(parent.time_s)} -> {format_seconds(child.time_s)}"
+    else:
+        change = f"{parent.time_s / child.time_s:.2f}x"
+    return f"{child.operator}, {change}"
+
+
+def node_label(ind: Individual, seed_written: EvalResult | None, interpreter: bool) -> str:
+    clock = " (interpreter wall-clock)" if interpreter and ind.ok else ""
+    label = f"{ind.id} {ind.operator}, generation {ind.generation}: {_t(ind.time_s) if ind.ok else ind.status}{clock}"
+    if not ind.parents:
+        label += f"; as written {_time(seed_written)}, tuned here"
+    return label + (f"; params {ind.genome.params}" if ind.genome.params else "")
+
+
+def lineage_tree(best: Individual, by_id: dict, seed_written: EvalResult | None, interpreter: bool) -> Node:
+    """The best kernel and, below it, what it was made from, down to the seed (each ancestor expanded once)."""
+    drawn = set()
+
+    def node(ind: Individual, edge: str) -> Node:
+        current = Node(ind, node_label(ind, seed_written, interpreter), edge, repeated=ind.id in drawn)
+        if not current.repeated:
+            drawn.add(ind.id)
+            current.parents = [node(by_id[p], _edge(ind, by_id[p], interpreter)) for p in ind.parents if p in by_id]
+        return current
+
+    return node(best, "")
+
+
+def operator_rows(individuals: list[Individual]) -> list[list]:
+    """Per operator: children made, correct, and improved (correct and faster than the fastest of its parents)."""
+    by_id = {ind.id: ind for ind in individuals}
+    counts: dict[str, Counter] = {}
+    for ind in individuals:
+        if not ind.parents:
+            continue
+        count = counts.setdefault(ind.operator, Counter())
+        best_parent = min((by_id[p].time_s for p in ind.parents if p in by_id), default=math.inf)
+        count.update(children=1, correct=int(ind.ok), improved=int(ind.ok and ind.time_s < best_parent),
+                     calls=ind.llm.get("calls", 0))
+        count["cost"] += ind.llm.get("cost_usd", 0.0)
+    return [[op, c["children"], c["correct"], c["improved"], f"{c['correct'] / c['children']:.0%}",
+             f"{c['improved'] / c['children']:.0%}", c["calls"], f"${c['cost']:.4f}"]
+            for op, c in sorted(counts.items(), key=lambda item: -item[1]["children"])]
+
+
+def policy_rows(policy: dict) -> tuple[list, list]:
+    tolerances = [[dtype, t.get("atol"), t.get("rtol"), t.get("max_rel_l2", "-")]
+                  for dtype, t in (policy.get("tolerances") or {}).items()]
+    facts = [(key, str(policy[key])) for key in ("name", "description", "tf32", "torch_compute", "extra_allowed_ops")
+             if key in policy]
+    return tolerances, facts
+
+
+def plot_fitness(logbook: list[dict], individuals: list[Individual], interpreter: bool) -> bytes:
+    """Best and median time per generation over every correct kernel's time (dots); PNG bytes."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    correct = [ind for ind in individuals if ind.ok]
+    ax.plot([ind.generation for ind in correct], [ind.time_s * 1e3 for ind in correct], ".", color="0.7",
+            label="each correct kernel")
     gens = [row["gen"] for row in logbook]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
     for key, style in (("best", "o-"), ("median", "s--")):
-        values = [row[key] * 1e3 if math.isfinite(row[key]) else float("nan") for row in logbook]
-        ax.plot(gens, values, style, label=key)
+        ax.plot(gens, [row[key] * 1e3 if math.isfinite(row[key]) else float("nan") for row in logbook], style,
+                label=f"{key} of population")
     ax.set_xlabel("generation")
-    ax.set_ylabel("kernel time (ms)")
-    ax.set_title("fitness per generation (lower is better)")
-    ax.legend()
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("interpreter wall-clock (ms)" if interpreter else "kernel time (ms)")
+    ax.set_title("time per generation (lower is better)")
+    ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return figure_png(fig)
 
 
-def lineage(store: RunStore, individual_id: str) -> list[Individual]:
-    """The chain from an individual back to the seed, following first parents (ids are unique, so it ends)."""
-    by_id = {ind.id: ind for ind in store.individuals()}
-    chain, current = [], by_id.get(individual_id)
-    while current is not None:
-        chain.append(current)
-        current = by_id.get(current.parents[0]) if current.parents else None
-    return chain
+def collect(store: RunStore) -> RunReport:
+    """Everything the report shows, read through the store's typed API."""
+    state = store.latest_checkpoint()
+    if state is None:
+        raise ValueError(f"{store.run_dir}: the run has no finished generation yet; nothing to report")
+    state["stop_reason"] = store.get_meta("stop_reason", "")
+    summary = summarise(store, state)
+    individuals = store.individuals()
+    by_id = {ind.id: ind for ind in individuals}
+    first = summary.best_result or summary.tuned_seed_result
+    interpreter = first is not None and first.timer == INTERPRETER
+    label = " (interpreter wall-clock)" if interpreter else ""
+    generations = [[r["gen"], r["nevals"], r["evaluations"], _t(r["best"]) + label, _t(r["median"]) + label,
+                    r["correct"]] for r in state["logbook"]]
+    best, seed = summary.best, by_id.get("0.0")
+    diff = []
+    if best is not None and seed is not None:
+        diff = list(difflib.unified_diff(seed.genome.source.splitlines(), best.genome.rendered().splitlines(),
+                                         "seed (as written)", f"best kernel ({best.id})", lineterm=""))
+    tolerances, facts = policy_rows(first.policy if first is not None else {})
+    llm = [[u["role"] or "-", u["model"] or "-", u["calls"], u["cached"], u["prompt_tokens"],
+            u["completion_tokens"], f"${u['cost_usd']:.4f}"] for u in store.llm_usage()]
+    problem = first.problem if first is not None else "?"
+    lineage = lineage_tree(best, by_id, summary.seed_result, interpreter) if best is not None else None
+    return RunReport(title=f"kernelevo run: {problem} ({store.run_dir.name})", run_dir=store.run_dir,
+                     interpreter=interpreter, summary=summary_rows(summary), generations=generations,
+                     lineage=lineage, diff=diff,
+                     operators=operator_rows(individuals), llm=llm, policy=tolerances, policy_facts=facts,
+                     statuses=Counter(r.status for r in store.evaluations().values()),
+                     plot_png=plot_fitness(state["logbook"], individuals, interpreter))
+
+
+def _md_table(header, rows) -> list[str]:
+    clean = lambda cell: str(cell).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *["| " + " | ".join(clean(c) for c in row) + " |" for row in rows], ""]
+
+
+def _md_tree(node: Node, depth: int = 0) -> list[str]:
+    edge = f"*{node.edge}* from " if node.edge else ""
+    line = f"{'  ' * depth}- {edge}`{node.label}`" + (" (shown above)" if node.repeated else "")
+    return [line] + [line for parent in node.parents for line in _md_tree(parent, depth + 1)]
+
+
+def markdown(report: RunReport) -> str:
+    lines = [f"# {report.title}", "", f"The same report with its plot inline: [{HTML_FILE}]({HTML_FILE})", "",
+             "## Summary", "", *_md_table(("figure", "value"), report.summary),
+             "## Time per generation", "", f"![best and median time per generation]({PLOT_FILE})", "",
+             *_md_table(GENERATION_HEADER, report.generations)]
+    if report.lineage is not None:
+        lines += ["## Lineage of the best kernel (down to the seed; operator and change on each edge)", "",
+                  *_md_tree(report.lineage), ""]
+    lines += ["## Operators", "", *_md_table(OPERATOR_HEADER, report.operators)]
+    if report.llm:
+        lines += ["## LLM calls and cost", "", *_md_table(LLM_HEADER, report.llm)]
+    lines += ["## Precision policy", "", *[f"- {k}: {v}" for k, v in report.policy_facts], "",
+              *_md_table(POLICY_HEADER, report.policy),
+              "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in report.statuses.most_common()), ""]
+    lines += ["## Best kernel against the seed", "", "```diff", *(report.diff or ["(no change)"]), "```", ""]
+    return "\n".join(lines)
 
 
 def write_report(run_dir: Path) -> Path:
+    """report.html, report.md and fitness.png in `run_dir`; the path of report.html."""
+    from evo.report_html import render
+
+    run_dir = Path(run_dir)
     store = RunStore(run_dir, create=False)
-    state = store.latest_checkpoint()
-    if state is None:
+    try:
+        report = collect(store)
+    finally:
         store.close()
-        raise ValueError(f"{run_dir}: the run has no finished generation yet; nothing to report")
-    state["stop_reason"] = store.get_meta("stop_reason", "")
-    summary = summarise(store, state)
-    lines = [f"# kernelevo run report: {run_dir}", "", "## Summary", "", "```", summary.table(), "```", ""]
-    lines += ["## Fitness per generation", ""]
-    if plot_fitness(state["logbook"], Path(run_dir) / PLOT_FILE):
-        lines += [f"![best and median time per generation]({PLOT_FILE})", ""]
-    lines += ["| generation | offspring | evaluations so far | best (ms) | median (ms) | correct in population |",
-              "|---|---|---|---|---|---|"]
-    lines += [f"| {r['gen']} | {r['nevals']} | {r['evaluations']} | {_ms(r['best'])} | {_ms(r['median'])} | "
-              f"{r['correct']} |" for r in state["logbook"]]
-    if state.get("hall_of_fame"):
-        lines += ["", "## Lineage of the best kernel", "", "| generation | operator | params | time (ms) |",
-                  "|---|---|---|---|"]
-        lines += [f"| {a.generation} | {a.operator} | `{a.genome.params}` | {_ms(a.time_s)} |"
-                  for a in lineage(store, state["hall_of_fame"][0])]
-    statuses = Counter(r.status for r in store.evaluations().values())
-    lines += ["", "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in statuses.most_common()), ""]
-    if summary.best is not None:
-        lines += ["## Best kernel", "", "```python", summary.best.genome.rendered().rstrip(), "```", ""]
-    store.close()
-    path = Path(run_dir) / REPORT_FILE
-    path.write_text("\n".join(lines))
+    (run_dir / PLOT_FILE).write_bytes(report.plot_png)
+    (run_dir / REPORT_FILE).write_text(markdown(report))
+    path = run_dir / HTML_FILE
+    path.write_text(render(report))
     return path

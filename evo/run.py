@@ -295,6 +295,9 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.record(), indent=1) + "\n")
     store.close()
     print(summary.table(), flush=True)
+    from evo.report import write_report  # the report reads the run back from the store (evo.report imports this)
+
+    print(f"  report: {write_report(run_dir)}", flush=True)
     return summary
 
 

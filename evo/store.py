@@ -159,6 +159,14 @@ class RunStore:
         return [dict(zip(LLM_COLUMNS, row))
                 for row in self._read(f"SELECT {', '.join(LLM_COLUMNS)} FROM llm_calls ORDER BY seq")]
 
+    def llm_usage(self) -> list[dict]:
+        """Per role and model: requests sent (cached replays excluded), replays from the cache, tokens and cost."""
+        rows = self._read("SELECT role, model, SUM(1 - cached), SUM(cached), SUM(prompt_tokens * (1 - cached)), "
+                          "SUM(completion_tokens * (1 - cached)), COALESCE(SUM(cost_usd * (1 - cached)), 0) "
+                          "FROM llm_calls GROUP BY role, model ORDER BY role, model")
+        keys = ("role", "model", "calls", "cached", "prompt_tokens", "completion_tokens", "cost_usd")
+        return [dict(zip(keys, row)) for row in rows]
+
     def llm_totals(self) -> dict:
         calls, cost = self._read("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE cached = 0")[0]
         return {"calls": calls, "cost_usd": cost}

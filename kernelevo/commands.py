@@ -92,7 +92,7 @@ def bench(cfg: DictConfig) -> None:
     from omegaconf import OmegaConf
 
     from evo.bench import BenchError, execute_bench, select
-    from evo.bench_report import summary_lines, write_bench_report
+    from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
 
     own = ("bench.", "bench/", "problem", "hydra.")  # the bench's own settings; the rest applies to every run
     overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
@@ -113,6 +113,7 @@ def bench(cfg: DictConfig) -> None:
     title = cfg.bench.title or f"kernelevo bench: {len(tasks)} problems"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
                                                           "backend": backend.describe()})
+    print(console_table(rows, bench_reports(bench_dir, rows), bench_dir))
     print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
     print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
           f"kernelevo bench ... bench.dir={bench_dir}")
@@ -129,7 +130,7 @@ def resume(cfg: DictConfig) -> None:
 
 
 def report(cfg: DictConfig) -> None:
-    """Write the markdown report (with plots) of a run."""
+    """Write a run's report: report.html (self-contained), report.md and fitness.png."""
     from evo.report import write_report
 
     try:
@@ -142,7 +143,7 @@ def report(cfg: DictConfig) -> None:
 COMMANDS = {
     "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)"),
     "resume": Command("resume", resume, "continue a run: kernelevo resume run_dir=DIR"),
-    "report": Command("report", report, "write a run's markdown report: kernelevo report run_dir=DIR"),
+    "report": Command("report", report, "write a run's report (report.html): kernelevo report run_dir=DIR"),
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing"),
     "bench": Command("bench", bench, "one search per problem over a KernelBench selection, one table: kernelevo "
                                      "bench bench.root=KB bench.problems=LIST"),

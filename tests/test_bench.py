@@ -36,8 +36,15 @@ def test_a_bench_runs_each_problem_in_its_own_run_and_writes_one_table(finished)
         assert row["status"] == "ok" and row["summary"] == run and run["seed"] == "seed"
         assert run["problem"] == row["name"] and run["evaluations"] >= 2 and run["timer"] == "interpreter"
     table = (bench_dir / "bench.md").read_text()
-    assert table.startswith("# two problems") and "| row_softmax | ok | seed |" in table and "(interpreter)" in table
+    assert table.startswith("# two problems") and "(interpreter)" in table
+    assert "| [row_softmax](runs/row_softmax/report.html) | ok | seed |" in table
     assert "correct: 2 of 2" in done.stdout and "data:image/png;base64," in (bench_dir / "bench.html").read_text()
+    page = (bench_dir / "bench.html").read_text()
+    for name in ("row_softmax", "rmsnorm"):  # each problem's row links its run's own report, and so does the table
+        report = bench_dir / "runs" / name / "report.html"
+        assert report.is_file() and f"<a href='runs/{name}/report.html'>{name}</a>" in page
+        assert f"[{name}](runs/{name}/report.html)" in table
+        assert any(line.startswith(f"{name} ") and line.endswith(str(report)) for line in done.stdout.splitlines())
 
 
 def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):

@@ -1,5 +1,8 @@
 """The search on the CPU interpreter: end-to-end runs, kill and resume, Optuna studies that continue, bad overrides."""
+import difflib
+import html
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +21,7 @@ from fitness.genome import Genome
 from fitness.individual import Individual
 from fitness.result import EvalResult
 
+REPO = Path(__file__).resolve().parent.parent
 TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 
 
@@ -57,11 +61,35 @@ def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
     assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
     with make_evaluator(problem="rmsnorm", size_preset="test") as ev:  # the best kernel passes a fresh evaluation
         assert ev.evaluate(best.read_text()).status == "ok"
-    report = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)
+    page = run_dir / "report.html"  # written at the end of the run, said in its last line
+    assert proc.stdout.rstrip().splitlines()[-1] == f"  report: {page}"
+    assert_report_page(page.read_text(), best.read_text())
+    page.unlink()
+    (run_dir / "report.md").unlink()
+    report = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)  # writes it again from the store
     assert report.returncode == 0, report.stderr
+    assert_report_page(page.read_text(), best.read_text())
     text = (run_dir / "report.md").read_text()
-    assert "## Lineage of the best kernel" in text and "| 0 | seed |" in text
+    assert "## Lineage of the best kernel" in text and "0.0 seed, generation 0" in text
     assert (run_dir / "fitness.png").stat().st_size > 1000
+
+
+def assert_report_page(page: str, best: str) -> None:
+    """report.html of an interpreter run: the summary table, the plot, the lineage down to the seed, the diff."""
+    assert "<h2>Summary</h2><table>" in page and "best kernel, interpreter wall-clock" in page
+    assert "speed-up vs" not in page  # the interpreter's times are no kernel speed
+    assert "data:image/png;base64," in page and "<h2>Lineage of the best kernel</h2>" in page
+    assert "<ul class='tree'>" in page
+    leaves = re.findall(r"<code>([^<]*)</code></li>", page)  # kernels made from nothing (not drawn before)
+    assert leaves and all(leaf.startswith("0.0 seed, generation 0") for leaf in leaves)  # every branch ends there
+    seed = (REPO / "fitness" / "suite" / "rmsnorm" / "seed.py").read_text()
+    added = [line for line in difflib.unified_diff(seed.splitlines(), best.splitlines(), lineterm="")
+             if line.startswith("+") and not line.startswith("+++")]
+    if added:  # the diff of the best kernel against the seed as written, escaped
+        assert "<span class='hunk'>--- seed (as written)</span>" in page
+        assert all(f"<span class='add'>{html.escape(line)}</span>" in page for line in added)
+    else:  # tuning kept the seed's own defaults
+        assert "The best kernel is the seed as written." in page
 
 
 def test_a_run_killed_mid_generation_resumes_losing_and_repeating_nothing(tmp_path):
@@ -158,10 +186,21 @@ def test_epsilon_greedy_draws_from_the_whole_archive():
     assert {id(p) for p in explore} == {id(a) for a in archive}
 
 
-def test_multirun_sweeps_problems(tmp_path):
+def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path):
     proc = kernelevo("run", "--multirun", "problem=rmsnorm,row_softmax", "search.generations=0", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(list(tmp_path.glob("multirun/*/*/*/best_kernel.py"))) == 2
+    (sweep,) = tmp_path.glob("multirun/*/*")
+    reports = sorted(sweep.glob("*/report.html"))
+    assert len(reports) == 2
+    table = proc.stdout[proc.stdout.index("[multirun] kernelevo multirun: 2 runs"):].splitlines()
+    assert table[1].split() == ["problem", "status", "best", "seed", "(tuned)", "evaluations", "report"]
+    for line, name, report in zip(table[2:4], ("rmsnorm", "row_softmax"), reports):  # one row per run, in job order
+        assert line.startswith(f"problem={name} ") and " ok " in line and line.endswith(str(report))
+    assert f"[multirun] combined report: {sweep / 'multirun.html'}" in proc.stdout
+    page = (sweep / "multirun.html").read_text()
+    for report in reports:
+        assert f"<a href='{report.relative_to(sweep)}'>problem={report.parent.name.split('-', 1)[1]}</a>" in page
 
 
 @pytest.mark.parametrize("override, message", [

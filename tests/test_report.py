@@ -1,0 +1,122 @@
+"""A run's report (report.html, report.md) drawn from a run store written through its typed API: the summary with
+or without speed-ups, the lineage tree down to the seed through a crossover, the diff (escaped), per-operator
+rates, LLM usage per role. The end-to-end checks (a tiny run writes the page, `kernelevo report` rewrites it, a
+multirun and a bench write a combined page) are in test_search.py and test_bench.py."""
+import re
+
+import pytest
+
+from evo.report import write_report
+from evo.store import RunStore
+from fitness.genome import Genome, evaluation_key
+from fitness.individual import Individual
+from fitness.result import EvalResult
+
+SEED = '''import triton
+import triton.language as tl
+
+BLOCK = 64
+TUNABLE = {"BLOCK": [64, 128, 256]}
+
+
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+'''
+POLICY = {"name": "triton", "tolerances": {"float32": {"atol": 0.01, "rtol": 0.01, "max_rel_l2": 0.01},
+                                           "bfloat16": {"atol": 0.01, "rtol": 0.01, "max_rel_l2": 0.02}},
+          "tf32": True, "torch_compute": "reject"}
+
+
+def result(time_s: float | None, timer: str, status: str = "ok") -> EvalResult:
+    gpu = timer == "cuda-events"
+    return EvalResult(status=status, reason="" if status == "ok" else "wrong values", problem="toy",
+                      sizes={"n": 1024}, policy=POLICY, device="cuda:0" if gpu else "cpu",
+                      hardware_profile="h100_sxm" if gpu else "cpu_interpreter", timer=timer, time_s=time_s,
+                      eager_s=0.010 if gpu else None, compile_s=0.008 if gpu else None,
+                      speedup_vs_eager=0.010 / time_s if gpu and time_s else None,
+                      speedup_vs_compile=0.008 / time_s if gpu and time_s else None,
+                      sol_fraction=0.5 if gpu else None)
+
+
+def write_run(run_dir, timer: str) -> None:
+    """A two-generation run: the seed (tuned), a param mutation, a failed space mutation and a crossover of the
+    mutation with the seed that is the best kernel."""
+    store = RunStore(run_dir)
+    seed = Genome.from_source(SEED)
+    made = [Individual("0.0", seed.with_params({"BLOCK": 128}), (), "seed", 0, result(0.004, timer)),
+            Individual("1.0", seed.with_params({"BLOCK": 256}), ("0.0",), "param_mutation", 1, result(0.003, timer)),
+            Individual("1.1", Genome.from_source(SEED.replace("mask=mask)\n", "mask=mask) * 2\n")), ("0.0",),
+                       "space_mutation", 1, result(None, timer, "incorrect")),
+            Individual("2.0", Genome.from_source(SEED.replace("offs < n", "(offs < n) & (offs >= 0)")).with_params(
+                {"BLOCK": 256}), ("1.0", "0.0"), "crossover", 2, result(0.002, timer),
+                       llm={"calls": 2, "cost_usd": 0.03})]
+    store.add_evaluation(evaluation_key(seed.source), result(0.005, timer))  # the seed as written
+    for ind in made:
+        store.add_individual(ind)
+        store.add_evaluation(ind.key, ind.result)
+    for role, cost, cached in (("planner", 0.01, False), ("coder", 0.02, False), ("coder", 0.02, True)):
+        store.add_llm_call({"role": role, "model": "openai/gpt-4o", "prompt_tokens": 100, "completion_tokens": 50,
+                            "cost_usd": cost, "cached": cached})
+    logbook = [{"gen": 0, "nevals": 1, "evaluations": 2, "best": 0.004, "median": 0.004, "correct": 1},
+               {"gen": 1, "nevals": 2, "evaluations": 4, "best": 0.003, "median": 0.0035, "correct": 2},
+               {"gen": 2, "nevals": 1, "evaluations": 5, "best": 0.002, "median": 0.003, "correct": 2}]
+    store.save_checkpoint(2, {"generation": 2, "logbook": logbook, "hall_of_fame": ["2.0", "1.0", "0.0"],
+                              "elapsed_s": 12.5, "best_s": 0.002})
+    store.set_meta("stop_reason", "2 generations done")
+    store.close()
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", html)
+
+
+@pytest.mark.parametrize("timer", ["cuda-events", "interpreter"])
+def test_the_page_holds_summary_plot_lineage_diff_operators_llm_and_policy(tmp_path, timer):
+    write_run(tmp_path, timer)
+    page = write_report(tmp_path).read_text()
+    assert page.startswith("<!doctype html>") and "<style>" in page
+    assert not re.search(r"(src|href)=['\"]?(https?:)?//", page)  # self-contained: nothing fetched
+    assert "data:image/png;base64," in page and (tmp_path / "fitness.png").stat().st_size > 1000
+    text = text_of(page)
+    if timer == "cuda-events":  # the figures of summary.json, with the seed as written and tuned
+        for figure in ("best kernel time2.000 ms", "seed kernel time (as written)5.000 ms",
+                       "seed kernel time (tuned)4.000 ms", "speed-up vs seed (as written)2.50x",
+                       "speed-up vs eager5.00x", "speed-up vs torch.compile4.00x", "fraction of speed of light50.0%",
+                       "device / hardware profile / timercuda:0 / h100_sxm / cuda-events"):
+            assert figure in text
+    else:  # the interpreter: correct or not and its wall-clock times, labelled; no speed-up anywhere
+        assert not re.search(r"\d\.\d\dx", text) and "speed-up vs" not in text
+        assert "best kernel, interpreter wall-clock2.000 ms" in text
+        assert "seed as written, interpreter wall-clock5.000 ms" in text
+    # the lineage: the best kernel, then what it was made from, down to the seed; operator and change on each edge
+    tree = page[page.index("<ul class='tree'>"):]
+    tree = tree[:tree.index("</ul></li></ul>") + 15]
+    labels = re.findall(r"<code>(\d\.\d) ", tree)
+    assert labels == ["2.0", "1.0", "0.0", "0.0"]  # the seed reached twice through the crossover, drawn once
+    assert "(shown above)" in tree and "0.0 seed, generation 0" in tree
+    change = {"cuda-events": ["crossover, 1.50x", "param_mutation, 1.33x", "crossover, 2.00x"],
+              "interpreter": ["crossover, interpreter wall-clock 3.000 ms -&gt; 2.000 ms",
+                              "param_mutation, interpreter wall-clock 4.000 ms -&gt; 3.000 ms",
+                              "crossover, interpreter wall-clock 4.000 ms -&gt; 2.000 ms"]}[timer]
+    assert re.findall(r"&#9650; ([^<]*)</span>", tree) == change
+    # the diff against the seed as written, escaped: kernel source with < and & never becomes markup
+    assert "<span class='del'>-BLOCK = 64</span>" in page and "<span class='add'>+BLOCK = 256</span>" in page
+    assert "+    mask = (offs &lt; n) &amp; (offs &gt;= 0)" in page and "offs < n" not in page
+    # per operator: children made, correct, improved on their parents; LLM usage per role (cache replays apart)
+    assert "crossover111100%100%2$0.0300" in text and "space_mutation1000%0%0$0.0000" in text
+    assert "param_mutation111100%100%" in text
+    assert "coderopenai/gpt-4o1110050$0.0200" in text and "planneropenai/gpt-4o1010050$0.0100" in text
+    assert "float32" in text and "bfloat160.010.010.02" in text and "torch_computereject" in text
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| speed-up vs eager | 5.00x |" in markdown if timer == "cuda-events" else "speed-up vs" not in markdown
+    assert "*crossover" in markdown and "`0.0 seed, generation 0" in markdown and "+BLOCK = 256" in markdown
+
+
+def test_a_run_without_a_finished_generation_has_no_report(tmp_path):
+    RunStore(tmp_path).close()
+    with pytest.raises(ValueError, match="no finished generation yet"):
+        write_report(tmp_path)
+    assert not (tmp_path / "report.html").exists()
