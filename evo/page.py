@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import logging
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
@@ -58,6 +59,7 @@ def pyplot():
     """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
     import matplotlib
 
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # not its font-cache notes in a run's output
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -30,7 +30,6 @@ INTERPRETER = "interpreter"
 @dataclass
 class Node:
     """One kernel of the best kernel's lineage; `parents` are the kernels it was made from (the seed has none)."""
-    individual: Individual
     label: str  # id, operator, generation, time, parameters
     edge: str = ""  # how this kernel was made into the one above it: operator and speed-up ("" for the best)
     parents: list = field(default_factory=list)
@@ -130,7 +129,7 @@ def lineage_tree(best: Individual, by_id: dict, seed_written: EvalResult | None,
     drawn = set()
 
     def node(ind: Individual, edge: str) -> Node:
-        current = Node(ind, node_label(ind, seed_written, interpreter), edge, repeated=ind.id in drawn)
+        current = Node(node_label(ind, seed_written, interpreter), edge, repeated=ind.id in drawn)
         if not current.repeated:
             drawn.add(ind.id)
             current.parents = [node(by_id[p], _edge(ind, by_id[p], interpreter)) for p in ind.parents if p in by_id]
@@ -248,7 +247,7 @@ def markdown(report: RunReport) -> str:
 
 def write_report(run_dir: Path) -> Path:
     """report.html, report.md and fitness.png in `run_dir`; the path of report.html."""
-    from evo.report_html import render
+    from evo.report_html import render  # it draws this module's RunReport, so it imports this module
 
     run_dir = Path(run_dir)
     store = RunStore(run_dir, create=False)

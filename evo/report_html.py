@@ -34,29 +34,31 @@ def note(text: str) -> Raw:
     return Raw(f"<p class='note'>{esc(text)}</p>")
 
 
+INTERPRETER_NOTE = ("Times are wall-clock of Triton's CPU interpreter: they say whether a kernel is correct and how "
+                    "long the interpreter took, not how fast it runs on a GPU; no speed-ups are computed from them.")
+
+
 def render(report: RunReport) -> str:
-    interp = ("Times are wall-clock of Triton's CPU interpreter: they say whether a kernel is correct and how long "
-              "the interpreter took, not how fast it runs on a GPU; no speed-ups are computed from them.")
-    sections = [("Summary", Raw(table(("figure", "value"), report.summary) + (note(interp) if report.interpreter
-                                                                                else "")))]
-    sections.append(("Time per generation", Raw(png_img(report.plot_png, "best and median time per generation") +
-                                                table(GENERATION_HEADER, report.generations))))
-    if report.lineage is not None:
-        sections.append(("Lineage of the best kernel", Raw(
-            note("From the best kernel down to the seed; each edge names the operator that made the kernel above "
-                 "it and how its time compares with the one below" + (" (interpreter wall-clock)."
-                                                                      if report.interpreter else " (speed-up).")) +
-            tree(report.lineage))))
-    sections.append(("Best kernel against the seed (as written)", diff_block(report.diff) if report.diff
-                     else note("The best kernel is the seed as written.")))
-    sections.append(("Operators", Raw(note("improved: correct and faster than the fastest of its parents") +
-                                      table(OPERATOR_HEADER, report.operators)) if report.operators
-                     else note("No child was made (generation 0 only).")))
-    sections.append(("LLM calls and cost", table(LLM_HEADER, report.llm) if report.llm
-                     else note("No LLM call: offline operators.")))
-    sections.append(("Precision policy", Raw(table(("setting", "value"), report.policy_facts) +
-                                             table(POLICY_HEADER, report.policy))))
-    sections.append(("Evaluations", table(("status", "evaluations"), report.statuses.most_common())))
-    sections.append((None, note(f"Run directory {report.run_dir}; the same data in {REPORT_FILE} and {PLOT_FILE}; "
-                                f"regenerate with: kernelevo report run_dir={report.run_dir}")))
-    return page(report.title, sections)
+    clock = " (by interpreter wall-clock)" if report.interpreter else ""
+    summary = Raw(table(("figure", "value"), report.summary) + (note(INTERPRETER_NOTE) if report.interpreter else ""))
+    plot = Raw(png_img(report.plot_png, "best and median time per generation") +
+               table(GENERATION_HEADER, report.generations))
+    lineage = Raw(note("From the best kernel down to the seed; each edge names the operator that made the kernel "
+                       f"above it and how its time compares with the one below{clock}.") + tree(report.lineage)
+                  ) if report.lineage is not None else note("No kernel was kept.")
+    if report.diff:
+        diff = diff_block(report.diff)
+    else:
+        diff = note("The best kernel is the seed as written." if report.lineage is not None else "No kernel was kept.")
+    operators = Raw(note(f"improved: correct and faster than the fastest of its parents{clock}") +
+                    table(OPERATOR_HEADER, report.operators)) if report.operators else note("No child was made.")
+    llm = table(LLM_HEADER, report.llm) if report.llm else note("No LLM call: offline operators.")
+    policy = Raw(table(("setting", "value"), report.policy_facts) + table(POLICY_HEADER, report.policy))
+    footer = note(f"Run directory {report.run_dir}; the same data in {REPORT_FILE} and {PLOT_FILE}; regenerate with: "
+                  f"kernelevo report run_dir={report.run_dir}")
+    return page(report.title, [("Summary", summary), ("Time per generation", plot),
+                               ("Lineage of the best kernel", lineage),
+                               ("Best kernel against the seed (as written)", diff), ("Operators", operators),
+                               ("LLM calls and cost", llm), ("Precision policy", policy),
+                               ("Evaluations", table(("status", "evaluations"), report.statuses.most_common())),
+                               (None, footer)])

@@ -115,6 +115,20 @@ def test_the_page_holds_summary_plot_lineage_diff_operators_llm_and_policy(tmp_p
     assert "*crossover" in markdown and "`0.0 seed, generation 0" in markdown and "+BLOCK = 256" in markdown
 
 
+def test_a_run_whose_seed_fails_gets_a_page_saying_so(tmp_path):
+    store = RunStore(tmp_path)
+    seed = Individual("0.0", Genome.from_source(SEED), (), "inductor", 0, result(None, "interpreter", "incorrect"))
+    store.add_individual(seed)
+    store.add_evaluation(seed.key, seed.result)
+    store.save_checkpoint(0, {"generation": 0, "logbook": [{"gen": 0, "nevals": 1, "evaluations": 1,
+                                                            "best": float("inf"), "median": float("inf"),
+                                                            "correct": 0}], "hall_of_fame": ["0.0"]})
+    store.close()
+    text = text_of(write_report(tmp_path).read_text())
+    assert "best kernelno correct kernel (incorrect: wrong values)" in text
+    assert "0.0 inductor, generation 0: incorrect" in text and "incorrect1" in text
+
+
 def test_a_run_without_a_finished_generation_has_no_report(tmp_path):
     RunStore(tmp_path).close()
     with pytest.raises(ValueError, match="no finished generation yet"):
