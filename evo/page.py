@@ -39,10 +39,6 @@ def table(header, rows) -> Raw:
     return Raw(f"<table><tr>{head}</tr>{body}</table>")
 
 
-def pre(text: str, css_class: str = "") -> Raw:
-    return Raw(f"<pre class='{css_class}'>{esc(text)}</pre>" if css_class else f"<pre>{esc(text)}</pre>")
-
-
 def png_img(png: bytes, alt: str) -> Raw:
     """A PNG embedded in the page (a data: URI): the page stays one file."""
     return Raw(f"<img alt='{esc(alt)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
