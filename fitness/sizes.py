@@ -34,8 +34,8 @@ class Shrunk:
         if self.largest is None:
             return f"not shrunk: {self.why_not}"
         full = ", ".join(f"{k}={v}" for k, v in self.full.items())
-        text = (f"shrunk for the interpreter to a largest tensor of {self.largest:,} elements (bound "
-                f"{MAX_ELEMENTS:,}; the file's sizes: {full})" if full else
+        text = (f"shrunk for the interpreter: largest tensor {self.largest:,} elements, bound {MAX_ELEMENTS:,}; "
+                f"the file's sizes: {full}" if full else
                 f"the file's sizes: its largest tensor, {self.largest:,} elements, is within the interpreter's "
                 f"bound of {MAX_ELEMENTS:,}")
         return text + (f"; {self.why_not}" if self.why_not else "")

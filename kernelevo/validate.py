@@ -102,7 +102,7 @@ def _is_hydra(key: str) -> bool:
 
 
 class Validator:
-    """Validation of one command's overrides; ``check`` composes and validates, ``overrides`` is what Hydra gets."""
+    """The overrides of one command (`command`, whose config file is `config_name`), checked by ``check``."""
 
     def __init__(self, command: str, config_name: str):
         self.command, self.config_name = command, config_name
@@ -120,6 +120,7 @@ class Validator:
             raise ConfigError(f"cannot read the overrides: {exc}") from exc
         with initialize_config_module("conf", version_base="1.3"):
             self._loader = GlobalHydra.instance().config_loader()
+            self._hydra = [o.input_line for o in parsed if _is_hydra(o.key_or_group)]  # hydra.searchpath included
             groups = [o for o in parsed if not _is_hydra(o.key_or_group) and self._is_group(o.key_or_group)]
             for o in groups:
                 self._check_group(o)
@@ -142,19 +143,32 @@ class Validator:
         return cfg, out
 
     # groups ----------------------------------------------------------------------------------------------------
+    def _options(self, group: str, kind=None) -> list[str]:
+        """A group's options (or, kind=GROUP, its sub-groups), on the search path the overrides give."""
+        from hydra.core.object_type import ObjectType
+
+        return self._loader.get_group_options(group, kind or ObjectType.CONFIG, self.config_name, self._hydra)
+
     def _is_group(self, key: str) -> bool:
-        return self._loader.repository.group_exists(key)
+        from hydra.core.object_type import ObjectType
+
+        parent, _, name = key.rpartition("/")
+        return name in self._options(parent, ObjectType.GROUP)
 
     def _groups(self, parent: str = "") -> list[str]:
+        from hydra.core.object_type import ObjectType
+
         names = []
-        for name in self._loader.list_groups(parent):
+        for name in self._options(parent, ObjectType.GROUP):
             path = f"{parent}/{name}" if parent else name
             if path != "hydra":
                 names += [path, *self._groups(path)]
         return names
 
     def _check_group(self, o) -> None:
-        options = self._loader.get_group_options(o.key_or_group)
+        if o.is_delete():  # ~group: Hydra says if there is nothing to delete
+            return
+        options = self._options(o.key_or_group)
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
         for value in values:
             if value not in options:
@@ -191,7 +205,7 @@ class Validator:
         if chosen is not None and "." in key:  # another option of its group may have it
             from hydra import compose
 
-            having = [option for option in self._loader.get_group_options(group)
+            having = [option for option in self._options(group)
                       if option not in (chosen, "file")
                       and has_key(compose(self.config_name, overrides=[f"{group}={option}"]), key)]
             if having:
