@@ -83,6 +83,7 @@ def test_a_file_on_the_interpreter_is_shrunk_and_the_start_line_says_to_what(tmp
     start = next(line for line in proc.stdout.splitlines() if line.startswith("[kernelevo] problem"))
     assert f"problem big_scale_shift at batch_size=3, dim={dim} (shrunk for the interpreter" in start
     assert "the file's sizes: dim=393216" in start and "set by you: batch_size=3" in start
+    assert "time (interpreter wall-clock): " in proc.stdout and "eager" not in proc.stdout
 
 
 @pytest.mark.parametrize("what, expected", [
