@@ -26,8 +26,8 @@ from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
-from fitness.sizes import int_constants
 from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
+from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.timing import TIMING_DEFAULTS, TimingStats

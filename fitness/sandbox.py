@@ -132,7 +132,9 @@ class JobOutcome:
             how = f"was killed by {signal.Signals(-code).name}"
         else:
             how = f"exited with code {code}"
-        return f"the worker process {how} before writing a result (segfault, os._exit or sys.exit in the candidate?)"
+        while_ = f" while {self.stage}" if self.stage else ""
+        return (f"the worker process {how}{while_} before writing a result (segfault, os._exit or sys.exit in the "
+                f"candidate?)")
 
 
 def read_result(path: Path, token: str) -> dict | None:

@@ -77,8 +77,11 @@ class phase:
 def stage(text: str) -> None:
     """Say what the job is doing now (in its directory, STAGE_FILE), so a timeout can say what was running."""
     tmp = Path(f".{STAGE_FILE}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, STAGE_FILE)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, STAGE_FILE)
+    except OSError:  # a diagnosis only: never the reason an evaluation fails
+        pass
 
 
 @contextmanager
