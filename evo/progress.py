@@ -55,8 +55,9 @@ class GpuBusySampler(threading.Thread):
 class Progress:
     """A live bar refreshed from the search, the evaluation service and the store by a background thread."""
 
-    def __init__(self, search, service, store, budget, gpus=(), period_s: float = 1.0):
+    def __init__(self, search, service, store, budget, gpus=(), period_s: float = 1.0, time_label: str = ""):
         self.search, self.service, self.store, self.budget = search, service, store, budget
+        self.time_label = time_label  # said with the best time: "interpreter wall-clock" on the CPU interpreter
         self.sampler = GpuBusySampler(gpus) if gpus else None
         self.period_s = period_s
         self._halt = threading.Event()
@@ -90,7 +91,8 @@ class Progress:
         if busy is not None:
             parts.append(f"GPU busy {busy:.0%}")
         best = self.search.best_s
-        parts.append(f"best {format_seconds(best) if best != float('inf') else 'n/a'}")
+        label = f" ({self.time_label})" if self.time_label else ""
+        parts.append(f"best{label} {format_seconds(best) if best != float('inf') else 'n/a'}")
         return " | ".join(parts)
 
     def _loop(self) -> None:

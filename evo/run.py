@@ -1,8 +1,8 @@
 """A run, from a composed config: run store -> evaluation pool -> tuner -> operators -> search -> summary.
 
-``execute`` runs the search stored in a run directory: a new run, or (with the config ``saved_config`` reads back
-from the store) a resumed one. It prints one line per generation and, at the end, the best kernel's figures and
-where its file is.
+``execute`` runs the search stored in a run directory: a new run, or (with the config ``resume_config`` reads back
+from the store, its budgets changed as asked) a resumed one. It prints one line per generation and, at the end, the
+best kernel's figures and where its file is.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -21,8 +22,8 @@ from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from fitness.evaluator import BaselineSlot, Evaluator
-from fitness.from_config import (INDUCTOR, policy_from_config, problem_from_config, profile_for, resolve_device,
-                                 settings_from_config)
+from fitness.from_config import (INDUCTOR, check_fitness_config, policy_from_config, problem_from_config,
+                                 profile_for, resolve_device, settings_from_config)
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds
@@ -127,10 +128,7 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> t
     problem has no seed of its own, else the problem's seed. With an LLM team, ``llm.initialise``: true, the
     initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
     (so an LLM run starts from compile's kernels too); false, the seed as it is."""
-    mode = cfg.llm.get("initialise", False) if team is not None else False
-    if mode not in INITIALISE_MODES:
-        raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
-                         f"from_seed (rewrite the seed) or false (start from the seed)")
+    mode = cfg.llm.get("initialise", False) if team is not None else False  # checked by check_run_config
     if mode is True:
         return Genome.from_source(_initialise(team)), "initialiser"
     if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
@@ -157,11 +155,15 @@ def _initialise(team, seed: str | None = None, origin: str = "") -> str:
         CURRENT_CHILD.reset(token)
 
 
-def print_generation(report: GenerationReport) -> None:
+INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
+
+
+def print_generation(report: GenerationReport, interpreter: bool = False) -> None:
     best = "n/a" if math.isinf(report.best_s) else format_seconds(report.best_s)
     median = "n/a" if math.isinf(report.median_s) else format_seconds(report.median_s)
     mark = " *" if report.improved else ""
-    print(f"[kernelevo] gen {report.generation:3d} | evaluations {report.evaluations:4d} | best {best}{mark} | "
+    label = f"{INTERPRETER_TIMES}: " if interpreter else ""
+    print(f"[kernelevo] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
           f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
 
 
@@ -179,6 +181,7 @@ class RunSummary:
     search_window: tuple = ()  # (start, end) wall-clock times (time.time()) of this call's search
     seed_operator: str = ""  # what made the starting kernel: seed, inductor, initialiser
     llm: dict | None = None  # uncached LLM calls and their cost
+    optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -208,16 +211,24 @@ class RunSummary:
         r = self.best_result
         if r is None or not r.ok:
             return "no correct kernel was found"
-        timer = f"  ({r.timer})" if r.timer != "cuda-events" else ""
-        rows = [("best kernel time", format_seconds(r.time_s) + timer),
-                ("seed kernel time (as written)", _time(self.seed_result)),
-                ("seed kernel time (tuned)", _time(self.tuned_seed_result)),
-                ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
-                ("speed-up vs eager", _x(r.speedup_vs_eager)), ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
-                ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}"),
-                ("precision policy", r.policy.get("name", "?")),
-                ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
-                ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file))]
+        if r.timer == "interpreter":  # wall-clock noise of the CPU interpreter: times to compare, never speed-ups
+            rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials)"),
+                    (f"best kernel time ({INTERPRETER_TIMES})", format_seconds(r.time_s)),
+                    (f"seed kernel time ({INTERPRETER_TIMES}, as written)", _time(self.seed_result)),
+                    (f"seed kernel time ({INTERPRETER_TIMES}, tuned)", _time(self.tuned_seed_result)),
+                    ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)")]
+        else:
+            rows = [("best kernel time", format_seconds(r.time_s)),
+                    ("seed kernel time (as written)", _time(self.seed_result)),
+                    ("seed kernel time (tuned)", _time(self.tuned_seed_result)),
+                    ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
+                    ("speed-up vs eager", _x(r.speedup_vs_eager)),
+                    ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
+                    ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
+        rows += [("precision policy", r.policy.get("name", "?")),
+                 ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
+                 ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file)),
+                 ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
@@ -241,7 +252,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
-                      seed_operator=seed.operator if seed else "", llm=store.llm_totals())
+                      seed_operator=seed.operator if seed else "", llm=store.llm_totals(),
+                      optuna_url=store.optuna_url)
 
 
 def measure_baselines(service: EvaluationService, store: RunStore) -> None:
@@ -260,14 +272,27 @@ def gpu_indices(service: EvaluationService) -> list[int]:
     return [int(e.device.split(":", 1)[1]) if ":" in e.device else 0 for e in service.evaluators if e.on_gpu]
 
 
-def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
-    """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
-    settings, operators = search_settings(cfg), build_operators(cfg)  # bad config fails before anything starts
+def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
+    """Everything about a run's config that can be checked before anything is written or started (the command line
+    runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
+    settings, operators = search_settings(cfg), build_operators(cfg)
     tuner_cfg = cfg.search.tuner
     if tuner_cfg.trials < 1 or tuner_cfg.get("parallel", 3) < 1:
         raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {tuner_cfg.trials}, "
                          f"{tuner_cfg.get('parallel', 3)}")
     evaluations_in_flight(cfg.get("parallel", "auto"))
+    check_fitness_config(cfg)
+    mode = cfg.get("llm", {}).get("initialise", False)
+    if mode not in INITIALISE_MODES:
+        raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
+                         f"from_seed (rewrite the seed) or false (start from the seed)")
+    return settings, operators
+
+
+def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
+    """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
+    settings, operators = check_run_config(cfg)  # bad config fails before anything starts
+    tuner_cfg = cfg.search.tuner
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service = build_service(cfg, store)
@@ -280,10 +305,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
         seed, made_by = seed_genome(cfg, team, evaluator, run_dir)
-        search = Search(seed, operators, tuner, store, settings, print_generation,
+        interpreter = not evaluator.on_gpu
+        search = Search(seed, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
                         selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)
         started = time.time()
-        with Progress(search, service, store, settings.budget, gpus=gpu_indices(service)):
+        with Progress(search, service, store, settings.budget, gpus=gpu_indices(service),
+                      time_label=INTERPRETER_TIMES if interpreter else ""):
             state = search.run()
         window = (started, time.time())
     finally:
@@ -302,10 +329,30 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
 
 
 def saved_config(run_dir: Path) -> DictConfig:
-    """The config a run was started with, from its store."""
+    """The config a run was started with (or last resumed with), from its store."""
     store = RunStore(run_dir, create=False)
     config = store.get_meta("config")
     store.close()
     if config is None:
         raise ValueError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")
     return OmegaConf.create(config)
+
+
+def resume_config(run_dir: Path, changes: dict) -> DictConfig:
+    """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied; prints the
+    checkpoint the run resumes from and what changed."""
+    cfg = saved_config(run_dir)
+    store = RunStore(run_dir, create=False)
+    checkpoint, calls = store.latest_checkpoint(), store.evaluation_count()
+    store.close()
+    changed = []
+    for key, value in changes.items():
+        before = OmegaConf.select(cfg, key, default=None)
+        if before != value:
+            OmegaConf.update(cfg, key, value, force_add=True)
+            changed.append(f"{key} {before} -> {value}")
+    where = (f"its checkpoint of generation {checkpoint['generation']}" if checkpoint is not None
+             else "the start (no generation was finished)")
+    print(f"[kernelevo] resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not repeated)"
+          + (f"; {', '.join(changed)}" if changed else ""), flush=True)
+    return cfg

@@ -46,9 +46,8 @@ class RunStore:
     def __init__(self, run_dir: Path, create: bool = True):
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / DB_NAME
-        if not create and not self.path.is_file():
-            raise StoreError(f"{self.run_dir} holds no run (no {DB_NAME}); pass the run_dir that `kernelevo run` "
-                             f"printed")
+        if not create:
+            self.check_exists(self.run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
@@ -62,9 +61,17 @@ class RunStore:
             raise StoreError(f"{self.path} was written by another kernelevo version (store schema {version}, this "
                              f"version reads {SCHEMA_VERSION}); start a new run")
 
+    @staticmethod
+    def check_exists(run_dir: Path) -> None:
+        """Raise StoreError unless run_dir holds a run; creates nothing."""
+        if not (Path(run_dir) / DB_NAME).is_file():
+            where = "does not exist" if not Path(run_dir).exists() else f"holds no run (no {DB_NAME})"
+            raise StoreError(f"{run_dir} {where}; pass the run_dir that `kernelevo run` printed")
+
     @property
     def optuna_url(self) -> str:
-        return f"sqlite:///{self.path}"
+        """The run's Optuna storage (Optuna's own tables in run.db): `optuna-dashboard URL` opens its studies."""
+        return f"sqlite:///{self.path.resolve()}"
 
     def close(self) -> None:
         self._db.close()

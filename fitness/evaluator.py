@@ -27,6 +27,7 @@ from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
 from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
+from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.timing import TIMING_DEFAULTS, TimingStats
@@ -137,7 +138,9 @@ class Evaluator:
         self.device = device or default_device()
         self.on_gpu = self.device.startswith("cuda")
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)
-        self.cost = self._measure_cost()
+        loaded = load_problem(self.problem)  # raises ProblemError early, in the caller's process
+        self.sizes_used = int_constants(loaded.module)  # the size constants in effect (file's, preset, overrides)
+        self.cost = self._measure_cost(loaded)
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
@@ -163,12 +166,15 @@ class Evaluator:
     def describe(self) -> str:
         where = (f"GPU {self.profile.display_name}" if self.on_gpu
                  else "no GPU: running kernels on the CPU through Triton's interpreter (times are wall-clock)")
-        sizes = f" sizes {self.problem.sizes}" if self.problem.sizes else ""
-        return f"problem {self.problem.name}{sizes}; policy {self.policy.name}; {where}"
+        return f"problem {self.problem.name} at {self.sizes_text()}; policy {self.policy.name}; {where}"
+
+    def sizes_text(self) -> str:
+        """The sizes actually used, and where they come from: `batch_size=5, dim=519 (test sizes of ...)`."""
+        used = ", ".join(f"{k}={v}" for k, v in self.sizes_used.items()) or "its own sizes"
+        return used + (f" ({self.problem.size_note})" if self.problem.size_note else "")
 
     # jobs ------------------------------------------------------------------------------------------------------
-    def _measure_cost(self) -> ProblemCost | None:
-        loaded = load_problem(self.problem)  # raises ProblemError early, in the caller's process
+    def _measure_cost(self, loaded) -> ProblemCost | None:
         try:
             return measure_cost(loaded)
         except Exception:  # a reference the meta device cannot run: no speed-of-light figure
@@ -201,10 +207,18 @@ class Evaluator:
         notes = list(result.get("notes", []))
         if result.get("status") != "ok":
             notes.append("baseline timing failed: " + (result.get("reason")
-                                                       or outcome.failure_reason(self.settings.baseline_timeout_s)))
+                                                       or outcome.failure_reason(self.settings.baseline_timeout_s,
+                                                                                 self._timeout_context())))
         self._baselines.wall_s = time.perf_counter() - start
         return Baseline(TimingStats.from_dict(timings.get("eager")), TimingStats.from_dict(timings.get("compile")),
                         notes)
+
+    def _timeout_context(self) -> str:
+        """What a timeout's reason adds: the sizes and, on the interpreter, that they may be the cause."""
+        if self.on_gpu:
+            return f"problem at {self.sizes_text()} (an infinite loop or a hang?)"
+        return (f"problem at {self.sizes_text()}; Triton's CPU interpreter runs kernels thousands of times slower "
+                f"than a GPU: smaller sizes (problem.sizes.NAME=N) or a longer fitness.timeout_s")
 
     # evaluation ------------------------------------------------------------------------------------------------
     def _new_result(self, source: str, label: str) -> EvalResult:
@@ -231,7 +245,7 @@ class Evaluator:
         result.log_tail = outcome.log_tail if outcome.result is None or outcome.result.get("status") != "ok" else ""
         if outcome.result is None:
             result.status = outcome.status if outcome.status == "timeout" else "crashed"
-            result.reason = outcome.failure_reason(self.settings.timeout_s)
+            result.reason = outcome.failure_reason(self.settings.timeout_s, self._timeout_context())
             return
         data = outcome.result
         result.status = data["status"]

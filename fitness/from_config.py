@@ -1,6 +1,7 @@
 """Builds an Evaluator from a Hydra config (the `fitness`, `hardware` and problem fields)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -24,15 +25,12 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
-def resolve_size_preset(preset: str, device: str, problem: str) -> str:
-    """`auto` means full sizes on a GPU and the bundled CPU test sizes on the interpreter."""
+def resolve_size_preset(preset: str, device: str) -> str:
+    """`auto` means full sizes on a GPU and the test sizes on the interpreter (a bundled problem's hand-picked ones,
+    a file's by the shrink rule of fitness/sizes.py)."""
     if preset != "auto":
         return preset
-    if device.startswith("cuda"):
-        return "full"
-    from fitness.problem import suite_names
-
-    return "test" if problem in suite_names() else "full"
+    return "full" if device.startswith("cuda") else "test"
 
 
 INDUCTOR = "inductor"  # problem.seed value: start from the Triton kernels torch.compile generates
@@ -41,13 +39,13 @@ INDUCTOR = "inductor"  # problem.seed value: start from the Triton kernels torch
 def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | None = None) -> ProblemSpec:
     """The ProblemSpec a config names: bundled name or path, size preset and overrides, optional seed file."""
     sizes = OmegaConf.to_container(sizes, resolve=True) if isinstance(sizes, DictConfig) else dict(sizes or {})
-    spec = resolve_problem(str(name), sizes=sizes, size_preset=resolve_size_preset(size_preset, device, str(name)))
+    spec = resolve_problem(str(name), sizes=sizes, size_preset=resolve_size_preset(size_preset, device))
     if seed is None or seed == INDUCTOR:
         return spec  # the Inductor seed is made when the run starts (operators.inductor_seed)
     if not Path(seed).expanduser().is_file():
         raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
                          f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")
-    return ProblemSpec(spec.name, spec.path, spec.sizes, str(Path(seed).expanduser().resolve()), spec.size_preset)
+    return replace(spec, seed_path=str(Path(seed).expanduser().resolve()))
 
 
 def problem_from_config(problem_cfg: DictConfig, device: str) -> ProblemSpec:
@@ -73,6 +71,20 @@ def profile_for(profile_name: str, device: str) -> HardwareProfile:
     return resolve_profile(profile_name)
 
 
+def check_fitness_config(cfg: DictConfig) -> ProblemSpec:
+    """What an evaluator would be built from (device, profile, problem, policy, settings), checked without starting
+    anything; the problem spec. Raises ValueError naming the fix."""
+    from fitness.problem import load_problem
+
+    device = resolve_device(str(cfg.get("device", "auto")))
+    profile_for(cfg.hardware.profile, device)
+    spec = problem_from_config(cfg.problem, device)
+    load_problem(spec)  # the file defines Model, get_inputs, get_init_inputs; its size overrides exist
+    policy_from_config(cfg.fitness)
+    settings_from_config(cfg.fitness)
+    return spec
+
+
 def build_evaluator(cfg: DictConfig) -> Evaluator:
     device = resolve_device(str(cfg.get("device", "auto")))
     profile = profile_for(cfg.hardware.profile, device)
@@ -84,6 +96,10 @@ def build_evaluator(cfg: DictConfig) -> Evaluator:
 def read_candidate(path: str | None, problem: ProblemSpec) -> tuple[str, str]:
     """The candidate's source and a label: a file, or the problem's bundled seed when no path is given."""
     if path is None:
+        if problem.seed_path is None:
+            raise ValueError(f"problem {problem.name!r} has no seed kernel of its own: pass candidate=PATH (a module "
+                             f"defining ModelNew), e.g. torch.compile's kernels converted by `kernelevo seed "
+                             f"problem={problem.path} out=seed.py`")
         return problem.seed_source(), "seed"
     file = Path(path).expanduser()
     if not file.is_file():

@@ -2,7 +2,9 @@
 
 A problem is named either by a path to such a file (a KernelBench checkout works unchanged) or by the name of a
 bundled problem (``fitness/suite/<name>/problem.py``, listed in ``fitness/suite/suite.yaml``). Module-level size
-constants can be overridden, which is how tests shrink a problem to CPU-interpreter size.
+constants can be overridden. Size presets: ``full`` (the file's own sizes) and ``test`` (the CPU interpreter's: a
+bundled problem's hand-picked ``test_sizes``; for a file, the shrink rule of ``fitness.sizes``), sizes the user set
+applied on top of either.
 
 ``ProblemSpec`` is the small, picklable description that travels to evaluation workers; ``load_problem`` turns it
 into a ``LoadedProblem`` (the executed module) in whichever process needs it.
@@ -34,10 +36,11 @@ class ProblemSpec:
     sizes: dict = field(default_factory=dict)
     seed_path: str | None = None
     size_preset: str = "full"
+    size_note: str = ""  # where the sizes come from, for people (the start line)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "path": self.path, "sizes": dict(self.sizes), "seed_path": self.seed_path,
-                "size_preset": self.size_preset}
+                "size_preset": self.size_preset, "size_note": self.size_note}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ProblemSpec":
@@ -45,7 +48,7 @@ class ProblemSpec:
 
     def seed_source(self) -> str:
         if self.seed_path is None:
-            raise ProblemError(f"problem {self.name!r} has no bundled seed kernel; pass candidate=PATH")
+            raise ProblemError(f"problem {self.name!r} has no seed kernel of its own (only bundled problems have one)")
         return Path(self.seed_path).read_text()
 
 
@@ -84,16 +87,29 @@ def resolve_problem(name_or_path: str, sizes: dict | None = None, size_preset: s
         folder = SUITE_DIR / name_or_path
         preset = dict(manifest[name_or_path].get("test_sizes") or {}) if size_preset == "test" else {}
         return ProblemSpec(name=name_or_path, path=str(folder / "problem.py"), sizes={**preset, **(sizes or {})},
-                           seed_path=str(folder / "seed.py"), size_preset=size_preset)
+                           seed_path=str(folder / "seed.py"), size_preset=size_preset,
+                           size_note=_note("test sizes of fitness/suite/suite.yaml" if preset else "", sizes))
     path = Path(name_or_path).expanduser()
     if not path.is_file():
         raise ProblemError(
             f"unknown problem {name_or_path!r}: it is neither a bundled problem ({', '.join(manifest)}) nor an "
             f"existing file; pass a bundled name or the path of a KernelBench-format .py file"
         )
-    if size_preset == "test" and not sizes:
-        raise ProblemError(f"{path}: the 'test' size preset exists only for bundled problems; give explicit sizes")
-    return ProblemSpec(name=path.stem, path=str(path.resolve()), sizes=dict(sizes or {}), size_preset=size_preset)
+    spec = ProblemSpec(name=path.stem, path=str(path.resolve()), sizes=dict(sizes or {}), size_preset=size_preset,
+                       size_note=_note("", sizes))
+    if size_preset != "test":
+        return spec
+    from fitness.sizes import shrink_sizes
+
+    shrunk = shrink_sizes(load_problem(spec).module, spec.sizes)
+    return ProblemSpec(spec.name, spec.path, shrunk.sizes, size_preset=size_preset,
+                       size_note=_note(shrunk.describe(), sizes))
+
+
+def _note(source: str, given: dict | None) -> str:
+    """Where the sizes come from: the preset's source, and the ones the user set."""
+    yours = ", ".join(f"{k}={v}" for k, v in (given or {}).items())
+    return "; ".join(filter(None, [source, f"set by you: {yours}" if yours else ""]))
 
 
 def _execute_file(path: Path, module_name: str) -> ModuleType:

@@ -79,7 +79,9 @@ class EvalResult:
         if self.max_abs_err is not None:
             lines.append(f"correctness: {self.trials_passed}/{self.trials} trials, max abs err {self.max_abs_err:.3g},"
                          f" rel L2 {self.rel_l2:.3g}")
-        if self.time_s is not None:
+        if self.time_s is not None and self.timer == "interpreter":  # wall-clock of the CPU interpreter: no baselines
+            lines.append(f"time (interpreter wall-clock): {format_seconds(self.time_s)}")
+        elif self.time_s is not None:
             lines.append(f"time: {format_seconds(self.time_s)}  eager: {format_seconds(self.eager_s)}  "
                          f"torch.compile: {format_seconds(self.compile_s)}")
         if self.speedup_vs_eager is not None or self.speedup_vs_compile is not None:

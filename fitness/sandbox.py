@@ -116,10 +116,14 @@ class JobOutcome:
     wall_s: float
     pid: int | None = None
     lost: bool = False  # the fork server died before the worker's exit was known
+    stage: str = ""  # what the job was doing when it ended (the worker's STAGE_FILE); "" before its job began
 
-    def failure_reason(self, timeout_s: float) -> str:
+    def failure_reason(self, timeout_s: float, context: str = "") -> str:
+        """Why no result came back; `context` (the sizes, a hint) is added to a timeout's reason."""
         if self.status == "timeout":
-            return f"the evaluation did not finish within {timeout_s:g} s and was killed (infinite loop or hang?)"
+            doing = self.stage or "starting the worker, before the job began"
+            return (f"the evaluation did not finish within {timeout_s:g} s and was killed while {doing}"
+                    + (f"; {context}" if context else ""))
         if self.lost:
             return ("the worker process was lost before writing a result: its fork server died (the evaluation "
                     "was not judged)")
@@ -128,7 +132,9 @@ class JobOutcome:
             how = f"was killed by {signal.Signals(-code).name}"
         else:
             how = f"exited with code {code}"
-        return f"the worker process {how} before writing a result (segfault, os._exit or sys.exit in the candidate?)"
+        while_ = f" while {self.stage}" if self.stage else ""
+        return (f"the worker process {how}{while_} before writing a result (segfault, os._exit or sys.exit in the "
+                f"candidate?)")
 
 
 def read_result(path: Path, token: str) -> dict | None:
@@ -310,7 +316,11 @@ class Sandbox:
         if result is not None:
             warn_unconfined(result.get("worker", {}).get("confinement", {}).get("missing"))
         status = "finished" if result is not None else ("timeout" if not finished else "crashed")
-        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished)
+        try:
+            stage = handle.stage_path.read_text()[:200]
+        except OSError:
+            stage = ""
+        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished, stage)
 
     def _log_tail(self, handle: WorkerHandle) -> str:
         try:

@@ -51,6 +51,7 @@ from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
+from fitness.zygote import STAGE_FILE  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
 JOB_POLL_S = 0.005
@@ -71,6 +72,16 @@ class phase:
 
     def __exit__(self, *exc):
         PHASES[self.name] = PHASES.get(self.name, 0.0) + time.perf_counter() - self.start
+
+
+def stage(text: str) -> None:
+    """Say what the job is doing now (in its directory, STAGE_FILE), so a timeout can say what was running."""
+    tmp = Path(f".{STAGE_FILE}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, STAGE_FILE)
+    except OSError:  # a diagnosis only: never the reason an evaluation fails
+        pass
 
 
 @contextmanager
@@ -97,6 +108,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     device, settings = job["device"], job["settings"]
     buffers, worst, guards = None, None, empty_guards()
     for trial in range(settings["trials"]):
+        stage(f"correctness trial {trial + 1}/{settings['trials']}")
         with gpu_lock(job, exclusive=False), phase("trials"):
             with phase("trial_inputs"):
                 fresh = make_inputs(problem, input_seed + trial, device)
@@ -178,6 +190,7 @@ def run_candidate_job(job: dict) -> dict:
 def judge_candidate(job: dict, input_seed: int) -> dict:
     policy = PrecisionPolicy.from_dict(job["policy"])
     device, seed = job["device"], job["seed"]
+    stage("importing the problem and the candidate")
     with phase("setup"):
         problem = load_problem(ProblemSpec.from_dict(job["problem"]))
         torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
@@ -188,6 +201,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             module = load_candidate(job["source"], Path.cwd())
         finally:
             verify("import")  # a rejection here replaces an import error the candidate's code described
+    stage("constructing the reference Model and ModelNew")
     with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
         reference = build_model(problem.Model, init_inputs, seed, device)
         try:
@@ -203,13 +217,16 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
     with torch.no_grad():
         try:
             if compile_pass is not None:
+                stage("compiling the candidate's kernels")
                 with phase("compile"):  # no lock: compiles, launches nothing
                     compile_how = compile_ahead(*compile_pass, LAUNCHES)
                     del compile_pass
                 verify("compile pass")
+            stage("running the reference once (output shapes)")
             with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
                 specs = reference_output_specs(reference, problem, job, input_seed)
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs)
+            stage("making the timing inputs")
             with gpu_lock(job, exclusive=False), phase("trials"), phase("timing_inputs"):
                 input_sets, note = timing_inputs(problem, job, input_seed, copies=2,
                                                  output_bytes=spec_bytes(specs), kept_outputs=True)
@@ -217,10 +234,12 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             result["notes"] = [note] if note else []
             timed = TimedCalls(model_new, input_sets, LAUNCHES, module_name,
                                job["settings"].get("require_triton_launch", True))
+            stage("timing the candidate")
             with gpu_lock(job, exclusive=True), phase("timing"):
                 result["timing"] = {"candidate": time_candidate(timed, input_sets, job)}
             verify("timing")
             timed.check_launches()
+            stage("checking the timed outputs")
             with gpu_lock(job, exclusive=False), phase("verify_timed"):
                 result["guards"].update(verify_timed_outputs(timed, reference, input_sets, saved_sets, policy))
         except Verdict as verdict:  # a verdict on the timed calls keeps what the trials found
@@ -244,6 +263,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
 def run_baseline_job(job: dict) -> dict:
     """Time the eager reference and torch.compile of it, with the candidate's timer and inputs."""
     policy = PrecisionPolicy.from_dict(job["policy"])
+    stage("setting up the reference (baselines)")
     problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
     result = {"status": "ok", "timing": {}, "notes": [f"baselines at fp32 matmul precision "
@@ -258,6 +278,7 @@ def run_baseline_job(job: dict) -> dict:
     with torch.no_grad():
         compiled = None
         if job["settings"].get("compile_baseline", True):
+            stage("compiling the reference with torch.compile (baselines)")
             with gpu_lock(job, exclusive=False), phase("compile"):
                 try:
                     compiled = torch.compile(reference)
@@ -265,6 +286,7 @@ def run_baseline_job(job: dict) -> dict:
                 except Exception as exc:  # a reference torch.compile cannot handle is a note, not a failure
                     compiled = None
                     result["notes"].append(f"torch.compile baseline failed: {type(exc).__name__}: {exc}"[:500])
+        stage("timing eager and torch.compile (baselines)")
         with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
             timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
             result["timing"]["eager"] = timer.measure(reference, inputs).to_dict()

@@ -209,6 +209,9 @@ def main() -> None:
     os._exit(0)
 
 
+STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now (fitness.worker.stage)
+
+
 # the Sandbox's side -------------------------------------------------------------------------------------------
 class WorkerHandle:
     """A worker as the Sandbox sees it: private directory and log; its pid and exit code once reported."""
@@ -216,6 +219,7 @@ class WorkerHandle:
     def __init__(self, worker_id: str, workdir: Path, trusted: bool):
         self.id, self.workdir, self.trusted = worker_id, workdir, trusted
         self.log_path = workdir / "worker.log"
+        self.stage_path = workdir / STAGE_FILE
         self.pid: int | None = None
         self.code: int | None = None
         self.lost = False  # the zygote died before reporting this worker's exit

@@ -1,7 +1,9 @@
-"""The `kernelevo` command: a Hydra app per sub-command (`kernelevo evaluate ...`).
+"""The `kernelevo` command: a Hydra app per sub-command (`kernelevo evaluate ...`), and `kernelevo list`.
 
 Each sub-command has its own config file in ``conf/`` and its own task function; everything after the
-sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``).
+sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The overrides
+are checked against the command's composed config, and the command's own checks run, before Hydra starts
+(``kernelevo.validate``): a command that fails them has written nothing.
 """
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import sys
 
 import hydra
 
-from kernelevo.commands import COMMANDS
+import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
+from kernelevo.commands import COMMANDS, fail
+from kernelevo.listing import LISTS, print_list
+from kernelevo.validate import Validator, split_flags, wants_info
 
-USAGE = "usage: kernelevo {" + ",".join(COMMANDS) + "} [key=value ...]"
+USAGE = "usage: kernelevo {" + ",".join([*COMMANDS, "list"]) + "} [key=value ...]"
 
 
 def expand_problem_paths(overrides: list[str]) -> list[str]:
@@ -32,15 +37,24 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE)
         for name, command in COMMANDS.items():
             print(f"  {name:10s} {command.help}")
+        print(f"  {'list':10s} what there is to choose from: kernelevo list {{{','.join(LISTS)}}}")
         sys.exit(0 if argv else 2)
-    name, overrides = argv[0], argv[1:]
+    name, args = argv[0], argv[1:]
+    if name == "list":
+        sys.exit(print_list(args))
     if name not in COMMANDS:
         print(f"kernelevo: unknown command {name!r}\n{USAGE}", file=sys.stderr)
         sys.exit(2)
     command = COMMANDS[name]
-    sys.argv = [f"kernelevo {name}", *expand_problem_paths(overrides)]
+    flags, overrides = split_flags(args)
+    try:
+        cfg, overrides = Validator(name, command.config).check(expand_problem_paths(overrides))
+        if command.check is not None and not wants_info(flags):
+            command.check(cfg)
+    except ValueError as exc:  # a ConfigError, or a command check's error naming the fix
+        fail(str(exc))
+    sys.argv = [f"kernelevo {name}", *flags, *overrides]
     hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
-
 
 if __name__ == "__main__":
     main()

@@ -14,9 +14,10 @@ class Command:
     config: str
     task: Callable
     help: str
+    check: Callable | None = None  # checks on the composed config, run before Hydra writes anything
 
 
-def _fail(message: str) -> None:
+def fail(message: str) -> None:
     print(f"kernelevo: error: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -35,6 +36,42 @@ def _out_path(out: str) -> Path:
     return path
 
 
+def check_evaluate(cfg: DictConfig) -> None:
+    from fitness.from_config import check_fitness_config, read_candidate
+
+    read_candidate(cfg.candidate, check_fitness_config(cfg))
+
+
+def check_seed(cfg: DictConfig) -> None:
+    from fitness.from_config import check_fitness_config
+
+    check_fitness_config(cfg)
+
+
+def check_run(cfg: DictConfig) -> None:
+    from evo.run import check_run_config
+
+    check_run_config(cfg)
+
+
+def check_run_dir(cfg: DictConfig) -> None:
+    """resume and report: run_dir must hold a run (nothing is created where there is none)."""
+    from evo.store import RunStore
+
+    RunStore.check_exists(Path(cfg.run_dir))
+
+
+def check_bench(cfg: DictConfig) -> None:
+    from omegaconf import OmegaConf
+
+    from evo.bench import select
+
+    problems = cfg.bench.problems
+    select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems) if OmegaConf.is_config(problems)
+           else problems)
+    check_run(cfg)
+
+
 def evaluate(cfg: DictConfig) -> None:
     """Evaluate one candidate (default: the problem's bundled seed) and print the verdict."""
     from fitness.from_config import build_evaluator, read_candidate
@@ -43,7 +80,7 @@ def evaluate(cfg: DictConfig) -> None:
         evaluator = build_evaluator(cfg)
         source, label = read_candidate(cfg.candidate, evaluator.problem)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     with evaluator:
         print(f"[kernelevo] {evaluator.describe()}", flush=True)
         result = evaluator.evaluate(source, label=label)
@@ -68,7 +105,7 @@ def seed(cfg: DictConfig) -> None:
         source = inductor_seed(problem, device, profile_for(cfg.hardware.profile, device).name, DEFAULT_CACHE_DIR,
                                **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
-        _fail(str(exc))
+        fail(str(exc))
     out = _out_path(cfg.out)
     out.write_text(source)
     print(f"seed for {problem.name} (policy {policy.name}, {device}) written to {out}\n"
@@ -82,7 +119,7 @@ def run(cfg: DictConfig) -> None:
     try:
         execute(cfg, _output_dir())
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def bench(cfg: DictConfig) -> None:
@@ -102,14 +139,14 @@ def bench(cfg: DictConfig) -> None:
         tasks = select(cfg.bench.root, cfg.bench.level, problems, overrides)
         backend = instantiate(cfg.bench.backend)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
     try:  # every finished problem's row is saved as it comes: an error here loses none
         rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(
             f"[bench] {row.name}: {row.status} ({row.wall_s:.0f} s)"
             f"{' ' + row.reason[:200] if row.status != 'ok' else ''}", flush=True))
     except BenchError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     title = cfg.bench.title or f"kernelevo bench: {len(tasks)} problems"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
                                                           "backend": backend.describe()})
@@ -120,13 +157,19 @@ def bench(cfg: DictConfig) -> None:
 
 
 def resume(cfg: DictConfig) -> None:
-    """Continue a run from its store, with the config it was started with."""
-    from evo.run import execute, saved_config
+    """Continue a run from its store, with the config it was started with and the budgets given now."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
 
+    from evo.run import execute, resume_config
+
+    given = [o.key_or_group for o in OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))]
+    changes = {key: OmegaConf.select(cfg, key) for key in given if key != "run_dir" and not key.startswith("hydra")}
     try:
-        execute(saved_config(Path(cfg.run_dir)), Path(cfg.run_dir))
+        execute(resume_config(Path(cfg.run_dir), changes), Path(cfg.run_dir))
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def report(cfg: DictConfig) -> None:
@@ -136,17 +179,21 @@ def report(cfg: DictConfig) -> None:
     try:
         path = write_report(Path(cfg.run_dir))
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     print(f"report written to {path}")
 
 
 COMMANDS = {
-    "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)"),
-    "resume": Command("resume", resume, "continue a run: kernelevo resume run_dir=DIR"),
-    "report": Command("report", report, "write a run's report (report.html): kernelevo report run_dir=DIR"),
-    "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing"),
+    "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)",
+                   check_run),
+    "resume": Command("resume", resume, "continue a run, or extend its budget: kernelevo resume run_dir=DIR "
+                                        "[search.generations=N ...]", check_run_dir),
+    "report": Command("report", report, "write a run's report (report.html): kernelevo report run_dir=DIR",
+                      check_run_dir),
+    "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing",
+                        check_evaluate),
     "bench": Command("bench", bench, "one search per problem over a KernelBench selection, one table: kernelevo "
-                                     "bench bench.root=KB bench.problems=LIST"),
+                                     "bench bench.root=KB bench.problems=LIST", check_bench),
     "seed": Command("seed", seed, "write the seed converted from torch.compile's kernels: kernelevo seed "
-                                  "problem=P [out=PATH]"),
+                                  "problem=P [out=PATH]", check_seed),
 }

@@ -43,7 +43,7 @@ def test_failed_candidate_exits_nonzero_with_the_reason(tmp_path):
 
 def test_bad_input_gets_a_clear_error(tmp_path):
     unknown = kernelevo("evaluate", "problem=nope", cwd=tmp_path)
-    assert unknown.returncode != 0 and "Could not find 'problem/nope'" in unknown.stderr
+    assert unknown.returncode == 2 and "problem=nope: no such option of the group problem" in unknown.stderr
     path = kernelevo("evaluate", "problem=/no/such/problem.py", cwd=tmp_path)
     assert path.returncode == 2 and "neither a bundled problem" in path.stderr
     missing = kernelevo("evaluate", "problem=matmul", "candidate=/no/such.py", cwd=tmp_path)

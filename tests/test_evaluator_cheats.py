@@ -1,7 +1,7 @@
 """Each cheat that has fooled published evaluators, caught by the guard meant for it (CPU interpreter)."""
 import json
 
-from conftest import candidate, make_evaluator
+from conftest import DEVICE, candidate, make_evaluator
 
 
 def test_correct_candidate_passes_every_trial(evaluator):
@@ -115,6 +115,10 @@ def test_hang_times_out_and_the_next_evaluation_works():
         hung = ev.evaluate(candidate("hang"))
         after = ev.evaluate(candidate("good"))
     assert hung.status == "timeout" and "15 s" in hung.reason
+    # the reason says what was running and at which sizes, not only "hang?"
+    assert "while correctness trial 1/3" in hung.reason and "batch_size=4, dim=100" in hung.reason
+    if DEVICE == "cpu":
+        assert "CPU interpreter" in hung.reason and "problem.sizes.NAME=N" in hung.reason
     assert after.status == "ok", after.reason
 
 

@@ -50,9 +50,44 @@ def test_unknown_problem_lists_the_bundled_names():
     assert suite_names()[0] in str(err.value)
 
 
-def test_test_preset_needs_a_bundled_problem_or_sizes():
-    with pytest.raises(ProblemError, match="only for bundled problems"):
-        resolve_problem(SCALE_SHIFT, size_preset="test")
+SOFTMAX = ("import torch\nimport torch.nn as nn\n\n"
+           "class Model(nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, dim=1)\n\n"
+           "batch_size = 4096\ndim = 393216\n\n"
+           "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
+           "def get_init_inputs():\n    return []\n")
+CONV = ("import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n    def __init__(self, c_in, c_out, k, groups):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(c_in, c_out, k, padding=1, groups=groups)\n\n"
+        "    def forward(self, x):\n        return self.conv(x)\n\n"
+        "batch_size = 16\nin_channels = 64\nout_channels = 128\nkernel_size = 3\nheight = 256\nwidth = 512\n"
+        "groups = 32\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, in_channels, height, width)]\n\n"
+        "def get_init_inputs():\n    return [in_channels, out_channels, kernel_size, groups]\n")
+
+
+@pytest.mark.parametrize("source", [SOFTMAX, CONV])
+def test_a_file_at_test_size_is_shrunk_by_the_stated_rule(tmp_path, source):
+    """KernelBench sizes on the interpreter time out: the test preset (what `auto` means on the CPU) halves the
+    largest size constant until the largest tensor holds at most MAX_ELEMENTS; small constants stay."""
+    from fitness.sizes import MAX_ELEMENTS, largest_tensor
+
+    path = tmp_path / "big.py"
+    path.write_text(source)
+    spec = resolve_problem(str(path), size_preset="test")
+    problem = load_problem(spec)
+    assert 0 < largest_tensor(problem.module) <= MAX_ELEMENTS
+    assert "kernel_size" not in spec.sizes and "shrunk for the interpreter" in spec.size_note
+    assert all(v >= 8 for v in spec.sizes.values())
+    assert resolve_problem(str(path), size_preset="test") == spec  # a rule, not a guess: the same every time
+
+
+def test_sizes_the_user_sets_are_kept_and_the_rest_shrinks(tmp_path):
+    path = tmp_path / "softmax.py"
+    path.write_text(SOFTMAX)
+    spec = resolve_problem(str(path), sizes={"batch_size": 8}, size_preset="test")
+    assert spec.sizes["batch_size"] == 8 and 8 * spec.sizes["dim"] <= 16384
+    assert "set by you: batch_size=8" in spec.size_note
+    assert resolve_problem(str(path), size_preset="full").sizes == {}  # full: the file's own sizes
 
 
 def test_kernelbench_file_with_module_level_sizes_loads_unchanged(tmp_path):

@@ -27,3 +27,10 @@ def test_the_line_shows_what_is_done_in_flight_and_best():
 def test_no_gpu_means_no_busy_figure():
     sampler = GpuBusySampler(indices=(0,))
     assert not sampler.available and sampler.busy() is None
+
+
+def test_on_the_interpreter_the_best_time_is_labelled_wall_clock():
+    search = SimpleNamespace(generation=1, best_s=2e-3)
+    with Progress(search, SimpleNamespace(in_flight=0), Counter(), Budget(generations=2, wall_time_s=None),
+                  period_s=60, time_label="interpreter wall-clock") as progress:
+        assert "best (interpreter wall-clock) 2.000 ms" in progress.line()

@@ -204,7 +204,7 @@ def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("problem=no_such_problem", "Could not find 'problem/no_such_problem'"),
+    ("problem=no_such_problem", "problem=no_such_problem: no such option of the group problem"),
     ("problem.name=no_such_problem", "neither a bundled problem"),
     ("search.generations=-1", "search.generations must not be negative"),
     ("search.tuner.trials=0", "search.tuner.trials and search.tuner.parallel must be at least 1"),

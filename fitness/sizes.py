@@ -1,0 +1,96 @@
+"""The sizes a problem file runs at on Triton's CPU interpreter: one stated shrink rule for any KernelBench file.
+
+The interpreter runs a kernel thousands of times slower than a GPU: at KernelBench's sizes (a softmax over
+4096 x 393216) every evaluation would time out. So, on the interpreter, a file's sizes are shrunk by this rule
+(``shrink_sizes``; bundled problems use their hand-picked ``test_sizes`` from ``fitness/suite/suite.yaml``):
+
+* the *size constants* are the file's module-level integers of at least ``MIN_SHRINKABLE`` (batch sizes, dims,
+  channels); smaller ones (kernel sizes, strides, paddings, axes) are never changed, nor are those the user set
+  (``problem.sizes.NAME=N``);
+* the bound: the largest tensor among the inputs, the model's parameters and buffers, and the outputs holds at most
+  ``MAX_ELEMENTS`` elements (about the bundled problems' test sizes), measured on torch's meta device (nothing is
+  allocated, no kernel runs);
+* while the largest tensor is over the bound, the largest size constant (ties: by name) is halved; a constant whose
+  halving makes the problem fail to build or run on the meta device keeps its value and is not tried again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+
+MAX_ELEMENTS = 16384  # elements of the largest tensor on the interpreter (bundled test sizes: 6k-13k)
+MIN_SHRINKABLE = 16  # integer constants below this are kept (kernel sizes, strides, axes); halving stops at 8
+MAX_STEPS = 256
+
+
+@dataclass
+class Shrunk:
+    sizes: dict  # the constants changed by the rule and those the user set
+    largest: int | None  # elements of the largest tensor at these sizes (None: could not be measured)
+    full: dict = field(default_factory=dict)  # the changed constants' values in the file
+    why_not: str = ""  # why the bound could not be reached, if it was not
+
+    def describe(self) -> str:
+        if self.largest is None:
+            return f"not shrunk: {self.why_not}"
+        full = ", ".join(f"{k}={v}" for k, v in self.full.items())
+        text = (f"shrunk for the interpreter: largest tensor {self.largest:,} elements, bound {MAX_ELEMENTS:,}; "
+                f"the file's sizes: {full}" if full else
+                f"the file's sizes: its largest tensor, {self.largest:,} elements, is within the interpreter's "
+                f"bound of {MAX_ELEMENTS:,}")
+        return text + (f"; {self.why_not}" if self.why_not else "")
+
+
+def int_constants(module: ModuleType) -> dict[str, int]:
+    """The module-level integer constants (not booleans, not private): what a size override can set."""
+    return {k: v for k, v in vars(module).items() if not k.startswith("_") and type(v) is int}
+
+
+def largest_tensor(module: ModuleType, with_outputs: bool = True) -> int:
+    """Elements of the largest input, parameter, buffer or (with_outputs) output, on the meta device."""
+    import torch
+
+    from fitness.correctness import as_tensor_list
+
+    with torch.device("meta"):
+        inputs = list(module.get_inputs())
+        model = module.Model(*module.get_init_inputs())
+    inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.state_dict().values())
+    if with_outputs:
+        with torch.no_grad():
+            tensors += as_tensor_list(model(*inputs))
+    return max((t.numel() for t in tensors), default=0)
+
+
+def shrink_sizes(module: ModuleType, fixed: dict) -> Shrunk:
+    """The rule above, on a loaded problem module whose user-set sizes (``fixed``) are already applied."""
+    constants = int_constants(module)
+    try:
+        largest, with_outputs = largest_tensor(module), True
+    except Exception:  # noqa: BLE001 - a forward the meta device cannot run: bound inputs and parameters only
+        try:
+            largest, with_outputs = largest_tensor(module, with_outputs=False), False
+        except Exception as exc:  # noqa: BLE001
+            return Shrunk(dict(fixed), None, why_not=f"its tensors cannot be built on torch's meta device "
+                                                     f"({type(exc).__name__}: {str(exc)[:200]})")
+    shrinkable = {k for k, v in constants.items() if v >= MIN_SHRINKABLE and k not in fixed}
+    current = dict(constants)
+    for _ in range(MAX_STEPS):
+        if largest <= MAX_ELEMENTS or not shrinkable:
+            break
+        name = max(sorted(shrinkable), key=lambda k: current[k])
+        setattr(module, name, current[name] // 2)
+        try:
+            measured = largest_tensor(module, with_outputs)
+        except Exception:  # noqa: BLE001 - this constant cannot shrink: keep it
+            setattr(module, name, current[name])
+            shrinkable.discard(name)
+            continue
+        current[name], largest = current[name] // 2, measured
+        if current[name] < MIN_SHRINKABLE:
+            shrinkable.discard(name)
+    changed = {k: v for k, v in current.items() if v != constants[k]}
+    why_not = "" if largest <= MAX_ELEMENTS else ("over the bound: its other sizes are not module-level "
+                                                  "constants or cannot shrink")
+    return Shrunk({**fixed, **changed}, largest, {k: constants[k] for k in changed}, why_not)

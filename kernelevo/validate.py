@@ -1,0 +1,231 @@
+"""The command line's overrides, checked against the command's config before Hydra runs (or writes) anything.
+
+Design: the YAML files in ``conf/`` are the one source of defaults *and* the schema. A command's config is composed
+from them with the user's group choices (``problem=...``, ``search=tiny``, ``fitness/policy=...``), and every
+``key=value`` must name a key of that composed config, with or without Hydra's ``+`` / ``++``: an unknown key fails,
+naming the closest valid key (difflib) and, for a key that another option of its group has (``llm.model`` with
+``llm=none``), that option. Keys are never declared twice (no dataclass mirrors the YAML), so a key added to a YAML
+file is valid at once. The open spots, where keys are legitimately free:
+
+* ``problem.sizes.NAME``: a problem file's size constants come from the file (the problem loader checks NAME
+  against the file and lists the ones it has);
+* ``hydra.*`` and Hydra's own groups (``hydra/...``): Hydra checks those itself.
+
+A valid override is handed to Hydra in the form that works for it: ``key=value`` for a key of the config (so
+``+search.generations=3`` means ``search.generations=3``), ``++key=value`` in an open spot (so
+``problem.sizes.batch_size=8`` needs no ``+``). A mandatory value left out (``???``, e.g. ``resume`` without
+``run_dir``) is a one-line error. Each command may add its own checks on the composed config (``Command.check``),
+which run here too, before Hydra makes an output directory: a command that fails them leaves nothing behind.
+"""
+from __future__ import annotations
+
+import difflib
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+OPEN_SPOTS = ("problem.sizes",)  # keys below these are free (see above)
+GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (kernelevo list problems)",
+               "hardware": "; a hardware profile is hardware.profile=NAME (kernelevo list profiles)"}
+HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                          "--config-dir", "-cd", "--experimental-rerun"}
+INFO_FLAGS = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--resolve", "--shell-completion",
+              "-sc", "--version"}
+
+
+class ConfigError(ValueError):
+    """An override names no key or option of the command's config, or a mandatory value is missing."""
+
+
+def split_flags(args: list[str]) -> tuple[list[str], list[str]]:
+    """(Hydra's flags such as --multirun or --cfg job, the overrides)."""
+    flags, overrides, i = [], [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("-"):
+            flags.append(arg)
+            takes = arg in HYDRA_FLAGS_WITH_VALUE or (arg in ("--info", "-i") and i + 1 < len(args)
+                                                       and "=" not in args[i + 1])
+            if takes and i + 1 < len(args):
+                flags.append(args[i + 1])
+                i += 1
+        else:
+            overrides.append(arg)
+        i += 1
+    return flags, overrides
+
+
+def wants_info(flags: list[str]) -> bool:
+    """--cfg, --info, --help: Hydra prints something and runs no task."""
+    return any(flag in INFO_FLAGS for flag in flags)
+
+
+def has_key(cfg, key: str) -> bool:
+    """Whether `key` (dotted; list items by index) is a key of the config, its value given or not."""
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent, default=None) if parent else cfg
+    if isinstance(node, DictConfig):
+        return leaf in list(node.keys())
+    if isinstance(node, ListConfig):
+        return leaf.isdigit() and int(leaf) < len(node)
+    return False
+
+
+def all_keys(cfg, prefix: str = "") -> list[str]:
+    """Every dotted key of a config (dict keys, then their children)."""
+    keys = []
+    if isinstance(cfg, DictConfig):
+        items = [(str(k), cfg._get_node(k)) for k in cfg.keys()]
+    elif isinstance(cfg, ListConfig):
+        items = [(str(i), cfg._get_node(i)) for i in range(len(cfg))]
+    else:
+        return keys
+    for name, node in items:
+        key = f"{prefix}{name}"
+        keys.append(key)
+        if isinstance(node, (DictConfig, ListConfig)):
+            keys += all_keys(node, key + ".")
+    return keys
+
+
+def _closest(word: str, choices, what: str) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else (f"; {what}: {', '.join(sorted(choices))}"
+                                                         if len(choices) <= 30 else "")
+
+
+def _is_open(key: str) -> bool:
+    return any(key.startswith(spot + ".") for spot in OPEN_SPOTS)
+
+
+def _is_hydra(key: str) -> bool:
+    return key == "hydra" or key.startswith(("hydra.", "hydra/"))
+
+
+class Validator:
+    """The overrides of one command (`command`, whose config file is `config_name`), checked by ``check``."""
+
+    def __init__(self, command: str, config_name: str):
+        self.command, self.config_name = command, config_name
+
+    def check(self, overrides: list[str]) -> tuple[DictConfig, list[str]]:
+        """(the composed config, the overrides for Hydra); raises ConfigError."""
+        from hydra import compose, initialize_config_module
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.errors import HydraException
+
+        try:
+            parsed = OverridesParser.create().parse_overrides(overrides)
+        except HydraException as exc:
+            raise ConfigError(f"cannot read the overrides: {exc}") from exc
+        with initialize_config_module("conf", version_base="1.3"):
+            self._loader = GlobalHydra.instance().config_loader()
+            self._hydra = [o.input_line for o in parsed if _is_hydra(o.key_or_group)]  # hydra.searchpath included
+            groups = [o for o in parsed if not _is_hydra(o.key_or_group) and self._is_group(o.key_or_group)]
+            for o in groups:
+                self._check_group(o)
+            first = [self._first(o) for o in parsed if o in groups or _is_hydra(o.key_or_group)]
+            try:
+                base = compose(self.config_name, overrides=first, return_hydra_config=True)
+            except HydraException as exc:
+                raise ConfigError(str(exc).splitlines()[0]) from exc
+            out = [self._normalise(o, base, groups) for o in parsed]
+            try:
+                cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out])
+            except HydraException as exc:
+                raise ConfigError(str(exc).splitlines()[0]) from exc
+        for o in parsed:  # the YAML's default says the type: a number stays a number
+            if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
+                self._check_type(o.key_or_group, base, cfg)
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            raise ConfigError(f"`kernelevo {self.command}` needs {' and '.join(f'{k}=...' for k in missing)}")
+        return cfg, out
+
+    # groups ----------------------------------------------------------------------------------------------------
+    def _options(self, group: str, kind=None) -> list[str]:
+        """A group's options (or, kind=GROUP, its sub-groups), on the search path the overrides give."""
+        from hydra.core.object_type import ObjectType
+
+        return self._loader.get_group_options(group, kind or ObjectType.CONFIG, self.config_name, self._hydra)
+
+    def _is_group(self, key: str) -> bool:
+        from hydra.core.object_type import ObjectType
+
+        parent, _, name = key.rpartition("/")
+        return name in self._options(parent, ObjectType.GROUP)
+
+    def _groups(self, parent: str = "") -> list[str]:
+        from hydra.core.object_type import ObjectType
+
+        names = []
+        for name in self._options(parent, ObjectType.GROUP):
+            path = f"{parent}/{name}" if parent else name
+            if path != "hydra":
+                names += [path, *self._groups(path)]
+        return names
+
+    def _check_group(self, o) -> None:
+        if o.is_delete():  # ~group: Hydra says if there is nothing to delete
+            return
+        options = self._options(o.key_or_group)
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        for value in values:
+            if value not in options:
+                raise ConfigError(f"{o.key_or_group}={value}: no such option of the group {o.key_or_group}"
+                                  + _closest(value, options, "options") + GROUP_HINTS.get(o.key_or_group, ""))
+
+    # keys ------------------------------------------------------------------------------------------------------
+    def _normalise(self, o, base: DictConfig, groups: list) -> str:
+        key, line = o.key_or_group, o.input_line
+        if o in groups or _is_hydra(key):
+            return line
+        if "/" in key:
+            raise ConfigError(f"{line}: no config group {key!r}" + _closest(key, self._groups(), "groups"))
+        text = line.lstrip("+~")
+        if _is_open(key):
+            return line if o.is_delete() else "++" + text
+        if not has_key(base, key):
+            raise ConfigError(self._unknown(key, base))
+        return line if o.is_delete() else text
+
+    @staticmethod
+    def _check_type(key: str, base: DictConfig, cfg: DictConfig) -> None:
+        default, given = OmegaConf.select(base, key, default=None), OmegaConf.select(cfg, key, default=None)
+        if given is None or default is None or isinstance(default, (DictConfig, ListConfig)):
+            return
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and \
+                not (isinstance(given, (int, float)) and not isinstance(given, bool)):
+            raise ConfigError(f"{key}={given}: a number expected (default {default})")
+
+    def _unknown(self, key: str, base: DictConfig) -> str:
+        message = f"unknown key {key!r} for `kernelevo {self.command}`"
+        group = key.partition(".")[0]
+        chosen = OmegaConf.select(base, f"hydra.runtime.choices.{group}", default=None)
+        if chosen is not None and "." in key:  # another option of its group may have it
+            from hydra import compose
+
+            having = [option for option in self._options(group)
+                      if option not in (chosen, "file")
+                      and has_key(compose(self.config_name, overrides=[f"{group}={option}"]), key)]
+            if having:
+                return message + f": it exists with {group}={'|'.join(having)}"
+        keys = [k for k in all_keys(base) if not _is_hydra(k)]
+        leaves = [k for k in keys if not any(other.startswith(k + ".") for other in keys)]
+        if len(leaves) <= 12:  # a small config (resume, report): say all it takes
+            return message + f"; it takes {', '.join(leaves)}"
+        return message + _closest(key, keys, "keys")
+
+    @staticmethod
+    def _first(o) -> str:
+        """The override with its first value, for composing (a sweep runs each of its values later)."""
+        if not o.is_sweep_override():
+            return o.input_line
+        prefix = o.input_line[:len(o.input_line) - len(o.input_line.lstrip("+~"))]
+        return f"{prefix}{o.key_or_group}={next(iter(o.sweep_string_iterator()))}"
+
+    @staticmethod
+    def _first_of(line: str) -> str:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        return Validator._first(OverridesParser.create().parse_override(line))
