@@ -87,6 +87,23 @@ class EvaluationService:
             self.store.add_evaluation(key, result)
             return key, result
 
+    def profile_kernel(self, source: str) -> dict:
+        """Profiler metrics of an evaluated kernel (``fitness.profile``; {} when off): from the store when it was
+        profiled before, else profiled now (once, however many children ask at the same time) and stored."""
+        key = evaluation_key(source)
+        with self._key_lock(f"profile:{key}"):
+            stored = self.store.profile(key)
+            if stored is not None:
+                return stored
+            index = self._acquire_evaluator()
+            try:
+                record = self.evaluators[index].profile_kernel(source)
+            finally:
+                self._release_evaluator(index)
+            if record:
+                self.store.add_profile(key, record)
+            return record
+
     def submit(self, source: str, label: str = "") -> Future:
         """`evaluate` in the pool: a future of (key, result). At most `parallel` evaluations run at once."""
         return self._executor.submit(self.evaluate, source, label)

@@ -105,13 +105,14 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     client = LLMClient(settings, recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
-    context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.profile,
+    context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.target,
                              Path(evaluator.problem.path).read_text())
     roles = {name: RoleSettings(**(role or {})) for name, role in (llm.get("roles") or {}).items()}
     team_settings = TeamSettings(roles=roles, parse_retries=llm.get("parse_retries", 2),
                                  max_plan_steps=llm.get("max_plan_steps", 4),
                                  edit_format=llm.get("edit_format", "file"))
-    return LLMTeam(client, context, team_settings, evaluator.policy.to_dict())
+    return LLMTeam(client, context, team_settings, evaluator.policy.to_dict(),
+                   on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts))
 
 
 def _record_llm_call(store: RunStore, call: dict) -> None:
@@ -120,6 +121,12 @@ def _record_llm_call(store: RunStore, call: dict) -> None:
     if child is not None:
         child.charge(call)
     store.add_llm_call({**call, "individual": child.id if child else None})
+
+
+def _record_prompt(store: RunStore, role: str, chars: int, parts: dict) -> None:
+    """Store the size of a prompt an agent is sent, per part, for the child whose operator call built it."""
+    child = CURRENT_CHILD.get()
+    store.add_prompt(role, chars, parts, child.id if child else None)
 
 
 def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> tuple[Genome, str]:
