@@ -2,8 +2,8 @@
 
 It holds the summary table (best kernel against its seed, eager and torch.compile, speed-of-light fraction,
 precision policy), best and median fitness per generation (table and plot), the lineage of the best kernel
-(each ancestor, the operator that made it and its time), the statuses of every evaluation, and the best kernel's
-source.
+(each ancestor, the operator that made it and its time), the sizes of the LLM agents' prompts per role, the
+statuses of every evaluation, and the best kernel's source.
 """
 from __future__ import annotations
 
@@ -58,6 +58,19 @@ def lineage(store: RunStore, individual_id: str) -> list[Individual]:
     return chain
 
 
+def prompt_size_lines(sizes: dict) -> list[str]:
+    """The LLM prompts' sizes per role (``RunStore.prompt_sizes``), with their three largest parts."""
+    if not sizes:
+        return []
+    lines = ["", "## LLM prompt sizes", "", "| role | prompts | mean chars | max chars | largest parts (mean chars) |",
+             "|---|---|---|---|---|"]
+    for role, size in sizes.items():
+        parts = sorted(size["parts"].items(), key=lambda item: -item[1])[:3]
+        lines.append(f"| {role} | {size['prompts']} | {size['mean_chars']:.0f} | {size['max_chars']} | "
+                     + ", ".join(f"{part} {chars:.0f}" for part, chars in parts) + " |")
+    return lines
+
+
 def write_report(run_dir: Path) -> Path:
     store = RunStore(run_dir, create=False)
     state = store.latest_checkpoint()
@@ -79,6 +92,7 @@ def write_report(run_dir: Path) -> Path:
                   "|---|---|---|---|"]
         lines += [f"| {a.generation} | {a.operator} | `{a.genome.params}` | {_ms(a.time_s)} |"
                   for a in lineage(store, state["hall_of_fame"][0])]
+    lines += prompt_size_lines(store.prompt_sizes())
     statuses = Counter(r.status for r in store.evaluations().values())
     lines += ["", "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in statuses.most_common()), ""]
     if summary.best is not None:

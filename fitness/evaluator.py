@@ -286,9 +286,7 @@ class Evaluator:
     # profiler feedback ---------------------------------------------------------------------------------------
     def profiler_note(self) -> str:
         """Why `profile_kernel` gives no metrics here ("" when it can)."""
-        if not self.on_gpu:
-            return "no profiler metrics on the CPU interpreter (Nsight Compute needs a GPU)"
-        return "" if ncu.find_ncu() else ncu.MISSING_NOTE
+        return ncu.unavailable(self.on_gpu)
 
     def profile_kernel(self, source: str) -> dict:
         """Profiler metrics of a judged candidate (``fitness.profile``): {} when profiling is off, else the

@@ -63,10 +63,18 @@ def find_ncu() -> str | None:
     return None
 
 
+def unavailable(on_gpu: bool) -> str:
+    """Why no ncu metrics can be had here ("" when they can): no GPU, or no ncu."""
+    if not on_gpu:
+        return "no profiler metrics on the CPU interpreter (Nsight Compute needs a GPU)"
+    return "" if find_ncu() else MISSING_NOTE
+
+
 def readable_paths(ncu: str) -> list[str]:
-    """What a worker must be able to read to start ncu (its install folder, through any links)."""
+    """What a worker must be able to read to start ncu: the executable (through any links) and the folder above
+    its bin/ (the CUDA toolkit's bin/ncu starts the Nsight Compute install beside it)."""
     real = Path(ncu).resolve()
-    return sorted({str(Path(ncu).parent), str(real.parent), str(real.parent.parent)})
+    return sorted({os.path.abspath(ncu), str(real), str(real.parent.parent)})
 
 
 def ncu_command(ncu: str, python: str, job_file: str, log_file: str) -> list[str]:

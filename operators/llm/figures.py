@@ -141,7 +141,8 @@ def measured_text(result) -> str:
 # profiler metrics ---------------------------------------------------------------------------------------------
 def _kernel_metrics(kernel: dict) -> str:
     shape = ", ".join(f"{k} {kernel[f'{k}_size']:.0f}" for k in ("grid", "block") if f"{k}_size" in kernel)
-    head = f"{kernel['name']} ({kernel.get('launches', 1)} launch{'es' if kernel.get('launches', 1) > 1 else ''}"
+    name = kernel["name"] if len(kernel["name"]) <= 80 else kernel["name"][:77] + "..."
+    head = f"{name} ({kernel.get('launches', 1)} launch{'es' if kernel.get('launches', 1) > 1 else ''}"
     head += f", {shape})" if shape else ")"
     facts = []
     if "time_s" in kernel:
