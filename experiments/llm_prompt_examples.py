@@ -29,7 +29,8 @@ from llm_server import ScriptedLLMServer  # noqa: E402
 
 ROLES = ("initialiser", "planner", "coder", "debugger", "crossover")
 SEED = (REPO / "fitness" / "suite" / "layernorm" / "seed.py").read_text()
-SPACE = 'BLOCK_SIZE = 1024\nNUM_WARPS = 4\nTUNABLE = {"BLOCK_SIZE": [256, 512, 1024, 2048, 4096], "NUM_WARPS": [2, 4, 8, 16]}'
+SPACE = ('BLOCK_SIZE = 1024\nNUM_WARPS = 4\n'
+         'TUNABLE = {"BLOCK_SIZE": [256, 512, 1024, 2048, 4096], "NUM_WARPS": [2, 4, 8, 16]}')
 PLAN = ("## Plan\n1. [layernorm_kernel, lines 15-37] Keep the row in registers: load it once with a BLOCK_SIZE "
         "covering the whole row, compute mean and variance from registers, and write the output in the same pass "
         "(one read and one write of x instead of three reads).\n2. [constant NUM_WARPS, line 8] Raise NUM_WARPS to "

@@ -64,7 +64,7 @@ def test_prompts_describe_the_target_gpu_and_the_full_size_cost_model_not_the_te
 
 def test_measured_figures_say_where_they_were_measured():
     text = builder().build("planner", PARENT).text
-    assert "12 ms (CPU interpreter wall-clock at test sizes (dim=4000), not GPU time)" in text
+    assert "12 ms (CPU interpreter wall-clock at test sizes (batch_size=4, dim=4000), not GPU time)" in text
     on_gpu = Individual("2.0", PARENT_GENOME, result=EvalResult(
         status="ok", time_s=95e-6, eager_s=142e-6, compile_s=92e-6, sol_s=80e-6, sol_fraction=0.84,
         timer="cuda-events", device="cuda:0", hardware_profile="h100_sxm"))
@@ -95,7 +95,7 @@ def test_already_tried_gives_each_attempt_its_plan_outcome_time_and_change():
                  operator="param_mutation", reason="trial 0: max abs err 3.1\nmore")
     text = builder().build("planner", PARENT, (PARENT, tried, failed), duplicates=("1. use BLOCK 4096",)).text
     section = text.split("## Already tried from this lineage")[1].split("\n## ")[0]
-    assert "(times: CPU interpreter wall-clock at test sizes (dim=4000), not GPU time)" in section
+    assert "(times: CPU interpreter wall-clock at test sizes (batch_size=4, dim=4000), not GPU time)" in section
     assert ('- 2.0 (llm_mutation of 1.0): "[constant BLOCK, line 7] raise BLOCK to 1024: fewer programs.; keep the '
             'rest." -> ok, 6 ms vs 12 ms for 1.0, 2.00x faster; change: BLOCK 128 -> 256') in section
     assert "- 2.1 (param_mutation of 1.0) -> incorrect (trial 0: max abs err 3.1); change: BLOCK 128 -> 64" in section

@@ -72,8 +72,9 @@ def test_a_missing_ncu_is_a_clear_note(monkeypatch, tmp_path):
 
 def test_the_candidate_runs_under_ncu_from_a_sandbox_worker(tmp_path):
     writes = fake_ncu(tmp_path / "writes", WRITES_FIXTURE)
-    denied = fake_ncu(tmp_path / "denied", "print('==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
-                                "NVIDIA GPU Performance Counters on the target device 0.')\nsys.exit(1)")
+    denied = fake_ncu(tmp_path / "denied", "print('==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
+                                           "to access NVIDIA GPU Performance Counters on the target device 0.')\n"
+                                           "sys.exit(1)")
     with make_evaluator(profile="ncu") as ev:
         for tool, expected in ((writes, "kernels"), (denied, "note")):
             job = ev._job("profile", source=candidate("good"), ncu=tool, ncu_timeout_s=60,

@@ -71,7 +71,7 @@ class ContextBuilder:
                                if role == "planner" else
                                f"## Parent kernel {parent.id}\n```python\n{code.strip()}\n```\nLine numbers in the "
                                f"plan count the lines of this listing from 1.")
-            figures = measured_text(parent.result)
+            figures = measured_text(parent.result, self.target)
             if figures:
                 parts["profiling"] = f"## Measured (parent {parent.id})\n{figures}"
         metrics = [f"### {label}\n{text}" for label, profile in profiles.items() if (text := profiler_text(profile))]
@@ -79,7 +79,8 @@ class ContextBuilder:
             parts["profiler"] = PROFILER_HEADING + "\n" + "\n".join(metrics)
         tried = tried_lines(parent, archive, duplicates, self.settings.tried) if parent is not None else []
         if tried:
-            where = f" (times: {measured_where(parent.result)})" if parent is not None and parent.ok else ""
+            where = f" (times: {measured_where(parent.result, self.target)})" if parent is not None and parent.ok \
+                else ""
             parts["tree"] = f"## Already tried from this lineage{where}\n" + "\n".join(tried)
         best = best_entries(parent, archive, self.settings.top_k)
         if best:

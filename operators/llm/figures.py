@@ -105,17 +105,25 @@ def cost_model_text(target: Target, hardware: bool = True) -> str:
 
 
 # measured figures ---------------------------------------------------------------------------------------------
-def measured_where(result) -> str:
+def _judged_sizes(result, target: Target | None) -> dict:
+    """The sizes a result was judged at: all of them when it was judged as the target's evaluations are, else the
+    overrides it records."""
+    return target.evaluated_sizes if target is not None and result.device == target.device else result.sizes
+
+
+def measured_where(result, target: Target | None = None) -> str:
     """Where a result's time was measured, as a label."""
-    sizes = f"at test sizes ({fmt_sizes(result.sizes)})" if result.sizes else "at full size"
+    sizes = _judged_sizes(result, target)
     if result.timer == "interpreter":
-        return f"CPU interpreter wall-clock {sizes}, not GPU time"
-    return f"CUDA events on {result.hardware_profile or result.device} {sizes}".replace("at test sizes", "at sizes")
+        return f"CPU interpreter wall-clock at test sizes ({fmt_sizes(sizes)}), not GPU time"
+    full = not result.sizes or (target is not None and sizes == target.sizes)
+    return f"CUDA events on {result.hardware_profile or result.device} " + \
+        ("at full size" if full else f"at sizes ({fmt_sizes(sizes)})")
 
 
-def ran_where(result) -> str:
+def ran_where(result, target: Target | None = None) -> str:
     """Where an evaluation ran, for the agent repairing its failure."""
-    sizes = fmt_sizes(result.sizes)
+    sizes = fmt_sizes(_judged_sizes(result, target))
     if result.timer == "interpreter" or result.device == "cpu":
         return ("on the CPU through Triton's interpreter (TRITON_INTERPRET=1: kernels run as NumPy, one program at "
                 f"a time; GPU-only features such as inline assembly do not run there), at test sizes ({sizes})")
@@ -123,11 +131,11 @@ def ran_where(result) -> str:
                                                                               " at full size")
 
 
-def measured_text(result) -> str:
+def measured_text(result, target: Target | None = None) -> str:
     """A correct kernel's measured figures, labelled with where they were measured."""
     if result is None or not result.ok:
         return ""
-    parts = [f"{fmt_time(result.time_s)} ({measured_where(result)})"]
+    parts = [f"{fmt_time(result.time_s)} ({measured_where(result, target)})"]
     if result.eager_s:
         parts.append(f"PyTorch eager {fmt_time(result.eager_s)} ({ratio(result.eager_s, result.time_s)}), "
                      f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})")

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fitness.genome import TUNABLE_NAME, Genome, GenomeError
 from fitness.individual import Individual
 from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
@@ -49,6 +50,15 @@ class TeamSettings:
 
     def role(self, name: str) -> RoleSettings:
         return self.roles.get(name, RoleSettings())
+
+
+def _usable(source: str) -> str:
+    """`source`, if its launch-parameter space is well formed; else a ParseError the agent is told."""
+    try:
+        Genome.from_source(source)
+    except GenomeError as exc:
+        raise ParseError("tunable", f"your module's {TUNABLE_NAME} is not usable: {exc}") from exc
+    return source
 
 
 class LLMTeam:
@@ -102,7 +112,7 @@ class LLMTeam:
 
     @staticmethod
     def _code(reply) -> str:
-        return extract_code(reply.text, reply.finish_reason)
+        return _usable(extract_code(reply.text, reply.finish_reason))
 
     def _fill(self, name: str, context: Context, **slots) -> tuple[str, dict]:
         """The prompt of template `name`, and the characters each context part and slot takes in it."""
@@ -122,7 +132,8 @@ class LLMTeam:
                                    plan=plan or "(no plan: improve the kernel's speed as you see fit)")
         if self.settings.edit_format == "diff":
             base = parent.genome.rendered()
-            return self._ask("coder", prompt, lambda reply: apply_edits(base, parse_edits(reply.text)), parts)
+            return self._ask("coder", prompt, lambda reply: _usable(apply_edits(base, parse_edits(reply.text))),
+                             parts)
         return self._ask("coder", prompt, self._code, parts)
 
     def debug(self, source: str, result, parent: Individual, plan: str, archive: tuple,
@@ -132,7 +143,7 @@ class LLMTeam:
         context = self.context.build("debugger", archive=archive, profiles=profiles)
         diff = unified_diff(parent.genome.rendered(), source, f"parent {parent.id}", "failing kernel")
         prompt, parts = self._fill("debugger", context, status=result.status, error=result.reason,
-                                   where=ran_where(result), plan=plan.strip() or "(no plan)",
+                                   where=ran_where(result, self.context.target), plan=plan.strip() or "(no plan)",
                                    diff=diff or "(no change)", source=source.strip())
         return self._ask("debugger", prompt, self._code, parts)
 
@@ -142,12 +153,13 @@ class LLMTeam:
         context = self.context.build("crossover")
         code_a, code_b = a.genome.rendered().strip(), b.genome.rendered().strip()
         diff = unified_diff(code_a, code_b, f"parent A ({a.id})", f"parent B ({b.id})", max_lines=10 ** 6)
-        parent_b = (f"{measured_text(b.result)}\nIts code, as a diff against parent A:\n```diff\n{diff}\n```"
-                    if len(diff) < len(code_b) else f"{measured_text(b.result)}\n```python\n{code_b}\n```")
+        figures = [measured_text(parent.result, self.context.target) for parent in (a, b)]
+        parent_b = (f"{figures[1]}\nIts code, as a diff against parent A:\n```diff\n{diff}\n```"
+                    if len(diff) < len(code_b) else f"{figures[1]}\n```python\n{code_b}\n```")
         again = ("\n\n## Already made\nYour earlier reply for this child repeated a kernel that already exists: "
                  "combine the parents differently.") if duplicates else ""
         prompt, parts = self._fill("crossover", context, parent_b=f"{b.id}: {parent_b}{again}",
-                                   parent_a=f"{a.id}: {measured_text(a.result)}\n```python\n{code_a}\n```")
+                                   parent_a=f"{a.id}: {figures[0]}\n```python\n{code_a}\n```")
         return self._ask("crossover", prompt, self._code, parts)
 
     def initialise(self, seed: str | None = None, origin: str = "") -> str:
