@@ -45,6 +45,7 @@ class EvaluationService:
         self._load = [0] * len(evaluators)  # evaluations in flight per evaluator
         self._guard = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
+        self._profiler_noted = False
         self._executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="kernelevo-eval")
 
     @property
@@ -102,6 +103,9 @@ class EvaluationService:
                 self._release_evaluator(index)
             if record:
                 self.store.add_profile(key, record)
+            if record.get("note") and self.evaluators[index].on_gpu and not self._profiler_noted:  # once: why none
+                self._profiler_noted = True
+                print(f"[kernelevo] profiler: {record['note']}", flush=True)
             return record
 
     def submit(self, source: str, label: str = "") -> Future:

@@ -129,11 +129,12 @@ def _record_prompt(store: RunStore, role: str, chars: int, parts: dict) -> None:
     store.add_prompt(role, chars, parts, child.id if child else None)
 
 
-def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> tuple[Genome, str]:
+def seed_genome(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> tuple[Genome, str]:
     """The starting genome and who made it. The seed: torch.compile's kernels with problem.seed=inductor or when the
     problem has no seed of its own, else the problem's seed. With an LLM team, ``llm.initialise``: true, the
     initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
     (so an LLM run starts from compile's kernels too); false, the seed as it is."""
+    evaluator = service.evaluators[0]
     mode = cfg.llm.get("initialise", False) if team is not None else False
     if mode not in INITIALISE_MODES:
         raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
@@ -147,8 +148,9 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> t
         source, made_by = evaluator.problem.seed_source(), "seed"
     if mode == "from_seed":
         origin = "torch.compile's Triton, converted" if made_by == INDUCTOR else "the problem's seed kernel"
-        rewrite = _initialise(team, source, origin)
-        check = evaluator.evaluate(rewrite, label="initialiser")  # a broken rewrite must not replace a working seed
+        measured = service.evaluate(source, label=made_by)[1]  # the starting kernel's figures, for the initialiser
+        rewrite = _initialise(team, source, origin, measured)
+        check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
         if check.ok:
             return Genome.from_source(rewrite), "initialiser"
         print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
@@ -156,10 +158,10 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> t
     return Genome.from_source(source), made_by
 
 
-def _initialise(team, seed: str | None = None, origin: str = "") -> str:
+def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalResult | None = None) -> str:
     token = CURRENT_CHILD.set(ChildUsage("0.0"))  # the initialiser's calls are charged to generation 0's seed
     try:
-        return team.initialise(seed, origin)
+        return team.initialise(seed, origin, measured)
     finally:
         CURRENT_CHILD.reset(token)
 
@@ -286,7 +288,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
-        seed, made_by = seed_genome(cfg, team, evaluator, run_dir)
+        seed, made_by = seed_genome(cfg, team, service, run_dir)
         search = Search(seed, operators, tuner, store, settings, print_generation,
                         selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)
         started = time.time()

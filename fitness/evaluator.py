@@ -21,13 +21,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fitness import ncu
 from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
 from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
-from fitness import ncu
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.target import target_for

@@ -9,6 +9,10 @@ file, parsed here into one record per kernel: time under ncu (clocks locked to b
 of peak, achieved occupancy, registers per thread, shared memory per block, launch shape and the top stall reasons
 (cycles per issued instruction). Where ncu is missing, or cannot read the GPU's counters, the record is a note
 saying so and how to fix it.
+
+The metrics only inform the agents' prompts, never a fitness: the candidate's code runs in the profiled process
+and could disturb its own profile, not its judgement. Whatever the run leaves behind (a hung target under a killed
+ncu) dies with the worker, PID 1 of its namespace.
 """
 from __future__ import annotations
 

@@ -162,12 +162,15 @@ class LLMTeam:
                                    parent_a=f"{a.id}: {figures[0]}\n```python\n{code_a}\n```")
         return self._ask("crossover", prompt, self._code, parts)
 
-    def initialise(self, seed: str | None = None, origin: str = "") -> str:
-        """A first kernel: from the reference alone, or, given a `seed` kernel (made by `origin`), a faster
-        rewrite of it."""
+    def initialise(self, seed: str | None = None, origin: str = "", measured=None) -> str:
+        """A first kernel: from the reference alone, or, given a `seed` kernel (made by `origin`, with its
+        `measured` result), a faster rewrite of it."""
         context = self.context.build("initialiser")
         if seed is None:
             prompt, parts = self._fill("initialiser", context)
         else:
-            prompt, parts = self._fill("initialiser_from_seed", context, seed=seed.strip(), origin=origin)
+            figures = measured_text(measured, self.context.target) if self.context.settings.enabled("profiling") \
+                else ""
+            prompt, parts = self._fill("initialiser_from_seed", context, seed=seed.strip(), origin=origin,
+                                       measured=f"Measured: {figures}." if figures else "")
         return self._ask("initialiser", prompt, self._code, parts)
