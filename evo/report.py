@@ -2,8 +2,8 @@
 
 It holds the summary table (best kernel against its seed, eager and torch.compile, speed-of-light fraction,
 precision policy), best and median fitness per generation (table and plot), the lineage of the best kernel
-(each ancestor, the operator that made it and its time), the sizes of the LLM agents' prompts per role, the
-statuses of every evaluation, and the best kernel's source.
+(each ancestor, the operator that made it and its time), the sizes of the LLM agents' prompts per role and
+what profiler feedback cost, the statuses of every evaluation, and the best kernel's source.
 """
 from __future__ import annotations
 
@@ -71,6 +71,17 @@ def prompt_size_lines(sizes: dict) -> list[str]:
     return lines
 
 
+def profiler_lines(profiles: dict) -> list[str]:
+    """What profiler feedback cost (``fitness.profile``): kernels profiled and the wall time of each run."""
+    timed = [p["wall_s"] for p in profiles.values() if "wall_s" in p]
+    if not profiles:
+        return []
+    notes = sorted({p["note"] for p in profiles.values() if p.get("note")})
+    return (["", "## Profiler feedback", "", f"{sum('kernels' in p for p in profiles.values())} of {len(profiles)} "
+             f"kernels profiled" + (f"; {sum(timed) / len(timed):.1f} s per profiling run" if timed else "")]
+            + [f"- {note}" for note in notes])
+
+
 def write_report(run_dir: Path) -> Path:
     store = RunStore(run_dir, create=False)
     state = store.latest_checkpoint()
@@ -92,7 +103,7 @@ def write_report(run_dir: Path) -> Path:
                   "|---|---|---|---|"]
         lines += [f"| {a.generation} | {a.operator} | `{a.genome.params}` | {_ms(a.time_s)} |"
                   for a in lineage(store, state["hall_of_fame"][0])]
-    lines += prompt_size_lines(store.prompt_sizes())
+    lines += prompt_size_lines(store.prompt_sizes()) + profiler_lines(store.profiles())
     statuses = Counter(r.status for r in store.evaluations().values())
     lines += ["", "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in statuses.most_common()), ""]
     if summary.best is not None:

@@ -149,6 +149,11 @@ class RunStore:
         rows = self._read("SELECT profile FROM profiles WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
+    def profiles(self) -> dict[str, dict]:
+        """Every profiler record, by evaluation key, in the order they were made."""
+        return {key: json.loads(profile) for key, profile in self._read("SELECT key, profile FROM profiles "
+                                                                        "ORDER BY created")}
+
     # checkpoints -----------------------------------------------------------------------------------------------
     def save_checkpoint(self, generation: int, state: dict) -> None:
         self._write("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)",

@@ -100,6 +100,7 @@ def test_already_tried_gives_each_attempt_its_plan_outcome_time_and_change():
             'rest." -> ok, 6 ms vs 12 ms for 1.0, 2.00x faster; change: BLOCK 128 -> 256') in section
     assert "- 2.1 (param_mutation of 1.0) -> incorrect (trial 0: max abs err 3.1); change: BLOCK 128 -> 64" in section
     assert '"use BLOCK 4096" -> made a kernel that already exists; propose a different change' in section
+    assert "## Recent failures" not in text  # 2.1 is told once, as an attempt
     assert plan_summary("x" * 500).endswith("...") and len(plan_summary("x" * 500)) == 240
 
 

@@ -62,6 +62,7 @@ class ContextBuilder:
 
     def _parts(self, role: str, parent: Individual | None, archive: tuple, duplicates: tuple,
                profiles: dict) -> dict:
+        wanted = {part for part in ROLE_PARTS[role] if self.settings.enabled(part)}
         parts = {"problem": f"## PyTorch reference\n```python\n{self.problem_source.strip()}\n```",
                  "hardware": hardware_text(self.target),
                  "cost_model": cost_model_text(self.target, hardware=self.settings.enabled("hardware"))}
@@ -75,21 +76,23 @@ class ContextBuilder:
             if figures:
                 parts["profiling"] = f"## Measured (parent {parent.id})\n{figures}"
         metrics = [f"### {label}\n{text}" for label, profile in profiles.items() if (text := profiler_text(profile))]
-        if metrics:
+        if metrics and "profiler" in wanted:
             parts["profiler"] = PROFILER_HEADING + "\n" + "\n".join(metrics)
-        tried = tried_lines(parent, archive, duplicates, self.settings.tried) if parent is not None else []
-        if tried:
-            where = f" (times: {measured_where(parent.result, self.target)})" if parent is not None and parent.ok \
-                else ""
-            parts["tree"] = f"## Already tried from this lineage{where}\n" + "\n".join(tried)
-        best = best_entries(parent, archive, self.settings.top_k)
+        shown: set = set()  # attempts listed under "already tried" are not listed again as failures
+        if parent is not None and "tree" in wanted:
+            tried = tried_lines(parent, archive, duplicates, self.settings.tried)
+            shown = {line.split(" ", 2)[1] for line in tried}
+            where = f" (times: {measured_where(parent.result, self.target)})" if parent.ok else ""
+            if tried:
+                parts["tree"] = f"## Already tried from this lineage{where}\n" + "\n".join(tried)
+        best = best_entries(parent, archive, self.settings.top_k) if "top_k" in wanted else []
         if best:
             fastest = parent is not None and parent.ok and parent.time_s <= min(i.time_s for i in archive)
             heading = ("" if parent is None else " (the parent is the fastest; the next ones, against it)" if fastest
                        else " (against the parent)")
             parts["top_k"] = f"## Best kernels so far{heading}\n" + "\n".join(best)
-        failed = [i for i in archive if not i.ok][-self.settings.failures:]
-        if failed:
+        failed = [i for i in archive if not i.ok and i.id not in shown][-self.settings.failures:]
+        if failed and "failures" in wanted:
             parts["failures"] = "## Recent failures\n" + "\n".join(
                 f"- {i.id} ({i.operator}) {i.status}: {i.reason.splitlines()[0][:300] if i.reason else ''}"
                 for i in failed)
