@@ -113,7 +113,8 @@ def test_every_role_is_told_the_target_and_what_differs(tmp_path):
     assert report.returncode == 0, report.stderr
     text = (run_dir / "report.md").read_text()
     assert "## LLM prompt sizes" in text and re.search(r"\| planner \| \d+ \| \d+ \| \d+ \| ", text)
-    assert re.search(r"## Profiler feedback\n\n0 of \d+ kernels profiled\n- no profiler metrics on the CPU interpreter", text)
+    assert re.search(r"## Profiler feedback\n\n0 of \d+ kernels profiled\n- no profiler metrics on the CPU "
+                     r"interpreter", text)
 
 
 class FakeClient:
