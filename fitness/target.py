@@ -81,8 +81,8 @@ class Target:
         """One line for the run's start: what the kernels are written for."""
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
         if self.profile is None:
-            return (f"no target GPU named (hardware.profile=auto on the CPU): the LLM agents are told the problem's "
-                    f"full sizes ({sizes}) but no GPU; name one, e.g. hardware.profile=h100_sxm")
+            return (f"no target GPU (hardware.profile=auto on the CPU; name the GPU the kernels are for, e.g. "
+                    f"hardware.profile=h100_sxm) at full sizes {sizes}")
         return f"target {self.profile.display_name} (hardware.profile={self.profile.name}) at full sizes {sizes}"
 
 
