@@ -45,6 +45,7 @@ class EvaluationService:
         self._load = [0] * len(evaluators)  # evaluations in flight per evaluator
         self._guard = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
+        self._profiler_noted = False
         self._executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="kernelevo-eval")
 
     @property
@@ -86,6 +87,26 @@ class EvaluationService:
                 self._release_evaluator(index)
             self.store.add_evaluation(key, result)
             return key, result
+
+    def profile_kernel(self, source: str) -> dict:
+        """Profiler metrics of an evaluated kernel (``fitness.profile``; {} when off): from the store when it was
+        profiled before, else profiled now (once, however many children ask at the same time) and stored."""
+        key = evaluation_key(source)
+        with self._key_lock(f"profile:{key}"):
+            stored = self.store.profile(key)
+            if stored is not None:
+                return stored
+            index = self._acquire_evaluator()
+            try:
+                record = self.evaluators[index].profile_kernel(source)
+            finally:
+                self._release_evaluator(index)
+            if record:
+                self.store.add_profile(key, record)
+            if record.get("note") and self.evaluators[index].on_gpu and not self._profiler_noted:  # once: why none
+                self._profiler_noted = True
+                print(f"[kernelevo] profiler: {record['note']}", flush=True)
+            return record
 
     def submit(self, source: str, label: str = "") -> Future:
         """`evaluate` in the pool: a future of (key, result). At most `parallel` evaluations run at once."""

@@ -6,6 +6,7 @@ CSS and plot, `evo/report_html.py`), ``report.md`` and ``fitness.png``. It holds
 best and median time per generation, the lineage of the best kernel back to the seed (operator and speed-up on each
 edge), the best kernel's diff against the seed as written, per-operator success rates, LLM calls and cost per role,
 the precision policy with its tolerances and the statuses of every evaluation.
+and, for LLM runs, the sizes of the agents' prompts per role and what profiler feedback cost.
 """
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ class RunReport:
     policy_facts: list  # (setting, value)
     statuses: Counter
     plot_png: bytes = b""
+    prompt_sizes: dict = field(default_factory=dict)  # RunStore.prompt_sizes: per LLM role
+    profiles: dict = field(default_factory=dict)  # RunStore.profiles: profiler feedback per kernel
 
 
 GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "median", "correct in population")
@@ -212,7 +215,8 @@ def collect(store: RunStore) -> RunReport:
                      lineage=lineage, diff=diff,
                      operators=operator_rows(individuals), llm=llm, policy=tolerances, policy_facts=facts,
                      statuses=Counter(r.status for r in store.evaluations().values()),
-                     plot_png=plot_fitness(state["logbook"], individuals, interpreter))
+                     plot_png=plot_fitness(state["logbook"], individuals, interpreter),
+                     prompt_sizes=store.prompt_sizes(), profiles=store.profiles())
 
 
 def _md_table(header, rows) -> list[str]:
@@ -238,11 +242,36 @@ def markdown(report: RunReport) -> str:
     lines += ["## Operators", "", *_md_table(OPERATOR_HEADER, report.operators)]
     if report.llm:
         lines += ["## LLM calls and cost", "", *_md_table(LLM_HEADER, report.llm)]
+    lines += prompt_size_lines(report.prompt_sizes) + profiler_lines(report.profiles) + [""]
     lines += ["## Precision policy", "", *[f"- {k}: {v}" for k, v in report.policy_facts], "",
               *_md_table(POLICY_HEADER, report.policy),
               "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in report.statuses.most_common()), ""]
     lines += ["## Best kernel against the seed", "", "```diff", *(report.diff or ["(no change)"]), "```", ""]
     return "\n".join(lines)
+
+
+def prompt_size_lines(sizes: dict) -> list[str]:
+    """The LLM prompts' sizes per role (``RunStore.prompt_sizes``), with their three largest parts."""
+    if not sizes:
+        return []
+    lines = ["", "## LLM prompt sizes", "", "| role | prompts | mean chars | max chars | largest parts (mean chars) |",
+             "|---|---|---|---|---|"]
+    for role, size in sizes.items():
+        parts = sorted(size["parts"].items(), key=lambda item: -item[1])[:3]
+        lines.append(f"| {role} | {size['prompts']} | {size['mean_chars']:.0f} | {size['max_chars']} | "
+                     + ", ".join(f"{part} {chars:.0f}" for part, chars in parts) + " |")
+    return lines
+
+
+def profiler_lines(profiles: dict) -> list[str]:
+    """What profiler feedback cost (``fitness.profile``): kernels profiled and the wall time of each run."""
+    timed = [p["wall_s"] for p in profiles.values() if "wall_s" in p]
+    if not profiles:
+        return []
+    notes = sorted({p["note"] for p in profiles.values() if p.get("note")})
+    return (["", "## Profiler feedback", "", f"{sum('kernels' in p for p in profiles.values())} of {len(profiles)} "
+             f"kernels profiled" + (f"; {sum(timed) / len(timed):.1f} s per profiling run" if timed else "")]
+            + [f"- {note}" for note in notes])
 
 
 def write_report(run_dir: Path) -> Path:

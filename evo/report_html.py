@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evo.page import Raw, esc, page, png_img, table
 from evo.report import (GENERATION_HEADER, LLM_HEADER, OPERATOR_HEADER, PLOT_FILE, POLICY_HEADER, REPORT_FILE, Node,
-                        RunReport)
+                        RunReport, profiler_lines)
 
 
 def tree(node: Node) -> Raw:
@@ -53,6 +53,16 @@ def render(report: RunReport) -> str:
     operators = Raw(note(f"improved: correct and faster than the fastest of its parents{clock}") +
                     table(OPERATOR_HEADER, report.operators)) if report.operators else note("No child was made.")
     llm = table(LLM_HEADER, report.llm) if report.llm else note("No LLM call: offline operators.")
+    if report.prompt_sizes:
+        sizes = [(role, size["prompts"], f"{size['mean_chars']:.0f}", size["max_chars"],
+                  ", ".join(f"{part} {chars:.0f}" for part, chars in
+                            sorted(size["parts"].items(), key=lambda item: -item[1])[:3]))
+                 for role, size in report.prompt_sizes.items()]
+        llm = Raw(llm + note("Prompt sizes per role (characters)") +
+                  table(("role", "prompts", "mean chars", "max chars", "largest parts (mean chars)"), sizes))
+    if report.profiles:
+        llm = Raw(llm + note(" ".join(line for line in profiler_lines(report.profiles) if line and
+                                      not line.startswith("#"))))
     policy = Raw(table(("setting", "value"), report.policy_facts) + table(POLICY_HEADER, report.policy))
     footer = note(f"Run directory {report.run_dir}; the same data in {REPORT_FILE} and {PLOT_FILE}; regenerate with: "
                   f"kernelevo report run_dir={report.run_dir}")

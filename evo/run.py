@@ -106,13 +106,14 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     client = LLMClient(settings, recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
-    context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.profile,
+    context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.target,
                              Path(evaluator.problem.path).read_text())
     roles = {name: RoleSettings(**(role or {})) for name, role in (llm.get("roles") or {}).items()}
     team_settings = TeamSettings(roles=roles, parse_retries=llm.get("parse_retries", 2),
                                  max_plan_steps=llm.get("max_plan_steps", 4),
                                  edit_format=llm.get("edit_format", "file"))
-    return LLMTeam(client, context, team_settings, evaluator.policy.to_dict())
+    return LLMTeam(client, context, team_settings, evaluator.policy.to_dict(),
+                   on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts))
 
 
 def _record_llm_call(store: RunStore, call: dict) -> None:
@@ -123,11 +124,18 @@ def _record_llm_call(store: RunStore, call: dict) -> None:
     store.add_llm_call({**call, "individual": child.id if child else None})
 
 
-def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> tuple[Genome, str]:
+def _record_prompt(store: RunStore, role: str, chars: int, parts: dict) -> None:
+    """Store the size of a prompt an agent is sent, per part, for the child whose operator call built it."""
+    child = CURRENT_CHILD.get()
+    store.add_prompt(role, chars, parts, child.id if child else None)
+
+
+def seed_genome(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> tuple[Genome, str]:
     """The starting genome and who made it. The seed: torch.compile's kernels with problem.seed=inductor or when the
     problem has no seed of its own, else the problem's seed. With an LLM team, ``llm.initialise``: true, the
     initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
     (so an LLM run starts from compile's kernels too); false, the seed as it is."""
+    evaluator = service.evaluators[0]
     mode = cfg.llm.get("initialise", False) if team is not None else False  # checked by check_run_config
     if mode is True:
         return Genome.from_source(_initialise(team)), "initialiser"
@@ -138,8 +146,9 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> t
         source, made_by = evaluator.problem.seed_source(), "seed"
     if mode == "from_seed":
         origin = "torch.compile's Triton, converted" if made_by == INDUCTOR else "the problem's seed kernel"
-        rewrite = _initialise(team, source, origin)
-        check = evaluator.evaluate(rewrite, label="initialiser")  # a broken rewrite must not replace a working seed
+        measured = service.evaluate(source, label=made_by)[1]  # the starting kernel's figures, for the initialiser
+        rewrite = _initialise(team, source, origin, measured)
+        check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
         if check.ok:
             return Genome.from_source(rewrite), "initialiser"
         print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
@@ -147,10 +156,10 @@ def seed_genome(cfg: DictConfig, team, evaluator: Evaluator, run_dir: Path) -> t
     return Genome.from_source(source), made_by
 
 
-def _initialise(team, seed: str | None = None, origin: str = "") -> str:
+def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalResult | None = None) -> str:
     token = CURRENT_CHILD.set(ChildUsage("0.0"))  # the initialiser's calls are charged to generation 0's seed
     try:
-        return team.initialise(seed, origin)
+        return team.initialise(seed, origin, measured)
     finally:
         CURRENT_CHILD.reset(token)
 
@@ -304,7 +313,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
-        seed, made_by = seed_genome(cfg, team, evaluator, run_dir)
+        seed, made_by = seed_genome(cfg, team, service, run_dir)
         interpreter = not evaluator.on_gpu
         search = Search(seed, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
                         selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)

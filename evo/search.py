@@ -159,7 +159,7 @@ class Search:
         """Every island's children, made concurrently: (offspring, owning island of each, keys now taken)."""
         context = OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
                                   evaluate=lambda source: self.service.evaluate(source)[1],
-                                  archive=tuple(self.archive))
+                                  archive=tuple(self.archive), profile_kernel=self.service.profile_kernel)
         owners = [i for i in range(len(islands)) for _ in range(self.settings.lambda_)]
         decided = [Future() for _ in owners]
         made = list(self.toolbox.map(lambda n: self._child(n, islands[owners[n]], context, decided, seen),

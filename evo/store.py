@@ -5,7 +5,9 @@ Tables: ``meta`` (config, problem, stop reason), ``individuals`` (one row per in
 tuner trials and LLM usage; its result is the evaluation under its kernel's key), ``evaluations`` (one result per
 distinct evaluated source: the cache that makes the same code never evaluated twice), ``evaluation_log`` (one
 row per evaluator call: how a run proves it repeated nothing), ``checkpoints`` (the search state after each
-generation) and ``llm_calls``. Optuna's studies live in the same file (their own tables).
+generation), ``llm_calls``, ``llm_prompts`` (the size of every prompt an agent was sent, per part of its context)
+and ``profiles`` (profiler metrics of an evaluated kernel, under its evaluation's key). Optuna's studies live in
+the same file (their own tables).
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (generation INTEGER PRIMARY KEY, state TE
 CREATE TABLE IF NOT EXISTS llm_calls (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, role TEXT, model TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
     cost_usd REAL, cached INTEGER, request_hash TEXT, individual TEXT, created REAL);
+CREATE TABLE IF NOT EXISTS llm_prompts (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, role TEXT, individual TEXT, chars INTEGER, parts TEXT, created REAL);
+CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL, created REAL);
 """
 LLM_COLUMNS = ("role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash",
                "individual")
@@ -143,6 +148,19 @@ class RunStore:
         return {key: EvalResult.from_dict(json.loads(result))
                 for key, result in self._read("SELECT key, result FROM evaluations ORDER BY created")}
 
+    def add_profile(self, key: str, profile: dict) -> None:
+        """Profiler metrics (``fitness.ncu``'s record) of the kernel evaluated under `key`."""
+        self._write("INSERT OR REPLACE INTO profiles VALUES (?, ?, ?)", (key, json.dumps(profile), time.time()))
+
+    def profile(self, key: str) -> dict | None:
+        rows = self._read("SELECT profile FROM profiles WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def profiles(self) -> dict[str, dict]:
+        """Every profiler record, by evaluation key, in the order they were made."""
+        return {key: json.loads(profile) for key, profile in self._read("SELECT key, profile FROM profiles "
+                                                                        "ORDER BY created")}
+
     # checkpoints -----------------------------------------------------------------------------------------------
     def save_checkpoint(self, generation: int, state: dict) -> None:
         self._write("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)",
@@ -177,3 +195,31 @@ class RunStore:
     def llm_totals(self) -> dict:
         calls, cost = self._read("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE cached = 0")[0]
         return {"calls": calls, "cost_usd": cost}
+
+    # prompt sizes ----------------------------------------------------------------------------------------------
+    def add_prompt(self, role: str, chars: int, parts: dict, individual: str | None = None) -> None:
+        """The size of one prompt sent to the agent of `role`: its characters, and how many of them each part of
+        its context took (``parts``: part name -> characters)."""
+        self._write("INSERT INTO llm_prompts (role, individual, chars, parts, created) VALUES (?, ?, ?, ?, ?)",
+                    (role, individual, int(chars), json.dumps(parts), time.time()))
+
+    def prompts(self) -> list[dict]:
+        """Every prompt's size, in the order they were built: {role, individual, chars, parts}."""
+        return [{"role": role, "individual": individual, "chars": chars, "parts": json.loads(parts)}
+                for role, individual, chars, parts in
+                self._read("SELECT role, individual, chars, parts FROM llm_prompts ORDER BY seq")]
+
+    def prompt_sizes(self) -> dict:
+        """Per role: prompts built, their mean and largest size in characters, and the mean characters of each
+        part of their context; roles in the order first seen."""
+        sizes: dict[str, dict] = {}
+        for prompt in self.prompts():
+            role = sizes.setdefault(prompt["role"], {"prompts": 0, "chars": [], "parts": {}})
+            role["prompts"] += 1
+            role["chars"].append(prompt["chars"])
+            for part, chars in prompt["parts"].items():
+                role["parts"][part] = role["parts"].get(part, 0) + chars
+        return {name: {"prompts": r["prompts"], "mean_chars": sum(r["chars"]) / r["prompts"],
+                       "max_chars": max(r["chars"]),
+                       "parts": {part: total / r["prompts"] for part, total in r["parts"].items()}}
+                for name, r in sizes.items()}

@@ -5,7 +5,9 @@ derived from its hash, which is also how launches of the candidate's own kernels
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -39,12 +41,65 @@ def module_name_for(source: str) -> str:
 
 
 def describe_exception(exc: BaseException, candidate_file: str | None = None) -> str:
-    """The exception's type and message, with only the traceback frames inside the candidate's file."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if candidate_file and f.filename == candidate_file]
-    lines = [f"  line {f.lineno}, in {f.name}: {(f.line or '').strip()}" for f in own[-5:]]
-    head = f"{type(exc).__name__}: {exc}"
-    return "\n".join(([f"{head}"] + (["candidate frames:"] + lines if lines else [])))
+    """The exception's type and message, the line of the candidate's source where it failed, and the traceback
+    frames inside the candidate's file.
+
+    The failing line is found where the launch line alone would hide it: under Triton's interpreter, an error in
+    a kernel body is re-raised at the launch (InterpreterError) with the kernel's own frame in its cause; a Triton
+    compile error (CompilationError) names a line counted from its kernel's ``def`` (``at 4:8:``), which is mapped
+    to the line of the candidate's file."""
+    chain = _exception_chain(exc)
+    frames = []
+    for link in chain:
+        for frame in traceback.extract_tb(link.__traceback__):
+            if candidate_file and frame.filename == candidate_file and \
+                    (frame.lineno, frame.name) not in [(f.lineno, f.name) for f in frames]:
+                frames.append(frame)
+    failing = _compile_error_line(chain, candidate_file) or _innermost_frame_line(chain, candidate_file)
+    lines = [f"  line {f.lineno}, in {f.name}: {(f.line or '').strip()}" for f in frames[-5:]]
+    head = [f"{type(exc).__name__}: {exc}"] + ([failing] if failing else [])
+    return "\n".join(head + (["candidate frames:"] + lines if lines else []))
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """The exception and what caused it, outermost first."""
+    chain = []
+    while exc is not None and all(exc is not seen for seen in chain):
+        chain.append(exc)
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return chain
+
+
+def _innermost_frame_line(chain: list[BaseException], candidate_file: str | None) -> str:
+    """"failing line N, in f: code" for the deepest frame in the candidate's file (a kernel body under the
+    interpreter), or "" when no frame is the candidate's."""
+    for link in reversed(chain):
+        own = [f for f in traceback.extract_tb(link.__traceback__) if candidate_file and f.filename == candidate_file]
+        if own:
+            return f"failing line {own[-1].lineno}, in {own[-1].name}: {(own[-1].line or '').strip()}"
+    return ""
+
+
+def _compile_error_line(chain: list[BaseException], candidate_file: str | None) -> str:
+    """The candidate's line of the innermost Triton CompilationError: its node's line counts from the kernel's
+    ``def`` line (``src`` is the kernel's source from ``def`` on)."""
+    for link in reversed(chain):
+        src, node = getattr(link, "src", None), getattr(link, "node", None)
+        if not isinstance(src, str) or not isinstance(getattr(node, "lineno", None), int) or not candidate_file:
+            continue
+        name = re.match(r"\s*def\s+(\w+)", src)
+        try:
+            source = Path(candidate_file).read_text()
+            tree = ast.parse(source)
+        except (OSError, SyntaxError):
+            return ""
+        defs = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and name and n.name == name[1]]
+        if len(defs) != 1:
+            return ""
+        number = defs[0] + node.lineno - 1
+        code = source.splitlines()[number - 1].strip() if number <= len(source.splitlines()) else ""
+        return f"failing line {number} (line {node.lineno} of kernel {name[1]}), in {name[1]}: {code}"
+    return ""
 
 
 def classify_exception(exc: BaseException) -> str:

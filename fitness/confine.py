@@ -158,7 +158,7 @@ def become_unprivileged(job: dict, confinement: dict | None) -> None:
         return
     problem, sandbox_root = job.get("problem") or {}, os.path.dirname(os.getcwd())
     needed = (*sys.path, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), problem.get("path"),
-              problem.get("seed_path"), job.get("gpu_lock"))
+              problem.get("seed_path"), job.get("gpu_lock"), *job.get("readable", ()))
     readable = [p for p in needed
                 if p and os.path.exists(p) and not os.path.abspath(p).startswith(sandbox_root + os.sep)]
     try:

@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fitness import ncu
 from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
@@ -30,11 +31,13 @@ from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
 from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
+from fitness.target import target_for
 from fitness.timing import TIMING_DEFAULTS, TimingStats
 from hardware_profiles import HardwareProfile
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
 LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
+PROFILERS = ("none", "ncu")
 
 
 @dataclass
@@ -54,8 +57,12 @@ class EvalSettings:
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
     warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
+    profile: str = "none"  # profiler feedback for the LLM agents: none, or ncu (Nsight Compute, fitness/ncu.py)
+    profile_timeout_s: float = 300.0  # one candidate's run under the profiler
 
     def __post_init__(self):
+        if self.profile not in PROFILERS:
+            raise ValueError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
         if self.trials < 1:
             raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
@@ -142,6 +149,7 @@ class Evaluator:
         self.sizes_used = int_constants(loaded.module)  # the size constants in effect (file's, preset, overrides)
         self.cost = self._measure_cost(loaded)
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
+        self.target = target_for(problem, self.device, profile, policy.tf32)  # what the kernels are written for
         self._baselines = baseline_slot or BaselineSlot()
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
@@ -166,7 +174,10 @@ class Evaluator:
     def describe(self) -> str:
         where = (f"GPU {self.profile.display_name}" if self.on_gpu
                  else "no GPU: running kernels on the CPU through Triton's interpreter (times are wall-clock)")
-        return f"problem {self.problem.name} at {self.sizes_text()}; policy {self.policy.name}; {where}"
+        target = "" if self.on_gpu else f"; {self.target.describe()}"
+        profiler = f"; profiler: {self.profiler_note() or 'ncu'}" if self.settings.profile != "none" else ""
+        return (f"problem {self.problem.name} at {self.sizes_text()}; policy {self.policy.name}; {where}{target}"
+                f"{profiler}")
 
     def sizes_text(self) -> str:
         """The sizes actually used, and where they come from: `batch_size=5, dim=519 (test sizes of ...)`."""
@@ -286,6 +297,28 @@ class Evaluator:
         if self.settings.plausibility and reason:
             result.status, result.reason = "rejected", reason
         return waited
+
+    # profiler feedback ---------------------------------------------------------------------------------------
+    def profiler_note(self) -> str:
+        """Why `profile_kernel` gives no metrics here ("" when it can)."""
+        return ncu.unavailable(self.on_gpu)
+
+    def profile_kernel(self, source: str) -> dict:
+        """Profiler metrics of a judged candidate (``fitness.profile``): {} when profiling is off, else the
+        record of ``fitness.ncu`` (its kernels' metrics, or a note saying why there are none)."""
+        if self.settings.profile == "none":
+            return {}
+        note = self.profiler_note()
+        if note:
+            return {"tool": self.settings.profile, "note": note}
+        tool = ncu.find_ncu()
+        job = self._job("profile", source=source, ncu=tool, ncu_timeout_s=self.settings.profile_timeout_s,
+                        readable=ncu.readable_paths(tool))
+        outcome = self._sandbox.run(job, self.settings.profile_timeout_s + self.settings.timeout_s)
+        if outcome.result is None or "profile" not in outcome.result:
+            reason = (outcome.result or {}).get("reason") or outcome.failure_reason(self.settings.profile_timeout_s)
+            return {"tool": "ncu", "note": f"the profiling run failed: {reason}"[:600]}
+        return outcome.result["profile"]
 
     def evaluate(self, source: str, label: str = "") -> EvalResult:
         """Judge one candidate source; never raises for anything the candidate does. Thread-safe."""

@@ -106,7 +106,12 @@ class Genome:
     @classmethod
     def from_source(cls, source: str, note: str = "") -> "Genome":
         space = declared_space(source)
-        return cls(source=source, space=space, params=module_constants(source, space), note=note)
+        params = module_constants(source, space)
+        outside = [f"{name} = {value!r} is not among its {TUNABLE_NAME} choices {space[name]}"
+                   for name, value in params.items() if value not in space[name]]
+        if outside:
+            raise GenomeError("; ".join(outside) + " (each constant's value must be one of its choices)")
+        return cls(source=source, space=space, params=params, note=note)
 
     @property
     def key(self) -> str:

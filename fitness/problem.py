@@ -67,6 +67,11 @@ class LoadedProblem:
     def get_init_inputs(self) -> list:
         return list(self.module.get_init_inputs())
 
+    @property
+    def sizes(self) -> dict:
+        """The problem's size constants as loaded (overrides applied)."""
+        return size_constants(self.module)
+
 
 def suite_manifest() -> dict:
     """Bundled problems: name -> {description, test_sizes}."""
@@ -122,9 +127,14 @@ def _execute_file(path: Path, module_name: str) -> ModuleType:
     return module
 
 
+def size_constants(module: ModuleType) -> dict:
+    """The module-level numeric constants of a problem file: its sizes (what size overrides may change)."""
+    return {k: v for k, v in vars(module).items()
+            if not k.startswith("_") and isinstance(v, numbers.Number) and not isinstance(v, bool)}
+
+
 def _apply_sizes(module: ModuleType, sizes: dict, path: Path) -> None:
-    constants = {k: v for k, v in vars(module).items()
-                 if not k.startswith("_") and isinstance(v, numbers.Number) and not isinstance(v, bool)}
+    constants = size_constants(module)
     for key, value in sizes.items():
         if key not in constants:
             raise ProblemError(

@@ -32,8 +32,17 @@ def _nbytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
-def measure_cost(problem: LoadedProblem) -> ProblemCost:
-    """FLOPs and minimum bytes of one reference forward, measured on the meta device."""
+@dataclass(frozen=True)
+class MetaRun:
+    """One reference forward on the meta device: its tensors' shapes without their memory, and its FLOPs."""
+    inputs: list
+    outputs: list
+    parameters: list
+    flops: float
+
+
+def meta_run(problem: LoadedProblem) -> MetaRun:
+    """Run the reference once on the meta device (no memory allocated, no GPU needed), counting its FLOPs."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with torch.device("meta"):
@@ -44,10 +53,25 @@ def measure_cost(problem: LoadedProblem) -> ProblemCost:
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
         outputs = as_tensor_list(model(*inputs))
-    moved = _nbytes(inputs) + _nbytes(outputs) + _nbytes(model.state_dict().values())
-    floats = [x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    return MetaRun(inputs, outputs, list(model.state_dict().values()), float(counter.get_total_flops()))
+
+
+def measure_cost(problem: LoadedProblem) -> ProblemCost:
+    """FLOPs and minimum bytes of one reference forward, measured on the meta device."""
+    return cost_of(meta_run(problem))
+
+
+def cost_of(run: MetaRun) -> ProblemCost:
+    """The bytes a forward must move (inputs, outputs, parameters, each once) and its FLOPs."""
+    moved = _nbytes(run.inputs) + _nbytes(run.outputs) + _nbytes(run.parameters)
+    floats = [x for x in run.inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
     dtype = max(floats, key=lambda t: t.element_size()).dtype if floats else torch.float32
-    return ProblemCost(flops=float(counter.get_total_flops()), bytes=int(moved), dtype=PEAK_KEY.get(dtype, "fp32"))
+    return ProblemCost(flops=run.flops, bytes=int(moved), dtype=PEAK_KEY.get(dtype, "fp32"))
+
+
+def peak_key(cost: ProblemCost, tf32: bool) -> str:
+    """The peak-table key the problem's work runs at: its dtype, or tf32 for fp32 matmuls where TF32 is allowed."""
+    return "tf32" if (cost.dtype == "fp32" and tf32) else cost.dtype
 
 
 def speed_of_light_s(cost: ProblemCost, profile: HardwareProfile, tf32: bool) -> float | None:
@@ -56,7 +80,6 @@ def speed_of_light_s(cost: ProblemCost, profile: HardwareProfile, tf32: bool) ->
     if not profile.peaks_known or not bandwidth:
         return None
     memory_s = cost.bytes / float(bandwidth)
-    key = "tf32" if (cost.dtype == "fp32" and tf32) else cost.dtype
-    peak = profile.peak(key)
+    peak = profile.peak(peak_key(cost, tf32))
     compute_s = cost.flops / peak if (peak and cost.flops) else 0.0
     return max(memory_s, compute_s)

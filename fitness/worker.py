@@ -12,6 +12,7 @@ job, write the result and leave with ``os._exit``. Jobs:
   candidate's own kernels, and the last timed output per input set checked (``fitness.checks``).
 * ``baseline``: torch.compile and its first call (shared lock), then eager and torch.compile timed with the
   candidate's timer and inputs (exclusive lock).
+* ``profile``: a judged candidate once more under Nsight Compute (``fitness.ncu``), the GPU held exclusively.
 * ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache
   (``fitness.warm``, which also holds what a spare warms before its job).
 
@@ -295,9 +296,19 @@ def run_baseline_job(job: dict) -> dict:
     return result
 
 
+# profile job -----------------------------------------------------------------------------------------------------
+def run_profile_job(job: dict) -> dict:
+    """A judged candidate run once more under Nsight Compute (``fitness.ncu``), the GPU held alone: ncu replays its
+    kernels and locks the clocks, which would disturb anything timed beside it."""
+    from fitness.ncu import profile_in_worker
+
+    with gpu_lock(job, exclusive=True), phase("profile"):
+        return {"status": "ok", "profile": profile_in_worker(job)}
+
+
 # entry point -----------------------------------------------------------------------------------------------------
 def run_job(job: dict) -> dict:
-    runners = {"candidate": run_candidate_job, "baseline": run_baseline_job,
+    runners = {"candidate": run_candidate_job, "baseline": run_baseline_job, "profile": run_profile_job,
                "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j["device"])}}
     try:
         return runners[job["kind"]](job)
@@ -364,7 +375,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     Path(JOB_FILE).unlink(missing_ok=True)  # the token in it proves the result is ours: gone before candidate code
     token = job.pop("token", None)
     PHASES["idle"] = time.monotonic() - ready
-    if job["kind"] == "candidate":
+    if job["kind"] in ("candidate", "profile"):
         become_unprivileged(job, (origin or {}).get("confinement"))  # before the candidate's code exists
     if cuda_error:
         result = {"status": "runtime_error", "internal_error": True,

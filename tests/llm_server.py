@@ -7,7 +7,9 @@ Each POST to ``/v1/chat/completions`` (or ``/chat/completions``) consumes the ne
 * ``{"status": 429}`` (or any other HTTP status >= 400) answers that status with an OpenAI-style error body;
 * any entry may carry ``"delay_s": X`` to sleep before answering (to provoke client time-outs).
 
-An exhausted script answers 500 with the message ``script exhausted``. The server runs on 127.0.0.1 on an
+Instead of a list, ``script`` may be a function of the request's JSON body returning the entry (replies chosen by
+what was asked, e.g. by the role named in the system message). An exhausted script answers 500 with the message
+``script exhausted``. The server runs on 127.0.0.1 on an
 ephemeral port, uses daemon threads, and wakes every sleeping handler when it is stopped, so ``__exit__`` never
 hangs.
 """
@@ -120,8 +122,8 @@ class _Server(ThreadingHTTPServer):
 class ScriptedLLMServer:
     """Context manager: an OpenAI-compatible server answering from ``script``, one entry per chat request."""
 
-    def __init__(self, script: list[dict]):
-        self._script = [dict(entry) for entry in script]
+    def __init__(self, script):
+        self._script = script if callable(script) else [dict(entry) for entry in script]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[tuple[str, dict, object]] = []
@@ -164,6 +166,8 @@ class ScriptedLLMServer:
             seq = len(self._requests)
             self._active += 1
             self._max_active = max(self._max_active, self._active)
+            if callable(self._script):
+                return dict(self._script(body)), seq
             if self._script:
                 return self._script.pop(0), seq
         return {"status": 500, "message": "script exhausted"}, seq

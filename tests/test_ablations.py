@@ -26,3 +26,21 @@ def test_unknown_preset_is_named(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--presets", "no_such"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "unknown presets ['no_such']" in proc.stderr
+
+
+def test_the_profiler_feedback_ablation_differs_from_full_in_the_profiler_only(tmp_path):
+    """`full` asks for Nsight Compute feedback; `no_profiler_feedback` is the same team without it."""
+    import yaml
+
+    configs = {}
+    for preset in ("full", "no_profiler_feedback"):
+        proc = subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", "--cfg", "job",
+                               f"hydra.searchpath=[file://{SCRIPT.parent}]", f"+ablation={preset}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        configs[preset] = yaml.safe_load(proc.stdout)
+    full, ablated = configs["full"], configs["no_profiler_feedback"]
+    assert full["fitness"]["profile"] == "ncu" and ablated["fitness"]["profile"] == "none"
+    for config in (full, ablated):
+        del config["fitness"]["profile"], config["experiment"]
+    assert full == ablated

@@ -1,8 +1,8 @@
 """Run the ablation presets as one Hydra multirun of `kernelevo run`, then tabulate them.
 
 Presets live in experiments/ablations/ablation/*.yaml (each a `# @package _global_` delta on the run config):
-full, no_planner, no_debugger, no_hardware_profile, no_profiling_feedback, no_crossover, random_selection,
-offline_only. Every LLM preset needs an LLM (`--llm local`, `--llm openai`, ...).
+full, no_planner, no_debugger, no_hardware_profile, no_profiling_feedback, no_profiler_feedback, no_crossover,
+random_selection, offline_only. Every LLM preset needs an LLM (`--llm local`, `--llm openai`, ...).
 
     python3 experiments/ablations/run_ablations.py --llm openai --problem row_softmax -- search.generations=10
     python3 experiments/ablations/run_ablations.py --presets offline_only,random_selection --operators offline \\

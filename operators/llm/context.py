@@ -1,29 +1,39 @@
 """Role-specific context for the LLM agents, built to a token budget from named parts.
 
-Parts: ``problem`` (the PyTorch reference), ``parent`` (the code being changed, with line numbers), ``profiling``
-(its measured figures and whether it is memory or compute bound), ``hardware`` (the profile), ``tree`` (what was
-already tried from this lineage and how it went), ``top_k`` (the best kernels so far), ``failures`` (recent
-failures with their reasons). Each role gets the parts it needs (ROLE_PARTS), in priority order; each part can be
-switched off in config (the ablations); when the budget is exceeded, the lowest-priority parts go first.
-Measured figures are rounded to two significant digits, so re-measuring the same kernel rarely changes a prompt.
+Parts: ``problem`` (the PyTorch reference), ``hardware`` (the target GPU, and where candidates are judged),
+``cost_model`` (the problem at its full sizes: shapes, bytes, FLOPs, intensity, and with ``hardware`` the speed of
+light and the bound on the target), ``parent`` (the code being changed: numbered for the planner, who names
+lines; as plain code for the coder, who copies it), ``profiling`` (the parent's measured figures, labelled with
+where they were measured), ``profiler`` (Nsight Compute's metrics of the parent and the best kernel, with
+``fitness.profile=ncu``), ``tree`` (what was already tried from this lineage: plan, outcome, time, change),
+``top_k`` (the best kernels so far, as changes against the parent), ``failures`` (recent failures and why).
+
+The parent appears once; everything else is told against it (``operators.llm.history``). Each role gets the parts
+it needs (ROLE_PARTS), in priority order; each part can be switched off in config (the ablations); over the token
+budget, the lowest-priority parts go first. ``build`` returns the text and how many characters each part took,
+which the run store keeps per prompt (``RunStore.prompt_sizes``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fitness.genome import Genome
-from hardware_profiles import HardwareProfile
+from fitness.individual import Individual
+from fitness.target import Target
+from operators.llm.figures import cost_model_text, hardware_text, measured_text, measured_where, profiler_text
+from operators.llm.history import best_entries, tried_lines
 from operators.llm.parsing import compact_source_view
 
-ALL_PARTS = ("problem", "parent", "profiling", "hardware", "tree", "top_k", "failures")
+ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "failures")
 ROLE_PARTS = {
-    "planner": ("problem", "parent", "profiling", "hardware", "tree", "top_k", "failures"),
-    "coder": ("parent", "problem", "hardware"),
-    "debugger": ("problem", "failures"),
-    "crossover": ("problem", "hardware"),
-    "initialiser": ("problem", "hardware"),
+    "planner": ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "failures"),
+    "coder": ("parent", "problem", "hardware", "cost_model"),
+    "debugger": ("problem", "hardware", "profiler", "failures"),
+    "crossover": ("problem", "hardware", "cost_model"),
+    "initialiser": ("problem", "hardware", "cost_model"),
 }
 CHARS_PER_TOKEN = 4
+PROFILER_HEADING = ("## Profiler metrics (Nsight Compute, one forward call on the target GPU at full size; times "
+                    "under the profiler, clocks locked to base)")
 
 
 @dataclass
@@ -32,85 +42,73 @@ class ContextSettings:
     parts: dict = field(default_factory=lambda: {p: True for p in ALL_PARTS})
     top_k: int = 2
     failures: int = 3
+    tried: int = 8  # attempts listed under "already tried"
 
     def enabled(self, part: str) -> bool:
         return bool(self.parts.get(part, True))
 
 
-def two_digits(value: float) -> str:
-    """Two significant digits, and never an exponent for what a prompt shows (410, not 4.1e+02)."""
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2g}"
-
-
-def fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    return f"{two_digits(seconds * 1e6)} us" if seconds < 1e-3 else f"{two_digits(seconds * 1e3)} ms"
-
-
-def hardware_text(profile: HardwareProfile | None) -> str:
-    if profile is None:
-        return ""
-    peaks = ", ".join(f"{k} {two_digits(v / 1e12)} TFLOP/s" for k, v in profile.peak_flops_per_s.items() if v)
-    bandwidth = profile.memory_bandwidth_bytes_per_s
-    return (f"{profile.display_name}: {profile.sm_count} SMs, {profile.shared_memory_per_block_bytes // 1024} KiB "
-            f"shared memory per block, {profile.l2_cache_bytes // (1 << 20)} MiB L2, "
-            f"{profile.max_threads_per_block} threads per block"
-            + (f", {two_digits(bandwidth / 1e12)} TB/s memory bandwidth" if bandwidth else "")
-            + (f", peak {peaks}" if peaks else "") + ".")
-
-
-def profiling_text(result) -> str:
-    """The parent's measured figures, and which resource bounds it."""
-    if result is None or not result.ok:
-        return ""
-    lines = [f"time {fmt_time(result.time_s)} ({result.timer})"]
-    if result.eager_s:
-        lines.append(f"PyTorch eager {fmt_time(result.eager_s)}, torch.compile {fmt_time(result.compile_s)}")
-    if result.sol_fraction is not None:
-        lines.append(f"{result.sol_fraction:.0%} of the speed of light ({fmt_time(result.sol_s)})")
-    cost = result.cost or {}
-    if cost.get("bytes"):
-        intensity = cost.get("flops", 0.0) / cost["bytes"]
-        lines.append(f"{two_digits(cost['bytes'] / 1e6)} MB moved, {two_digits(cost.get('flops', 0) / 1e9)} GFLOP: "
-                     f"{'compute' if intensity > 50 else 'memory'} bound (arithmetic intensity "
-                     f"{two_digits(intensity)} FLOP/byte)")
-    return "; ".join(lines)
+@dataclass(frozen=True)
+class Context:
+    text: str
+    parts: dict  # part name -> characters it takes in `text`
 
 
 class ContextBuilder:
-    def __init__(self, settings: ContextSettings, profile: HardwareProfile | None, problem_source: str):
+    def __init__(self, settings: ContextSettings, target: Target, problem_source: str):
         self.settings = settings
-        self.profile = profile
+        self.target = target
         self.problem_source = problem_source
 
-    def _parts(self, parent: Genome | None, parent_result, archive: tuple, lineage_notes: list[str]) -> dict:
+    def _parts(self, role: str, parent: Individual | None, archive: tuple, duplicates: tuple,
+               profiles: dict) -> dict:
+        wanted = {part for part in ROLE_PARTS[role] if self.settings.enabled(part)}
         parts = {"problem": f"## PyTorch reference\n```python\n{self.problem_source.strip()}\n```",
-                 "hardware": f"## Hardware\n{hardware_text(self.profile)}"}
+                 "hardware": hardware_text(self.target),
+                 "cost_model": cost_model_text(self.target, hardware=self.settings.enabled("hardware"))}
         if parent is not None:
-            parts["parent"] = f"## Parent kernel (numbered)\n```\n{compact_source_view(parent.rendered())}\n```"
-            figures = profiling_text(parent_result)
+            code = parent.genome.rendered()
+            parts["parent"] = (f"## Parent kernel {parent.id} (numbered)\n```\n{compact_source_view(code)}```"
+                               if role == "planner" else
+                               f"## Parent kernel {parent.id}\n```python\n{code.strip()}\n```\nLine numbers in the "
+                               f"plan count the lines of this listing from 1.")
+            figures = measured_text(parent.result, self.target)
             if figures:
-                parts["profiling"] = f"## Measured (parent)\n{figures}"
-        if lineage_notes:
-            parts["tree"] = "## Already tried from this lineage\n" + "\n".join(f"- {n}" for n in lineage_notes)
-        best = sorted((i for i in archive if i.ok), key=lambda i: i.fitness.values[0])[: self.settings.top_k]
+                parts["profiling"] = f"## Measured (parent {parent.id})\n{figures}"
+        metrics = [f"### {label}\n{text}" for label, profile in profiles.items() if (text := profiler_text(profile))]
+        if metrics and "profiler" in wanted:
+            parts["profiler"] = PROFILER_HEADING + "\n" + "\n".join(metrics)
+        shown: set = set()  # attempts listed under "already tried" are not listed again as failures
+        if parent is not None and "tree" in wanted:
+            tried = tried_lines(parent, archive, duplicates, self.settings.tried)
+            shown = {line.split(" ", 2)[1] for line in tried}
+            where = f" (times: {measured_where(parent.result, self.target)})" if parent.ok else ""
+            if tried:
+                parts["tree"] = f"## Already tried from this lineage{where}\n" + "\n".join(tried)
+        best = best_entries(parent, archive, self.settings.top_k) if "top_k" in wanted else []
         if best:
-            parts["top_k"] = "## Best kernels so far\n" + "\n\n".join(
-                f"{fmt_time(i.fitness.values[0])}:\n```python\n{i.genome.rendered().strip()}\n```" for i in best)
-        failed = [i for i in archive if not i.ok][-self.settings.failures:]
-        if failed:
+            fastest = parent is not None and parent.ok and parent.time_s <= min(i.time_s for i in archive)
+            heading = ("" if parent is None else " (the parent is the fastest; the next ones, against it)" if fastest
+                       else " (against the parent)")
+            parts["top_k"] = f"## Best kernels so far{heading}\n" + "\n".join(best)
+        failed = [i for i in archive if not i.ok and i.id not in shown][-self.settings.failures:]
+        if failed and "failures" in wanted:
             parts["failures"] = "## Recent failures\n" + "\n".join(
-                f"- {i.status}: {i.reason.splitlines()[0][:300] if i.reason else ''}" for i in failed)
+                f"- {i.id} ({i.operator}) {i.status}: {i.reason.splitlines()[0][:300] if i.reason else ''}"
+                for i in failed)
         return parts
 
-    def build(self, role: str, parent: Genome | None = None, parent_result=None, archive: tuple = (),
-              lineage_notes: list[str] | None = None) -> str:
-        """The context text for one role, within the token budget."""
-        parts = self._parts(parent, parent_result, archive, lineage_notes or [])
-        chosen = [parts[p] for p in ROLE_PARTS[role] if p in parts and self.settings.enabled(p)]
+    def build(self, role: str, parent: Individual | None = None, archive: tuple = (), duplicates: tuple = (),
+              profiles: dict | None = None) -> Context:
+        """The context for one role, within the token budget. `duplicates`: the plans of this request's earlier
+        attempts that made a kernel which already existed; `profiles`: label -> profiler record (the parent's, the
+        best kernel's)."""
+        parts = self._parts(role, parent, archive, tuple(duplicates), profiles or {})
+        chosen = [(p, parts[p]) for p in ROLE_PARTS[role] if parts.get(p) and self.settings.enabled(p)]
         budget = self.settings.token_budget * CHARS_PER_TOKEN
-        while chosen and sum(len(c) for c in chosen) > budget and len(chosen) > 1:
+        while len(chosen) > 1 and sum(len(text) for _, text in chosen) > budget:
             chosen.pop()  # lowest priority first
-        text = "\n\n".join(chosen)
-        return text if len(text) <= budget else text[:budget] + "\n[... context trimmed to the token budget ...]"
+        text = "\n\n".join(text for _, text in chosen)
+        if len(text) > budget:
+            text = text[:budget] + "\n[... context trimmed to the token budget ...]"
+        return Context(text, {name: len(part) for name, part in chosen})

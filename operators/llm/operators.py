@@ -12,7 +12,6 @@ from typing import ClassVar
 from fitness.genome import Genome, GenomeError
 from fitness.individual import Individual
 from operators.base import BudgetExhausted, Operator, OperatorContext
-from operators.llm.context import profiling_text
 from operators.llm.parsing import ParseError
 
 REPAIRABLE = ("compile_error", "runtime_error", "incorrect")
@@ -25,16 +24,16 @@ def _team(context: OperatorContext):
     return context.team
 
 
-def _lineage_notes(parent: Individual, context: OperatorContext) -> list[str]:
-    """Tree memory: what children of this parent (and of its ancestors) were tried, and how they did."""
-    ancestry = {parent.id, *parent.parents}
-    notes = []
-    for ind in context.archive:
-        if set(ind.parents) & ancestry and ind.note:
-            outcome = "ok" if ind.ok else ind.status
-            notes.append(f"{ind.operator}: {ind.note.splitlines()[0][:200]} -> {outcome}")
-    return notes[-8:] + [f"{note.splitlines()[0][:200]} -> made a kernel that already exists: propose a different "
-                         f"change" for note in context.duplicates]
+def _profiles(parent: Individual, context: OperatorContext) -> dict:
+    """Profiler records (``fitness.profile``) of the parent and of the fastest kernel so far, by label; {} when
+    profiling is off. Each kernel is profiled once per run (the run store keeps its record)."""
+    if context.profile_kernel is None:
+        return {}
+    chosen = [(f"parent {parent.id}", parent)] if parent.ok else []
+    best = min((ind for ind in context.archive if ind.ok), key=lambda ind: ind.time_s, default=None)
+    if best is not None and best.key != parent.key:
+        chosen.append((f"best so far {best.id}", best))
+    return {label: record for label, ind in chosen if (record := context.profile_kernel(ind.genome.rendered()))}
 
 
 def _budget_guard(call):
@@ -61,27 +60,29 @@ class LLMMutation(Operator):
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         (genome,) = self.check_arity(parents)
         team, parent = _team(context), parents[0]
+        profiles = _profiles(parent, context)
         plan = ""
         if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(genome, parent.result, context.archive,
-                                                   _lineage_notes(parent, context)))
+            plan = _budget_guard(lambda: team.plan(parent, context.archive, context.duplicates, profiles))
             if plan is None:
                 return []
         if not self.use_planner and context.duplicates:  # no planner to tell: the coder is told instead
             plan = "Your earlier change gave a kernel that already exists; make a different change."
-        source = _budget_guard(lambda: team.code(genome, plan))
+        source = _budget_guard(lambda: team.code(parent, plan))
         if source is None:
             return []
-        source = self._repair(team, source, context)
+        parent_profile = {label: record for label, record in profiles.items() if label.startswith("parent")}
+        source = self._repair(team, source, parent, plan, context, parent_profile)
         child = _budget_guard(lambda: Genome.from_source(source, note=plan))
         return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
 
-    def _repair(self, team, source: str, context: OperatorContext) -> str:
+    def _repair(self, team, source: str, parent: Individual, plan: str, context: OperatorContext,
+                profiles: dict) -> str:
         for _ in range(self.debug_tries if context.evaluate else 0):
             outcome = context.evaluate(source)
             if outcome.status not in REPAIRABLE:
                 break
-            fixed = _budget_guard(lambda: team.debug(source, outcome.status, outcome.reason, context.archive))
+            fixed = _budget_guard(lambda: team.debug(source, outcome, parent, plan, context.archive, profiles))
             if fixed is None:
                 break
             source = fixed
@@ -100,7 +101,6 @@ class LLMCrossover(Operator):
         team = _team(context)
         if a.key == b.key:
             return []
-        figures = [profiling_text(p.result) for p in parents]
-        source = _budget_guard(lambda: team.crossover(a, figures[0], b, figures[1]))
+        source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
-        return self.offspring(child, parents)
+        return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM

@@ -15,9 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fitness.genome import Genome
+from fitness.genome import TUNABLE_NAME, Genome, GenomeError
+from fitness.individual import Individual
 from operators.base import CURRENT_CHILD
-from operators.llm.context import ContextBuilder
+from operators.llm.context import Context, ContextBuilder
+from operators.llm.figures import measured_text, ran_where
+from operators.llm.history import unified_diff
 from operators.llm.parsing import ParseError, apply_edits, extract_code, extract_plan, parse_edits
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -49,8 +52,17 @@ class TeamSettings:
         return self.roles.get(name, RoleSettings())
 
 
+def _usable(source: str) -> str:
+    """`source`, if its launch-parameter space is well formed; else a ParseError the agent is told."""
+    try:
+        Genome.from_source(source)
+    except GenomeError as exc:
+        raise ParseError("tunable", f"your module's {TUNABLE_NAME} is not usable: {exc}") from exc
+    return source
+
+
 class LLMTeam:
-    def __init__(self, client, context: ContextBuilder, settings: TeamSettings, policy: dict):
+    def __init__(self, client, context: ContextBuilder, settings: TeamSettings, policy: dict, on_prompt=None):
         self.client = client
         self.context = context
         self.settings = settings
@@ -58,13 +70,18 @@ class LLMTeam:
         self._policy = policy
         self._samples: Counter = Counter()
         self._samples_lock = threading.Lock()
+        self.on_prompt = on_prompt  # (role, characters, {part: characters}) for every prompt built: the run store
 
     # one exchange with one agent, retried while its reply cannot be used ---------------------------------------
-    def _ask(self, role: str, prompt: str, parse):
-        """Send `prompt` to the agent of `role`; `parse(reply)` turns its reply into the result or raises ParseError."""
+    def _ask(self, role: str, prompt: str, parse, parts: dict):
+        """Send `prompt` to the agent of `role`; `parse(reply)` turns its reply into the result or raises ParseError.
+        `parts`: characters of the prompt taken by each named piece (context parts, template slots)."""
         system = self._system.substitute(role=role, policy=self._policy.get("name", "?"),
                                          policy_description=self._policy.get("description", ""))
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        if self.on_prompt is not None:
+            sizes = {"system": len(system), **parts, "instructions": len(prompt) - sum(parts.values())}
+            self.on_prompt(role, len(system) + len(prompt), sizes)
         settings = self.settings.role(role)
         sample = self._next_sample(messages)
         for attempt in range(self.settings.parse_retries + 1):
@@ -95,42 +112,65 @@ class LLMTeam:
 
     @staticmethod
     def _code(reply) -> str:
-        return extract_code(reply.text, reply.finish_reason)
+        return _usable(extract_code(reply.text, reply.finish_reason))
+
+    def _fill(self, name: str, context: Context, **slots) -> tuple[str, dict]:
+        """The prompt of template `name`, and the characters each context part and slot takes in it."""
+        prompt = template(name).substitute(context=context.text, **slots)
+        return prompt, {**context.parts, **{slot: len(text) for slot, text in slots.items()}}
 
     # the roles ---------------------------------------------------------------------------------------------------
-    def plan(self, parent: Genome, parent_result, archive: tuple, lineage_notes: list[str]) -> str:
-        context = self.context.build("planner", parent, parent_result, archive, lineage_notes)
-        prompt = template("planner").substitute(max_steps=self.settings.max_plan_steps, context=context)
-        return self._ask("planner", prompt, lambda reply: extract_plan(reply.text))
+    def plan(self, parent: Individual, archive: tuple, duplicates: tuple = (), profiles: dict | None = None) -> str:
+        context = self.context.build("planner", parent, archive, duplicates, profiles)
+        prompt, parts = self._fill("planner", context, max_steps=str(self.settings.max_plan_steps))
+        return self._ask("planner", prompt, lambda reply: extract_plan(reply.text), parts)
 
-    def code(self, parent: Genome, plan: str) -> str:
+    def code(self, parent: Individual, plan: str) -> str:
         context = self.context.build("coder", parent)
         fmt = template(f"format_{self.settings.edit_format}").template
-        prompt = template("coder").substitute(plan=plan or "(no plan: improve the kernel's speed as you see fit)",
-                                              context=context, format_instructions=fmt)
+        prompt, parts = self._fill("coder", context, format_instructions=fmt,
+                                   plan=plan or "(no plan: improve the kernel's speed as you see fit)")
         if self.settings.edit_format == "diff":
-            base = parent.rendered()
-            return self._ask("coder", prompt, lambda reply: apply_edits(base, parse_edits(reply.text)))
-        return self._ask("coder", prompt, self._code)
+            base = parent.genome.rendered()
+            return self._ask("coder", prompt, lambda reply: _usable(apply_edits(base, parse_edits(reply.text))),
+                             parts)
+        return self._ask("coder", prompt, self._code, parts)
 
-    def debug(self, source: str, status: str, error: str, archive: tuple) -> str:
-        context = self.context.build("debugger", archive=archive)
-        prompt = template("debugger").substitute(status=status, error=error, source=source.strip(), context=context)
-        return self._ask("debugger", prompt, self._code)
+    def debug(self, source: str, result, parent: Individual, plan: str, archive: tuple,
+              profiles: dict | None = None) -> str:
+        """A repair of `source`, which failed with `result`: told the error (its failing line), where it ran, the
+        plan it implements and its change against `parent`."""
+        context = self.context.build("debugger", archive=archive, profiles=profiles)
+        diff = unified_diff(parent.genome.rendered(), source, f"parent {parent.id}", "failing kernel")
+        prompt, parts = self._fill("debugger", context, status=result.status, error=result.reason,
+                                   where=ran_where(result, self.context.target), plan=plan.strip() or "(no plan)",
+                                   diff=diff or "(no change)", source=source.strip())
+        return self._ask("debugger", prompt, self._code, parts)
 
-    def crossover(self, a: Genome, a_text: str, b: Genome, b_text: str) -> str:
+    def crossover(self, a: Individual, b: Individual, duplicates: tuple = ()) -> str:
+        """A child combining `a` and `b`: `a` in full, `b` as a diff against it when that is shorter; told when an
+        earlier reply for this child repeated an existing kernel (`duplicates`)."""
         context = self.context.build("crossover")
-        prompt = template("crossover").substitute(
-            parent_a=f"{a_text}\n```python\n{a.rendered().strip()}\n```",
-            parent_b=f"{b_text}\n```python\n{b.rendered().strip()}\n```", context=context)
-        return self._ask("crossover", prompt, self._code)
+        code_a, code_b = a.genome.rendered().strip(), b.genome.rendered().strip()
+        diff = unified_diff(code_a, code_b, f"parent A ({a.id})", f"parent B ({b.id})", max_lines=10 ** 6)
+        figures = [measured_text(parent.result, self.context.target) for parent in (a, b)]
+        parent_b = (f"{figures[1]}\nIts code, as a diff against parent A:\n```diff\n{diff}\n```"
+                    if len(diff) < len(code_b) else f"{figures[1]}\n```python\n{code_b}\n```")
+        again = ("\n\n## Already made\nYour earlier reply for this child repeated a kernel that already exists: "
+                 "combine the parents differently.") if duplicates else ""
+        prompt, parts = self._fill("crossover", context, parent_b=f"{b.id}: {parent_b}{again}",
+                                   parent_a=f"{a.id}: {figures[0]}\n```python\n{code_a}\n```")
+        return self._ask("crossover", prompt, self._code, parts)
 
-    def initialise(self, seed: str | None = None, origin: str = "") -> str:
-        """A first kernel: from the reference alone, or, given a `seed` kernel (made by `origin`), a faster
-        rewrite of it."""
+    def initialise(self, seed: str | None = None, origin: str = "", measured=None) -> str:
+        """A first kernel: from the reference alone, or, given a `seed` kernel (made by `origin`, with its
+        `measured` result), a faster rewrite of it."""
         context = self.context.build("initialiser")
         if seed is None:
-            prompt = template("initialiser").substitute(context=context)
+            prompt, parts = self._fill("initialiser", context)
         else:
-            prompt = template("initialiser_from_seed").substitute(context=context, seed=seed.strip(), origin=origin)
-        return self._ask("initialiser", prompt, self._code)
+            figures = measured_text(measured, self.context.target) if self.context.settings.enabled("profiling") \
+                else ""
+            prompt, parts = self._fill("initialiser_from_seed", context, seed=seed.strip(), origin=origin,
+                                       measured=f"Measured: {figures}." if figures else "")
+        return self._ask("initialiser", prompt, self._code, parts)

@@ -1,0 +1,178 @@
+"""The figures an agent is shown, each labelled with where it came from.
+
+* the target (``fitness.target.Target``): the GPU the kernels are written for and the problem at its full sizes,
+  with the cost model there (bytes, FLOPs, intensity, speed of light, memory or compute bound from the GPU's
+  bandwidth and peak), computed, not measured;
+* measured times (an ``EvalResult``): CUDA events on a GPU, or the CPU interpreter's wall-clock at test sizes,
+  which is no GPU time and says so;
+* profiler metrics (``fitness.ncu``'s record): Nsight Compute's, for one forward call on the GPU.
+
+Every figure has two significant digits and no exponent, so re-measuring the same kernel rarely changes a prompt.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from fitness.target import Target
+
+TERA = 1e12
+
+
+def two_digits(value: float) -> str:
+    """Two significant digits, and never an exponent for what a prompt shows (410, not 4.1e+02)."""
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return format(Decimal(f"{value:.2g}"), "f")
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds >= 1:
+        return f"{two_digits(seconds)} s"
+    return f"{two_digits(seconds * 1e6)} us" if seconds < 1e-3 else f"{two_digits(seconds * 1e3)} ms"
+
+
+def fmt_bytes(count: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if count >= scale:
+            return f"{two_digits(count / scale)} {unit}"
+    return f"{count:.0f} B"
+
+
+def fmt_sizes(sizes: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def ratio(base: float | None, new: float | None) -> str:
+    """How `new` compares with `base` as a speed: "1.3x faster", "2.0x slower", "as fast"."""
+    if not base or not new:
+        return ""
+    if abs(base / new - 1) < 0.005:
+        return "as fast"
+    factor = base / new if new < base else new / base
+    return f"{factor:.2f}x {'faster' if new < base else 'slower'}" if factor < 10 else \
+        f"{two_digits(factor)}x {'faster' if new < base else 'slower'}"
+
+
+# the target -------------------------------------------------------------------------------------------------
+def hardware_text(target: Target) -> str:
+    """The target GPU's facts and where candidates are judged."""
+    profile = target.profile
+    if profile is None:
+        facts = ("No target GPU was named for this search: write for a current NVIDIA data-centre GPU (at most "
+                 "1024 threads per block).")
+    else:
+        peaks = ", ".join(f"{k} {two_digits(v / TERA)}" for k, v in profile.peak_flops_per_s.items() if v)
+        bandwidth = profile.memory_bandwidth_bytes_per_s
+        facts = (f"{profile.display_name} (hardware profile {profile.name}): {profile.sm_count} SMs; per block at "
+                 f"most {profile.max_threads_per_block} threads, {profile.shared_memory_per_block_bytes // 1024} KiB "
+                 f"shared memory, {profile.registers_per_block // 1024}K registers; "
+                 f"{profile.l2_cache_bytes // (1 << 20)} MiB L2"
+                 + (f"; {two_digits(bandwidth / TERA)} TB/s memory bandwidth" if bandwidth else "")
+                 + (f"; dense peak {peaks} TFLOP/s" if peaks else "") + ".")
+    return f"## Target GPU\n{facts}\n{judged_text(target)}"
+
+
+def judged_text(target: Target) -> str:
+    if target.interpreter:
+        return (f"Candidates are judged on the CPU through Triton's interpreter (TRITON_INTERPRET=1: kernels run as "
+                f"NumPy, one program at a time) at small test sizes ({fmt_sizes(target.evaluated_sizes)}): a kernel "
+                f"must be correct there and fast on the target GPU at full size.")
+    return f"Candidates are judged on this GPU ({target.device}) at the sizes below."
+
+
+def cost_model_text(target: Target, hardware: bool = True) -> str:
+    """The problem at its full sizes and its cost there; with `hardware`, the speed of light and the bound on the
+    target GPU."""
+    lines = [f"## Problem at full size\nSizes: {fmt_sizes(target.sizes) or 'as in the reference'}."]
+    if target.inputs:
+        lines.append(f"Inputs {', '.join(target.inputs)}; outputs {', '.join(target.outputs)}.")
+    cost = target.cost
+    if cost is None:
+        return "\n".join(lines)
+    flops = (f"{two_digits(cost.flops / 1e9)} GFLOP" if cost.flops else
+             "0 FLOP counted (only matmul, convolution and attention FLOPs are counted; elementwise work is not)")
+    lines.append(f"Cost model at these sizes: {fmt_bytes(cost.bytes)} moved at least (inputs, outputs and "
+                 f"parameters once each), {flops}, arithmetic intensity {two_digits(target.intensity or 0)} "
+                 f"FLOP/byte.")
+    if hardware and target.sol_s is not None:
+        compute = f", FLOPs / {target.peak_key} peak {fmt_time(target.compute_s)}" if target.compute_s else ""
+        lines.append(f"On the target GPU: speed of light {fmt_time(target.sol_s)} (bytes / bandwidth "
+                     f"{fmt_time(target.memory_s)}{compute}): {target.bound} bound (its ridge point is "
+                     f"{two_digits(target.ridge)} FLOP/byte at the {target.peak_key} peak).")
+    return "\n".join(lines)
+
+
+# measured figures ---------------------------------------------------------------------------------------------
+def _judged_sizes(result, target: Target | None) -> dict:
+    """The sizes a result was judged at: all of them when it was judged as the target's evaluations are, else the
+    overrides it records."""
+    return target.evaluated_sizes if target is not None and result.device == target.device else result.sizes
+
+
+def measured_where(result, target: Target | None = None) -> str:
+    """Where a result's time was measured, as a label."""
+    sizes = _judged_sizes(result, target)
+    if result.timer == "interpreter":
+        return f"CPU interpreter wall-clock at test sizes ({fmt_sizes(sizes)}), not GPU time"
+    full = not result.sizes or (target is not None and sizes == target.sizes)
+    return f"CUDA events on {result.hardware_profile or result.device} " + \
+        ("at full size" if full else f"at sizes ({fmt_sizes(sizes)})")
+
+
+def ran_where(result, target: Target | None = None) -> str:
+    """Where an evaluation ran, for the agent repairing its failure."""
+    sizes = fmt_sizes(_judged_sizes(result, target))
+    if result.timer == "interpreter" or result.device == "cpu":
+        return ("on the CPU through Triton's interpreter (TRITON_INTERPRET=1: kernels run as NumPy, one program at "
+                f"a time; GPU-only features such as inline assembly do not run there), at test sizes ({sizes})")
+    return f"on {result.hardware_profile or 'the GPU'} ({result.device})" + (f" at sizes ({sizes})" if sizes else
+                                                                              " at full size")
+
+
+def measured_text(result, target: Target | None = None) -> str:
+    """A correct kernel's measured figures, labelled with where they were measured."""
+    if result is None or not result.ok:
+        return ""
+    parts = [f"{fmt_time(result.time_s)} ({measured_where(result, target)})"]
+    if result.eager_s:
+        parts.append(f"PyTorch eager {fmt_time(result.eager_s)} ({ratio(result.eager_s, result.time_s)}), "
+                     f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})")
+    if result.sol_fraction is not None:
+        parts.append(f"{result.sol_fraction:.0%} of the speed of light ({fmt_time(result.sol_s)})")
+    if result.timer == "interpreter":
+        parts.append("no speed-ups or speed-of-light fraction on the interpreter: use the cost model")
+    return "; ".join(parts)
+
+
+# profiler metrics ---------------------------------------------------------------------------------------------
+def _kernel_metrics(kernel: dict) -> str:
+    shape = ", ".join(f"{k} {kernel[f'{k}_size']:.0f}" for k in ("grid", "block") if f"{k}_size" in kernel)
+    name = kernel["name"] if len(kernel["name"]) <= 80 else kernel["name"][:77] + "..."
+    head = f"{name} ({kernel.get('launches', 1)} launch{'es' if kernel.get('launches', 1) > 1 else ''}"
+    head += f", {shape})" if shape else ")"
+    facts = []
+    if "time_s" in kernel:
+        facts.append(fmt_time(kernel["time_s"]))
+    throughput = [f"{label} {kernel[key]:.0f}%" for label, key in (("DRAM", "dram_pct"), ("SM", "sm_pct"))
+                  if key in kernel]
+    if throughput:
+        facts.append(" and ".join(throughput) + " of peak throughput")
+    if "occupancy_pct" in kernel:
+        facts.append(f"achieved occupancy {kernel['occupancy_pct']:.0f}%")
+    if "registers_per_thread" in kernel:
+        facts.append(f"{kernel['registers_per_thread']:.0f} registers/thread")
+    if "smem_bytes" in kernel:
+        facts.append(f"{fmt_bytes(kernel['smem_bytes'])} shared memory/block")
+    if kernel.get("top_stalls"):
+        facts.append("top stalls (cycles per issued instruction): "
+                     + ", ".join(f"{reason} {two_digits(value)}" for reason, value in kernel["top_stalls"]))
+    return f"- {head}: " + "; ".join(facts)
+
+
+def profiler_text(profile: dict | None) -> str:
+    """Nsight Compute's metrics of one forward call ("" when there are none: profiling off or impossible)."""
+    if not profile or not profile.get("kernels"):
+        return ""
+    return "\n".join(_kernel_metrics(kernel) for kernel in profile["kernels"])

@@ -1,0 +1,91 @@
+"""A killed LLM run resumes from exactly its last checkpoint: the interrupted generation is made again with the same
+prompts, so every LLM reply comes from the cache (the server is gone) and the lineage is the one the killed run was
+making, paid calls counted once.
+
+The run is killed mid-generation for real (SIGKILL): generation 2's last child asks for a kernel whose evaluation
+takes a few seconds on the interpreter, and the kill comes once its reply is in the cache, while it is evaluated,
+after the first child of that generation was stored but before the generation's checkpoint.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import CANDIDATES, SCALE_SHIFT, read_store
+from llm_server import ScriptedLLMServer
+from test_llm_agents import GOOD, KEY, PLAN, reply, run_dir_of
+
+CALLS = 8  # two generations of two children, each a plan and its code
+SLOW_LOOP = "    for _ in range(600):\n        x = x + 0.0\n"  # the same result, slowly on the interpreter
+
+
+def kernel(block: int, slow: bool = False) -> str:
+    source = GOOD.replace('BLOCK = 128\nTUNABLE = {"BLOCK": [64, 128, 256]}',
+                          f'BLOCK = {block}\nTUNABLE = {{"BLOCK": [{block}]}}')
+    load = "    x = tl.load(x_ptr + offs, mask=mask)\n"
+    return source.replace(load, load + SLOW_LOOP) if slow else source
+
+
+class Replies:
+    def __init__(self):
+        self.code_calls = 0
+
+    def __call__(self, body: dict) -> dict:
+        if "Your role: planner." in body["messages"][0]["content"]:
+            return reply(PLAN)
+        self.code_calls += 1
+        block = (256, 512, 1024, 2048)[self.code_calls - 1]
+        return reply(f"```python\n{kernel(block, slow=self.code_calls == 4)}```")
+
+
+def command(cache, url: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "kernelevo.cli", *extra, f"problem={SCALE_SHIFT}",
+            f"problem.seed={CANDIDATES / 'good.py'}", "+problem.sizes.dim=4000", "operators=llm_mutation",
+            "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={url}",
+            "llm.api_key_env=KERNELEVO_TEST_LLM_KEY", f"llm.cache_dir={cache}", "llm.timeout_s=2",
+            "llm.max_retries=1", "llm.backoff_s=0.01", "llm.input_cost_per_token=1e-6",
+            "llm.output_cost_per_token=2e-6", "search.mu=1", "search.lambda_=2", "search.parallel=1",
+            "search.generations=2", "search.patience=null", "search.tuner.trials=1", "fitness.trials=2",
+            "fitness.timing.interpreter_reps=1"]
+
+
+def lineage(run_dir) -> list[tuple]:
+    return [(ind.id, ind.operator, ind.parents, ind.note, ind.key, ind.status)
+            for ind in read_store(run_dir, lambda store: store.individuals())]
+
+
+def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cache(tmp_path):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELEVO_TEST_LLM_KEY": KEY}
+    cache = tmp_path / "cache"
+    with ScriptedLLMServer(Replies()) as server:
+        url = server.url
+        killed = subprocess.Popen(command(cache, url, "run"), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 300
+        while len(list(cache.glob("*.json"))) < CALLS and killed.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(killed.pid, signal.SIGKILL)  # the last child's reply is cached; its slow evaluation has begun
+        output = killed.communicate(timeout=60)[0]
+    assert len(list(cache.glob("*.json"))) == CALLS, output
+    run_dir = run_dir_of(output)
+    before = read_store(run_dir, lambda store: (store.latest_checkpoint()["generation"], lineage(run_dir),
+                                                store.llm_calls(), store.llm_totals()))
+    checkpoint, made, calls, paid = before
+    assert checkpoint == 1 and [row[0] for row in made] == ["0.0", "1.0", "1.1", "2.0"], output  # 2.1 unfinished
+    assert paid["calls"] == CALLS
+
+    resumed = subprocess.run([sys.executable, "-m", "kernelevo.cli", "resume", f"run_dir={run_dir}"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=600)  # the server is stopped
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    after, all_calls, totals = read_store(run_dir, lambda store: (lineage(run_dir), store.llm_calls(),
+                                                                  store.llm_totals()))
+    assert after[:len(made)] == made  # what the killed run made, made again identically
+    assert [row[0] for row in after] == ["0.0", "1.0", "1.1", "2.0", "2.1"] and after[-1][5] == "ok"
+    assert "for _ in range(600)" in read_store(run_dir, lambda store: store.individual("2.1")).genome.source
+    replayed = all_calls[len(calls):]
+    generation_2 = [c["request_hash"] for c in calls if c["individual"].startswith("2.")]
+    assert [c["request_hash"] for c in replayed] == generation_2 and all(c["cached"] for c in replayed)
+    assert totals == paid  # the replayed calls were paid once, by the killed run
+    assert re.search(r"gen +2 \|", resumed.stdout)
