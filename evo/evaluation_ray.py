@@ -100,10 +100,10 @@ class RemoteEvaluator:
     """The driver's handle on one actor: the evaluator's calls, answered on the actor's node. `problem` and `policy`
     are the driver's (the seed file and the LLM agents' context are read here)."""
 
-    def __init__(self, ray, actor, problem: ProblemSpec, policy: PrecisionPolicy, settings: EvalSettings,
-                 facts: dict, baselines: SharedBaseline):
+    def __init__(self, ray, actor, problem: ProblemSpec, policy: PrecisionPolicy, facts: dict,
+                 baselines: SharedBaseline):
         self._ray, self.actor, self._baselines = ray, actor, baselines
-        self.problem, self.policy, self.settings = problem, policy, settings
+        self.problem, self.policy = problem, policy
         self.device, self.on_gpu, self.profile = facts["device"], facts["on_gpu"], facts["profile"]
         self.target, self.cost, self.sol_s, self.sizes_used = (facts["target"], facts["cost"], facts["sol_s"],
                                                                 facts["sizes_used"])
@@ -211,7 +211,7 @@ class RayEvaluators:
                   for _ in range(max(gpus, 1))]
         facts = self._start(actors, where)
         baselines = SharedBaseline(ray, actors)
-        evaluators = [RemoteEvaluator(ray, a, problem, policy, settings, f, baselines) for a, f in zip(actors, facts)]
+        evaluators = [RemoteEvaluator(ray, a, problem, policy, f, baselines) for a, f in zip(actors, facts)]
         print(f"[kernelevo] Ray ({where}): {len(actors)} evaluator actor(s) on "
               f"{', '.join(e.where for e in evaluators)}; {self.per_gpu} evaluations at once on each", flush=True)
         return EvaluationService(evaluators, store, len(actors) * self.per_gpu, local_gpus=[])

@@ -11,7 +11,8 @@ from test_search import assert_lineage_is_sound, kernelevo, lineage_of, log_coun
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
           "fitness.timing.interpreter_reps=1"]
-RAY = ["fitness/backend=ray", "fitness.backend.gpus=0", "fitness.backend.address=null", "fitness.backend.local_cpus=2"]
+RAY = ["fitness/backend=ray", "fitness.backend.gpus=0", "fitness.backend.per_gpu=2", "fitness.backend.address=null",
+       "fitness.backend.local_cpus=2"]
 
 
 def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
@@ -21,6 +22,7 @@ def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
     on_ray = kernelevo("run", *COMMON, *RAY, "hydra.run.dir=ray", cwd=tmp_path)
     assert on_ray.returncode == 0, on_ray.stdout + on_ray.stderr
     assert "Ray (local): 1 evaluator actor(s)" in on_ray.stdout and "evaluated on Ray node" in on_ray.stdout
+    assert "2 evaluations and" in on_ray.stdout  # in flight: 1 actor x per_gpu
     measured = read_store(tmp_path / "ray", lambda store: store.evaluations())
     assert len(measured) > 2 and all(r.ok for r in measured.values())  # real verdicts came back from the actor
     local_store = RunStore(tmp_path / "local")
