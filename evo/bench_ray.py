@@ -13,16 +13,7 @@ import tempfile
 from pathlib import Path
 
 from evo.bench import LOGS, RUNS, BenchError, BenchTask, Row, run_task, started
-
-INSTALL = "pip install 'kernelevo[ray]' (or pip install ray)"
-
-
-def _ray():
-    try:
-        import ray
-    except ImportError as exc:
-        raise BenchError(f"bench/backend=ray needs Ray, which is not installed: {INSTALL}") from exc
-    return ray
+from evo.ray_cluster import connect, import_ray
 
 
 def pack(folder: Path, files: list[Path]) -> bytes:
@@ -51,7 +42,8 @@ def remote_run(task: BenchTask, begun: bytes, timeout_s: float | None) -> tuple[
 
 class RayBackend:
     """Every problem a Ray task with `num_gpus` GPUs and `num_cpus` CPUs; `address`: a running cluster (auto:
-    the one this host belongs to), or, when none is running, a local Ray started here."""
+    the one this host belongs to, or a local Ray started here when none is running), HOST:PORT (that cluster) or null
+    (a local Ray)."""
 
     def __init__(self, address: str | None = "auto", num_gpus: float = 1, num_cpus: float = 1,
                  timeout_s: float | None = None, local_cpus: int | None = None):
@@ -63,15 +55,7 @@ class RayBackend:
         return f"ray (address {self.address or 'local'}): {self.num_gpus} GPU and {self.num_cpus} CPU per problem"
 
     def _connect(self, ray) -> None:
-        if ray.is_initialized():
-            self._where = "already connected"
-            return
-        try:
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-            self._where = f"cluster at {self.address}"
-        except ConnectionError:  # no cluster running: a local one
-            ray.init(num_cpus=self.local_cpus, include_dashboard=False, log_to_driver=False)
-            self._where = "local"
+        self._where = connect(ray, self.address, "bench.backend.address", self.local_cpus, BenchError)
         print(f"[bench] Ray: {self._where}, {ray.cluster_resources()}", flush=True)
         if self.num_gpus and not ray.cluster_resources().get("GPU"):
             raise BenchError(f"the Ray cluster ({self._where}) has no GPU, and each problem asks for "
@@ -79,7 +63,7 @@ class RayBackend:
                              f"the CPU interpreter")
 
     def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
-        ray = _ray()
+        ray = import_ray("bench/backend=ray", BenchError)
         self._connect(ray)
         run = ray.remote(num_gpus=self.num_gpus, num_cpus=self.num_cpus, max_retries=0)(remote_run)
         pending = {}

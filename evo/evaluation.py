@@ -4,17 +4,27 @@ same rendered source is evaluated once per run, ever).
 ``parallel`` evaluations run at once, spread over the evaluators (one per GPU, or one on the CPU interpreter),
 each evaluation in its own worker process. Their CPU stages (worker start, static checks, compiling) overlap one
 another and the GPU work of others; the evaluator's GPU lock keeps timing exclusive on its GPU.
+
+Where the evaluators live is the ``fitness/backend`` plug-in (``_target_``): ``LocalEvaluators`` here (this host's
+GPUs), ``evo.evaluation_ray.RayEvaluators`` (one Ray actor per GPU of a cluster). Either builds the same
+``EvaluationService``; the store stays the one cache and the one record per kernel.
 """
 from __future__ import annotations
 
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from omegaconf import DictConfig
 
 from evo.store import RunStore
-from fitness.evaluator import Evaluator
+from fitness.evaluator import BaselineSlot, Evaluator
+from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
+                                 settings_from_config)
 from fitness.genome import evaluation_key
 from fitness.result import EvalResult
+from operators.inductor_seed import inductor_seed, policy_options
 
 
 WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, caches and allocator slack, generously
@@ -33,8 +43,44 @@ def auto_parallel(cpus: int | None = None, gpu_bytes: list[int] = (), problem_by
     return parallel
 
 
+def evaluation_devices(device: str, gpus) -> list[str]:
+    """The devices to evaluate on: each visible GPU (`gpus`: auto or a count), a named one, or the CPU interpreter."""
+    if device == "cpu":
+        return ["cpu"]
+    import torch
+
+    count = torch.cuda.device_count() if gpus == "auto" else int(gpus)
+    return [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
+
+
+def evaluations_in_flight(value, devices: list[str] = (), problem_bytes: int = 0) -> int:
+    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count and, on
+    GPUs, their memory and the problem's footprint)."""
+    if value in (None, "auto"):
+        gpu_bytes = []
+        if any(d.startswith("cuda") for d in devices):
+            import torch
+
+            gpu_bytes = [torch.cuda.get_device_properties(torch.device(d)).total_memory for d in devices]
+        return auto_parallel(gpu_bytes=gpu_bytes, problem_bytes=problem_bytes)
+    if int(value) < 1:
+        raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
+    return int(value)
+
+
+class LocalEvaluator(Evaluator):
+    """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging (the Ray
+    backend's remote evaluators answer the same calls)."""
+
+    def inductor_seed(self, run_dir: Path | None = None) -> str:
+        """torch.compile's kernels for the problem, converted, captured on this evaluator's device and profile."""
+        return inductor_seed(self.problem, self.device, self.profile.name, self.cache_dir, run_dir,
+                             **policy_options(self.policy))
+
+
 class EvaluationService:
-    def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int):
+    def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int,
+                 local_gpus: list[int] | None = None):
         if not evaluators:
             raise ValueError("the evaluation pool needs at least one evaluator")
         if parallel < 1:
@@ -47,6 +93,9 @@ class EvaluationService:
         self._key_locks: dict[str, threading.Lock] = {}
         self._profiler_noted = False
         self._executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="kernelevo-eval")
+        # this host's GPUs it evaluates on, for the GPU-busy figure (None: the evaluators' own devices)
+        self.local_gpus = local_gpus if local_gpus is not None else [
+            int(e.device.split(":", 1)[1]) if ":" in e.device else 0 for e in evaluators if e.on_gpu]
 
     @property
     def profile(self):
@@ -116,3 +165,23 @@ class EvaluationService:
         self._executor.shutdown(wait=True)
         for evaluator in self.evaluators:
             evaluator.close()
+
+
+class LocalEvaluators:
+    """``fitness/backend=local`` (the default): one evaluator per GPU of this host (the run's `device` and `gpus`),
+    or one on the CPU interpreter, with the run's `parallel` evaluations in flight over them."""
+
+    def service(self, cfg: DictConfig, store: RunStore) -> EvaluationService:
+        device = resolve_device(str(cfg.device))
+        profile = profile_for(cfg.hardware.profile, device)
+        problem = problem_from_config(cfg.problem, device)
+        policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
+        devices = evaluation_devices(device, cfg.get("gpus", "auto"))
+        shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
+        evaluators = [LocalEvaluator(problem, policy, profile, settings, device=d, baseline_slot=shared)
+                      for d in devices]
+        cost = evaluators[0].cost
+        parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices, cost.bytes if cost else 0)
+        for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
+            evaluator.set_spares(max(1, -(-parallel // len(devices))) if settings.prestart_worker else 0)
+        return EvaluationService(evaluators, store, parallel)

@@ -13,66 +13,41 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from evo.evaluation import EvaluationService, auto_parallel
+from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
-from fitness.evaluator import BaselineSlot, Evaluator
-from fitness.from_config import (INDUCTOR, check_fitness_config, policy_from_config, problem_from_config,
-                                 profile_for, resolve_device, settings_from_config)
+from fitness.evaluator import Evaluator
+from fitness.from_config import INDUCTOR, check_fitness_config
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
-from operators.inductor_seed import inductor_seed, policy_options
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunSummary.record)
 INITIALISE_MODES = (True, False, "from_seed")
 
 
-def evaluation_devices(device: str, gpus) -> list[str]:
-    """The devices to evaluate on: each visible GPU (`gpus`: auto or a count), a named one, or the CPU interpreter."""
-    if device == "cpu":
-        return ["cpu"]
-    import torch
-
-    count = torch.cuda.device_count() if gpus == "auto" else int(gpus)
-    return [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
+LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
 
 
-def evaluations_in_flight(value, devices: list[str] = (), problem_bytes: int = 0) -> int:
-    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count and, on
-    GPUs, their memory and the problem's footprint)."""
-    if value in (None, "auto"):
-        gpu_bytes = []
-        if any(d.startswith("cuda") for d in devices):
-            import torch
-
-            gpu_bytes = [torch.cuda.get_device_properties(torch.device(d)).total_memory for d in devices]
-        return auto_parallel(gpu_bytes=gpu_bytes, problem_bytes=problem_bytes)
-    if int(value) < 1:
-        raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
-    return int(value)
+def evaluation_backend(cfg: DictConfig):
+    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. ValueError with the
+    backend's own message when it cannot be made (Ray missing, a bad setting)."""
+    try:
+        return instantiate(cfg.fitness.get("backend") or LOCAL_BACKEND)
+    except InstantiationException as exc:
+        raise ValueError(str(exc.__cause__ or exc)) from exc
 
 
 def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
-    device = resolve_device(str(cfg.device))
-    profile = profile_for(cfg.hardware.profile, device)
-    problem = problem_from_config(cfg.problem, device)
-    policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
-    devices = evaluation_devices(device, cfg.get("gpus", "auto"))
-    shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
-    evaluators = [Evaluator(problem, policy, profile, settings, device=d, baseline_slot=shared) for d in devices]
-    cost = evaluators[0].cost
-    parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices, cost.bytes if cost else 0)
-    for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
-        evaluator.set_spares(max(1, -(-parallel // len(devices))) if settings.prestart_worker else 0)
-    return EvaluationService(evaluators, store, parallel)
+    return evaluation_backend(cfg).service(cfg, store)
 
 
 def search_settings(cfg: DictConfig) -> SearchSettings:
@@ -140,8 +115,7 @@ def seed_genome(cfg: DictConfig, team, service: EvaluationService, run_dir: Path
     if mode is True:
         return Genome.from_source(_initialise(team)), "initialiser"
     if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
-        source, made_by = inductor_seed(evaluator.problem, evaluator.device, evaluator.profile.name,
-                                        evaluator.cache_dir, run_dir, **policy_options(evaluator.policy)), INDUCTOR
+        source, made_by = evaluator.inductor_seed(run_dir), INDUCTOR  # captured where the evaluator runs
     else:
         source, made_by = evaluator.problem.seed_source(), "seed"
     if mode == "from_seed":
@@ -277,10 +251,6 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
               flush=True)
 
 
-def gpu_indices(service: EvaluationService) -> list[int]:
-    return [int(e.device.split(":", 1)[1]) if ":" in e.device else 0 for e in service.evaluators if e.on_gpu]
-
-
 def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     """Everything about a run's config that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
@@ -291,6 +261,7 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
                          f"{tuner_cfg.get('parallel', 3)}")
     evaluations_in_flight(cfg.get("parallel", "auto"))
     check_fitness_config(cfg)
+    evaluation_backend(cfg)  # its settings; Ray installed when chosen
     mode = cfg.get("llm", {}).get("initialise", False)
     if mode not in INITIALISE_MODES:
         raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
@@ -318,7 +289,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         search = Search(seed, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
                         selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)
         started = time.time()
-        with Progress(search, service, store, settings.budget, gpus=gpu_indices(service),
+        with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
                       time_label=INTERPRETER_TIMES if interpreter else ""):
             state = search.run()
         window = (started, time.time())

@@ -61,6 +61,7 @@ def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
 def settings_from_config(fitness_cfg: DictConfig) -> EvalSettings:
     data = OmegaConf.to_container(fitness_cfg, resolve=True)
     data.pop("policy", None)
+    data.pop("backend", None)  # where evaluators live (conf/fitness/backend/), not how they judge
     return EvalSettings.from_config(data)
 
 

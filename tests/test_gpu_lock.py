@@ -84,4 +84,12 @@ def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
 
 def test_no_lock_on_the_cpu_interpreter():
     assert lock_path(Path("/tmp"), "cpu") is None
-    assert lock_path(Path("/c"), "cuda:1") == "/c/gpu-1.lock"
+    assert lock_path(Path("/c"), "cuda:1", visible="") == "/c/gpu-1.lock"
+
+
+def test_the_lock_follows_the_physical_gpu_under_cuda_visible_devices():
+    """Two processes that each see their own GPU as cuda:0 (a bench's runs, Ray actors) must not share a lock."""
+    assert lock_path(Path("/c"), "cuda:0", visible="3") == "/c/gpu-3.lock"
+    assert lock_path(Path("/c"), "cuda", visible="2,5") == "/c/gpu-2.lock"
+    assert lock_path(Path("/c"), "cuda:1", visible="2, 5") == "/c/gpu-5.lock"
+    assert lock_path(Path("/c"), "cuda:0", visible="MIG-GPU-ab/1/0") == "/c/gpu-MIG-GPU-ab_1_0.lock"

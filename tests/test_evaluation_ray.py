@@ -1,0 +1,100 @@
+"""`fitness/backend=ray`: one search's evaluations on Ray actors (here a local Ray, one actor on the CPU interpreter)
+decide the same as local ones; a missing Ray and a bad address are clear errors."""
+import os
+
+import pytest
+
+from conftest import read_store
+from evo.ray_cluster import connect
+from evo.store import RunStore
+from test_search import assert_lineage_is_sound, kernelevo, lineage_of, log_counts
+
+COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
+          "fitness.timing.interpreter_reps=1"]
+RAY = ["fitness/backend=ray", "fitness.backend.gpus=0", "fitness.backend.per_gpu=2", "fitness.backend.address=null",
+       "fitness.backend.local_cpus=2"]
+
+
+def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
+    """The Ray run's measurements (interpreter times are wall-clock noise) given to a local run: same lineage, same
+    best kernel, and the local run asks for no kernel the Ray run did not measure."""
+    pytest.importorskip("ray")
+    on_ray = kernelevo("run", *COMMON, *RAY, "hydra.run.dir=ray", cwd=tmp_path)
+    assert on_ray.returncode == 0, on_ray.stdout + on_ray.stderr
+    assert "Ray (local): 1 evaluator actor(s)" in on_ray.stdout and "evaluated on Ray node" in on_ray.stdout
+    assert "2 evaluations and" in on_ray.stdout  # in flight: 1 actor x per_gpu
+    measured = read_store(tmp_path / "ray", lambda store: store.evaluations())
+    assert len(measured) > 2 and all(r.ok for r in measured.values())  # real verdicts came back from the actor
+    local_store = RunStore(tmp_path / "local")
+    for key, result in measured.items():
+        local_store.add_evaluation(key, result)
+    local_store.close()
+    local = kernelevo("run", *COMMON, "parallel=1", "search.parallel=1", "search.tuner.parallel=1",
+                      "hydra.run.dir=local", cwd=tmp_path)
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert "Ray" not in local.stdout  # the default backend is this host's
+    assert lineage_of(tmp_path / "local") == lineage_of(tmp_path / "ray")
+    assert len(lineage_of(tmp_path / "ray")) == 1 + 2 * 2
+    assert (tmp_path / "local/best_kernel.py").read_text() == (tmp_path / "ray/best_kernel.py").read_text()
+    assert log_counts(tmp_path / "local")[1] == len(measured)
+    assert log_counts(tmp_path / "ray")[0] == len(measured)  # one record per kernel, in the driver's store
+    assert_lineage_is_sound(read_store(tmp_path / "ray", lambda store: store.individuals()))
+
+
+def test_a_missing_ray_says_how_to_install_it_before_anything_is_written(tmp_path, monkeypatch):
+    fake = tmp_path / "fake" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")]))
+    done = kernelevo("run", *COMMON, "fitness/backend=ray", "hydra.run.dir=run", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "fitness/backend=ray needs Ray, which is not installed: pip install 'kernelevo[ray]'" in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_address_is_an_error_naming_the_setting(tmp_path):
+    ray = pytest.importorskip("ray")
+    done = kernelevo("run", *COMMON, "fitness/backend=ray", "fitness.backend.address=127.0.0.1:1",
+                     "hydra.run.dir=run", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "fitness.backend.address=127.0.0.1:1: no Ray cluster answers there" in done.stderr
+    with pytest.raises(ValueError, match="fitness.backend.address='head-node': not HOST:PORT"):
+        connect(ray, "head-node", "fitness.backend.address")
+    assert not ray.is_initialized()  # nothing was started for a bad address
+
+
+class _Method:
+    """An actor method as the driver calls it (`.remote(...)`), run at once."""
+
+    def __init__(self, fn):
+        self.remote = fn
+
+
+class _Actor:
+    def __init__(self, log: list, name: str, measured):
+        self.baseline = _Method(lambda: log.append((name, "measure")) or measured)
+        self.set_baseline = _Method(lambda value: log.append((name, "given", value)))
+
+
+def test_the_baselines_are_measured_once_per_run_and_given_to_every_actor():
+    """GPU-only in a real run (the interpreter has no baselines): checked with stand-in actors and ray.get."""
+    import pickle
+    import threading
+    from types import SimpleNamespace
+
+    from evo.evaluation_ray import SharedBaseline
+    from fitness.evaluator import Baseline
+    from fitness.timing import TimingStats
+
+    eager = TimingStats("cuda-events", 10, *[1e-3] * 8)
+    measured = pickle.loads(pickle.dumps(Baseline(eager, None, ["note"])))  # it travels between nodes
+    log = []
+    actors = [_Actor(log, f"a{i}", measured) for i in range(3)]
+    shared = SharedBaseline(SimpleNamespace(get=lambda refs: refs), actors)
+    threads = [threading.Thread(target=shared.get) for _ in range(4)]  # evaluations starting at once
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert shared.get() == measured and measured.eager.median_s == 1e-3
+    assert log == [("a0", "measure"), ("a1", "given", measured), ("a2", "given", measured)]
