@@ -23,6 +23,7 @@ from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
                                  settings_from_config)
 from fitness.genome import evaluation_key
+from fitness.gpu_lock import physical_gpu
 from fitness.result import EvalResult
 from operators.inductor_seed import inductor_seed, policy_options
 
@@ -80,7 +81,7 @@ class LocalEvaluator(Evaluator):
 
 class EvaluationService:
     def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int,
-                 local_gpus: list[int] | None = None):
+                 local_gpus: list[str] | None = None):
         if not evaluators:
             raise ValueError("the evaluation pool needs at least one evaluator")
         if parallel < 1:
@@ -93,9 +94,9 @@ class EvaluationService:
         self._key_locks: dict[str, threading.Lock] = {}
         self._profiler_noted = False
         self._executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="kernelevo-eval")
-        # this host's GPUs it evaluates on, for the GPU-busy figure (None: the evaluators' own devices)
+        # this host's GPUs it evaluates on (NVML index or UUID), for the GPU-busy figure (None: the evaluators' own)
         self.local_gpus = local_gpus if local_gpus is not None else [
-            int(e.device.split(":", 1)[1]) if ":" in e.device else 0 for e in evaluators if e.on_gpu]
+            physical_gpu(e.device) for e in evaluators if e.on_gpu]
 
     @property
     def profile(self):

@@ -15,8 +15,16 @@ from tqdm import tqdm
 from fitness.result import format_seconds
 
 
+def _handle(pynvml, gpu):
+    """NVML's handle of a GPU given as an index or a UUID (as ``CUDA_VISIBLE_DEVICES`` lists it)."""
+    gpu = str(gpu)
+    return (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
+            else pynvml.nvmlDeviceGetHandleByUUID(gpu))
+
+
 class GpuBusySampler(threading.Thread):
-    """Samples NVML's utilisation (share of time a kernel was running) of some GPUs; no figures without NVML."""
+    """Samples NVML's utilisation (share of time a kernel was running) of some GPUs (NVML indices or UUIDs, as
+    ``CUDA_VISIBLE_DEVICES`` lists them); no figures without NVML."""
 
     def __init__(self, indices=(0,), period_s: float = 0.1):
         super().__init__(daemon=True, name="kernelevo-gpu-busy")
@@ -24,7 +32,7 @@ class GpuBusySampler(threading.Thread):
             import pynvml
 
             pynvml.nvmlInit()
-            self._nvml, self._handles = pynvml, [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
+            self._nvml, self._handles = pynvml, [_handle(pynvml, gpu) for gpu in indices]
         except Exception:  # no NVML (CPU machine, or no nvidia-ml-py): no utilisation figure
             self._nvml, self._handles = None, []
         self.period_s = period_s

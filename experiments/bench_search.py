@@ -98,9 +98,11 @@ def run(args) -> None:
                            "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
            "budget": BUDGET + args.overrides, "problems": []}
     from evo.progress import GpuBusySampler
+    from fitness.gpu_lock import physical_gpu
 
     root = Path(args.runs_dir)
-    sampler = GpuBusySampler(range(torch.cuda.device_count()) if torch.cuda.is_available() else ())
+    sampler = GpuBusySampler([physical_gpu(f"cuda:{i}") for i in range(torch.cuda.device_count())]
+                             if torch.cuda.is_available() else ())
     sampler.start()
     try:
         for name in (args.problems.split(",") if args.problems else suite_names()):

@@ -92,17 +92,23 @@ def start_up(path: str | None):
         os.close(fd)
 
 
-def lock_path(cache_dir: Path, device: str, visible: str | None = None) -> str | None:
-    """The lock file for a CUDA device (None on the CPU interpreter, where nothing is timed against a GPU), in a
-    directory every user can traverse: workers that run as an unprivileged user open it too. Named by the GPU as
-    ``CUDA_VISIBLE_DEVICES`` (`visible`; default: this process's) lists it: processes that each see one GPU as
-    cuda:0 (a bench's runs, a Ray backend's actors) share a lock only when it is the same GPU."""
-    if not device.startswith("cuda"):
-        return None
+def physical_gpu(device: str, visible: str | None = None) -> str:
+    """The GPU a process's `cuda:N` is, as ``CUDA_VISIBLE_DEVICES`` (`visible`; default: this process's) lists it
+    (an index or a UUID); N itself when nothing is listed. Processes that each see one GPU as cuda:0 (a bench's
+    runs, a Ray backend's actors) name different GPUs by it."""
     index = int(device.split(":", 1)[1]) if ":" in device else 0
     listed = os.environ.get("CUDA_VISIBLE_DEVICES", "") if visible is None else visible
     ids = [i.strip() for i in listed.split(",") if i.strip()]
-    name = re.sub(r"[^\w.-]", "_", ids[index]) if index < len(ids) else str(index)
+    return ids[index] if index < len(ids) else str(index)
+
+
+def lock_path(cache_dir: Path, device: str, visible: str | None = None) -> str | None:
+    """The lock file for a CUDA device (None on the CPU interpreter, where nothing is timed against a GPU), in a
+    directory every user can traverse: workers that run as an unprivileged user open it too. Named by the physical
+    GPU (`physical_gpu`), so processes share a lock only when they share the GPU."""
+    if not device.startswith("cuda"):
+        return None
+    name = re.sub(r"[^\w.-]", "_", physical_gpu(device, visible))
     return str(Path(cache_dir) / f"gpu-{name}.lock")
 
 

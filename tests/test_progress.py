@@ -24,6 +24,18 @@ def test_the_line_shows_what_is_done_in_flight_and_best():
     assert float(line.split("| ")[3].split("/h")[0].replace(",", "")) > 0  # 15 evaluations since it started
 
 
+def test_the_busy_figure_samples_the_gpus_cuda_visible_devices_names():
+    """A run on CUDA_VISIBLE_DEVICES=3 samples GPU 3 (NVML's index), not GPU 0; a UUID is looked up as one."""
+    from evo.progress import _handle
+    from fitness.gpu_lock import physical_gpu
+
+    nvml = SimpleNamespace(nvmlDeviceGetHandleByIndex=lambda i: ("index", i),
+                           nvmlDeviceGetHandleByUUID=lambda u: ("uuid", u))
+    assert _handle(nvml, physical_gpu("cuda:0", visible="3")) == ("index", 3)
+    assert _handle(nvml, physical_gpu("cuda:1", visible="GPU-aa,GPU-bb")) == ("uuid", "GPU-bb")
+    assert _handle(nvml, physical_gpu("cuda:1", visible="")) == ("index", 1)
+
+
 def test_no_gpu_means_no_busy_figure():
     sampler = GpuBusySampler(indices=(0,))
     assert not sampler.available and sampler.busy() is None
