@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from fitness.problem import size_constants
+
 MAX_ELEMENTS = 16384  # elements of the largest tensor on the interpreter (bundled test sizes: 6k-13k)
 MIN_SHRINKABLE = 16  # integer constants below this are kept (kernel sizes, strides, axes); halving stops at 8
 MAX_STEPS = 256
@@ -42,8 +44,9 @@ class Shrunk:
 
 
 def int_constants(module: ModuleType) -> dict[str, int]:
-    """The module-level integer constants (not booleans, not private): what a size override can set."""
-    return {k: v for k, v in vars(module).items() if not k.startswith("_") and type(v) is int}
+    """The problem's integer size constants (``fitness.problem.size_constants`` less floats): what the shrink rule
+    may halve, and the sizes a start line shows."""
+    return {k: v for k, v in size_constants(module).items() if type(v) is int}
 
 
 def largest_tensor(module: ModuleType, with_outputs: bool = True) -> int:

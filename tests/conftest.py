@@ -47,6 +47,21 @@ def read_store(run_dir, read):
         store.close()
 
 
+def replay_measurements(run_dir, into) -> dict:
+    """A run's measurements (evaluation key -> result), stored into a new run directory `into`, so a second run there
+    sees the same ones (timings on the interpreter are wall-clock noise)."""
+    from evo.store import RunStore
+
+    measured = read_store(run_dir, lambda store: store.evaluations())
+    store = RunStore(into)
+    try:
+        for key, result in measured.items():
+            store.add_evaluation(key, result)
+    finally:
+        store.close()
+    return measured
+
+
 @pytest.fixture(scope="module")
 def evaluator():
     with make_evaluator() as ev:

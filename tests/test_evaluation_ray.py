@@ -4,9 +4,8 @@ import os
 
 import pytest
 
-from conftest import read_store
+from conftest import read_store, replay_measurements
 from evo.ray_cluster import connect
-from evo.store import RunStore
 from test_search import assert_lineage_is_sound, kernelevo, lineage_of, log_counts
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
@@ -23,12 +22,8 @@ def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
     assert on_ray.returncode == 0, on_ray.stdout + on_ray.stderr
     assert "Ray (local): 1 evaluator actor(s)" in on_ray.stdout and "evaluated on Ray node" in on_ray.stdout
     assert "2 evaluations and" in on_ray.stdout  # in flight: 1 actor x per_gpu
-    measured = read_store(tmp_path / "ray", lambda store: store.evaluations())
+    measured = replay_measurements(tmp_path / "ray", tmp_path / "local")
     assert len(measured) > 2 and all(r.ok for r in measured.values())  # real verdicts came back from the actor
-    local_store = RunStore(tmp_path / "local")
-    for key, result in measured.items():
-        local_store.add_evaluation(key, result)
-    local_store.close()
     local = kernelevo("run", *COMMON, "parallel=1", "search.parallel=1", "search.tuner.parallel=1",
                       "hydra.run.dir=local", cwd=tmp_path)
     assert local.returncode == 0, local.stdout + local.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from conftest import candidate, make_evaluator, read_store
+from conftest import candidate, make_evaluator, read_store, replay_measurements
 from evo.evaluation import EvaluationService
 from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
@@ -263,11 +263,7 @@ def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_worker
     wide = kernelevo("run", *common, "parallel=4", "search.parallel=3", "search.tuner.parallel=2",
                      "hydra.run.dir=wide", cwd=tmp_path)
     assert wide.returncode == 0, wide.stdout + wide.stderr
-    measured = read_store(tmp_path / "wide", lambda store: store.evaluations())
-    serial_store = RunStore(tmp_path / "serial")
-    for key, result in measured.items():
-        serial_store.add_evaluation(key, result)
-    serial_store.close()
+    measured = replay_measurements(tmp_path / "wide", tmp_path / "serial")
     serial = kernelevo("run", *common, "parallel=1", "search.parallel=1", "search.tuner.parallel=1",
                        "hydra.run.dir=serial", cwd=tmp_path)
     assert serial.returncode == 0, serial.stdout + serial.stderr
