@@ -4,10 +4,12 @@ The server (tests/llm_server.py) answers with canned replies chosen by the role 
 initialiser rewrites the seed, the planner plans, the coder's first kernel fails (an undefined name in the kernel)
 and the debugger repairs it, later coder and crossover replies are variants of the seed's launch constants. No
 model is involved: the replies are fixed. The PROMPTS are what kernelevo built and sent, captured from the HTTP
-requests; the last prompt of each role is written to OUT/<role>.md, with the command that made it.
+requests; the last prompt of each role is written to OUT/<role>.md, with the command that made it. With
+`fitness.profile=ncu` (on a GPU), OUT/profiler.md has what each profiling run cost against its evaluation.
 
     python experiments/llm_prompt_examples.py --out experiments/results/llm_prompts_cpu -- hardware.profile=h100_sxm
-    python experiments/llm_prompt_examples.py --out experiments/results/llm_prompts_gpu     # on a GPU machine
+    python experiments/llm_prompt_examples.py --out experiments/results/llm_prompts_gpu -- fitness.profile=ncu
+                                                                                           # on a GPU machine
 
 Extra arguments after `--` are Hydra overrides of the run (they beat the defaults below).
 """
@@ -68,8 +70,9 @@ class CannedReplies:
         return {"content": text, "usage": {"prompt_tokens": len(json.dumps(body)) // 4, "completion_tokens": 400}}
 
 
-def run_command(url: str, cache: Path, overrides: list[str]) -> list[str]:
-    return [sys.executable, "-m", "kernelevo.cli", "run", "problem=layernorm", "operators=llm", "llm=local",
+def run_command(url: str, cache: Path, run_dir: Path, overrides: list[str]) -> list[str]:
+    return [sys.executable, "-m", "kernelevo.cli", "run", f"hydra.run.dir={run_dir}", "problem=layernorm",
+            "operators=llm", "llm=local",
             "llm.model=openai/scripted-model", f"llm.api_base={url}", f"llm.cache_dir={cache}",
             "llm.initialise=from_seed", "search.mu=2", "search.lambda_=3", "search.parallel=1",
             "search.generations=2", "search.patience=null", "search.tuner.trials=1", "fitness.trials=2",
@@ -84,10 +87,12 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work, ScriptedLLMServer(CannedReplies()) as server:
-        command = run_command(server.url, Path(work) / "llm-cache", args.overrides)
+        run_dir = Path(work) / "run"
+        command = run_command(server.url, Path(work) / "llm-cache", run_dir, args.overrides)
         done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=3600,
                               env={**os.environ, "PYTHONPATH": str(REPO)})
         requests = server.requests
+        profiled = profiler_costs(run_dir) if done.returncode == 0 else []
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", file=sys.stderr)
         return done.returncode
@@ -100,14 +105,36 @@ def main() -> int:
         if last is None:
             print(f"no {role} prompt was sent", file=sys.stderr)
             continue
-        text = [f"# Example prompt: {role}", "", f"Made by `{shown}` (a CPU run of `kernelevo run` against the "
-                f"scripted server of tests/llm_server.py: canned replies, real prompts). The run's start line:",
+        text = [f"# Example prompt: {role}", "", f"Made by `{shown}` (a run of `kernelevo run` against the scripted "
+                f"server of tests/llm_server.py: canned replies, real prompts). The run's start line names the "
+                f"device it ran on:",
                 "", "```", start_line, "```", ""]
         for message in last["messages"][:2]:
             text += [f"## {message['role']} message", "", "````markdown", message["content"].rstrip(), "````", ""]
         (out / f"{role}.md").write_text("\n".join(text))
         print(f"wrote {out / f'{role}.md'}")
+    if profiled:
+        (out / "profiler.md").write_text("\n".join([
+            "# What profiler feedback cost", "", f"Made by `{shown}`: every profiling run of the search (one per "
+            f"kernel profiled), its wall time against the evaluation of the same kernel, and what it gave.", "",
+            "| kernel (evaluation key) | evaluation (s) | profiling run (s) | kernels profiled | note |",
+            "|---|---|---|---|---|", *profiled, ""]))
+        print("\n".join(profiled))
     return 0
+
+
+def profiler_costs(run_dir: Path) -> list[str]:
+    """A table row per profiling run of the run in run_dir (none when profiling was off)."""
+    from evo.store import RunStore
+
+    store = RunStore(run_dir, create=False)
+    try:
+        evaluations = store.evaluations()
+        return [f"| {key[:12]} | {evaluations[key].eval_wall_s:.2f} | {record.get('wall_s', 0.0):.2f} | "
+                f"{len(record.get('kernels', []))} | {record.get('note', '')[:200]} |"
+                for key, record in store.profiles().items() if key in evaluations]
+    finally:
+        store.close()
 
 
 if __name__ == "__main__":

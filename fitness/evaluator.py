@@ -262,7 +262,7 @@ class Evaluator:
         result.status = data["status"]
         result.reason = data.get("reason", "")
         for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing", "phases_s",
-                    "input_seed"):
+                    "spans", "input_seed"):
             if key in data:
                 setattr(result, key, data[key])
         result.notes.extend(data.get("notes", []))  # the judge's own notes (fewer timing input sets, say)
@@ -322,7 +322,7 @@ class Evaluator:
 
     def evaluate(self, source: str, label: str = "") -> EvalResult:
         """Judge one candidate source; never raises for anything the candidate does. Thread-safe."""
-        start, baseline_s = time.perf_counter(), 0.0
+        start, baseline_s, wall = time.perf_counter(), 0.0, time.time()
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
             outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s)
@@ -330,5 +330,6 @@ class Evaluator:
             if result.ok:
                 baseline_s = self._score(result)
         result.eval_wall_s = time.perf_counter() - start - baseline_s  # the one-off baselines are no one's cost
+        result.spans = [["evaluation", wall, time.time()], *result.spans]
         scrub_secrets(result)  # whatever the candidate printed or raised may quote a secret it found somewhere
         return result

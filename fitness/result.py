@@ -48,6 +48,7 @@ class EvalResult:
     eval_wall_s: float = 0.0
     input_seed: int | None = None  # the secret seed of the correctness and timing inputs (reproduction)
     phases_s: dict = field(default_factory=dict)  # where the worker's time went: import, idle, setup, trials, ...
+    spans: list = field(default_factory=list)  # [stage, wall start, wall end]: the evaluation and its worker's stages
     log_tail: str = ""
 
     def __post_init__(self):

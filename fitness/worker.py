@@ -20,6 +20,9 @@ job, write the result and leave with ``os._exit``. Jobs:
 cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
 server), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs, first_call, trial_calls,
 trial_judge, trial_compare with its trial_reference, timing_inputs), wait_exclusive, timing, verify_timed.
+``spans`` of a result: [phase, start, end] in wall-clock seconds (``time.time``) of the stages in SPAN_PHASES, so
+a benchmark can lay the evaluations of a run on one timeline (who held the GPU when; ``experiments/bench_search.py``).
+Diagnostics only: nothing scores from them.
 """
 from __future__ import annotations
 
@@ -59,6 +62,10 @@ JOB_POLL_S = 0.005
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
 PHASES: dict = {}
+SPANS: list = []  # [phase, wall start, wall end] of the stages below, in the order they ended
+SPAN_PHASES = frozenset({"cuda_init", "warm_judge", "setup", "compile", "wait_shared", "trials", "wait_exclusive",
+                         "timing", "verify_timed", "profile"})
+_WALL = time.time  # bound before any candidate code exists
 KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no finalizer of theirs runs after judging
 
 
@@ -69,10 +76,12 @@ class phase:
         self.name = name
 
     def __enter__(self):
-        self.start = time.perf_counter()
+        self.start, self.wall = time.perf_counter(), _WALL()
 
     def __exit__(self, *exc):
         PHASES[self.name] = PHASES.get(self.name, 0.0) + time.perf_counter() - self.start
+        if self.name in SPAN_PHASES:
+            SPANS.append([self.name, self.wall, _WALL()])
 
 
 def stage(text: str) -> None:
@@ -356,6 +365,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
     spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path}."""
     PHASES.clear()
+    SPANS.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
     # the context is created under the GPU's shared lock, one start-up at a time: a new context (its memory is
     # cleared by the driver) slowed a candidate being timed meanwhile (experiments/results/timing_spread_h100.md)
@@ -383,6 +393,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     else:
         result = run_job(job)
     result["phases_s"] = dict(PHASES)
+    result["spans"] = [list(span) for span in SPANS]
     result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid(), **(origin or {})}
     result["token"] = token
     write_result(job["result_path"], result)

@@ -58,6 +58,11 @@ def test_concurrent_evaluations_get_right_verdicts_from_one_fork_server():
     for r in results:
         assert r.phases_s["import"] == 0 and "fork" in r.phases_s and "cuda_init" in r.phases_s
         assert "wait_shared" in r.phases_s and r.phases_s["trials"] > 0
+        (name, start, end), *stages = r.spans  # the evaluation, then its worker's stages, all within it
+        assert name == "evaluation" and start < end
+        assert {"cuda_init", "setup", "trials"} <= {s[0] for s in stages}
+        assert all(start - 60 <= s[1] <= s[2] <= end for s in stages)  # a spare's start-up may precede its job
+        assert all(s[1] >= start for s in stages if s[0] in ("setup", "trials", "timing"))
     assert all(r.phases_s["timing"] > 0 for r in results if r.ok)
     assert {o.result["worker"]["forked_by"] for o in outcomes} == {zygote}
     assert len({o.pid for o in outcomes}) == len(names)  # one process per evaluation

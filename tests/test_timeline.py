@@ -1,0 +1,33 @@
+"""The benchmark's timeline of a search (experiments/timeline.py): each instant in one state, timers first."""
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from experiments.timeline import STATES, gpu_timeline  # noqa: E402
+
+
+def result(*spans):
+    return SimpleNamespace(spans=[list(s) for s in spans])
+
+
+def test_states_partition_the_window_and_timing_wins_over_shared():
+    results = [result(("evaluation", 0, 6), ("trials", 1, 3), ("wait_exclusive", 3, 4), ("timing", 4, 5)),
+               result(("evaluation", 2, 8), ("trials", 2.5, 4.5), ("wait_exclusive", 4.5, 5), ("timing", 5, 6)),
+               result(("evaluation", 9, 10), ("bogus",), ("timing", "x", 1))]  # malformed spans are skipped
+    t = gpu_timeline(results, 0, 10)
+    assert sum(t[s] for s in STATES) == pytest.approx(1.0)
+    assert t["timing"] == pytest.approx(0.2)        # [4, 6]
+    assert t["shared"] == pytest.approx(0.3)        # [1, 4]; [4, 4.5] is under a timer
+    assert t["gpu_free"] == pytest.approx(0.4)      # [0, 1], [6, 8], [9, 10]
+    assert t["no_evaluation"] == pytest.approx(0.1)  # [8, 9]
+    assert t["in_flight_mean"] == pytest.approx((6 + 6 + 1) / 10)
+    assert t["waiting_for_timer"] == pytest.approx(0.15)  # [3, 4.5]
+
+
+def test_spans_are_clipped_to_the_window():
+    t = gpu_timeline([result(("evaluation", -5, 15), ("timing", -1, 1))], 0, 10)
+    assert t["timing"] == pytest.approx(0.1) and t["gpu_free"] == pytest.approx(0.9)
+    assert gpu_timeline([], 5, 5) == {}
