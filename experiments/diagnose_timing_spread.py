@@ -8,6 +8,11 @@ at a time. Each measurement is the evaluator's timer (``fitness.timing.CudaEvent
     I  after the GPU idled --idle-s seconds: every repetition's time for ~1.5 s from the first launch, with the
        GPU's clocks and power state sampled meanwhile (nvidia-smi); then the timer after the same idle, once with
        its default warm-up and once with a long one (is the slow first measurement the clocks ramping up?)
+    X  the timer in this process while another process keeps making CUDA contexts (forked children that create one,
+       launch one tiny kernel and exit: what a spare's start-up does), one at a time and four at a time, against
+       quiet; decides whether a worker may create its context while a candidate is timed
+       (``fitness.context_under_lock``)
+    K  C with contexts created outside the GPU's lock (``context_under_lock=false``)
 
 Every row keeps the timer's internals (median launch time, spin, stream-only and device-wide medians), so a
 change in the median can be traced to one of them.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -177,15 +183,65 @@ def after_idle(problem: str, idle_s: float) -> list[dict]:
     return rows
 
 
+def churn_contexts(at_once: int) -> None:
+    """Until terminated: fork `at_once` children at a time, each creating a CUDA context on GPU 0, launching one tiny
+    kernel and exiting (this process never touches CUDA, so it can fork); prints a line per round."""
+    import torch
+
+    made, start = 0, time.time()
+    while True:
+        children = []
+        for _ in range(at_once):
+            pid = os.fork()
+            if pid == 0:
+                torch.zeros(1, device="cuda")
+                torch.cuda.synchronize()
+                os._exit(0)
+            children.append(pid)
+        for pid in children:
+            os.waitpid(pid, 0)
+        made += at_once
+        print(f"{made} {time.time() - start:.3f}", flush=True)
+
+
+def during_contexts(problem: str, runs: int) -> list[dict]:
+    import torch
+
+    model, input_sets = load_seed(problem)
+    rows = []
+    with torch.no_grad():
+        for label, at_once in (("X quiet", 0), ("X contexts made one at a time meanwhile", 1),
+                               ("X contexts made four at a time meanwhile", 4), ("X quiet again", 0)):
+            churn = subprocess.Popen([sys.executable, __file__, "--churn", str(at_once)], stdout=subprocess.PIPE,
+                                     text=True) if at_once else None
+            if churn is not None:
+                churn.stdout.readline()  # its first round is done: torch imported, contexts being made
+            start = time.time()
+            stats = [make_timer().measure(model, input_sets).to_dict() for _ in range(runs)]
+            wall, rate = time.time() - start, None
+            if churn is not None:
+                churn.terminate()
+                lines = [line.split() for line in churn.communicate(timeout=60)[0].splitlines() if line.strip()]
+                if len(lines) > 1:
+                    rate = (int(lines[-1][0]) - int(lines[0][0])) / max(float(lines[-1][1]) - float(lines[0][1]), 1e-9)
+            rows.append(summary(label, stats, contexts_per_s=rate, wall_s=wall))
+            print(f"[spread] {label}: {rate and round(rate, 1)} contexts/s over {wall:.1f} s", flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="")
     parser.add_argument("--problem", default="elementwise_chain")
     parser.add_argument("--runs", type=int, default=6)
     parser.add_argument("--one", action="store_true", help="one measurement in this process, printed as JSON")
-    parser.add_argument("--parts", default="ABC", help="A, B, C, I as above; U: C unconfined too")
+    parser.add_argument("--parts", default="ABC", help="A, B, C, I, X, K as above; U: C unconfined too")
     parser.add_argument("--idle-s", type=float, default=10.0)
+    parser.add_argument("--churn", type=int, default=0, help=argparse.SUPPRESS)  # part X's context maker
     args = parser.parse_args()
+    if args.churn:
+        churn_contexts(args.churn)
+        return
     if args.one:
         import torch
 
@@ -205,6 +261,10 @@ def main() -> None:
         rows.append(evaluator_runs(args.problem, args.runs, prestart_worker=False))
         if "U" in args.parts:  # unconfined as well
             rows.append(evaluator_runs(args.problem, args.runs, confine=False, prestart_worker=False))
+    if "K" in args.parts:
+        rows.append(evaluator_runs(args.problem, args.runs, context_under_lock=False))
+    if "X" in args.parts:
+        rows += during_contexts(args.problem, args.runs)
     Path(args.out).write_text(json.dumps({"problem": args.problem, "command": " ".join(sys.argv), "rows": rows},
                                          indent=1))
 

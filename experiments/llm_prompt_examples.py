@@ -90,7 +90,8 @@ def main() -> int:
         run_dir = Path(work) / "run"
         command = run_command(server.url, Path(work) / "llm-cache", run_dir, args.overrides)
         done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=3600,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                  filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
         requests = server.requests
         profiled = profiler_costs(run_dir) if done.returncode == 0 else []
     if done.returncode != 0:

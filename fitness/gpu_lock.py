@@ -77,16 +77,17 @@ def exclusive(path: str | None) -> DeviceLock:
 
 
 @contextmanager
-def start_up(path: str | None):
+def start_up(path: str | None, hold_gpu: bool = True):
     """One start-up at a time per GPU (its own exclusive file, waited for *before* the GPU lock, so a start-up
-    waiting for its turn holds nothing a timer needs), then the GPU's lock shared."""
+    waiting for its turn holds nothing a timer needs), then the GPU's lock shared (`hold_gpu`; false: the start-up
+    may overlap a timing, one at a time still)."""
     if not path:
         yield
         return
     fd = DeviceLock._open(f"{path}.start")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        with shared(path):
+        with shared(path if hold_gpu else None):
             yield
     finally:
         os.close(fd)

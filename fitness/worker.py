@@ -370,7 +370,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     # the context is created under the GPU's shared lock, one start-up at a time: a new context (its memory is
     # cleared by the driver) slowed a candidate being timed meanwhile (experiments/results/timing_spread_h100.md)
     asked = time.monotonic()
-    with start_up((warm or {}).get("gpu_lock")):
+    with start_up((warm or {}).get("gpu_lock"), hold_gpu=(warm or {}).get("context_under_lock", True)):
         PHASES["wait_start"] = time.monotonic() - asked
         with phase("cuda_init"):
             cuda_error = init_cuda(device)

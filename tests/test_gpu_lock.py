@@ -12,7 +12,7 @@ HOLDER = """
 import sys, time
 from fitness.gpu_lock import DeviceLock, start_up
 path, mode, hold, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-with start_up(path) if mode == "start" else DeviceLock(path, exclusive=mode == "ex"):
+with start_up(path, hold_gpu=mode == "start") if mode.startswith("start") else DeviceLock(path, exclusive=mode == "ex"):
     start = time.monotonic()
     open(out + ".acquired", "w").close()
     time.sleep(hold)
@@ -80,6 +80,17 @@ def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
     assert r_start < s1_end and s1_start < r_end  # shared with the trial
     assert s1_end <= s2_start  # one start-up at a time
     assert s1_end <= t_start and t_end <= s2_start  # the timer waited for one start-up, not for the queue
+
+
+def test_a_start_up_outside_the_gpu_lock_overlaps_a_timer_and_still_takes_turns(tmp_path):
+    """fitness.context_under_lock=false: contexts are made while a candidate is timed, one at a time still."""
+    first = Holder(tmp_path, "s1", "start-free", 0.8)
+    first.wait_acquired()
+    timer = Holder(tmp_path, "t", "ex", 0.3)
+    second = Holder(tmp_path, "s2", "start-free", 0.1)
+    (s1_start, s1_end), (t_start, t_end), (s2_start, _) = first.interval(), timer.interval(), second.interval()
+    assert t_start < s1_end  # the timer did not wait for the start-up
+    assert s1_end <= s2_start  # one start-up at a time
 
 
 def test_no_lock_on_the_cpu_interpreter():
