@@ -256,9 +256,9 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
     tuner_cfg = cfg.search.tuner
-    if tuner_cfg.trials < 1 or tuner_cfg.get("parallel", 3) < 1:
+    if tuner_cfg.trials < 1 or tuner_cfg.parallel < 1:
         raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {tuner_cfg.trials}, "
-                         f"{tuner_cfg.get('parallel', 3)}")
+                         f"{tuner_cfg.parallel}")
     evaluations_in_flight(cfg.get("parallel", "auto"))
     check_fitness_config(cfg)
     evaluation_backend(cfg)  # its settings; Ray installed when chosen
@@ -278,7 +278,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     service = build_service(cfg, store)
     try:
         tuner = Tuner(service, store.optuna_url, trials=tuner_cfg.trials, seed=cfg.search.seed,
-                      prune_factor=tuner_cfg.prune_factor, parallel=tuner_cfg.get("parallel", 3))
+                      prune_factor=tuner_cfg.prune_factor, parallel=tuner_cfg.parallel)
         evaluator = service.evaluators[0]
         print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations and "
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)

@@ -6,6 +6,7 @@ On the CPU (Triton's interpreter) the problems are shrunk: every integer size co
     python3 experiments/inductor_seed_coverage.py --device cuda --root KB --list LIST --cache DIR --capture-only \
         --jobs 3 --out OUT.json        # GPU: capture and convert only (3 at once), captures kept in DIR
     python3 experiments/inductor_seed_coverage.py --device cuda --root KB --list LIST --cache DIR --out OUT.json
+    python3 experiments/inductor_seed_coverage.py ... --keep EARLIER.json --out OUT.json   # go on where it stopped
     python3 experiments/inductor_seed_coverage.py --table OUT.json
 
 Seeds are made for `--policy` (default `triton`: matmuls as Inductor's Triton GEMM templates on a GPU, and a seed
@@ -20,7 +21,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,6 +101,7 @@ def main() -> None:
     parser.add_argument("--capture-only", action="store_true", help="capture and convert, do not evaluate")
     parser.add_argument("--jobs", type=int, default=1, help="problems at once")
     parser.add_argument("--out", default="")
+    parser.add_argument("--keep", default="", help="rows of an earlier --out to keep (those problems are not redone)")
     parser.add_argument("--table", default="")
     args = parser.parse_args()
     if args.table:
@@ -109,7 +111,9 @@ def main() -> None:
         os.environ["TRITON_INTERPRET"] = "1"
     cache = Path(args.cache or tempfile.mkdtemp(prefix="kernelevo-coverage-"))
     paths = [str(Path(args.root) / rel) for rel in Path(args.list).read_text().split()]
-    rows = []
+    kept = json.loads(Path(args.keep).read_text()) if args.keep else []
+    rows = [r for r in kept if r["problem"] in paths and (args.capture_only or "status" in r)]
+    todo = [p for p in paths if p not in {r["problem"] for r in rows}]
 
     def done(row: dict) -> None:
         rows.append(row)
@@ -119,9 +123,10 @@ def main() -> None:
 
     # several evaluations at once share the GPU for their checks; their timings never overlap (the machine-wide
     # GPU lock), but GPU memory must hold them all
-    with ThreadPoolExecutor(args.jobs) as pool:
-        for row in pool.map(lambda p: one(p, args.cap, cache, args.device, args.policy, args.capture_only), paths):
-            done(row)
+    with ThreadPoolExecutor(args.jobs) as pool:  # rows written as each finishes: a call cut short keeps them
+        futures = [pool.submit(one, p, args.cap, cache, args.device, args.policy, args.capture_only) for p in todo]
+        for future in as_completed(futures):
+            done(future.result())
     print(table(sorted(rows, key=lambda r: paths.index(r["problem"]))), end="")
 
 

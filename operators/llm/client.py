@@ -107,7 +107,10 @@ def _load_litellm():
             try:
                 import litellm
             except ImportError as exc:
-                raise LLMError("litellm is not installed; it is needed for LLM operators") from exc
+                missing = getattr(exc, "name", None)
+                why = ("litellm is not installed" if missing in (None, "litellm") else
+                       f"litellm cannot be imported: it needs {missing!r}, which is not installed ({exc})")
+                raise LLMError(f"{why}; it is needed for LLM operators (pip install litellm)") from exc
             litellm.suppress_debug_info = True
             litellm.set_verbose = False
             _quiet_loggers()
