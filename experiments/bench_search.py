@@ -76,7 +76,8 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
             "evals_per_hour": summary.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
             "cpu_busy": busy_cpu, "load_average": os.getloadavg()[0], "load_average_before": load_before,
             "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
-            "phases_s": phase_medians(results), "timeline": gpu_timeline(results, start, end),
+            "phases_s": phase_medians(results), "timeline": gpu_timeline(results, start, end,
+                                                                  config["fitness"].get("context_under_lock", True)),
             "best_s": best.time_s if best and best.ok else None,
             "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
             "tuned_seed_s": summary.tuned_seed_result.time_s
@@ -186,14 +187,12 @@ def table(paths: list[str]) -> str:
     timed = [r for r in rows if r.get("timeline")]
     if timed:
         lines += ["", "Where the search's wall time went, from the evaluations' spans (`experiments/timeline.py`: "
-                  "a worker timing alone; holding the GPU shared; evaluations in flight, none on the GPU; no "
-                  "evaluation in flight), with the mean evaluations in flight and the share of time some worker "
-                  "waited for the timer's lock:", "",
-                  "| problem | " + " | ".join(STATES) + " | in flight (mean) | waiting for timer |",
-                  "|---|" + "---|" * (len(STATES) + 2)]
+                  "a worker timing alone; holding the GPU shared while a timer waits; shared, no timer waiting; "
+                  "evaluations in flight, none on the GPU; no evaluation in flight), and the mean evaluations in "
+                  "flight:", "", "| problem | " + " | ".join(STATES) + " | in flight (mean) |",
+                  "|---|" + "---|" * (len(STATES) + 1)]
         lines += [f"| {r['problem']} | " + " | ".join(_pct(r["timeline"].get(s)) for s in STATES) +
-                  f" | {_num(r['timeline'].get('in_flight_mean'), '{:.1f}')} | "
-                  f"{_pct(r['timeline'].get('waiting_for_timer'))} |" for r in timed]
+                  f" | {_num(r['timeline'].get('in_flight_mean'), '{:.1f}')} |" for r in timed]
     return "\n".join(lines) + "\n"
 
 

@@ -19,12 +19,18 @@ def test_states_partition_the_window_and_timing_wins_over_shared():
                result(("evaluation", 9, 10), ("bogus",), ("timing", "x", 1))]  # malformed spans are skipped
     t = gpu_timeline(results, 0, 10)
     assert sum(t[s] for s in STATES) == pytest.approx(1.0)
-    assert t["timing"] == pytest.approx(0.2)        # [4, 6]
-    assert t["shared"] == pytest.approx(0.3)        # [1, 4]; [4, 4.5] is under a timer
-    assert t["gpu_free"] == pytest.approx(0.4)      # [0, 1], [6, 8], [9, 10]
+    assert t["timing"] == pytest.approx(0.2)         # [4, 6]
+    assert t["drain"] == pytest.approx(0.1)          # [3, 4]: a trial holds the GPU, a timer waits
+    assert t["shared"] == pytest.approx(0.2)         # [1, 3]; [4, 4.5] is under a timer
+    assert t["gpu_free"] == pytest.approx(0.4)       # [0, 1], [6, 8], [9, 10]
     assert t["no_evaluation"] == pytest.approx(0.1)  # [8, 9]
     assert t["in_flight_mean"] == pytest.approx((6 + 6 + 1) / 10)
-    assert t["waiting_for_timer"] == pytest.approx(0.15)  # [3, 4.5]
+
+
+def test_a_context_made_outside_the_lock_does_not_hold_the_gpu():
+    results = [result(("evaluation", 0, 10), ("cuda_init", 0, 5))]
+    assert gpu_timeline(results, 0, 10)["shared"] == pytest.approx(0.5)
+    assert gpu_timeline(results, 0, 10, context_under_lock=False)["gpu_free"] == pytest.approx(1.0)
 
 
 def test_spans_are_clipped_to_the_window():
