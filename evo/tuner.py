@@ -1,6 +1,7 @@
 """Inner tuning: an Optuna study per individual over the launch-parameter space its genome declares.
 
-Seeded TPE through Optuna's ask/tell interface; the genome's own values are the first trial; configurations that
+Seeded TPE through Optuna's ask/tell interface; the genome's own values are the first trial, then (for a GEMM
+template kernel of a compiler seed) the hardware profile's ``gemm_tiles``; configurations that
 break the hardware profile's limits are skipped before compiling; configurations clearly slower than the best so
 far are recorded as pruned, so TPE steers away from them. Every trial is a full evaluation (correctness first), so
 the winning configuration is always verified.
@@ -20,6 +21,7 @@ import optuna
 from evo.evaluation import EvaluationService
 from fitness.individual import Individual
 from hardware_profiles.limits import limit_violation
+from operators.inductor_seed.templates import tile_starts
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 logging.getLogger("optuna").setLevel(logging.WARNING)
@@ -51,7 +53,10 @@ class Tuner:
             pass
         sampler = optuna.samplers.TPESampler(seed=self.seed + int(individual.key[:6], 16))
         study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize", sampler=sampler)
-        study.enqueue_trial(individual.genome.params)
+        genome = individual.genome
+        study.enqueue_trial(genome.params)
+        for params in tile_starts(genome.space, genome.params, self.service.profile.gemm_tiles):
+            study.enqueue_trial(params)
         return study
 
     def tune(self, individual: Individual) -> Individual:

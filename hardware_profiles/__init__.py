@@ -32,6 +32,9 @@ class HardwareProfile:
     compute_capability: str | None = None
     match: tuple = ()
     peaks_known: bool = True
+    # GEMM tiles known to run well here, each (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the first
+    # configurations the tuner tries on a GEMM template kernel after the kernel's own (``evo/tuner.py``)
+    gemm_tiles: tuple = ()
 
     def peak(self, dtype: str) -> float | None:
         """Dense peak FLOP/s for a dtype key (fp32, tf32, bf16, fp16, fp8), None when unknown."""
@@ -60,6 +63,7 @@ def load_profile(name: str) -> HardwareProfile:
         )
     data = yaml.safe_load(path.read_text())
     data["match"] = tuple(data.get("match") or ())
+    data["gemm_tiles"] = tuple(tuple(int(v) for v in tile) for tile in data.get("gemm_tiles") or ())
     peaks = data.get("peak_flops_per_s") or {}
     data["peak_flops_per_s"] = {k: _number(peaks.get(k)) for k in DTYPES}
     data["memory_bandwidth_bytes_per_s"] = _number(data.get("memory_bandwidth_bytes_per_s"))

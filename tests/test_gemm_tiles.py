@@ -1,0 +1,78 @@
+"""A hardware profile's GEMM tiles as the tuner's first configurations for a compiler seed's GEMM template kernels."""
+from concurrent.futures import Future
+from dataclasses import replace
+
+import optuna
+
+from evo.store import RunStore
+from evo.tuner import Tuner
+from fitness.genome import Genome
+from fitness.individual import Individual
+from fitness.result import EvalResult
+from hardware_profiles import load_profile
+from operators.inductor_seed.templates import tile_starts
+
+NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES")
+CHOICES = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [64, 128, 256], "BLOCK_K": [32, 64], "GROUP_M": [8],
+           "NUM_WARPS": [4, 8], "NUM_STAGES": [3, 4]}
+SEED = dict(zip(NAMES, (128, 64, 32, 8, 4, 3)))  # Inductor's pick
+
+
+def space(*prefixes):
+    return {f"{p}{n}": CHOICES[n] for p in prefixes for n in NAMES} | {"XBLOCK": [256, 512]}
+
+
+def params(*prefixes):
+    return {f"{p}{n}": SEED[n] for p in prefixes for n in NAMES} | {"XBLOCK": 512}
+
+
+def test_every_template_kernel_goes_on_each_tile_it_can_take():
+    tiles = [(128, 256, 32, 8, 8, 3), (128, 256, 16, 8, 8, 3), (128, 64, 32, 8, 4, 3), (256, 128, 32, 8, 8, 3)]
+    starts = tile_starts(space("K0_", "K1_"), params("K0_", "K1_"), tiles)
+    # BLOCK_K 16 is not among the choices (it would not divide K); the third tile is the seed's own configuration
+    assert [(s["K0_BLOCK_M"], s["K0_BLOCK_N"]) for s in starts] == [(128, 256), (256, 128)]
+    assert all(s["K1_NUM_WARPS"] == 8 and s["K1_BLOCK_N"] == s["K0_BLOCK_N"] and s["XBLOCK"] == 512 for s in starts)
+    assert tile_starts({"XBLOCK": [256, 512]}, {"XBLOCK": 512}, tiles) == []  # no template kernel: nothing
+    assert tile_starts(space("K0_"), params("K0_"), ()) == []  # a profile without tiles
+
+
+SOURCE = "\n".join(f"K0_{n} = {SEED[n]}" for n in NAMES) + f"\nTUNABLE = {dict((f'K0_{n}', CHOICES[n]) for n in NAMES)!r}\n"
+
+
+class RecordingService:
+    """Answers every evaluation at once (time from the tile, so the study has something to rank), recording what
+    the tuner asked for, in order."""
+
+    def __init__(self, profile):
+        self.profile, self.asked = profile, []
+
+    def submit(self, source: str, label: str = "") -> Future:
+        self.asked.append(Genome.from_source(source).params)
+        future = Future()
+        future.set_result((str(len(self.asked)), EvalResult(status="ok", time_s=1e-3 / self.asked[-1]["K0_BLOCK_N"])))
+        return future
+
+
+def test_the_tuner_tries_the_seeds_own_configuration_then_the_profiles_tiles(tmp_path):
+    profile = load_profile("h200")
+    assert profile.gemm_tiles  # the H200's measured tiles
+    service = RecordingService(profile)
+    store = RunStore(tmp_path)
+    seed = Individual("0.0", Genome.from_source(SOURCE))
+    tuned = Tuner(service, store.optuna_url, trials=4, parallel=2).tune(seed)
+    store.close()
+    expected = [dict(zip((f"K0_{n}" for n in NAMES), tile)) for tile in profile.gemm_tiles]
+    assert service.asked[0] == seed.genome.params
+    assert service.asked[1:4] == expected[:3]
+    assert tuned.genome.params["K0_BLOCK_N"] == 256  # the fastest of them, as measured
+    study = optuna.load_study(study_name="tune-0.0", storage=store.optuna_url)
+    assert [t.params for t in study.trials] == service.asked
+
+
+def test_a_profile_without_tiles_tunes_as_before(tmp_path):
+    service = RecordingService(replace(load_profile("h200"), gemm_tiles=()))
+    store = RunStore(tmp_path)
+    Tuner(service, store.optuna_url, trials=3, parallel=3).tune(Individual("0.0", Genome.from_source(SOURCE)))
+    store.close()
+    assert service.asked[0] == Genome.from_source(SOURCE).params
+    assert service.asked[1] != dict(zip((f"K0_{n}" for n in NAMES), load_profile("h200").gemm_tiles[0]))  # TPE's
