@@ -56,7 +56,7 @@ class EvalSettings:
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
     warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
-    context_under_lock: bool = True  # a worker creates its CUDA context holding the GPU's shared lock (no timing meanwhile)
+    context_under_lock: bool = True  # a worker makes its CUDA context under the GPU lock (shared): no timing meanwhile
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
     profile: str = "none"  # profiler feedback for the LLM agents: none, or ncu (Nsight Compute, fitness/ncu.py)
     profile_timeout_s: float = 300.0  # one candidate's run under the profiler

@@ -68,7 +68,10 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in CHAT_PATHS:
             self._send(404, error_body(404, f"no route for POST {path}"))
             return
-        entry, seq = owner._take(path, dict(self.headers.items()), body)
+        # header names are case-insensitive (newer OpenAI clients send them in lower case): recorded in one form
+        headers = {"-".join(part.capitalize() for part in name.split("-")): value
+                   for name, value in self.headers.items()}
+        entry, seq = owner._take(path, headers, body)
         try:
             self._answer(owner, entry, body, seq)
         finally:

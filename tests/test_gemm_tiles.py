@@ -36,7 +36,8 @@ def test_every_template_kernel_goes_on_each_tile_it_can_take():
     assert tile_starts(space("K0_"), params("K0_"), ()) == []  # a profile without tiles
 
 
-SOURCE = "\n".join(f"K0_{n} = {SEED[n]}" for n in NAMES) + f"\nTUNABLE = {dict((f'K0_{n}', CHOICES[n]) for n in NAMES)!r}\n"
+SOURCE = ("\n".join(f"K0_{n} = {SEED[n]}" for n in NAMES)
+          + f"\nTUNABLE = {dict((f'K0_{n}', CHOICES[n]) for n in NAMES)!r}\n")
 
 
 class RecordingService:
