@@ -9,7 +9,8 @@ exclusive locker holds the gate, and shared lockers that arrive after it queue b
 Creating a CUDA context also uses the GPU (the driver clears the new context's memory: a timed kernel ran 25 %
 slower meanwhile), so a worker's start-up holds the lock shared too. Many starting at once held it shared for
 seconds on end and starved the timer (``experiments/results/throughput_h100.md``): ``start_up`` lets one start-up
-at a time per GPU into the shared lock, so a waiting timer gets the GPU after at most one of them.
+at a time per GPU into the shared lock, so a waiting timer gets the GPU after at most one of them (or, with
+``fitness.context_under_lock=false``, one at a time outside the GPU's lock: contexts made during timings).
 
 Usage::
 

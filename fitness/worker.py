@@ -363,12 +363,13 @@ def wait_for_job(path: Path) -> dict:
 def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict | None = None) -> None:
     """A forked worker's life (in its private directory and environment): CUDA, warm-up, wait for the job, run it,
     exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
-    spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path}."""
+    spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path, "context_under_lock": bool}."""
     PHASES.clear()
     SPANS.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
-    # the context is created under the GPU's shared lock, one start-up at a time: a new context (its memory is
-    # cleared by the driver) slowed a candidate being timed meanwhile (experiments/results/timing_spread_h100.md)
+    # one start-up at a time, the context created under the GPU's shared lock unless fitness.context_under_lock is
+    # false: on an H100 a start-up slowed a candidate timed meanwhile, on an H200 a context did not
+    # (experiments/results/timing_spread_h100.md)
     asked = time.monotonic()
     with start_up((warm or {}).get("gpu_lock"), hold_gpu=(warm or {}).get("context_under_lock", True)):
         PHASES["wait_start"] = time.monotonic() - asked

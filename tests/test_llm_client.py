@@ -286,6 +286,31 @@ def test_import_does_not_import_litellm():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("missing", ["litellm", "httpx2"])
+def test_an_unimportable_litellm_names_what_is_missing(monkeypatch, missing):
+    """litellm itself missing, or present but missing a dependency of its own (a new openai's httpx2, seen on a GPU
+    machine): the error names which, and the fix."""
+    import builtins
+
+    from operators.llm import client
+
+    real_import = builtins.__import__
+
+    def refusing(name, *args, **kwargs):
+        if name == "litellm":
+            raise ModuleNotFoundError(f"No module named '{missing}'", name=missing)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(client, "_litellm", None)
+    monkeypatch.setattr(builtins, "__import__", refusing)
+    with pytest.raises(LLMError) as info:
+        client._load_litellm()
+    message = str(info.value)
+    assert "pip install litellm" in message
+    assert ("litellm is not installed" in message) == (missing == "litellm")
+    assert (f"it needs '{missing}'" in message) == (missing != "litellm")
+
+
 def test_server_stops_promptly_with_a_sleeping_handler():
     server = ScriptedLLMServer([ok(delay_s=30)]).start()
     req = urllib.request.Request(server.url + "/chat/completions", data=b'{"model": "m", "messages": []}',
