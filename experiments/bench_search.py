@@ -145,7 +145,8 @@ def _num(value, fmt: str = "{:.0f}") -> str:
 
 def table(paths: list[str]) -> str:
     runs = [json.loads(Path(p).read_text()) for p in paths]
-    rows = [r for run_ in runs for r in run_["problems"]]
+    rows = [{**r, "problem": f"{Path(p).stem}: {r['problem']}"} if len(paths) > 1 else r  # which file each row is
+            for p, run_ in zip(paths, runs) for r in run_["problems"]]
     env = runs[0]["environment"]
     lines = [f"# Search benchmark on {env['gpu']}", "",
              f"torch {env['torch']}, triton {env['triton']}, {env['date']}. Offline operators, policy `triton`, "

@@ -197,6 +197,22 @@ def make_timer(device: str, l2_bytes: int, settings: dict):
     return WallClockTimer(reps={**TIMING_DEFAULTS, **settings}["interpreter_reps"])
 
 
+def settled_baselines(timer, models: dict, inputs: list, rounds: int = 2, tolerance: float = 0.05):
+    """({name: TimingStats dict}, notes): each of `models` timed `rounds` times, all of them per round, the last
+    round kept. The baselines are measured once per run and every speed-up of the run divides by them, so they
+    must not be read cold: earlier rounds warm the GPU up (its clocks after an idle spell, first uses). Twice on an
+    H200 a run's first baselines read 1.2-1.9x slow (experiments/results/throughput_h100.md, session 11). A note
+    says where an earlier round read slower than the kept one by more than `tolerance`."""
+    first = kept = {}
+    for index in range(rounds):
+        kept = {name: timer.measure(model, inputs) for name, model in models.items()}
+        first = kept if index == 0 else first
+    notes = [f"baseline {name}: its first timing read {first[name].median_s / stats.median_s - 1:.0%} slower than "
+             f"the one kept (the GPU warming up)" for name, stats in kept.items()
+             if stats.median_s > 0 and first[name].median_s > (1 + tolerance) * stats.median_s]
+    return {name: stats.to_dict() for name, stats in kept.items()}, notes
+
+
 def unseen_stream_work(stats: TimingStats, min_gap_s: float = 20e-6) -> bool:
     """True when the device stayed busy well past the timed stream's end event: work ran on another stream."""
     gap = stats.all_streams_median_s - stats.stream_median_s

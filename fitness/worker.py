@@ -299,9 +299,9 @@ def run_baseline_job(job: dict) -> dict:
         stage("timing eager and torch.compile (baselines)")
         with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
             timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
-            result["timing"]["eager"] = timer.measure(reference, inputs).to_dict()
-            if compiled is not None:
-                result["timing"]["compile"] = timer.measure(compiled, inputs).to_dict()
+            models = {"eager": reference, **({"compile": compiled} if compiled is not None else {})}
+            result["timing"], notes = timing.settled_baselines(timer, models, inputs)
+            result["notes"] += notes
     return result
 
 

@@ -1,5 +1,5 @@
 """Timer statistics and the unseen-stream check (the GPU timer itself is exercised by experiments/)."""
-from fitness.timing import TimingStats, WallClockTimer, repetition_times, unseen_stream_work
+from fitness.timing import TimingStats, WallClockTimer, repetition_times, settled_baselines, unseen_stream_work
 
 
 def test_stats_median_quartiles_and_spread():
@@ -30,3 +30,24 @@ def test_a_repetition_counts_the_device_wide_time_only_when_another_stream_ran_c
     device_wide = [44e-6, 54e-6, 58e-6, 80e-6, 435e-6]
     assert repetition_times(stream, device_wide) == [49e-6, 49e-6, 49e-6, 80e-6, 400e-6]
     assert repetition_times([400e-6], [441e-6]) == [441e-6]  # beyond 10 % of a long kernel: counted
+
+
+class ScriptedTimer:
+    """Answers each measure() with the next median from a script, recording which model it timed."""
+
+    def __init__(self, medians):
+        self.medians, self.timed = list(medians), []
+
+    def measure(self, model, inputs):
+        self.timed.append(model)
+        return TimingStats.from_samples("cuda-events", [self.medians.pop(0)] * 3)
+
+
+def test_baselines_are_timed_twice_and_a_cold_first_reading_is_dropped_and_said():
+    timer = ScriptedTimer([137e-6, 132e-6, 116e-6, 69e-6])  # a cold GPU's first round, then the settled one
+    kept, notes = settled_baselines(timer, {"eager": "E", "compile": "C"}, [[1]])
+    assert timer.timed == ["E", "C", "E", "C"]  # every model in each round
+    assert kept["eager"]["median_s"] == 116e-6 and kept["compile"]["median_s"] == 69e-6
+    assert len(notes) == 2 and "compile: its first timing read 91% slower" in notes[1]
+    steady, quiet = settled_baselines(ScriptedTimer([100e-6, 101e-6]), {"eager": "E"}, [[1]])
+    assert steady["eager"]["median_s"] == 101e-6 and quiet == []  # within the tolerance: nothing to say
