@@ -20,8 +20,7 @@ from omegaconf import DictConfig
 
 from evo.store import RunStore
 from fitness.evaluator import BaselineSlot, Evaluator
-from fitness.from_config import (policy_from_config, problem_from_config, profile_for, resolve_device,
-                                 settings_from_config)
+from fitness.from_config import fitness_parts
 from fitness.genome import evaluation_key
 from fitness.gpu_lock import physical_gpu
 from fitness.result import EvalResult
@@ -173,16 +172,13 @@ class LocalEvaluators:
     or one on the CPU interpreter, with the run's `parallel` evaluations in flight over them."""
 
     def service(self, cfg: DictConfig, store: RunStore) -> EvaluationService:
-        device = resolve_device(str(cfg.device))
-        profile = profile_for(cfg.hardware.profile, device)
-        problem = problem_from_config(cfg.problem, device)
-        policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
-        devices = evaluation_devices(device, cfg.get("gpus", "auto"))
+        parts = fitness_parts(cfg)
+        devices = evaluation_devices(parts.device, cfg.get("gpus", "auto"))
         shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
-        evaluators = [LocalEvaluator(problem, policy, profile, settings, device=d, baseline_slot=shared)
-                      for d in devices]
+        evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
+                                     baseline_slot=shared) for d in devices]
         cost = evaluators[0].cost
         parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices, cost.bytes if cost else 0)
         for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
-            evaluator.set_spares(max(1, -(-parallel // len(devices))) if settings.prestart_worker else 0)
+            evaluator.set_spares(max(1, -(-parallel // len(devices))) if parts.settings.prestart_worker else 0)
         return EvaluationService(evaluators, store, parallel)

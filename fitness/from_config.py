@@ -1,7 +1,7 @@
 """Builds an Evaluator from a Hydra config (the `fitness`, `hardware` and problem fields)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -72,26 +72,37 @@ def profile_for(profile_name: str, device: str) -> HardwareProfile:
     return resolve_profile(profile_name)
 
 
+@dataclass(frozen=True)
+class FitnessParts:
+    """What an evaluator is built from, as a config gives it."""
+    device: str
+    profile: HardwareProfile
+    problem: ProblemSpec  # at the device's sizes
+    policy: PrecisionPolicy
+    settings: EvalSettings
+
+
+def fitness_parts(cfg: DictConfig) -> FitnessParts:
+    """The device, hardware profile, problem, policy and settings a config names (`device`, `hardware`, `problem`,
+    `fitness`). Raises ValueError naming the fix."""
+    device = resolve_device(str(cfg.get("device", "auto")))
+    return FitnessParts(device, profile_for(cfg.hardware.profile, device), problem_from_config(cfg.problem, device),
+                        policy_from_config(cfg.fitness), settings_from_config(cfg.fitness))
+
+
 def check_fitness_config(cfg: DictConfig) -> ProblemSpec:
-    """What an evaluator would be built from (device, profile, problem, policy, settings), checked without starting
-    anything; the problem spec. Raises ValueError naming the fix."""
+    """What an evaluator would be built from, checked without starting anything; the problem spec. Raises
+    ValueError naming the fix."""
     from fitness.problem import load_problem
 
-    device = resolve_device(str(cfg.get("device", "auto")))
-    profile_for(cfg.hardware.profile, device)
-    spec = problem_from_config(cfg.problem, device)
+    spec = fitness_parts(cfg).problem
     load_problem(spec)  # the file defines Model, get_inputs, get_init_inputs; its size overrides exist
-    policy_from_config(cfg.fitness)
-    settings_from_config(cfg.fitness)
     return spec
 
 
 def build_evaluator(cfg: DictConfig) -> Evaluator:
-    device = resolve_device(str(cfg.get("device", "auto")))
-    profile = profile_for(cfg.hardware.profile, device)
-    problem = problem_from_config(cfg.problem, device)
-    return Evaluator(problem, policy_from_config(cfg.fitness), profile,
-                     settings_from_config(cfg.fitness), device=device)
+    parts = fitness_parts(cfg)
+    return Evaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device)
 
 
 def read_candidate(path: str | None, problem: ProblemSpec) -> tuple[str, str]:

@@ -95,15 +95,13 @@ def evaluate(cfg: DictConfig) -> None:
 def seed(cfg: DictConfig) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
     from fitness.evaluator import DEFAULT_CACHE_DIR
-    from fitness.from_config import policy_from_config, problem_from_config, profile_for, resolve_device
+    from fitness.from_config import fitness_parts
     from operators.inductor_seed import inductor_seed, policy_options
 
     try:
-        device = resolve_device(str(cfg.device))
-        problem = problem_from_config(cfg.problem, device)
-        policy = policy_from_config(cfg.fitness)
-        source = inductor_seed(problem, device, profile_for(cfg.hardware.profile, device).name, DEFAULT_CACHE_DIR,
-                               **policy_options(policy))
+        parts = fitness_parts(cfg)
+        device, problem, policy = parts.device, parts.problem, parts.policy
+        source = inductor_seed(problem, device, parts.profile.name, DEFAULT_CACHE_DIR, **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))
     out = _out_path(cfg.out)
