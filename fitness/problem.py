@@ -106,7 +106,7 @@ def resolve_problem(name_or_path: str, sizes: dict | None = None, size_preset: s
         return spec
     from fitness.sizes import shrink_sizes
 
-    shrunk = shrink_sizes(load_problem(spec).module, spec.sizes)
+    shrunk = shrink_sizes(load_problem(spec), spec.sizes)
     return ProblemSpec(spec.name, spec.path, shrunk.sizes, size_preset=size_preset,
                        size_note=_note(shrunk.describe(), sizes))
 

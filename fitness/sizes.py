@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from fitness.problem import size_constants
+from fitness.problem import LoadedProblem, size_constants
 
 MAX_ELEMENTS = 16384  # elements of the largest tensor on the interpreter (bundled test sizes: 6k-13k)
 MIN_SHRINKABLE = 16  # integer constants below this are kept (kernel sizes, strides, axes); halving stops at 8
@@ -49,16 +49,14 @@ def int_constants(module: ModuleType) -> dict[str, int]:
     return {k: v for k, v in size_constants(module).items() if type(v) is int}
 
 
-def largest_tensor(module: ModuleType, with_outputs: bool = True) -> int:
+def largest_tensor(problem: LoadedProblem, with_outputs: bool = True) -> int:
     """Elements of the largest input, parameter, buffer or (with_outputs) output, on the meta device."""
     import torch
 
     from fitness.correctness import as_tensor_list
+    from fitness.speed_of_light import meta_build
 
-    with torch.device("meta"):
-        inputs = list(module.get_inputs())
-        model = module.Model(*module.get_init_inputs())
-    inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+    model, inputs = meta_build(problem)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.state_dict().values())
     if with_outputs:
         with torch.no_grad():
@@ -66,14 +64,16 @@ def largest_tensor(module: ModuleType, with_outputs: bool = True) -> int:
     return max((t.numel() for t in tensors), default=0)
 
 
-def shrink_sizes(module: ModuleType, fixed: dict) -> Shrunk:
-    """The rule above, on a loaded problem module whose user-set sizes (``fixed``) are already applied."""
+def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
+    """The rule above, on a loaded problem whose user-set sizes (``fixed``) are already applied (its module's
+    constants are changed in place)."""
+    module = problem.module
     constants = int_constants(module)
     try:
-        largest, with_outputs = largest_tensor(module), True
+        largest, with_outputs = largest_tensor(problem), True
     except Exception:  # noqa: BLE001 - a forward the meta device cannot run: bound inputs and parameters only
         try:
-            largest, with_outputs = largest_tensor(module, with_outputs=False), False
+            largest, with_outputs = largest_tensor(problem, with_outputs=False), False
         except Exception as exc:  # noqa: BLE001
             return Shrunk(dict(fixed), None, why_not=f"its tensors cannot be built on torch's meta device "
                                                      f"({type(exc).__name__}: {str(exc)[:200]})")
@@ -85,7 +85,7 @@ def shrink_sizes(module: ModuleType, fixed: dict) -> Shrunk:
         name = max(sorted(shrinkable), key=lambda k: current[k])
         setattr(module, name, current[name] // 2)
         try:
-            measured = largest_tensor(module, with_outputs)
+            measured = largest_tensor(problem, with_outputs)
         except Exception:  # noqa: BLE001 - this constant cannot shrink: keep it
             setattr(module, name, current[name])
             shrinkable.discard(name)

@@ -41,15 +41,20 @@ class MetaRun:
     flops: float
 
 
-def meta_run(problem: LoadedProblem) -> MetaRun:
-    """Run the reference once on the meta device (no memory allocated, no GPU needed), counting its FLOPs."""
-    from torch.utils.flop_counter import FlopCounterMode
-
+def meta_build(problem: LoadedProblem) -> tuple:
+    """(model, inputs) of the reference on the meta device: shapes without memory, nothing run."""
     with torch.device("meta"):
         torch.manual_seed(0)
         model = problem.Model(*call_get_init_inputs(problem))
         inputs = call_get_inputs(problem)
-    inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+    return model, [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def meta_run(problem: LoadedProblem) -> MetaRun:
+    """Run the reference once on the meta device (no memory allocated, no GPU needed), counting its FLOPs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, inputs = meta_build(problem)
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
         outputs = as_tensor_list(model(*inputs))

@@ -75,7 +75,7 @@ def test_a_file_at_test_size_is_shrunk_by_the_stated_rule(tmp_path, source):
     path.write_text(source)
     spec = resolve_problem(str(path), size_preset="test")
     problem = load_problem(spec)
-    assert 0 < largest_tensor(problem.module) <= MAX_ELEMENTS
+    assert 0 < largest_tensor(problem) <= MAX_ELEMENTS
     assert "kernel_size" not in spec.sizes and "shrunk for the interpreter" in spec.size_note
     assert all(v >= 8 for v in spec.sizes.values())
     assert resolve_problem(str(path), size_preset="test") == spec  # a rule, not a guess: the same every time
