@@ -148,9 +148,10 @@ class Evaluator:
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)
         loaded = load_problem(self.problem)  # raises ProblemError early, in the caller's process
         self.sizes_used = int_constants(loaded.module)  # the size constants in effect (file's, preset, overrides)
-        self.cost = self._measure_cost(loaded)
+        self.target = target_for(problem, self.device, profile, policy.tf32, loaded)  # what kernels are written for
+        # the cost model at the judged sizes: on a GPU those are the target's (the same forward on the meta device)
+        self.cost = self.target.cost if self.on_gpu else self._measure_cost(loaded)
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
-        self.target = target_for(problem, self.device, profile, policy.tf32)  # what the kernels are written for
         self._baselines = baseline_slot or BaselineSlot()
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from fitness.problem import ProblemSpec, load_problem
+from fitness.problem import LoadedProblem, ProblemSpec, load_problem
 from fitness.speed_of_light import ProblemCost, cost_of, meta_run, peak_key
 from hardware_profiles import HardwareProfile
 
@@ -105,10 +105,12 @@ def target_sizes_spec(spec: ProblemSpec, device: str) -> ProblemSpec:
     return ProblemSpec(spec.name, spec.path, {}, spec.seed_path, "full")
 
 
-def target_for(spec: ProblemSpec, device: str, profile: HardwareProfile | None, tf32: bool) -> Target:
-    """The target of a search over `spec` judged on `device`, for the hardware `profile` it was given."""
+def target_for(spec: ProblemSpec, device: str, profile: HardwareProfile | None, tf32: bool,
+               judged: LoadedProblem | None = None) -> Target:
+    """The target of a search over `spec` judged on `device`, for the hardware `profile` it was given (`judged`:
+    `spec` loaded already)."""
     gpu = profile if profile is not None and profile.kind == "gpu" else None
-    judged = load_problem(spec)
+    judged = judged or load_problem(spec)
     full = target_sizes_spec(spec, device)
     loaded = judged if full == spec else load_problem(full)
     evaluated = judged.sizes
