@@ -203,10 +203,8 @@ def settled_baselines(timer, models: dict, inputs: list, rounds: int = 2, tolera
     must not be read cold: earlier rounds warm the GPU up (its clocks after an idle spell, first uses). Twice on an
     H200 a run's first baselines read 1.2-1.9x slow (experiments/results/throughput_h100.md, session 11). A note
     says where an earlier round read slower than the kept one by more than `tolerance`."""
-    first = kept = {}
-    for index in range(rounds):
-        kept = {name: timer.measure(model, inputs) for name, model in models.items()}
-        first = kept if index == 0 else first
+    measured = [{name: timer.measure(model, inputs) for name, model in models.items()} for _ in range(rounds)]
+    first, kept = measured[0], measured[-1]
     notes = [f"baseline {name}: its first timing read {first[name].median_s / stats.median_s - 1:.0%} slower than "
              f"the one kept (the GPU warming up)" for name, stats in kept.items()
              if stats.median_s > 0 and first[name].median_s > (1 + tolerance) * stats.median_s]
