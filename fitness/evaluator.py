@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fitness import ncu
 from fitness.candidate import source_hash
-from fitness.gpu_lock import create_lock_files, lock_path
+from fitness.gpu_lock import MAX_START_UPS, create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
@@ -57,6 +57,8 @@ class EvalSettings:
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
     warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
     context_under_lock: bool = True  # a worker makes its CUDA context under the GPU lock (shared): no timing meanwhile
+    start_ups_at_once: int = 1  # worker start-ups (CUDA contexts) made at the same time per GPU
+    timers_first: bool = False  # queued timers take the GPU back to back; shared work waits for them (gpu_lock.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
     profile: str = "none"  # profiler feedback for the LLM agents: none, or ncu (Nsight Compute, fitness/ncu.py)
     profile_timeout_s: float = 300.0  # one candidate's run under the profiler
@@ -68,6 +70,8 @@ class EvalSettings:
             raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
             raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+        if not 1 <= self.start_ups_at_once <= MAX_START_UPS:
+            raise ValueError(f"fitness.start_ups_at_once must be 1-{MAX_START_UPS}, got {self.start_ups_at_once}")
         if self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
 
@@ -159,7 +163,9 @@ class Evaluator:
                                 confine=self.settings.confine,
                                 warm={"judge": self.settings.warm_judge,
                                       "gpu_lock": lock_path(LOCK_DIR, self.device),
-                                      "context_under_lock": self.settings.context_under_lock})
+                                      "context_under_lock": self.settings.context_under_lock,
+                                      "start_ups_at_once": self.settings.start_ups_at_once,
+                                      "timers_first": self.settings.timers_first})
 
     def __enter__(self):
         return self

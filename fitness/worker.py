@@ -97,7 +97,8 @@ def stage(text: str) -> None:
 @contextmanager
 def gpu_lock(job: dict, exclusive: bool):
     """The job's GPU lock (none on the CPU interpreter), the wait for it counted as wait_shared / wait_exclusive."""
-    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive)
+    timers_first = (job.get("settings") or {}).get("timers_first", False)
+    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive, timers_first=timers_first)
     with phase("wait_exclusive" if exclusive else "wait_shared"):
         lock.__enter__()
     try:
@@ -363,23 +364,26 @@ def wait_for_job(path: Path) -> dict:
 def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict | None = None) -> None:
     """A forked worker's life (in its private directory and environment): CUDA, warm-up, wait for the job, run it,
     exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
-    spare warms before its job (``fitness.warm``): {"judge": bool, "gpu_lock": path, "context_under_lock": bool}."""
+    spare warms before its job and how it starts up (``fitness.warm``): {"judge": bool, "gpu_lock": path,
+    "context_under_lock": bool, "start_ups_at_once": int, "timers_first": bool}."""
     PHASES.clear()
     SPANS.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
-    # one start-up at a time, the context created under the GPU's shared lock unless fitness.context_under_lock is
-    # false: on an H100 a start-up slowed a candidate timed meanwhile, on an H200 a context did not
+    # fitness.start_ups_at_once start-ups at a time, the context created under the GPU's shared lock unless
+    # fitness.context_under_lock is false: on an H100 a start-up slowed a candidate timed meanwhile, on an H200 a context did not
     # (experiments/results/timing_spread_h100.md)
     asked = time.monotonic()
-    with start_up((warm or {}).get("gpu_lock"), hold_gpu=(warm or {}).get("context_under_lock", True)):
+    warm = warm or {}
+    with start_up(warm.get("gpu_lock"), hold_gpu=warm.get("context_under_lock", True),
+                  at_once=warm.get("start_ups_at_once", 1), timers_first=warm.get("timers_first", False)):
         PHASES["wait_start"] = time.monotonic() - asked
         with phase("cuda_init"):
             cuda_error = init_cuda(device)
     if not cuda_error:
         with phase("prewarm"):
             prewarm_triton(device)  # compiles on the host; loads one small module
-        if (warm or {}).get("judge"):
-            with phase("warm_judge"), DeviceLock(warm.get("gpu_lock"), exclusive=False):
+        if warm.get("judge"):
+            with phase("warm_judge"), DeviceLock(warm.get("gpu_lock"), False, warm.get("timers_first", False)):
                 warm_judge(device)
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))
