@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from experiments.timeline import STATES, gpu_timeline  # noqa: E402
+from experiments.timeline import STATES, gpu_timeline, start_up_under_lock  # noqa: E402
 
 BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
@@ -76,8 +76,8 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
             "evals_per_hour": summary.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
             "cpu_busy": busy_cpu, "load_average": os.getloadavg()[0], "load_average_before": load_before,
             "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
-            "phases_s": phase_medians(results), "timeline": gpu_timeline(results, start, end,
-                                                                  config["fitness"].get("context_under_lock", True)),
+            "phases_s": phase_medians(results),
+            "timeline": gpu_timeline(results, start, end, start_up_under_lock(config["fitness"])),
             "best_s": best.time_s if best and best.ok else None,
             "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
             "tuned_seed_s": summary.tuned_seed_result.time_s

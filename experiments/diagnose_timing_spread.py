@@ -9,10 +9,10 @@ at a time. Each measurement is the evaluator's timer (``fitness.timing.CudaEvent
        GPU's clocks and power state sampled meanwhile (nvidia-smi); then the timer after the same idle, once with
        its default warm-up and once with a long one (is the slow first measurement the clocks ramping up?)
     X  the timer in this process while another process keeps making CUDA contexts (forked children that create one,
-       launch one tiny kernel and exit: what a spare's start-up does), one at a time and four at a time, against
-       quiet; decides whether a worker may create its context while a candidate is timed
-       (``fitness.context_under_lock``)
-    K  C with contexts created outside the GPU's lock (``context_under_lock=false``)
+       launch one tiny kernel and exit), one at a time and four at a time, against quiet; then whole start-ups as a
+       spare makes them (context, Triton pre-warm, the judge's warm-up kernels), one and two at a time; decides
+       whether a worker may start up while a candidate is timed (``fitness.start_up_under_lock``)
+    K  C with start-ups outside the GPU's lock (``start_up_under_lock=false``)
 
 Every row keeps the timer's internals (median launch time, spin, stream-only and device-wide medians), so a
 change in the median can be traced to one of them.
@@ -183,10 +183,13 @@ def after_idle(problem: str, idle_s: float) -> list[dict]:
     return rows
 
 
-def churn_contexts(at_once: int) -> None:
+def churn_contexts(at_once: int, start_ups: bool = False) -> None:
     """Until terminated: fork `at_once` children at a time, each creating a CUDA context on GPU 0, launching one tiny
-    kernel and exiting (this process never touches CUDA, so it can fork); prints a line per round."""
+    kernel (`start_ups`: pre-warming Triton and warming the judge, as a spare does) and exiting (this process never
+    touches CUDA, so it can fork); prints a line per round."""
     import torch
+
+    from fitness.warm import prewarm_triton, warm_judge
 
     made, start = 0, time.time()
     while True:
@@ -195,6 +198,9 @@ def churn_contexts(at_once: int) -> None:
             pid = os.fork()
             if pid == 0:
                 torch.zeros(1, device="cuda")
+                if start_ups:
+                    prewarm_triton("cuda")
+                    warm_judge("cuda")
                 torch.cuda.synchronize()
                 os._exit(0)
             children.append(pid)
@@ -211,7 +217,9 @@ def during_contexts(problem: str, runs: int) -> list[dict]:
     rows = []
     with torch.no_grad():
         for label, at_once in (("X quiet", 0), ("X contexts made one at a time meanwhile", 1),
-                               ("X contexts made four at a time meanwhile", 4), ("X quiet again", 0)):
+                               ("X contexts made four at a time meanwhile", 4),
+                               ("X start-ups (context, pre-warm, judge warm-up) one at a time meanwhile", -1),
+                               ("X start-ups two at a time meanwhile", -2), ("X quiet again", 0)):
             churn = subprocess.Popen([sys.executable, __file__, "--churn", str(at_once)], stdout=subprocess.PIPE,
                                      text=True) if at_once else None
             if churn is not None:
@@ -237,10 +245,10 @@ def main() -> None:
     parser.add_argument("--one", action="store_true", help="one measurement in this process, printed as JSON")
     parser.add_argument("--parts", default="ABC", help="A, B, C, I, X, K as above; U: C unconfined too")
     parser.add_argument("--idle-s", type=float, default=10.0)
-    parser.add_argument("--churn", type=int, default=0, help=argparse.SUPPRESS)  # part X's context maker
+    parser.add_argument("--churn", type=int, default=0, help=argparse.SUPPRESS)  # part X's maker (< 0: start-ups)
     args = parser.parse_args()
     if args.churn:
-        churn_contexts(args.churn)
+        churn_contexts(abs(args.churn), start_ups=args.churn < 0)
         return
     if args.one:
         import torch
@@ -262,7 +270,7 @@ def main() -> None:
         if "U" in args.parts:  # unconfined as well
             rows.append(evaluator_runs(args.problem, args.runs, confine=False, prestart_worker=False))
     if "K" in args.parts:
-        rows.append(evaluator_runs(args.problem, args.runs, context_under_lock=False))
+        rows.append(evaluator_runs(args.problem, args.runs, start_up_under_lock=False))
     if "X" in args.parts:
         rows += during_contexts(args.problem, args.runs)
     Path(args.out).write_text(json.dumps({"problem": args.problem, "command": " ".join(sys.argv), "rows": rows},

@@ -10,7 +10,8 @@ Each instant of the window is in exactly one state, first match wins:
 * ``gpu_free``: evaluations are in flight but none holds the GPU (they start, compile, or wait for a lock);
 * ``no_evaluation``: nothing is being evaluated (the search varies, selects, checkpoints, or waits on a barrier).
 
-The fractions sum to 1; ``in_flight_mean`` is the mean number of evaluations in flight.
+The fractions sum to 1; ``in_flight_mean`` is the mean number of evaluations in flight; ``held_by`` splits drain and
+shared among the stages holding the GPU then (an instant held by two stages counts half to each).
 
     python3 experiments/timeline.py RUN_DIR [RUN_DIR ...]     # a run's timeline, from its run store
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 EXCLUSIVE = frozenset({"timing", "profile"})
@@ -38,13 +40,18 @@ def _spans(results) -> list[tuple[str, float, float]]:
     return out
 
 
-def gpu_timeline(results, start: float, end: float, context_under_lock: bool = True) -> dict:
-    """The share of [start, end] in each state (STATES) and the mean evaluations in flight. A worker's CUDA context
-    creation counts as holding the GPU shared only when it does (``fitness.context_under_lock``)."""
+START_UP = frozenset({"cuda_init", "warm_judge"})
+
+
+def gpu_timeline(results, start: float, end: float, start_up_under_lock: bool | str = True) -> dict:
+    """The share of [start, end] in each state (STATES) and the mean evaluations in flight. A worker's start-up
+    (context creation, judge warm-up) counts as holding the GPU shared only when it does
+    (``fitness.start_up_under_lock``; "context only": the judge's warm-up did, not the context)."""
     wall = end - start
     if wall <= 0:
         return {}
-    shared = SHARED if context_under_lock else SHARED - {"cuda_init"}
+    shared = (SHARED if start_up_under_lock is True else
+              SHARED - {"cuda_init"} if start_up_under_lock == "context only" else SHARED - START_UP)
     events = []  # (time, kind, +1/-1)
     for name, s, e in _spans(results):
         s, e = max(s, start), min(e, end)
@@ -53,22 +60,29 @@ def gpu_timeline(results, start: float, end: float, context_under_lock: bool = T
         kind = ("timing" if name in EXCLUSIVE else "shared" if name in shared else
                 "evaluation" if name == "evaluation" else "waiting" if name == "wait_exclusive" else None)
         if kind:
-            events += [(s, kind, 1), (e, kind, -1)]
+            events += [(s, kind, 1, name), (e, kind, -1, name)]
     events.sort(key=lambda ev: (ev[0], ev[2]))  # ends before starts at the same instant
     counts = {"timing": 0, "shared": 0, "evaluation": 0, "waiting": 0}
-    shares = dict.fromkeys(STATES, 0.0)
+    holders = Counter()  # the stages holding the GPU shared now
+    shares, held_by = dict.fromkeys(STATES, 0.0), Counter()
     in_flight, last = 0.0, start
-    for t, kind, delta in [*events, (end, None, 0)]:
+    for t, kind, delta, name in [*events, (end, None, 0, None)]:
         if t > last:
             state = ("timing" if counts["timing"] else
                      ("drain" if counts["waiting"] else "shared") if counts["shared"] else
                      "gpu_free" if counts["evaluation"] else "no_evaluation")
             shares[state] += t - last
+            if state in ("drain", "shared"):
+                for holder in (held := [h for h, n in holders.items() if n > 0]):
+                    held_by[holder] += (t - last) / len(held)
             in_flight += (t - last) * counts["evaluation"]
             last = t
         if kind:
             counts[kind] += delta
-    return {**{k: v / wall for k, v in shares.items()}, "in_flight_mean": in_flight / wall}
+            if kind == "shared":
+                holders[name] += delta
+    return {**{k: v / wall for k, v in shares.items()}, "in_flight_mean": in_flight / wall,
+            "held_by": {k: v / wall for k, v in sorted(held_by.items())}}
 
 
 def run_timeline(run_dir: Path) -> dict:
@@ -86,12 +100,24 @@ def run_timeline(run_dir: Path) -> dict:
     evaluations = [s for name, *s in _spans(results) if name == "evaluation"]
     if not evaluations:
         return {}
-    under_lock = (config.get("fitness") or {}).get("context_under_lock", True)
-    return {"evaluations": len(results), "context_under_lock": under_lock,
+    under_lock = start_up_under_lock(config.get("fitness") or {})
+    return {"evaluations": len(results), "start_up_under_lock": under_lock,
             **gpu_timeline(results, min(s for s, _ in evaluations), max(e for _, e in evaluations), under_lock)}
+
+
+def rounded(value, digits: int = 3):
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def start_up_under_lock(fitness: dict):
+    """The run's setting; True or "context only" for runs made before it covered the judge's warm-up."""
+    if "start_up_under_lock" in fitness:
+        return fitness["start_up_under_lock"]
+    return True if fitness.get("context_under_lock", True) else "context only"
 
 
 if __name__ == "__main__":
     for path in sys.argv[1:]:
-        print(path, json.dumps({k: round(v, 3) if isinstance(v, float) else v
-                                for k, v in run_timeline(Path(path)).items()}))
+        print(path, json.dumps(rounded(run_timeline(Path(path)))))

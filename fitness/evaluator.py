@@ -56,7 +56,7 @@ class EvalSettings:
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
     warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
-    context_under_lock: bool = True  # a worker makes its CUDA context under the GPU lock (shared): no timing meanwhile
+    start_up_under_lock: bool = True  # a worker's start-up (CUDA context, judge warm-up) holds the GPU lock shared
     start_ups_at_once: int = 1  # worker start-ups (CUDA contexts) made at the same time per GPU
     timers_first: bool = False  # queued timers take the GPU back to back; shared work waits for them (gpu_lock.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
@@ -163,7 +163,7 @@ class Evaluator:
                                 confine=self.settings.confine,
                                 warm={"judge": self.settings.warm_judge,
                                       "gpu_lock": lock_path(LOCK_DIR, self.device),
-                                      "context_under_lock": self.settings.context_under_lock,
+                                      "start_up_under_lock": self.settings.start_up_under_lock,
                                       "start_ups_at_once": self.settings.start_ups_at_once,
                                       "timers_first": self.settings.timers_first})
 

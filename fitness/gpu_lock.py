@@ -15,8 +15,8 @@ Creating a CUDA context also uses the GPU (the driver clears the new context's m
 slower meanwhile), so a worker's start-up holds the lock shared too. Many starting at once held it shared for
 seconds on end and starved the timer (``experiments/results/throughput_h100.md``): ``start_up`` lets one start-up
 at a time per GPU into the shared lock, so a waiting timer gets the GPU after at most one of them (or, with
-``fitness.context_under_lock=false``, outside the GPU's lock: contexts made during timings, at most
-``fitness.start_ups_at_once`` of them at a time).
+``fitness.start_up_under_lock=false``, outside the GPU's lock: contexts made and the judge warmed up during
+timings, at most ``fitness.start_ups_at_once`` start-ups at a time).
 
 Usage::
 

@@ -365,16 +365,17 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     """A forked worker's life (in its private directory and environment): CUDA, warm-up, wait for the job, run it,
     exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
     spare warms before its job and how it starts up (``fitness.warm``): {"judge": bool, "gpu_lock": path,
-    "context_under_lock": bool, "start_ups_at_once": int, "timers_first": bool}."""
+    "start_up_under_lock": bool, "start_ups_at_once": int, "timers_first": bool}."""
     PHASES.clear()
     SPANS.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
-    # fitness.start_ups_at_once start-ups at a time, the context created under the GPU's shared lock unless
-    # fitness.context_under_lock is false: on an H100 a start-up slowed a candidate timed meanwhile, on an H200 a context did not
-    # (experiments/results/timing_spread_h100.md)
+    # fitness.start_ups_at_once start-ups at a time, each (its CUDA context, then the judge's warm-up) holding the
+    # GPU's shared lock unless fitness.start_up_under_lock is false: on an H100 a start-up slowed a candidate timed
+    # meanwhile; on an H200 neither contexts nor whole start-ups did (experiments/results/timing_spread_h100.md)
+    under_lock = warm.get("start_up_under_lock", True)
     asked = time.monotonic()
     warm = warm or {}
-    with start_up(warm.get("gpu_lock"), hold_gpu=warm.get("context_under_lock", True),
+    with start_up(warm.get("gpu_lock"), hold_gpu=under_lock,
                   at_once=warm.get("start_ups_at_once", 1), timers_first=warm.get("timers_first", False)):
         PHASES["wait_start"] = time.monotonic() - asked
         with phase("cuda_init"):
@@ -383,7 +384,8 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
         with phase("prewarm"):
             prewarm_triton(device)  # compiles on the host; loads one small module
         if warm.get("judge"):
-            with phase("warm_judge"), DeviceLock(warm.get("gpu_lock"), False, warm.get("timers_first", False)):
+            lock = DeviceLock(warm.get("gpu_lock") if under_lock else None, False, warm.get("timers_first", False))
+            with phase("warm_judge"), lock:
                 warm_judge(device)
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))

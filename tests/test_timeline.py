@@ -27,10 +27,19 @@ def test_states_partition_the_window_and_timing_wins_over_shared():
     assert t["in_flight_mean"] == pytest.approx((6 + 6 + 1) / 10)
 
 
-def test_a_context_made_outside_the_lock_does_not_hold_the_gpu():
-    results = [result(("evaluation", 0, 10), ("cuda_init", 0, 5))]
+def test_a_start_up_outside_the_lock_does_not_hold_the_gpu():
+    results = [result(("evaluation", 0, 10), ("cuda_init", 0, 4), ("warm_judge", 4, 5))]
     assert gpu_timeline(results, 0, 10)["shared"] == pytest.approx(0.5)
-    assert gpu_timeline(results, 0, 10, context_under_lock=False)["gpu_free"] == pytest.approx(1.0)
+    assert gpu_timeline(results, 0, 10, start_up_under_lock=False)["gpu_free"] == pytest.approx(1.0)
+    assert gpu_timeline(results, 0, 10, start_up_under_lock="context only")["shared"] == pytest.approx(0.1)
+
+
+def test_held_by_splits_the_shared_time_among_its_holders():
+    results = [result(("evaluation", 0, 10), ("warm_judge", 0, 4), ("wait_exclusive", 2, 4), ("timing", 4, 5)),
+               result(("evaluation", 0, 10), ("trials", 1, 3))]
+    t = gpu_timeline(results, 0, 10)
+    assert t["held_by"] == pytest.approx({"warm_judge": 0.1 + 0.05 + 0.05 + 0.1, "trials": 0.05 + 0.05})
+    assert t["drain"] == pytest.approx(0.2) and t["shared"] == pytest.approx(0.2)
 
 
 def test_spans_are_clipped_to_the_window():
