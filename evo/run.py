@@ -22,8 +22,8 @@ from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
-from fitness.evaluator import Evaluator
-from fitness.from_config import INDUCTOR, check_fitness_config
+from fitness.evaluator import Evaluator, start_up_under_lock
+from fitness.from_config import INDUCTOR, check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds
@@ -275,11 +275,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     tuner_cfg = cfg.search.tuner
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
-    service = build_service(cfg, store)
+    service, tuner = build_service(cfg, store), None
     try:
         tuner = Tuner(service, store.optuna_url, trials=tuner_cfg.trials, seed=cfg.search.seed,
                       prune_factor=tuner_cfg.prune_factor, parallel=tuner_cfg.parallel)
         evaluator = service.evaluators[0]
+        store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
         print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations and "
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
@@ -294,6 +295,8 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
             state = search.run()
         window = (started, time.time())
     finally:
+        if tuner is not None:
+            tuner.close()
         service.close()
     summary = summarise(store, state)
     summary.search_window = window

@@ -66,6 +66,7 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     store = RunStore(run_dir, create=False)
     results = list(store.evaluations().values())
     config = store.get_meta("config")
+    under_lock = store.get_meta("start_up_under_lock")
     store.close()
     wall = end - start
     best, seed = summary.best_result, summary.seed_result
@@ -77,7 +78,9 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
             "cpu_busy": busy_cpu, "load_average": os.getloadavg()[0], "load_average_before": load_before,
             "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
             "phases_s": phase_medians(results),
-            "timeline": gpu_timeline(results, start, end, start_up_under_lock(config["fitness"])),
+            "start_up_under_lock": under_lock,
+            "timeline": gpu_timeline(results, start, end, under_lock if under_lock is not None
+                                     else start_up_under_lock(config["fitness"])),
             "best_s": best.time_s if best and best.ok else None,
             "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
             "tuned_seed_s": summary.tuned_seed_result.time_s

@@ -95,12 +95,13 @@ def run_timeline(run_dir: Path) -> dict:
     try:
         results = list(store.evaluations().values())
         config = store.get_meta("config") or {}
+        resolved = store.get_meta("start_up_under_lock")  # what the run's evaluators did (null in its config: auto)
     finally:
         store.close()
     evaluations = [s for name, *s in _spans(results) if name == "evaluation"]
     if not evaluations:
         return {}
-    under_lock = start_up_under_lock(config.get("fitness") or {})
+    under_lock = resolved if resolved is not None else start_up_under_lock(config.get("fitness") or {})
     return {"evaluations": len(results), "start_up_under_lock": under_lock,
             **gpu_timeline(results, min(s for s, _ in evaluations), max(e for _, e in evaluations), under_lock)}
 

@@ -18,7 +18,7 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from fitness import ncu
@@ -56,7 +56,9 @@ class EvalSettings:
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
     warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
-    start_up_under_lock: bool = True  # a worker's start-up (CUDA context, judge warm-up) holds the GPU lock shared
+    # a worker's start-up (CUDA context, judge warm-up) holds the GPU lock shared; None: unless the hardware profile
+    # says start-ups were measured not to disturb a timing (`start_up_disturbs_timing: false`)
+    start_up_under_lock: bool | None = None
     start_ups_at_once: int = 1  # worker start-ups (CUDA contexts) made at the same time per GPU
     timers_first: bool = False  # queued timers take the GPU back to back; shared work waits for them (gpu_lock.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
@@ -98,6 +100,14 @@ class BaselineSlot:
         self.lock = threading.Lock()
         self.value: Baseline | None = None
         self.wall_s = 0.0
+
+
+def start_up_under_lock(settings: EvalSettings, profile: HardwareProfile) -> bool:
+    """fitness.start_up_under_lock, or where unset, whether the profile lacks a measurement saying start-ups do not
+    disturb a timing."""
+    if settings.start_up_under_lock is not None:
+        return bool(settings.start_up_under_lock)
+    return profile.start_up_disturbs_timing is not False
 
 
 def implausibility(time_s: float, sol_s: float, margin: float, profile: HardwareProfile) -> str:
@@ -147,6 +157,7 @@ class Evaluator:
         self.policy = policy
         self.profile = profile
         self.settings = settings or EvalSettings()
+        self.settings = replace(self.settings, start_up_under_lock=start_up_under_lock(self.settings, profile))
         self.device = device or default_device()
         self.on_gpu = self.device.startswith("cuda")
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)

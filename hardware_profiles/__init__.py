@@ -35,6 +35,9 @@ class HardwareProfile:
     # GEMM tiles known to run well here, each (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the first
     # configurations the tuner tries on a GEMM template kernel after the kernel's own (``evo/tuner.py``)
     gemm_tiles: tuple = ()
+    # measured: does a worker starting up (its CUDA context, the judge's warm-up) slow a kernel timed meanwhile?
+    # None: not measured here, so start-ups hold the GPU's lock (fitness.start_up_under_lock)
+    start_up_disturbs_timing: bool | None = None
 
     def peak(self, dtype: str) -> float | None:
         """Dense peak FLOP/s for a dtype key (fp32, tf32, bf16, fp16, fp8), None when unknown."""

@@ -60,7 +60,9 @@ def test_the_tuner_tries_the_seeds_own_configuration_then_the_profiles_tiles(tmp
     service = RecordingService(profile)
     store = RunStore(tmp_path)
     seed = Individual("0.0", Genome.from_source(SOURCE))
-    tuned = Tuner(service, store.optuna_url, trials=4, parallel=2).tune(seed)
+    tuner = Tuner(service, store.optuna_url, trials=4, parallel=2)
+    tuned = tuner.tune(seed)
+    tuner.close()  # the study is copied into run.db
     store.close()
     expected = [dict(zip((f"K0_{n}" for n in NAMES), tile)) for tile in profile.gemm_tiles]
     assert service.asked[0] == seed.genome.params

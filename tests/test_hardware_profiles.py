@@ -43,3 +43,19 @@ def test_unknown_gpu_gets_a_profile_from_its_properties_with_unknown_peaks():
 def test_unknown_profile_name_lists_the_choices():
     with pytest.raises(ValueError, match="h100_sxm"):
         load_profile("h900")
+
+
+def test_start_ups_leave_the_gpu_lock_only_where_measured_harmless_or_asked():
+    """fitness.start_up_under_lock=null follows the profile's measurement; an explicit value wins."""
+    from dataclasses import replace
+
+    from fitness.evaluator import EvalSettings, start_up_under_lock
+
+    h200, h100 = load_profile("h200"), load_profile("h100_sxm")
+    assert h200.start_up_disturbs_timing is False and h100.start_up_disturbs_timing is None  # measured / not
+    auto = EvalSettings()
+    assert start_up_under_lock(auto, h200) is False
+    assert start_up_under_lock(auto, h100) is True
+    assert start_up_under_lock(auto, replace(h200, start_up_disturbs_timing=True)) is True
+    assert start_up_under_lock(EvalSettings(start_up_under_lock=True), h200) is True
+    assert start_up_under_lock(EvalSettings(start_up_under_lock=False), h100) is False

@@ -123,14 +123,21 @@ def test_a_run_killed_mid_generation_resumes_losing_and_repeating_nothing(tmp_pa
     assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
 
 
+def tune(tuner, individual):
+    """Tune, then wait until the study is in run.db (a run closes its tuner at the end)."""
+    tuned = tuner.tune(individual)
+    tuner.close()
+    return tuned, tuner
+
+
 def test_tuning_again_repeats_no_evaluation_and_chooses_the_same(tmp_path):
     seed = Individual("0.0", Genome.from_source(candidate("good")))  # declares TUNABLE = {"BLOCK": [64, 128, 256]}
     store = RunStore(tmp_path)
     service = EvaluationService([make_evaluator(trials=2)], store, parallel=2)
     try:
-        first = Tuner(service, store.optuna_url, trials=3, parallel=2).tune(seed)
+        first, _ = tune(Tuner(service, store.optuna_url, trials=3, parallel=2), seed)
         calls = store.evaluation_count()
-        again = Tuner(service, store.optuna_url, trials=3, parallel=2).tune(seed)  # as a resumed run does
+        again, _ = tune(Tuner(service, store.optuna_url, trials=3, parallel=2), seed)  # as a resumed run does
     finally:
         service.close()
     assert first.ok and again.genome == first.genome and again.result.to_dict() == first.result.to_dict()
