@@ -32,12 +32,13 @@ from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.target import target_for
-from fitness.timing import TIMING_DEFAULTS, TimingStats
+from fitness.timing import TIMING_DEFAULTS, TimingStats, fastest_baselines
 from hardware_profiles import HardwareProfile
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
 LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
 PROFILERS = ("none", "ncu")
+BASELINE_PROCESSES = 2  # fresh workers that time eager and torch.compile on a GPU (the faster reading is kept)
 
 
 @dataclass
@@ -231,15 +232,22 @@ class Evaluator:
         return self._baselines.value
 
     def _measure_baseline(self) -> Baseline:
-        start = time.perf_counter()
-        outcome = self._sandbox.run(self._job("baseline"), self.settings.baseline_timeout_s, trusted=True)
-        result = outcome.result or {}
-        timings = result.get("timing", {})
-        notes = list(result.get("notes", []))
-        if result.get("status") != "ok":
-            notes.append("baseline timing failed: " + (result.get("reason")
-                                                       or outcome.failure_reason(self.settings.baseline_timeout_s,
-                                                                                 self._timeout_context())))
+        """On a GPU in BASELINE_PROCESSES fresh workers one after the other, the fastest reading of each kept
+        (`timing.fastest_baselines`); one on the interpreter, whose times are never turned into speed-ups."""
+        start, readings, notes = time.perf_counter(), [], []
+        for _ in range(BASELINE_PROCESSES if self.on_gpu else 1):
+            outcome = self._sandbox.run(self._job("baseline"), self.settings.baseline_timeout_s, trusted=True)
+            result = outcome.result or {}
+            notes += [n for n in result.get("notes", []) if n not in notes]
+            if result.get("status") == "ok":
+                readings.append(result.get("timing", {}))
+                continue
+            why = result.get("reason") or outcome.failure_reason(self.settings.baseline_timeout_s,
+                                                                 self._timeout_context())
+            notes.append(f"baseline timing failed{' in a later process' if readings else ''}: {why}")
+            break
+        timings, slower = fastest_baselines(readings)
+        notes += slower
         self._baselines.wall_s = time.perf_counter() - start
         return Baseline(TimingStats.from_dict(timings.get("eager")), TimingStats.from_dict(timings.get("compile")),
                         notes)

@@ -71,3 +71,32 @@ def test_a_template_grid_that_is_not_the_gemm_grid_is_refused():
     assert template_grid("k", info, grid) == "triton.cdiv(64, K0_BLOCK_M) * triton.cdiv(64, K0_BLOCK_N), 1, 1"
     with pytest.raises(SeedError, match="not cdiv"):
         template_grid("k", info, [ast.Constant(5), ast.Constant(1), ast.Constant(1)])
+
+
+def with_tf32(captured: dict) -> dict:
+    """The capture as policy `triton` makes it (TF32 allowed: level1/1_Square's template says ALLOW_TF32 = True)."""
+    code = captured["code"].replace("ALLOW_TF32 : tl.constexpr = False", "ALLOW_TF32 : tl.constexpr = True")
+    assert code != captured["code"]
+    return {**captured, "code": code}
+
+
+def test_an_operand_a_tf32_template_reads_along_n_is_copied_k_major_first_and_either_way_is_correct():
+    """Hopper's TF32 tensor cores read operands K-major: B of `A @ B` (row-major) is copied first, by default."""
+    captured, spec, _ = fixture("matmul_template")
+    source = convert(with_tf32(captured), Path(spec.path).read_text(), spec.name, interpreter=True)
+    genome = Genome.from_source(source)
+    assert genome.params["K0_B_KMAJOR"] == 1 and genome.space["K0_B_KMAJOR"] == [0, 1]
+    assert "K0_A_KMAJOR" not in genome.params  # A is row-major: already K-major
+    assert "k_major(arg1_1, 64, 64) if K0_B_KMAJOR else arg1_1" in source
+    with make_evaluator(problem="matmul", sizes=captured["fixture"]["sizes"]) as ev:
+        for k_major in (1, 0):
+            result = ev.evaluate(genome.rendered({**genome.params, "K0_B_KMAJOR": k_major}), label=f"kmajor{k_major}")
+            assert result.status == "ok", (k_major, result.reason)
+
+
+@pytest.mark.parametrize("name, tf32", [("matmul_bias_relu_template", True), ("matmul_template", False)])
+def test_no_copy_where_the_operand_is_k_major_already_or_tf32_is_off(name, tf32):
+    captured, spec, _ = fixture(name)
+    source = convert(with_tf32(captured) if tf32 else captured, Path(spec.path).read_text(), spec.name,
+                     interpreter=True)
+    assert "KMAJOR" not in source and "k_major" not in source  # nn.Linear's weight is read K-major as it is

@@ -13,7 +13,8 @@ import math
 
 from fitness import pyast
 from operators.inductor_seed.errors import OTHER_SEEDS, SeedError
-from operators.inductor_seed.templates import inductor_meta, is_template, template_grid, template_kernel
+from operators.inductor_seed.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads, template_grid,
+                                               template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
                    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
@@ -142,12 +143,21 @@ class CallRewriter(ast.NodeTransformer):
             raise SeedError(f"Inductor calls the ATen operator {name} directly; {OTHER_SEEDS}")
         return node
 
+    @staticmethod
+    def operand(info: dict, name: str, value: str) -> str:
+        """A template kernel's argument, through a K-major copy when the kernel's constant asks (templates.py)."""
+        if name not in info.get("k_major", {}):
+            return value
+        param, k, other = info["k_major"][name]
+        return f"(k_major({value}, {k}, {other}) if {param} else {value})"
+
     def launch(self, kernel: str, call: ast.Call) -> ast.Call:
         info = self.kernels[kernel]
         config = ", ".join(f"{k}={v}" for k, v in info["constants"].items())
         if info.get("template"):
             count = len(info["runtime"])
-            launch_args = ", ".join(ast.unparse(a) for a in call.args[:count])
+            launch_args = ", ".join(self.operand(info, name, ast.unparse(a))
+                                    for name, a in zip(info["runtime"], call.args[:count]))
             grid = template_grid(kernel, info, call.args[count:])
             return ast.parse(f"{kernel}[({grid})]({launch_args}, {config})", mode="eval").body
         values = dict(zip(info["runtime"], call.args))
@@ -239,11 +249,13 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
         names, extra = {}, {}
         if template:
             defaults, choices, sizes = template_kernel(function)
-            extra = {"template": True, "sizes": sizes, "defaults": defaults}
-            for block, value in defaults.items():
+            copies = k_major_loads(function, sizes)  # {runtime argument: (parameter, K, other size)}
+            extra = {"template": True, "sizes": sizes, "defaults": defaults,
+                     "k_major": {arg: (f"K{index}_{param}", k, d) for arg, (param, k, d) in copies.items()}}
+            for block, value in [*defaults.items(), *((param, 1) for param, _, _ in copies.values())]:
                 names[block] = f"K{index}_{block}"
                 constants.append((names[block], value))
-                tunable[names[block]] = choices[block]
+                tunable[names[block]] = choices.get(block, [0, 1])
         runtime, constexpr = signature(function)
         constexpr = [c for c in constexpr if c not in names]
         options = captured["kernels"].get(name, {}).get("configs") or [{"kwargs": {}, "num_warps": 4,
@@ -297,13 +309,16 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
     if "tl_math." in used:
         imports.append("from triton.language import math as tl_math")
     versions = captured.get("versions", {})
+    copied = any(k.get("k_major") for k in kernels.values())
     doc = (f'"""Seed for {title}: the Triton kernels torch.compile (Inductor) generated for this problem '
            f'(torch {versions.get("torch", "?")}, triton {versions.get("triton", "?")}, captured on '
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
-           f'grids. Sizes are baked in, as Inductor compiled them."""')
+           f'grids. Sizes are baked in, as Inductor compiled them.' + K_MAJOR_NOTE * copied + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
-    parts += [ast.unparse(f) for f in [*helpers.values(), *functions]] + [ast.unparse(model_new)]
+    parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
+    parts += [K_MAJOR_COPY.strip()] if copied else []
+    parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"

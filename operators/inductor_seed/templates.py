@@ -101,3 +101,68 @@ def template_grid(kernel: str, info: dict, captured_grid: list[ast.expr]) -> str
                         f"BLOCK_N) = {programs} programs; this template's grid is not supported; {OTHER_SEEDS}")
     return (f"triton.cdiv({sizes['M']}, {names['BLOCK_M']}) * triton.cdiv({sizes['N']}, {names['BLOCK_N']}), "
             f"{extents[1]}, {extents[2]}")
+
+
+# K-major operands ------------------------------------------------------------------------------------------------
+# Hopper's TF32 tensor-core instruction reads both operands K-major; an fp32 operand whose tile is contiguous along M
+# or N (B of `A @ B`, row-major) leaves Triton a path 3.6x slower at the same tile (4096^3 on an H200:
+# experiments/results/inductor_seeds_h200.md, session 12). Such an operand is copied K-major first when the
+# kernel's `<operand>_KMAJOR` constant is 1 (the default where the template allows TF32; the tuner may try 0).
+OPERAND_INDICES = {"A": ("idx_n", "idx_m", "M"), "B": ("idx_m", "idx_n", "N")}  # operand: K index, other, its size
+K_MAJOR_NOTE = (" A GEMM operand stored contiguous along M or N is first copied K-major (k_major), the layout Hopper's "
+                "TF32 tensor cores read; its kernel's *_KMAJOR constant set to 0 loads it as Inductor did.")
+K_MAJOR_COPY = '''
+@triton.jit
+def _k_major_copy(src, dst, K, D, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
+    """dst[d, k] = src[k, d]: an operand stored contiguous along D (M or N), copied contiguous along K."""
+    offs_k = tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)
+    offs_d = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (offs_k[:, None] < K) & (offs_d[None, :] < D)
+    tile = tl.load(src + offs_k[:, None] * D + offs_d[None, :], mask=mask)
+    tl.store(dst + offs_d[None, :] * K + offs_k[:, None], tile, mask=mask)
+
+
+def k_major(src, K, D):
+    """The K x D operand at src's storage (row-major), as a D x K row-major copy."""
+    dst = torch.empty((D, K), dtype=src.dtype, device=src.device)
+    _k_major_copy[(triton.cdiv(K, 64), triton.cdiv(D, 64))](src, dst, K, D, BLOCK_K=64, BLOCK_D=64)
+    return dst
+'''
+
+
+def k_major_loads(function: ast.FunctionDef, sizes: dict) -> dict:
+    """Give each operand that a TF32 template loads contiguous along M or N a ``<operand>_KMAJOR`` constexpr
+    parameter (in place): with it 1, the load reads a K-major copy (``k_major``). Returns {runtime argument:
+    (parameter, K, size of the other dimension)}; {} where the template does not allow TF32 or loads no operand in
+    the form this rewrite knows (``X + xindex`` after ``xindex = other + D * k_index``)."""
+    if _constexpr_value(function, "ALLOW_TF32") is not True:
+        return {}
+    bound = {ast.unparse(n.targets[0]): n.value.id for n in function.body
+             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and ast.unparse(n.targets[0]) in ("A", "B")}
+    found = {}
+    for holder in [n for n in ast.walk(function) if isinstance(getattr(n, "body", None), list)]:
+        index = ""
+        for position, statement in enumerate(list(holder.body)):
+            if isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == "xindex":
+                index = ast.unparse(statement.value)
+                continue
+            call = statement.value if isinstance(statement, ast.Assign) else None
+            if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "tl.load" and call.args):
+                continue
+            operand = ast.unparse(call.args[0]).removesuffix(" + xindex")
+            if operand not in OPERAND_INDICES or operand not in bound or operand in found.values():
+                continue
+            k_index, other, dim = OPERAND_INDICES[operand]
+            if index != f"{other} + {sizes[dim]} * {k_index}":
+                continue
+            param = f"{operand}_KMAJOR"
+            k_major_load = ast.parse(ast.unparse(statement)).body[0]
+            k_major_load.value.args[0] = ast.parse(f"{operand} + ({k_index} + {sizes['K']} * {other})",
+                                                   mode="eval").body
+            holder.body[position] = ast.If(test=ast.Name(id=param), body=[k_major_load], orelse=[statement])
+            found[bound[operand]] = operand
+    for runtime, operand in found.items():
+        function.args.args.append(ast.arg(arg=f"{operand}_KMAJOR",
+                                          annotation=ast.parse("tl.constexpr", mode="eval").body))
+    return {runtime: (f"{operand}_KMAJOR", sizes["K"], sizes[OPERAND_INDICES[operand][2]])
+            for runtime, operand in found.items()}
