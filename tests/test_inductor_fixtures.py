@@ -100,3 +100,33 @@ def test_no_copy_where_the_operand_is_k_major_already_or_tf32_is_off(name, tf32)
     source = convert(with_tf32(captured) if tf32 else captured, Path(spec.path).read_text(), spec.name,
                      interpreter=True)
     assert "KMAJOR" not in source and "k_major" not in source  # nn.Linear's weight is read K-major as it is
+
+
+TRANSPOSED_A = '''
+def kernel(arg_A, arg_B, out_ptr0):
+    ALLOW_TF32 : tl.constexpr = True
+    A = arg_A
+    B = arg_B
+    for k_idx in range(0, 4):
+        idx_m = offs_a_m[:, None]
+        idx_n = a_k_idx_vals
+        xindex = idx_n + 64*idx_m
+        a = tl.load(A + (tl.broadcast_to(idx_m + 32*idx_n, [BLOCK_M, BLOCK_K])).broadcast_to(xindex.shape))
+        idx_m = b_k_idx_vals
+        idx_n = offs_b_n[None, :]
+        xindex = idx_n + 16*idx_m
+        b = tl.load(B + (xindex))
+'''
+
+
+def test_a_transposed_a_inlined_in_its_load_is_found_too():
+    """level1/16 (A.T @ B): Inductor writes A's address inside the load (`A + broadcast_to(idx_m + M*idx_n, ...)`)."""
+    from operators.inductor_seed.templates import k_major_loads
+
+    function = ast.parse(TRANSPOSED_A).body[0]
+    copies = k_major_loads(function, {"M": 32, "N": 16, "K": 64})
+    assert copies == {"arg_A": ("A_KMAJOR", 64, 32), "arg_B": ("B_KMAJOR", 64, 16)}
+    body = ast.unparse(function)
+    assert "if A_KMAJOR:\n            a = tl.load(A + (idx_n + 64 * idx_m))" in body
+    assert "if B_KMAJOR:\n            b = tl.load(B + (idx_m + 64 * idx_n))" in body
+    assert [a.arg for a in function.args.args][-2:] == ["A_KMAJOR", "B_KMAJOR"]

@@ -130,11 +130,27 @@ def k_major(src, K, D):
 '''
 
 
+def _operand_address(pointer: ast.expr, index: str) -> tuple[str, str]:
+    """(operand, address) of a template's load pointer: ``A + xindex`` (the address is `index`, xindex's last
+    value) or ``A + tl.broadcast_to(ADDRESS, [...]).broadcast_to(xindex.shape)``; ("", "") for anything else."""
+    if not (isinstance(pointer, ast.BinOp) and isinstance(pointer.op, ast.Add) and isinstance(pointer.left, ast.Name)):
+        return "", ""
+    offset = pointer.right
+    if ast.unparse(offset) == "xindex":
+        return pointer.left.id, index
+    if isinstance(offset, ast.Call) and ast.unparse(offset.func).endswith(").broadcast_to") and \
+            [ast.unparse(a) for a in offset.args] == ["xindex.shape"]:
+        inner = offset.func.value
+        if isinstance(inner, ast.Call) and ast.unparse(inner.func) == "tl.broadcast_to" and inner.args:
+            return pointer.left.id, ast.unparse(inner.args[0])
+    return "", ""
+
+
 def k_major_loads(function: ast.FunctionDef, sizes: dict) -> dict:
     """Give each operand that a TF32 template loads contiguous along M or N a ``<operand>_KMAJOR`` constexpr
     parameter (in place): with it 1, the load reads a K-major copy (``k_major``). Returns {runtime argument:
-    (parameter, K, size of the other dimension)}; {} where the template does not allow TF32 or loads no operand in
-    the form this rewrite knows (``X + xindex`` after ``xindex = other + D * k_index``)."""
+    (parameter, K, size of the other dimension)}; {} where the template does not allow TF32 or loads no operand at
+    an address ``other + D * k_index`` (``_operand_address``)."""
     if _constexpr_value(function, "ALLOW_TF32") is not True:
         return {}
     bound = {ast.unparse(n.targets[0]): n.value.id for n in function.body
@@ -149,11 +165,11 @@ def k_major_loads(function: ast.FunctionDef, sizes: dict) -> dict:
             call = statement.value if isinstance(statement, ast.Assign) else None
             if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "tl.load" and call.args):
                 continue
-            operand = ast.unparse(call.args[0]).removesuffix(" + xindex")
+            operand, address = _operand_address(call.args[0], index)
             if operand not in OPERAND_INDICES or operand not in bound or operand in found.values():
                 continue
             k_index, other, dim = OPERAND_INDICES[operand]
-            if index != f"{other} + {sizes[dim]} * {k_index}":
+            if address != f"{other} + {sizes[dim]} * {k_index}":
                 continue
             param = f"{operand}_KMAJOR"
             k_major_load = ast.parse(ast.unparse(statement)).body[0]
