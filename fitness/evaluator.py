@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fitness import ncu
 from fitness.candidate import source_hash
-from fitness.gpu_lock import MAX_START_UPS, create_lock_files, lock_path
+from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import EvalResult
@@ -60,8 +60,6 @@ class EvalSettings:
     # a worker's start-up (CUDA context, judge warm-up) holds the GPU lock shared; None: unless the hardware profile
     # says start-ups were measured not to disturb a timing (`start_up_disturbs_timing: false`)
     start_up_under_lock: bool | None = None
-    start_ups_at_once: int = 1  # worker start-ups (CUDA contexts) made at the same time per GPU
-    timers_first: bool = False  # queued timers take the GPU back to back; shared work waits for them (gpu_lock.py)
     timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
     profile: str = "none"  # profiler feedback for the LLM agents: none, or ncu (Nsight Compute, fitness/ncu.py)
     profile_timeout_s: float = 300.0  # one candidate's run under the profiler
@@ -73,8 +71,6 @@ class EvalSettings:
             raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
             raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
-        if not 1 <= self.start_ups_at_once <= MAX_START_UPS:
-            raise ValueError(f"fitness.start_ups_at_once must be 1-{MAX_START_UPS}, got {self.start_ups_at_once}")
         if self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
 
@@ -175,9 +171,7 @@ class Evaluator:
                                 confine=self.settings.confine,
                                 warm={"judge": self.settings.warm_judge,
                                       "gpu_lock": lock_path(LOCK_DIR, self.device),
-                                      "start_up_under_lock": self.settings.start_up_under_lock,
-                                      "start_ups_at_once": self.settings.start_ups_at_once,
-                                      "timers_first": self.settings.timers_first})
+                                      "start_up_under_lock": self.settings.start_up_under_lock})
 
     def __enter__(self):
         return self

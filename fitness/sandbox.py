@@ -160,9 +160,8 @@ class Sandbox:
                  python: str = sys.executable, base_env: dict | None = None, confine: bool = True,
                  warm: dict | None = None):
         self.device = device
-        self.warm = warm  # {"judge", "gpu_lock", "start_up_under_lock", "start_ups_at_once", "timers_first"}: the
-        # lock every worker starts up under (whether its start-up holds it, how many at once, how it
-        # queues), whether an untrusted spare warms the judge before its job (fitness.warm)
+        self.warm = warm  # {"judge", "gpu_lock", "start_up_under_lock"}: the lock every worker starts up under
+        # (whether its start-up holds it), whether an untrusted spare warms the judge before its job (fitness.warm)
         self.confine = confine  # OS namespaces and limits for every worker (fitness/confine.py)
         self.interpret = not device.startswith("cuda")
         self.trusted_cache_dir = Path(trusted_cache_dir) if trusted_cache_dir else None

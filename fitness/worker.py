@@ -97,8 +97,7 @@ def stage(text: str) -> None:
 @contextmanager
 def gpu_lock(job: dict, exclusive: bool):
     """The job's GPU lock (none on the CPU interpreter), the wait for it counted as wait_shared / wait_exclusive."""
-    timers_first = (job.get("settings") or {}).get("timers_first", False)
-    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive, timers_first=timers_first)
+    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive)
     with phase("wait_exclusive" if exclusive else "wait_shared"):
         lock.__enter__()
     try:
@@ -365,18 +364,17 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     """A forked worker's life (in its private directory and environment): CUDA, warm-up, wait for the job, run it,
     exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
     spare warms before its job and how it starts up (``fitness.warm``): {"judge": bool, "gpu_lock": path,
-    "start_up_under_lock": bool, "start_ups_at_once": int, "timers_first": bool}."""
+    "start_up_under_lock": bool}."""
     PHASES.clear()
     SPANS.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
-    # fitness.start_ups_at_once start-ups at a time, each (its CUDA context, then the judge's warm-up) holding the
-    # GPU's shared lock unless fitness.start_up_under_lock is false: on an H100 a start-up slowed a candidate timed
-    # meanwhile; on an H200 neither contexts nor whole start-ups did (experiments/results/timing_spread_h100.md)
+    # one start-up at a time, each (its CUDA context, then the judge's warm-up) holding the GPU's shared lock unless
+    # fitness.start_up_under_lock is false: on an H100 a start-up slowed a candidate timed meanwhile; on an H200
+    # neither contexts nor whole start-ups did (experiments/results/timing_spread_h100.md)
+    warm = warm or {}
     under_lock = warm.get("start_up_under_lock", True)
     asked = time.monotonic()
-    warm = warm or {}
-    with start_up(warm.get("gpu_lock"), hold_gpu=under_lock,
-                  at_once=warm.get("start_ups_at_once", 1), timers_first=warm.get("timers_first", False)):
+    with start_up(warm.get("gpu_lock"), hold_gpu=under_lock):
         PHASES["wait_start"] = time.monotonic() - asked
         with phase("cuda_init"):
             cuda_error = init_cuda(device)
@@ -384,8 +382,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
         with phase("prewarm"):
             prewarm_triton(device)  # compiles on the host; loads one small module
         if warm.get("judge"):
-            lock = DeviceLock(warm.get("gpu_lock") if under_lock else None, False, warm.get("timers_first", False))
-            with phase("warm_judge"), lock:
+            with phase("warm_judge"), DeviceLock(warm.get("gpu_lock") if under_lock else None, exclusive=False):
                 warm_judge(device)
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))

@@ -1,6 +1,5 @@
-"""The per-GPU reader/writer lock, between processes: shared holders coexist, an exclusive holder is alone, a
-waiting exclusive locker goes before shared lockers that arrive after it (with fitness.timers_first, every waiting
-one does), and start-ups take turns, as many at once as asked."""
+"""The per-GPU reader/writer lock, between processes: shared holders coexist, an exclusive holder is alone, and a
+waiting exclusive locker goes before shared lockers that arrive after it."""
 import subprocess
 import sys
 import time
@@ -13,11 +12,7 @@ HOLDER = """
 import sys, time
 from fitness.gpu_lock import DeviceLock, start_up
 path, mode, hold, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-if mode.startswith("start"):  # start, start-free (outside the GPU lock), start-free-2 (two at once)
-    lock = start_up(path, hold_gpu=mode == "start", at_once=int(mode.split("-")[-1]) if mode[-1].isdigit() else 1)
-else:  # sh, ex, sh-first (a shared locker under fitness.timers_first)
-    lock = DeviceLock(path, exclusive=mode == "ex", timers_first=mode == "sh-first")
-with lock:
+with start_up(path, hold_gpu=mode == "start") if mode.startswith("start") else DeviceLock(path, exclusive=mode == "ex"):
     start = time.monotonic()
     open(out + ".acquired", "w").close()
     time.sleep(hold)
@@ -73,21 +68,6 @@ def test_waiting_exclusive_locker_goes_before_later_shared_ones(tmp_path):
     assert first_end <= w_start and w_end <= late_start
 
 
-def test_with_timers_first_queued_timers_go_back_to_back_before_shared_work(tmp_path):
-    first = Holder(tmp_path, "first", "sh", 1.0)
-    first.wait_acquired()
-    timer_1 = Holder(tmp_path, "t1", "ex", 0.4)
-    time.sleep(0.2)
-    trial = Holder(tmp_path, "trial", "sh-first", 0.1)  # a correctness trial, queued between two timers
-    time.sleep(0.2)
-    timer_2 = Holder(tmp_path, "t2", "ex", 0.4)
-    (_, first_end), (t1_start, t1_end) = first.interval(), timer_1.interval()
-    (t2_start, t2_end), (trial_start, _) = timer_2.interval(), trial.interval()
-    assert first_end <= t1_start and first_end <= t2_start  # the timers waited for the shared holder
-    assert t1_end <= t2_start or t2_end <= t1_start  # one timer at a time
-    assert max(t1_end, t2_end) <= trial_start  # the trial waited for both, though it asked before the second
-
-
 def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
     first = Holder(tmp_path, "s1", "start", 0.8)
     first.wait_acquired()
@@ -103,7 +83,7 @@ def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
 
 
 def test_a_start_up_outside_the_gpu_lock_overlaps_a_timer_and_still_takes_turns(tmp_path):
-    """fitness.context_under_lock=false: contexts are made while a candidate is timed, one at a time still."""
+    """fitness.start_up_under_lock=false: start-ups run while a candidate is timed, one at a time still."""
     first = Holder(tmp_path, "s1", "start-free", 0.8)
     first.wait_acquired()
     timer = Holder(tmp_path, "t", "ex", 0.3)
@@ -111,17 +91,6 @@ def test_a_start_up_outside_the_gpu_lock_overlaps_a_timer_and_still_takes_turns(
     (s1_start, s1_end), (t_start, t_end), (s2_start, _) = first.interval(), timer.interval(), second.interval()
     assert t_start < s1_end  # the timer did not wait for the start-up
     assert s1_end <= s2_start  # one start-up at a time
-
-
-def test_start_ups_at_once_two_overlap_and_a_third_waits_for_a_slot(tmp_path):
-    """fitness.start_ups_at_once=2 (with contexts outside the GPU lock)."""
-    first, second = Holder(tmp_path, "s1", "start-free-2", 0.8), Holder(tmp_path, "s2", "start-free-2", 0.8)
-    first.wait_acquired()
-    second.wait_acquired()
-    third = Holder(tmp_path, "s3", "start-free-2", 0.1)
-    (s1_start, s1_end), (s2_start, s2_end), (s3_start, _) = first.interval(), second.interval(), third.interval()
-    assert s1_start < s2_end and s2_start < s1_end  # two at once
-    assert min(s1_end, s2_end) <= s3_start  # the third waited for a free slot
 
 
 def test_no_lock_on_the_cpu_interpreter():
