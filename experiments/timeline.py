@@ -52,7 +52,7 @@ def gpu_timeline(results, start: float, end: float, start_up_under_lock: bool | 
         return {}
     shared = (SHARED if start_up_under_lock is True else
               SHARED - {"cuda_init"} if start_up_under_lock == "context only" else SHARED - START_UP)
-    events = []  # (time, kind, +1/-1)
+    events = []  # (time, kind, +1/-1, stage)
     for name, s, e in _spans(results):
         s, e = max(s, start), min(e, end)
         if e <= s:

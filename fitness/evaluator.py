@@ -153,8 +153,8 @@ class Evaluator:
         self.problem = problem
         self.policy = policy
         self.profile = profile
-        self.settings = settings or EvalSettings()
-        self.settings = replace(self.settings, start_up_under_lock=start_up_under_lock(self.settings, profile))
+        settings = settings or EvalSettings()
+        self.settings = replace(settings, start_up_under_lock=start_up_under_lock(settings, profile))
         self.device = device or default_device()
         self.on_gpu = self.device.startswith("cuda")
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)

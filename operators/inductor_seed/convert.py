@@ -13,8 +13,8 @@ import math
 
 from fitness import pyast
 from operators.inductor_seed.errors import OTHER_SEEDS, SeedError
-from operators.inductor_seed.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads, template_grid,
-                                               template_kernel)
+from operators.inductor_seed.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
+                                               template_grid, template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
                    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
@@ -314,7 +314,7 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
            f'(torch {versions.get("torch", "?")}, triton {versions.get("triton", "?")}, captured on '
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
-           f'grids. Sizes are baked in, as Inductor compiled them.' + K_MAJOR_NOTE * copied + '"""')
+           f'grids. Sizes are baked in, as Inductor compiled them.' + (K_MAJOR_NOTE if copied else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
