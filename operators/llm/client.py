@@ -1,4 +1,5 @@
-"""The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore.
+"""The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore (the
+cache, the per-request locks, the budget and the errors live in ``operators/llm/ledger.py``).
 
 litellm is imported lazily, on the first request that actually has to be sent: importing it costs seconds and,
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
@@ -10,18 +11,16 @@ handed to litellm only. It is never hashed, cached, recorded, logged or put into
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import logging
 import os
 import random
-import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
+
+from operators.llm.ledger import (Budget, KeyLocks, LLMBudgetExceeded, LLMError, ResponseCache,  # noqa: F401
+                                  request_hash)
 
 logger = logging.getLogger(__name__)
 
@@ -41,14 +40,6 @@ _MAX_CAUSE_CHARS = 400
 
 _litellm = None
 _litellm_lock = threading.Lock()
-
-
-class LLMError(RuntimeError):
-    """An LLM call failed after its retries (the message names the model and the cause, never the key)."""
-
-
-class LLMBudgetExceeded(LLMError):
-    """The call or cost budget is spent; raised before a request is sent."""
 
 
 @dataclass(frozen=True)
@@ -167,15 +158,6 @@ def request_payload(settings: LLMSettings, messages: list[dict], temperature: fl
     return payload
 
 
-def _canonical(payload: dict) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def request_hash(payload: dict) -> str:
-    """sha256 of the canonical JSON of the full request."""
-    return hashlib.sha256(_canonical(payload).encode()).hexdigest()
-
-
 def _field(obj: Any, name: str, default=None):
     """Attribute or key access, for litellm objects that are sometimes dicts."""
     if obj is None:
@@ -206,115 +188,6 @@ def reply_cost(litellm, response, settings: LLMSettings, prompt_tokens: int, com
         pass
     return (prompt_tokens * (settings.input_cost_per_token or 0.0)
             + completion_tokens * (settings.output_cost_per_token or 0.0))
-
-
-# -------------------------------------------------------------------------------------------------- cache
-
-
-class ResponseCache:
-    """One JSON file per request hash; written atomically (temporary file + os.replace)."""
-
-    def __init__(self, directory: str | os.PathLike):
-        self.directory = Path(directory)
-
-    def _path(self, key: str) -> Path:
-        return self.directory / f"{key}.json"
-
-    def get(self, key: str, payload: dict) -> dict | None:
-        """The stored reply fields for this request, or None (missing, unreadable or a different request)."""
-        path = self._path(key)
-        try:
-            entry = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            logger.warning("LLM cache: ignoring unreadable entry %s", path.name)
-            return None
-        if _canonical(entry.get("request", {})) != _canonical(payload):
-            logger.warning("LLM cache: entry %s belongs to another request; ignoring it", path.name)
-            return None
-        return entry.get("reply")
-
-    def put(self, key: str, payload: dict, reply: dict) -> None:
-        """Store a reply; concurrent writers of the same key are harmless (last replace wins)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        data = json.dumps({"request": payload, "reply": reply}, ensure_ascii=False, default=str, indent=1)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(data)
-            os.replace(tmp, self._path(key))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-class KeyLocks:
-    """One lock per request hash while it is in use, so identical concurrent requests are sent once.
-
-    The second caller waits for the first and then finds its reply in the cache: a parallel run gets the same
-    replies as a sequential rerun that replays the cache.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._locks: dict[str, list] = {}  # key -> [lock, number of holders and waiters]
-
-    @contextmanager
-    def hold(self, key: str):
-        with self._lock:
-            entry = self._locks.setdefault(key, [threading.Lock(), 0])
-            entry[1] += 1
-        try:
-            with entry[0]:
-                yield
-        finally:
-            with self._lock:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del self._locks[key]
-
-
-# ------------------------------------------------------------------------------------------------- budget
-
-
-class Budget:
-    """Thread-safe count of uncached calls and their cost, with optional limits checked before sending."""
-
-    def __init__(self, max_calls: int | None = None, max_cost_usd: float | None = None):
-        self.max_calls = max_calls
-        self.max_cost_usd = max_cost_usd
-        self._lock = threading.Lock()
-        self._calls = 0
-        self._cost = 0.0
-        self._in_flight = 0
-
-    def reserve(self, model: str) -> None:
-        """Claim one call, or raise LLMBudgetExceeded (calls in flight count as made)."""
-        with self._lock:
-            if self.max_calls is not None and self._calls + self._in_flight >= self.max_calls:
-                raise LLMBudgetExceeded(f"LLM call budget spent ({self.max_calls} calls); not calling {model}")
-            if self.max_cost_usd is not None and self._cost >= self.max_cost_usd:
-                raise LLMBudgetExceeded(f"LLM cost budget spent (${self._cost:.4f} of ${self.max_cost_usd:.4f});"
-                                        f" not calling {model}")
-            self._in_flight += 1
-
-    def commit(self, cost_usd: float) -> None:
-        """A reserved call succeeded at this cost."""
-        with self._lock:
-            self._in_flight -= 1
-            self._calls += 1
-            self._cost += cost_usd
-
-    def release(self) -> None:
-        """A reserved call failed: it gave no reply and is not counted."""
-        with self._lock:
-            self._in_flight -= 1
-
-    @property
-    def totals(self) -> dict:
-        with self._lock:
-            return {"calls": self._calls, "cost_usd": self._cost}
 
 
 # ------------------------------------------------------------------------------------------------- client
