@@ -11,7 +11,8 @@ at a time. Each measurement is the evaluator's timer (``fitness.timing.CudaEvent
     X  the timer in this process while another process keeps making CUDA contexts (forked children that create one,
        launch one tiny kernel and exit), one at a time and four at a time, against quiet; then whole start-ups as a
        spare makes them (context, Triton pre-warm, the judge's warm-up kernels), one and two at a time; decides
-       whether a worker may start up while a candidate is timed (``fitness.start_up_under_lock``)
+       whether a worker may start up while a candidate is timed (``fitness.start_up_under_lock``): its last row
+       is the verdict and the line for the GPU's hardware profile (``start_up_disturbs_timing``)
     K  C with start-ups outside the GPU's lock (``start_up_under_lock=false``)
 
 Every row keeps the timer's internals (median launch time, spin, stream-only and device-wide medians), so a
@@ -224,8 +225,8 @@ def during_contexts(problem: str, runs: int) -> list[dict]:
                                      text=True) if at_once else None
             if churn is not None:
                 churn.stdout.readline()  # its first round is done: torch imported, contexts being made
-            start = time.time()
-            stats = [make_timer().measure(model, input_sets).to_dict() for _ in range(runs)]
+            start = time.time()  # a start-up takes over a second: three times the runs, so several overlap
+            stats = [make_timer().measure(model, input_sets).to_dict() for _ in range(runs * (3 if at_once < 0 else 1))]
             wall, rate = time.time() - start, None
             if churn is not None:
                 churn.terminate()
@@ -234,7 +235,26 @@ def during_contexts(problem: str, runs: int) -> list[dict]:
                     rate = (int(lines[-1][0]) - int(lines[0][0])) / max(float(lines[-1][1]) - float(lines[0][1]), 1e-9)
             rows.append(summary(label, stats, contexts_per_s=rate, wall_s=wall))
             print(f"[spread] {label}: {rate and round(rate, 1)} contexts/s over {wall:.1f} s", flush=True)
-    return rows
+    verdict = start_up_verdict(rows)
+    print(f"[spread] X verdict: {json.dumps(verdict)}", flush=True)
+    return rows + [{"condition": "X verdict", **verdict}]
+
+
+def start_up_verdict(rows: list[dict], max_shift: float = 0.01, max_cv: float = 0.02) -> dict:
+    """Whether part X's rows say start-ups may run during a timing on this GPU: every start-up condition's median
+    within `max_shift` of the quiet conditions' and its CV under `max_cv` (the timing-spread target). The line to
+    put into the GPU's hardware profile comes with it (``fitness.start_up_under_lock`` follows it)."""
+    quiet = [m for r in rows if r["condition"].startswith("X quiet") for m in r["medians_us"]]
+    busy = [r for r in rows if r["condition"].startswith("X start-ups")]
+    if not quiet or not busy:
+        return {"start_up_disturbs_timing": None, "why": "no quiet or no start-up condition measured"}
+    reference = statistics.median(quiet)
+    shift = max(abs(statistics.median(r["medians_us"]) / reference - 1) for r in busy)
+    cv = max(r["cv"] for r in busy)
+    disturbs = shift > max_shift or cv > max_cv
+    return {"start_up_disturbs_timing": disturbs, "worst_shift": shift, "worst_cv": cv,
+            "profile_line": f"start_up_disturbs_timing: {str(disturbs).lower()}  # part X: start-ups moved a timed "
+                            f"kernel's median by up to {shift:.2%}, CV up to {cv:.2%}"}
 
 
 def main() -> None:
