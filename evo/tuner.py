@@ -55,11 +55,8 @@ class Tuner:
         return f"tune-{individual.id}"
 
     def _fresh_study(self, individual: Individual) -> optuna.Study:
-        name = self.study_name(individual)
-        try:
-            optuna.delete_study(study_name=name, storage=self.storage)  # an interrupted earlier attempt
-        except KeyError:
-            pass
+        name = self.study_name(individual)  # tuned once per process; an earlier run's study is replaced in run.db
+        # when this one is copied there (_copy_to_run_storage)
         sampler = optuna.samplers.TPESampler(seed=self.seed + int(individual.key[:6], 16))
         study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize", sampler=sampler)
         genome = individual.genome

@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from experiments.timeline import STATES, gpu_timeline, start_up_under_lock  # noqa: E402
+from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
 
 BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
@@ -66,7 +66,7 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     store = RunStore(run_dir, create=False)
     results = list(store.evaluations().values())
     config = store.get_meta("config")
-    under_lock = store.get_meta("start_up_under_lock")
+    under_lock = start_up_lock_of(store)
     store.close()
     wall = end - start
     best, seed = summary.best_result, summary.seed_result
@@ -79,8 +79,7 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
             "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
             "phases_s": phase_medians(results),
             "start_up_under_lock": under_lock,
-            "timeline": gpu_timeline(results, start, end, under_lock if under_lock is not None
-                                     else start_up_under_lock(config["fitness"])),
+            "timeline": gpu_timeline(results, start, end, under_lock),
             "best_s": best.time_s if best and best.ok else None,
             "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
             "tuned_seed_s": summary.tuned_seed_result.time_s

@@ -94,14 +94,12 @@ def run_timeline(run_dir: Path) -> dict:
     store = RunStore(Path(run_dir), create=False)
     try:
         results = list(store.evaluations().values())
-        config = store.get_meta("config") or {}
-        resolved = store.get_meta("start_up_under_lock")  # what the run's evaluators did (null in its config: auto)
+        under_lock = start_up_lock_of(store)
     finally:
         store.close()
     evaluations = [s for name, *s in _spans(results) if name == "evaluation"]
     if not evaluations:
         return {}
-    under_lock = resolved if resolved is not None else start_up_under_lock(config.get("fitness") or {})
     return {"evaluations": len(results), "start_up_under_lock": under_lock,
             **gpu_timeline(results, min(s for s, _ in evaluations), max(e for _, e in evaluations), under_lock)}
 
@@ -112,8 +110,13 @@ def rounded(value, digits: int = 3):
     return round(value, digits) if isinstance(value, float) else value
 
 
-def start_up_under_lock(fitness: dict):
-    """The run's setting; True or "context only" for runs made before it covered the judge's warm-up."""
+def start_up_lock_of(store) -> bool | str:
+    """Whether a run's worker start-ups held the GPU lock: what its evaluators resolved (the store's meta), else its
+    config's setting (True, or "context only" for runs made before the setting covered the judge's warm-up)."""
+    resolved = store.get_meta("start_up_under_lock")
+    if resolved is not None:
+        return resolved
+    fitness = (store.get_meta("config") or {}).get("fitness") or {}
     if "start_up_under_lock" in fitness:
         return fitness["start_up_under_lock"]
     return True if fitness.get("context_under_lock", True) else "context only"
