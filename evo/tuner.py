@@ -14,7 +14,7 @@ would have.
 
 Studies live in memory while they are tuned and are copied, finished, into the run's Optuna storage (run.db, what
 optuna-dashboard opens) by one background thread; `close` waits for it. Asked and told through SQLite, eight
-children's studies took 1.3-1.6 s of Python per generation (``experiments/results/throughput_h100.md``, session 12)
+children's studies took 1.5-1.8 s of Python per generation (``experiments/results/optuna_storage_cost_cpu.md``)
 and held up the start and end of every generation. A run killed with -9 may lack the studies of its last children
 in run.db; their evaluations are in the run store, and resume tunes an interrupted generation's children again.
 """

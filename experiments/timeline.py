@@ -11,7 +11,8 @@ Each instant of the window is in exactly one state, first match wins:
 * ``no_evaluation``: nothing is being evaluated (the search varies, selects, checkpoints, or waits on a barrier).
 
 The fractions sum to 1; ``in_flight_mean`` is the mean number of evaluations in flight; ``held_by`` splits drain and
-shared among the stages holding the GPU then (an instant held by two stages counts half to each).
+shared among the stages holding the GPU then (an instant held by two stages counts half to each); ``idle_gaps`` (of a
+run) lists the spells with nothing in flight.
 
     python3 experiments/timeline.py RUN_DIR [RUN_DIR ...]     # a run's timeline, from its run store
 """
@@ -85,6 +86,20 @@ def gpu_timeline(results, start: float, end: float, start_up_under_lock: bool | 
             "held_by": {k: v / wall for k, v in sorted(held_by.items())}}
 
 
+def idle_gaps(results) -> list[tuple[float, float]]:
+    """(start, length) in seconds from the first evaluation's start, of each spell with no evaluation in flight
+    between two evaluations: where the search varies, selects and checkpoints (the generation barrier)."""
+    evaluations = sorted((s, e) for name, s, e in _spans(results) if name == "evaluation")
+    if not evaluations:
+        return []
+    origin, busy_until, gaps = evaluations[0][0], evaluations[0][1], []
+    for start, end in evaluations[1:]:
+        if start > busy_until:
+            gaps.append((round(busy_until - origin, 2), round(start - busy_until, 2)))
+        busy_until = max(busy_until, end)
+    return gaps
+
+
 def run_timeline(run_dir: Path) -> dict:
     """The timeline of a finished run, from its store: the window from its first evaluation's start to its last
     one's end."""
@@ -101,7 +116,8 @@ def run_timeline(run_dir: Path) -> dict:
     if not evaluations:
         return {}
     return {"evaluations": len(results), "start_up_under_lock": under_lock,
-            **gpu_timeline(results, min(s for s, _ in evaluations), max(e for _, e in evaluations), under_lock)}
+            **gpu_timeline(results, min(s for s, _ in evaluations), max(e for _, e in evaluations), under_lock),
+            "idle_gaps": idle_gaps(results)}
 
 
 def rounded(value, digits: int = 3):

@@ -46,3 +46,12 @@ def test_spans_are_clipped_to_the_window():
     t = gpu_timeline([result(("evaluation", -5, 15), ("timing", -1, 1))], 0, 10)
     assert t["timing"] == pytest.approx(0.1) and t["gpu_free"] == pytest.approx(0.9)
     assert gpu_timeline([], 5, 5) == {}
+
+
+def test_idle_gaps_are_the_spells_with_nothing_in_flight():
+    from experiments.timeline import idle_gaps
+
+    results = [result(("evaluation", 10, 12)), result(("evaluation", 11, 13), ("trials", 11, 12)),
+               result(("evaluation", 13.5, 14)), result(("evaluation", 14, 15)), result(("evaluation", 16, 17))]
+    assert idle_gaps(results) == [(3.0, 0.5), (5.0, 1.0)]  # from the first start; touching evaluations leave none
+    assert idle_gaps([]) == []
