@@ -24,7 +24,7 @@ from fitness.from_config import fitness_parts
 from fitness.genome import evaluation_key
 from fitness.gpu_lock import physical_gpu
 from fitness.result import EvalResult
-from operators.inductor_seed import inductor_seed, policy_options
+from operators.inductor_seed import inductor_seeds, policy_options
 
 
 WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, caches and allocator slack, generously
@@ -72,10 +72,11 @@ class LocalEvaluator(Evaluator):
     """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging (the Ray
     backend's remote evaluators answer the same calls)."""
 
-    def inductor_seed(self, run_dir: Path | None = None) -> str:
-        """torch.compile's kernels for the problem, converted, captured on this evaluator's device and profile."""
-        return inductor_seed(self.problem, self.device, self.profile.name, self.cache_dir, run_dir,
-                             **policy_options(self.policy))
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
+        """torch.compile's kernels for the problem, converted, captured on this evaluator's device and profile:
+        made_by -> source, the default seed first, then each variant of Inductor's options that differs."""
+        return inductor_seeds(self.problem, self.device, self.profile.name, self.cache_dir, run_dir,
+                              variants=variants, **policy_options(self.policy))
 
 
 class EvaluationService:

@@ -28,7 +28,7 @@ from fitness.from_config import policy_from_config, problem_from_config, profile
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec
 from fitness.result import EvalResult
-from operators.inductor_seed import SEED_FILE
+from operators.inductor_seed import seed_file
 
 SETTING = "fitness.backend"
 START_TIMEOUT_S = 600.0  # actors not placed and started by then: the cluster lacks what they ask for
@@ -71,8 +71,8 @@ class EvaluatorActor:
         with self._baselines.lock:
             self._baselines.value = baseline
 
-    def inductor_seed(self) -> str:
-        return self.evaluator.inductor_seed(None)
+    def inductor_seeds(self, variants: dict | None = None) -> dict:
+        return self.evaluator.inductor_seeds(None, variants)
 
     def close(self) -> None:
         self.evaluator.close()
@@ -133,12 +133,13 @@ class RemoteEvaluator:
     def baseline(self) -> Baseline:
         return self._baselines.get()
 
-    def inductor_seed(self, run_dir: Path | None = None) -> str:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
         """torch.compile's kernels captured on the actor's node and GPU, written into run_dir here."""
-        source = self._call(self.actor.inductor_seed)
+        sources = self._call(self.actor.inductor_seeds, variants)
         if run_dir is not None:
-            (Path(run_dir) / SEED_FILE).write_text(source)
-        return source
+            for made_by, source in sources.items():
+                (Path(run_dir) / seed_file(made_by)).write_text(source)
+        return sources
 
     def close(self) -> None:
         try:

@@ -23,9 +23,10 @@ from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from fitness.evaluator import Evaluator, start_up_under_lock
-from fitness.from_config import INDUCTOR, check_fitness_config, settings_from_config
+from fitness.from_config import check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
+from fitness.problem import INDUCTOR
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
 
@@ -105,29 +106,33 @@ def _record_prompt(store: RunStore, role: str, chars: int, parts: dict) -> None:
     store.add_prompt(role, chars, parts, child.id if child else None)
 
 
-def seed_genome(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> tuple[Genome, str]:
-    """The starting genome and who made it. The seed: torch.compile's kernels with problem.seed=inductor or when the
-    problem has no seed of its own, else the problem's seed. With an LLM team, ``llm.initialise``: true, the
-    initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
-    (so an LLM run starts from compile's kernels too); false, the seed as it is."""
+def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[tuple[Genome, str]]:
+    """Generation 0's genomes and who made each, the seed first. The seed: torch.compile's kernels with
+    problem.seed=inductor or when the problem has no seed of its own (then also one seed per variant of Inductor's
+    options, ``inductor.variants``, that writes other kernels), else the problem's seed. With an LLM team,
+    ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
+    rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is."""
     evaluator = service.evaluators[0]
     mode = cfg.llm.get("initialise", False) if team is not None else False  # checked by check_run_config
     if mode is True:
-        return Genome.from_source(_initialise(team)), "initialiser"
+        return [(Genome.from_source(_initialise(team)), "initialiser")]
     if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
-        source, made_by = evaluator.inductor_seed(run_dir), INDUCTOR  # captured where the evaluator runs
+        variants = cfg.get("inductor", {}).get("variants") or {}
+        captured = evaluator.inductor_seeds(run_dir, OmegaConf.to_container(variants) if variants else None)
+        (made_by, source), others = next(iter(captured.items())), list(captured.items())[1:]
     else:
-        source, made_by = evaluator.problem.seed_source(), "seed"
+        (source, made_by), others = (evaluator.problem.seed_source(), "seed"), []
     if mode == "from_seed":
         origin = "torch.compile's Triton, converted" if made_by == INDUCTOR else "the problem's seed kernel"
         measured = service.evaluate(source, label=made_by)[1]  # the starting kernel's figures, for the initialiser
         rewrite = _initialise(team, source, origin, measured)
         check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
         if check.ok:
-            return Genome.from_source(rewrite), "initialiser"
-        print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
-              f"{check.reason[:300]}); starting from the seed ({made_by})", flush=True)
-    return Genome.from_source(source), made_by
+            source, made_by = rewrite, "initialiser"
+        else:
+            print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
+                  f"{check.reason[:300]}); starting from the seed ({made_by})", flush=True)
+    return [(Genome.from_source(source), made_by)] + [(Genome.from_source(s), by) for by, s in others]
 
 
 def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalResult | None = None) -> str:
@@ -285,10 +290,10 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
-        seed, made_by = seed_genome(cfg, team, service, run_dir)
+        seeds = seed_genomes(cfg, team, service, run_dir)
         interpreter = not evaluator.on_gpu
-        search = Search(seed, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
-                        selection=instantiate(cfg.search.selection), team=team, seed_operator=made_by)
+        search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
+                        selection=instantiate(cfg.search.selection), team=team)
         started = time.time()
         with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
                       time_label=INTERPRETER_TIMES if interpreter else ""):

@@ -1,6 +1,6 @@
 """The search loop: (mu + lambda) evolution of kernel individuals; the unit of work is one child.
 
-    generation 0: the seed, tuned
+    generation 0: the seeds (the seed first; a compiler seed brings Inductor's variants), each tuned
     generation g: for every child slot at once (``search.parallel`` in flight): select parents -> operator (LLM
                   calls included) -> tune (Optuna trials evaluated in parallel) -> record; then survivors ->
                   checkpoint
@@ -89,11 +89,15 @@ class GenerationReport:
 
 
 class Search:
-    def __init__(self, seed_genome: Genome, operators: list[Operator], tuner: Tuner, store: RunStore,
-                 settings: SearchSettings, on_generation=None, selection=None, team=None, seed_operator="seed"):
+    def __init__(self, seeds: list[tuple[Genome, str]], operators: list[Operator], tuner: Tuner, store: RunStore,
+                 settings: SearchSettings, on_generation=None, selection=None, team=None):
+        """`seeds`: generation 0's genomes and what made each (seed, inductor, inductor:<variant>, initialiser),
+        the seed first: the kernel a run's speed-up over its seed is measured against."""
         if not operators:
             raise ValueError("the search needs at least one operator (operators.list is empty)")
-        self.seed_genome, self.seed_operator = seed_genome, seed_operator
+        if not seeds:
+            raise ValueError("the search needs a seed genome")
+        self.seeds = seeds
         self.operators = operators
         self.tuner = tuner
         self.store = store
@@ -168,11 +172,15 @@ class Search:
         return ([c for c in made if c is not None], [o for o, c in zip(owners, made) if c is not None],
                 keys - {None})
 
-    def _seed(self) -> Individual:
-        seed = Individual(individual_id(0, 0), self.seed_genome, operator=self.seed_operator, generation=0)
-        tuned = self.tuner.tune(seed)
-        self.store.add_individual(tuned)
-        return tuned
+    def _seeds(self) -> list[Individual]:
+        """Generation 0: every seed tuned (concurrently), stored as 0.0, 0.1, ..."""
+        def tuned(index: int) -> Individual:
+            genome, made_by = self.seeds[index]
+            ind = self.tuner.tune(Individual(individual_id(0, index), genome, operator=made_by, generation=0))
+            self.store.add_individual(ind)
+            return ind
+
+        return list(self.toolbox.map(tuned, range(len(self.seeds))))
 
     def _survivors(self, islands: list, offspring: list, owners: list, generation: int) -> list:
         """Each island's best mu of its population and its children, one individual per kernel (a child that tuned
@@ -218,10 +226,11 @@ class Search:
         self._resumed_elapsed, started = state["elapsed_s"], time.perf_counter()
         try:
             if state["generation"] < 0:
-                seed = self._seed()
-                self.archive = [seed]
-                islands = [[seed] for _ in range(self.settings.islands)]
-                state = self._advance(state, 0, islands, [seed], {self.seed_genome.key, seed.key}, started)
+                seeds = self._seeds()
+                self.archive = list(seeds)
+                islands = [_one_per_kernel(seeds) for _ in range(self.settings.islands)]
+                keys = {genome.key for genome, _ in self.seeds} | {seed.key for seed in seeds}
+                state = self._advance(state, 0, islands, seeds, keys, started)
             else:
                 islands = self._restore(state)
             seen = set(state["seen"])

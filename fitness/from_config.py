@@ -8,7 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from fitness.evaluator import EvalSettings, Evaluator, default_device
 from fitness.policy import PrecisionPolicy
-from fitness.problem import ProblemSpec, resolve_problem
+from fitness.problem import INDUCTOR, ProblemSpec, resolve_problem
 from hardware_profiles import HardwareProfile, load_profile, resolve_profile
 
 
@@ -33,7 +33,6 @@ def resolve_size_preset(preset: str, device: str) -> str:
     return "full" if device.startswith("cuda") else "test"
 
 
-INDUCTOR = "inductor"  # problem.seed value: start from the Triton kernels torch.compile generates
 
 
 def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | None = None) -> ProblemSpec:

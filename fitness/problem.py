@@ -23,6 +23,7 @@ import yaml
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SIZE_PRESETS = ("full", "test")
+INDUCTOR = "inductor"  # problem.seed value and seed maker: the Triton kernels torch.compile generates
 
 
 class ProblemError(ValueError):

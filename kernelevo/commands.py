@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,6 @@ def check_run_dir(cfg: DictConfig) -> None:
 
 
 def check_bench(cfg: DictConfig) -> None:
-    from omegaconf import OmegaConf
-
     from evo.bench import select
 
     problems = cfg.bench.problems
@@ -96,18 +94,23 @@ def seed(cfg: DictConfig) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
     from fitness.evaluator import DEFAULT_CACHE_DIR
     from fitness.from_config import fitness_parts
-    from operators.inductor_seed import inductor_seed, policy_options
+    from operators.inductor_seed import inductor_seeds, policy_options
 
     try:
         parts = fitness_parts(cfg)
         device, problem, policy = parts.device, parts.problem, parts.policy
-        source = inductor_seed(problem, device, parts.profile.name, DEFAULT_CACHE_DIR, **policy_options(policy))
+        variants = OmegaConf.to_container(cfg.inductor.variants) if "inductor" in cfg else {}
+        sources = inductor_seeds(problem, device, parts.profile.name, DEFAULT_CACHE_DIR, variants=variants,
+                                 **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))
     out = _out_path(cfg.out)
-    out.write_text(source)
-    print(f"seed for {problem.name} (policy {policy.name}, {device}) written to {out}\n"
-          f"evaluate it: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
+    for made_by, source in sources.items():  # a variant's seed next to the default's: seed_inductor_nd_tiling.py
+        variant = made_by.partition(":")[2]
+        path = out.with_name(f"{out.stem}_{variant}{out.suffix}") if variant else out
+        path.write_text(source)
+        print(f"seed for {problem.name} ({made_by}; policy {policy.name}, {device}) written to {path}")
+    print(f"evaluate one: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
 
 
 def run(cfg: DictConfig) -> None:
@@ -124,7 +127,6 @@ def bench(cfg: DictConfig) -> None:
     """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
     from evo.bench import BenchError, execute_bench, select
     from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
@@ -158,7 +160,6 @@ def resume(cfg: DictConfig) -> None:
     """Continue a run from its store, with the config it was started with and the budgets given now."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from omegaconf import OmegaConf
 
     from evo.run import execute, resume_config
 

@@ -1,8 +1,9 @@
 """Seeds taken from torch.compile (operators/inductor_seed): Inductor's Triton kernels, converted into a standalone
 candidate, pass the full evaluator; the seed is cached and written into the run directory; library calls under
-policy `triton` get a clear way out; a KernelBench-format file without a seed runs offline from its Inductor seed.
-On the CPU, Inductor is asked for Triton code, which Triton's interpreter runs."""
+policy `triton` get a clear way out; a KernelBench-format file without a seed runs offline from its Inductor seed;
+variants of Inductor's options that write other kernels are more seeds of generation 0. On the CPU, Inductor is asked for Triton code, which Triton's interpreter runs."""
 import ast
+import json
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_the_seed_is_cached_per_problem_and_written_into_the_run_directory(tmp_p
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(seeds, "capture", no_compile)
+    monkeypatch.setattr(seeds, "capture_variants", no_compile)
     assert seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path / "cache") == first
     other_sizes = resolve_problem("rmsnorm", sizes={"batch_size": 3}, size_preset="test")
     with pytest.raises(AssertionError, match="compiled again"):  # other sizes: another seed
@@ -74,3 +75,46 @@ def test_a_problem_file_without_a_seed_runs_offline_from_its_inductor_seed(tmp_p
     operators = read_store(run_dir, lambda store: {i.operator for i in store.individuals() if i.generation == 0})
     assert "inductor" in operators
     assert (run_dir / "best_kernel.py").is_file()
+
+
+ND_TILING = {"nd_tiling": {"triton": {"prefer_nd_tiling": True, "tile_reductions": True}}}
+
+
+def test_each_inductor_variant_is_cached_on_its_own_and_one_inductor_cannot_build_is_a_note(tmp_path, monkeypatch,
+                                                                                              capsys):
+    spec = resolve_problem("sum_reduction", size_preset="test")
+    asked, real = [], seeds.capture_variants
+
+    def recording(spec, device, templates, tf32, variants, **kwargs):
+        asked.append(sorted(variants))
+        return real(spec, device, templates, tf32, variants, **kwargs)
+
+    monkeypatch.setattr(seeds, "capture_variants", recording)
+    first = seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants=ND_TILING)
+    assert list(first) == ["inductor", "inductor:nd_tiling"] and first["inductor"] != first["inductor:nd_tiling"]
+    assert first["inductor"] == seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)  # the same cache
+    broken = {"broken": {"triton": {"no_such_option": True}}}
+    second = seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants={**ND_TILING, **broken})
+    assert second == first and asked == [["default", "nd_tiling"], ["broken"]]  # only the new variant compiled
+    assert "no seed from Inductor's variant 'broken'" in capsys.readouterr().out
+    with pytest.raises(SeedError, match="may not be called 'default'"):
+        seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants={"default": {}})
+    with make_evaluator(problem="sum_reduction", size_preset="test") as ev:
+        result = ev.evaluate(first["inductor:nd_tiling"], label="inductor:nd_tiling")
+    assert result.status == "ok", result.reason
+
+
+def test_inductor_variants_that_write_other_kernels_join_generation_0_after_the_seed(tmp_path):
+    proc = kernelevo("run", "problem=sum_reduction", "problem.seed=inductor", *TINY, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = run_dir_of(proc.stdout)
+    first = read_store(run_dir, lambda store: {i.id: (i.operator, i.result.status) for i in store.individuals()
+                                               if i.generation == 0})
+    # conf/inductor/variants.yaml: on the interpreter two of its four variants change sum_reduction's kernel
+    assert first == {"0.0": ("inductor", "ok"), "0.1": ("inductor:nd_tiling", "ok"),
+                     "0.2": ("inductor:looped_reductions", "ok")}
+    written = {p.name: p.read_text() for p in run_dir.glob("seed_inductor*.py")}
+    assert sorted(written) == ["seed_inductor.py", "seed_inductor_looped_reductions.py", "seed_inductor_nd_tiling.py"]
+    assert len(set(written.values())) == 3
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["seed"] == "inductor"  # speed-ups over the seed are over Inductor's default kernels

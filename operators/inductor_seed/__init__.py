@@ -6,6 +6,11 @@ per (problem file and sizes, device and hardware profile, torch and triton versi
 calls): a second run, or a resume, does not compile again (the conversion, milliseconds, is redone, so a newer
 converter applies). The seed is also written into the run directory, where a user opens it and sees the kernels.
 
+Variants (``inductor.variants`` in the run's config: name -> Inductor options such as ``triton.prefer_nd_tiling``)
+are captured in the same process, each compiled once more under its options and cached on its own: where one makes
+kernels that differ from the default's, it is another seed of generation 0 (``inductor:<name>``), so the search
+starts from several of Inductor's code-generation choices, not only launch constants of one.
+
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
 (max-autotune over Triton's backend), under ``kernelbench`` as the library calls Inductor prefers.
 """
@@ -22,11 +27,12 @@ from pathlib import Path
 
 from fitness import pyast
 from fitness.genome import short_hash
-from fitness.problem import ProblemSpec
+from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from operators.inductor_seed.convert import OTHER_SEEDS, SeedError, convert
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
+DEFAULT = "default"  # the capture under Inductor's own options
 CAPTURE_TIMEOUT_S = 900
 
 
@@ -40,31 +46,48 @@ def _versions() -> str:
     return ", ".join(found)
 
 
-def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False) -> str:
+def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False,
+              options: dict | None = None) -> str:
     problem = Path(spec.path).read_text()
-    return short_hash(json.dumps([problem, spec.sizes, device.split(":")[0], profile, _versions(), templates, tf32],
-                                 sort_keys=True))
+    parts = [problem, spec.sizes, device.split(":")[0], profile, _versions(), templates, tf32]
+    return short_hash(json.dumps(parts + [options] if options else parts, sort_keys=True))
 
 
-def capture(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
-            timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
-    """Run ``capture.py`` in its own process; SeedError with its output's tail when it fails."""
+def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
+                     variants: dict | None = None, timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
+    """Run ``capture.py`` in its own process, compiling once per variant (name -> Inductor options; default: its
+    defaults only): name -> what it captured, or ``{"error": why}``. SeedError with the output's tail when the
+    process fails."""
     with tempfile.TemporaryDirectory(prefix="kernelevo-inductor-") as tmp:
         spec_file, out_file = Path(tmp) / "spec.json", Path(tmp) / "captured.json"
+        variants_file = Path(tmp) / "variants.json"
         spec_file.write_text(json.dumps(spec.to_dict()))
+        variants_file.write_text(json.dumps(variants or {DEFAULT: {}}))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         try:
             done = subprocess.run([sys.executable, "-m", "operators.inductor_seed.capture", str(spec_file),
                                    str(out_file), device, *(["templates"] if templates else []),
-                                   *(["tf32"] if tf32 else [])], cwd=REPO, env=env, capture_output=True, text=True,
-                                  timeout=timeout_s)
+                                   *(["tf32"] if tf32 else []), f"variants={variants_file}"], cwd=REPO, env=env,
+                                  capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise SeedError(f"torch.compile of {spec.name} did not finish within {timeout_s:.0f} s") from exc
         if done.returncode != 0 or not out_file.is_file():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
-            raise SeedError(f"torch.compile of {spec.name} failed, so there is no Inductor seed ({OTHER_SEEDS}):\n"
-                            + "\n".join(tail))
+            raise SeedError(_failed(spec, (done.stderr or done.stdout)))
         return json.loads(out_file.read_text())
+
+
+def capture(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
+            timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
+    """What Inductor writes for the problem under its default options; SeedError when it fails."""
+    captured = capture_variants(spec, device, templates, tf32, timeout_s=timeout_s)[DEFAULT]
+    if "error" in captured:
+        raise SeedError(_failed(spec, captured["error"]))
+    return captured
+
+
+def _failed(spec: ProblemSpec, output: str) -> str:
+    tail = output.strip().splitlines()[-12:]
+    return f"torch.compile of {spec.name} failed, so there is no Inductor seed ({OTHER_SEEDS}):\n" + "\n".join(tail)
 
 
 def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path, run_dir: Path | None = None,
@@ -72,25 +95,64 @@ def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path,
     """The Inductor seed's source for `spec` on `device` (from the cache when there), also written to run_dir.
     `torch_compute_allowed`: the policy lets forward call library kernels (cuBLAS, cuDNN) that Inductor keeps;
     `tf32`: the policy lets fp32 matmuls use TF32."""
+    return inductor_seeds(spec, device, profile, cache_dir, run_dir, torch_compute_allowed, tf32)[INDUCTOR]
+
+
+def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path, run_dir: Path | None = None,
+                   torch_compute_allowed: bool = False, tf32: bool = False, variants: dict | None = None) -> dict:
+    """The Inductor seed (``"inductor"``, first) and one more seed per variant of Inductor's options (name ->
+    options) whose kernels differ from it (``"inductor:<name>"``), each converted, cached and written into run_dir
+    as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note."""
+    if DEFAULT in (variants or {}):
+        raise SeedError(f"an Inductor variant may not be called {DEFAULT!r} (that name is Inductor's own options); "
+                        f"rename it in inductor.variants")
     templates = device.startswith("cuda") and not torch_compute_allowed
-    key = cache_key(spec, device, profile, templates, tf32)
-    cached = Path(cache_dir) / "inductor-seeds" / f"{spec.name}-{key}.json"
-    if cached.is_file():
-        captured = json.loads(cached.read_text())
-    else:
-        captured = capture(spec, device, templates, tf32)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(".tmp")
-        partial.write_text(json.dumps(captured))
-        partial.replace(cached)
+    wanted = {DEFAULT: {}, **(variants or {})}
+    files = {name: Path(cache_dir) / "inductor-seeds" / f"{spec.name}-"
+             f"{cache_key(spec, device, profile, templates, tf32, options)}.json" for name, options in wanted.items()}
+    captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
+    missing = {name: options for name, options in wanted.items() if name not in captured}
+    if missing:
+        for name, got in capture_variants(spec, device, templates, tf32, missing).items():
+            captured[name] = got
+            if "error" not in got:  # a failure is not cached: the next run tries again
+                files[name].parent.mkdir(parents=True, exist_ok=True)
+                partial = files[name].with_suffix(".tmp")
+                partial.write_text(json.dumps(got))
+                partial.replace(files[name])
+    if "error" in captured[DEFAULT]:
+        raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
+    sources = {INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed)}
+    for name in variants or {}:
+        try:
+            if "error" in captured[name]:
+                raise SeedError(captured[name]["error"].strip().splitlines()[-1])
+            source = _checked_source(spec, captured[name], torch_compute_allowed)
+        except SeedError as exc:
+            print(f"[kernelevo] no seed from Inductor's variant {name!r}: {str(exc).splitlines()[0][:300]}",
+                  flush=True)
+            continue
+        if source not in sources.values():  # options that changed nothing here add no seed
+            sources[f"{INDUCTOR}:{name}"] = source
+    if run_dir is not None:
+        for made_by, source in sources.items():
+            (Path(run_dir) / seed_file(made_by)).write_text(source)
+    return sources
+
+
+def seed_file(made_by: str) -> str:
+    """``seed_inductor.py`` for the default seed, ``seed_inductor_<variant>.py`` for a variant's."""
+    variant = made_by.partition(":")[2]
+    return SEED_FILE if not variant else f"seed_inductor_{variant}.py"
+
+
+def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool) -> str:
     source = convert(captured, Path(spec.path).read_text(), spec.name)
     library = library_calls(source)
     if library and not torch_compute_allowed:
         raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}) for which it "
                         f"has no Triton form here: policy 'triton' rejects torch compute in forward. Run it under "
                         f"fitness/policy=kernelbench (labelled uses-torch-compute), or {OTHER_SEEDS}.")
-    if run_dir is not None:
-        (Path(run_dir) / SEED_FILE).write_text(source)
     return source
 
 
@@ -108,4 +170,5 @@ def library_calls(source: str) -> list[str]:
     return sorted(n for n in names if n.startswith("torch.") and n not in ("torch.empty_strided", "torch.as_strided"))
 
 
-__all__ = ["SeedError", "inductor_seed", "capture", "cache_key", "policy_options", "SEED_FILE"]
+__all__ = ["SeedError", "inductor_seed", "inductor_seeds", "capture", "capture_variants", "cache_key",
+           "policy_options", "seed_file", "SEED_FILE", "INDUCTOR"]

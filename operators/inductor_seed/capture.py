@@ -1,13 +1,16 @@
 """Capture what torch.compile (Inductor) writes for a problem's Model: run as its own process, on the device the
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
-    python -m operators.inductor_seed.capture SPEC.json OUT.json DEVICE [templates] [tf32]
+    python -m operators.inductor_seed.capture SPEC.json OUT.json DEVICE [templates] [tf32] [variants=V.json]
 
-SPEC.json is a ProblemSpec (``to_dict``); OUT.json receives::
+SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
+{"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
 
     {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}, ...],
      "kernels": {name: {"configs": [{"kwargs": {...}, "num_warps": n, "num_stages": n}, ...]}},
-     "single_output": bool, "versions": {"torch": ..., "triton": ...}}
+     "single_output": bool, "versions": {"torch": ..., "triton": ...}, "options": {...}}
+
+or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured).
 
 ``args`` says what each argument of Inductor's ``call(args)`` is (found by identity of the tensors Dynamo hands the
 backend). ``configs`` are the launch configurations Inductor's heuristics offer for each kernel, in its order; on a
@@ -93,12 +96,24 @@ def _config_dict(config) -> dict:
     return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
-def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False) -> dict:
+def flat_options(options: dict, prefix: str = "") -> dict:
+    """``{"triton": {"prefer_nd_tiling": True}}`` -> ``{"triton.prefer_nd_tiling": True}``, as Inductor's
+    ``config.patch`` takes them."""
+    flat = {}
+    for key, value in options.items():
+        if isinstance(value, dict):
+            flat.update(flat_options(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False,
+            variants: dict | None = None) -> dict:
+    """Inductor's code for the problem under each named set of options (default: its defaults only)."""
     _prepare(device, templates, tf32)
     import torch
-    import triton
-    from torch._inductor.compile_fx import compile_fx
-    from torch._inductor.utils import get_code, run_and_get_code
+    import torch._inductor.config as inductor_config
 
     from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
 
@@ -107,6 +122,23 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     model = problem.Model(*call_get_init_inputs(problem)).to(device).eval()
     with torch.device(device):
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in call_get_inputs(problem)]
+    captured = {}
+    for name, options in (variants or {"default": {}}).items():
+        try:
+            with inductor_config.patch(flat_options(options)):
+                captured[name] = {**_capture_one(model, inputs, device), "templates": templates, "tf32": tf32,
+                                  "options": options}
+        except Exception as exc:  # noqa: BLE001 - one variant Inductor cannot build leaves the others
+            captured[name] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
+    return captured
+
+
+def _capture_one(model, inputs, device: str) -> dict:
+    import torch
+    import triton
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import get_code, run_and_get_code
+
     seen: dict = {}
 
     def backend(graph_module, example_inputs):
@@ -130,15 +162,17 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
                          "autotuned": picked is not None}
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
             "single_output": isinstance(reference, torch.Tensor),
-            "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device,
-            "templates": templates, "tf32": tf32}
+            "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
 
 
 def main() -> None:
     spec_path, out_path, device = sys.argv[1:4]
+    flags = sys.argv[4:]
     with open(spec_path) as fh:
         spec = json.load(fh)
-    result = capture(spec, device, templates="templates" in sys.argv[4:], tf32="tf32" in sys.argv[4:])
+    variants_file = next((f.split("=", 1)[1] for f in flags if f.startswith("variants=")), None)
+    variants = json.loads(Path(variants_file).read_text()) if variants_file else None
+    result = capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants)
     with open(out_path, "w") as fh:
         json.dump(result, fh)
 
