@@ -60,8 +60,8 @@ def summary_lines(summary: dict) -> list[str]:
             f"${summary['llm_cost_usd']:.2f}"]
 
 
-HEADER = ("problem", "status", "seed", "best", "seed (tuned)", "eager", "compile", "vs eager", "vs compile", "SoL",
-          "evaluations", "LLM calls", "LLM cost", "wall (s)", "note")
+HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", "eager", "compile", "vs eager",
+          "vs compile", "SoL", "evaluations", "LLM calls", "LLM cost", "wall (s)", "note")
 
 
 def cells(r: Row) -> list[str]:
@@ -69,7 +69,7 @@ def cells(r: Row) -> list[str]:
     sol = s.get("sol_fraction")
     note = (r.reason if r.status != "ok" else s.get("stop_reason", "")).replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
-    return [r.name, r.status, s.get("seed") or "-", _t(s.get("best_s")) + interp, _t(s.get("seed_s")),
+    return [r.name, r.status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp, _t(s.get("seed_s")),
             _t(s.get("eager_s")), _t(s.get("compile_s")), _x(s.get("speedup_vs_eager")),
             _x(s.get("speedup_vs_compile")),
             "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")), str(s.get("llm_calls", 0)),

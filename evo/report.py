@@ -101,6 +101,7 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
                  ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
     llm = s.llm or {}
     rows += [("precision policy", r.policy.get("name", "?")), ("seed from", s.seed_operator or "?"),
+             ("best kernel descends from", s.best_from or "?"),
              ("evaluations", f"{s.evaluations} ({s.distinct_evaluations} distinct)"),
              ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
              ("search wall time", f"{s.search_wall_s:.1f} s"), ("stopped because", s.stop_reason or "-"),

@@ -168,6 +168,7 @@ class RunSummary:
     baseline_wall_s: float = 0.0  # measuring eager and torch.compile, once, before the search
     search_window: tuple = ()  # (start, end) wall-clock times (time.time()) of this call's search
     seed_operator: str = ""  # what made the starting kernel: seed, inductor, initialiser
+    best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
     llm: dict | None = None  # uncached LLM calls and their cost
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
 
@@ -177,6 +178,7 @@ class RunSummary:
         ok = r is not None and r.ok
         return {"status": "ok" if ok else (r.status if r is not None else "no kernel"),
                 "problem": r.problem if r is not None else "", "seed": self.seed_operator,
+                "best_from": self.best_from,
                 "policy": (r.policy or {}).get("name", "") if r is not None else "",
                 "best_s": r.time_s if ok else None, "seed_s": seed.time_s if seed is not None and seed.ok else None,
                 "eager_s": r.eager_s if r is not None else None, "compile_s": r.compile_s if r is not None else None,
@@ -213,8 +215,8 @@ class RunSummary:
                     ("speed-up vs eager", _x(r.speedup_vs_eager)),
                     ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
-        rows += [("precision policy", r.policy.get("name", "?")),
-                 ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
+        rows += [("best kernel descends from", self.best_from or "?"),
+                 ("precision policy", r.policy.get("name", "?")), ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
                  ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file)),
                  ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)
@@ -240,8 +242,23 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
-                      seed_operator=seed.operator if seed else "", llm=store.llm_totals(),
-                      optuna_url=store.optuna_url)
+                      seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
+                      llm=store.llm_totals(), optuna_url=store.optuna_url)
+
+
+def descends_from(store: RunStore, individual: Individual | None) -> str:
+    """What made the generation-0 ancestors of `individual` (every parent followed), joined by '+': which of the
+    seeds (the seed, Inductor's variants, the initialiser's kernel) the kernel came from."""
+    roots, todo, seen = set(), [individual] if individual is not None else [], set()
+    while todo:
+        ind = todo.pop()
+        if ind is None or ind.id in seen:
+            continue
+        seen.add(ind.id)
+        if ind.generation == 0:
+            roots.add((ind.id, ind.operator))
+        todo.extend(store.individual(parent) for parent in ind.parents)
+    return "+".join(sorted({operator for _, operator in roots}))
 
 
 def measure_baselines(service: EvaluationService, store: RunStore) -> None:

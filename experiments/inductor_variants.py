@@ -1,7 +1,7 @@
 """Does Inductor write faster Triton under other code-generation options than its defaults? (issue: compiler seeds)
 
 Measure before building: each problem's Model is compiled by torch.compile under each named variant of Inductor's
-configuration (cooperative reductions, no split reductions, ND tiling, ...), checked against eager, and timed with
+configuration (those of conf/inductor/variants.yaml, which a run captures as seeds, and a few more), checked against eager, and timed with
 ``triton.testing.do_bench`` (median, L2 flushed) against the default compile in the same process. One process per
 problem, ``--jobs`` at once; every first call (Inductor's autotuning) and every timing holds one GPU file lock.
 
@@ -24,18 +24,23 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 LOCK = "/tmp/kernelevo-inductor-variants.lock"
 
-# name -> Inductor config patch (dotted keys as torch._inductor.config.patch takes them)
-VARIANTS = {
-    "default": {},
-    "coordinate_descent": {"coordinate_descent_tuning": True},
-    "cooperative": {"triton.cooperative_reductions": True},
-    "force_cooperative": {"triton.cooperative_reductions": True, "triton.force_cooperative_reductions": True},
+# name -> Inductor options: the variants a run captures (conf/inductor/variants.yaml), then others measured here
+EXPLORED = {
+    "force_cooperative": {"triton": {"cooperative_reductions": True, "force_cooperative_reductions": True}},
     "no_split_reductions": {"split_reductions": False},
-    "no_persistent": {"triton.persistent_reductions": False},
-    "nd_tiling": {"triton.prefer_nd_tiling": True, "triton.tile_reductions": True},
-    "no_mix_order": {"triton.mix_order_reduction": False},
+    "no_mix_order": {"triton": {"mix_order_reduction": False}},
     "autotune_pointwise": {"max_autotune_pointwise": True},
 }
+
+
+def _variants() -> dict:
+    import yaml
+
+    shipped = yaml.safe_load((REPO / "conf" / "inductor" / "variants.yaml").read_text())["variants"]
+    return {"default": {}, **shipped, **EXPLORED}
+
+
+VARIANTS = _variants()
 
 
 @contextmanager
@@ -67,6 +72,7 @@ def one_problem(path: str, variants: list[str]) -> dict:
     from triton.testing import do_bench
 
     from fitness.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
+    from operators.inductor_seed.capture import flat_options
 
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
@@ -79,7 +85,7 @@ def one_problem(path: str, variants: list[str]) -> dict:
         expected = model(*inputs)
         row["eager_ms"] = do_bench(lambda: model(*inputs), return_mode="median")
     for name in variants:
-        patch = VARIANTS[name]
+        patch = flat_options(VARIANTS[name])
         missing = [k for k in patch if not _has_option(inductor_config, k)]
         if missing:
             row["variants"][name] = {"error": f"no such Inductor option here: {', '.join(missing)}"}

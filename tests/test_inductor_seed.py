@@ -118,3 +118,4 @@ def test_inductor_variants_that_write_other_kernels_join_generation_0_after_the_
     assert len(set(written.values())) == 3
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["seed"] == "inductor"  # speed-ups over the seed are over Inductor's default kernels
+    assert summary["best_from"] and set(summary["best_from"].split("+")) <= {op for op, _ in first.values()}

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from evo.report import write_report
+from evo.run import descends_from
 from evo.store import RunStore
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
@@ -110,6 +111,7 @@ def test_the_page_holds_summary_plot_lineage_diff_operators_llm_and_policy(tmp_p
     assert "param_mutation111100%100%" in text
     assert "coderopenai/gpt-4o1110050$0.0200" in text and "planneropenai/gpt-4o1010050$0.0100" in text
     assert "float32" in text and "bfloat160.010.010.02" in text and "torch_computereject" in text
+    assert "best kernel descends fromseed" in text  # the crossover's two lines both lead to the one seed
     markdown = (tmp_path / "report.md").read_text()
     assert "| speed-up vs eager | 5.00x |" in markdown if timer == "cuda-events" else "speed-up vs" not in markdown
     assert "*crossover" in markdown and "`0.0 seed, generation 0" in markdown and "+BLOCK = 256" in markdown
@@ -134,3 +136,22 @@ def test_a_run_without_a_finished_generation_has_no_report(tmp_path):
     with pytest.raises(ValueError, match="no finished generation yet"):
         write_report(tmp_path)
     assert not (tmp_path / "report.html").exists()
+
+
+def test_the_best_kernel_is_traced_to_every_seed_of_generation_0_it_descends_from(tmp_path):
+    store = RunStore(tmp_path)
+    seed = Genome.from_source(SEED)
+    made = [Individual("0.0", seed, (), "inductor", 0, result(0.004, "cuda-events")),
+            Individual("0.1", seed.with_params({"BLOCK": 128}), (), "inductor:nd_tiling", 0,
+                       result(0.003, "cuda-events")),
+            Individual("1.0", seed.with_params({"BLOCK": 256}), ("0.1",), "param_mutation", 1,
+                       result(0.002, "cuda-events")),
+            Individual("2.0", seed.with_params({"BLOCK": 512}), ("1.0", "0.0"), "crossover", 2,
+                       result(0.001, "cuda-events"))]
+    for ind in made:
+        store.add_individual(ind)
+    by_id = {ind.id: ind for ind in made}
+    assert descends_from(store, by_id["2.0"]) == "inductor+inductor:nd_tiling"
+    assert descends_from(store, by_id["1.0"]) == "inductor:nd_tiling"
+    assert descends_from(store, by_id["0.0"]) == "inductor" and descends_from(store, None) == ""
+    store.close()
