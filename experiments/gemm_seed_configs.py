@@ -5,7 +5,8 @@ when the launch constants the search tunes are set well? Each configuration is t
     python3 experiments/gemm_seed_configs.py --problem KB/level1/1_Square_matrix_multiplication_.py \
         --cache DIR --out OUT.json [--configs "128,64,32,8,4,3;128,256,32,8,8,3"]
 
-A configuration is BLOCK_M,BLOCK_N,BLOCK_K,GROUP_M,num_warps,num_stages; the default list is Inductor's own choice
+A configuration is BLOCK_M,BLOCK_N,BLOCK_K,GROUP_M,num_warps,num_stages[,A_KMAJOR,B_KMAJOR] (the K-major copies of
+a seed that has them; left out: as converted); the default list is Inductor's own choice
 for the 4096^3 matmul on an H200 first, then the tiles of Triton's matmul tutorial (K halved for fp32 where the
 shared memory would not hold the stages).
 """
@@ -22,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 CONFIGS = "128,64,32,8,4,3;128,256,32,8,8,3;256,128,32,8,8,3;128,128,32,8,4,4;128,128,32,8,8,3;128,128,64,8,8,3;" \
           "64,256,32,8,4,4;128,64,32,8,4,4;64,128,32,8,4,4;128,128,32,8,4,3"
-NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES")
+NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "A_KMAJOR", "B_KMAJOR")
 
 
 def variant(source: str, values: list[int]) -> str:
