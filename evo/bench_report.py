@@ -69,7 +69,8 @@ def cells(r: Row) -> list[str]:
     sol = s.get("sol_fraction")
     note = (r.reason if r.status != "ok" else s.get("stop_reason", "")).replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
-    return [r.name, r.status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp, _t(s.get("seed_s")),
+    return [r.name, r.status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
+            _t(s.get("seed_s")),
             _t(s.get("eager_s")), _t(s.get("compile_s")), _x(s.get("speedup_vs_eager")),
             _x(s.get("speedup_vs_compile")),
             "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")), str(s.get("llm_calls", 0)),

@@ -216,7 +216,8 @@ class RunSummary:
                     ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
         rows += [("best kernel descends from", self.best_from or "?"),
-                 ("precision policy", r.policy.get("name", "?")), ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
+                 ("precision policy", r.policy.get("name", "?")),
+                 ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
                  ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file)),
                  ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)

@@ -1,8 +1,9 @@
 """Does Inductor write faster Triton under other code-generation options than its defaults? (issue: compiler seeds)
 
 Measure before building: each problem's Model is compiled by torch.compile under each named variant of Inductor's
-configuration (those of conf/inductor/variants.yaml, which a run captures as seeds, and a few more), checked against eager, and timed with
-``triton.testing.do_bench`` (median, L2 flushed) against the default compile in the same process. One process per
+configuration (those of conf/inductor/variants.yaml, which a run captures as seeds, and a few more), checked
+against eager, and timed with ``triton.testing.do_bench`` (median, L2 flushed) against the default compile in the
+same process. One process per
 problem, ``--jobs`` at once; every first call (Inductor's autotuning) and every timing holds one GPU file lock.
 
     python3 experiments/inductor_variants.py --root KB --list LIST --jobs 3 --out OUT.json
@@ -155,8 +156,8 @@ def table(rows: list[dict]) -> str:
                 mark = "" if v["correct"] else " (wrong)"
                 cells.append(f"{base / v['ms']:.2f}x{mark}" if base else f"{v['ms']:.3f} ms{mark}")
         eager = f"{row['eager_ms']:.3f}" if "eager_ms" in row else row.get("error", "-")[:80]
-        lines.append(f"| {row['problem']} | {eager} | {base:.3f} | " if base else f"| {row['problem']} | {eager} | - | ")
-        lines[-1] += " | ".join(cells) + " |"
+        default = f"{base:.3f}" if base else "-"
+        lines.append(f"| {row['problem']} | {eager} | {default} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 """Seeds taken from torch.compile (operators/inductor_seed): Inductor's Triton kernels, converted into a standalone
 candidate, pass the full evaluator; the seed is cached and written into the run directory; library calls under
 policy `triton` get a clear way out; a KernelBench-format file without a seed runs offline from its Inductor seed;
-variants of Inductor's options that write other kernels are more seeds of generation 0. On the CPU, Inductor is asked for Triton code, which Triton's interpreter runs."""
+variants of Inductor's options that write other kernels are more seeds of generation 0.
+On the CPU, Inductor is asked for Triton code, which Triton's interpreter runs."""
 import ast
 import json
 
