@@ -67,3 +67,15 @@ def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
     source = out.read_text()
     assert "class ModelNew" in source and "TUNABLE = " in source and "@triton.jit" in source
     compile(source, str(out), "exec")  # a module (that it passes the evaluator: tests/test_inductor_seed.py)
+
+
+def test_seed_writes_each_inductor_variant_that_changes_the_kernels_next_to_the_seed(tmp_path):
+    out = tmp_path / "seed.py"
+    proc = kernelevo("seed", "problem=sum_reduction", "problem.size_preset=test", f"out={out}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = sorted(p.name for p in tmp_path.glob("seed*.py"))
+    assert written == ["seed.py", "seed_looped_reductions.py", "seed_nd_tiling.py"]  # the other two change nothing
+    assert f"(inductor:nd_tiling; policy triton, cpu) written to {tmp_path / 'seed_nd_tiling.py'}" in proc.stdout
+    proc = kernelevo("seed", "problem=sum_reduction", "problem.size_preset=test", f"out={tmp_path / 'only.py'}",
+                     "inductor=none", cwd=tmp_path)
+    assert proc.returncode == 0 and sorted(p.name for p in tmp_path.glob("only*.py")) == ["only.py"]
