@@ -93,3 +93,17 @@ def test_the_baselines_are_measured_once_per_run_and_given_to_every_actor():
         thread.join()
     assert shared.get() == measured and measured.eager.median_s == 1e-3
     assert log == [("a0", "measure"), ("a1", "given", measured), ("a2", "given", measured)]
+
+
+def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written_by_the_driver(tmp_path):
+    """problem.seed=inductor on Ray: the actor captures (on its node and device) and the driver writes every seed
+    into its run directory; generation 0 holds the variants after the seed, as in a local run."""
+    pytest.importorskip("ray")
+    proc = kernelevo("run", "problem=sum_reduction", "problem.seed=inductor", "search=tiny", "fitness.trials=1",
+                     "fitness.timing.interpreter_reps=1", *RAY, "hydra.run.dir=ray", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = sorted(p.name for p in (tmp_path / "ray").glob("seed_inductor*.py"))
+    assert written == ["seed_inductor.py", "seed_inductor_looped_reductions.py", "seed_inductor_nd_tiling.py"]
+    first = read_store(tmp_path / "ray", lambda store: sorted((i.id, i.operator) for i in store.individuals()
+                                                            if i.generation == 0))
+    assert first == [("0.0", "inductor"), ("0.1", "inductor:nd_tiling"), ("0.2", "inductor:looped_reductions")]
