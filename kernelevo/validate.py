@@ -9,6 +9,9 @@ file is valid at once. The open spots, where keys are legitimately free:
 
 * ``problem.sizes.NAME``: a problem file's size constants come from the file (the problem loader checks NAME
   against the file and lists the ones it has);
+* ``inductor.variants.NAME``: a user's own variant of Inductor's options (``+inductor.variants.mine=
+  {triton: {max_tiles: 3}}``); Inductor checks the option names when it compiles, and a wrong one is a printed note
+  naming the variant;
 * ``hydra.*`` and Hydra's own groups (``hydra/...``): Hydra checks those itself.
 
 A valid override is handed to Hydra in the form that works for it: ``key=value`` for a key of the config (so
@@ -23,7 +26,7 @@ import difflib
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-OPEN_SPOTS = ("problem.sizes",)  # keys below these are free (see above)
+OPEN_SPOTS = ("problem.sizes", "inductor.variants")  # keys below these are free (see above)
 GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (kernelevo list problems)",
                "hardware": "; a hardware profile is hardware.profile=NAME (kernelevo list profiles)"}
 HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",

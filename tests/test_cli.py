@@ -79,3 +79,13 @@ def test_seed_writes_each_inductor_variant_that_changes_the_kernels_next_to_the_
     proc = kernelevo("seed", "problem=sum_reduction", "problem.size_preset=test", f"out={tmp_path / 'only.py'}",
                      "inductor=none", cwd=tmp_path)
     assert proc.returncode == 0 and sorted(p.name for p in tmp_path.glob("only*.py")) == ["only.py"]
+    mine = ["+inductor.variants.same={triton:{prefer_nd_tiling:true,tile_reductions:true}}",  # a user's own
+            "+inductor.variants.typo={triton:{no_such_option:true}}", "~inductor.variants.nd_tiling"]
+    proc = kernelevo("seed", "problem=sum_reduction", "problem.size_preset=test", f"out={tmp_path / 'mine.py'}",
+                     *mine, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "variant 'same' wrote the kernels of" not in proc.stdout  # nd_tiling, which it repeats, was removed
+    assert sorted(p.name for p in tmp_path.glob("mine*.py")) == ["mine.py", "mine_looped_reductions.py",
+                                                                  "mine_same.py"]
+    assert "no seed from Inductor's variant 'typo'" in proc.stdout and "no_such_option" in proc.stdout
+    assert "variant 'cooperative' wrote the kernels of inductor here: no seed of its own" in proc.stdout

@@ -132,8 +132,12 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
             print(f"[kernelevo] no seed from Inductor's variant {name!r}: {str(exc).splitlines()[0][:300]}",
                   flush=True)
             continue
-        if source not in sources.values():  # options that changed nothing here add no seed
+        same = next((made_by for made_by, seen in sources.items() if seen == source), None)
+        if same is None:
             sources[f"{INDUCTOR}:{name}"] = source
+        else:  # options that change nothing here add no seed
+            print(f"[kernelevo] Inductor's variant {name!r} wrote the kernels of {same} here: no seed of its own",
+                  flush=True)
     if run_dir is not None:
         for made_by, source in sources.items():
             (Path(run_dir) / seed_file(made_by)).write_text(source)
