@@ -98,6 +98,14 @@ def test_each_inductor_variant_is_cached_on_its_own_and_one_inductor_cannot_buil
     second = seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants={**ND_TILING, **broken})
     assert second == first and asked == [["default", "nd_tiling"], ["broken"]]  # only the new variant compiled
     assert "no seed from Inductor's variant 'broken'" in capsys.readouterr().out
+
+    def crash(*args, **kwargs):
+        raise SeedError("torch.compile of sum_reduction failed, so there is no Inductor seed:\nSegmentation fault")
+
+    monkeypatch.setattr(seeds, "capture_variants", crash)  # a variant that kills the capture process
+    more = {**ND_TILING, "new": {"split_reductions": False}}
+    third = seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants=more)
+    assert third == first and "no seed from Inductor's variant 'new'" in capsys.readouterr().out
     with pytest.raises(SeedError, match="may not be called 'default'"):
         seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants={"default": {}})
     with make_evaluator(problem="sum_reduction", size_preset="test") as ev:

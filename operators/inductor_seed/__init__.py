@@ -113,7 +113,13 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
     missing = {name: options for name, options in wanted.items() if name not in captured}
     if missing:
-        for name, got in capture_variants(spec, device, templates, tf32, missing).items():
+        try:
+            got_all = capture_variants(spec, device, templates, tf32, missing)
+        except SeedError as exc:  # the process died (a variant can crash it): the cached default still stands
+            if DEFAULT in missing:
+                raise
+            got_all = {name: {"error": str(exc)} for name in missing}
+        for name, got in got_all.items():
             captured[name] = got
             if "error" not in got:  # a failure is not cached: the next run tries again
                 files[name].parent.mkdir(parents=True, exist_ok=True)
