@@ -28,7 +28,7 @@ from fitness.from_config import policy_from_config, problem_from_config, profile
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec
 from fitness.result import EvalResult
-from operators.inductor_seed import seed_file
+from operators.inductor_seed import write_seeds
 
 SETTING = "fitness.backend"
 START_TIMEOUT_S = 600.0  # actors not placed and started by then: the cluster lacks what they ask for
@@ -137,8 +137,7 @@ class RemoteEvaluator:
         """torch.compile's kernels captured on the actor's node and GPU, written into run_dir here."""
         sources = self._call(self.actor.inductor_seeds, variants)
         if run_dir is not None:
-            for made_by, source in sources.items():
-                (Path(run_dir) / seed_file(made_by)).write_text(source)
+            write_seeds(sources, Path(run_dir))
         return sources
 
     def close(self) -> None:

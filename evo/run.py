@@ -29,6 +29,7 @@ from fitness.individual import Individual
 from fitness.problem import INDUCTOR
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
+from operators.inductor_seed import variants_from_config
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunSummary.record)
@@ -117,8 +118,7 @@ def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Pat
     if mode is True:
         return [(Genome.from_source(_initialise(team)), "initialiser")]
     if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
-        variants = cfg.get("inductor", {}).get("variants") or {}
-        captured = evaluator.inductor_seeds(run_dir, OmegaConf.to_container(variants) if variants else None)
+        captured = evaluator.inductor_seeds(run_dir, variants_from_config(cfg))
         (made_by, source), others = next(iter(captured.items())), list(captured.items())[1:]
     else:
         (source, made_by), others = (evaluator.problem.seed_source(), "seed"), []

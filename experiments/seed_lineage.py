@@ -1,6 +1,6 @@
 """Which seed each best kernel of a bench came from (issue: compiler seeds): per run of a bench directory, the
-generation-0 kernels (the seed and Inductor's variants) with their tuned times, and the seeds the best kernel
-descends from (``evo.run.descends_from``, every parent followed).
+generation-0 kernels (the seed and Inductor's variants) with their tuned times, and the run's best kernel with the
+seeds it descends from (``summary.json``'s ``best_from``, every parent followed).
 
     python3 experiments/seed_lineage.py BENCH_DIR [--out TABLE.md]
 """
@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO))
 
 
 def lineage_rows(bench_dir: Path) -> list[list[str]]:
-    from evo.run import descends_from
+    from evo.run import summarise
     from evo.store import RunStore
 
     rows = []
@@ -28,10 +28,9 @@ def lineage_rows(bench_dir: Path) -> list[list[str]]:
             if not individuals:
                 continue
             first = sorted((i for i in individuals if i.generation == 0), key=lambda i: i.id)
-            correct = [i for i in individuals if i.result.ok]
-            best = min(correct, key=lambda i: i.result.time_s) if correct else None
+            summary = summarise(store, store.latest_checkpoint() or {})  # the run's own best, as its summary.json
             seeds = ", ".join(f"{i.operator} {_us(i)}" for i in first)
-            rows.append([run_dir.name, seeds, _us(best) if best else "-", descends_from(store, best) or "-"])
+            rows.append([run_dir.name, seeds, _us(summary.best) if summary.best else "-", summary.best_from or "-"])
         finally:
             store.close()
     return rows

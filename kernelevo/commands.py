@@ -94,21 +94,17 @@ def seed(cfg: DictConfig) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
     from fitness.evaluator import DEFAULT_CACHE_DIR
     from fitness.from_config import fitness_parts
-    from operators.inductor_seed import inductor_seeds, policy_options
+    from operators.inductor_seed import inductor_seeds, policy_options, variants_from_config, write_seeds
 
     try:
         parts = fitness_parts(cfg)
         device, problem, policy = parts.device, parts.problem, parts.policy
-        variants = OmegaConf.to_container(cfg.inductor.variants) if "inductor" in cfg else {}
-        sources = inductor_seeds(problem, device, parts.profile.name, DEFAULT_CACHE_DIR, variants=variants,
-                                 **policy_options(policy))
+        sources = inductor_seeds(problem, device, parts.profile.name, DEFAULT_CACHE_DIR,
+                                 variants=variants_from_config(cfg), **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))
     out = _out_path(cfg.out)
-    for made_by, source in sources.items():  # a variant's seed next to the default's: seed_inductor_nd_tiling.py
-        variant = made_by.partition(":")[2]
-        path = out.with_name(f"{out.stem}_{variant}{out.suffix}") if variant else out
-        path.write_text(source)
+    for made_by, path in zip(sources, write_seeds(sources, out.parent, out.name)):  # variants next to the seed
         print(f"seed for {problem.name} ({made_by}; policy {policy.name}, {device}) written to {path}")
     print(f"evaluate one: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
 

@@ -145,15 +145,32 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
             print(f"[kernelevo] Inductor's variant {name!r} wrote the kernels of {same} here: no seed of its own",
                   flush=True)
     if run_dir is not None:
-        for made_by, source in sources.items():
-            (Path(run_dir) / seed_file(made_by)).write_text(source)
+        write_seeds(sources, Path(run_dir))
     return sources
 
 
-def seed_file(made_by: str) -> str:
-    """``seed_inductor.py`` for the default seed, ``seed_inductor_<variant>.py`` for a variant's."""
+def seed_file(made_by: str, base: str = SEED_FILE) -> str:
+    """`base` for the default seed, ``<base's stem>_<variant><suffix>`` for a variant's
+    (seed_inductor_nd_tiling.py)."""
     variant = made_by.partition(":")[2]
-    return SEED_FILE if not variant else f"seed_inductor_{variant}.py"
+    return base if not variant else f"{Path(base).stem}_{variant}{Path(base).suffix}"
+
+
+def write_seeds(sources: dict, folder: Path, base: str = SEED_FILE) -> list[Path]:
+    """Each seed of `inductor_seeds` into `folder`, named by `seed_file`; the paths written, in order."""
+    paths = [Path(folder) / seed_file(made_by, base) for made_by in sources]
+    for path, source in zip(paths, sources.values()):
+        path.write_text(source)
+    return paths
+
+
+def variants_from_config(cfg) -> dict | None:
+    """A run's ``inductor.variants`` (name -> Inductor options) as plain dicts; None where there are none
+    (inductor=none, or a run stored before variants existed)."""
+    from omegaconf import OmegaConf
+
+    variants = (cfg.get("inductor") or {}).get("variants")
+    return OmegaConf.to_container(variants) if variants else None
 
 
 def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool) -> str:
@@ -181,4 +198,4 @@ def library_calls(source: str) -> list[str]:
 
 
 __all__ = ["SeedError", "inductor_seed", "inductor_seeds", "capture", "capture_variants", "cache_key",
-           "policy_options", "seed_file", "SEED_FILE", "INDUCTOR"]
+           "policy_options", "seed_file", "write_seeds", "variants_from_config", "SEED_FILE", "INDUCTOR"]
