@@ -28,10 +28,13 @@ def summarise(rows: list[Row]) -> dict:
     fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.get(f"speedup_vs_{base}") or 0) > p) / n if n else 0.0
             for base in ("eager", "compile") for p in FAST_P}
     sol = [s["sol_fraction"] for s in ok if s.get("sol_fraction") is not None]
+    rates = [r.summary["evaluations_per_hour"] for r in rows if r.summary.get("evaluations_per_hour")]
     return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0, **fast,
             "geomean_vs_eager": _geomean([s.get("speedup_vs_eager") for s in ok]),
             "geomean_vs_compile": _geomean([s.get("speedup_vs_compile") for s in ok]),
             "median_sol_fraction": statistics.median(sol) if sol else None,
+            "median_evaluations_per_hour": statistics.median(rates) if rates else None,
+            "min_evaluations_per_hour": min(rates) if rates else None,
             "device": "GPU" if any(r.gpu or r.summary.get("timer") not in (None, "", "interpreter") for r in rows)
             else "CPU",
             "device_hours": sum(r.wall_s for r in rows) / 3600,  # each search holds one device for its wall time
@@ -41,6 +44,10 @@ def summarise(rows: list[Row]) -> dict:
 
 def _t(seconds) -> str:
     return format_seconds(seconds) if seconds else "-"
+
+
+def _num(value, form: str) -> str:
+    return "-" if value is None else form.format(value)
 
 
 def _x(value) -> str:
@@ -55,13 +62,17 @@ def summary_lines(summary: dict) -> list[str]:
              f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}"]
     if summary["device"] == "CPU":
         speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed)"]
-    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%})", *speed,
+    rate = summary.get("median_evaluations_per_hour")
+    pace = ([f"search rate: median {rate:,.0f} evaluations/hour per problem, min "
+             f"{summary['min_evaluations_per_hour']:,.0f}"] if rate else [])
+    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%})", *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
 
 
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", "eager", "compile", "vs eager",
-          "vs compile", "SoL", "evaluations", "LLM calls", "LLM cost", "wall (s)", "note")
+          "vs compile", "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts", "LLM calls",
+          "LLM cost", "wall (s)", "note")
 
 
 def cells(r: Row) -> list[str]:
@@ -73,7 +84,9 @@ def cells(r: Row) -> list[str]:
             _t(s.get("seed_s")),
             _t(s.get("eager_s")), _t(s.get("compile_s")), _x(s.get("speedup_vs_eager")),
             _x(s.get("speedup_vs_compile")),
-            "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")), str(s.get("llm_calls", 0)),
+            "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")),
+            _num(s.get("evaluations_per_hour"), "{:,.0f}"), _num(s.get("search_wall_s"), "{:.0f}"),
+            _num(s.get("gpu_busy"), "{:.0%}"), str(s.get("timeouts", "-")), str(s.get("llm_calls", 0)),
             f"${s.get('llm_cost_usd', 0.0):.2f}", f"{r.wall_s:.0f}", note[:160]]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -93,6 +94,7 @@ class EvaluationService:
         self._guard = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self._profiler_noted = False
+        self._cut_at: float | None = None  # time.perf_counter() after which no evaluation begins (cut_at)
         self._executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="kernelevo-eval")
         # this host's GPUs it evaluates on (NVML index or UUID), for the GPU-busy figure (None: the evaluators' own)
         self.local_gpus = local_gpus if local_gpus is not None else [
@@ -122,14 +124,28 @@ class EvaluationService:
         with self._guard:
             self._load[index] -= 1
 
+    def cut_at(self, deadline: float | None) -> None:
+        """From `deadline` (``time.perf_counter()``) on, evaluations not begun are cut: `evaluate` answers
+        ``cancelled`` (never stored: no verdict on the kernel) instead of starting them. None: no cut."""
+        self._cut_at = deadline
+
+    def _cut(self, key: str, label: str) -> EvalResult | None:
+        if self._cut_at is None or time.perf_counter() < self._cut_at:
+            return None
+        return EvalResult(status="cancelled", label=label, candidate_hash=key,
+                          reason="not evaluated: the search's budget was spent before this evaluation began")
+
     def evaluate(self, source: str, label: str = "") -> tuple[str, EvalResult]:
         """(evaluation key, result): from the store when this source was evaluated before, else evaluated now in
-        the calling thread. Identical sources in flight at once wait for one evaluation."""
+        the calling thread (or cut: `cut_at`). Identical sources in flight at once wait for one evaluation."""
         key = evaluation_key(source)
         with self._key_lock(key):
             cached = self.store.evaluation(key)
             if cached is not None:
                 return key, cached
+            cut = self._cut(key, label)
+            if cut is not None:
+                return key, cut
             index = self._acquire_evaluator()
             try:
                 result = self.evaluators[index].evaluate(source, label=label)

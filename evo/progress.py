@@ -1,5 +1,5 @@
-"""What a run shows while it runs: a live progress bar (tqdm) over the wall-time or generation budget with
-evaluations done and in flight, evaluations per hour, GPU busy, the best time so far and the budget left; and the
+"""What a run shows while it runs: a live progress bar (tqdm) over the budget nearest its end (generations, wall
+time or evaluations: the one that will stop the run, named so) with evaluations done and in flight, evaluations per hour, GPU busy, the best time so far and the budget left; and the
 GPU-busy sampler (NVML) that the bar and the search benchmark share.
 
 The bar is drawn only on a terminal (tqdm's ``disable=None``); logs keep the one line per generation.
@@ -73,10 +73,8 @@ class Progress:
 
     def __enter__(self):
         self.started, self.done_before = time.time(), self.store.evaluation_count()
-        total = self.budget.wall_time_s or None
-        self.bar = tqdm(total=total, unit="s" if total else "gen", disable=None, dynamic_ncols=True, leave=False,
-                        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s {postfix}" if total else "{desc} {postfix}",
-                        desc="[kernelevo]")
+        self.bar = tqdm(total=100, disable=None, dynamic_ncols=True, leave=False, desc="[kernelevo]",
+                        bar_format="{desc} {bar}| {postfix}")
         if self.sampler is not None:
             self.sampler.start()
         self._thread.start()
@@ -89,11 +87,26 @@ class Progress:
             self.sampler.stop()
         self.bar.close()
 
+    def budgets(self) -> list[tuple[float, str]]:
+        """(fraction used, text) of every budget that can stop the run, the one nearest its end first: the bar
+        follows that one (patience aside, which no fraction foretells)."""
+        b, used = self.budget, []
+        used.append((max(self.search.generation, 0) / b.generations if b.generations else 1.0,
+                     f"gen {max(self.search.generation, 0)}/{b.generations}"))
+        if b.wall_time_s:
+            elapsed = self.search.elapsed_s
+            used.append((elapsed / b.wall_time_s, f"{elapsed:.0f}/{b.wall_time_s:g} s"))
+        if b.max_evaluations:
+            done = self.store.evaluation_count()
+            used.append((done / b.max_evaluations, f"evals {done}/{b.max_evaluations}"))
+        return sorted(used, key=lambda u: -u[0])
+
     def line(self) -> str:
         elapsed = max(time.time() - self.started, 1e-9)
         done = self.store.evaluation_count()
         rate = (done - self.done_before) / elapsed * 3600
-        parts = [f"gen {max(self.search.generation, 0)}/{self.budget.generations}", f"evals {done}",
+        budgets = self.budgets()
+        parts = [f"{budgets[0][1]} (stops first)", *[text for _, text in budgets[1:]], f"evals {done}",
                  f"in flight {self.service.in_flight}", f"{rate:,.0f}/h"]
         busy = self.sampler.busy(since=time.time() - 10) if self.sampler is not None else None
         if busy is not None:
@@ -101,10 +114,9 @@ class Progress:
         best = self.search.best_s
         label = f" ({self.time_label})" if self.time_label else ""
         parts.append(f"best{label} {format_seconds(best) if best != float('inf') else 'n/a'}")
-        return " | ".join(parts)
+        return " | ".join(dict.fromkeys(parts))
 
     def _loop(self) -> None:
         while not self._halt.wait(self.period_s):
-            if self.bar.total:
-                self.bar.n = min(time.time() - self.started, self.bar.total)
+            self.bar.n = min(100.0, 100 * self.budgets()[0][0])
             self.bar.set_postfix_str(self.line(), refresh=True)

@@ -58,7 +58,8 @@ def search_settings(cfg: DictConfig) -> SearchSettings:
                     wall_time_s=s.get("wall_time_s"), patience=s.get("patience"))
     return SearchSettings(mu=s.mu, lambda_=s.lambda_, hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed,
                           islands=s.get("islands", 1), migration_interval=s.get("migration_interval", 2),
-                          migration_size=s.get("migration_size", 1), parallel=s.get("parallel"), budget=budget)
+                          migration_size=s.get("migration_size", 1), parallel=s.get("parallel"),
+                          staleness=s.get("staleness"), budget=budget)
 
 
 def build_operators(cfg: DictConfig) -> list:
@@ -143,6 +144,7 @@ def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalR
         CURRENT_CHILD.reset(token)
 
 
+TIMED_OUT = ("timeout", "compile_timeout")  # statuses of evaluations that ran out of time
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 
 
@@ -164,8 +166,11 @@ class RunSummary:
     stop_reason: str
     evaluations: int
     distinct_evaluations: int
-    search_wall_s: float = 0.0  # the search's wall time, across resumes (baselines excluded)
+    search_wall_s: float = 0.0  # the search's wall time, across resumes (baselines and seed capture excluded)
     baseline_wall_s: float = 0.0  # measuring eager and torch.compile, once, before the search
+    seed_wall_s: float = 0.0  # making generation 0's kernels (torch.compile's capture, an initialiser), before it
+    timeouts: int = 0  # evaluations that ran out of time (whole or compiling)
+    gpu_busy: float | None = None  # share of this call's search time a kernel ran on its GPUs (NVML)
     search_window: tuple = ()  # (start, end) wall-clock times (time.time()) of this call's search
     seed_operator: str = ""  # what made the starting kernel: seed, inductor, initialiser
     best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
@@ -187,7 +192,18 @@ class RunSummary:
                 "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
                 "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
                 "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
-                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason}
+                "evaluations_per_hour": (self.evaluations / self.search_wall_s * 3600 if self.search_wall_s
+                                         else None),
+                "baseline_wall_s": self.baseline_wall_s, "seed_wall_s": self.seed_wall_s,
+                "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason}
+
+    def time_text(self) -> str:
+        """The search's wall time and rate, with the one-off work before it apart."""
+        rate = f", {self.evaluations / self.search_wall_s * 3600:,.0f} evaluations/hour" if self.search_wall_s else ""
+        busy = f", GPU busy {self.gpu_busy:.0%}" if self.gpu_busy is not None else ""
+        timeouts = f", {self.timeouts} timed out" if self.timeouts else ""
+        return (f"search {self.search_wall_s:.1f} s{rate}{busy}{timeouts}; before it: baselines "
+                f"{self.baseline_wall_s:.1f} s, seeds {self.seed_wall_s:.1f} s")
 
     @property
     def best_result(self) -> EvalResult | None:
@@ -218,7 +234,8 @@ class RunSummary:
         rows += [("best kernel descends from", self.best_from or "?"),
                  ("precision policy", r.policy.get("name", "?")),
                  ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
-                 ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file)),
+                 ("stopped because", self.stop_reason), ("time", self.time_text()),
+                 ("best kernel file", str(self.best_file)),
                  ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
@@ -243,6 +260,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
+                      seed_wall_s=store.get_meta("seed_wall_s", 0.0),
+                      timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
                       llm=store.llm_totals(), optuna_url=store.optuna_url)
 
@@ -308,21 +327,25 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
+        seeding = time.perf_counter()
         seeds = seed_genomes(cfg, team, service, run_dir)
+        if store.get_meta("seed_wall_s") is None:  # the first call's: a resume makes them again from caches
+            store.set_meta("seed_wall_s", time.perf_counter() - seeding)
         interpreter = not evaluator.on_gpu
         search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
                         selection=instantiate(cfg.search.selection), team=team)
         started = time.time()
         with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
-                      time_label=INTERPRETER_TIMES if interpreter else ""):
+                      time_label=INTERPRETER_TIMES if interpreter else "") as progress:
             state = search.run()
         window = (started, time.time())
+        busy = progress.sampler.busy(*window) if progress.sampler is not None else None
     finally:
         if tuner is not None:
             tuner.close()
         service.close()
     summary = summarise(store, state)
-    summary.search_window = window
+    summary.search_window, summary.gpu_busy = window, busy
     if summary.best is not None:
         summary.best_file.write_text(summary.best.genome.rendered())
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.record(), indent=1) + "\n")

@@ -1,17 +1,19 @@
-"""The search loop: (mu + lambda) evolution of kernel individuals; the unit of work is one child.
+"""The search: steady-state (mu + lambda) evolution of kernel individuals; the unit of work is one child.
 
     generation 0: the seeds (the seed first; a compiler seed brings Inductor's variants), each tuned
-    generation g: for every child slot at once (``search.parallel`` in flight): select parents -> operator (LLM
-                  calls included) -> tune (Optuna trials evaluated in parallel) -> record; then survivors ->
-                  checkpoint
+    child n:      started as soon as a slot frees (``search.parallel`` in flight; no generation barrier):
+                  select parents from the state its window allows -> operator (LLM calls included) -> tune (Optuna
+                  trials evaluated in parallel) -> folded in, in order: its island's best mu survive, the hall of
+                  fame, the archive; after every lambda_ x islands children (a "generation", the unit of budgets,
+                  patience, migration, the logbook and checkpoints) migration and a checkpoint
 
-Everything a child does is a function of the run's seed, its generation and slot, and the state at the start of
-its generation (populations, archive), never of timing: each slot draws from its own RNG; a child identical to a
-kernel made before, or to the child of a lower slot of the same generation, is drawn again (a slot decides only
-after the slots below it); the tuner tells Optuna its trials in the order it asked them. So the same config and
-seed give the same lineage and best kernel for any number of workers or children in flight, given the same
-measurements; and a killed run resumes from its last checkpoint by making the interrupted generation again, its
-finished evaluations coming from the store.
+Child n is ``<generation>.<slot>`` with generation 1 + n // (lambda_ x islands); it is made from the state after the
+first n - staleness + 1 children were folded in (``evo.loop``), from its own RNG (run seed, generation, slot); a
+child identical to a kernel made before it (by a lower child, or a seed) is drawn again (a child decides only after
+the one before it). The tuner tells Optuna its trials in the order it asked them. So the same config and seed give
+the same lineage and best kernel for any number of workers or children in flight, given the same measurements; and
+a killed run resumes from its last checkpoint (every generation, and where it stopped), remaking the children after
+it, their finished evaluations coming from the store.
 """
 from __future__ import annotations
 
@@ -23,12 +25,14 @@ from random import Random
 
 from deap import tools
 
+from evo.loop import LoopPieces, steady_state, window_start
 from evo.selection import DistinctParents, Tournament
 from evo.store import RunStore
 from evo.toolbox import build_toolbox, statistics
 from evo.tuner import Tuner
 from fitness.genome import Genome
 from fitness.individual import Individual, individual_id
+from fitness.result import NOT_JUDGED
 from operators.base import CURRENT_CHILD, BudgetExhausted, ChildUsage, Operator, OperatorContext
 
 ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up finding a new child
@@ -57,7 +61,9 @@ class SearchSettings:
     islands: int = 1  # > 1: separate populations, the best migrating around a ring
     migration_interval: int = 2  # generations between migrations
     migration_size: int = 1  # individuals each island sends to the next
-    parallel: int | None = None  # children in flight at once; None: every child of a generation
+    parallel: int | None = None  # children in flight at once; None: lambda_ x islands
+    staleness: int | None = None  # child n is made from the state after n - staleness + 1 children; None:
+                                  # lambda_ x islands (more children in flight than this never run at once)
     budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self):
@@ -68,12 +74,25 @@ class SearchSettings:
                              f"search.migration_size within [0, mu]; got {self.islands}, {self.migration_interval}, "
                              f"{self.migration_size}")
         if self.parallel is not None and self.parallel < 1:
-            raise ValueError(f"search.parallel must be at least 1 (or null: every child at once), got "
+            raise ValueError(f"search.parallel must be at least 1 (or null: lambda_ x islands), got "
                              f"{self.parallel}")
+        if self.staleness is not None and self.staleness < 1:
+            raise ValueError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
+                             f"{self.staleness}")
+
+    @property
+    def per_generation(self) -> int:
+        """Children per generation: lambda_ per island."""
+        return self.lambda_ * self.islands
+
+    @property
+    def window(self) -> int:
+        """The staleness bound: how many children before it a child may not yet see folded in."""
+        return self.staleness or self.per_generation
 
     @property
     def children_in_flight(self) -> int:
-        return self.parallel or self.lambda_ * self.islands
+        return min(self.parallel or self.per_generation, self.window)
 
 
 @dataclass
@@ -106,71 +125,88 @@ class Search:
         self.service = tuner.service
         self._children = ThreadPoolExecutor(settings.children_in_flight, thread_name_prefix="kernelevo-child")
         self.toolbox = build_toolbox(self._children.map, DistinctParents(selection or Tournament(2)))
-        self.archive: list[Individual] = []  # every individual of the finished generations: the tree memory
+        self.archive: list[Individual] = []  # every individual folded in, seeds first: the tree memory
+        self.islands: list[list[Individual]] = []
         self.team = team  # the LLM agents, for LLM operators; None in an offline run
         self._exhausted = ""  # why an operator budget (LLM calls, cost) stopped the search
         self.stats = statistics()
         self.logbook = tools.Logbook()
         self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.key == b.key)
         self.generation, self.best_s = -1, math.inf  # for progress displays
+        # what the children decide against, folded state by state (see the module's docstring)
+        self._snapshots: dict[int, tuple[list, int]] = {}  # children folded -> (islands, archive length)
+        self._decided: dict[int, Future] = {}  # child n -> the key it settled on (None: no new child)
+        self._settled: dict[str, int] = {}  # a kernel a seed (-1) or a child settled on -> the first to
+        self._tuned_at: dict[str, int] = {}  # a tuned child's kernel -> the first child that tuned to it
+        self._state: dict = {}
 
     # children --------------------------------------------------------------------------------------------------
-    def _vary(self, index: int, population: list, context: OperatorContext, decided: list[Future],
-              seen: set) -> Individual | None:
-        """A new child for slot `index`: drawn until it is neither a kernel made before nor a lower slot's child."""
+    def _owner(self, n: int) -> int:
+        return (n % self.settings.per_generation) // self.settings.lambda_
+
+    def _id(self, n: int) -> tuple[int, int]:
+        """(generation, slot) of child n."""
+        return 1 + n // self.settings.per_generation, n % self.settings.per_generation
+
+    def _new_to(self, n: int, key: str) -> bool:
+        """Whether `key` is new to child n: no seed, no child before it settled on it, and no child folded into
+        its window tuned to it."""
+        return key not in self._settled and self._tuned_at.get(key, n) >= window_start(n, self.settings.window)
+
+    def _vary(self, n: int, population: list, context: OperatorContext) -> Individual | None:
+        """A new child n: drawn until it is a kernel no child before it made."""
         made, weights = None, [op.weight for op in self.operators]
+        generation, slot = self._id(n)
         try:
             for attempt in range(ATTEMPTS_PER_CHILD):
                 if self._exhausted:
                     break
-                rng = Random(f"{self.settings.seed}:{context.generation}:{index}:{attempt}")
+                rng = Random(f"{self.settings.seed}:{generation}:{slot}:{attempt}")
                 operator = rng.choices(self.operators, weights=weights)[0]
                 parents = self.toolbox.select_parents(population, context.archive, operator.arity, rng)
                 try:
                     genomes = operator(parents, rng, context)
                 except BudgetExhausted as exc:
                     self._exhausted, genomes = str(exc), []
-                taken = seen | {key for slot in decided[:index] if (key := slot.result()) is not None}
-                genome = next((g for g in genomes if g.key not in taken), None)
+                if n - 1 in self._decided:  # decide after the child before: it may have made the same kernel
+                    self._decided[n - 1].result()
+                genome = next((g for g in genomes if self._new_to(n, g.key)), None)
                 if genome is None and genomes:  # a kernel made before: the next attempt is told, so it asks anew
                     context = replace(context, duplicates=(*context.duplicates,
                                                            genomes[0].note or f"{operator.name} child"))
                 if genome is not None:
-                    made = Individual(individual_id(context.generation, index), genome,
-                                      parents=tuple(p.id for p in parents), operator=operator.name,
-                                      generation=context.generation)
+                    made = Individual(individual_id(generation, slot), genome, parents=tuple(p.id for p in parents),
+                                      operator=operator.name, generation=generation)
                     return made
             return None
         finally:
-            decided[index].set_result(made.key if made is not None else None)
+            if n - 1 in self._decided:
+                self._decided[n - 1].result()
+            if made is not None:
+                self._settled.setdefault(made.key, n)
+            self._decided[n].set_result(made.key if made is not None else None)
 
-    def _child(self, index: int, population: list, context: OperatorContext, decided: list[Future],
-               seen: set) -> Individual | None:
-        """One child from parents to record: vary, tune, store."""
-        usage = ChildUsage(individual_id(context.generation, index))
+    def _child(self, n: int, islands: list, archive: tuple) -> Individual | None:
+        """Child n from parents to a tuned individual (folded in and stored later, in order)."""
+        generation, slot = self._id(n)
+        context = OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
+                                  evaluate=lambda source: self.service.evaluate(source)[1], archive=archive,
+                                  profile_kernel=self.service.profile_kernel)
+        usage = ChildUsage(individual_id(generation, slot))
         token = CURRENT_CHILD.set(usage)
         try:
-            child = self._vary(index, population, context, decided, seen)
+            child = self._vary(n, islands[self._owner(n)], context)
         finally:
             CURRENT_CHILD.reset(token)
         if child is None:
             return None
         tuned = replace(self.tuner.tune(child), llm=usage.summary())
-        self.store.add_individual(tuned)
-        return tuned
+        return None if tuned.status in NOT_JUDGED else tuned  # cut at the wall-time deadline before any verdict
 
-    def _generation(self, generation: int, islands: list, seen: set) -> tuple[list, list, set]:
-        """Every island's children, made concurrently: (offspring, owning island of each, keys now taken)."""
-        context = OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
-                                  evaluate=lambda source: self.service.evaluate(source)[1],
-                                  archive=tuple(self.archive), profile_kernel=self.service.profile_kernel)
-        owners = [i for i in range(len(islands)) for _ in range(self.settings.lambda_)]
-        decided = [Future() for _ in owners]
-        made = list(self.toolbox.map(lambda n: self._child(n, islands[owners[n]], context, decided, seen),
-                                     range(len(owners))))
-        keys = {slot.result() for slot in decided} | {child.key for child in made if child is not None}
-        return ([c for c in made if c is not None], [o for o, c in zip(owners, made) if c is not None],
-                keys - {None})
+    def _start(self, n: int) -> Future:
+        islands, archive_len = self._snapshots[window_start(n, self.settings.window)]
+        self._decided[n] = Future()
+        return self._children.submit(self._child, n, islands, tuple(self.archive[:archive_len]))
 
     def _seeds(self) -> list[Individual]:
         """Generation 0: every seed tuned (concurrently), stored as 0.0, 0.1, ..."""
@@ -182,93 +218,151 @@ class Search:
 
         return list(self.toolbox.map(tuned, range(len(self.seeds))))
 
-    def _survivors(self, islands: list, offspring: list, owners: list, generation: int) -> list:
-        """Each island's best mu of its population and its children, one individual per kernel (a child that tuned
-        to a kernel the island already holds adds nothing), then migration."""
-        islands = [self.toolbox.select_survivors(_one_per_kernel(island + [ind for ind, o in zip(offspring, owners)
-                                                                           if o == i]), self.settings.mu)
-                   for i, island in enumerate(islands)]
-        s = self.settings
-        if s.islands > 1 and s.migration_size and generation % s.migration_interval == 0 and \
-                all(len(island) >= s.migration_size for island in islands):
-            tools.migRing(islands, s.migration_size, tools.selBest, replacement=tools.selWorst)
-        return islands
+    # folding in ------------------------------------------------------------------------------------------------
+    def _fold(self, n: int, child: Individual | None) -> None:
+        """Child n into the state: stored, archived, its island's best mu (one individual per kernel) survive; at
+        the end of a generation, migration, the logbook and a checkpoint."""
+        if child is not None:
+            self.store.add_individual(child)
+            self.archive.append(child)
+            self.hall_of_fame.update([child])
+            self._tuned_at.setdefault(child.key, n)
+            island = self._owner(n)
+            self.islands[island] = self.toolbox.select_survivors(_one_per_kernel(self.islands[island] + [child]),
+                                                                 self.settings.mu)
+            self._state["offspring"] += 1
+            self.best_s = min(self.best_s, child.time_s)
+        self._decided.pop(n - 1, None)
+        folded = n + 1
+        if folded % self.settings.per_generation == 0:
+            generation = folded // self.settings.per_generation
+            s = self.settings
+            if s.islands > 1 and s.migration_size and generation % s.migration_interval == 0 and \
+                    all(len(island) >= s.migration_size for island in self.islands):
+                tools.migRing(self.islands, s.migration_size, tools.selBest, replacement=tools.selWorst)
+            self._advance(generation, folded)
+        self._snapshots[folded] = ([list(island) for island in self.islands], len(self.archive))
+        for old in [c for c in self._snapshots if c < window_start(folded, self.settings.window)]:
+            del self._snapshots[old]
 
-    # the loop --------------------------------------------------------------------------------------------------
-    def _out_of_budget(self, state: dict, started: float) -> str:
-        budget = self.settings.budget
-        if self._exhausted:
-            return f"operator budget spent: {self._exhausted}"
-        if state["generation"] >= budget.generations:  # generation 0 is the seed
+    # stops -----------------------------------------------------------------------------------------------------
+    def _ended(self, n: int) -> str:
+        """Why the search ends before child n, from the state folded so far (the same whatever the timing)."""
+        budget, state = self.settings.budget, self._state
+        if self._id(n)[0] > budget.generations:  # generation 0 is the seed
             return f"{budget.generations} generations done"
-        if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
-            return f"evaluation budget of {budget.max_evaluations} spent"
-        if budget.wall_time_s is not None and self._elapsed(started) >= budget.wall_time_s:
-            return f"wall-time budget of {budget.wall_time_s:g} s spent"
         if budget.patience is not None and state["stale"] >= budget.patience and state["generation"] > 0:
             return f"no improvement for {budget.patience} generations"
         return ""
 
-    def _restore(self, state: dict) -> list:
-        """The checkpoint's islands, archive, hall of fame and logbook (nothing made after it)."""
-        self.archive = self.store.individuals(up_to_generation=state["generation"])
-        by_id = {ind.id: ind for ind in self.archive}
+    def _spent(self) -> str:
+        """Which resource budget is spent: no child starts any more."""
+        budget = self.settings.budget
+        if self._exhausted:
+            return f"operator budget spent: {self._exhausted}"
+        if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
+            return f"evaluation budget of {budget.max_evaluations} spent"
+        if budget.wall_time_s is not None and self._elapsed() >= budget.wall_time_s:
+            return f"wall-time budget of {budget.wall_time_s:g} s spent"
+        return ""
+
+    # the run ---------------------------------------------------------------------------------------------------
+    def _restore(self, state: dict) -> int:
+        """The checkpoint's state (nothing folded after it); returns how many children it holds."""
+        per = self.settings.per_generation
+        folded = state.get("children", state["generation"] * per)  # a checkpoint of before steady state: whole
+        by_id = {ind.id: ind for ind in self.store.individuals()}  # generations
+
+        def index(ind: Individual) -> int:
+            return -1 if ind.generation == 0 else (ind.generation - 1) * per + int(ind.id.split(".")[1])
+
+        self.archive = sorted((ind for ind in by_id.values() if index(ind) < folded), key=index)
         self.hall_of_fame.update([by_id[i] for i in state["hall_of_fame"]])
         for entry in state["logbook"]:
             self.logbook.record(**entry)
+        self.islands = [[by_id[i] for i in island] for island in state["islands"]]
+        archive_len = {c: sum(1 for ind in self.archive if index(ind) < c) for c in
+                       range(window_start(folded, self.settings.window), folded + 1)}
+        snapshots = state.get("snapshots", {})
+        for count, length in archive_len.items():
+            islands = snapshots.get(str(count), state["islands"])
+            self._snapshots[count] = ([[by_id[i] for i in island] for island in islands], length)
+        self._settled = {key: -1 for key in state["seen"]}
+        self._tuned_at = dict(state.get("tuned_at", {}))
         self.generation, self.best_s = state["generation"], state["best_s"]
-        return [[by_id[i] for i in island] for island in state["islands"]]
+        return folded
 
     def run(self) -> dict:
         """Run (or resume) to the end of the budget; returns the final state."""
-        state = self.store.latest_checkpoint() or {"generation": -1, "elapsed_s": 0.0, "best_s": math.inf,
-                                                   "stale": 0, "seen": []}
-        self._resumed_elapsed, started = state["elapsed_s"], time.perf_counter()
+        state = self.store.latest_checkpoint()
+        self._resumed_elapsed = state["elapsed_s"] if state else 0.0
+        self._started = time.perf_counter()
+        if self.settings.budget.wall_time_s is not None:  # work not begun by then is cut, never judged
+            self.service.cut_at(self._started + self.settings.budget.wall_time_s - self._resumed_elapsed)
         try:
-            if state["generation"] < 0:
+            if state is None:
+                self._state = {"generation": -1, "best_s": math.inf, "stale": 0, "offspring": 0}
                 seeds = self._seeds()
                 self.archive = list(seeds)
-                islands = [_one_per_kernel(seeds) for _ in range(self.settings.islands)]
-                keys = {genome.key for genome, _ in self.seeds} | {seed.key for seed in seeds}
-                state = self._advance(state, 0, islands, seeds, keys, started)
+                self.islands = [_one_per_kernel(seeds) for _ in range(self.settings.islands)]
+                self.hall_of_fame.update(seeds)
+                self._settled = {key: -1 for key in [genome.key for genome, _ in self.seeds] + [s.key for s in seeds]}
+                self._state["offspring"] = len(seeds)
+                self._advance(0, 0)
+                folded = 0
+                self._snapshots[0] = ([list(island) for island in self.islands], len(self.archive))
             else:
-                islands = self._restore(state)
-            seen = set(state["seen"])
-            while not (stop := self._out_of_budget(state, started)):
-                generation = state["generation"] + 1
-                offspring, owners, keys = self._generation(generation, islands, seen)
-                seen |= keys
-                self.archive.extend(offspring)
-                islands = self._survivors(islands, offspring, owners, generation)
-                state = self._advance(state, generation, islands, offspring, seen, started)
+                self._state = {**state, "offspring": 0}
+                folded = self._restore(state)
+            pieces = LoopPieces(start=self._start, fold=self._fold, ended=self._ended, spent=self._spent)
+            stop = steady_state(pieces, folded, self.settings.children_in_flight, self.settings.window)
         finally:
+            self.service.cut_at(0.0)  # children still running were dropped: nothing more of theirs begins
             self._children.shutdown(wait=True)
-        state["stop_reason"] = stop
+            self.service.cut_at(None)
+        folded = max(self._snapshots)
+        if folded != self._state.get("children"):  # children folded since the last generation's checkpoint
+            self._checkpoint(self._state["generation"], folded)
+        self._state["stop_reason"] = stop
         self.store.set_meta("stop_reason", stop)
-        return state
+        return self._state
 
-    def _elapsed(self, started: float) -> float:
-        """Wall time of the whole run, across resumes."""
-        return self._resumed_elapsed + time.perf_counter() - started
+    def _elapsed(self) -> float:
+        """Wall time of the whole search, across resumes."""
+        return self._resumed_elapsed + time.perf_counter() - self._started
 
-    def _advance(self, state: dict, generation: int, islands: list, offspring: list, seen: set,
-                 started: float) -> dict:
-        population = [ind for island in islands for ind in island]
-        self.hall_of_fame.update(offspring)
+    @property
+    def elapsed_s(self) -> float:
+        """The search's wall time so far, across resumes (what `search.wall_time_s` is counted against)."""
+        return self._elapsed() if hasattr(self, "_started") else 0.0
+
+    def _advance(self, generation: int, folded: int) -> None:
+        """The end of a generation: its logbook entry, report and checkpoint."""
+        population = [ind for island in self.islands for ind in island]
         record = self.stats.compile(population)
-        self.logbook.record(gen=generation, nevals=len(offspring), evaluations=self.store.evaluation_count(),
-                            **record)
-        improved = record["best"] < state["best_s"]
-        elapsed = self._elapsed(started)
-        new = {"generation": generation, "islands": [[ind.id for ind in island] for island in islands],
-               "seen": sorted(seen), "best_s": min(record["best"], state["best_s"]),
-               "stale": 0 if improved else state["stale"] + 1, "elapsed_s": elapsed, "logbook": list(self.logbook),
-               "hall_of_fame": [ind.id for ind in self.hall_of_fame]}
-        self.store.save_checkpoint(generation, new)
-        self.generation, self.best_s = generation, new["best_s"]
+        self.logbook.record(gen=generation, nevals=self._state["offspring"],
+                            evaluations=self.store.evaluation_count(), **record)
+        improved = record["best"] < self._state["best_s"]
+        self._state.update(best_s=min(record["best"], self._state["best_s"]), offspring=0,
+                           stale=0 if improved else self._state["stale"] + 1)
+        self._checkpoint(generation, folded)
+        self.generation = generation
         self.on_generation(GenerationReport(generation, self.store.evaluation_count(), record["best"],
-                                            record["median"], record["correct"], len(population), elapsed, improved))
-        return new
+                                            record["median"], record["correct"], len(population),
+                                            self._state["elapsed_s"], improved))
+
+    def _checkpoint(self, generation: int, folded: int) -> None:
+        """The state after `folded` children, saved under the last whole generation (`generation`)."""
+        window = range(window_start(folded, self.settings.window), folded)  # the snapshots a resume needs
+        self._state.update(
+            generation=generation, children=folded, elapsed_s=self._elapsed(),
+            islands=[[ind.id for ind in island] for island in self.islands],
+            seen=sorted(key for key, n in self._settled.items() if n < folded),  # not those of children running
+            tuned_at=dict(self._tuned_at), logbook=list(self.logbook),
+            hall_of_fame=[ind.id for ind in self.hall_of_fame],
+            snapshots={str(c): [[ind.id for ind in island] for island in self._snapshots[c][0]]
+                       for c in window if c in self._snapshots})
+        self.store.save_checkpoint(generation, {k: v for k, v in self._state.items() if k != "offspring"})
 
 
 def _one_per_kernel(individuals: list) -> list:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected")
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected", "cancelled")
+NOT_JUDGED = ("cancelled",)  # never a verdict on the kernel: never stored as its evaluation, never a parent
 MAX_REASON_CHARS = 2000
 
 

@@ -1,0 +1,275 @@
+"""The steady-state search against fakes (no worker, no kernel): children start as slots free, are folded in order,
+every stop reason, dedupe, migration, checkpoint and resume, and the same lineage whatever the number in flight."""
+import math
+import random
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+from evo.loop import LoopPieces, steady_state, window_start
+from evo.search import Budget, Search, SearchSettings
+from evo.store import RunStore
+from fitness.genome import Genome
+from fitness.result import EvalResult
+from operators.base import BudgetExhausted, Operator
+
+
+# the loop alone --------------------------------------------------------------------------------------------------
+class Children:
+    """Loop pieces over fake children that take `delays[n]` seconds; records starts, folds and the state folded."""
+
+    def __init__(self, delays, ended_after=None, spent_after=None):
+        self.delays, self.ended_after, self.spent_after = delays, ended_after, spent_after
+        self.pool = ThreadPoolExecutor(8)
+        self.started, self.folded, self.seen_at_start = [], [], {}
+        self.lock = threading.Lock()
+
+    def start(self, n):
+        with self.lock:
+            self.started.append(n)
+            self.seen_at_start[n] = len(self.folded)
+        return self.pool.submit(lambda: (time.sleep(self.delays[n]), n)[1])
+
+    def fold(self, n, result):
+        assert result == n
+        self.folded.append(n)
+
+    def ended(self, n):
+        return "done" if n >= len(self.delays) or (self.ended_after is not None and n >= self.ended_after) else ""
+
+    def spent(self):
+        return "spent" if self.spent_after is not None and len(self.started) >= self.spent_after else ""
+
+    def pieces(self):
+        return LoopPieces(self.start, self.fold, self.ended, self.spent)
+
+
+def test_a_slow_child_holds_back_no_start_but_the_ones_its_window_bounds():
+    delays = [0.6] + [0.01] * 11
+    children = Children(delays)
+    assert steady_state(children.pieces(), 0, in_flight=3, staleness=4) == "done"
+    assert children.folded == list(range(12))  # folded in order, whatever finished first
+    assert children.seen_at_start[3] == 0  # child 3 started while child 0 ran: no generation barrier ...
+    assert all(children.seen_at_start[n] >= window_start(n, 4) for n in range(12))  # ... but none out-ran its window
+    assert max(children.started.index(n) for n in range(4)) < children.started.index(4)
+
+
+def test_one_in_flight_runs_children_one_after_the_other():
+    children = Children([0.0] * 5)
+    steady_state(children.pieces(), 0, in_flight=1, staleness=3)
+    assert children.folded == list(range(5)) and all(children.seen_at_start[n] == n for n in range(5))
+
+
+def test_an_end_found_when_folding_drops_the_children_started_after_it():
+    children = Children([0.05, 0.0, 0.0, 0.0, 0.0, 0.0], ended_after=2)
+    children.ended = lambda n: "patience" if n >= 2 and len(children.folded) >= 2 else ""  # known only once folded
+    assert steady_state(children.pieces(), 0, in_flight=4, staleness=4) == "patience"
+    assert children.folded == [0, 1] and len(children.started) >= 3  # 2 and 3 ran, but were dropped
+
+
+def test_a_spent_resource_starts_nothing_more_but_folds_what_runs():
+    children = Children([0.05] * 10, spent_after=5)
+    assert steady_state(children.pieces(), 0, in_flight=3, staleness=6) == "spent"
+    assert children.folded == list(range(5)) == sorted(children.started)
+
+
+def test_a_resumed_loop_starts_after_what_was_folded():
+    children = Children([0.0] * 6)
+    steady_state(children.pieces(), 4, in_flight=2, staleness=2)
+    assert children.started == [4, 5] and children.folded == [4, 5]
+    with pytest.raises(ValueError, match="at least 1"):
+        steady_state(children.pieces(), 0, in_flight=0, staleness=2)
+
+
+# the search over fakes -------------------------------------------------------------------------------------------
+SOURCE = "V = {v}\nW = 0\nTUNABLE = {{'W': [0, 1]}}\n"
+
+
+def value(genome: Genome) -> int:
+    return int(genome.source.split("\n")[0].split("= ")[1])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step(Operator):
+    """A child with V moved by -4..+9: a landscape with somewhere to go and kernels often made twice."""
+    name: ClassVar[str] = "step"
+    arity: ClassVar[int] = 1
+    budget: int | None = None  # calls before BudgetExhausted
+
+    def __call__(self, parents, rng, context):
+        if self.budget is not None:
+            CALLS.append(1)
+            if len(CALLS) > self.budget:
+                raise BudgetExhausted("fake operator budget of calls")
+        return [Genome.from_source(SOURCE.format(v=value(parents[0].genome) + rng.randint(-4, 9)))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cross(Operator):
+    name: ClassVar[str] = "cross"
+    arity: ClassVar[int] = 2
+
+    def __call__(self, parents, rng, context):
+        return [Genome.from_source(SOURCE.format(v=(value(parents[0].genome) + value(parents[1].genome)) // 2 + 1))]
+
+
+CALLS: list = []
+
+
+class FakeService:
+    profile = None
+
+    def __init__(self, store):
+        self.store = store
+        self.cut = None
+
+    def evaluate(self, source, label=""):
+        raise AssertionError("offline fake operators evaluate nothing")
+
+    def profile_kernel(self, source):
+        return {}
+
+    def cut_at(self, deadline):
+        self.cut = deadline
+
+
+class FakeTuner:
+    """Tunes W in {0, 1}: two evaluations, each a measurement of the landscape, finishing after a random delay."""
+
+    def __init__(self, store, flat=False, jitter=0.01, seed=0, crash_at=None):
+        self.service, self.store, self.flat = FakeService(store), store, flat
+        self.rng, self.jitter, self.crash_at, self.tuned = random.Random(seed), jitter, crash_at, 0
+        self.lock = threading.Lock()
+
+    def time_of(self, genome):
+        return 1.0 if self.flat else 1.0 / (1 + abs(value(genome))) + 0.001 * genome.params["W"]
+
+    def tune(self, individual):
+        with self.lock:
+            delay, self.tuned = self.rng.random() * self.jitter, self.tuned + 1
+            if self.crash_at is not None and self.tuned > self.crash_at:
+                raise KeyboardInterrupt("killed")  # as a kill -9 would leave it: nothing after this is folded
+        time.sleep(delay)
+        best = None
+        for w in (0, 1):
+            genome = individual.genome.with_params({"W": w})
+            result = self.store.evaluation(genome.key)  # the run store is the cache, as the real service's
+            if result is None:
+                result = EvalResult(status="ok", time_s=self.time_of(genome))
+                self.store.add_evaluation(genome.key, result)
+            if best is None or result.time_s < best[1].time_s:
+                best = (genome, result)
+        return individual.tuned(best[0], best[1], 2)
+
+
+def search(tmp_path, in_flight=4, operators=None, tuner=None, **budget):
+    store = RunStore(tmp_path)
+    budget = {"generations": 4, "patience": None, **budget}
+    settings = SearchSettings(mu=3, lambda_=4, parallel=in_flight, islands=budget.pop("islands", 1),
+                              migration_interval=1, budget=Budget(**budget))
+    seeds = [(Genome.from_source(SOURCE.format(v=0)), "seed")]
+    return Search(seeds, operators or [Step(), Cross(weight=0.5)], tuner or FakeTuner(store), store, settings), store
+
+
+def lineage(store):
+    return [(ind.id, ind.parents, ind.operator, ind.key) for ind in store.individuals()]
+
+
+def test_the_same_lineage_with_one_or_four_children_in_flight(tmp_path):
+    runs = []
+    for in_flight, seed in ((1, 1), (4, 2), (8, 3)):  # different completion orders too
+        s, store = search(tmp_path / str(in_flight), in_flight=in_flight,
+                          tuner=None)
+        s.tuner = FakeTuner(store, jitter=0.02, seed=seed)
+        s.service = s.tuner.service
+        state = s.run()
+        runs.append((lineage(store), state["hall_of_fame"], state["stop_reason"]))
+    assert runs[0] == runs[1] == runs[2]
+    assert len(runs[0][0]) == 1 + 4 * 4 and runs[0][2] == "4 generations done"
+
+
+def test_no_two_children_are_the_same_kernel(tmp_path):
+    s, store = search(tmp_path, generations=6)
+    s.run()
+    made = [ind for ind in store.individuals() if ind.generation > 0]
+    varied = [ind.genome.with_params({"W": 0}).key for ind in made]
+    assert len(varied) == len(set(varied))  # every child a kernel no child before it made
+
+
+def test_patience_stops_the_search_the_same_way_whatever_ran_ahead(tmp_path):
+    results = []
+    for in_flight in (1, 6):
+        store = RunStore(tmp_path / str(in_flight))
+        tuner = FakeTuner(store, flat=True)
+        s, _ = search(tmp_path / str(in_flight), in_flight=in_flight, tuner=tuner, generations=20, patience=2)
+        s.store = tuner.store = tuner.service.store = store
+        state = s.run()
+        results.append((state["stop_reason"], state["generation"], lineage(store)))
+    assert results[0] == results[1]
+    assert results[0][0] == "no improvement for 2 generations" and results[0][1] == 2
+
+
+def test_a_spent_wall_time_or_evaluation_budget_starts_no_child(tmp_path):
+    s, store = search(tmp_path / "e", generations=50, max_evaluations=10)
+    state = s.run()
+    assert state["stop_reason"] == "evaluation budget of 10 spent"
+    assert 10 <= store.evaluation_count() < 10 + 2 * 4  # the children in flight finished, nothing more began
+    s, store = search(tmp_path / "w", generations=10_000, wall_time_s=0.3)
+    started = time.perf_counter()
+    state = s.run()
+    assert state["stop_reason"] == "wall-time budget of 0.3 s spent" and time.perf_counter() - started < 1.0
+    assert s.service.cut is None  # the deadline was handed to the service, and taken back at the end
+
+
+def test_an_operator_budget_stops_the_search(tmp_path):
+    CALLS.clear()
+    s, store = search(tmp_path, operators=[Step(budget=5)], generations=50)
+    state = s.run()
+    assert state["stop_reason"] == "operator budget spent: fake operator budget of calls"
+    assert len(store.individuals()) <= 1 + 5
+
+
+def test_islands_migrate_their_best(tmp_path):
+    s, store = search(tmp_path, islands=2, generations=3)
+    state = s.run()
+    times = {ind.id: ind.time_s for ind in store.individuals()}
+    best = min((i for island in state["islands"] for i in island), key=times.get)
+    assert all(best in island for island in state["islands"])
+    assert {ind.id.split(".")[1] for ind in store.individuals() if ind.generation == 1} == set(map(str, range(8)))
+
+
+def test_a_killed_search_resumes_to_the_lineage_of_one_never_killed(tmp_path):
+    whole, whole_store = search(tmp_path / "whole", generations=5)
+    whole.run()
+    s, store = search(tmp_path / "killed", generations=5, tuner=None)
+    s.tuner = FakeTuner(store, crash_at=11)
+    s.service = s.tuner.service
+    with pytest.raises(KeyboardInterrupt):
+        s.run()
+    checkpoint = store.latest_checkpoint()
+    assert 0 < checkpoint["children"] < 20
+    store.close()
+    resumed, store = search(tmp_path / "killed", generations=5)
+    state = resumed.run()
+    assert lineage(store) == lineage(whole_store) and state["stop_reason"] == "5 generations done"
+
+
+def test_a_wall_time_stop_mid_generation_is_checkpointed_and_resumed(tmp_path):
+    s, store = search(tmp_path, in_flight=1, generations=3, tuner=None)  # one at a time: a known stop
+    s.tuner = FakeTuner(store, jitter=0.0)
+    s.service = s.tuner.service
+    s.settings.budget.max_evaluations = 2 + 2 * 6  # seed, then six children: mid-generation 2
+    state = s.run()
+    assert state["children"] % 4 != 0 and store.latest_checkpoint()["children"] == state["children"]
+    store.close()
+    again, store = search(tmp_path, generations=3)
+    state = again.run()
+    assert state["children"] == 12 and state["stop_reason"] == "3 generations done"
+    whole, whole_store = search(tmp_path / "whole", generations=3)
+    whole.run()
+    assert lineage(store) == lineage(whole_store)
+    assert math.isfinite(state["best_s"])
