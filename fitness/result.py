@@ -4,7 +4,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected")
+# infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
+# started, the job could not be written, CUDA failed before the job): never the kernel's verdict, never stored
+INFRASTRUCTURE = "infrastructure_error"
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected", INFRASTRUCTURE)
+NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
+                                                # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000
 
 
@@ -59,6 +64,12 @@ class EvalResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def infrastructure(self) -> bool:
+        """No verdict on the kernel: the evaluation failed for a reason the candidate cannot cause (also such a
+        failure that an older version recorded as "crashed")."""
+        return self.status == INFRASTRUCTURE or (self.status == "crashed" and self.reason.endswith(NOT_JUDGED))
 
     def to_dict(self) -> dict:
         return asdict(self)
