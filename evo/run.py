@@ -171,6 +171,7 @@ class RunSummary:
     best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
     llm: dict | None = None  # uncached LLM calls and their cost
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
+    infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -187,7 +188,14 @@ class RunSummary:
                 "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
                 "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
                 "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
-                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason}
+                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason,
+                "infrastructure_failures": self.infrastructure_failures}
+
+    def evaluations_text(self) -> str:
+        """Evaluator calls, distinct kernels, and the evaluations the infrastructure failed (when any)."""
+        failed = (f"; {self.infrastructure_failures} infrastructure failures (no verdict, not stored)"
+                  if self.infrastructure_failures else "")
+        return f"{self.evaluations} ({self.distinct_evaluations} distinct){failed}"
 
     @property
     def best_result(self) -> EvalResult | None:
@@ -217,7 +225,7 @@ class RunSummary:
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
         rows += [("best kernel descends from", self.best_from or "?"),
                  ("precision policy", r.policy.get("name", "?")),
-                 ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
+                 ("evaluations", self.evaluations_text()),
                  ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file)),
                  ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)
@@ -244,7 +252,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
-                      llm=store.llm_totals(), optuna_url=store.optuna_url)
+                      llm=store.llm_totals(), optuna_url=store.optuna_url,
+                      infrastructure_failures=store.infrastructure_failures())
 
 
 def descends_from(store: RunStore, individual: Individual | None) -> str:
