@@ -143,7 +143,7 @@ class RunStore:
         now = time.time()
         with self._lock:
             with self._db:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")  # the write lock first: Optuna writes to this file too
                 row = self._db.execute("SELECT result FROM evaluations WHERE key = ?", (key,)).fetchone()
                 if row is not None and _verdict(row[0]) is None:
                     self._db.execute("DELETE FROM evaluations WHERE key = ?", (key,))
