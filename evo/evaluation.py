@@ -16,6 +16,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 from omegaconf import DictConfig
 
@@ -24,7 +25,7 @@ from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import fitness_parts
 from fitness.genome import evaluation_key
 from fitness.gpu_lock import physical_gpu
-from fitness.result import EvalResult
+from fitness.result import CANCELLED, EvalResult
 from operators.inductor_seed import inductor_seeds, policy_options
 
 
@@ -81,6 +82,14 @@ class LocalEvaluator(Evaluator):
 
 
 class EvaluationService:
+    """The evaluators behind the run store. At most `parallel` evaluator calls (evaluate, profile_kernel) run at once,
+    whoever makes them (the search's children, the tuner through `submit`, the debugger, the initialiser): each holds
+    one of `parallel` slots while it runs in a worker; cache hits and waits on an identical source in flight hold
+    none, and no slot is held while waiting on another evaluation. An infrastructure failure (no verdict, for a reason
+    the candidate cannot cause: ``EvalResult.infrastructure``) is tried once more, and when that fails too it is
+    returned as such, counted (`infrastructure_failures`, and in the store) and never stored as the kernel's verdict:
+    asked again, the kernel is evaluated again."""
+
     def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int,
                  local_gpus: list[str] | None = None):
         if not evaluators:
@@ -90,6 +99,8 @@ class EvaluationService:
         self.evaluators = evaluators
         self.store = store
         self.parallel = parallel
+        self.infrastructure_failures = 0  # evaluations of this service that ended with no verdict, after a retry
+        self._slots = threading.BoundedSemaphore(parallel)  # held by every evaluator call while it runs
         self._load = [0] * len(evaluators)  # evaluations in flight per evaluator
         self._guard = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
@@ -114,15 +125,18 @@ class EvaluationService:
         with self._guard:
             return self._key_locks.setdefault(key, threading.Lock())
 
-    def _acquire_evaluator(self) -> int:
-        with self._guard:
-            index = min(range(len(self._load)), key=self._load.__getitem__)
-            self._load[index] += 1
-            return index
-
-    def _release_evaluator(self, index: int) -> None:
-        with self._guard:
-            self._load[index] -= 1
+    def _call(self, call: Callable[[Evaluator], Any]) -> tuple[Evaluator, Any]:
+        """(evaluator, answer): `call` on the least loaded evaluator, in one of the `parallel` slots (waiting for
+        one when all are taken)."""
+        with self._slots:
+            with self._guard:
+                index = min(range(len(self._load)), key=self._load.__getitem__)
+                self._load[index] += 1
+            try:
+                return self.evaluators[index], call(self.evaluators[index])
+            finally:
+                with self._guard:
+                    self._load[index] -= 1
 
     def cut_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()``) on, evaluations not begun are cut: `evaluate` answers
@@ -132,7 +146,7 @@ class EvaluationService:
     def _cut(self, key: str, label: str) -> EvalResult | None:
         if self._cut_at is None or time.perf_counter() < self._cut_at:
             return None
-        return EvalResult(status="cancelled", label=label, candidate_hash=key,
+        return EvalResult(status=CANCELLED, label=label, candidate_hash=key,
                           reason="not evaluated: the search's budget was spent before this evaluation began")
 
     def evaluate(self, source: str, label: str = "") -> tuple[str, EvalResult]:
@@ -143,39 +157,49 @@ class EvaluationService:
             cached = self.store.evaluation(key)
             if cached is not None:
                 return key, cached
+            def judged(evaluator):  # cut once its turn comes, if the budget was spent meanwhile
+                return self._cut(key, label) or evaluator.evaluate(source, label=label)
+
             cut = self._cut(key, label)
             if cut is not None:
                 return key, cut
-            index = self._acquire_evaluator()
-            try:
-                result = self.evaluators[index].evaluate(source, label=label)
-            finally:
-                self._release_evaluator(index)
-            self.store.add_evaluation(key, result)
+            _, result = self._call(judged)
+            if result.infrastructure:  # not the kernel's doing: once more, in a fresh worker
+                _, result = self._call(judged)
+            if result.infrastructure:
+                self._infrastructure_failure(key, label, result)
+            elif result.status != CANCELLED:
+                self.store.add_evaluation(key, result)
             return key, result
+
+    def _infrastructure_failure(self, key: str, label: str, result: EvalResult) -> None:
+        with self._guard:
+            self.infrastructure_failures += 1
+        self.store.add_infrastructure_failure()
+        print(f"[kernelevo] infrastructure failure, not the kernel's verdict (twice; not stored, evaluated again if "
+              f"asked again): {label or 'kernel'} {key[:12]}: {result.reason.splitlines()[0][:300]}", flush=True)
 
     def profile_kernel(self, source: str) -> dict:
         """Profiler metrics of an evaluated kernel (``fitness.profile``; {} when off): from the store when it was
-        profiled before, else profiled now (once, however many children ask at the same time) and stored."""
+        profiled before, else profiled now (once, however many children ask at the same time) and stored. A run the
+        infrastructure failed (twice) is returned, not stored."""
         key = evaluation_key(source)
         with self._key_lock(f"profile:{key}"):
             stored = self.store.profile(key)
             if stored is not None:
                 return stored
-            index = self._acquire_evaluator()
-            try:
-                record = self.evaluators[index].profile_kernel(source)
-            finally:
-                self._release_evaluator(index)
-            if record:
+            evaluator, record = self._call(lambda e: e.profile_kernel(source))
+            if record.get("infrastructure"):
+                evaluator, record = self._call(lambda e: e.profile_kernel(source))
+            if record and not record.get("infrastructure"):
                 self.store.add_profile(key, record)
-            if record.get("note") and self.evaluators[index].on_gpu and not self._profiler_noted:  # once: why none
+            if record.get("note") and evaluator.on_gpu and not self._profiler_noted:  # once: why none
                 self._profiler_noted = True
                 print(f"[kernelevo] profiler: {record['note']}", flush=True)
             return record
 
     def submit(self, source: str, label: str = "") -> Future:
-        """`evaluate` in the pool: a future of (key, result). At most `parallel` evaluations run at once."""
+        """`evaluate` in the pool: a future of (key, result)."""
         return self._executor.submit(self.evaluate, source, label)
 
     def close(self) -> None:

@@ -102,7 +102,7 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     llm = s.llm or {}
     rows += [("precision policy", r.policy.get("name", "?")), ("seed from", s.seed_operator or "?"),
              ("best kernel descends from", s.best_from or "?"),
-             ("evaluations", f"{s.evaluations} ({s.distinct_evaluations} distinct)"),
+             ("evaluations", s.evaluations_text()),
              ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
              ("search wall time", f"{s.search_wall_s:.1f} s"), ("stopped because", s.stop_reason or "-"),
              ("best kernel file", str(s.best_file))]

@@ -176,6 +176,7 @@ class RunSummary:
     best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
     llm: dict | None = None  # uncached LLM calls and their cost
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
+    infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -195,7 +196,8 @@ class RunSummary:
                 "evaluations_per_hour": (self.evaluations / self.search_wall_s * 3600 if self.search_wall_s
                                          else None),
                 "baseline_wall_s": self.baseline_wall_s, "seed_wall_s": self.seed_wall_s,
-                "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason}
+                "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason,
+                "infrastructure_failures": self.infrastructure_failures}
 
     def time_text(self) -> str:
         """The search's wall time and rate, with the one-off work before it apart."""
@@ -204,6 +206,12 @@ class RunSummary:
         timeouts = f", {self.timeouts} timed out" if self.timeouts else ""
         return (f"search {self.search_wall_s:.1f} s{rate}{busy}{timeouts}; before it: baselines "
                 f"{self.baseline_wall_s:.1f} s, seeds {self.seed_wall_s:.1f} s")
+
+    def evaluations_text(self) -> str:
+        """Evaluator calls, distinct kernels, and the evaluations the infrastructure failed (when any)."""
+        failed = (f"; {self.infrastructure_failures} infrastructure failures (no verdict, not stored)"
+                  if self.infrastructure_failures else "")
+        return f"{self.evaluations} ({self.distinct_evaluations} distinct){failed}"
 
     @property
     def best_result(self) -> EvalResult | None:
@@ -233,7 +241,7 @@ class RunSummary:
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
         rows += [("best kernel descends from", self.best_from or "?"),
                  ("precision policy", r.policy.get("name", "?")),
-                 ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
+                 ("evaluations", self.evaluations_text()),
                  ("stopped because", self.stop_reason), ("time", self.time_text()),
                  ("best kernel file", str(self.best_file)),
                  ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
@@ -263,7 +271,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       seed_wall_s=store.get_meta("seed_wall_s", 0.0),
                       timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
-                      llm=store.llm_totals(), optuna_url=store.optuna_url)
+                      llm=store.llm_totals(), optuna_url=store.optuna_url,
+                      infrastructure_failures=store.infrastructure_failures())
 
 
 def descends_from(store: RunStore, individual: Individual | None) -> str:

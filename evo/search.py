@@ -32,7 +32,7 @@ from evo.toolbox import build_toolbox, statistics
 from evo.tuner import Tuner
 from fitness.genome import Genome
 from fitness.individual import Individual, individual_id
-from fitness.result import NOT_JUDGED
+from fitness.result import NO_VERDICT
 from operators.base import CURRENT_CHILD, BudgetExhausted, ChildUsage, Operator, OperatorContext
 
 ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up finding a new child
@@ -201,7 +201,7 @@ class Search:
         if child is None:
             return None
         tuned = replace(self.tuner.tune(child), llm=usage.summary())
-        return None if tuned.status in NOT_JUDGED else tuned  # cut at the wall-time deadline before any verdict
+        return None if tuned.status in NO_VERDICT else tuned  # cut at the deadline, or no worker to judge it
 
     def _start(self, n: int) -> Future:
         islands, archive_len = self._snapshots[window_start(n, self.settings.window)]

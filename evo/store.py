@@ -22,6 +22,7 @@ from fitness.result import EvalResult
 
 DB_NAME = "run.db"
 SCHEMA_VERSION = 2
+INFRASTRUCTURE_FAILURES = "infrastructure_failures"  # meta: evaluations that ended with no verdict (not stored)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,6 +42,12 @@ CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL
 """
 LLM_COLUMNS = ("role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash",
                "individual")
+
+
+def _verdict(stored: str | None) -> EvalResult | None:
+    """A stored evaluation, or None for none (an infrastructure failure that an older version stored as a verdict)."""
+    result = EvalResult.from_dict(json.loads(stored)) if stored else None
+    return None if result is None or result.infrastructure else result
 
 
 class StoreError(ValueError):
@@ -107,8 +114,7 @@ class RunStore:
     def _individuals(self, where: str = "", args=()) -> list[Individual]:
         rows = self._read("SELECT i.data, e.result FROM individuals i LEFT JOIN evaluations e ON e.key = i.key "
                           f"{where}", args)
-        found = [Individual.from_lineage_dict(json.loads(data), EvalResult.from_dict(json.loads(result))
-                                              if result else None) for data, result in rows]
+        found = [Individual.from_lineage_dict(json.loads(data), _verdict(result)) for data, result in rows]
         return sorted(found, key=lambda ind: tuple(int(part) for part in ind.id.split(".")))
 
     def individuals(self, up_to_generation: int | None = None) -> list[Individual]:
@@ -123,18 +129,37 @@ class RunStore:
 
     # evaluations -----------------------------------------------------------------------------------------------
     def evaluation(self, key: str) -> EvalResult | None:
+        """The kernel's verdict, or None when there is none (an infrastructure failure that an older version stored
+        is none: the kernel is evaluated again)."""
         rows = self._read("SELECT result FROM evaluations WHERE key = ?", (key,))
-        return EvalResult.from_dict(json.loads(rows[0][0])) if rows else None
+        return _verdict(rows[0][0]) if rows else None
 
     def add_evaluation(self, key: str, result: EvalResult) -> None:
-        """Store a finished evaluation and log the evaluator call, in one transaction."""
+        """Store a finished evaluation and log the evaluator call, in one transaction (the first verdict per key
+        stays; an infrastructure failure an older version stored gives way to it)."""
+        if result.infrastructure:
+            raise ValueError(f"evaluation {key}: an infrastructure failure is not the kernel's verdict and is never "
+                             f"stored ({result.reason})")
         now = time.time()
         with self._lock:
             with self._db:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")  # the write lock first: Optuna writes to this file too
+                row = self._db.execute("SELECT result FROM evaluations WHERE key = ?", (key,)).fetchone()
+                if row is not None and _verdict(row[0]) is None:
+                    self._db.execute("DELETE FROM evaluations WHERE key = ?", (key,))
                 self._db.execute("INSERT OR IGNORE INTO evaluations VALUES (?, ?, ?, ?, ?)",
                                  (key, result.status, result.time_s, result.to_json(indent=None), now))
                 self._db.execute("INSERT INTO evaluation_log (key, created) VALUES (?, ?)", (key, now))
+
+    def add_infrastructure_failure(self) -> None:
+        """Count an evaluation that ended as an infrastructure failure (no verdict, nothing stored), over the run's
+        resumes."""
+        self._write(f"INSERT INTO meta VALUES ('{INFRASTRUCTURE_FAILURES}', '1') ON CONFLICT(key) DO UPDATE SET "
+                    f"value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+
+    def infrastructure_failures(self) -> int:
+        """Evaluations of the run that ended as infrastructure failures (not the kernels' verdicts)."""
+        return self.get_meta(INFRASTRUCTURE_FAILURES, 0)
 
     def evaluation_count(self) -> int:
         """Evaluator calls, repeats included (a run that repeats nothing has as many as distinct evaluations)."""
@@ -144,9 +169,10 @@ class RunStore:
         return self._read("SELECT COUNT(*) FROM evaluations")[0][0]
 
     def evaluations(self) -> dict[str, EvalResult]:
-        """Every evaluation, by key, in the order they finished."""
-        return {key: EvalResult.from_dict(json.loads(result))
-                for key, result in self._read("SELECT key, result FROM evaluations ORDER BY created")}
+        """Every evaluation (verdict), by key, in the order they finished."""
+        found = {key: _verdict(result) for key, result in self._read("SELECT key, result FROM evaluations "
+                                                                     "ORDER BY created")}
+        return {key: result for key, result in found.items() if result is not None}
 
     def add_profile(self, key: str, profile: dict) -> None:
         """Profiler metrics (``fitness.ncu``'s record) of the kernel evaluated under `key`."""

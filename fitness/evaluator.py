@@ -26,7 +26,7 @@ from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
-from fitness.result import EvalResult
+from fitness.result import INFRASTRUCTURE, EvalResult
 from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
 from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
@@ -276,6 +276,9 @@ class Evaluator:
 
     def _apply_outcome(self, outcome: JobOutcome, result: EvalResult) -> None:
         result.log_tail = outcome.log_tail if outcome.result is None or outcome.result.get("status") != "ok" else ""
+        if outcome.infrastructure:  # no verdict on the kernel: the evaluation service retries it, never stores it
+            result.status, result.reason = INFRASTRUCTURE, outcome.failure_reason(self.settings.timeout_s)
+            return
         if outcome.result is None:
             result.status = outcome.status if outcome.status == "timeout" else "crashed"
             result.reason = outcome.failure_reason(self.settings.timeout_s, self._timeout_context())
@@ -339,7 +342,8 @@ class Evaluator:
         outcome = self._sandbox.run(job, self.settings.profile_timeout_s + self.settings.timeout_s)
         if outcome.result is None or "profile" not in outcome.result:
             reason = (outcome.result or {}).get("reason") or outcome.failure_reason(self.settings.profile_timeout_s)
-            return {"tool": "ncu", "note": f"the profiling run failed: {reason}"[:600]}
+            return {"tool": "ncu", "note": f"the profiling run failed: {reason}"[:600],
+                    **({"infrastructure": True} if outcome.infrastructure else {})}  # not the kernel's: not stored
         return outcome.result["profile"]
 
     def evaluate(self, source: str, label: str = "") -> EvalResult:

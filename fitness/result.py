@@ -4,8 +4,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected", "cancelled")
-NOT_JUDGED = ("cancelled",)  # never a verdict on the kernel: never stored as its evaluation, never a parent
+# infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
+# started, the job could not be written, CUDA failed before the job): never the kernel's verdict, never stored
+INFRASTRUCTURE = "infrastructure_error"
+CANCELLED = "cancelled"  # not begun: the search's budget was spent first; no verdict, never stored
+NO_VERDICT = (INFRASTRUCTURE, CANCELLED)  # statuses that say nothing of the kernel: a child ending so is dropped
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected", INFRASTRUCTURE,
+            CANCELLED)
+NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
+                                                # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000
 
 
@@ -60,6 +67,12 @@ class EvalResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def infrastructure(self) -> bool:
+        """No verdict on the kernel: the evaluation failed for a reason the candidate cannot cause (also such a
+        failure that an older version recorded as "crashed")."""
+        return self.status == INFRASTRUCTURE or (self.status == "crashed" and self.reason.endswith(NOT_JUDGED))
 
     def to_dict(self) -> dict:
         return asdict(self)

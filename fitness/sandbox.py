@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from fitness.result import NOT_JUDGED
 from fitness.zygote import WorkerHandle, Zygote
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
@@ -117,16 +118,28 @@ class JobOutcome:
     pid: int | None = None
     lost: bool = False  # the fork server died before the worker's exit was known
     stage: str = ""  # what the job was doing when it ended (the worker's STAGE_FILE); "" before its job began
+    unstarted: str = ""  # why the job never reached a worker (none forked in time, the job not written); "" if it did
+
+    @property
+    def infrastructure(self) -> bool:
+        """No verdict, for a reason the candidate cannot cause: the job never reached a worker, the fork server died
+        under it, or the worker failed before taking its job (CUDA initialisation). Not the kernel's verdict: never
+        to be cached as one. A candidate that crashes or hangs its own worker is judged by that (crashed, timeout)."""
+        return bool(self.unstarted) or self.lost or (self.result or {}).get("infrastructure") is True
 
     def failure_reason(self, timeout_s: float, context: str = "") -> str:
-        """Why no result came back; `context` (the sizes, a hint) is added to a timeout's reason."""
+        """Why no verdict came back; `context` (the sizes, a hint) is added to a timeout's reason. The reason of an
+        infrastructure failure ends with NOT_JUDGED."""
+        if self.unstarted:
+            return f"{self.unstarted} {NOT_JUDGED}"
         if self.status == "timeout":
             doing = self.stage or "starting the worker, before the job began"
             return (f"the evaluation did not finish within {timeout_s:g} s and was killed while {doing}"
                     + (f"; {context}" if context else ""))
         if self.lost:
-            return ("the worker process was lost before writing a result: its fork server died (the evaluation "
-                    "was not judged)")
+            return f"the worker process was lost before writing a result: its fork server died {NOT_JUDGED}"
+        if self.infrastructure:
+            return f"{self.result.get('reason') or 'the worker failed before its job began'} {NOT_JUDGED}"
         code = self.exit_code
         if code is not None and code < 0:
             how = f"was killed by {signal.Signals(-code).name}"
@@ -279,20 +292,34 @@ class Sandbox:
 
     # jobs ------------------------------------------------------------------------------------------------------
     def run(self, job: dict, timeout_s: float, trusted: bool = False) -> JobOutcome:
-        """Run one job in its own process; never raises for anything the job does. Thread-safe."""
+        """Run one job in its own process; never raises for anything the job does, nor when no worker can be made or
+        given the job (an outcome with `unstarted`). Thread-safe."""
         if not trusted:
             self._ensure_stubs()
-        handle = None if trusted else self._take_spare()
-        handle = handle or self._fork(trusted)
+        start = time.perf_counter()
+        try:
+            handle = (None if trusted else self._take_spare()) or self._fork(trusted)
+        except OSError as exc:
+            return JobOutcome("crashed", None, None, "", time.perf_counter() - start,
+                              unstarted=f"no worker process could be made for the job: {exc}")
         result_path = handle.workdir / f"result-{uuid.uuid4().hex}.json"
         token = secrets.token_hex(16)  # the worker returns it with its result; candidate code never sees it
         try:
             job_file = handle.workdir / "job.json"
             tmp = handle.workdir / f".job-{uuid.uuid4().hex}.tmp"
-            tmp.write_text(json.dumps({**job, "result_path": str(result_path), "token": token}))
-            os.replace(tmp, job_file)  # the worker polls for it, and deletes it before running the job
+            try:
+                tmp.write_text(json.dumps({**job, "result_path": str(result_path), "token": token}))
+                os.replace(tmp, job_file)  # the worker polls for it, and deletes it before running the job
+            except OSError as exc:
+                if handle.zygote is not None:
+                    handle.zygote.kill(handle)  # it would wait for its job forever
+                return JobOutcome("crashed", None, None, "", time.perf_counter() - start, handle.pid,
+                                  unstarted=f"the sandbox could not write the job for its worker: {exc}")
             if not trusted:
-                self._replenish()
+                try:
+                    self._replenish()
+                except OSError:
+                    pass  # no spare for now: the next job forks its own worker (or reports why it cannot)
             return self._wait(handle, result_path, timeout_s, token)
         finally:
             result_path.unlink(missing_ok=True)
@@ -301,7 +328,8 @@ class Sandbox:
 
     def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str) -> JobOutcome:
         start = time.perf_counter()
-        if not handle.forked.wait(START_TIMEOUT_S):  # the zygote is stuck: restart it, its workers are lost
+        started = handle.forked.wait(START_TIMEOUT_S)
+        if not started:  # the zygote is stuck: restart it, its workers are lost
             with self._lock:
                 if self._zygote is handle.zygote and self._zygote is not None:
                     self._zygote.stop()
@@ -320,7 +348,10 @@ class Sandbox:
             stage = handle.stage_path.read_text()[:200]
         except OSError:
             stage = ""
-        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished, stage)
+        unstarted = "" if started or result is not None else \
+            f"the fork server did not start a worker within {START_TIMEOUT_S:g} s and was restarted"
+        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished, stage,
+                          unstarted)
 
     def _log_tail(self, handle: WorkerHandle) -> str:
         try:

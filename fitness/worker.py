@@ -392,7 +392,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     if job["kind"] in ("candidate", "profile"):
         become_unprivileged(job, (origin or {}).get("confinement"))  # before the candidate's code exists
     if cuda_error:
-        result = {"status": "runtime_error", "internal_error": True,
+        result = {"status": "runtime_error", "internal_error": True, "infrastructure": True,  # before the job
                   "reason": f"evaluation failed outside the candidate: CUDA initialisation failed: {cuda_error}"}
     else:
         result = run_job(job)

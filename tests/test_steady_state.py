@@ -59,7 +59,7 @@ def test_a_slow_child_holds_back_no_start_but_the_ones_its_window_bounds():
 
 
 def test_one_in_flight_runs_children_one_after_the_other():
-    children = Children([0.0] * 5)
+    children = Children([0.05] * 5)  # each still running when the loop looks for a free slot
     steady_state(children.pieces(), 0, in_flight=1, staleness=3)
     assert children.folded == list(range(5)) and all(children.seen_at_start[n] == n for n in range(5))
 
