@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected")
+STATUSES = ("ok", "compile_error", "compile_timeout", "runtime_error", "timeout", "crashed", "incorrect", "rejected")
+# the kernels did not compile (an error, or a build past fitness.compile_timeout_s): a configuration not to try again
+COMPILE_FAILURES = frozenset({"compile_error", "compile_timeout"})
 MAX_REASON_CHARS = 2000
 
 

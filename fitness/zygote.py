@@ -210,6 +210,7 @@ def main() -> None:
 
 
 STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now (fitness.worker.stage)
+COMPILE_STAGE = "compiling the candidate's kernels"  # how every stage spent compiling begins (fitness.sandbox)
 
 
 # the Sandbox's side -------------------------------------------------------------------------------------------
