@@ -45,9 +45,10 @@ def test_each_kernel_of_a_genome_is_judged_on_its_own_knobs():
     two = {"K0_XBLOCK": 16384, "K0_NUM_WARPS": 8, "K1_XBLOCK": 16384, "K1_NUM_WARPS": 8, "K1_NUM_STAGES": 1}
     assert limit_violation(two, H100) == ""  # 64 a thread each, not 16384 * 16384
     assert limit_violation({**two, "K1_NUM_WARPS": 1}, H100).startswith("kernel K1: K1_XBLOCK = 16384 elements")
-    assert kernel_knobs({"NORM_BLOCK": 8, "NORM_NUM_WARPS": 1, "num_warps": 2, "BLOCK_SIZE": 64, "GROUP_M": 8,
-                         "K0_A_KMAJOR": 1}) == {"NORM_": {"BLOCK": ("NORM_BLOCK", 8), "NUM_WARPS": ("NORM_NUM_WARPS", 1)},
-                                                "": {"NUM_WARPS": ("num_warps", 2), "BLOCK_SIZE": ("BLOCK_SIZE", 64)}}
+    knobs = kernel_knobs({"NORM_BLOCK": 8, "NORM_NUM_WARPS": 1, "num_warps": 2, "BLOCK_SIZE": 64, "GROUP_M": 8,
+                          "K0_A_KMAJOR": 1})  # a prefix is a kernel when it has warps or stages; the rest is no tile
+    assert knobs == {"NORM_": {"BLOCK": ("NORM_BLOCK", 8), "NUM_WARPS": ("NORM_NUM_WARPS", 1)},
+                     "": {"NUM_WARPS": ("num_warps", 2), "BLOCK_SIZE": ("BLOCK_SIZE", 64)}}
 
 
 def test_without_a_warps_knob_nothing_is_predicted_but_thread_and_shared_memory_limits_still_hold():
