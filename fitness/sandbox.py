@@ -4,6 +4,8 @@ Every job runs in a process of its own, forked for it by the Sandbox's fork serv
 triton imported once, CUDA untouched), in a private directory with a private Triton and Inductor cache and an
 environment stripped of secrets and provider variables. A crash, a hang past the timeout, a CUDA error or
 ``os._exit`` costs that one job: its process group is killed or simply gone, and the next job gets a new process.
+A job may also have a compile time limit: a worker whose stage says it has been building one kernel for longer is
+killed (``CompileClock``; status ``compile_timeout``).
 A pool of ``spares`` workers, forked and with CUDA initialised ahead of their jobs, hides the start-up cost.
 
 ``run`` may be called from many threads at once. Trusted jobs (baselines) use a persistent cache; they also build
