@@ -9,7 +9,7 @@ The launch counter also provides the compile-only mode of ``fitness.compile_ahea
 launch compiles the kernel (``warmup=True``) and loads it without launching, an autotuned kernel compiles every
 config without benchmarking (so no autotuning choice is made), and nothing is counted as a launch. And it tells
 ``on_compile`` when Triton builds a kernel (its name) and when it is done (None), ahead or on a first real call, so
-the worker can say so (``fitness.worker.CompileStage``) and the sandbox time it.
+the worker can say so (``fitness.stage.CompileStage``) and the sandbox time it.
 
 Both are installed by the fork server (``fitness.worker`` at import) before candidate code exists.
 """

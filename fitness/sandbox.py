@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -111,10 +112,10 @@ def warn_unconfined(missing: dict | None) -> None:
 
 
 class CompileClock:
-    """How long a worker has been in its stage (``fitness.worker.stage``, read on the Sandbox's clock) when that
-    stage is compiling (it begins with COMPILE_STAGE). The worker names each kernel Triton builds in a stage of its
-    own (``fitness.worker.CompileStage``), so the limit is per kernel; where Triton does not report its builds, it is
-    for the whole compile pass."""
+    """How long a worker has been in its stage (``fitness.stage``, read on the Sandbox's clock) when that stage is
+    compiling (it begins with COMPILE_STAGE). The worker names each kernel Triton builds in a stage of its own
+    (``fitness.stage.CompileStage``), so the limit is per kernel; where Triton does not report its builds, it is for
+    the whole compile pass."""
 
     def __init__(self, limit_s: float):
         self.limit_s = limit_s
@@ -362,10 +363,18 @@ class Sandbox:
 
     @staticmethod
     def _stage(handle: WorkerHandle) -> str:
+        """The worker's STAGE_FILE, read so that nothing candidate code puts there (a FIFO, a link, a huge file)
+        can block or burden the thread waiting on the job."""
         try:
-            return handle.stage_path.read_text()[:200]
+            fd = os.open(handle.stage_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             return ""
+        try:
+            return os.read(fd, 200).decode(errors="replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
 
     def _log_tail(self, handle: WorkerHandle) -> str:
         try:

@@ -1,6 +1,7 @@
 """No evaluation waits on a compile: a worker still building one kernel after fitness.compile_timeout_s is killed
 (status compile_timeout, one of COMPILE_FAILURES), each build timed on its own; and the compile pass runs on meta
 tensors, needing no device memory, with a device pass only where forward cannot run on meta tensors."""
+import os
 import time
 from types import SimpleNamespace
 
@@ -15,9 +16,9 @@ from fitness.guards import LaunchCounter
 from fitness.inputs import make_inputs, meta_inputs
 from fitness.problem import load_problem, resolve_problem
 from fitness.result import COMPILE_FAILURES, STATUSES
-from fitness.sandbox import CompileClock
+from fitness.sandbox import CompileClock, Sandbox
 from fitness.stage import CompileStage, stage
-from fitness.zygote import COMPILE_STAGE, STAGE_FILE
+from fitness.zygote import COMPILE_STAGE, STAGE_FILE, WorkerHandle
 
 
 # the compile time limit ------------------------------------------------------------------------------------------
@@ -28,6 +29,19 @@ def test_the_compile_clock_times_each_build_and_nothing_else():
     assert clock.overdue(first, 130.5)
     assert not clock.overdue(second, 131) and not clock.overdue(second, 160)  # a new build: its own 30 s
     assert not clock.overdue(COMPILE_STAGE, 161) and clock.overdue(COMPILE_STAGE, 191.5)  # a pass Triton did not report
+
+
+def test_the_stage_is_read_without_waiting_on_whatever_candidate_code_left_in_its_place(tmp_path):
+    handle = WorkerHandle("w1", tmp_path, trusted=False)
+    assert Sandbox._stage(handle) == ""  # none yet
+    handle.stage_path.write_text(f"{COMPILE_STAGE}: build 1, k" + "x" * 1000)
+    assert Sandbox._stage(handle) == (f"{COMPILE_STAGE}: build 1, k" + "x" * 1000)[:200]
+    handle.stage_path.unlink()
+    os.mkfifo(handle.stage_path)  # opening a FIFO to read would wait for a writer
+    assert Sandbox._stage(handle) == ""
+    handle.stage_path.unlink()
+    handle.stage_path.symlink_to("/etc/hostname")
+    assert Sandbox._stage(handle) == ""
 
 
 def test_the_worker_names_each_build_and_then_says_again_what_it_was_doing(tmp_path, monkeypatch):
