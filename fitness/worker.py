@@ -169,9 +169,13 @@ def prepare_compile_pass(model_new, problem, job):
 
 
 def device_compile_pass(model_new, problem, job, input_seed: int) -> tuple:
-    """A device copy of the model and real inputs, for a compile pass that meta tensors could not run."""
+    """A device copy of the model and real inputs, for a compile pass that meta tensors could not run (the wait for
+    the lock is no compile time)."""
+    stage("copying the model and making inputs for the compile pass (it failed on meta tensors)")
     with gpu_lock(job, exclusive=False):
-        return copy_model(model_new), make_inputs(problem, input_seed + 20_000, job["device"])
+        made = copy_model(model_new), make_inputs(problem, input_seed + 20_000, job["device"])
+    stage(COMPILE_STAGE)
+    return made
 
 
 def run_candidate_job(job: dict) -> dict:
