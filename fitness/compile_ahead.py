@@ -12,11 +12,19 @@ Its outputs are never written (no kernel ran) and are dropped. When the pass abo
 compiled compile on the first real call instead, inside the shared lock; the outcome is recorded as
 ``"ahead"`` or ``"fallback: <reason>"``. The pass runs on a copy of the model, so state a forward caches on its
 first call (a buffer a kernel would have filled) is not left unfilled in the model that is judged.
+
+Nothing in the pass reads a value, so it runs on the meta device first (``compile_pass``): a copy of the model whose
+tensors are meta tensors and inputs made by get_inputs on the meta device, with the dtypes, shapes, strides and
+16-byte alignment (a meta tensor's data_ptr is its storage offset in bytes) that Triton specialises a kernel on,
+and no device memory: at KernelBench's sizes the device pass held the inputs, the outputs forward allocates and a
+copy of the parameters (LogSoftmax 4096 x 393216 fp32: 6.4 GB of input and 6.4 GB of output). Where forward fails
+on meta tensors (a device check, a .cuda()), the pass runs once more on a device copy and real inputs.
 """
 from __future__ import annotations
 
 import copy
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from fitness.guards import CompileAbort, LaunchCounter
@@ -52,16 +60,67 @@ def copy_model(model):
     return copy.deepcopy(model)
 
 
-def compile_ahead(model, inputs: list, launches: LaunchCounter) -> str:
-    """Run forward once compile-only; "ahead" when every kernel it reached compiled, else "fallback: <reason>"."""
+def meta_like(tensor: torch.Tensor) -> torch.Tensor:
+    """A meta tensor with `tensor`'s dtype, shape, strides and storage offset, so its data_ptr (the offset in bytes)
+    has the same alignment as a device tensor's; no memory."""
+    elements = -(-tensor.untyped_storage().nbytes() // tensor.element_size())
+    storage = torch.empty(elements, dtype=tensor.dtype, device="meta")
+    return storage.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
+
+
+def meta_copy(model):
+    """A copy of the model whose parameters, buffers and tensor attributes are meta tensors (``meta_like``); other
+    state is deep-copied as ``copy_model`` does (call it under the shared lock)."""
+    memo = {}
+    for module in model.modules():
+        for value in [*module._parameters.values(), *module._buffers.values(), *vars(module).values()]:
+            if isinstance(value, torch.Tensor) and id(value) not in memo:
+                meta = meta_like(value.detach())
+                memo[id(value)] = (torch.nn.Parameter(meta, requires_grad=value.requires_grad)
+                                   if isinstance(value, torch.nn.Parameter) else meta)
+    return copy.deepcopy(model, memo)
+
+
+def _pass(model, inputs: list, launches: LaunchCounter) -> tuple[str, bool]:
+    """(outcome, whether another pass would end the same): "ahead", or a torch op that would launch GPU work, end
+    any pass alike; an exception may be the meta tensors'."""
     mode = NoKernelMode()
     try:
         with launches.compiling_only(), mode:
             model(*inputs)
     except CompileAbort as abort:
-        return f"fallback: {abort}"
+        return f"fallback: {abort}", True
     except Exception as exc:  # noqa: BLE001 - the real first call reports the candidate's own errors
-        return f"fallback: {type(exc).__name__}: {exc}"[:300]
+        return f"fallback: {type(exc).__name__}: {exc}"[:300], False
     if mode.blocked:
-        return f"fallback: torch op '{mode.blocked}' would launch GPU work"
-    return "ahead"
+        return f"fallback: torch op '{mode.blocked}' would launch GPU work", True
+    return "ahead", True
+
+
+def compile_ahead(model, inputs: list, launches: LaunchCounter) -> str:
+    """Run forward once compile-only; "ahead" when every kernel it reached compiled, else "fallback: <reason>"."""
+    return _pass(model, inputs, launches)[0]
+
+
+def meta_pass(model, meta_inputs) -> tuple | str:
+    """(``meta_copy`` of the model, `meta_inputs()`) for ``compile_pass``, or why they could not be made (call it
+    under the shared lock: ``meta_copy``)."""
+    try:
+        return meta_copy(model), meta_inputs()
+    except Exception as exc:  # noqa: BLE001 - state or a get_inputs that the meta device cannot hold
+        return f"fallback: on the meta device: {type(exc).__name__}: {exc}"[:300]
+
+
+def compile_pass(meta: tuple | str, device_pass, launches: LaunchCounter) -> str:
+    """``compile_ahead`` on `meta` (``meta_pass``); should it fail on something only meta tensors do (or could not
+    be made), once more on `device_pass()`: a device copy of the model and real inputs (which takes the shared lock
+    to make them), reported as "<outcome> (on device tensors: <why the meta pass failed>)"."""
+    how, final = (meta, False) if isinstance(meta, str) else _pass(*meta, launches)
+    if final:
+        return how
+    try:
+        model_copy, inputs = device_pass()
+    except Exception as exc:  # noqa: BLE001
+        return f"fallback: the model could not be copied: {type(exc).__name__}: {exc}"[:300]
+    meta_failure = how.removeprefix("fallback: ")
+    return f"{compile_ahead(model_copy, inputs, launches)} (on device tensors: {meta_failure})"[:400]

@@ -46,6 +46,7 @@ class EvalSettings:
     trials: int = 5
     seed: int = 0
     timeout_s: float = 120.0
+    compile_timeout_s: float | None = 30.0  # one kernel's build by Triton (None: no limit but timeout_s)
     baseline_timeout_s: float = 600.0
     static_check: bool = True
     require_triton_launch: bool = True
@@ -71,6 +72,9 @@ class EvalSettings:
             raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
             raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+        if self.compile_timeout_s is not None and self.compile_timeout_s <= 0:
+            raise ValueError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
+                             f"{self.compile_timeout_s}")
         if self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
 
@@ -280,7 +284,7 @@ class Evaluator:
             result.status, result.reason = INFRASTRUCTURE, outcome.failure_reason(self.settings.timeout_s)
             return
         if outcome.result is None:
-            result.status = outcome.status if outcome.status == "timeout" else "crashed"
+            result.status = outcome.status if outcome.status in ("timeout", "compile_timeout") else "crashed"
             result.reason = outcome.failure_reason(self.settings.timeout_s, self._timeout_context())
             return
         data = outcome.result
@@ -351,7 +355,8 @@ class Evaluator:
         start, baseline_s, wall = time.perf_counter(), 0.0, time.time()
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
-            outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s)
+            outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s,
+                                        compile_timeout_s=self.settings.compile_timeout_s)
             self._apply_outcome(outcome, result)
             if result.ok:
                 baseline_s = self._score(result)

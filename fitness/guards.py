@@ -7,7 +7,9 @@
 
 The launch counter also provides the compile-only mode of ``fitness.compile_ahead``: while it is on, a Triton
 launch compiles the kernel (``warmup=True``) and loads it without launching, an autotuned kernel compiles every
-config without benchmarking (so no autotuning choice is made), and nothing is counted as a launch.
+config without benchmarking (so no autotuning choice is made), and nothing is counted as a launch. And it tells
+``on_compile`` when Triton builds a kernel (its name) and when it is done (None), ahead or on a first real call, so
+the worker can say so (``fitness.stage.CompileStage``) and the sandbox time it.
 
 Both are installed by the fork server (``fitness.worker`` at import) before candidate code exists.
 """
@@ -43,6 +45,7 @@ class LaunchCounter:
         self.launches: Counter = Counter()
         self.active = 0  # > 0 while a Triton launch is in progress (its own torch ops are not the candidate's)
         self.compile_only = False
+        self.on_compile = None  # called with a kernel's name when Triton starts building it, with None when done
         self._installed = False
 
     def install(self) -> None:
@@ -51,6 +54,7 @@ class LaunchCounter:
         for cls in self._kernel_classes():
             self._wrap(cls)
         self._wrap_autotuner()
+        self._wrap_compile()
         self._installed = True
 
     @contextmanager
@@ -131,6 +135,30 @@ class LaunchCounter:
             return None
 
         Autotuner.run = run
+
+    def _wrap_compile(self, compiler=None) -> None:
+        """Triton's ``compile`` (``triton.compiler.compile``: what a JITFunction binds the first time it runs on a
+        device, so this must precede any kernel) reports each build to `on_compile`. A Triton without it builds
+        unreported: a compile then counts as whatever its caller's stage says."""
+        if compiler is None:
+            import triton.compiler as compiler
+        original = getattr(compiler, "compile", None)
+        if original is None:  # pragma: no cover - every supported triton has it
+            return
+        counter = self
+
+        def compile(src, *args, **kwargs):
+            report = counter.on_compile
+            if report is None:
+                return original(src, *args, **kwargs)
+            options = kwargs.get("options") or {}
+            report(f"{getattr(src, 'name', None) or src} (num_warps={options.get('num_warps', '?')})")
+            try:
+                return original(src, *args, **kwargs)
+            finally:
+                report(None)
+
+        compiler.compile = compile
 
     def reset(self) -> None:
         self.launches.clear()

@@ -21,6 +21,14 @@ def make_inputs(problem, seed: int, device: str) -> list:
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+def meta_inputs(problem) -> list:
+    """get_inputs() on the meta device, as ``make_inputs`` makes them on a GPU (dtypes, shapes, strides) but without
+    memory or random numbers: the inputs of the compile pass (``fitness.compile_ahead``), which reads no value."""
+    with torch.device("meta"):
+        inputs = call_get_inputs(problem)
+    return [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
 def refill(buffers: list, fresh: list) -> None:
     """Write fresh values into the same input buffers, so a result cached by input pointer goes stale."""
     for i, (old, new) in enumerate(zip(buffers, fresh)):

@@ -9,8 +9,10 @@ from dataclasses import asdict, dataclass, field
 INFRASTRUCTURE = "infrastructure_error"
 CANCELLED = "cancelled"  # not begun: the search's budget was spent first; no verdict, never stored
 NO_VERDICT = (INFRASTRUCTURE, CANCELLED)  # statuses that say nothing of the kernel: a child ending so is dropped
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "crashed", "incorrect", "rejected", INFRASTRUCTURE,
-            CANCELLED)
+STATUSES = ("ok", "compile_error", "compile_timeout", "runtime_error", "timeout", "crashed", "incorrect", "rejected",
+            INFRASTRUCTURE, CANCELLED)
+# the kernels did not compile (an error, or a build past fitness.compile_timeout_s): a configuration not to try again
+COMPILE_FAILURES = frozenset({"compile_error", "compile_timeout"})
 NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
                                                 # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000

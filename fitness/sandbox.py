@@ -4,6 +4,8 @@ Every job runs in a process of its own, forked for it by the Sandbox's fork serv
 triton imported once, CUDA untouched), in a private directory with a private Triton and Inductor cache and an
 environment stripped of secrets and provider variables. A crash, a hang past the timeout, a CUDA error or
 ``os._exit`` costs that one job: its process group is killed or simply gone, and the next job gets a new process.
+A job may also have a compile time limit: a worker whose stage says it has been building one kernel for longer is
+killed (``CompileClock``; status ``compile_timeout``).
 A pool of ``spares`` workers, forked and with CUDA initialised ahead of their jobs, hides the start-up cost.
 
 ``run`` may be called from many threads at once. Trusted jobs (baselines) use a persistent cache; they also build
@@ -18,6 +20,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -28,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 
 from fitness.result import NOT_JUDGED
-from fitness.zygote import WorkerHandle, Zygote
+from fitness.zygote import COMPILE_STAGE, WorkerHandle, Zygote
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 PROVIDER_PREFIXES = (
@@ -45,6 +48,7 @@ PREWARM_TIMEOUT_S = 600.0
 STUB_PREFIXES = ("cuda_utils", "__triton_launcher")
 STUB_MARKER = "kernelevo-stubs.json"  # in the trusted Triton cache: the Triton version its stubs were built for
 MAX_STUB_FILES = 256
+COMPILE_POLL_S = 0.25  # how often the stage of a job with a compile time limit is read
 
 
 def is_secret_variable(name: str) -> bool:
@@ -108,9 +112,27 @@ def warn_unconfined(missing: dict | None) -> None:
                   f"README's 'What the evaluator checks'", file=sys.stderr, flush=True)
 
 
+class CompileClock:
+    """How long a worker has been in its stage (``fitness.stage``, read on the Sandbox's clock) when that stage is
+    compiling (it begins with COMPILE_STAGE). The worker names each kernel Triton builds in a stage of its own
+    (``fitness.stage.CompileStage``), so the limit is per kernel; where Triton does not report its builds, it is for
+    the whole compile pass."""
+
+    def __init__(self, limit_s: float):
+        self.limit_s = limit_s
+        self.stage: str | None = None
+        self.since = 0.0
+
+    def overdue(self, stage: str, now: float) -> bool:
+        """Whether the worker has now been compiling for longer than the limit (`stage`: read at `now`)."""
+        if stage != self.stage:
+            self.stage, self.since = stage, now
+        return stage.startswith(COMPILE_STAGE) and now - self.since > self.limit_s
+
+
 @dataclass
 class JobOutcome:
-    status: str  # "finished", "timeout" or "crashed"
+    status: str  # "finished", "timeout", "compile_timeout" or "crashed"
     result: dict | None
     exit_code: int | None
     log_tail: str
@@ -119,6 +141,7 @@ class JobOutcome:
     lost: bool = False  # the fork server died before the worker's exit was known
     stage: str = ""  # what the job was doing when it ended (the worker's STAGE_FILE); "" before its job began
     unstarted: str = ""  # why the job never reached a worker (none forked in time, the job not written); "" if it did
+    compile_timeout_s: float | None = None  # the compile time limit the job ran under
 
     @property
     def infrastructure(self) -> bool:
@@ -132,6 +155,11 @@ class JobOutcome:
         infrastructure failure ends with NOT_JUDGED."""
         if self.unstarted:
             return f"{self.unstarted} {NOT_JUDGED}"
+        if self.status == "compile_timeout":
+            return (f"the worker was still {self.stage} after {self.compile_timeout_s:g} s and was killed "
+                    f"(fitness.compile_timeout_s={self.compile_timeout_s:g}): kernels compile in seconds, but a "
+                    f"launch configuration whose tile is too large for its warps can take Triton minutes; if these "
+                    f"kernels really need longer, raise fitness.compile_timeout_s")
         if self.status == "timeout":
             doing = self.stage or "starting the worker, before the job began"
             return (f"the evaluation did not finish within {timeout_s:g} s and was killed while {doing}"
@@ -291,9 +319,11 @@ class Sandbox:
             self._stubs = stub_files(cache)
 
     # jobs ------------------------------------------------------------------------------------------------------
-    def run(self, job: dict, timeout_s: float, trusted: bool = False) -> JobOutcome:
+    def run(self, job: dict, timeout_s: float, trusted: bool = False,
+            compile_timeout_s: float | None = None) -> JobOutcome:
         """Run one job in its own process; never raises for anything the job does, nor when no worker can be made or
-        given the job (an outcome with `unstarted`). Thread-safe."""
+        given the job (an outcome with `unstarted`). Thread-safe. With `compile_timeout_s`, a worker whose stage says
+        it has been compiling for longer is killed (status "compile_timeout"), whatever is left of `timeout_s`."""
         if not trusted:
             self._ensure_stubs()
         start = time.perf_counter()
@@ -320,13 +350,14 @@ class Sandbox:
                     self._replenish()
                 except OSError:
                     pass  # no spare for now: the next job forks its own worker (or reports why it cannot)
-            return self._wait(handle, result_path, timeout_s, token)
+            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s)
         finally:
             result_path.unlink(missing_ok=True)
             Path(f"{result_path}.tmp").unlink(missing_ok=True)
             shutil.rmtree(handle.workdir, ignore_errors=True)
 
-    def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str) -> JobOutcome:
+    def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str,
+              compile_timeout_s: float | None = None) -> JobOutcome:
         start = time.perf_counter()
         started = handle.forked.wait(START_TIMEOUT_S)
         if not started:  # the zygote is stuck: restart it, its workers are lost
@@ -334,7 +365,16 @@ class Sandbox:
                 if self._zygote is handle.zygote and self._zygote is not None:
                     self._zygote.stop()
         clock_from = max(start, handle.forked_at or start)  # a cold worker's zygote may still have been starting
-        finished = handle.exited.wait(max(timeout_s - (time.perf_counter() - clock_from), 0.0))
+        compiling = CompileClock(compile_timeout_s) if compile_timeout_s else None
+        overdue = False
+        while True:
+            left = clock_from + timeout_s - time.perf_counter()
+            finished = handle.exited.wait(max(min(left, COMPILE_POLL_S) if compiling else left, 0.0))
+            if finished or left <= 0:
+                break
+            if compiling is not None and compiling.overdue(self._stage(handle), time.perf_counter()):
+                overdue = True
+                break
         if not finished:
             handle.zygote.kill(handle)
             handle.exited.wait(KILL_WAIT_S)
@@ -343,15 +383,27 @@ class Sandbox:
         result = read_result(result_path, token) if finished else None
         if result is not None:
             warn_unconfined(result.get("worker", {}).get("confinement", {}).get("missing"))
-        status = "finished" if result is not None else ("timeout" if not finished else "crashed")
-        try:
-            stage = handle.stage_path.read_text()[:200]
-        except OSError:
-            stage = ""
+        status = ("finished" if result is not None else "crashed" if finished
+                  else "compile_timeout" if overdue else "timeout")
         unstarted = "" if started or result is not None else \
             f"the fork server did not start a worker within {START_TIMEOUT_S:g} s and was restarted"
-        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished, stage,
-                          unstarted)
+        return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished,
+                          self._stage(handle), unstarted=unstarted, compile_timeout_s=compile_timeout_s)
+
+    @staticmethod
+    def _stage(handle: WorkerHandle) -> str:
+        """The worker's STAGE_FILE, read so that nothing candidate code puts there (a FIFO, a link, a huge file)
+        can block or burden the thread waiting on the job."""
+        try:
+            fd = os.open(handle.stage_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return ""
+        try:
+            return os.read(fd, 200).decode(errors="replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
 
     def _log_tail(self, handle: WorkerHandle) -> str:
         try:

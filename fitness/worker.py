@@ -44,18 +44,19 @@ import torch  # noqa: E402
 
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
-from fitness.compile_ahead import compile_ahead, copy_model  # noqa: E402
+from fitness.compile_ahead import compile_pass, copy_model, meta_pass  # noqa: E402
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
 from fitness.confine import become_unprivileged  # noqa: E402
 from fitness.gpu_lock import DeviceLock, start_up  # noqa: E402
-from fitness.inputs import (clone_all, make_inputs, poison_allocator, reference_output_specs, refill,  # noqa: E402
-                            scrub, synchronize, timing_inputs)
+from fitness.inputs import (clone_all, make_inputs, meta_inputs, poison_allocator,  # noqa: E402
+                            reference_output_specs, refill, scrub, synchronize, timing_inputs)
 from fitness.memory import spec_bytes  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
-from fitness.zygote import STAGE_FILE  # noqa: E402
+from fitness.stage import CompileStage, stage  # noqa: E402
+from fitness.zygote import COMPILE_STAGE  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
 JOB_POLL_S = 0.005
@@ -82,16 +83,6 @@ class phase:
         PHASES[self.name] = PHASES.get(self.name, 0.0) + time.perf_counter() - self.start
         if self.name in SPAN_PHASES:
             SPANS.append([self.name, self.wall, _WALL()])
-
-
-def stage(text: str) -> None:
-    """Say what the job is doing now (in its directory, STAGE_FILE), so a timeout can say what was running."""
-    tmp = Path(f".{STAGE_FILE}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, STAGE_FILE)
-    except OSError:  # a diagnosis only: never the reason an evaluation fails
-        pass
 
 
 @contextmanager
@@ -169,15 +160,22 @@ def time_candidate(timed: TimedCalls, input_sets: list, job) -> dict:
     return stats.to_dict()
 
 
-def prepare_compile_pass(model_new, problem, job, input_seed: int):
-    """(model copy, inputs) for the compile pass, made under the shared lock; None on the CPU interpreter (nothing
-    to compile) or when the model cannot be copied (then the first real call compiles)."""
+def prepare_compile_pass(model_new, problem, job):
+    """(what the compile pass starts from: ``fitness.compile_ahead.meta_pass``, how it went so far), made under the
+    shared lock; None on the CPU interpreter (nothing to compile)."""
     if not job["device"].startswith("cuda"):
         return None, "skipped: CPU interpreter"
-    try:
-        return (copy_model(model_new), make_inputs(problem, input_seed + 20_000, job["device"])), ""
-    except Exception as exc:  # noqa: BLE001
-        return None, f"fallback: the model could not be copied: {type(exc).__name__}: {exc}"[:300]
+    return meta_pass(model_new, lambda: meta_inputs(problem)), ""
+
+
+def device_compile_pass(model_new, problem, job, input_seed: int) -> tuple:
+    """A device copy of the model and real inputs, for a compile pass that meta tensors could not run (the wait for
+    the lock is no compile time)."""
+    stage("copying the model and making inputs for the compile pass (it failed on meta tensors)")
+    with gpu_lock(job, exclusive=False):
+        made = copy_model(model_new), make_inputs(problem, input_seed + 20_000, job["device"])
+    stage(COMPILE_STAGE)
+    return made
 
 
 def run_candidate_job(job: dict) -> dict:
@@ -200,6 +198,7 @@ def run_candidate_job(job: dict) -> dict:
 def judge_candidate(job: dict, input_seed: int) -> dict:
     policy = PrecisionPolicy.from_dict(job["policy"])
     device, seed = job["device"], job["seed"]
+    LAUNCHES.on_compile = CompileStage()
     stage("importing the problem and the candidate")
     with phase("setup"):
         problem = load_problem(ProblemSpec.from_dict(job["problem"]))
@@ -222,15 +221,16 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                                  + describe_exception(exc, module.__file__)) from exc
         param_sync = copy_parameters(reference, model_new)
         verify("constructing ModelNew")
-        compile_pass, compile_how = prepare_compile_pass(model_new, problem, job, input_seed)
+        compile_from, compile_how = prepare_compile_pass(model_new, problem, job)
     result: dict = {}
     with torch.no_grad():
         try:
-            if compile_pass is not None:
-                stage("compiling the candidate's kernels")
+            if compile_from is not None:
+                stage(COMPILE_STAGE)
                 with phase("compile"):  # no lock: compiles, launches nothing
-                    compile_how = compile_ahead(*compile_pass, LAUNCHES)
-                    del compile_pass
+                    compile_how = compile_pass(
+                        compile_from, lambda: device_compile_pass(model_new, problem, job, input_seed), LAUNCHES)
+                    del compile_from
                 verify("compile pass")
             stage("running the reference once (output shapes)")
             with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):

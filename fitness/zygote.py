@@ -209,7 +209,8 @@ def main() -> None:
     os._exit(0)
 
 
-STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now (fitness.worker.stage)
+STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now (fitness.stage)
+COMPILE_STAGE = "compiling the candidate's kernels"  # how every stage spent compiling begins (fitness.sandbox)
 
 
 # the Sandbox's side -------------------------------------------------------------------------------------------

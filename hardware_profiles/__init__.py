@@ -13,6 +13,9 @@ import yaml
 
 PROFILE_DIR = Path(__file__).resolve().parent
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+# what torch's device properties do not report: 255 registers per thread on every NVIDIA GPU from compute
+# capability 3.5 on (CUDA C++ Programming Guide, technical specifications per compute capability)
+CUDA_MAX_REGISTERS_PER_THREAD = 255
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class HardwareProfile:
     max_threads_per_block: int
     registers_per_sm: int
     registers_per_block: int
+    max_registers_per_thread: int  # 32-bit registers one thread may have: more live fp32 values spill (limits.py)
     shared_memory_per_sm_bytes: int
     shared_memory_per_block_bytes: int
     l2_cache_bytes: int
@@ -93,6 +97,7 @@ def profile_from_properties(props) -> HardwareProfile:
         max_threads_per_block=getattr(props, "max_threads_per_block", 1024),
         registers_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
         registers_per_block=65536,
+        max_registers_per_thread=CUDA_MAX_REGISTERS_PER_THREAD,
         shared_memory_per_sm_bytes=getattr(props, "shared_memory_per_multiprocessor", smem_block),
         shared_memory_per_block_bytes=smem_block,
         l2_cache_bytes=getattr(props, "L2_cache_size", 0),

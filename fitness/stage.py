@@ -1,0 +1,45 @@
+"""What a worker's job is doing now, in its directory's STAGE_FILE: a timeout's reason says what was running, and
+the sandbox times the stages spent compiling (those beginning with COMPILE_STAGE: fitness.compile_timeout_s,
+``fitness.sandbox.CompileClock``)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fitness.zygote import COMPILE_STAGE, STAGE_FILE
+
+STAGE = [""]  # what stage() said last
+
+
+def stage(text: str) -> None:
+    """Say what the job is doing now (in its directory, STAGE_FILE), so a timeout can say what was running, and the
+    sandbox can time a compile (a stage beginning with COMPILE_STAGE: fitness.compile_timeout_s)."""
+    STAGE[0] = text
+    tmp = Path(f".{STAGE_FILE}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, STAGE_FILE)
+    except OSError:  # a diagnosis only: never the reason an evaluation fails
+        pass
+
+
+class CompileStage:
+    """``LaunchCounter.on_compile`` of a candidate job: while Triton builds a kernel, ahead or on its first real
+    call, the stage names it (so the sandbox's compile time limit runs, kernel by kernel), then says again what it
+    said before."""
+
+    def __init__(self):
+        self.before: str | None = None
+        self.builds = 0
+
+    def __call__(self, kernel: str | None) -> None:
+        if kernel is None:
+            if self.before is not None:
+                stage(self.before)
+            self.before = None
+            return
+        if self.before is None:
+            self.before = STAGE[0]
+        self.builds += 1  # every build a stage of its own, even of a kernel built before with other constants
+        where = "" if self.before.startswith(COMPILE_STAGE) else f", on its first call ({self.before})"
+        stage(f"{COMPILE_STAGE}: build {self.builds}, {kernel}{where}")
