@@ -21,7 +21,7 @@ from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
-from evo.tuner import Tuner
+from evo.tuner import Tuner, describe_tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
@@ -171,6 +171,7 @@ class RunSummary:
     best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
     llm: dict | None = None  # uncached LLM calls and their cost
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
+    tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -187,7 +188,7 @@ class RunSummary:
                 "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
                 "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
                 "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
-                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason}
+                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason, "tuner": self.tuner}
 
     @property
     def best_result(self) -> EvalResult | None:
@@ -219,7 +220,7 @@ class RunSummary:
                  ("precision policy", r.policy.get("name", "?")),
                  ("evaluations", f"{self.evaluations} ({self.distinct_evaluations} distinct)"),
                  ("stopped because", self.stop_reason), ("best kernel file", str(self.best_file)),
-                 ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
+                 ("tuning", self.tuner or "?"), ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
@@ -244,7 +245,16 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
-                      llm=store.llm_totals(), optuna_url=store.optuna_url)
+                      llm=store.llm_totals(), optuna_url=store.optuna_url,
+                      tuner=run_tuner(store.get_meta("config") or {}))
+
+
+def run_tuner(config: dict) -> str:
+    """How a run's config tuned (its sampler by name), or '' for a run saved before samplers were named."""
+    tuner = config.get("search", {}).get("tuner", {})
+    if tuner.get("sampler") is None:
+        return ""
+    return describe_tuner(tuner["sampler"], tuner["warm_start"], tuner["trials"], tuner["parallel"])
 
 
 def descends_from(store: RunStore, individual: Individual | None) -> str:
@@ -278,10 +288,7 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     """Everything about a run's config that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
-    tuner_cfg = cfg.search.tuner
-    if tuner_cfg.trials < 1 or tuner_cfg.parallel < 1:
-        raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {tuner_cfg.trials}, "
-                         f"{tuner_cfg.parallel}")
+    tuner_options(cfg.search.tuner)
     evaluations_in_flight(cfg.get("parallel", "auto"))
     check_fitness_config(cfg)
     evaluation_backend(cfg)  # its settings; Ray installed when chosen
@@ -295,13 +302,11 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
 def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
     settings, operators = check_run_config(cfg)  # bad config fails before anything starts
-    tuner_cfg = cfg.search.tuner
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
     try:
-        tuner = Tuner(service, store.optuna_url, trials=tuner_cfg.trials, seed=cfg.search.seed,
-                      prune_factor=tuner_cfg.prune_factor, parallel=tuner_cfg.parallel)
+        tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **tuner_options(cfg.search.tuner))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
         print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations and "
