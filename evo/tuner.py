@@ -28,18 +28,21 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from random import Random
 
 import optuna
 
 from evo.evaluation import EvaluationService
-from evo.tuning_memory import COMPILE_FAILURES, TuningMemory, trial_record, warm_trials
+from evo.tuning_memory import COMPILE_FAILURES, TuningMemory, signature, trial_record, warm_trials
 from fitness.individual import Individual
 from hardware_profiles.limits import limit_violation
 from operators.inductor_seed.templates import tile_starts
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 logging.getLogger("optuna").setLevel(logging.WARNING)
-COMPLETE, PRUNED = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED
+COMPLETE, PRUNED, FAIL = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL
+REASKS = 4  # asks in place of a configuration measured before, per trial, before a repeat is taken
+RANDOM_DRAWS = 64  # random draws looking for an unmeasured configuration in place of a repeat
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
 
 
@@ -126,6 +129,26 @@ class Tuner:
             study.enqueue_trial(params)
         return study
 
+    def _ask(self, study: optuna.Study, space: dict, known: set, first: bool, rng: Random) -> tuple:
+        """A trial and its configuration, one not measured before in this study (by the individual or the ancestors
+        it was warm-started with). The sampler's proposal, unless it repeats one (TPE, sure of its best, does: it
+        would tell the study nothing new): that trial is told as failed (a state no sampler learns from) and an
+        unmeasured configuration drawn at random (seeded) is asked instead. The first trial, the individual's own
+        configuration, is taken as it is, and so is a repeat when nearly every configuration was measured."""
+        for attempt in range(REASKS + 1):
+            trial = study.ask()
+            params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
+            fresh = None
+            if not first and signature(params) in known and attempt < REASKS:
+                fresh = next((draw for draw in ({name: rng.choice(choices) for name, choices in space.items()}
+                                                for _ in range(RANDOM_DRAWS)) if signature(draw) not in known), None)
+            if fresh is None:
+                known.add(signature(params))
+                return trial, params
+            trial.set_user_attr("repeat", "measured before in this study: replaced by an unmeasured configuration")
+            study.tell(trial, state=FAIL)
+            study.enqueue_trial(fresh)  # asked next (unless configurations enqueued before are still waiting)
+
     def _skip(self, structure: str, params: dict) -> tuple[str, str] | None:
         """(note, status) of a configuration not to evaluate: beyond the profile's limits, or known not to compile."""
         violation = limit_violation(params, self.service.profile)
@@ -149,12 +172,14 @@ class Tuner:
         ancestry = self.memory.ancestry(individual, structure)
         study = self._fresh_study(individual, structure, ancestry)
         best, best_params, records = None, None, []
+        known = {signature(t.params) for t in study.get_trials(deepcopy=False, states=(COMPLETE, PRUNED))}
+        rng = Random(f"{self.seed}:{individual.key}")  # the draws in place of repeats
         asked = 0
         while asked < self.trials:
-            batch = [study.ask() for _ in range(min(self.parallel, self.trials - asked))]
+            batch = [self._ask(study, genome.space, known, asked + i == 0, rng)
+                     for i in range(min(self.parallel, self.trials - asked))]
             asked += len(batch)
-            configs = [{name: trial.suggest_categorical(name, choices) for name, choices in genome.space.items()}
-                       for trial in batch]
+            batch, configs = [trial for trial, _ in batch], [params for _, params in batch]
             skipped = [self._skip(structure, params) for params in configs]
             pending = {i: self.service.submit(genome.rendered(params), label=individual.operator)
                        for i, (params, skip) in enumerate(zip(configs, skipped)) if not skip}
@@ -184,7 +209,8 @@ class Tuner:
                         best, best_params = result, params
         attrs = study.user_attrs
         tuning = {"sampler": self.sampler, "structure": structure, "warm_start": attrs["warm_start_trials"],
-                  "warm_start_from": attrs["warm_start_from"], "trials": records}
+                  "warm_start_from": attrs["warm_start_from"], "trials": records,
+                  "repeats_replaced": len(study.get_trials(deepcopy=False, states=(FAIL,)))}
         if self.storage_url is None:
             optuna.delete_study(study_name=study.study_name, storage=self.storage)
         else:
@@ -211,7 +237,8 @@ class Tuner:
         copy = optuna.create_study(study_name=name, storage=self._rdb, direction="minimize")
         for key, value in study.user_attrs.items():
             copy.set_user_attr(key, value)
-        copy.add_trials(t for t in study.get_trials(deepcopy=False) if "warm_start_from" not in t.user_attrs)
+        copy.add_trials(t for t in study.get_trials(deepcopy=False, states=(COMPLETE, PRUNED))
+                        if "warm_start_from" not in t.user_attrs)
         optuna.delete_study(study_name=name, storage=self.storage)
 
     def close(self) -> None:

@@ -125,6 +125,20 @@ def distinct(configurations) -> list[dict]:
     return found
 
 
+def test_a_study_never_spends_a_trial_on_a_configuration_measured_before():
+    """Warm-started TPE, sure of its parent's best, proposes it again; the tuner asks an unmeasured one instead."""
+    tuner = Tuner(FakeService(), None, trials=6, parallel=3)
+    parent = tuner.tune(Individual("0.0", SEED))
+    lineage = [parent]
+    for generation in range(1, 5):
+        lineage.append(tuner.tune(child(lineage[-1], f"{generation}.0", {"STAGES": 1 + generation % 3})))
+    for ind in lineage[1:]:
+        measured = distinct(r["params"] for ancestor in lineage[:lineage.index(ind)] for r in ancestor.tuning["trials"])
+        tried = [r["params"] for r in ind.tuning["trials"]]
+        assert not any(params in measured for params in tried[1:]) and len(distinct(tried)) == len(tried)
+    assert sum(ind.tuning["repeats_replaced"] for ind in lineage) > 0  # it did propose repeats
+
+
 def live_study(tuner: Tuner, name: str) -> optuna.Study:
     return optuna.load_study(study_name=name, storage=tuner.storage)
 
