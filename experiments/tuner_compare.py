@@ -105,8 +105,11 @@ def summarise(arms: dict, checkpoints: list[int]) -> dict:
         for k in checkpoints:
             values = [run["curve"][min(k, len(run["curve"])) - 1] / best for run in runs]
             ratios[k] = statistics.fmean(values) if all(map(math.isfinite, values)) else None
+        tuned = [ind for run in runs for ind in run["tuning"]]
         rows[arm] = {"ratio_at": ratios, "found_best": sum(run["curve"][-1] == best for run in runs),
-                     "final_s": statistics.fmean(run["curve"][-1] for run in runs)}
+                     "final_s": statistics.fmean(run["curve"][-1] for run in runs),
+                     "replaced": statistics.fmean(ind["repeats_replaced"] for ind in tuned),
+                     "warm_start": statistics.fmean(ind["warm_start"] for ind in tuned)}
     return {"best_s": best, "arms": rows}
 
 
@@ -116,17 +119,19 @@ def table(result: dict) -> str:
              f"{s['generations']} generations of parameter mutations, {s['trials']} trials each ({s['parallel']} at "
              f"once), {s['seeds']} seeds; {result['environment']['date']}. Cells: mean over seeds of the best time "
              f"found after k trials / the best any arm found (1.00 = found it; '–': some seed had no correct "
-             f"kernel yet).", ""]
+             f"kernel yet); per individual, the mean trials its study was warm-started with and the sampler's "
+             f"proposals of configurations measured before that were replaced by unmeasured ones.", ""]
     for problem in result["problems"]:
         summary = problem["summary"]
         ks = list(next(iter(summary["arms"].values()))["ratio_at"])
         lines += [f"## {problem['problem']} (best found {summary['best_s'] * 1e6:,.1f} us, "
                   f"{problem['distinct_evaluations']} distinct evaluations, {problem['wall_s']:.0f} s)", "",
-                  "| sampler | " + " | ".join(f"k={k}" for k in ks) + " | seeds that found the best |",
-                  "|---|" + "---|" * (len(ks) + 1)]
+                  "| sampler | " + " | ".join(f"k={k}" for k in ks) + " | seeds that found the best | warm-start "
+                  "trials | repeats replaced |", "|---|" + "---|" * (len(ks) + 3)]
         for arm, row in summary["arms"].items():
             cells = ["–" if v is None else f"{v:.3f}" for v in row["ratio_at"].values()]
-            lines.append(f"| {arm} | " + " | ".join(cells) + f" | {row['found_best']}/{s['seeds']} |")
+            lines.append(f"| {arm} | " + " | ".join(cells) + f" | {row['found_best']}/{s['seeds']} | "
+                         f"{row['warm_start']:.1f} | {row['replaced']:.1f} |")
         lines.append("")
     return "\n".join(lines)
 
