@@ -104,7 +104,8 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
              ("best kernel descends from", s.best_from or "?"),
              ("evaluations", s.evaluations_text()),
              ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
-             ("search wall time", f"{s.search_wall_s:.1f} s"), ("stopped because", s.stop_reason or "-"),
+             ("search wall time", f"{s.search_wall_s:.1f} s"), ("tuning", s.tuner or "?"),
+             ("stopped because", s.stop_reason or "-"),
              ("best kernel file", str(s.best_file))]
     return rows
 

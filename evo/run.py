@@ -21,7 +21,7 @@ from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
-from evo.tuner import Tuner
+from evo.tuner import Tuner, describe_tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
@@ -177,6 +177,7 @@ class RunSummary:
     llm: dict | None = None  # uncached LLM calls and their cost
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
+    tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -197,7 +198,7 @@ class RunSummary:
                                          else None),
                 "baseline_wall_s": self.baseline_wall_s, "seed_wall_s": self.seed_wall_s,
                 "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason,
-                "infrastructure_failures": self.infrastructure_failures}
+                "infrastructure_failures": self.infrastructure_failures, "tuner": self.tuner}
 
     def time_text(self) -> str:
         """The search's wall time and rate, with the one-off work before it apart."""
@@ -244,7 +245,7 @@ class RunSummary:
                  ("evaluations", self.evaluations_text()),
                  ("stopped because", self.stop_reason), ("time", self.time_text()),
                  ("best kernel file", str(self.best_file)),
-                 ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
+                 ("tuning", self.tuner or "?"), ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
@@ -272,7 +273,16 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
                       llm=store.llm_totals(), optuna_url=store.optuna_url,
-                      infrastructure_failures=store.infrastructure_failures())
+                      infrastructure_failures=store.infrastructure_failures(),
+                      tuner=run_tuner(store.get_meta("config") or {}))
+
+
+def run_tuner(config: dict) -> str:
+    """How a run's config tuned (its sampler by name), or '' for a run saved before samplers were named."""
+    tuner = config.get("search", {}).get("tuner", {})
+    if tuner.get("sampler") is None:
+        return ""
+    return describe_tuner(tuner["sampler"], tuner["warm_start"], tuner["trials"], tuner["parallel"])
 
 
 def descends_from(store: RunStore, individual: Individual | None) -> str:
@@ -306,10 +316,7 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     """Everything about a run's config that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
-    tuner_cfg = cfg.search.tuner
-    if tuner_cfg.trials < 1 or tuner_cfg.parallel < 1:
-        raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {tuner_cfg.trials}, "
-                         f"{tuner_cfg.parallel}")
+    tuner_options(cfg.search.tuner)
     evaluations_in_flight(cfg.get("parallel", "auto"))
     check_fitness_config(cfg)
     evaluation_backend(cfg)  # its settings; Ray installed when chosen
@@ -323,13 +330,11 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
 def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
     """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
     settings, operators = check_run_config(cfg)  # bad config fails before anything starts
-    tuner_cfg = cfg.search.tuner
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
     try:
-        tuner = Tuner(service, store.optuna_url, trials=tuner_cfg.trials, seed=cfg.search.seed,
-                      prune_factor=tuner_cfg.prune_factor, parallel=tuner_cfg.parallel)
+        tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **tuner_options(cfg.search.tuner))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
         print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations and "

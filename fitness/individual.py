@@ -38,6 +38,7 @@ class Individual:
     result: EvalResult | None = None  # the evaluation of `genome.rendered()`; None until tuned
     trials: int = 0  # tuner configurations tried
     llm: dict = field(default_factory=dict)  # LLM usage of the operator call that made it: calls, tokens, cost_usd
+    tuning: dict = field(default_factory=dict)  # evo.tuner's record: sampler, configurations tried (for descendants)
 
     def __post_init__(self):
         self.parents = tuple(self.parents)
@@ -71,17 +72,18 @@ class Individual:
             return self.result.time_s
         return math.inf
 
-    def tuned(self, genome: Genome, result: EvalResult, trials: int) -> "Individual":
-        """This individual with the parameters the tuner chose and their result."""
-        return replace(self, genome=genome, result=result, trials=trials)
+    def tuned(self, genome: Genome, result: EvalResult, trials: int, tuning: dict | None = None) -> "Individual":
+        """This individual with the parameters the tuner chose, their result and the record of its tuning."""
+        return replace(self, genome=genome, result=result, trials=trials, tuning=tuning or {})
 
     def lineage_dict(self) -> dict:
         """Everything but the result (stored once per kernel, under `key`)."""
         return {"id": self.id, "genome": self.genome.to_dict(), "parents": list(self.parents),
-                "operator": self.operator, "generation": self.generation, "trials": self.trials, "llm": self.llm}
+                "operator": self.operator, "generation": self.generation, "trials": self.trials, "llm": self.llm,
+                "tuning": self.tuning}
 
     @classmethod
     def from_lineage_dict(cls, data: dict, result: EvalResult | None) -> "Individual":
         return cls(id=data["id"], genome=Genome.from_dict(data["genome"]), parents=tuple(data["parents"]),
                    operator=data["operator"], generation=data["generation"], result=result,
-                   trials=data.get("trials", 0), llm=data.get("llm", {}))
+                   trials=data.get("trials", 0), llm=data.get("llm", {}), tuning=data.get("tuning", {}))

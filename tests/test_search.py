@@ -215,6 +215,7 @@ def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path):
     ("problem.name=no_such_problem", "neither a bundled problem"),
     ("search.generations=-1", "search.generations must not be negative"),
     ("search.tuner.trials=0", "search.tuner.trials and search.tuner.parallel must be at least 1"),
+    ("search.tuner.sampler=grid", "search.tuner.sampler='grid' is not a sampler; use one of tpe, random"),
     ("search.mu=0", "search.mu and search.lambda_ must be at least 1"),
 ])
 def test_bad_overrides_get_a_clear_error(tmp_path, override, message):
@@ -262,17 +263,17 @@ def lineage_of(run_dir: Path) -> list[tuple]:
 
 
 def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_workers(tmp_path):
-    """Children in flight, trials in parallel and evaluation workers change nothing the search decides: a run with
-    4 evaluation workers, 3 children and 2 trials at once, then the same config run serially on the first run's
-    measurements (timings on the interpreter are wall-clock noise, so the second run must see the same ones)."""
+    """Children in flight and evaluation workers change nothing the search decides: a run with 4 evaluation
+    workers and 3 children at once, then the same config run with one of each on the first run's measurements
+    (timings on the interpreter are wall-clock noise, so the second run must see the same ones). The tuner's batch
+    (search.tuner.parallel) is the same in both: TPE learns between batches, so it is part of the search."""
     common = ["problem=elementwise_chain", "search.mu=2", "search.lambda_=3", "search.generations=2",
-              "search.patience=null", "search.tuner.trials=3", "fitness.trials=1", "fitness.timing.interpreter_reps=1"]
-    wide = kernelevo("run", *common, "parallel=4", "search.parallel=3", "search.tuner.parallel=2",
-                     "hydra.run.dir=wide", cwd=tmp_path)
+              "search.patience=null", "search.tuner.trials=3", "search.tuner.parallel=2", "fitness.trials=1",
+              "fitness.timing.interpreter_reps=1"]
+    wide = kernelevo("run", *common, "parallel=4", "search.parallel=3", "hydra.run.dir=wide", cwd=tmp_path)
     assert wide.returncode == 0, wide.stdout + wide.stderr
     measured = replay_measurements(tmp_path / "wide", tmp_path / "serial")
-    serial = kernelevo("run", *common, "parallel=1", "search.parallel=1", "search.tuner.parallel=1",
-                       "hydra.run.dir=serial", cwd=tmp_path)
+    serial = kernelevo("run", *common, "parallel=1", "search.parallel=1", "hydra.run.dir=serial", cwd=tmp_path)
     assert serial.returncode == 0, serial.stdout + serial.stderr
     assert lineage_of(tmp_path / "serial") == lineage_of(tmp_path / "wide")
     assert len(lineage_of(tmp_path / "wide")) == 1 + 2 * 3
