@@ -17,6 +17,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
@@ -171,12 +172,15 @@ class RunSummary:
     best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
     llm: dict | None = None  # uncached LLM calls and their cost
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
+    sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
         r, seed = self.best_result, self.tuned_seed_result
         ok = r is not None and r.ok
-        return {"status": "ok" if ok else (r.status if r is not None else "no kernel"),
+        check = self.sizes_check or {}
+        return {"status": (full_size.BAKED if full_size.baked(check) else "ok") if ok
+                else (r.status if r is not None else "no kernel"),
                 "problem": r.problem if r is not None else "", "seed": self.seed_operator,
                 "best_from": self.best_from,
                 "policy": (r.policy or {}).get("name", "") if r is not None else "",
@@ -187,7 +191,12 @@ class RunSummary:
                 "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
                 "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
                 "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
-                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason}
+                "baseline_wall_s": self.baseline_wall_s, "stop_reason": self.stop_reason,
+                "selection": (INTERPRETER_TIMES if r.timer == "interpreter" else "GPU time") if r is not None else "",
+                "baked_seeds": check.get("baked_seeds", []), "other_sizes": check.get("other_sizes") or None,
+                "other_sizes_tried": [t["id"] for t in check.get("tried", [])],
+                "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
+                                       if t["status"] != "ok"}}
 
     @property
     def best_result(self) -> EvalResult | None:
@@ -202,11 +211,13 @@ class RunSummary:
         if r is None or not r.ok:
             return "no correct kernel was found"
         if r.timer == "interpreter":  # wall-clock noise of the CPU interpreter: times to compare, never speed-ups
-            rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials)"),
+            baked = " at the test sizes only: baked there" if full_size.baked(self.sizes_check) else ""
+            rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials){baked}"),
                     (f"best kernel time ({INTERPRETER_TIMES})", format_seconds(r.time_s)),
                     (f"seed kernel time ({INTERPRETER_TIMES}, as written)", _time(self.seed_result)),
                     (f"seed kernel time ({INTERPRETER_TIMES}, tuned)", _time(self.tuned_seed_result)),
-                    ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)")]
+                    ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)"),
+                    *full_size.rows(self.sizes_check)]
         else:
             rows = [("best kernel time", format_seconds(r.time_s)),
                     ("seed kernel time (as written)", _time(self.seed_result)),
@@ -237,14 +248,16 @@ def _ratio(base: EvalResult | None, best: EvalResult) -> str:
 
 
 def summarise(store: RunStore, state: dict) -> RunSummary:
-    best = store.individual(state["hall_of_fame"][0]) if state.get("hall_of_fame") else None
+    fastest = state["hall_of_fame"][0] if state.get("hall_of_fame") else None
+    check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
+    best = store.individual((check or {}).get("kept") or fastest) if fastest else None  # other sizes too
     seed = store.individual("0.0")
     seed_as_written = store.evaluation(evaluation_key(seed.genome.source)) if seed else None
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
-                      llm=store.llm_totals(), optuna_url=store.optuna_url)
+                      llm=store.llm_totals(), optuna_url=store.optuna_url, sizes_check=check)
 
 
 def descends_from(store: RunStore, individual: Individual | None) -> str:
@@ -310,6 +323,9 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         team = build_team(cfg, store, evaluator)
         seeds = seed_genomes(cfg, team, service, run_dir)
         interpreter = not evaluator.on_gpu
+        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [by for _, by in seeds]) if interpreter else None
+        if sizes_check is not None:
+            print(sizes_check.start_line(), flush=True)
         search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
                         selection=instantiate(cfg.search.selection), team=team)
         started = time.time()
@@ -321,10 +337,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         if tuner is not None:
             tuner.close()
         service.close()
+    if sizes_check is not None:
+        sizes_check.judge(store, state, service.parallel)  # the best must run at other sizes than the test sizes
     summary = summarise(store, state)
     summary.search_window = window
     if summary.best is not None:
-        summary.best_file.write_text(summary.best.genome.rendered())
+        summary.best_file.write_text(full_size.flagged(summary.best.genome.rendered(), summary.sizes_check))
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.record(), indent=1) + "\n")
     store.close()
     print(summary.table(), flush=True)
