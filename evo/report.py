@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evo import full_size
 from evo.page import figure_png, pyplot
 from evo.run import RunSummary, summarise
 from evo.store import RunStore
@@ -85,11 +86,12 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     if not (s.best_result and s.best_result.ok):
         rows.append(("best kernel", f"no correct kernel ({r.status}: {r.reason[:300]})"))
     elif r.timer == INTERPRETER:
+        baked = "; at the test sizes only: baked there" if full_size.baked(s.sizes_check) else ""
         rows += [("best kernel", "correct (Triton's CPU interpreter: wall-clock times below are the interpreter's, "
-                                 "not kernel speed; no speed-ups)"),
+                                 f"not kernel speed; no speed-ups){baked}"),
                  ("best kernel, interpreter wall-clock", format_seconds(r.time_s)),
                  ("seed as written, interpreter wall-clock", _time(s.seed_result)),
-                 ("seed tuned, interpreter wall-clock", _time(s.tuned_seed_result))]
+                 ("seed tuned, interpreter wall-clock", _time(s.tuned_seed_result)), *full_size.rows(s.sizes_check)]
     else:
         seed = s.seed_result
         rows += [("best kernel time", format_seconds(r.time_s)),

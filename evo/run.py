@@ -17,6 +17,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
@@ -178,12 +179,15 @@ class RunSummary:
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
     tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
+    sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
         r, seed = self.best_result, self.tuned_seed_result
         ok = r is not None and r.ok
-        return {"status": "ok" if ok else (r.status if r is not None else "no kernel"),
+        check = self.sizes_check or {}
+        return {"status": (full_size.BAKED if full_size.baked(check) else "ok") if ok
+                else (r.status if r is not None else "no kernel"),
                 "problem": r.problem if r is not None else "", "seed": self.seed_operator,
                 "best_from": self.best_from,
                 "policy": (r.policy or {}).get("name", "") if r is not None else "",
@@ -198,7 +202,12 @@ class RunSummary:
                                          else None),
                 "baseline_wall_s": self.baseline_wall_s, "seed_wall_s": self.seed_wall_s,
                 "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason,
-                "infrastructure_failures": self.infrastructure_failures, "tuner": self.tuner}
+                "infrastructure_failures": self.infrastructure_failures, "tuner": self.tuner,
+                "selection": (INTERPRETER_TIMES if r.timer == "interpreter" else "GPU time") if r is not None else "",
+                "baked_seeds": check.get("baked_seeds", []), "other_sizes": check.get("other_sizes") or None,
+                "other_sizes_tried": [t["id"] for t in check.get("tried", [])],
+                "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
+                                       if t["status"] != "ok"}}
 
     def time_text(self) -> str:
         """The search's wall time and rate, with the one-off work before it apart."""
@@ -227,11 +236,13 @@ class RunSummary:
         if r is None or not r.ok:
             return "no correct kernel was found"
         if r.timer == "interpreter":  # wall-clock noise of the CPU interpreter: times to compare, never speed-ups
-            rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials)"),
+            baked = " at the test sizes only: baked there" if full_size.baked(self.sizes_check) else ""
+            rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials){baked}"),
                     (f"best kernel time ({INTERPRETER_TIMES})", format_seconds(r.time_s)),
                     (f"seed kernel time ({INTERPRETER_TIMES}, as written)", _time(self.seed_result)),
                     (f"seed kernel time ({INTERPRETER_TIMES}, tuned)", _time(self.tuned_seed_result)),
-                    ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)")]
+                    ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)"),
+                    *full_size.rows(self.sizes_check)]
         else:
             rows = [("best kernel time", format_seconds(r.time_s)),
                     ("seed kernel time (as written)", _time(self.seed_result)),
@@ -263,7 +274,9 @@ def _ratio(base: EvalResult | None, best: EvalResult) -> str:
 
 
 def summarise(store: RunStore, state: dict) -> RunSummary:
-    best = store.individual(state["hall_of_fame"][0]) if state.get("hall_of_fame") else None
+    fastest = state["hall_of_fame"][0] if state.get("hall_of_fame") else None
+    check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
+    best = store.individual((check or {}).get("kept") or fastest) if fastest else None  # other sizes too
     seed = store.individual("0.0")
     seed_as_written = store.evaluation(evaluation_key(seed.genome.source)) if seed else None
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
@@ -274,7 +287,7 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
                       llm=store.llm_totals(), optuna_url=store.optuna_url,
                       infrastructure_failures=store.infrastructure_failures(),
-                      tuner=run_tuner(store.get_meta("config") or {}))
+                      tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check)
 
 
 def run_tuner(config: dict) -> str:
@@ -346,6 +359,9 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         if store.get_meta("seed_wall_s") is None:  # the first call's: a resume makes them again from caches
             store.set_meta("seed_wall_s", time.perf_counter() - seeding)
         interpreter = not evaluator.on_gpu
+        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [by for _, by in seeds]) if interpreter else None
+        if sizes_check is not None:
+            print(sizes_check.start_line(), flush=True)
         search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
                         selection=instantiate(cfg.search.selection), team=team)
         started = time.time()
@@ -358,10 +374,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         if tuner is not None:
             tuner.close()
         service.close()
+    if sizes_check is not None:
+        sizes_check.judge(store, state, service.parallel)  # the best must run at other sizes than the test sizes
     summary = summarise(store, state)
     summary.search_window, summary.gpu_busy = window, busy
     if summary.best is not None:
-        summary.best_file.write_text(summary.best.genome.rendered())
+        summary.best_file.write_text(full_size.flagged(summary.best.genome.rendered(), summary.sizes_check))
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.record(), indent=1) + "\n")
     store.close()
     print(summary.table(), flush=True)

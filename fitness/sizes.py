@@ -12,6 +12,13 @@ The interpreter runs a kernel thousands of times slower than a GPU: at KernelBen
   allocated, no kernel runs);
 * while the largest tensor is over the bound, the largest size constant (ties: by name) is halved; a constant whose
   halving makes the problem fail to build or run on the meta device keeps its value and is not tried again.
+
+A second set of interpreter sizes (``other_sizes``), for judging whether a kernel reads its sizes from its inputs or
+has the test sizes baked in (as kernels converted from torch.compile's capture at those sizes do), differs from the
+test sizes in every size constant: those the test sizes set and the file's other integers of at least
+``MIN_SHRINKABLE``. Each moves to about three quarters of its value (at least one less; 1 and 2 gain one), so the
+interpreter's work stays about that of the test sizes; a change that makes the problem fail to build or run on the
+meta device is left out (all are tried together, then one at a time by name).
 """
 from __future__ import annotations
 
@@ -41,6 +48,18 @@ class Shrunk:
                 f"the file's sizes: its largest tensor, {self.largest:,} elements, is within the interpreter's "
                 f"bound of {MAX_ELEMENTS:,}")
         return text + (f"; {self.why_not}" if self.why_not else "")
+
+
+@dataclass
+class OtherSizes:
+    sizes: dict  # the problem's sizes: the test sizes with the changed constants
+    changed: dict  # name -> the other value, for each size constant that changed
+    unchanged: list = field(default_factory=list)  # size constants whose change breaks the problem on the meta device
+    why_not: str = ""  # why no other sizes could be made (nothing changed)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.changed.items()) + (
+            f" ({', '.join(self.unchanged)} unchanged: the problem does not build otherwise)" if self.unchanged else "")
 
 
 def int_constants(module: ModuleType) -> dict[str, int]:
@@ -97,3 +116,46 @@ def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
     why_not = "" if largest <= MAX_ELEMENTS else ("over the bound: its other sizes are not module-level "
                                                   "constants or cannot shrink")
     return Shrunk({**fixed, **changed}, largest, {k: constants[k] for k in changed}, why_not)
+
+
+def other_value(value: int) -> int:
+    """A size constant's value in the other sizes: about three quarters of it (at least one less); 1 and 2 gain one."""
+    return value + 1 if value <= 2 else value - max(1, value // 4)
+
+
+def other_sizes(problem: LoadedProblem) -> OtherSizes:
+    """The rule above, on a problem loaded at its test sizes (its module's constants are changed and restored)."""
+    module, spec = problem.module, problem.spec
+    constants = int_constants(module)
+    names = sorted(k for k, v in constants.items() if k in spec.sizes or v >= MIN_SHRINKABLE)
+    try:
+        largest_tensor(problem)
+        with_outputs = True
+    except Exception:  # noqa: BLE001 - a forward the meta device cannot run: its inputs and parameters must build
+        with_outputs = False
+
+    def builds(values: dict) -> bool:
+        for name, value in values.items():
+            setattr(module, name, value)
+        try:
+            largest_tensor(problem, with_outputs)
+            return True
+        except Exception:  # noqa: BLE001 - these sizes do not make a problem
+            return False
+        finally:
+            for name in values:
+                setattr(module, name, constants[name])
+
+    if not names:
+        return OtherSizes(dict(spec.sizes), {}, why_not="the problem has no size constants to change")
+    if not builds({}):
+        return OtherSizes(dict(spec.sizes), {}, why_not="its tensors cannot be built on torch's meta device")
+    wanted = {name: other_value(constants[name]) for name in names}
+    changed = wanted if builds(wanted) else {}
+    if not changed:
+        for name in names:
+            if builds({**changed, name: wanted[name]}):
+                changed[name] = wanted[name]
+    unchanged = [name for name in names if name not in changed]
+    why_not = "" if changed else "no size constant can change without breaking the problem on torch's meta device"
+    return OtherSizes({**spec.sizes, **changed}, changed, unchanged, why_not)

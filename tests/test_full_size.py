@@ -1,0 +1,114 @@
+"""Without a GPU a run says how it chooses (by interpreter wall-clock, at the test sizes) and keeps as its best a
+kernel that runs at other sizes too (evo/full_size.py): a bundled problem's size-generic best is kept; a fastest
+kernel with the test sizes baked in is not, when a slower one runs at other sizes; when every kernel tried is baked
+(a run from torch.compile's kernels captured at the test sizes), the best is flagged as baked. The other sizes
+differ from the test sizes in every size constant that can change (fitness.sizes.other_sizes)."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import CANDIDATES, SCALE_SHIFT, read_store
+from evo.full_size import TRIES
+from fitness.genome import code_hash
+from fitness.problem import load_problem, resolve_problem, suite_manifest
+from fitness.sizes import MIN_SHRINKABLE, other_sizes, other_value
+from test_search import TINY, run_dir_of
+
+PAIRED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+
+
+batch_size = 32
+dim = 100
+half = 50  # dim must stay 2 * half: neither changes alone
+kernel_size = 3
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim).view(batch_size, 2, half)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def run(*args, cwd):
+    """`kernelevo run` on the interpreter, its caches (Inductor's seeds) under the test's own directory."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "HOME": str(cwd)}
+    proc = subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", *args, *TINY], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = run_dir_of(proc.stdout)
+    return proc.stdout, run_dir, json.loads((run_dir / "summary.json").read_text())
+
+
+def fastest_and_individuals(run_dir):
+    return read_store(run_dir, lambda store: (store.latest_checkpoint()["hall_of_fame"][0],
+                                              {ind.id: ind for ind in store.individuals()}))
+
+
+def test_other_sizes_change_every_size_constant_that_can_change(tmp_path):
+    for name in ("matmul", "maxpool2d", "small_attention"):  # sizes of 1-2 grow, the others shrink
+        spec = resolve_problem(name, size_preset="test")
+        other = other_sizes(load_problem(spec))
+        assert other.changed == {k: other_value(v) for k, v in spec.sizes.items()} and not other.unchanged
+        assert all(other.changed[k] != v for k, v in spec.sizes.items())
+    problem = tmp_path / "paired.py"
+    problem.write_text(PAIRED)
+    loaded = load_problem(resolve_problem(str(problem), size_preset="test"))
+    other = other_sizes(loaded)
+    # batch_size changes; dim and half cannot change alone or together; kernel_size is below MIN_SHRINKABLE
+    assert 3 < MIN_SHRINKABLE and other.changed == {"batch_size": 24} and other.unchanged == ["dim", "half"]
+    assert loaded.sizes == {"batch_size": 32, "dim": 100, "half": 50, "kernel_size": 3}  # the module is restored
+    load_problem(resolve_problem(str(problem), sizes=other.sizes))  # the other sizes make a problem
+
+
+def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path):
+    output, run_dir, summary = run("problem=elementwise_chain", cwd=tmp_path)
+    assert "[kernelevo] selection among children: by interpreter wall-clock time (no GPU timing)" in output
+    test_sizes = suite_manifest()["elementwise_chain"]["test_sizes"]
+    fastest, individuals = fastest_and_individuals(run_dir)
+    assert summary["status"] == "ok" and summary["selection"] == "interpreter wall-clock"
+    assert summary["other_sizes"] == {k: other_value(v) for k, v in test_sizes.items()}
+    assert summary["other_sizes_tried"][0] == fastest and summary["other_sizes_failed"] == {}  # all size-generic
+    assert summary["baked_seeds"] == []
+    best = (run_dir / "best_kernel.py").read_text()
+    assert code_hash(best) == code_hash(individuals[fastest].genome.rendered())
+    assert summary["best_s"] == individuals[fastest].time_s
+
+
+def test_a_baked_fastest_kernel_is_not_kept_when_a_slower_one_runs_at_other_sizes(tmp_path):
+    # scale_shift's full sizes are 4 x 100; judged at 4 x 60, the test sizes of baked_or_generic's BAKED=1 variant
+    _, run_dir, summary = run(f"problem={SCALE_SHIFT}", f"problem.seed={CANDIDATES / 'baked_or_generic.py'}",
+                              "problem.sizes.dim=60", cwd=tmp_path)
+    fastest, individuals = fastest_and_individuals(run_dir)
+    assert individuals[fastest].genome.params["BAKED"] == 1, "the search did not find the baked variant fastest"
+    assert summary["other_sizes"] == {"dim": 45}
+    assert summary["other_sizes_tried"][0] == fastest and "output has shape (4, 60), expected (4, 45)" in \
+        summary["other_sizes_failed"][fastest]
+    kept = next(i for i in summary["other_sizes_tried"] if i not in summary["other_sizes_failed"])  # fastest first
+    assert individuals[kept].genome.params["BAKED"] == 0
+    assert summary["status"] == "ok" and summary["best_s"] == individuals[kept].time_s > individuals[fastest].time_s
+    best = (run_dir / "best_kernel.py").read_text()
+    assert code_hash(best) == code_hash(individuals[kept].genome.rendered())
+
+
+def test_when_every_kernel_tried_is_baked_the_best_is_flagged(tmp_path):
+    # a file without a seed starts from torch.compile's kernels, captured at the test sizes (4 x 60)
+    _, run_dir, summary = run(f"problem={SCALE_SHIFT}", "problem.sizes.dim=60", "inductor=none", cwd=tmp_path)
+    fastest, individuals = fastest_and_individuals(run_dir)
+    assert summary["status"] == "baked-at-test-sizes" and summary["baked_seeds"] == ["inductor"]
+    tried = summary["other_sizes_tried"]
+    correct = {ind.key for ind in individuals.values() if ind.ok}
+    assert tried[0] == fastest and len(tried) == min(TRIES, len(correct))
+    assert set(summary["other_sizes_failed"]) == set(tried)
+    best = (run_dir / "best_kernel.py").read_text()
+    assert best.startswith("# kernelevo: BAKED AT THE TEST SIZES dim=60")
+    assert code_hash(best) == code_hash(individuals[fastest].genome.rendered())  # still written: the fastest
