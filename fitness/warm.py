@@ -3,13 +3,14 @@ stages start warm:
 
 * ``prewarm_triton``: load Triton's driver (its stubs from the cache, or built now) and compile a tiny kernel
   without launching it;
-* ``warm_judge``: run the judge's own GPU work once on small tensors -- random inputs, copies, the output
-  comparison, CUDA events -- under the GPU's *shared* lock unless ``fitness.start_up_under_lock`` resolves to
-  false (on the H200, by its profile: then during timings, like the worker's CUDA context). A fresh
-  process pays for each torch kernel's first use (its module is loaded lazily) and for its first allocations; paid
-  here, in the spare's idle time, they are meant not to lengthen the correctness trials, which hold the shared
-  lock and so keep a waiting timer off the GPU. Its effect on throughput has not been isolated yet
-  (``experiments/results/throughput_h100.md``); ``fitness.warm_judge=false`` turns it off for that comparison.
+* ``warm_judge``: run the judge's own GPU work once on small tensors -- random inputs, copies, the output comparison
+  (its one-pass kernel compiled for each dtype, before any candidate code exists), CUDA events -- under the GPU's
+  *shared* lock unless ``fitness.start_up_under_lock`` resolves to false (on the H200, by its profile: then during
+  timings, like the worker's CUDA context). A fresh process pays for each torch kernel's first use (its module is
+  loaded lazily) and for its first allocations; paid here, in the spare's idle time, they are meant not to lengthen
+  the correctness trials, which hold the shared lock and so keep a waiting timer off the GPU. Its effect on
+  throughput has not been isolated yet (``experiments/results/throughput_h100.md``); ``fitness.warm_judge=false``
+  turns it off for that comparison.
 
 Both are best effort: a failure is reported and the job runs cold.
 """
