@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -136,9 +137,10 @@ def markdown(rows: list, device: str) -> str:
         if "error" in r:
             lines.append(f"| {r['case']} | {r['stands_for']} | | | | | | | | {r['error']} |")
             continue
+        extra = "-" if math.isnan(r["torch_extra_gib"]) else f"{r['torch_extra_gib']:.2f} / {r['fused_extra_gib']:.2f}"
         lines.append(f"| {r['case']} | {r['stands_for']} ({r['dtype']}) | {r['output_gib']:.2f} | "
                      f"{r['forward_ms']:.2f} | {r['input_check_ms']:.2f} | {r['torch_ms']:.2f} | {r['fused_ms']:.2f} | "
-                     f"{r['speedup']:.1f}x | {r['torch_extra_gib']:.2f} / {r['fused_extra_gib']:.2f} | {r['agree']} |")
+                     f"{r['speedup']:.3g}x | {extra} | {r['agree']} |")
     return "\n".join(lines) + "\n"
 
 
