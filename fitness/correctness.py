@@ -1,10 +1,12 @@
 """Output comparison for the correctness gate: shapes, dtypes, non-finite values and per-dtype tolerances."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
+from fitness.fused_compare import fused_stats
 from fitness.policy import PrecisionPolicy, Tolerance
 
 
@@ -75,11 +77,47 @@ def _unravel(flat: int, shape: tuple) -> tuple:
     return tuple(reversed(index))
 
 
-def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output") -> Comparison:
-    """The comparison's statistics are computed on the device, in float64, a chunk of ``CHUNK_ELEMENTS`` at a time
-    (a KernelBench output of 7.5 GB would need 15 GB per float64 temporary at once), and read back in one
-    transfer: every read is a synchronisation, and on a GPU that other processes share each one waits for their
-    work too."""
+def _torch_stats(flat_out: torch.Tensor, flat_ref: torch.Tensor, tol: Tolerance) -> tuple:
+    """(the seven statistics, first_bad(): the flat index of the first element out of tolerance) in torch, a chunk
+    of ``CHUNK_ELEMENTS`` at a time, read back in one transfer."""
+    count = flat_ref.numel()
+    chunks = torch.stack([_chunk_stats(flat_out[i:i + CHUNK_ELEMENTS], flat_ref[i:i + CHUNK_ELEMENTS], tol)
+                          for i in range(0, count, CHUNK_ELEMENTS)])
+    stats = torch.stack([chunks[:, 0].max(), chunks[:, 1].max(), chunks[:, 2].max(), chunks[:, 3].max(),
+                         chunks[:, 4].sum().sqrt(), chunks[:, 5].sum().sqrt(), chunks[:, 6].sum()]).tolist()
+
+    def first_bad() -> int:
+        chunk = next(i for i, n in enumerate(chunks[:, 6].tolist()) if n)  # a second read, on failure only
+        return _first_bad_in(flat_out, flat_ref, tol, chunk * CHUNK_ELEMENTS, (chunk + 1) * CHUNK_ELEMENTS)
+    return stats, first_bad
+
+
+def _first_bad_in(flat_out: torch.Tensor, flat_ref: torch.Tensor, tol: Tolerance, start: int, end: int) -> int:
+    return start + int(torch.nonzero(_chunk_errors(flat_out[start:end], flat_ref[start:end], tol)[-1])[0][0])
+
+
+def _statistics(flat_out: torch.Tensor, flat_ref: torch.Tensor, tol: Tolerance, fused: bool | None) -> tuple:
+    """(out non-finite, ref non-finite, max abs, max rel, ||ref||, ||out - ref||, elements out of tolerance),
+    whether non-finite values may differ (False: the fused pass counted none that do), and first_bad()."""
+    if fused is not False:
+        found = fused_stats(flat_out, flat_ref, tol, interpreter=bool(fused))
+        if found is not None:
+            v = found.values
+            stats = [v["out_nonfinite"], v["ref_nonfinite"], v["max_abs"], v["max_rel"], math.sqrt(v["ref_sq"]),
+                     math.sqrt(v["diff_sq"]), v["bad"]]
+            return stats, v["nonfinite_mismatch"] > 0, lambda: _first_bad_in(
+                flat_out, flat_ref, tol, *found.first_bad_span(flat_ref.numel()))
+    stats, first_bad = _torch_stats(flat_out, flat_ref, tol)
+    return stats, True, first_bad
+
+
+def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output",
+                   fused: bool | None = None) -> Comparison:
+    """The comparison's statistics are computed on the device in float64 and read back in one transfer (every read
+    is a synchronisation, and on a GPU that other processes share each one waits for their work too): in one pass
+    by the kernel of ``fitness.fused_compare`` on a GPU (`fused` None; True: also under Triton's interpreter, for
+    the tests; False: never), else in torch a chunk of ``CHUNK_ELEMENTS`` at a time (a KernelBench output of 7.5 GB
+    would need 15 GB per float64 temporary at once). Both give the same verdict and message."""
     if not isinstance(out, torch.Tensor):
         return Comparison(False, f"{label} is a {type(out).__name__}, expected a torch.Tensor")
     if tuple(out.shape) != tuple(ref.shape):
@@ -89,23 +127,17 @@ def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output"
     flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
     count = flat_ref.numel()
     if count:
-        chunks = torch.stack([_chunk_stats(flat_out[i:i + CHUNK_ELEMENTS], flat_ref[i:i + CHUNK_ELEMENTS], tol)
-                              for i in range(0, count, CHUNK_ELEMENTS)])
-        stats = torch.stack([chunks[:, 0].max(), chunks[:, 1].max(), chunks[:, 2].max(), chunks[:, 3].max(),
-                             chunks[:, 4].sum().sqrt(), chunks[:, 5].sum().sqrt(), chunks[:, 6].sum()]).tolist()
+        stats, nonfinite_may_differ, first_bad = _statistics(flat_out, flat_ref, tol, fused)
     else:
-        stats = [0.0] * 7
+        stats, nonfinite_may_differ = [0.0] * 7, False
     out_nonfinite, ref_nonfinite, max_abs, max_rel, ref_norm, diff_norm, n_bad = stats
-    if out_nonfinite or ref_nonfinite:
+    if (out_nonfinite or ref_nonfinite) and nonfinite_may_differ:
         nonfinite = _nonfinite_mismatch(out.detach().to(ref.device), ref.detach())
         if nonfinite:
             return Comparison(False, f"{label}: {nonfinite}", float("inf"), float("inf"), float("inf"))
     rel_l2 = diff_norm / ref_norm if ref_norm > 0 else max_abs
     if n_bad:
-        chunk = next(i for i, n in enumerate(chunks[:, 6].tolist()) if n)  # a second read, on failure only
-        start = chunk * CHUNK_ELEMENTS
-        bad = _chunk_errors(flat_out[start:start + CHUNK_ELEMENTS], flat_ref[start:start + CHUNK_ELEMENTS], tol)[-1]
-        flat = start + int(torch.nonzero(bad)[0][0])
+        flat = first_bad()
         return Comparison(False, (
             f"{label}: {int(n_bad)} of {count} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
             f"max abs error {max_abs:.3g}; first at index {_unravel(flat, tuple(ref.shape))}: got "

@@ -2,7 +2,8 @@
 stages start warm:
 
 * ``prewarm_triton``: load Triton's driver (its stubs from the cache, or built now) and compile a tiny kernel
-  without launching it;
+  and the judge's comparison kernel (``fitness.fused_compare``, for each dtype of WARM_DTYPES) without launching
+  them, outside the GPU's lock;
 * ``warm_judge``: run the judge's own GPU work once on small tensors -- random inputs, copies, the output
   comparison, CUDA events -- under the GPU's *shared* lock unless ``fitness.start_up_under_lock`` resolves to
   false (on the H200, by its profile: then during timings, like the worker's CUDA context). A fresh
@@ -20,6 +21,7 @@ import sys
 
 import torch
 
+from fitness import fused_compare
 from fitness.correctness import compare_tensor, same_bits
 from fitness.policy import Tolerance
 
@@ -27,7 +29,8 @@ WARM_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def prewarm_triton(device: str) -> str:
-    """Load Triton's driver and compile, without launching, a tiny kernel; "ok", "skipped" or why it failed."""
+    """Load Triton's driver and compile, without launching, a tiny kernel and the comparison kernel; "ok", "skipped"
+    or why it failed."""
     if not device.startswith("cuda") or os.environ.get("TRITON_INTERPRET") == "1":
         return "skipped"
     try:
@@ -42,10 +45,14 @@ def prewarm_triton(device: str) -> str:
         kernel = _prewarm.warmup(torch.float32, 1, BLOCK=128, grid=(1,))
         if callable(getattr(kernel, "_init_handles", None)):
             kernel._init_handles()  # loads the module and builds the launcher (a per-signature .so before 3.5)
-        return "ok"
     except Exception as exc:  # pragma: no cover - depends on the Triton version
         print(f"[worker] Triton pre-warm skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
         return f"failed: {type(exc).__name__}: {exc}"
+    try:
+        fused_compare.compile_ahead(device, WARM_DTYPES)  # the judge's comparison kernel, also launching nothing
+    except Exception as exc:  # pragma: no cover - best effort: the first comparison compiles it then
+        print(f"[worker] comparison kernel not compiled ahead: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return "ok"
 
 
 def judge_warm_up(device: str) -> None:
