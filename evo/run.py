@@ -145,7 +145,7 @@ def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalR
         CURRENT_CHILD.reset(token)
 
 
-TIMED_OUT = ("timeout", "compile_timeout")  # statuses of evaluations that ran out of time
+TIMED_OUT = ("timeout", "compile_timeout")  # statuses of evaluations that ran out of time (whole, or one build)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 
 

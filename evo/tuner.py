@@ -33,7 +33,8 @@ from random import Random
 import optuna
 
 from evo.evaluation import EvaluationService
-from evo.tuning_memory import COMPILE_FAILURES, TuningMemory, signature, trial_record, warm_trials
+from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
+from fitness.result import COMPILE_FAILURES
 from fitness.individual import Individual
 from hardware_profiles.limits import limit_violation
 from operators.inductor_seed.templates import tile_starts

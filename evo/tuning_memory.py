@@ -23,10 +23,8 @@ import threading
 import optuna
 
 from fitness.individual import Individual
+from fitness.result import COMPILE_FAILURES
 
-# The statuses of a configuration that did not compile. fitness.result is to define COMPILE_FAILURES with these
-# names on another branch; until then, this tuple (compile_timeout is not a status yet and matches nothing).
-COMPILE_FAILURES = ("compile_error", "compile_timeout")
 STATES = {"complete": optuna.trial.TrialState.COMPLETE, "pruned": optuna.trial.TrialState.PRUNED}
 
 

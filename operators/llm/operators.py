@@ -14,7 +14,7 @@ from fitness.individual import Individual
 from operators.base import BudgetExhausted, Operator, OperatorContext
 from operators.llm.parsing import ParseError
 
-REPAIRABLE = ("compile_error", "runtime_error", "incorrect")
+REPAIRABLE = ("compile_error", "compile_timeout", "runtime_error", "incorrect")
 
 
 def _team(context: OperatorContext):
