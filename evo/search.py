@@ -198,6 +198,8 @@ class Search:
             child = self._vary(n, islands[self._owner(n)], context)
         finally:
             CURRENT_CHILD.reset(token)
+            if not self._decided[n].done():  # _vary never began (an error): the child after it must not wait
+                self._decided[n].set_result(None)
         if child is None:
             return None
         tuned = replace(self.tuner.tune(child), llm=usage.summary())
