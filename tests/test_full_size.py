@@ -86,8 +86,10 @@ def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path):
 
 def test_a_baked_fastest_kernel_is_not_kept_when_a_slower_one_runs_at_other_sizes(tmp_path):
     # scale_shift's full sizes are 4 x 100; judged at 4 x 60, the test sizes of baked_or_generic's BAKED=1 variant
+    # one trial per individual: the seed keeps BAKED=0 as written (a tuner would move every individual to the
+    # faster BAKED=1, its only other choice), and children of the parameter mutation get BAKED=1
     _, run_dir, summary = run(f"problem={SCALE_SHIFT}", f"problem.seed={CANDIDATES / 'baked_or_generic.py'}",
-                              "problem.sizes.dim=60", cwd=tmp_path)
+                              "problem.sizes.dim=60", "search.tuner.trials=1", cwd=tmp_path)
     fastest, individuals = fastest_and_individuals(run_dir)
     assert individuals[fastest].genome.params["BAKED"] == 1, "the search did not find the baked variant fastest"
     assert summary["other_sizes"] == {"dim": 45}
