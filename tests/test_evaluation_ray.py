@@ -24,8 +24,8 @@ def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
     assert "2 evaluations and" in on_ray.stdout  # in flight: 1 actor x per_gpu
     measured = replay_measurements(tmp_path / "ray", tmp_path / "local")
     assert len(measured) > 2 and all(r.ok for r in measured.values())  # real verdicts came back from the actor
-    local = kernelevo("run", *COMMON, "parallel=1", "search.parallel=1", "search.tuner.parallel=1",
-                      "hydra.run.dir=local", cwd=tmp_path)
+    local = kernelevo("run", *COMMON, "parallel=1", "search.parallel=1",  # the tuner's batches are part of the
+                      "hydra.run.dir=local", cwd=tmp_path)                  # search (TPE learns between them): kept
     assert local.returncode == 0, local.stdout + local.stderr
     assert "Ray" not in local.stdout  # the default backend is this host's
     assert lineage_of(tmp_path / "local") == lineage_of(tmp_path / "ray")
