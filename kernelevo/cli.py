@@ -12,8 +12,9 @@ import sys
 import hydra
 
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
-from kernelevo.commands import COMMANDS, fail
+from kernelevo.commands import COMMANDS, fail, interrupted
 from kernelevo.listing import LISTS, print_list
+from kernelevo.locations import check_locations
 from kernelevo.validate import Validator, split_flags, wants_info
 
 USAGE = "usage: kernelevo {" + ",".join([*COMMANDS, "list"]) + "} [key=value ...]"
@@ -32,6 +33,15 @@ def expand_problem_paths(overrides: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The command line; Ctrl-C ends in one line and exit code 130 (`run` and `resume` catch it first, to say how
+    to continue the run)."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        interrupted("kernelevo: interrupted")
+
+
+def _main(argv: list[str] | None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") and len(argv) == 1:
         print(USAGE)
@@ -48,13 +58,17 @@ def main(argv: list[str] | None = None) -> None:
     command = COMMANDS[name]
     flags, overrides = split_flags(args)
     try:
-        cfg, overrides = Validator(name, command.config).check(expand_problem_paths(overrides))
-        if command.check is not None and not wants_info(flags):
-            command.check(cfg)
-    except ValueError as exc:  # a ConfigError, or a command check's error naming the fix
+        validator = Validator(name, command.config)
+        cfg, overrides = validator.check(expand_problem_paths(overrides))
+        if not wants_info(flags):
+            if command.check is not None:
+                command.check(cfg)
+            check_locations(name, cfg, *validator.output_dir(flags))
+    except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
     sys.argv = [f"kernelevo {name}", *flags, *overrides]
     hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
+
 
 if __name__ == "__main__":
     main()
