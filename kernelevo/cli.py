@@ -3,7 +3,8 @@
 Each sub-command has its own config file in ``conf/`` and its own task function; everything after the
 sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The overrides
 are checked against the command's composed config, and the command's own checks run, before Hydra starts
-(``kernelevo.validate``): a command that fails them has written nothing.
+(``kernelevo.validate``), and so are the places it writes (``kernelevo.locations``): a command that fails them has
+written nothing. Ctrl-C ends a command in one line, exit code 130.
 """
 from __future__ import annotations
 

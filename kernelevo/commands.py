@@ -101,7 +101,7 @@ def evaluate(cfg: DictConfig) -> None:
     with evaluator:
         print(f"[kernelevo] {evaluator.describe()}", flush=True)
         result = evaluator.evaluate(source, label=label)
-    print(result.summary(), flush=True)  # the verdict first: a failed write (checked before, yet) loses nothing
+    print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
     try:
         out = _out_path(cfg.out)
         out.write_text(result.to_json())
@@ -128,7 +128,7 @@ def seed(cfg: DictConfig) -> None:
     try:
         out = _out_path(cfg.out)
         written = write_seeds(sources, out.parent, out.name)  # the variants next to the seed
-    except OSError as exc:  # out= was checked before anything was compiled; this is a change since
+    except OSError as exc:  # out= was checked before anything was compiled: something changed since
         fail(f"the seed could not be written to out={cfg.out}: {exc}")
     for made_by, path in zip(sources, written):
         print(f"seed for {problem.name} ({made_by}; policy {policy.name}, {device}) written to {path}")
@@ -137,11 +137,14 @@ def seed(cfg: DictConfig) -> None:
 
 def run(cfg: DictConfig) -> None:
     """Evolve a faster kernel for the configured problem; the run directory is Hydra's output directory."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
     from evo.run import execute
     from kernelevo.locations import run_taken
 
-    run_dir = _output_dir()
-    taken = run_taken(run_dir)  # checked before Hydra too, where the directory was known then
+    run_dir, multirun = _output_dir(), HydraConfig.get().mode == RunMode.MULTIRUN
+    taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked then
     if taken is not None:
         fail(taken)
     try:

@@ -83,7 +83,7 @@ def interrupted_run(run_dir: Path) -> str:
     from evo.store import RunStore
 
     if RunStore.saved_run(run_dir) is None:
-        return f"kernelevo: interrupted before the run began in {run_dir}: nothing to resume"
+        return f"kernelevo: interrupted before the run began in {run_dir}: nothing to resume (run it again)"
     store = RunStore(run_dir, create=False)
     try:
         checkpoint = store.latest_checkpoint()

@@ -18,12 +18,12 @@ A valid override is handed to Hydra in the form that works for it: ``key=value``
 ``+search.generations=3`` means ``search.generations=3``), ``++key=value`` in an open spot (so
 ``problem.sizes.batch_size=8`` needs no ``+``). A mandatory value left out (``???``, e.g. ``resume`` without
 ``run_dir``) is a one-line error. Each command may add its own checks on the composed config (``Command.check``),
-which run here too, before Hydra makes an output directory: a command that fails them leaves nothing behind.
+which run here too, before Hydra makes an output directory: a command that fails them leaves nothing behind. The
+validator also says where Hydra will write (``Validator.output_dir``), for the checks of ``kernelevo.locations``.
 """
 from __future__ import annotations
 
 import difflib
-
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
@@ -137,6 +137,7 @@ class Validator:
         from hydra.core.global_hydra import GlobalHydra
         from hydra.core.override_parser.overrides_parser import OverridesParser
         from hydra.errors import HydraException
+        from hydra.types import RunMode
 
         try:
             parsed = OverridesParser.create().parse_overrides(overrides)
@@ -160,7 +161,7 @@ class Validator:
             except HydraException as exc:
                 raise ConfigError(str(exc).splitlines()[0]) from exc
         self.output_dirs = {mode: _resolved_dir(cfg, f"hydra.{mode}.dir") for mode in ("run", "sweep")}
-        self.multirun = str(OmegaConf.select(cfg, "hydra.mode", default=None)) == "RunMode.MULTIRUN"
+        self.multirun = OmegaConf.select(cfg, "hydra.mode", default=None) == RunMode.MULTIRUN
         with open_dict(cfg):  # as compose() without return_hydra_config leaves it
             del cfg["hydra"]
         for o in parsed:  # the YAML's default says the type: a number stays a number
