@@ -80,6 +80,18 @@ class RunStore:
             where = "does not exist" if not Path(run_dir).exists() else f"holds no run (no {DB_NAME})"
             raise StoreError(f"{run_dir} {where}; pass the run_dir that `kernelevo run` printed")
 
+    @staticmethod
+    def saved_run(run_dir: Path) -> dict | None:
+        """The config of the run that run_dir holds (a run began there: its config is the first thing it stores),
+        or None when it holds none (no store, or one of measurements only); creates nothing."""
+        if not (Path(run_dir) / DB_NAME).is_file():
+            return None
+        store = RunStore(run_dir, create=False)
+        try:
+            return store.get_meta("config")
+        finally:
+            store.close()
+
     @property
     def optuna_url(self) -> str:
         """The run's Optuna storage (Optuna's own tables in run.db): `optuna-dashboard URL` opens its studies."""

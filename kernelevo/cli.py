@@ -3,7 +3,8 @@
 Each sub-command has its own config file in ``conf/`` and its own task function; everything after the
 sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The overrides
 are checked against the command's composed config, and the command's own checks run, before Hydra starts
-(``kernelevo.validate``): a command that fails them has written nothing.
+(``kernelevo.validate``), and so are the places it writes (``kernelevo.locations``): a command that fails them has
+written nothing. Ctrl-C ends a command in one line, exit code 130.
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import sys
 import hydra
 
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
-from kernelevo.commands import COMMANDS, fail
+from kernelevo.commands import COMMANDS, fail, interrupted
 from kernelevo.listing import LISTS, print_list
+from kernelevo.locations import check_locations
 from kernelevo.validate import Validator, split_flags, wants_info
 
 USAGE = "usage: kernelevo {" + ",".join([*COMMANDS, "list"]) + "} [key=value ...]"
@@ -32,6 +34,15 @@ def expand_problem_paths(overrides: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The command line; Ctrl-C ends in one line and exit code 130 (`run` and `resume` catch it first, to say how
+    to continue the run)."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        interrupted("kernelevo: interrupted")
+
+
+def _main(argv: list[str] | None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") and len(argv) == 1:
         print(USAGE)
@@ -48,13 +59,17 @@ def main(argv: list[str] | None = None) -> None:
     command = COMMANDS[name]
     flags, overrides = split_flags(args)
     try:
-        cfg, overrides = Validator(name, command.config).check(expand_problem_paths(overrides))
-        if command.check is not None and not wants_info(flags):
-            command.check(cfg)
-    except ValueError as exc:  # a ConfigError, or a command check's error naming the fix
+        validator = Validator(name, command.config)
+        cfg, overrides = validator.check(expand_problem_paths(overrides))
+        if not wants_info(flags):
+            if command.check is not None:
+                command.check(cfg)
+            check_locations(name, cfg, *validator.output_dir(flags))
+    except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
     sys.argv = [f"kernelevo {name}", *flags, *overrides]
     hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
+
 
 if __name__ == "__main__":
     main()

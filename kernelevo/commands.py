@@ -1,6 +1,8 @@
 """Task functions behind the `kernelevo` sub-commands; each receives its composed Hydra config."""
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,23 @@ class Command:
 def fail(message: str) -> None:
     print(f"kernelevo: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (128 + SIGINT), as a shell reports one
+
+
+def interrupted(line: str) -> None:
+    """End a command that Ctrl-C interrupted: one line, exit code 130; a second Ctrl-C while it ends leaves at once
+    (the store keeps what finished: nothing is left to save)."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+    print(line, file=sys.stderr, flush=True)
+    sys.exit(INTERRUPTED)
+
+
+def _interrupted_run(run_dir: Path) -> None:
+    from kernelevo.resuming import interrupted_run
+
+    interrupted(interrupted_run(run_dir))
 
 
 def _output_dir() -> Path:
@@ -82,9 +101,12 @@ def evaluate(cfg: DictConfig) -> None:
     with evaluator:
         print(f"[kernelevo] {evaluator.describe()}", flush=True)
         result = evaluator.evaluate(source, label=label)
-    out = _out_path(cfg.out)
-    out.write_text(result.to_json())
-    print(result.summary())
+    print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
+    try:
+        out = _out_path(cfg.out)
+        out.write_text(result.to_json())
+    except OSError as exc:
+        fail(f"the verdict above could not be written to out={cfg.out}: {exc}")
     print(f"result written to {out}")
     if not result.ok:
         sys.exit(1)
@@ -103,20 +125,34 @@ def seed(cfg: DictConfig) -> None:
                                  variants=variants_from_config(cfg), **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))
-    out = _out_path(cfg.out)
-    for made_by, path in zip(sources, write_seeds(sources, out.parent, out.name)):  # variants next to the seed
+    try:
+        out = _out_path(cfg.out)
+        written = write_seeds(sources, out.parent, out.name)  # the variants next to the seed
+    except OSError as exc:  # out= was checked before anything was compiled: something changed since
+        fail(f"the seed could not be written to out={cfg.out}: {exc}")
+    for made_by, path in zip(sources, written):
         print(f"seed for {problem.name} ({made_by}; policy {policy.name}, {device}) written to {path}")
     print(f"evaluate one: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
 
 
 def run(cfg: DictConfig) -> None:
     """Evolve a faster kernel for the configured problem; the run directory is Hydra's output directory."""
-    from evo.run import execute
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
+    from evo.run import execute
+    from kernelevo.locations import run_taken
+
+    run_dir, multirun = _output_dir(), HydraConfig.get().mode == RunMode.MULTIRUN
+    taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked then
+    if taken is not None:
+        fail(taken)
     try:
-        execute(cfg, _output_dir())
+        execute(cfg, run_dir)
     except ValueError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:
+        _interrupted_run(run_dir)
 
 
 def bench(cfg: DictConfig) -> None:
@@ -143,6 +179,9 @@ def bench(cfg: DictConfig) -> None:
             f"{' ' + row.reason[:200] if row.status != 'ok' else ''}", flush=True))
     except BenchError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:
+        interrupted(f"kernelevo: interrupted; {bench_dir} keeps every finished problem: continue with the same "
+                    f"command and bench.dir={bench_dir}")
     title = cfg.bench.title or f"kernelevo bench: {len(tasks)} problems"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
                                                           "backend": backend.describe()})
@@ -158,13 +197,21 @@ def resume(cfg: DictConfig) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from evo.run import execute, resume_config
+    from kernelevo.resuming import check_resume
 
     given = [o.key_or_group for o in OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))]
     changes = {key: OmegaConf.select(cfg, key) for key in given if key != "run_dir" and not key.startswith("hydra")}
+    run_dir = Path(cfg.run_dir)
     try:
-        execute(resume_config(Path(cfg.run_dir), changes), Path(cfg.run_dir))
+        note = check_resume(run_dir, changes)  # a resume that would run nothing is refused, before it says anything
+        resumed = resume_config(run_dir, changes)
+        if note:
+            print(note, flush=True)
+        execute(resumed, run_dir)
     except ValueError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:
+        _interrupted_run(run_dir)
 
 
 def report(cfg: DictConfig) -> None:

@@ -18,13 +18,15 @@ A valid override is handed to Hydra in the form that works for it: ``key=value``
 ``+search.generations=3`` means ``search.generations=3``), ``++key=value`` in an open spot (so
 ``problem.sizes.batch_size=8`` needs no ``+``). A mandatory value left out (``???``, e.g. ``resume`` without
 ``run_dir``) is a one-line error. Each command may add its own checks on the composed config (``Command.check``),
-which run here too, before Hydra makes an output directory: a command that fails them leaves nothing behind.
+which run here too, before Hydra makes an output directory: a command that fails them leaves nothing behind. The
+validator also says where Hydra will write (``Validator.output_dir``), for the checks of ``kernelevo.locations``.
 """
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 OPEN_SPOTS = ("problem.sizes", "inductor.variants")  # keys below these are free (see above)
 GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (kernelevo list problems)",
@@ -96,6 +98,17 @@ def _closest(word: str, choices, what: str) -> str:
                                                          if len(choices) <= 30 else "")
 
 
+def _resolved_dir(cfg: DictConfig, key: str) -> Path | None:
+    """Hydra's output directory as Hydra will make it (absolute), or None where it depends on what only the job
+    knows (``hydra.runtime.*``)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return Path(OmegaConf.select(cfg, key, throw_on_missing=True)).absolute()
+    except (OmegaConfBaseException, ValueError):  # the job's runtime (`${hydra:...}`): the task checks it itself
+        return None
+
+
 def _is_open(key: str) -> bool:
     return any(key.startswith(spot + ".") for spot in OPEN_SPOTS)
 
@@ -109,6 +122,14 @@ class Validator:
 
     def __init__(self, command: str, config_name: str):
         self.command, self.config_name = command, config_name
+        self.output_dirs: dict[str, Path | None] = {}  # Hydra's output directory by mode (run, sweep), once checked
+        self.multirun = False  # hydra.mode=MULTIRUN given
+
+    def output_dir(self, flags: list[str]) -> tuple[Path | None, bool]:
+        """(where Hydra will write, whether it runs several jobs): the run directory, or with --multirun the sweep
+        directory, its jobs' parent. None where it depends on what only the job knows."""
+        multirun = self.multirun or any(flag in ("--multirun", "-m") for flag in flags)
+        return self.output_dirs.get("sweep" if multirun else "run"), multirun
 
     def check(self, overrides: list[str]) -> tuple[DictConfig, list[str]]:
         """(the composed config, the overrides for Hydra); raises ConfigError."""
@@ -116,6 +137,7 @@ class Validator:
         from hydra.core.global_hydra import GlobalHydra
         from hydra.core.override_parser.overrides_parser import OverridesParser
         from hydra.errors import HydraException
+        from hydra.types import RunMode
 
         try:
             parsed = OverridesParser.create().parse_overrides(overrides)
@@ -134,9 +156,14 @@ class Validator:
                 raise ConfigError(str(exc).splitlines()[0]) from exc
             out = [self._normalise(o, base, groups) for o in parsed]
             try:
-                cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out])
+                cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out],
+                              return_hydra_config=True)
             except HydraException as exc:
                 raise ConfigError(str(exc).splitlines()[0]) from exc
+        self.output_dirs = {mode: _resolved_dir(cfg, f"hydra.{mode}.dir") for mode in ("run", "sweep")}
+        self.multirun = OmegaConf.select(cfg, "hydra.mode", default=None) == RunMode.MULTIRUN
+        with open_dict(cfg):  # as compose() without return_hydra_config leaves it
+            del cfg["hydra"]
         for o in parsed:  # the YAML's default says the type: a number stays a number
             if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
                 self._check_type(o.key_or_group, base, cfg)

@@ -100,3 +100,113 @@ def test_list_shows_what_there_is_to_choose_from(tmp_path, what, expected):
         assert text in proc.stdout, proc.stdout
     assert "usage: kernelevo list {problems,profiles,policies,operators}" in kernelevo("list", "nope",
                                                                                         cwd=tmp_path).stderr
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    """`kernelevo ARGS` run in this process from tmp_path, for a command refused before Hydra starts: (exit code,
+    stdout, stderr)."""
+    from kernelevo.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["kernelevo"])  # main sets it for Hydra
+
+    def run(*args):
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+        out = capsys.readouterr()
+        return done.value.code, out.out, out.err
+    return run
+
+
+def refused(done) -> str:
+    """The one line a command refused before doing anything printed (exit code 2, nothing on stdout)."""
+    code, out, err = done
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, done
+    return err
+
+
+def a_run(run_dir, problem="elementwise_chain"):
+    """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
+    from evo.store import RunStore
+    from fitness.result import EvalResult
+
+    store = RunStore(run_dir)
+    store.set_meta("config", {"problem": {"name": problem}})
+    store.add_evaluation("k", EvalResult(status="ok", time_s=1.0))
+    store.close()
+
+
+def test_a_run_in_a_directory_that_holds_a_run_is_refused_naming_resume(cli, tmp_path):
+    """Issue 26: a second `run` into the same hydra.run.dir printed the first run's table under the new problem's
+    name and mixed the two in run.db. It is refused before Hydra writes anything there."""
+    from conftest import read_store
+    from evo.store import RunStore
+
+    a_run(tmp_path / "D")
+    before = sorted(p.name for p in (tmp_path / "D").iterdir())
+    text = refused(cli("run", "problem=rmsnorm", "search=tiny", "hydra.run.dir=D"))
+    assert f"{tmp_path / 'D'} holds a run already (problem elementwise_chain)" in text
+    assert f"continue it with `kernelevo resume run_dir={tmp_path / 'D'}`" in text and "hydra.run.dir=NEW_DIR" in text
+    assert sorted(p.name for p in (tmp_path / "D").iterdir()) == before  # no .hydra/, nothing of the new run
+    assert read_store(tmp_path / "D", lambda store: (store.get_meta("config"), store.evaluation_count())) == \
+        ({"problem": {"name": "elementwise_chain"}}, 1)
+    (tmp_path / "M").mkdir()  # a store of measurements only (tests replay them into a new run) holds no run
+    RunStore(tmp_path / "M").close()
+    assert RunStore.saved_run(tmp_path / "M") is None and RunStore.saved_run(tmp_path / "none") is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["evaluate", "out=F/r.json", "hydra.run.dir=."], "cannot write out=F/r.json ({cwd}/F/r.json): {cwd}/F is a "
+                                                     "file, not a folder"),  # relative to the output directory
+    (["evaluate", "out={cwd}/F/r.json"], "cannot write out={cwd}/F/r.json: {cwd}/F is a file, not a folder; "
+                                         "pass out=A_WRITABLE_PATH"),
+    (["evaluate", "out={cwd}"], "cannot write out={cwd}: {cwd} is a folder, not a file"),
+    (["seed", "problem=layernorm", "out={cwd}/F/seed.py"], "cannot write out={cwd}/F/seed.py: {cwd}/F is a file"),
+    (["run", "hydra.run.dir=F/run"], "cannot write the output directory {cwd}/F/run: {cwd}/F is a file, not a "
+                                     "folder; set hydra.run.dir=A_WRITABLE_DIR"),
+    (["run", "-m", "problem=rmsnorm,layernorm", "hydra.sweep.dir=F/s"], "set hydra.sweep.dir=A_WRITABLE_DIR"),
+    (["bench", "bench.problems=[rmsnorm]", "bench.dir=F"], "cannot write bench.dir=F: {cwd}/F is a file"),
+])
+def test_an_output_location_that_cannot_be_written_is_refused_before_anything_runs(cli, tmp_path, args, message):
+    """Issue 26: `evaluate out=RO` evaluated, then lost the verdict in a raw OSError; `seed out=RO` failed after
+    compiling. Every place a command writes is checked first: one line naming it and the fix, nothing done."""
+    (tmp_path / "F").write_text("a file where a folder is needed")
+    text = refused(cli(*(arg.format(cwd=tmp_path) for arg in args)))
+    assert message.format(cwd=tmp_path) in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["F"]  # no output directory made
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_read_only_folder_is_named_as_such(cli, tmp_path):
+    a_run(tmp_path / "run")
+    for folder in (tmp_path / "ro", tmp_path / "run"):
+        folder.mkdir(exist_ok=True)
+        folder.chmod(0o555)
+    try:
+        assert f"cannot write out={tmp_path}/ro/r.json: {tmp_path}/ro is read-only" in refused(
+            cli("evaluate", f"out={tmp_path}/ro/r.json"))
+        assert f"cannot write into run_dir={tmp_path}/run: {tmp_path}/run is read-only; `kernelevo report` " \
+               f"writes there" in refused(cli("report", f"run_dir={tmp_path}/run"))
+    finally:
+        for folder in (tmp_path / "ro", tmp_path / "run"):
+            folder.chmod(0o755)
+
+
+def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift_it(tmp_path):
+    """Issue 26: `resume ... search.generations=6` of a run that stopped on patience printed "5 -> 6" and ran nothing,
+    exit 0. The resume is refused, naming patience and how to lift it, and changes nothing in the run."""
+    from conftest import read_store
+    from evo.store import RunStore
+
+    store = RunStore(tmp_path / "D")
+    config = {"problem": {"name": "elementwise_chain"}, "search": {"generations": 5, "patience": 3,
+                                                                  "max_evaluations": None, "wall_time_s": None}}
+    store.set_meta("config", config)
+    store.save_checkpoint(5, {"generation": 5, "stale": 3, "elapsed_s": 10.0})
+    store.close()
+    text = one_line_error(kernelevo("resume", "run_dir=D", "search.generations=6", cwd=tmp_path))
+    assert "resuming D with search.generations=6 would run nothing: search.patience=3 stops it at once: no " \
+           "improvement in its last 3 generations (lift it: search.patience=null, or a value above 3)" in text
+    kept = read_store(tmp_path / "D", lambda store: (store.get_meta("config"), store.latest_checkpoint()))
+    assert kept == (config, {"generation": 5, "stale": 3, "elapsed_s": 10.0})  # no budget changed, nothing resumed

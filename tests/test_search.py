@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from conftest import candidate, make_evaluator, read_store, replay_measurements
+from conftest import CANDIDATES, PROBLEMS, candidate, make_evaluator, read_store, replay_measurements
 from evo.evaluation import EvaluationService
 from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
@@ -290,3 +290,36 @@ def test_evaluations_in_flight_follow_cores_and_gpu_memory():
     assert auto_parallel(cpus=16, gpu_bytes=[80 * gib], problem_bytes=64 << 20) == 14  # small problem: cores bound
     assert auto_parallel(cpus=16, gpu_bytes=[80 * gib], problem_bytes=6 * gib) == 1  # KernelBench-sized tensors
     assert auto_parallel(cpus=32, gpu_bytes=[80 * gib] * 2, problem_bytes=2 * gib) == 6  # 3 per GPU
+
+
+def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_its_checkpoint(tmp_path):
+    """Issue 26: Ctrl-C printed a 17-frame traceback. Now: one line saying what the run directory keeps and the
+    command that continues it, exit code 130 (as a shell reports an interrupt), and that command works."""
+    import threading
+
+    args = [f"problem={PROBLEMS / 'scale_shift.py'}", f"problem.seed={CANDIDATES / 'good.py'}",  # no sizes check
+            "search=tiny", "search.mu=1", "search.lambda_=1", "search.tuner.trials=1", "fitness.trials=1",
+            "fitness.timing.interpreter_reps=1", "hydra.run.dir=D"]
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    guard = threading.Timer(120, proc.kill)  # a run that never gets there fails the test, not the suite
+    guard.start()
+    try:
+        for line in proc.stdout:
+            if "[kernelevo] gen   0" in line:  # generation 0 checkpointed; generation 1 under way
+                os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: its whole process group
+                break
+        out, err = proc.communicate(timeout=60)
+    finally:
+        guard.cancel()
+    run_dir = tmp_path / "D"
+    assert proc.returncode == 130, out + err
+    assert err.strip() == (f"kernelevo: interrupted; {run_dir} keeps its checkpoint of generation 0 and every "
+                           f"evaluation that finished: continue with kernelevo resume run_dir={run_dir}")
+    assert "Traceback" not in out and read_store(run_dir, lambda store: store.latest_checkpoint()["generation"]) == 0
+    resumed = kernelevo("resume", f"run_dir={run_dir}", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"resuming {run_dir} from its checkpoint of generation 0" in resumed.stdout
+    assert "[kernelevo] gen   1" in resumed.stdout and "gen   0" not in resumed.stdout
+    assert log_counts(run_dir)[0] == log_counts(run_dir)[1]  # nothing evaluated twice across the interrupt
