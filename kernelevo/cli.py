@@ -12,6 +12,7 @@ import sys
 import hydra
 
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
+from fitness.lifeline import arm
 from kernelevo.commands import COMMANDS, fail
 from kernelevo.listing import LISTS, print_list
 from kernelevo.validate import Validator, split_flags, wants_info
@@ -32,6 +33,7 @@ def expand_problem_paths(overrides: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    arm()  # a bench's search (started with fitness.lifeline's env): dies with the bench, even a killed one
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") and len(argv) == 1:
         print(USAGE)
