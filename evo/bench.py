@@ -4,8 +4,10 @@ Each problem is an ordinary `kernelevo run` in its own process and run directory
 the bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
 (``BENCH/rows/<problem>.json``, written after its run ends, with the run's ``summary.json`` or the reason it
 failed); a re-run of the bench skips finished problems and resumes started ones (`kernelevo resume`), so a kill
-loses nothing finished. Where the runs execute is a backend chosen in config (``bench.backend._target_``):
-``LocalBackend`` (this host's GPUs, ``bench.per_gpu`` searches on each) or ``evo.bench_ray.RayBackend``.
+loses nothing finished. A search dies with the bench, even one killed with -9 (``fitness.lifeline``), and its
+workers with it: a killed bench leaves no search running on a GPU, nor two writers of one run when it is re-run.
+Where the runs execute is a backend chosen in config (``bench.backend._target_``): ``LocalBackend`` (this host's
+GPUs, ``bench.per_gpu`` searches on each) or ``evo.bench_ray.RayBackend``.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from evo.run import SUMMARY_FILE  # written at the end of every run
 from evo.store import DB_NAME
+from fitness.lifeline import lifeline_env
 from fitness.problem import suite_names
 
 RUNS, ROWS, LOGS = "runs", "rows", "logs"
@@ -130,11 +133,13 @@ def run_command(task: BenchTask, run_dir: Path) -> list[str]:
 
 
 def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None) -> Row:
-    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed."""
+    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed. The process
+    dies with this one, even when this one is killed (``fitness.lifeline``: it is started and waited for by this
+    thread, which the lifeline needs), and takes its workers with it: a killed bench leaves no search running."""
     run_dir = bench_dir / RUNS / task.slug
     log = bench_dir / LOGS / f"{task.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    env = lifeline_env()
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     started = time.time()

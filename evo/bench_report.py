@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def summarise(rows: list[Row]) -> dict:
             for base in ("eager", "compile") for p in FAST_P}
     sol = [s["sol_fraction"] for s in ok if s.get("sol_fraction") is not None]
     rates = [r.summary["evaluations_per_hour"] for r in rows if r.summary.get("evaluations_per_hour")]
-    return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0, **fast,
+    labelled = Counter(label for s in ok for label in s.get("labels") or [])
+    return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0,
+            "labelled": dict(sorted(labelled.items())), **fast,
             "geomean_vs_eager": _geomean([s.get("speedup_vs_eager") for s in ok]),
             "geomean_vs_compile": _geomean([s.get("speedup_vs_compile") for s in ok]),
             "median_sol_fraction": statistics.median(sol) if sol else None,
@@ -65,7 +68,9 @@ def summary_lines(summary: dict) -> list[str]:
     rate = summary.get("median_evaluations_per_hour")
     pace = ([f"search rate: median {rate:,.0f} evaluations/hour per problem, min "
              f"{summary['min_evaluations_per_hour']:,.0f}"] if rate else [])
-    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%})", *speed, *pace,
+    labelled = "".join(f"; {count} of them {label}" for label, count in summary.get("labelled", {}).items())
+    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%}){labelled}",
+            *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
 
@@ -80,7 +85,8 @@ def cells(r: Row) -> list[str]:
     sol = s.get("sol_fraction")
     note = (r.reason if r.status != "ok" else s.get("stop_reason", "")).replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
-    return [r.name, r.status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
+    status = ", ".join([r.status, *(s.get("labels") or [])])  # ok, uses-torch-compute: the policy allowed it
+    return [r.name, status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
             _t(s.get("seed_s")),
             _t(s.get("eager_s")), _t(s.get("compile_s")), _x(s.get("speedup_vs_eager")),
             _x(s.get("speedup_vs_compile")),

@@ -21,7 +21,7 @@ from evo.page import figure_png, pyplot
 from evo.run import RunSummary, summarise
 from evo.store import RunStore
 from fitness.individual import Individual
-from fitness.result import EvalResult, format_seconds
+from fitness.result import EvalResult, format_seconds, labels_text
 
 HTML_FILE = "report.html"
 REPORT_FILE = "report.md"
@@ -102,7 +102,8 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
                  ("speed-up vs eager", _x(r.speedup_vs_eager)), ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
                  ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
     llm = s.llm or {}
-    rows += [("precision policy", r.policy.get("name", "?")), ("seed from", s.seed_operator or "?"),
+    rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
+             ("precision policy", r.policy.get("name", "?")), ("seed from", s.seed_operator or "?"),
              ("best kernel descends from", s.best_from or "?"),
              ("evaluations", s.evaluations_text()),
              ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
@@ -126,6 +127,8 @@ def _edge(child: Individual, parent: Individual, interpreter: bool) -> str:
 def node_label(ind: Individual, seed_written: EvalResult | None, interpreter: bool) -> str:
     clock = " (interpreter wall-clock)" if interpreter and ind.ok else ""
     label = f"{ind.id} {ind.operator}, generation {ind.generation}: {_t(ind.time_s) if ind.ok else ind.status}{clock}"
+    if ind.result is not None and ind.result.labels:
+        label += f" [{', '.join(ind.result.labels)}]"
     if not ind.parents:
         label += f"; as written {_time(seed_written)}, tuned here"
     return label + (f"; params {ind.genome.params}" if ind.genome.params else "")

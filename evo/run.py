@@ -28,7 +28,7 @@ from fitness.from_config import check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.problem import INDUCTOR
-from fitness.result import EvalResult, format_seconds
+from fitness.result import EvalResult, format_seconds, labels_text
 from operators.base import CURRENT_CHILD, ChildUsage
 from operators.inductor_seed import variants_from_config
 
@@ -191,6 +191,7 @@ class RunSummary:
                 "problem": r.problem if r is not None else "", "seed": self.seed_operator,
                 "best_from": self.best_from,
                 "policy": (r.policy or {}).get("name", "") if r is not None else "",
+                "labels": r.labels if r is not None else [],  # what the policy allowed it (uses-torch-compute)
                 "best_s": r.time_s if ok else None, "seed_s": seed.time_s if seed is not None and seed.ok else None,
                 "eager_s": r.eager_s if r is not None else None, "compile_s": r.compile_s if r is not None else None,
                 "speedup_vs_eager": r.speedup_vs_eager if ok else None,
@@ -251,7 +252,8 @@ class RunSummary:
                     ("speed-up vs eager", _x(r.speedup_vs_eager)),
                     ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
-        rows += [("best kernel descends from", self.best_from or "?"),
+        rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
+                 ("best kernel descends from", self.best_from or "?"),
                  ("precision policy", r.policy.get("name", "?")),
                  ("evaluations", self.evaluations_text()),
                  ("stopped because", self.stop_reason), ("time", self.time_text()),

@@ -16,6 +16,10 @@ COMPILE_FAILURES = frozenset({"compile_error", "compile_timeout"})
 NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
                                                 # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000
+# labels a verdict can carry (the guards' "labels"): what a kernel did that its precision policy allows but whoever
+# reads its figures must know; every table and report names them
+LABELS = {"uses-torch-compute": "forward computes part of its output with torch ops (its policy allows it): not all "
+                                "of its work is Triton"}
 
 
 def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -71,6 +75,11 @@ class EvalResult:
         return self.status == "ok"
 
     @property
+    def labels(self) -> list[str]:
+        """The verdict's labels (``LABELS``), e.g. ``uses-torch-compute``."""
+        return list(self.guards.get("labels") or [])
+
+    @property
     def infrastructure(self) -> bool:
         """No verdict on the kernel: the evaluation failed for a reason the candidate cannot cause (also such a
         failure that an older version recorded as "crashed")."""
@@ -121,6 +130,11 @@ def format_seconds(seconds: float | None) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds * 1e6:.1f} us"
+
+
+def labels_text(labels) -> str:
+    """Labels for people: each with what it means (``LABELS``)."""
+    return "; ".join(f"{label} ({LABELS[label]})" if label in LABELS else label for label in labels)
 
 
 def _fmt_x(ratio: float | None) -> str:

@@ -13,6 +13,7 @@ import sys
 import hydra
 
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
+from fitness.lifeline import arm
 from kernelevo.commands import COMMANDS, fail, interrupted
 from kernelevo.listing import LISTS, print_list
 from kernelevo.locations import check_locations
@@ -36,6 +37,7 @@ def expand_problem_paths(overrides: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """The command line; Ctrl-C ends in one line and exit code 130 (`run` and `resume` catch it first, to say how
     to continue the run)."""
+    arm()  # a bench's search (started with fitness.lifeline's env): dies with the bench, even a killed one
     try:
         _main(argv)
     except KeyboardInterrupt:

@@ -47,6 +47,47 @@ def read_store(run_dir, read):
         store.close()
 
 
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, parent pid, ...; start time at 19), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def processes_under(root: int) -> dict[int, tuple[int, str]]:
+    """The processes below `root` now (its descendants, whatever their session): pid -> (parent pid, start time),
+    from the parent links in /proc; nothing outside `root`'s tree is kept."""
+    table = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        fields = process_stat(int(entry))
+        if fields is not None:
+            table[int(entry)] = (int(fields[1]), fields[19])
+    found, todo = {}, [root]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, start) in table.items():
+            if ppid == parent and pid not in found:
+                found[pid] = (ppid, start)
+                todo.append(pid)
+    return found
+
+
+def alive(pid: int, start: str) -> bool:
+    """Whether that process (not a later one with its pid) still runs; a zombie has ended."""
+    fields = process_stat(pid)
+    return fields is not None and fields[19] == start and fields[0] != "Z"
+
+
+def command_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def replay_measurements(run_dir, into) -> dict:
     """A run's measurements (evaluation key -> result), stored into a new run directory `into`, so a second run there
     sees the same ones (timings on the interpreter are wall-clock noise)."""

@@ -1,11 +1,16 @@
 """`kernelevo bench`: one run per problem, spread over the devices, one table; a re-run skips what finished and
-resumes what started; a bad selection is a clear error before anything runs."""
+resumes what started; a killed bench takes its searches with it; a bad selection is a clear error before anything
+runs."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
+
+from conftest import alive, command_of, processes_under, read_store
 
 TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 
@@ -61,6 +66,45 @@ def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):
     after = json.loads((bench_dir / "runs" / "rmsnorm" / "summary.json").read_text())
     assert after["evaluations"] == before["evaluations"]  # resumed from its store: nothing evaluated twice
     assert json.loads((bench_dir / "bench.json").read_text())["summary"]["correct"] == 2
+
+
+def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_finished(tmp_path):
+    bench_dir = tmp_path / "b"
+    args = ["bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY]
+    proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=tmp_path,
+                            env={**os.environ, "TRITON_INTERPRET": "1"}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    seen, deadline = {}, time.time() + 300
+    try:
+        while proc.poll() is None and time.time() < deadline:  # until the second search's workers run
+            seen = processes_under(proc.pid)
+            zygotes = {pid for pid in seen if "fitness.zygote" in command_of(pid)}
+            if (bench_dir / "rows" / "row_softmax.json").is_file() and any(p in zygotes for p, _ in seen.values()):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the bench ended before its second search's workers ran"
+        assert any("problem=rmsnorm" in command_of(pid) for pid in seen) and len(seen) >= 3  # run, zygote, worker
+        os.kill(proc.pid, signal.SIGKILL)  # kill -9 of the bench alone: it runs no handler, signals no one
+        proc.wait()
+        end = time.time() + 5
+        while any(alive(pid, start) for pid, (_, start) in seen.items()) and time.time() < end:
+            time.sleep(0.05)
+        assert not [command_of(pid) for pid, (_, start) in seen.items() if alive(pid, start)]
+    finally:  # a failure leaves nothing of this test running
+        for pid, (_, start) in seen.items():
+            if alive(pid, start):
+                os.kill(pid, signal.SIGKILL)
+    run_dir = bench_dir / "runs" / "rmsnorm"
+    done_before = set(read_store(run_dir, lambda store: store.evaluations()))
+    log = (bench_dir / "logs" / "row_softmax.log").read_text()
+    again = bench(*args, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 problems, 1 finished before" in again.stdout
+    assert (bench_dir / "logs" / "row_softmax.log").read_text() == log  # the finished problem was not run again
+    calls, distinct = read_store(run_dir, lambda s: (s.evaluation_count(), s.distinct_evaluation_count()))
+    assert calls == distinct and done_before <= set(read_store(run_dir, lambda store: store.evaluations()))
+    report = json.loads((bench_dir / "bench.json").read_text())
+    assert [(r["name"], r["status"]) for r in report["rows"]] == [("row_softmax", "ok"), ("rmsnorm", "ok")]
 
 
 @pytest.mark.parametrize("args, message", [

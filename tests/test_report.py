@@ -1,13 +1,19 @@
 """A run's report (report.html, report.md) drawn from a run store written through its typed API: the summary with
 or without speed-ups, the lineage tree down to the seed through a crossover, the diff (escaped), per-operator
 rates, LLM usage per role. The end-to-end checks (a tiny run writes the page, `kernelevo report` rewrites it, a
-multirun and a bench write a combined page) are in test_search.py and test_bench.py."""
+multirun and a bench write a combined page) are in test_search.py and test_bench.py. A label of the best kernel's
+verdict (uses-torch-compute) reaches summary.json, the run's table and report, and the bench and multirun tables."""
+import json
 import re
 
 import pytest
 
+from conftest import candidate, make_evaluator
+from evo.bench import Row
+from evo.bench_report import write_bench_report
+from evo.multirun import write_multirun_report
 from evo.report import write_report
-from evo.run import descends_from
+from evo.run import SUMMARY_FILE, descends_from, summarise
 from evo.store import RunStore
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
@@ -155,3 +161,44 @@ def test_the_best_kernel_is_traced_to_every_seed_of_generation_0_it_descends_fro
     assert descends_from(store, by_id["1.0"]) == "inductor:nd_tiling"
     assert descends_from(store, by_id["0.0"]) == "inductor" and descends_from(store, None) == ""
     store.close()
+
+
+def test_a_best_kernel_computing_in_torch_is_labelled_in_every_table_and_report(tmp_path):
+    source = candidate("torch_compute")
+    with make_evaluator(policy="kernelbench", trials=1) as ev:  # the policy allows torch compute and labels it
+        judged = ev.evaluate(source)
+    assert judged.ok and judged.labels == ["uses-torch-compute"], judged.reason
+    run_dir = tmp_path / "sweep" / "0"
+    store = RunStore(run_dir)
+    best = Individual("0.0", Genome.from_source(source), (), "seed", 0, judged)
+    store.add_individual(best)
+    store.add_evaluation(best.key, judged)
+    store.save_checkpoint(0, {"generation": 0, "hall_of_fame": ["0.0"], "elapsed_s": 1.0, "best_s": judged.time_s,
+                              "logbook": [{"gen": 0, "nevals": 1, "evaluations": 1, "best": judged.time_s,
+                                           "median": judged.time_s, "correct": 1}]})
+    summary = summarise(store, {**store.latest_checkpoint(), "stop_reason": "0 generations done"})
+    store.close()
+    record = summary.record()  # summary.json, and a bench's row
+    assert record["labels"] == ["uses-torch-compute"] and record["policy"] == "kernelbench"
+    assert re.search(r"^  labels +uses-torch-compute \(forward computes part of its output with torch ops",
+                     summary.table(), re.M)
+    page = text_of(write_report(run_dir).read_text())
+    assert "labelsuses-torch-compute (forward computes" in page and "0.0 seed, generation 0: " in page
+    assert "[uses-torch-compute]" in page  # on the kernel in the lineage too
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(record))
+    plain = tmp_path / "sweep" / "1"  # a run whose best is all Triton: no label
+    RunStore(plain).close()
+    (plain / SUMMARY_FILE).write_text(json.dumps({**record, "labels": []}))
+
+    rows = [Row("scale_shift", "ok", summary=record), Row("all_triton", "ok", summary={**record, "labels": []})]
+    bench = write_bench_report(tmp_path, rows, "two problems", {})
+    assert bench["labelled"] == {"uses-torch-compute": 1}
+    table = (tmp_path / "bench.md").read_text()
+    assert "| scale_shift | ok, uses-torch-compute |" in table and "| all_triton | ok |" in table
+    assert "- correct: 2 of 2 (100%); 1 of them uses-torch-compute" in table
+    assert "<td>ok, uses-torch-compute</td>" in (tmp_path / "bench.html").read_text()
+    write_multirun_report(tmp_path / "sweep")
+    sweep = json.loads((tmp_path / "sweep" / "multirun.json").read_text())
+    assert [r["summary"]["labels"] for r in sweep["rows"]] == [["uses-torch-compute"], []]
+    assert sweep["summary"]["labelled"] == {"uses-torch-compute": 1}
+    assert "| [0](0/report.html) | ok, uses-torch-compute |" in (tmp_path / "sweep" / "multirun.md").read_text()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from fitness import pyast
 from fitness.genome import short_hash
+from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from operators.inductor_seed.convert import OTHER_SEEDS, SeedError, convert
 
@@ -63,7 +64,8 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
         variants_file = Path(tmp) / "variants.json"
         spec_file.write_text(json.dumps(spec.to_dict()))
         variants_file.write_text(json.dumps(variants or {DEFAULT: {}}))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+        path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+        env = lifeline_env({**os.environ, "PYTHONPATH": path})  # the capture dies with the run, even a killed one
         try:
             done = subprocess.run([sys.executable, "-m", "operators.inductor_seed.capture", str(spec_file),
                                    str(out_file), device, *(["templates"] if templates else []),
