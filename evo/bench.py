@@ -23,10 +23,11 @@ from pathlib import Path
 
 from evo.run import SUMMARY_FILE  # written at the end of every run
 from evo.store import DB_NAME
-from fitness.lifeline import lifeline_env
+from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names
 
 RUNS, ROWS, LOGS = "runs", "rows", "logs"
+INTERRUPTED = "interrupted"  # a row's status when its search was stopped by Ctrl-C or a signal (not saved)
 
 
 class BenchError(ValueError):
@@ -155,6 +156,8 @@ def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float
     if code == 0 and summary_file.is_file():
         summary = json.loads(summary_file.read_text())
         return Row(task.name, summary["status"], summary.get("stop_reason", ""), wall, gpu or "", summary)
+    if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it
+        return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code})", wall, gpu or "")
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
     why = "timed out" if code is None else f"exit code {code}"
     reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
@@ -228,7 +231,8 @@ def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None)
           f"bench dir {bench_dir}", flush=True)
 
     def done(task: BenchTask, row: Row) -> None:
-        save_row(bench_dir, task, row)
+        if row.status != INTERRUPTED:  # an interrupted search is not finished: the next run of the bench resumes it
+            save_row(bench_dir, task, row)
         rows[task.name] = row
         if on_row is not None:
             on_row(row)

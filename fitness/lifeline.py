@@ -22,6 +22,7 @@ import time
 PARENT_PID = "KERNELEVO_PARENT_PID"
 PR_SET_PDEATHSIG = 1
 POLL_S = 1.0  # the watchdog's period where prctl is not available
+INTERRUPTED_EXIT = 130  # how a kernelevo process interrupted by Ctrl-C ends (128 + SIGINT, as a shell reports one)
 
 
 def lifeline_env(env: dict | None = None) -> dict:

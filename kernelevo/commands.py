@@ -10,6 +10,8 @@ from typing import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from fitness.lifeline import INTERRUPTED_EXIT
+
 
 @dataclass(frozen=True)
 class Command:
@@ -24,7 +26,7 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
-INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (128 + SIGINT), as a shell reports one
+INTERRUPTED = INTERRUPTED_EXIT  # the exit code of a command ended by Ctrl-C
 
 
 def interrupted(line: str) -> None:

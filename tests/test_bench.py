@@ -170,3 +170,25 @@ def test_a_missing_ray_says_how_to_install_it(tmp_path):
                            "bench/backend=ray", f"bench.dir={tmp_path / 'b'}"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "pip install 'kernelevo[ray]'" in done.stderr, done.stdout + done.stderr
+
+
+def test_an_interrupted_search_is_no_finished_row_and_a_rerun_resumes_it(tmp_path, monkeypatch):
+    """A search that ended by Ctrl-C (exit 130) or a signal is not a failed problem: no row is saved for it."""
+    from evo import bench
+
+    task = bench.BenchTask("rmsnorm", "rmsnorm")
+    for code in (130, -9):
+        monkeypatch.setattr(bench.subprocess, "run", lambda *a, code=code, **k: subprocess.CompletedProcess(a, code))
+        row = bench.run_task(task, tmp_path, None)
+        assert row.status == bench.INTERRUPTED and str(code) in row.reason
+
+    class Backend:
+        def describe(self):
+            return "fake"
+
+        def run(self, tasks, bench_dir, done):
+            for t in tasks:
+                done(t, bench.run_task(t, bench_dir, None))
+
+    rows = bench.execute_bench([task], Backend(), tmp_path)
+    assert rows[0].status == bench.INTERRUPTED and bench.saved_row(tmp_path, task) is None
