@@ -94,6 +94,16 @@ def test_a_refused_key_is_named_whether_the_model_list_or_a_request_refuses_it(c
     assert f"at {url}" in err and "HTTP 401" in err and incorrect in err  # the provider's own words
 
 
+@pytest.mark.parametrize("status, message, fix", [
+    (429, "You exceeded your current quota, please check your plan", "add credit to the account"),
+    (404, "The model `scripted-model` does not exist", "check llm.model"),
+])
+def test_a_spent_quota_or_an_unknown_model_is_named_in_the_providers_words(capsys, tmp_path, status, message, fix):
+    with ScriptedLLMServer([{"status": status, "message": message}], models=None) as server:
+        err = one_line_error(capsys, local(server.url), tmp_path)
+    assert f"HTTP {status}" in err and message in err and fix in err
+
+
 def test_a_model_the_server_does_not_serve_is_named_with_what_it_serves(capsys, tmp_path):
     with ScriptedLLMServer([], models=["Qwen2.5-Coder-7B"]) as server:
         err = one_line_error(capsys, local(server.url), tmp_path)
