@@ -1,12 +1,14 @@
 """The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore (the
-cache, the per-request locks, the budget and the errors live in ``operators/llm/ledger.py``).
+cache, the per-request locks, the budget, the count of failed calls in a row and the errors live in
+``operators/llm/ledger.py``; what a failure means, in ``operators/llm/diagnosis.py``).
 
 litellm is imported lazily, on the first request that actually has to be sent: importing it costs seconds and,
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
 so a rerun of a cached configuration replays without litellm, without a server and without an API key.
 
 Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
-handed to litellm only. It is never hashed, cached, recorded, logged or put into an exception message.
+handed to litellm only (and, by the check before a run, to the server's ``GET /models``). It is never hashed,
+cached, recorded, logged or put into an exception message.
 """
 from __future__ import annotations
 
