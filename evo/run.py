@@ -72,13 +72,11 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else {}
     if not llm.get("provider"):
         return None
-    from dataclasses import fields
-
     from operators.llm.client import LLMClient, LLMSettings
     from operators.llm.context import ContextBuilder, ContextSettings
     from operators.llm.team import LLMTeam, RoleSettings, TeamSettings
 
-    settings = LLMSettings(**{f.name: llm[f.name] for f in fields(LLMSettings) if f.name in llm})
+    settings = LLMSettings.from_config(llm)
     budget, spent = llm.get("budget") or {}, store.llm_totals()  # a resumed run counts what it already spent
     max_calls = budget.get("max_calls")
     max_cost = budget.get("max_cost_usd")
@@ -339,6 +337,9 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     if mode not in INITIALISE_MODES:
         raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
                          f"from_seed (rewrite the seed) or false (start from the seed)")
+    from operators.llm.check import uses_llm  # LLM operators need an `llm=` (no litellm imported here)
+
+    uses_llm(operators, OmegaConf.to_container(cfg.llm) if cfg.get("llm") else {}, mode)
     return settings, operators
 
 

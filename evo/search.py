@@ -33,7 +33,8 @@ from evo.tuner import Tuner
 from fitness.genome import Genome
 from fitness.individual import Individual, individual_id
 from fitness.result import NO_VERDICT
-from operators.base import CURRENT_CHILD, BudgetExhausted, ChildUsage, Operator, OperatorContext
+from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Operator, OperatorContext,
+                            OperatorUnavailable)
 
 ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up finding a new child
 
@@ -129,6 +130,7 @@ class Search:
         self.islands: list[list[Individual]] = []
         self.team = team  # the LLM agents, for LLM operators; None in an offline run
         self._exhausted = ""  # why an operator budget (LLM calls, cost) stopped the search
+        self._gone = ""  # why an operator cannot go on (OperatorUnavailable: its LLM down)
         self.stats = statistics()
         self.logbook = tools.Logbook()
         self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.key == b.key)
@@ -159,7 +161,7 @@ class Search:
         generation, slot = self._id(n)
         try:
             for attempt in range(ATTEMPTS_PER_CHILD):
-                if self._exhausted:
+                if self._exhausted or self._gone:
                     break
                 rng = Random(f"{self.settings.seed}:{generation}:{slot}:{attempt}")
                 operator = rng.choices(self.operators, weights=weights)[0]
@@ -168,6 +170,8 @@ class Search:
                     genomes = operator(parents, rng, context)
                 except BudgetExhausted as exc:
                     self._exhausted, genomes = str(exc), []
+                except OperatorUnavailable as exc:
+                    self._gone, genomes = str(exc), []
                 if n - 1 in self._decided:  # decide after the child before: it may have made the same kernel
                     self._decided[n - 1].result()
                 genome = next((g for g in genomes if self._new_to(n, g.key)), None)
@@ -249,8 +253,11 @@ class Search:
 
     # stops -----------------------------------------------------------------------------------------------------
     def _ended(self, n: int) -> str:
-        """Why the search ends before child n, from the state folded so far (the same whatever the timing)."""
+        """Why the search ends before child n, from the state folded so far (the same whatever the timing); or, at
+        once, an operator that cannot go on: the children not folded yet are dropped, a resume makes them again."""
         budget, state = self.settings.budget, self._state
+        if self._gone:
+            return self._gone
         if self._id(n)[0] > budget.generations:  # generation 0 is the seed
             return f"{budget.generations} generations done"
         if budget.patience is not None and state["stale"] >= budget.patience and state["generation"] > 0:
@@ -300,7 +307,7 @@ class Search:
         self._resumed_elapsed = state["elapsed_s"] if state else 0.0
         self._started = time.perf_counter()
         if self.settings.budget.wall_time_s is not None:  # work not begun by then is cut, never judged
-            self.service.cut_at(self._started + self.settings.budget.wall_time_s - self._resumed_elapsed)
+            self._cut_at(self._started + self.settings.budget.wall_time_s - self._resumed_elapsed)
         try:
             if state is None:
                 self._state = {"generation": -1, "best_s": math.inf, "stale": 0, "offspring": 0}
@@ -319,15 +326,21 @@ class Search:
             pieces = LoopPieces(start=self._start, fold=self._fold, ended=self._ended, spent=self._spent)
             stop = steady_state(pieces, folded, self.settings.children_in_flight, self.settings.window)
         finally:
-            self.service.cut_at(0.0)  # children still running were dropped: nothing more of theirs begins
+            self._cut_at(0.0)  # children still running were dropped: nothing more of theirs begins
             self._children.shutdown(wait=True)
-            self.service.cut_at(None)
+            self._cut_at(None)
         folded = max(self._snapshots)
         if folded != self._state.get("children"):  # children folded since the last generation's checkpoint
             self._checkpoint(self._state["generation"], folded)
         self._state["stop_reason"] = stop
         self.store.set_meta("stop_reason", stop)
         return self._state
+
+    def _cut_at(self, deadline: float | None) -> None:
+        """No evaluation begins, and no LLM request is sent, after `deadline` (time.perf_counter(); None: none)."""
+        self.service.cut_at(deadline)
+        if self.team is not None:
+            self.team.client.cut_at(deadline)
 
     def _elapsed(self) -> float:
         """Wall time of the whole search, across resumes."""

@@ -21,9 +21,9 @@ class Command:
     check: Callable | None = None  # checks on the composed config, run before Hydra writes anything
 
 
-def fail(message: str) -> None:
+def fail(message: str, status: int = 2) -> None:
     print(f"kernelevo: error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(status)
 
 
 INTERRUPTED = INTERRUPTED_EXIT  # the exit code of a command ended by Ctrl-C
@@ -72,7 +72,43 @@ def check_seed(cfg: DictConfig) -> None:
 def check_run(cfg: DictConfig) -> None:
     from evo.run import check_run_config
 
-    check_run_config(cfg)
+    check_llm(cfg, check_run_config(cfg)[1])
+
+
+def check_llm(cfg: DictConfig, operators: list, warn: bool = False) -> None:
+    """The LLM the run would ask (``operators.llm.check``), checked as a user would: its key, its server, its model.
+    `warn`: a failure is a printed line, not an error (a resume: the replies it needs may all be in the cache)."""
+    from operators.llm.check import LLMCheckFailed, check_llm as check, uses_llm
+
+    llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else {}
+    if not uses_llm(operators, llm, llm.get("initialise", False)):
+        return
+    try:
+        line = check(llm)
+    except LLMCheckFailed as exc:
+        if not warn:
+            raise
+        line = f"warning: {exc} (replies in the LLM cache replay; failed calls in a row stop the run)"
+    if line:
+        print(f"[kernelevo] {line}", flush=True)
+
+
+def llm_stop(run_dir: Path, stop_reason: str) -> None:
+    """After a run that its LLM stopped (too many failed calls in a row): the resume command; an error (exit 1) when
+    no LLM child was made in the whole run."""
+    from evo.store import RunStore
+    from operators.llm.ledger import UNAVAILABLE
+    from operators.llm.operators import LLM_OPERATORS
+
+    if not stop_reason.startswith(UNAVAILABLE):
+        return
+    store = RunStore(run_dir, create=False)
+    made = sum(1 for ind in store.individuals() if ind.operator in {op.name for op in LLM_OPERATORS})
+    store.close()
+    then = f"fix it, then continue the run: kernelevo resume run_dir={run_dir}"
+    if not made:
+        fail(f"{stop_reason}; no LLM child was made: {then}", status=1)
+    print(f"[kernelevo] the LLM stopped the run after {made} LLM children: {then}", flush=True)
 
 
 def check_run_dir(cfg: DictConfig) -> None:
@@ -144,17 +180,21 @@ def run(cfg: DictConfig) -> None:
 
     from evo.run import execute
     from kernelevo.locations import run_taken
+    from operators.llm.ledger import LLMError
 
     run_dir, multirun = _output_dir(), HydraConfig.get().mode == RunMode.MULTIRUN
     taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked then
     if taken is not None:
         fail(taken)
     try:
-        execute(cfg, run_dir)
+        summary = execute(cfg, run_dir)
     except ValueError as exc:
         fail(str(exc))
+    except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
+        fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
     except KeyboardInterrupt:
         _interrupted_run(run_dir)
+    llm_stop(run_dir, summary.stop_reason)
 
 
 def bench(cfg: DictConfig) -> None:
@@ -198,22 +238,27 @@ def resume(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from evo.run import execute, resume_config
+    from evo.run import check_run_config, execute, resume_config
     from kernelevo.resuming import check_resume
+    from operators.llm.ledger import LLMError
 
     given = [o.key_or_group for o in OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))]
     changes = {key: OmegaConf.select(cfg, key) for key in given if key != "run_dir" and not key.startswith("hydra")}
     run_dir = Path(cfg.run_dir)
     try:
         note = check_resume(run_dir, changes)  # a resume that would run nothing is refused, before it says anything
-        resumed = resume_config(run_dir, changes)
+        config = resume_config(run_dir, changes)
         if note:
             print(note, flush=True)
-        execute(resumed, run_dir)
+        check_llm(config, check_run_config(config)[1], warn=True)
+        summary = execute(config, run_dir)
     except ValueError as exc:
         fail(str(exc))
+    except LLMError as exc:
+        fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
     except KeyboardInterrupt:
         _interrupted_run(run_dir)
+    llm_stop(run_dir, summary.stop_reason)
 
 
 def report(cfg: DictConfig) -> None:

@@ -67,6 +67,11 @@ class BudgetExhausted(Exception):
     """An operator's budget (LLM calls or cost) is spent: the search finishes the generation and stops."""
 
 
+class OperatorUnavailable(Exception):
+    """What an operator needs is gone (its LLM, after too many failed calls in a row): the search stops at once, the
+    children not yet folded in dropped, to be made again on resume; the message, the stop reason, names the cause."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Operator(ABC):
     name: ClassVar[str]  # short, recorded as Individual.operator in the lineage

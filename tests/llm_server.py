@@ -9,9 +9,13 @@ Each POST to ``/v1/chat/completions`` (or ``/chat/completions``) consumes the ne
 
 Instead of a list, ``script`` may be a function of the request's JSON body returning the entry (replies chosen by
 what was asked, e.g. by the role named in the system message). An exhausted script answers 500 with the message
-``script exhausted``. The server runs on 127.0.0.1 on an
-ephemeral port, uses daemon threads, and wakes every sleeping handler when it is stopped, so ``__exit__`` never
-hangs.
+``script exhausted``.
+
+``GET /v1/models`` (or ``/models``), which consumes no entry, lists ``models`` (by default the ``scripted-model``
+the tests configure); ``models=None`` answers 404 (a server without that route), an int answers that HTTP status.
+
+The server runs on 127.0.0.1 on an ephemeral port (or ``port``), uses daemon threads, and wakes every sleeping
+handler when it is stopped, so ``__exit__`` never hangs.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+MODELS_PATHS = ("/v1/models", "/models")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 429: "rate_limit_error"}
@@ -59,7 +64,17 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence the default stderr access log."""
 
     def do_GET(self):
-        self._send(404, error_body(404, f"no route for GET {self.path}"))
+        owner: ScriptedLLMServer = self.server.owner
+        path, models = self.path.split("?", 1)[0], owner.models
+        with owner._lock:
+            owner.model_requests += 1
+        if path not in MODELS_PATHS or models is None:
+            self._send(404, error_body(404, f"no route for GET {self.path}"))
+        elif isinstance(models, int):
+            self._send(models, error_body(models, f"scripted HTTP {models}"))
+        else:
+            self._send(200, {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "scripted"}
+                                                        for model in models]})
 
     def do_POST(self):
         owner: ScriptedLLMServer = self.server.owner
@@ -125,8 +140,11 @@ class _Server(ThreadingHTTPServer):
 class ScriptedLLMServer:
     """Context manager: an OpenAI-compatible server answering from ``script``, one entry per chat request."""
 
-    def __init__(self, script):
+    def __init__(self, script, models=("scripted-model",), port: int = 0):
         self._script = script if callable(script) else [dict(entry) for entry in script]
+        self.models = models if models is None or isinstance(models, int) else list(models)
+        self.model_requests = 0  # GET requests (the model list), none of them in `requests`
+        self._port = port
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[tuple[str, dict, object]] = []
@@ -182,7 +200,7 @@ class ScriptedLLMServer:
 
     def start(self) -> "ScriptedLLMServer":
         """Bind to an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", self._port), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="scripted-llm-server", daemon=True)

@@ -79,6 +79,7 @@ def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cach
     resumed = subprocess.run([sys.executable, "-m", "kernelevo.cli", "resume", f"run_dir={run_dir}"], cwd=tmp_path,
                              env=env, capture_output=True, text=True, timeout=600)  # the server is stopped
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"warning: the LLM check failed: nothing answers at {url}" in resumed.stdout  # a warning: the cache replays
     after, all_calls, totals = read_store(run_dir, lambda store: (lineage(run_dir), store.llm_calls(),
                                                                   store.llm_totals()))
     assert after[:len(made)] == made  # what the killed run made, made again identically

@@ -1,16 +1,19 @@
 """The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore (the
-cache, the per-request locks, the budget and the errors live in ``operators/llm/ledger.py``).
+cache, the per-request locks, the budget, the count of failed calls in a row and the errors live in
+``operators/llm/ledger.py``; what a failure means, in ``operators/llm/diagnosis.py``).
 
 litellm is imported lazily, on the first request that actually has to be sent: importing it costs seconds and,
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
 so a rerun of a cached configuration replays without litellm, without a server and without an API key.
 
 Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
-handed to litellm only. It is never hashed, cached, recorded, logged or put into an exception message.
+handed to litellm only (and, by the check before a run, to the server's ``GET /models``). It is never hashed,
+cached, recorded, logged or put into an exception message.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import random
@@ -19,8 +22,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from operators.llm.ledger import (Budget, KeyLocks, LLMBudgetExceeded, LLMError, ResponseCache,  # noqa: F401
-                                  request_hash)
+from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
+from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, KeyLocks, LLMBudgetExceeded,  # noqa: F401
+                                  LLMCut, LLMError, LLMUnavailable, ResponseCache, request_hash)
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +35,13 @@ _RETRYABLE_NAMES = ("RateLimitError", "InternalServerError", "ServiceUnavailable
                     "APIConnectionError", "Timeout")
 # Status codes worth retrying on any other exception that carries one (litellm.APIError and friends).
 _RETRYABLE_STATUS = (408, 429)
-# litellm reports a missing key for OpenAI-style providers as an InternalServerError (500); retrying is futile.
-_FATAL_MARKERS = ("Missing credentials", "api_key client option must be set")
 # Sent to a custom api_base when no api_key_env is configured (local servers ignore it; it is no secret).
 _NO_KEY = "no-key"
 _MAX_BACKOFF_S = 60.0
-_MAX_CAUSE_CHARS = 400
+_WAKE_S = 0.1  # how often a retry's wait looks at the deadline
+# The pre-flight's request (``LLMClient.probe``): a few tokens, never cached, recorded or retried.
+_PROBE = [{"role": "user", "content": "Reply with the word OK."}]
+_PROBE_TOKENS = 8
 
 _litellm = None
 _litellm_lock = threading.Lock()
@@ -58,12 +63,21 @@ class LLMSettings:
     cache_dir: str | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
+    max_consecutive_failures: int | None = 3  # failed calls in a row that stop the run (None: never)
 
     def __post_init__(self):
         if self.concurrency < 1:
             raise ValueError("LLMSettings.concurrency must be >= 1")
         if self.max_retries < 0:
             raise ValueError("LLMSettings.max_retries must be >= 0")
+        if self.max_consecutive_failures is not None and self.max_consecutive_failures < 1:
+            raise ValueError(f"llm.max_consecutive_failures must be at least 1 (or null: never stop), got "
+                             f"{self.max_consecutive_failures}")
+
+    @classmethod
+    def from_config(cls, llm: dict) -> "LLMSettings":
+        """The settings of an `llm` config (conf/llm/*.yaml, resolved to a dict); its other keys are ignored."""
+        return cls(**{f.name: llm[f.name] for f in dataclasses.fields(cls) if f.name in llm})
 
 
 @dataclass
@@ -125,20 +139,12 @@ def _retryable_classes(litellm) -> tuple[type, ...]:
 
 def is_retryable(exc: BaseException, litellm) -> bool:
     """Rate limits, 5xx, time-outs and connection errors are retried; 4xx and everything else are not."""
-    if any(marker in str(exc) for marker in _FATAL_MARKERS):
+    if any(marker in str(exc) for marker in FATAL_MARKERS):
         return False
     if isinstance(exc, _retryable_classes(litellm)):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _RETRYABLE_STATUS or status >= 500)
-
-
-def _cause(exc: BaseException, secret: str | None) -> str:
-    """A short description of an exception with the key (should it ever appear) blanked out."""
-    text = f"{type(exc).__name__}: {exc}"
-    if secret:
-        text = text.replace(secret, "***")
-    return text if len(text) <= _MAX_CAUSE_CHARS else text[:_MAX_CAUSE_CHARS] + "..."
 
 
 # ----------------------------------------------------------------------------------------- request and reply
@@ -194,7 +200,12 @@ def reply_cost(litellm, response, settings: LLMSettings, prompt_tokens: int, com
 
 
 class LLMClient:
-    """Chat completions through litellm: cached, budgeted, retried, thread-safe and concurrency-limited."""
+    """Chat completions through litellm: cached, budgeted, retried, thread-safe and concurrency-limited.
+
+    A call that fails after its retries is logged with its cause and URL; ``max_consecutive_failures`` of them in a
+    row and the LLM is taken for down (``LLMUnavailable``, for this call and every later one). ``cut_at`` sets a
+    deadline after which no request is sent and no retry waits (``LLMCut``).
+    """
 
     def __init__(self, settings: LLMSettings, recorder: Callable[[dict], None] | None = None,
                  max_calls: int | None = None, max_cost_usd: float | None = None):
@@ -204,6 +215,22 @@ class LLMClient:
         self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
         self._slots = threading.Semaphore(settings.concurrency)
         self._key_locks = KeyLocks()
+        self.failures = FailureCount(settings.max_consecutive_failures)
+        self._deadline: float | None = None  # time.perf_counter() after which nothing is sent (cut_at)
+
+    def cut_at(self, deadline: float | None) -> None:
+        """No request is sent after `deadline` (time.perf_counter()); requests in flight and retries waiting are
+        cut short at it. None: no deadline."""
+        self._deadline = deadline
+
+    def _left_s(self, model: str) -> float | None:
+        """Seconds to the deadline (None: none); LLMCut when it has passed."""
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.perf_counter()
+        if left <= 0:
+            raise LLMCut(f"wall-time budget spent: not calling {model}", kind="cut")
+        return left
 
     @property
     def totals(self) -> dict:
@@ -246,14 +273,26 @@ class LLMClient:
                         cost_usd=0.0, cached=True, request_hash=key)
 
     def _fetch(self, key: str, payload: dict) -> LLMReply:
-        """Send the request within the budget, then store the reply in the cache."""
-        api_key = self._api_key(payload["model"])
+        """Send the request within the budget, then store the reply in the cache. A failure (no key, no reply after
+        the retries) is counted: the one that makes too many in a row raises LLMUnavailable."""
+        self.failures.check()
+        try:
+            api_key = self.api_key(payload["model"])
+        except LLMError as exc:
+            raise self.failures.failed(exc) from None
         self.budget.reserve(payload["model"])
         try:
             reply = self._send_with_retries(key, payload, api_key)
+        except (LLMCut, LLMUnavailable):
+            self.budget.release()
+            raise
+        except LLMError as exc:
+            self.budget.release()
+            raise self.failures.failed(exc) from None
         except BaseException:
             self.budget.release()
             raise
+        self.failures.succeeded()
         self.budget.commit(reply.cost_usd)
         if self.cache is not None:
             self._store(key, payload, reply)
@@ -267,7 +306,7 @@ class LLMClient:
         except OSError as exc:
             logger.warning("LLM cache: cannot write entry %s: %s", key[:12], type(exc).__name__)
 
-    def _api_key(self, model: str) -> str | None:
+    def api_key(self, model: str) -> str | None:
         """The key from the named environment variable.
 
         Without ``api_key_env``: a custom ``api_base`` is taken for an unauthenticated local server (vLLM, Ollama)
@@ -279,26 +318,48 @@ class LLMClient:
             return _NO_KEY if self.settings.api_base else None
         value = os.environ.get(name)
         if not value:
-            raise LLMError(f"LLM call to {model}: environment variable {name} (API key) is not set")
+            raise LLMError(f"no API key for {model}: the environment variable {name} is not set (export "
+                           f"{name}=<your key>)", kind="key")
         return value
 
-    def _send_with_retries(self, key: str, payload: dict, api_key: str | None) -> LLMReply:
-        """Up to 1 + max_retries attempts, exponential backoff between retryable failures."""
+    def probe(self, model: str | None = None) -> LLMReply:
+        """One tiny request to `model` (default: the settings' model), never cached, recorded, budgeted, counted or
+        retried: the pre-flight check (``operators.llm.check``). LLMError, with its kind, when it fails."""
+        model = model or self.settings.model
+        payload = request_payload(dataclasses.replace(self.settings, max_tokens=_PROBE_TOKENS), _PROBE, 0.0, model)
+        return self._send_with_retries(request_hash(payload), payload, self.api_key(model), attempts=1)
+
+    def _send_with_retries(self, key: str, payload: dict, api_key: str | None,
+                           attempts: int | None = None) -> LLMReply:
+        """Up to 1 + max_retries attempts, exponential backoff between retryable failures; the error names the
+        cause (the provider's message, or why no server answered) and the URL."""
         litellm = _load_litellm()
-        attempts = self.settings.max_retries + 1
+        model, attempts = payload["model"], attempts or self.settings.max_retries + 1
         for attempt in range(attempts):
             try:
                 return self._send_once(litellm, key, payload, api_key)
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as LLMError
-                retry = is_retryable(exc, litellm) and attempt + 1 < attempts
-                if not retry:
-                    raise LLMError(f"LLM call to {payload['model']} failed after {attempt + 1} attempt(s): "
-                                   f"{_cause(exc, api_key)}") from None
+                self._left_s(model)  # cut at the deadline: no failure of the LLM's
+                kind, status, text = classify(exc, api_key)
+                url = endpoint(self.settings.api_base, model, exc, litellm)
+                if not (is_retryable(exc, litellm) and attempt + 1 < attempts):
+                    raise LLMError(f"LLM call to {model} at {url} failed after {attempt + 1} attempt(s): {text}",
+                                   kind=kind, status=status) from None
                 delay = self._backoff(attempt)
-                logger.warning("LLM call to %s: %s (HTTP %s), attempt %d/%d; retrying in %.2fs", payload["model"],
-                               type(exc).__name__, getattr(exc, "status_code", "?"), attempt + 1, attempts, delay)
-                time.sleep(delay)
+                logger.warning("LLM call to %s at %s: %s; attempt %d/%d, retrying in %.2fs", model, url, text,
+                               attempt + 1, attempts, delay)
+                self._wait(delay, model)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wait(self, delay: float, model: str) -> None:
+        """Sleep before a retry, cut short at the deadline (LLMCut, even one set while waiting) or when the LLM is
+        taken for down (LLMUnavailable)."""
+        end = time.perf_counter() + delay
+        while (left := end - time.perf_counter()) > 0:
+            self._left_s(model)
+            if self.failures.down.wait(min(left, _WAKE_S)):
+                self.failures.check()
+        self._left_s(model)
 
     def _backoff(self, attempt: int) -> float:
         """backoff_s * 2**attempt, capped, with up to 25 % jitter so parallel callers spread out."""
@@ -308,10 +369,12 @@ class LLMClient:
     def _send_once(self, litellm, key: str, payload: dict, api_key: str | None) -> LLMReply:
         """One HTTP request through litellm (its own retries off), under the concurrency semaphore."""
         with self._slots:
+            left = self._left_s(payload["model"])
             response = litellm.completion(model=payload["model"], messages=copy.deepcopy(payload["messages"]),
                                           temperature=payload["temperature"], max_tokens=payload["max_tokens"],
-                                          api_base=payload["api_base"], api_key=api_key,
-                                          timeout=self.settings.timeout_s, num_retries=0)
+                                          api_base=payload["api_base"], api_key=api_key, num_retries=0,
+                                          timeout=self.settings.timeout_s if left is None else
+                                          min(self.settings.timeout_s, left))
         fields = parse_response(response)
         cost = reply_cost(litellm, response, self.settings, fields["prompt_tokens"], fields["completion_tokens"])
         return LLMReply(model=payload["model"], cost_usd=cost, cached=False, request_hash=key, **fields)

@@ -1,5 +1,6 @@
 """What the LLM client keeps between calls: its errors, the request hash, the reply cache on disk, a lock per request
-in flight and the call/cost budget (``operators/llm/client.py`` sends; this module remembers and counts)."""
+in flight, the call/cost budget and the count of failed calls in a row (``operators/llm/client.py`` sends; this
+module remembers and counts)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,12 +15,31 @@ from pathlib import Path
 logger = logging.getLogger("operators.llm.client")
 
 
+UNAVAILABLE = "LLM unavailable"  # how the stop reason of a run that its LLM failed begins
+
+
 class LLMError(RuntimeError):
-    """An LLM call failed after its retries (the message names the model and the cause, never the key)."""
+    """An LLM call failed after its retries (the message names the model, the URL and the cause, never the key).
+
+    ``kind`` says what failed: key (no key to send), connection, timeout, auth (401/403), not_found (404: model or
+    route), quota, rate_limit, server (5xx), request (other 4xx), or "" (anything else); ``status``: the HTTP status
+    when there was one."""
+
+    def __init__(self, message: str, kind: str = "", status: int | None = None):
+        super().__init__(message)
+        self.kind, self.status = kind, status
 
 
 class LLMBudgetExceeded(LLMError):
     """The call or cost budget is spent; raised before a request is sent."""
+
+
+class LLMCut(LLMError):
+    """The wall-time deadline passed: the request was not sent, or its wait was cut short (no failure of the LLM)."""
+
+
+class LLMUnavailable(LLMError):
+    """Too many calls in a row failed: the LLM is taken for down, and no further request is sent."""
 
 
 def canonical(payload: dict) -> str:
@@ -138,3 +158,41 @@ class Budget:
     def totals(self) -> dict:
         with self._lock:
             return {"calls": self._calls, "cost_usd": self._cost}
+
+
+# ----------------------------------------------------------------------------------------------- failures
+
+
+class FailureCount:
+    """Thread-safe count of failed calls in a row (a reply resets it); at ``limit`` the LLM is down for good: every
+    later call, and every retry waiting in a backoff (``down``), raises LLMUnavailable naming the last failure."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.down = threading.Event()
+        self._lock = threading.Lock()
+        self._in_a_row = 0
+        self._reason = ""
+
+    def check(self) -> None:
+        """LLMUnavailable once the LLM is down."""
+        if self.down.is_set():
+            raise LLMUnavailable(self._reason, kind="unavailable")
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._in_a_row = 0
+
+    def failed(self, error: LLMError) -> LLMError:
+        """Count a failed call: the error to raise, `error` itself or, at the limit, LLMUnavailable."""
+        with self._lock:
+            self._in_a_row += 1
+            count = self._in_a_row
+            if self.limit is not None and count >= self.limit and not self.down.is_set():
+                self._reason = f"{UNAVAILABLE}: {count} calls in a row failed; the last: {error}"
+                self.down.set()
+        of = f" of {self.limit}" if self.limit is not None else ""
+        logger.warning("%s (%d%s failed calls in a row)", error, count, of)
+        if self.down.is_set():
+            return LLMUnavailable(self._reason, kind="unavailable")
+        return error

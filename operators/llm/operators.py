@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from fitness.genome import Genome, GenomeError
 from fitness.individual import Individual
-from operators.base import BudgetExhausted, Operator, OperatorContext
+from operators.base import BudgetExhausted, Operator, OperatorContext, OperatorUnavailable
 from operators.llm.parsing import ParseError
 
 REPAIRABLE = ("compile_error", "compile_timeout", "runtime_error", "incorrect")
@@ -37,13 +37,17 @@ def _profiles(parent: Individual, context: OperatorContext) -> dict:
 
 
 def _budget_guard(call):
-    """Turn an LLM budget stop into the search's BudgetExhausted, and unusable replies into no child."""
-    from operators.llm.client import LLMBudgetExceeded, LLMError
+    """Turn an LLM budget stop into the search's BudgetExhausted, an LLM taken for down (too many failed calls in a
+    row) into its OperatorUnavailable, and an unusable reply, a failed call or a call cut at the deadline into no
+    child."""
+    from operators.llm.client import LLMBudgetExceeded, LLMError, LLMUnavailable
 
     try:
         return call()
     except LLMBudgetExceeded as exc:
         raise BudgetExhausted(str(exc)) from exc
+    except LLMUnavailable as exc:
+        raise OperatorUnavailable(str(exc)) from exc
     except (ParseError, LLMError, GenomeError):
         return None
 
@@ -104,3 +108,6 @@ class LLMCrossover(Operator):
         source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
         return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
+
+
+LLM_OPERATORS = (LLMMutation, LLMCrossover)  # the operators that ask the LLM (a run with one needs `llm=`)
