@@ -1,6 +1,7 @@
 """What a run shows while it runs: a live progress bar (tqdm) over the budget nearest its end (generations, wall
-time or evaluations: the one that will stop the run, named so) with evaluations done and in flight, evaluations per hour, GPU busy, the best time so far and the budget left; and the
-GPU-busy sampler (NVML) that the bar and the search benchmark share.
+time or evaluations: the one that will stop the run, named so, the others beside it) with evaluations done and in
+flight, evaluations per hour, GPU busy and the best time so far; and the GPU-busy sampler (NVML) that the bar and
+the search benchmark share.
 
 The bar is drawn only on a terminal (tqdm's ``disable=None``); logs keep the one line per generation.
 """
