@@ -212,7 +212,16 @@ class Search:
     def _start(self, n: int) -> Future:
         islands, archive_len = self._snapshots[window_start(n, self.settings.window)]
         self._decided[n] = Future()
-        return self._children.submit(self._child, n, islands, tuple(self.archive[:archive_len]))
+        future = self._children.submit(self._child, n, islands, tuple(self.archive[:archive_len]))
+        future.add_done_callback(lambda _, n=n: self._settle(n))  # also when the loop cancels it before it began
+        return future
+
+    def _settle(self, n: int) -> None:
+        """Child n is over: the child after it, waiting to decide after it, must not wait for ever (a child the loop
+        cancelled before it began never decided; an interrupt did that)."""
+        decided = self._decided.get(n)
+        if decided is not None and not decided.done():
+            decided.set_result(None)
 
     def _seeds(self) -> list[Individual]:
         """Generation 0: every seed tuned (concurrently), stored as 0.0, 0.1, ..."""

@@ -196,6 +196,9 @@ def warm_up() -> None:
 
 
 def main() -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the run that owns this server handles it and stops its
+    # workers itself; the server and its workers (who inherit this) ignore it rather than die under their evaluations
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import fitness.worker  # noqa: F401 - torch, triton, timers and launch counter, inherited by every child
 
     import torch

@@ -30,11 +30,13 @@ INTERRUPTED = INTERRUPTED_EXIT  # the exit code of a command ended by Ctrl-C
 
 
 def interrupted(line: str) -> None:
-    """End a command that Ctrl-C interrupted: one line, exit code 130; a second Ctrl-C while it ends leaves at once
-    (the store keeps what finished: nothing is left to save)."""
+    """End a command that Ctrl-C interrupted: one line, exit code 130. Called once the interrupt has unwound the
+    command (its `finally` blocks closed the store, the evaluators and their processes), so it leaves at once: a
+    thread the interrupt left waiting must not hold the exit (one did, 1 run in 8); a second Ctrl-C meanwhile too."""
     signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
     print(line, file=sys.stderr, flush=True)
-    sys.exit(INTERRUPTED)
+    sys.stdout.flush()
+    os._exit(INTERRUPTED)
 
 
 def _interrupted_run(run_dir: Path) -> None:

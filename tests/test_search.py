@@ -298,8 +298,8 @@ def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_it
     import threading
 
     args = [f"problem={PROBLEMS / 'scale_shift.py'}", f"problem.seed={CANDIDATES / 'good.py'}",  # no sizes check
-            "search=tiny", "search.mu=1", "search.lambda_=1", "search.tuner.trials=1", "fitness.trials=1",
-            "fitness.timing.interpreter_reps=1", "hydra.run.dir=D"]
+            "search=tiny", "search.mu=1", "search.lambda_=4", "search.tuner.trials=3", "fitness.trials=1",
+            "fitness.timing.interpreter_reps=1", "hydra.run.dir=D"]  # generation 1: seconds of work to interrupt
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
