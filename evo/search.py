@@ -138,7 +138,7 @@ class Search:
         # what the children decide against, folded state by state (see the module's docstring)
         self._snapshots: dict[int, tuple[list, int]] = {}  # children folded -> (islands, archive length)
         self._decided: dict[int, Future] = {}  # child n -> the key it settled on (None: no new child)
-        self._settled: dict[str, int] = {}  # a kernel a seed (-1) or a child settled on -> the first to
+        self._settled: dict[str, int] = {}  # a kernel settled on -> the first child that did (-1: a seed)
         self._tuned_at: dict[str, int] = {}  # a tuned child's kernel -> the first child that tuned to it
         self._state: dict = {}
 
