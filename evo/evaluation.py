@@ -157,6 +157,7 @@ class EvaluationService:
             cached = self.store.evaluation(key)
             if cached is not None:
                 return key, cached
+
             def judged(evaluator):  # cut once its turn comes, if the budget was spent meanwhile
                 return self._cut(key, label) or evaluator.evaluate(source, label=label)
 
