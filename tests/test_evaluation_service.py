@@ -301,3 +301,22 @@ def test_a_never_started_worker_says_so(monkeypatch, tmp_path):
     outcome = never_started(monkeypatch, tmp_path)
     assert outcome.result is None and outcome.lost and "did not start a worker" in outcome.unstarted
     assert "could not write the job" in job_not_written(monkeypatch, tmp_path).unstarted
+
+
+# the search's deadline ---------------------------------------------------------------------------------------------
+def test_past_the_cut_no_evaluation_begins_and_none_is_stored_but_the_cache_still_answers(store):
+    fake = FakeEvaluator(hold_s=0.3)
+    service = service_of(fake, store, 1)
+    service.evaluate("done = 1\n")
+    waiting = service.submit("queued = 1\n")  # waits for the slot the next call takes
+    running = service.submit("running = 1\n")
+    time.sleep(0.05)
+    service.cut_at(time.perf_counter() + 0.1)  # passes while they hold or wait for the one slot
+    results = [f.result()[1] for f in (waiting, running)]
+    assert sorted(r.status for r in results) == ["cancelled", "ok"]  # the one begun finished, the other was cut
+    cut = next(r for r in results if r.status == "cancelled")
+    assert store.evaluation(cut.candidate_hash) is None and "budget was spent" in cut.reason
+    assert service.evaluate("done = 1\n")[1].status == "ok" and fake.calls["done = 1\n"] == 1  # from the store
+    service.cut_at(None)
+    assert service.evaluate("later = 1\n")[1].status == "ok"
+    service.close()
