@@ -292,6 +292,12 @@ def test_evaluations_in_flight_follow_cores_and_gpu_memory():
     assert auto_parallel(cpus=32, gpu_bytes=[80 * gib] * 2, problem_bytes=2 * gib) == 6  # 3 per GPU
 
 
+def _interruptible() -> None:
+    """In the child before it starts: Ctrl-C as in a terminal, also when the suite itself runs where SIGINT is
+    ignored (a background job: the shell sets SIG_IGN, children inherit it and Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_its_checkpoint(tmp_path):
     """Issue 26: Ctrl-C printed a 17-frame traceback. Now: one line saying what the run directory keeps and the
     command that continues it, exit code 130 (as a shell reports an interrupt), and that command works."""
@@ -302,7 +308,8 @@ def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_it
             "fitness.timing.interpreter_reps=1", "hydra.run.dir=D"]  # generation 1: seconds of work to interrupt
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_interruptible)
     guard = threading.Timer(120, proc.kill)  # a run that never gets there fails the test, not the suite
     guard.start()
     try:
