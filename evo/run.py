@@ -28,7 +28,7 @@ from fitness.from_config import check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
 from fitness.problem import INDUCTOR
-from fitness.result import EvalResult, format_seconds, labels_text
+from fitness.result import TIMED_OUT, EvalResult, format_seconds, labels_text
 from operators.base import CURRENT_CHILD, ChildUsage
 from operators.inductor_seed import variants_from_config
 
@@ -143,7 +143,6 @@ def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalR
         CURRENT_CHILD.reset(token)
 
 
-TIMED_OUT = ("timeout", "compile_timeout")  # statuses of evaluations that ran out of time (whole, or one build)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 
 
@@ -197,8 +196,7 @@ class RunSummary:
                 "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
                 "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
                 "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
-                "evaluations_per_hour": (self.evaluations / self.search_wall_s * 3600 if self.search_wall_s
-                                         else None),
+                "evaluations_per_hour": self.evaluations_per_hour,
                 "baseline_wall_s": self.baseline_wall_s, "seed_wall_s": self.seed_wall_s,
                 "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason,
                 "infrastructure_failures": self.infrastructure_failures, "tuner": self.tuner,
@@ -208,9 +206,14 @@ class RunSummary:
                 "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
                                        if t["status"] != "ok"}}
 
+    @property
+    def evaluations_per_hour(self) -> float | None:
+        """The search's rate (None before it ran): evaluator calls over its wall time, across resumes."""
+        return self.evaluations / self.search_wall_s * 3600 if self.search_wall_s else None
+
     def time_text(self) -> str:
         """The search's wall time and rate, with the one-off work before it apart."""
-        rate = f", {self.evaluations / self.search_wall_s * 3600:,.0f} evaluations/hour" if self.search_wall_s else ""
+        rate = f", {self.evaluations_per_hour:,.0f} evaluations/hour" if self.search_wall_s else ""
         busy = f", GPU busy {self.gpu_busy:.0%}" if self.gpu_busy is not None else ""
         timeouts = f", {self.timeouts} timed out" if self.timeouts else ""
         return (f"search {self.search_wall_s:.1f} s{rate}{busy}{timeouts}; before it: baselines "

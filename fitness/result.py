@@ -13,6 +13,7 @@ STATUSES = ("ok", "compile_error", "compile_timeout", "runtime_error", "timeout"
             INFRASTRUCTURE, CANCELLED)
 # the kernels did not compile (an error, or a build past fitness.compile_timeout_s): a configuration not to try again
 COMPILE_FAILURES = frozenset({"compile_error", "compile_timeout"})
+TIMED_OUT = frozenset({"timeout", "compile_timeout"})  # ran out of time: the whole evaluation, or one build
 NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
                                                 # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000
