@@ -34,15 +34,23 @@ COPIES_PER_WORKER = 10  # inputs and outputs a worker holds at once: trial buffe
                         # timing input sets (input_sets) and their outputs
 
 
-def auto_parallel(cpus: int | None = None, gpu_bytes: list[int] = (), problem_bytes: int = 0) -> int:
+def auto_parallel(cpus: int | None = None, gpu_bytes: list[int] = ()) -> int:
     """Evaluations in flight when the config says `auto`: all cores but two (for the search and the OS), at least
-    two; on GPUs, no more than fit in 80 % of their memory at the problem's footprint (the bytes one reference
-    forward reads and writes, times the copies a worker holds)."""
+    two; on GPUs, no more than their workers' contexts fit in 80 % of their memory. Problem-sized memory is admitted
+    apart, a few evaluations at a time (`memory_slots`), so the others start, import and compile meanwhile."""
     parallel = max(2, (cpus or os.cpu_count() or 2) - 2)
     if gpu_bytes:
-        per_worker = WORKER_CONTEXT_BYTES + COPIES_PER_WORKER * problem_bytes
-        parallel = min(parallel, sum(max(1, int(0.8 * total) // per_worker) for total in gpu_bytes))
+        parallel = min(parallel, sum(max(1, int(0.8 * total) // WORKER_CONTEXT_BYTES) for total in gpu_bytes))
     return parallel
+
+
+def memory_slots(gpu_bytes: int, in_flight: int, problem_bytes: int) -> int | None:
+    """How many of one GPU's `in_flight` evaluations may hold problem-sized memory at once: what 80 % of its memory
+    holds after every worker's context, at the problem's footprint (the bytes one reference forward reads and
+    writes) times the copies a worker holds, at least one; None when all of them fit."""
+    room = int(0.8 * gpu_bytes) - in_flight * WORKER_CONTEXT_BYTES
+    slots = max(1, room // max(COPIES_PER_WORKER * problem_bytes, 1))
+    return None if slots >= in_flight else slots
 
 
 def evaluation_devices(device: str, gpus) -> list[str]:
@@ -55,16 +63,20 @@ def evaluation_devices(device: str, gpus) -> list[str]:
     return [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(max(count, 1))]
 
 
-def evaluations_in_flight(value, devices: list[str] = (), problem_bytes: int = 0) -> int:
-    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count and, on
-    GPUs, their memory and the problem's footprint)."""
-    if value in (None, "auto"):
-        gpu_bytes = []
-        if any(d.startswith("cuda") for d in devices):
-            import torch
+def gpu_memory(devices: list[str]) -> list[int]:
+    """Total memory of each CUDA device of `devices` (none on the CPU)."""
+    if not any(d.startswith("cuda") for d in devices):
+        return []
+    import torch
 
-            gpu_bytes = [torch.cuda.get_device_properties(torch.device(d)).total_memory for d in devices]
-        return auto_parallel(gpu_bytes=gpu_bytes, problem_bytes=problem_bytes)
+    return [torch.cuda.get_device_properties(torch.device(d)).total_memory for d in devices]
+
+
+def evaluations_in_flight(value, devices: list[str] = ()) -> int:
+    """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count and, on
+    GPUs, how many workers' contexts fit in their memory)."""
+    if value in (None, "auto"):
+        return auto_parallel(gpu_bytes=gpu_memory(devices))
     if int(value) < 1:
         raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
     return int(value)
@@ -140,8 +152,12 @@ class EvaluationService:
 
     def cut_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()``) on, evaluations not begun are cut: `evaluate` answers
-        ``cancelled`` (never stored: no verdict on the kernel) instead of starting them. None: no cut."""
+        ``cancelled`` (never stored: no verdict on the kernel) instead of starting them, and so do those still
+        waiting for GPU memory in a worker (``Evaluator.cancel_waiting_at``). None: no cut."""
         self._cut_at = deadline
+        for evaluator in self.evaluators:
+            if hasattr(evaluator, "cancel_waiting_at"):  # a local evaluator (a remote one runs its jobs to the end)
+                evaluator.cancel_waiting_at = deadline
 
     def _cut(self, key: str, label: str) -> EvalResult | None:
         if self._cut_at is None or time.perf_counter() < self._cut_at:
@@ -220,7 +236,10 @@ class LocalEvaluators:
         evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
                                      baseline_slot=shared) for d in devices]
         cost = evaluators[0].cost
-        parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices, cost.bytes if cost else 0)
+        parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices)
+        per_device = max(1, -(-parallel // len(devices)))
+        for evaluator, total in zip(evaluators, gpu_memory(devices)):  # problem-sized memory, a few at a time
+            evaluator.set_memory_slots(memory_slots(total, per_device, cost.bytes if cost else 0))
         for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
-            evaluator.set_spares(max(1, -(-parallel // len(devices))) if parts.settings.prestart_worker else 0)
+            evaluator.set_spares(per_device if parts.settings.prestart_worker else 0)
         return EvaluationService(evaluators, store, parallel)

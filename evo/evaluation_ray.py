@@ -109,6 +109,7 @@ class RemoteEvaluator:
                                                                 facts["sizes_used"])
         gpu = f" GPU {','.join(facts['gpu_ids'])}" if facts["gpu_ids"] else ""
         self.where = f"Ray node {facts['node']}{gpu}"
+        self.memory_slots = None  # each actor's evaluator runs its own jobs; no memory admission across actors
         self._describe = facts["describe"]
 
     def describe(self) -> str:

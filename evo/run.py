@@ -356,7 +356,8 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **tuner_options(cfg.search.tuner))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
-        print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations and "
+        memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
+        print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations{memory} and "
               f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)

@@ -26,7 +26,7 @@ from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa:
 
 BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
-PHASES = ("fork", "cuda_init", "setup", "compile", "wait_shared", "trials", "wait_exclusive", "timing")
+PHASES = ("fork", "cuda_init", "compile", "wait_memory", "setup", "wait_shared", "trials", "wait_exclusive", "timing")
 
 
 def cpu_times() -> tuple[float, float]:

@@ -97,6 +97,18 @@ def _pass(model, inputs: list, launches: LaunchCounter) -> tuple[str, bool]:
     return "ahead", True
 
 
+def compile_before_memory(build, meta_inputs, launches: LaunchCounter) -> str | None:
+    """The compile pass before the worker holds any device memory (its memory slot): on a model `build()` makes on
+    the meta device and `meta_inputs()`. Its outcome when final, else None (a model or forward that meta tensors
+    cannot run: the pass runs as ``compile_pass`` does, once the model is on the device)."""
+    try:
+        model, inputs = build(), meta_inputs()
+    except Exception:  # noqa: BLE001 - the device construction reports the candidate's own errors
+        return None
+    how, final = _pass(model, inputs, launches)
+    return how if final else None
+
+
 def compile_ahead(model, inputs: list, launches: LaunchCounter) -> str:
     """Run forward once compile-only; "ahead" when every kernel it reached compiled, else "fallback: <reason>"."""
     return _pass(model, inputs, launches)[0]

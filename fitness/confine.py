@@ -34,6 +34,8 @@ import resource
 import signal
 import sys
 
+from fitness.gpu_lock import lock_files
+
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1  # x86-64
@@ -158,7 +160,8 @@ def become_unprivileged(job: dict, confinement: dict | None) -> None:
         return
     problem, sandbox_root = job.get("problem") or {}, os.path.dirname(os.getcwd())
     needed = (*sys.path, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), problem.get("path"),
-              problem.get("seed_path"), job.get("gpu_lock"), *job.get("readable", ()))
+              problem.get("seed_path"), *lock_files(job.get("gpu_lock"), job.get("memory_slots")),
+              *job.get("readable", ()))
     readable = [p for p in needed
                 if p and os.path.exists(p) and not os.path.abspath(p).startswith(sandbox_root + os.sep)]
     try:

@@ -26,7 +26,7 @@ from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
-from fitness.result import INFRASTRUCTURE, EvalResult
+from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult
 from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
 from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
@@ -169,6 +169,8 @@ class Evaluator:
         self.cost = self.target.cost if self.on_gpu else self._measure_cost(loaded)
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
+        self.memory_slots: int | None = None  # problem-sized device memory admitted N at a time (set_memory_slots)
+        self.cancel_waiting_at: float | None = None  # perf_counter() from which a job waiting for memory is cancelled
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
                                 spares=self.settings.spares if self.settings.prestart_worker else 0,
@@ -189,6 +191,11 @@ class Evaluator:
     def set_spares(self, spares: int) -> None:
         """How many warm workers to keep ready: as many as evaluations in flight on this evaluator's device."""
         self.settings.spares = self._sandbox.spares = max(int(spares), 0)
+
+    def set_memory_slots(self, slots: int | None) -> None:
+        """How many of this GPU's jobs may hold problem-sized memory at once (``gpu_lock.memory_slot``); None: all."""
+        self.memory_slots = slots if self.on_gpu and slots else None
+        create_lock_files(lock_path(LOCK_DIR, self.device), self.memory_slots)
 
     def describe(self) -> str:
         where = (f"GPU {self.profile.display_name}" if self.on_gpu
@@ -216,7 +223,8 @@ class Evaluator:
             settings["compile_baseline"] = self.on_gpu
         return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
-                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device), **extra}
+                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device),
+                "memory_slots": self.memory_slots, **extra}
 
     @property
     def baseline_wall_s(self) -> float:
@@ -282,6 +290,10 @@ class Evaluator:
         result.log_tail = outcome.log_tail if outcome.result is None or outcome.result.get("status") != "ok" else ""
         if outcome.infrastructure:  # no verdict on the kernel: the evaluation service retries it, never stores it
             result.status, result.reason = INFRASTRUCTURE, outcome.failure_reason(self.settings.timeout_s)
+            return
+        if outcome.status == "cancelled":  # waited for GPU memory past the search's cut: no verdict, never stored
+            result.status, result.reason = CANCELLED, ("not evaluated: the search's budget was spent while it waited "
+                                                       "for GPU memory")
             return
         if outcome.result is None:
             result.status = outcome.status if outcome.status in ("timeout", "compile_timeout") else "crashed"
@@ -356,7 +368,8 @@ class Evaluator:
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
             outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s,
-                                        compile_timeout_s=self.settings.compile_timeout_s)
+                                        compile_timeout_s=self.settings.compile_timeout_s,
+                                        cancel_waiting_at=self.cancel_waiting_at)
             self._apply_outcome(outcome, result)
             if result.ok:
                 baseline_s = self._score(result)

@@ -20,12 +20,21 @@ Usage::
         ...
     with start_up(path):                      # a worker creating its CUDA context
         ...
+    with memory_slot(path, slots):            # a worker holding problem-sized device memory
+        ...
+
+Device memory is admitted apart from the GPU lock: ``memory_slot`` is a counting semaphore of `slots` files per GPU,
+held from the moment a worker puts the problem's models and inputs on the device to its end (a worker that dies
+releases it with its descriptors). Evaluations in flight are sized by the CPUs; only the part of each that holds
+problem-sized memory waits for a slot, so a 6 GB problem admits one at a time into its trials and timing while the
+others start, import and compile their kernels (on meta tensors) meanwhile.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import re
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -96,6 +105,42 @@ def start_up(path: str | None, hold_gpu: bool = True):
         os.close(fd)
 
 
+MEMORY_POLL_S = 0.005
+
+
+def memory_slot_files(path: str, slots: int) -> list[str]:
+    return [f"{path}.mem{i}" for i in range(slots)]
+
+
+@contextmanager
+def memory_slot(path: str | None, slots: int | None):
+    """One of `slots` memory slots of a GPU (None or no path: no admission, e.g. every evaluation in flight fits),
+    taken by whichever is free first (polled: flock has no wait-for-any). The slot files exist first
+    (``create_lock_files``)."""
+    if not path or not slots:
+        yield
+        return
+    fds = [DeviceLock._open(name) for name in memory_slot_files(path, slots)]
+    try:
+        while True:
+            held = next((fd for fd in fds if _try_lock(fd)), None)
+            if held is not None:
+                break
+            time.sleep(MEMORY_POLL_S)
+        yield
+    finally:
+        for fd in fds:  # closing the held one releases its slot
+            os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
 def physical_gpu(device: str, visible: str | None = None) -> str:
     """The GPU a process's `cuda:N` is, as ``CUDA_VISIBLE_DEVICES`` (`visible`; default: this process's) lists it
     (an index or a UUID); N itself when nothing is listed. Processes that each see one GPU as cuda:0 (a bench's
@@ -116,11 +161,18 @@ def lock_path(cache_dir: Path, device: str, visible: str | None = None) -> str |
     return str(Path(cache_dir) / f"gpu-{name}.lock")
 
 
-def create_lock_files(path: str | None) -> None:
+def lock_files(path: str | None, memory_slots: int | None = None) -> list[str]:
+    """A GPU's lock, gate, start-up and memory slot files (none on the CPU interpreter)."""
+    if not path:
+        return []
+    return [*(f"{path}{suffix}" for suffix in LOCK_SUFFIXES), *memory_slot_files(path, memory_slots or 0)]
+
+
+def create_lock_files(path: str | None, memory_slots: int | None = None) -> None:
     """Create a GPU's lock, gate and start-up files (by the trusted evaluator, before any worker runs), readable by all:
     flock needs only a read-only descriptor, and reading an empty file reveals nothing."""
     if path:
         Path(path).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        for name in (f"{path}{suffix}" for suffix in LOCK_SUFFIXES):
+        for name in lock_files(path, memory_slots):
             os.close(os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
             os.chmod(name, 0o644)

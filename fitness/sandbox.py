@@ -5,7 +5,8 @@ triton imported once, CUDA untouched), in a private directory with a private Tri
 environment stripped of secrets and provider variables. A crash, a hang past the timeout, a CUDA error or
 ``os._exit`` costs that one job: its process group is killed or simply gone, and the next job gets a new process.
 A job may also have a compile time limit: a worker whose stage says it has been building one kernel for longer is
-killed (``CompileClock``; status ``compile_timeout``).
+killed (``fitness.job_clock.CompileClock``; status ``compile_timeout``). A worker waiting for a GPU memory slot
+held by others is not on the clock, and is cancelled past the search's cut (``fitness.job_clock.MemoryWait``).
 A pool of ``spares`` workers, forked and with CUDA initialised ahead of their jobs, hides the start-up cost.
 
 ``run`` may be called from many threads at once. Trusted jobs (baselines) use a persistent cache; they also build
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from fitness.job_clock import POLL_S, CompileClock, MemoryWait
 from fitness.result import NOT_JUDGED
 from fitness.zygote import COMPILE_STAGE, WorkerHandle, Zygote
 
@@ -48,7 +50,6 @@ PREWARM_TIMEOUT_S = 600.0
 STUB_PREFIXES = ("cuda_utils", "__triton_launcher")
 STUB_MARKER = "kernelevo-stubs.json"  # in the trusted Triton cache: the Triton version its stubs were built for
 MAX_STUB_FILES = 256
-COMPILE_POLL_S = 0.25  # how often the stage of a job with a compile time limit is read
 
 
 def is_secret_variable(name: str) -> bool:
@@ -112,27 +113,9 @@ def warn_unconfined(missing: dict | None) -> None:
                   f"README's 'What the evaluator checks'", file=sys.stderr, flush=True)
 
 
-class CompileClock:
-    """How long a worker has been in its stage (``fitness.stage``, read on the Sandbox's clock) when that stage is
-    compiling (it begins with COMPILE_STAGE). The worker names each kernel Triton builds in a stage of its own
-    (``fitness.stage.CompileStage``), so the limit is per kernel; where Triton does not report its builds, it is for
-    the whole compile pass."""
-
-    def __init__(self, limit_s: float):
-        self.limit_s = limit_s
-        self.stage: str | None = None
-        self.since = 0.0
-
-    def overdue(self, stage: str, now: float) -> bool:
-        """Whether the worker has now been compiling for longer than the limit (`stage`: read at `now`)."""
-        if stage != self.stage:
-            self.stage, self.since = stage, now
-        return stage.startswith(COMPILE_STAGE) and now - self.since > self.limit_s
-
-
 @dataclass
 class JobOutcome:
-    status: str  # "finished", "timeout", "compile_timeout" or "crashed"
+    status: str  # "finished", "timeout", "compile_timeout", "cancelled" (waiting for memory past the cut), "crashed"
     result: dict | None
     exit_code: int | None
     log_tail: str
@@ -319,11 +302,13 @@ class Sandbox:
             self._stubs = stub_files(cache)
 
     # jobs ------------------------------------------------------------------------------------------------------
-    def run(self, job: dict, timeout_s: float, trusted: bool = False,
-            compile_timeout_s: float | None = None) -> JobOutcome:
+    def run(self, job: dict, timeout_s: float, trusted: bool = False, compile_timeout_s: float | None = None,
+            cancel_waiting_at: float | None = None) -> JobOutcome:
         """Run one job in its own process; never raises for anything the job does, nor when no worker can be made or
         given the job (an outcome with `unstarted`). Thread-safe. With `compile_timeout_s`, a worker whose stage says
-        it has been compiling for longer is killed (status "compile_timeout"), whatever is left of `timeout_s`."""
+        it has been compiling for longer is killed (status "compile_timeout"), whatever is left of `timeout_s`. Time
+        waiting for a GPU memory slot (``job["memory_slots"]``) held by others is not counted; still waiting at
+        `cancel_waiting_at` (``time.perf_counter()``), the worker is killed (status "cancelled")."""
         if not trusted:
             self._ensure_stubs()
         start = time.perf_counter()
@@ -350,14 +335,15 @@ class Sandbox:
                     self._replenish()
                 except OSError:
                     pass  # no spare for now: the next job forks its own worker (or reports why it cannot)
-            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s)
+            memory = MemoryWait(job.get("gpu_lock"), job.get("memory_slots"), handle.pid, cancel_waiting_at)
+            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory)
         finally:
             result_path.unlink(missing_ok=True)
             Path(f"{result_path}.tmp").unlink(missing_ok=True)
             shutil.rmtree(handle.workdir, ignore_errors=True)
 
     def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str,
-              compile_timeout_s: float | None = None) -> JobOutcome:
+              compile_timeout_s: float | None = None, memory: MemoryWait | None = None) -> JobOutcome:
         start = time.perf_counter()
         started = handle.forked.wait(START_TIMEOUT_S)
         if not started:  # the zygote is stuck: restart it, its workers are lost
@@ -366,15 +352,23 @@ class Sandbox:
                     self._zygote.stop()
         clock_from = max(start, handle.forked_at or start)  # a cold worker's zygote may still have been starting
         compiling = CompileClock(compile_timeout_s) if compile_timeout_s else None
-        overdue = False
+        memory = memory if memory is not None and memory.active else None
+        ended = ""  # why the sandbox killed it before its timeout: compile_timeout, cancelled
         while True:
-            left = clock_from + timeout_s - time.perf_counter()
-            finished = handle.exited.wait(max(min(left, COMPILE_POLL_S) if compiling else left, 0.0))
+            left = clock_from + timeout_s + (memory.paused_s if memory else 0.0) - time.perf_counter()
+            watched = compiling is not None or memory is not None
+            finished = handle.exited.wait(max(min(left, POLL_S) if watched else left, 0.0))
             if finished or left <= 0:
                 break
-            if compiling is not None and compiling.overdue(self._stage(handle), time.perf_counter()):
-                overdue = True
+            stage, now = self._stage(handle), time.perf_counter()
+            if compiling is not None and compiling.overdue(stage, now):
+                ended = "compile_timeout"
                 break
+            if memory is not None:
+                memory.read(stage, now)
+                if memory.cut(stage, now):
+                    ended = "cancelled"
+                    break
         if not finished:
             handle.zygote.kill(handle)
             handle.exited.wait(KILL_WAIT_S)
@@ -383,8 +377,7 @@ class Sandbox:
         result = read_result(result_path, token) if finished else None
         if result is not None:
             warn_unconfined(result.get("worker", {}).get("confinement", {}).get("missing"))
-        status = ("finished" if result is not None else "crashed" if finished
-                  else "compile_timeout" if overdue else "timeout")
+        status = "finished" if result is not None else "crashed" if finished else ended or "timeout"
         unstarted = "" if started or result is not None else \
             f"the fork server did not start a worker within {START_TIMEOUT_S:g} s and was restarted"
         return JobOutcome(status, result, handle.code, tail, wall, handle.pid, handle.lost and finished,

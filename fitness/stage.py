@@ -1,6 +1,6 @@
 """What a worker's job is doing now, in its directory's STAGE_FILE: a timeout's reason says what was running, and
 the sandbox times the stages spent compiling (those beginning with COMPILE_STAGE: fitness.compile_timeout_s,
-``fitness.sandbox.CompileClock``)."""
+``fitness.job_clock.CompileClock``)."""
 from __future__ import annotations
 
 import os

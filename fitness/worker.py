@@ -18,8 +18,10 @@ job, write the result and leave with ``os._exit``. Jobs:
 
 ``phases_s`` of a result, in seconds: fork, wait_start (for its turn to start up and the GPU's shared lock),
 cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
-server), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs, first_call, trial_calls,
-trial_judge, trial_compare with its trial_reference, timing_inputs), wait_exclusive, timing, verify_timed.
+server), wait_memory (for a GPU memory slot, when slots admit memory: the compile pass then runs before it, on a
+model built on the meta device), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs,
+first_call, trial_calls, trial_judge, trial_compare with its trial_reference, timing_inputs), wait_exclusive,
+timing, verify_timed.
 ``spans`` of a result: [phase, start, end] in wall-clock seconds (``time.time``) of the stages in SPAN_PHASES, so
 a benchmark can lay the evaluations of a run on one timeline (who held the GPU when; ``experiments/bench_search.py``).
 Diagnostics only: nothing scores from them.
@@ -32,7 +34,7 @@ import os
 import secrets
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 from fitness import timing  # binds the clocks first
@@ -44,7 +46,7 @@ import torch  # noqa: E402
 
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
-from fitness.compile_ahead import compile_pass, copy_model, meta_pass  # noqa: E402
+from fitness.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
 from fitness.confine import become_unprivileged  # noqa: E402
 from fitness.gpu_lock import DeviceLock, start_up  # noqa: E402
@@ -55,6 +57,7 @@ from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
+from fitness.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
 from fitness.stage import CompileStage, stage  # noqa: E402
 from fitness.zygote import COMPILE_STAGE  # noqa: E402
 
@@ -62,43 +65,8 @@ JOB_FILE = "job.json"  # written (atomically renamed) into the worker's director
 JOB_POLL_S = 0.005
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
-PHASES: dict = {}
-SPANS: list = []  # [phase, wall start, wall end] of the stages below, in the order they ended
-SPAN_PHASES = frozenset({"cuda_init", "warm_judge", "setup", "compile", "wait_shared", "trials", "wait_exclusive",
-                         "timing", "verify_timed", "profile"})
-_WALL = time.time  # bound before any candidate code exists
+MEMORY: list = []  # the job's memory slot, held until the process ends (its descriptors close then)
 KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no finalizer of theirs runs after judging
-
-
-class phase:
-    """Adds the seconds spent in a `with phase("name"):` block to PHASES (reported with the result)."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __enter__(self):
-        self.start, self.wall = time.perf_counter(), _WALL()
-
-    def __exit__(self, *exc):
-        PHASES[self.name] = PHASES.get(self.name, 0.0) + time.perf_counter() - self.start
-        if self.name in SPAN_PHASES:
-            SPANS.append([self.name, self.wall, _WALL()])
-
-
-@contextmanager
-def gpu_lock(job: dict, exclusive: bool):
-    """The job's GPU lock (none on the CPU interpreter), the wait for it counted as wait_shared / wait_exclusive."""
-    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive)
-    with phase("wait_exclusive" if exclusive else "wait_shared"):
-        lock.__enter__()
-    try:
-        yield
-    finally:
-        try:  # the device is idle before the lock goes: nothing of this worker runs on once it is released
-            synchronize(job["device"])
-        except Exception:  # noqa: BLE001 - a CUDA error is reported by the code that hit it
-            pass
-        lock.__exit__()
 
 
 # candidate job ---------------------------------------------------------------------------------------------------
@@ -160,6 +128,19 @@ def time_candidate(timed: TimedCalls, input_sets: list, job) -> dict:
     return stats.to_dict()
 
 
+def compile_first(module, init_inputs, problem, job, verify) -> str | None:
+    """With memory admitted by slots (``job["memory_slots"]``), the compile pass before the slot is taken, on a model
+    built on the meta device: its outcome, or None to compile once the model is on the device."""
+    if not (job.get("memory_slots") and job["device"].startswith("cuda")):
+        return None
+    stage(COMPILE_STAGE)
+    with phase("compile"):
+        how = compile_before_memory(lambda: build_model(module.ModelNew, init_inputs, job["seed"], "meta"),
+                                    lambda: meta_inputs(problem), LAUNCHES)
+    verify("compile pass")
+    return how
+
+
 def prepare_compile_pass(model_new, problem, job):
     """(what the compile pass starts from: ``fitness.compile_ahead.meta_pass``, how it went so far), made under the
     shared lock; None on the CPU interpreter (nothing to compile)."""
@@ -210,6 +191,9 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             module = load_candidate(job["source"], Path.cwd())
         finally:
             verify("import")  # a rejection here replaces an import error the candidate's code described
+    compiled_how = compile_first(module, init_inputs, problem, job, verify)
+    MEMORY.append(memory_held(job))  # held to the end: the models, inputs and outputs are made from here
+    MEMORY[-1].__enter__()
     stage("constructing the reference Model and ModelNew")
     with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
         reference = build_model(problem.Model, init_inputs, seed, device)
@@ -221,7 +205,8 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                                  + describe_exception(exc, module.__file__)) from exc
         param_sync = copy_parameters(reference, model_new)
         verify("constructing ModelNew")
-        compile_from, compile_how = prepare_compile_pass(model_new, problem, job)
+        compile_from, compile_how = (None, compiled_how) if compiled_how else prepare_compile_pass(model_new, problem,
+                                                                                                 job)
     result: dict = {}
     with torch.no_grad():
         try:
@@ -320,7 +305,8 @@ def run_job(job: dict) -> dict:
     runners = {"candidate": run_candidate_job, "baseline": run_baseline_job, "profile": run_profile_job,
                "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j["device"])}}
     try:
-        return runners[job["kind"]](job)
+        with memory_held(job) if job["kind"] in ("baseline", "profile") else nullcontext():
+            return runners[job["kind"]](job)
     except Verdict as verdict:
         return {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
     except CandidateError as exc:

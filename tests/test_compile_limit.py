@@ -16,7 +16,8 @@ from fitness.guards import LaunchCounter
 from fitness.inputs import make_inputs, meta_inputs
 from fitness.problem import load_problem, resolve_problem
 from fitness.result import COMPILE_FAILURES, STATUSES
-from fitness.sandbox import CompileClock, Sandbox
+from fitness.job_clock import CompileClock
+from fitness.sandbox import Sandbox
 from fitness.stage import CompileStage, stage
 from fitness.zygote import COMPILE_STAGE, STAGE_FILE, WorkerHandle
 
@@ -183,3 +184,20 @@ def test_the_device_pass_runs_only_where_forward_cannot_run_on_meta_tensors():
     assert compile_pass(meta(picky), cannot_copy, counter) == "fallback: the model could not be copied: TypeError: " \
                                                               "cannot pickle"
     assert not counter.compile_only and sum(counter.launches.values()) == 0
+
+
+def test_with_memory_slots_the_pass_runs_first_on_a_model_built_on_the_meta_device():
+    from fitness.compile_ahead import compile_before_memory
+
+    counter, x = LaunchCounter(), torch.randn(8)
+    on_meta = lambda: [x.to("meta")]  # noqa: E731
+    assert compile_before_memory(lambda: Body(torch.empty_like), on_meta, counter) == "ahead"
+    assert compile_before_memory(lambda: Body(lambda t: t * 2), on_meta, counter).startswith(
+        "fallback: torch op 'mul'")  # final: a device pass would abort alike
+
+    def no_model():
+        raise RuntimeError("the constructor called .cuda()")
+
+    assert compile_before_memory(no_model, on_meta, counter) is None  # built on the device, compiled there
+    assert compile_before_memory(lambda: Body(picky), on_meta, counter) is None  # forward needs real tensors
+    assert sum(counter.launches.values()) == 0

@@ -282,16 +282,6 @@ def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_worker
     assert_lineage_is_sound(read_store(tmp_path / "wide", lambda store: store.individuals()))
 
 
-def test_evaluations_in_flight_follow_cores_and_gpu_memory():
-    from evo.evaluation import auto_parallel
-
-    assert auto_parallel(cpus=16) == 14 and auto_parallel(cpus=2) == 2
-    gib = 1 << 30
-    assert auto_parallel(cpus=16, gpu_bytes=[80 * gib], problem_bytes=64 << 20) == 14  # small problem: cores bound
-    assert auto_parallel(cpus=16, gpu_bytes=[80 * gib], problem_bytes=6 * gib) == 1  # KernelBench-sized tensors
-    assert auto_parallel(cpus=32, gpu_bytes=[80 * gib] * 2, problem_bytes=2 * gib) == 6  # 3 per GPU
-
-
 def _interruptible() -> None:
     """In the child before it starts: Ctrl-C as in a terminal, also when the suite itself runs where SIGINT is
     ignored (a background job: the shell sets SIG_IGN, children inherit it and Python then installs no handler)."""

@@ -1,0 +1,103 @@
+"""Problem-sized GPU memory is admitted apart from evaluations in flight: in flight follow the cores, and a few
+evaluations at a time hold the problem's memory (``gpu_lock.memory_slot``), the others starting and compiling
+meanwhile. A worker waiting for a slot others hold is not on its clock, and is cancelled past the search's cut."""
+import os
+import threading
+import time
+
+from conftest import candidate, make_evaluator
+from evo.evaluation import auto_parallel, memory_slots
+from fitness.gpu_lock import create_lock_files, memory_slot, memory_slot_files
+from fitness.job_clock import MEMORY_STAGE, MemoryWait, slot_holders
+
+GIB = 1 << 30
+
+
+def test_in_flight_follow_the_cores_and_memory_slots_the_problems_footprint():
+    assert auto_parallel(cpus=16) == 14 and auto_parallel(cpus=2) == 2
+    assert auto_parallel(cpus=16, gpu_bytes=[80 * GIB]) == 14  # contexts fit: cores bound
+    assert auto_parallel(cpus=64, gpu_bytes=[8 * GIB]) == 6  # 80 % of 8 GiB holds six contexts
+    assert memory_slots(80 * GIB, 14, 64 << 20) is None  # a small problem: all fourteen fit at once
+    assert memory_slots(80 * GIB, 14, 6 * GIB) == 1  # KernelBench-sized tensors: one at a time, never none
+    assert memory_slots(80 * GIB, 14, 2 * GIB) == 2  # (64 - 14 GiB of contexts) // 20 GiB
+    assert memory_slots(80 * GIB, 2, 2 * GIB) is None
+
+
+def test_a_memory_slot_is_held_by_at_most_slots_holders_at_once(tmp_path):
+    path = str(tmp_path / "gpu-0.lock")
+    create_lock_files(path, 2)
+    assert all(os.path.exists(name) for name in memory_slot_files(path, 2))
+    inside, peak, guard = [0], [0], threading.Lock()
+
+    def hold():
+        with memory_slot(path, 2):
+            with guard:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            time.sleep(0.1)
+            with guard:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=hold) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert peak[0] == 2 and inside[0] == 0 and not any(t.is_alive() for t in threads)
+
+
+def test_the_clock_pauses_only_while_every_slot_is_held_by_another_process(tmp_path):
+    path = str(tmp_path / "gpu-0.lock")
+    create_lock_files(path, 1)
+    other = os.getpid() + 1  # the waiting worker: not this process, which will hold the slot
+    wait = MemoryWait(path, 1, pid=other, cancel_waiting_at=100.0)
+    assert slot_holders(path, 1) == {} and not wait.waiting(MEMORY_STAGE)  # a slot free: no reason to wait
+    with memory_slot(path, 1):
+        assert list(slot_holders(path, 1).values()) == [os.getpid()]
+        assert wait.waiting(MEMORY_STAGE) and not wait.waiting("correctness trial 1/5")
+        wait.read(MEMORY_STAGE, 10.0)
+        wait.read(MEMORY_STAGE, 12.5)
+        wait.read("correctness trial 1/5", 13.0)  # its turn came: the clock runs again
+        wait.read(MEMORY_STAGE, 20.0)
+        assert wait.paused_s == 2.5
+        holder = MemoryWait(path, 1, pid=os.getpid())  # the holder itself saying it waits: its clock runs on
+        holder.read(MEMORY_STAGE, 1.0)
+        holder.read(MEMORY_STAGE, 50.0)
+        assert holder.paused_s == 0.0 and not holder.waiting(MEMORY_STAGE)
+    assert not wait.cut(MEMORY_STAGE, 99.0) and wait.cut(MEMORY_STAGE, 100.0) and not wait.cut("timing", 100.0)
+
+
+def _baseline_job(ev, path: str) -> dict:
+    return {**ev._job("baseline"), "gpu_lock": path, "memory_slots": 1}
+
+
+def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancelled_past_the_cut(tmp_path):
+    path = str(tmp_path / "gpu-0.lock")
+    create_lock_files(path, 1)  # by the trusted side: confined workers cannot create files
+    with make_evaluator(prestart_worker=False) as ev:
+        judged = ev._sandbox.run({**ev._job("candidate", source=candidate("good")), "gpu_lock": path,
+                                  "memory_slots": 1}, timeout_s=120.0)  # a candidate's job holds a slot too
+        assert judged.result["status"] == "ok" and "wait_memory" in judged.result["phases_s"], judged.result
+        held = threading.Event()
+
+        def hold(seconds):
+            with memory_slot(path, 1):
+                held.set()
+                time.sleep(seconds)
+
+        job = _baseline_job(ev, path)
+        holder = threading.Thread(target=hold, args=(10.0,))
+        holder.start()
+        held.wait(5)
+        outcome = ev._sandbox.run(job, timeout_s=4.0)  # waits for the slot longer than its timeout
+        holder.join()
+        assert outcome.status == "finished", outcome.failure_reason(4.0)
+        assert outcome.result["phases_s"]["wait_memory"] > 4.0
+
+        held.clear()
+        holder = threading.Thread(target=hold, args=(8.0,))
+        holder.start()
+        held.wait(5)
+        outcome = ev._sandbox.run(job, timeout_s=60.0, cancel_waiting_at=time.perf_counter() + 2.0)
+        holder.join()
+        assert outcome.status == "cancelled" and outcome.result is None and outcome.wall_s < 6.0
