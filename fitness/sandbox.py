@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 
 from fitness.result import NOT_JUDGED
-from fitness.zygote import COMPILE_STAGE, WorkerHandle, Zygote
+from fitness.zygote import BASELINE_COMPILE_STAGE, COMPILE_STAGE, WorkerHandle, Zygote
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 PROVIDER_PREFIXES = (
@@ -114,9 +114,9 @@ def warn_unconfined(missing: dict | None) -> None:
 
 class CompileClock:
     """How long a worker has been in its stage (``fitness.stage``, read on the Sandbox's clock) when that stage is
-    compiling (it begins with COMPILE_STAGE). The worker names each kernel Triton builds in a stage of its own
-    (``fitness.stage.CompileStage``), so the limit is per kernel; where Triton does not report its builds, it is for
-    the whole compile pass."""
+    compiling (it begins with COMPILE_STAGE, or BASELINE_COMPILE_STAGE in a baseline job). The worker names each
+    kernel Triton builds in a stage of its own (``fitness.stage.CompileStage``), so the limit is per kernel; where
+    Triton does not report its builds, it is for the whole compile pass (a baseline's: each compiled baseline's)."""
 
     def __init__(self, limit_s: float):
         self.limit_s = limit_s
@@ -127,7 +127,7 @@ class CompileClock:
         """Whether the worker has now been compiling for longer than the limit (`stage`: read at `now`)."""
         if stage != self.stage:
             self.stage, self.since = stage, now
-        return stage.startswith(COMPILE_STAGE) and now - self.since > self.limit_s
+        return stage.startswith((COMPILE_STAGE, BASELINE_COMPILE_STAGE)) and now - self.since > self.limit_s
 
 
 @dataclass
