@@ -147,3 +147,11 @@ def best_text(record: dict) -> str:
         statuses = set((record.get("baseline_status") or {}).values())
         return speedup_text(None, NOT_MEASURED if statuses == {NOT_MEASURED} else None)
     return f"{value:.2f}x ({LABELS.get(name, name)})"
+
+
+def speedup_rows(record: dict) -> list[tuple[str, str]]:
+    """("speed-up vs eager", "3.00x") and so on for every baseline and the best, from a record with the speed-up
+    fields (an EvalResult's, a summary.json): a figure, or why there is none."""
+    status = record.get("baseline_status") or {}
+    return [*((f"speed-up vs {LABELS[name]}", speedup_text(record.get(f"speedup_vs_{name}"), status.get(name)))
+              for name in BASELINES), ("speed-up vs the best baseline", best_text(record))]
