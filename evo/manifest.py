@@ -76,7 +76,7 @@ def build_manifest(device: str, policy: str, seeds: dict, baselines: dict, gpu: 
     import triton
 
     on_gpu = device.startswith("cuda")
-    return {"gpu": gpu or gpu_name(device), "driver": driver_version() if on_gpu else INTERPRETER,
+    return {"gpu": gpu or gpu_name(device), "driver": driver_version() if on_gpu else "none",
             "cuda": torch.version.cuda or "none", "torch": torch.__version__, "triton": triton.__version__,
             "commit": git_commit(), "policy": policy, "seeds": seeds, "baselines": dict(baselines)}
 
