@@ -11,11 +11,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from evo.bench import RUNS, Row, slug
+from evo.manifest import combine, manifest_rows
 from evo.page import Raw, esc, figure_png, link, page, png_img, pyplot, table
 from evo.report import HTML_FILE
+from fitness.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text
 from fitness.result import format_seconds
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
+AGAINST = (*BASELINES, BEST)  # what fast_p and the geometric mean are computed against, each on its own
+SHORT = {"eager": "eager", "compile": "compile", "max_autotune": "max-autotune", BEST: "best"}  # column names
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -27,14 +31,15 @@ def summarise(rows: list[Row]) -> dict:
     n = len(rows)
     ok = [r.summary for r in rows if r.status == "ok"]
     fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.get(f"speedup_vs_{base}") or 0) > p) / n if n else 0.0
-            for base in ("eager", "compile") for p in FAST_P}
+            for base in AGAINST for p in FAST_P}  # a problem whose baseline was not measured counts as not fast
     sol = [s["sol_fraction"] for s in ok if s.get("sol_fraction") is not None]
     rates = [r.summary["evaluations_per_hour"] for r in rows if r.summary.get("evaluations_per_hour")]
     labelled = Counter(label for s in ok for label in s.get("labels") or [])
     return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0,
             "labelled": dict(sorted(labelled.items())), **fast,
-            "geomean_vs_eager": _geomean([s.get("speedup_vs_eager") for s in ok]),
-            "geomean_vs_compile": _geomean([s.get("speedup_vs_compile") for s in ok]),
+            **{f"geomean_vs_{base}": _geomean([s.get(f"speedup_vs_{base}") for s in ok]) for base in AGAINST},
+            # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
+            **{f"measured_vs_{base}": sum(1 for s in ok if s.get(f"speedup_vs_{base}")) for base in AGAINST},
             "median_sol_fraction": statistics.median(sol) if sol else None,
             "median_evaluations_per_hour": statistics.median(rates) if rates else None,
             "min_evaluations_per_hour": min(rates) if rates else None,
@@ -60,11 +65,13 @@ def _x(value) -> str:
 def summary_lines(summary: dict) -> list[str]:
     fast = lambda base: ", ".join(f"fast_{p:g} {summary[f'fast_{p:g}_vs_{base}']:.0%}" for p in FAST_P)  # noqa: E731
     sol = summary["median_sol_fraction"]
-    speed = [f"vs eager: {fast('eager')}; geometric mean {_x(summary['geomean_vs_eager'])}",
-             f"vs torch.compile: {fast('compile')}; geometric mean {_x(summary['geomean_vs_compile'])}",
-             f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}"]
+    speed = [f"vs {LABELS[base]}: {fast(base)}; geometric mean {_x(summary[f'geomean_vs_{base}'])} over "
+             f"{summary[f'measured_vs_{base}']} of {summary['correct']} correct kernels" for base in AGAINST
+             if f"geomean_vs_{base}" in summary]
+    speed.append(f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}")
     if summary["device"] == "CPU":
-        speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed)"]
+        speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed; no baseline "
+                 "measured)"]
     rate = summary.get("median_evaluations_per_hour")
     pace = ([f"search rate: median {rate:,.0f} evaluations/hour per problem, min "
              f"{summary['min_evaluations_per_hour']:,.0f}"] if rate else [])
@@ -75,9 +82,24 @@ def summary_lines(summary: dict) -> list[str]:
             f"${summary['llm_cost_usd']:.2f}"]
 
 
-HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", "eager", "compile", "vs eager",
-          "vs compile", "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts", "LLM calls",
-          "LLM cost", "wall (s)", "note")
+HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
+          *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts",
+          "LLM calls", "LLM cost", "wall (s)", "note")
+
+
+def _missing(s: dict, base: str) -> str:
+    """Why a row has no figure against `base`: its status (failed, too slow to compile, not measured) or "-"."""
+    status = (s.get("baseline_status") or {}).get(base)
+    if status is None and s.get("timer") == "interpreter":
+        status = NOT_MEASURED
+    return STATUS_TEXT.get(status or "", "-")
+
+
+def baseline_cells(s: dict) -> list[str]:
+    """A row's time of each baseline and speed-up over each and over the best (naming it), or why there is none."""
+    times = [_t(s.get(f"{b}_s")) if s.get(f"{b}_s") else _missing(s, b) for b in BASELINES]
+    speeds = [_x(s.get(f"speedup_vs_{b}")) if s.get(f"speedup_vs_{b}") else _missing(s, b) for b in BASELINES]
+    return [*times, *speeds, best_text(s) if s.get("speedup_vs_best") else _missing(s, BEST)]
 
 
 def cells(r: Row) -> list[str]:
@@ -87,34 +109,34 @@ def cells(r: Row) -> list[str]:
     interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
     status = ", ".join([r.status, *(s.get("labels") or [])])  # ok, uses-torch-compute: the policy allowed it
     return [r.name, status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
-            _t(s.get("seed_s")),
-            _t(s.get("eager_s")), _t(s.get("compile_s")), _x(s.get("speedup_vs_eager")),
-            _x(s.get("speedup_vs_compile")),
+            _t(s.get("seed_s")), *baseline_cells(s),
             "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")),
             _num(s.get("evaluations_per_hour"), "{:,.0f}"), _num(s.get("search_wall_s"), "{:.0f}"),
             _num(s.get("gpu_busy"), "{:.0%}"), str(s.get("timeouts", "-")), str(s.get("llm_calls", 0)),
             f"${s.get('llm_cost_usd', 0.0):.2f}", f"{r.wall_s:.0f}", note[:160]]
 
 
-def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = None) -> str:
+def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = None,
+             manifest: dict | None = None) -> str:
     reports = reports or {}
     name = lambda r: f"[{r.name}]({reports[r.name]})" if r.name in reports else r.name  # noqa: E731
     lines = [f"# {title}", "", *[f"- {line}" for line in summary_lines(summary)], "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join([name(r), *cells(r)[1:]]) + " |" for r in rows]
+    lines += ["", "## Manifest", "", *[f"- {fact}: {value}" for fact, value in manifest_rows(manifest)]]
     return "\n".join(lines) + "\n"
 
 
 def _plots(rows: list[Row]) -> bytes:
-    """Two plots as one PNG: the distribution of speed-ups over torch.compile, and fast_p against p."""
+    """Two plots as one PNG: the distribution of speed-ups over each baseline, and fast_p against p."""
     ok = [r.summary for r in rows if r.status == "ok"]
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, 3.6))
-    for base in ("compile", "eager"):
+    for base in AGAINST:
         values = sorted(s[f"speedup_vs_{base}"] for s in ok if s.get(f"speedup_vs_{base}"))
         if values:
-            left.hist(values, bins=20, alpha=0.6, label=f"vs {base}")
+            left.hist(values, bins=20, alpha=0.4, label=f"vs {SHORT[base]}")
         ps = [p / 20 for p in range(0, 61)]
-        right.plot(ps, [sum(1 for v in values if v > p) / max(len(rows), 1) for p in ps], label=f"vs {base}")
+        right.plot(ps, [sum(1 for v in values if v > p) / max(len(rows), 1) for p in ps], label=f"vs {SHORT[base]}")
     left.set(xlabel="speed-up", ylabel="problems", title="speed-ups of correct kernels")
     right.set(xlabel="p", ylabel="fast_p", title="fast_p: correct and more than p times faster", ylim=(0, 1))
     for axis in (left, right):
@@ -123,16 +145,17 @@ def _plots(rows: list[Row]) -> bytes:
     return figure_png(fig, dpi=100)
 
 
-def html(rows: list[Row], summary: dict, title: str, reports: dict) -> str:
+def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: dict | None = None) -> str:
     """The combined page; `reports`: row name -> the path (relative to the page) of its run's report.html."""
     listing = Raw("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) + "</ul>")
     table_rows = [[link(reports[r.name], r.name) if r.name in reports else r.name, *cells(r)[1:]] for r in rows]
     return page(title, [(None, listing), (None, png_img(_plots(rows), "speed-ups and fast_p")),
-                        (None, table(HEADER, table_rows))])
+                        (None, table(HEADER, table_rows)),
+                        ("Manifest", table(("fact", "value"), manifest_rows(manifest)))])
 
 
-CONSOLE = ("problem", "status", "best", "seed (tuned)", "vs eager", "vs compile", "SoL", "evaluations")
-SPEED = ("vs eager", "vs compile", "SoL")
+SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), "SoL")
+CONSOLE = ("problem", "status", "best", "seed (tuned)", *SPEED, "evaluations")
 
 
 def console_table(rows: list[Row], reports: dict, base: Path) -> str:
@@ -163,8 +186,10 @@ def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict,
     `bench_dir`, linked from the page; by default the bench's runs/<problem>/report.html); returns the summary."""
     summary = summarise(rows)
     reports = bench_reports(bench_dir, rows) if reports is None else reports
-    (bench_dir / f"{stem}.md").write_text(markdown(rows, summary, title, reports))
+    manifest = combine([r.summary.get("manifest") for r in rows])  # its runs' manifests, gathered
+    (bench_dir / f"{stem}.md").write_text(markdown(rows, summary, title, reports, manifest))
     (bench_dir / f"{stem}.json").write_text(json.dumps({"title": title, **meta, "summary": summary,
-                                                         "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
-    (bench_dir / f"{stem}.html").write_text(html(rows, summary, title, reports))
+                                                         "manifest": manifest, "rows": [asdict(r) for r in rows]},
+                                                        indent=1) + "\n")
+    (bench_dir / f"{stem}.html").write_text(html(rows, summary, title, reports, manifest))
     return summary

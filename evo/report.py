@@ -18,8 +18,10 @@ from pathlib import Path
 
 from evo import full_size
 from evo.page import figure_png, pyplot
+from evo.manifest import manifest_rows
 from evo.run import RunSummary, summarise
 from evo.store import RunStore
+from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds, labels_text
 
@@ -55,6 +57,7 @@ class RunReport:
     plot_png: bytes = b""
     prompt_sizes: dict = field(default_factory=dict)  # RunStore.prompt_sizes: per LLM role
     profiles: dict = field(default_factory=dict)  # RunStore.profiles: profiler feedback per kernel
+    manifest: list = field(default_factory=list)  # (fact, value): what the figures were measured on (evo.manifest)
 
 
 GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "median", "correct in population")
@@ -98,8 +101,7 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
                  ("seed kernel time (as written)", _time(seed)),
                  ("seed kernel time (tuned)", _time(s.tuned_seed_result)),
                  ("speed-up vs seed (as written)", _x(seed.time_s / r.time_s if seed and seed.ok else None)),
-                 ("eager time", _t(r.eager_s)), ("torch.compile time", _t(r.compile_s)),
-                 ("speed-up vs eager", _x(r.speedup_vs_eager)), ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
+                 *baseline_time_rows(r), *speedup_rows(r.to_dict()),
                  ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
     llm = s.llm or {}
     rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
@@ -111,6 +113,12 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
              ("stopped because", s.stop_reason or "-"),
              ("best kernel file", str(s.best_file))]
     return rows
+
+
+def baseline_time_rows(r: EvalResult) -> list[tuple[str, str]]:
+    """Each baseline's time, or why there is none (not measured, failed, too slow to compile)."""
+    return [(f"{LABELS[name]} time", _t(getattr(r, f"{name}_s")) if getattr(r, f"{name}_s") is not None
+             else speedup_text(None, r.baseline_status.get(name))) for name in BASELINES]
 
 
 def _edge(child: Individual, parent: Individual, interpreter: bool) -> str:
@@ -223,7 +231,8 @@ def collect(store: RunStore) -> RunReport:
                      operators=operator_rows(individuals), llm=llm, policy=tolerances, policy_facts=facts,
                      statuses=Counter(r.status for r in store.evaluations().values()),
                      plot_png=plot_fitness(state["logbook"], individuals, interpreter),
-                     prompt_sizes=store.prompt_sizes(), profiles=store.profiles())
+                     prompt_sizes=store.prompt_sizes(), profiles=store.profiles(),
+                     manifest=manifest_rows(summary.manifest))
 
 
 def _md_table(header, rows) -> list[str]:
@@ -241,6 +250,7 @@ def _md_tree(node: Node, depth: int = 0) -> list[str]:
 def markdown(report: RunReport) -> str:
     lines = [f"# {report.title}", "", f"The same report with its plot inline: [{HTML_FILE}]({HTML_FILE})", "",
              "## Summary", "", *_md_table(("figure", "value"), report.summary),
+             "## Manifest", "", *_md_table(("fact", "value"), report.manifest),
              "## Time per generation", "", f"![best and median time per generation]({PLOT_FILE})", "",
              *_md_table(GENERATION_HEADER, report.generations)]
     if report.lineage is not None:

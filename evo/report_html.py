@@ -66,7 +66,8 @@ def render(report: RunReport) -> str:
     policy = Raw(table(("setting", "value"), report.policy_facts) + table(POLICY_HEADER, report.policy))
     footer = note(f"Run directory {report.run_dir}; the same data in {REPORT_FILE} and {PLOT_FILE}; regenerate with: "
                   f"kernelevo report run_dir={report.run_dir}")
-    return page(report.title, [("Summary", summary), ("Time per generation", plot),
+    manifest = table(("fact", "value"), report.manifest)
+    return page(report.title, [("Summary", summary), ("Manifest", manifest), ("Time per generation", plot),
                                ("Lineage of the best kernel", lineage),
                                ("Best kernel against the seed (as written)", diff), ("Operators", operators),
                                ("LLM calls and cost", llm), ("Precision policy", policy),

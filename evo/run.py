@@ -19,10 +19,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
+from evo.manifest import manifest_line, run_manifest
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner, describe_tuner, tuner_options
+from fitness.baselines import BASELINES, speedup_rows
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
 from fitness.genome import Genome, evaluation_key
@@ -177,6 +179,7 @@ class RunSummary:
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
     tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
     sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
+    manifest: dict | None = None  # what the figures were measured on and with (evo.manifest; None: an older run)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -190,9 +193,10 @@ class RunSummary:
                 "policy": (r.policy or {}).get("name", "") if r is not None else "",
                 "labels": r.labels if r is not None else [],  # what the policy allowed it (uses-torch-compute)
                 "best_s": r.time_s if ok else None, "seed_s": seed.time_s if seed is not None and seed.ok else None,
-                "eager_s": r.eager_s if r is not None else None, "compile_s": r.compile_s if r is not None else None,
-                "speedup_vs_eager": r.speedup_vs_eager if ok else None,
-                "speedup_vs_compile": r.speedup_vs_compile if ok else None,
+                **{f"{name}_s": getattr(r, f"{name}_s") if r is not None else None for name in BASELINES},
+                **{f"speedup_vs_{name}": getattr(r, f"speedup_vs_{name}") if ok else None for name in BASELINES},
+                "speedup_vs_best": r.speedup_vs_best if ok else None, "best_baseline": r.best_baseline if ok else "",
+                "baseline_status": r.baseline_status if r is not None else {},
                 "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
                 "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
                 "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
@@ -204,7 +208,8 @@ class RunSummary:
                 "baked_seeds": check.get("baked_seeds", []), "other_sizes": check.get("other_sizes") or None,
                 "other_sizes_tried": [t["id"] for t in check.get("tried", [])],
                 "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
-                                       if t["status"] != "ok"}}
+                                       if t["status"] != "ok"},
+                "manifest": self.manifest}
 
     @property
     def evaluations_per_hour(self) -> float | None:
@@ -250,8 +255,7 @@ class RunSummary:
                     ("seed kernel time (as written)", _time(self.seed_result)),
                     ("seed kernel time (tuned)", _time(self.tuned_seed_result)),
                     ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
-                    ("speed-up vs eager", _x(r.speedup_vs_eager)),
-                    ("speed-up vs torch.compile", _x(r.speedup_vs_compile)),
+                    *speedup_rows(r.to_dict()),
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
         rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
                  ("best kernel descends from", self.best_from or "?"),
@@ -259,13 +263,10 @@ class RunSummary:
                  ("evaluations", self.evaluations_text()),
                  ("stopped because", self.stop_reason), ("time", self.time_text()),
                  ("best kernel file", str(self.best_file)),
-                 ("tuning", self.tuner or "?"), ("tuning studies", f"optuna-dashboard {self.optuna_url}")]
+                 ("tuning", self.tuner or "?"), ("tuning studies", f"optuna-dashboard {self.optuna_url}"),
+                 ("measured with", manifest_line(self.manifest))]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
-
-
-def _x(value) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
 
 
 def _time(result: EvalResult | None) -> str:
@@ -290,7 +291,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
                       llm=store.llm_totals(), optuna_url=store.optuna_url,
                       infrastructure_failures=store.infrastructure_failures(),
-                      tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check)
+                      tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check,
+                      manifest=store.get_meta("manifest"))
 
 
 def run_tuner(config: dict) -> str:
@@ -317,15 +319,16 @@ def descends_from(store: RunStore, individual: Individual | None) -> str:
 
 
 def measure_baselines(service: EvaluationService, store: RunStore) -> None:
-    """On a GPU, time eager and torch.compile once before the search starts, so no evaluation waits for them and
-    the search's figures (evaluations per hour, GPU busy) exclude them."""
+    """On a GPU, time the baselines (``fitness.baselines``) once before the search starts, so no evaluation waits
+    for them and the search's figures (evaluations per hour, GPU busy) exclude them."""
     evaluator = service.evaluators[0]
     if evaluator.on_gpu and store.get_meta("baseline_wall_s") is None:
         start = time.perf_counter()
         evaluator.baseline()
         store.set_meta("baseline_wall_s", time.perf_counter() - start)
-        print(f"[kernelevo] baselines (eager, torch.compile) measured in {time.perf_counter() - start:.1f} s",
-              flush=True)
+        status = evaluator.baseline().status
+        print(f"[kernelevo] baselines measured in {time.perf_counter() - start:.1f} s: "
+              + ", ".join(f"{name} {state}" for name, state in status.items()), flush=True)
 
 
 def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
@@ -377,6 +380,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
             state = search.run()
         window = (started, time.time())
         busy = progress.sampler.busy(*window) if progress.sampler is not None else None
+        store.set_meta("manifest", run_manifest(cfg, evaluator))
     finally:
         if tuner is not None:
             tuner.close()

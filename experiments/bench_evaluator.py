@@ -57,7 +57,7 @@ def bench_spread(name: str, runs: int, settings: dict | None = None) -> dict:
     """One kernel evaluated `runs` times in one evaluator: how much its median time moves between evaluations.
     `settings`: evaluator settings of this measurement (e.g. prestart_worker=False: no spare starting meanwhile)."""
     seed = resolve_problem(name).seed_source()
-    with evaluator(name, compile_baseline=False, **(settings or {})) as ev:
+    with evaluator(name, baselines=["eager"], **(settings or {})) as ev:
         results = [ev.evaluate(seed) for _ in range(runs)]
     medians = [r.time_s for r in results]
     print(f"[spread] phases of the last evaluation: {results[-1].phases_s}", flush=True)
@@ -91,7 +91,7 @@ def bench_guards() -> list[dict]:
     for what, problem, sizes, cand, policy, settings in GUARD_CASES:
         source = (resolve_problem(problem).seed_source() if cand == "seed"
                   else (CANDIDATES / f"{cand}.py").read_text())
-        with evaluator(problem, policy, sizes, compile_baseline=False, **settings) as ev:
+        with evaluator(problem, policy, sizes, baselines=["eager"], **settings) as ev:
             r = ev.evaluate(source, label=cand)
         rows.append({"case": what, "status": r.status, "reason": r.reason.split("\n")[0][:160],
                      "time_s": r.time_s, "rel_l2": r.rel_l2, "label": r.label})

@@ -183,7 +183,7 @@ def evaluator_rows() -> list:
     spec = resolve_problem("row_softmax")
     good = spec.seed_source()
     bad = good.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 65536").replace("NUM_WARPS = 4", "NUM_WARPS = 1")
-    settings = EvalSettings(trials=2, compile_baseline=False, compile_timeout_s=10.0, timeout_s=300.0)
+    settings = EvalSettings(trials=2, baselines=["eager"], compile_timeout_s=10.0, timeout_s=300.0)
     rows = []
     with Evaluator(spec, load_policy("triton"), resolve_profile("auto"), settings, device="cuda") as ev:
         for label, source in (("seed", good), ("BLOCK_SIZE=65536, one warp", bad)):

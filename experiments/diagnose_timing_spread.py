@@ -129,7 +129,7 @@ def evaluator_runs(problem: str, runs: int, **settings) -> dict:
 
     spec = resolve_problem(problem)
     stats, phases = [], []
-    with Evaluator(spec, load_policy("triton"), detect_profile(), EvalSettings(compile_baseline=False, **settings),
+    with Evaluator(spec, load_policy("triton"), detect_profile(), EvalSettings(baselines=["eager"], **settings),
                    device="cuda") as ev:
         for _ in range(runs):
             result = ev.evaluate(spec.seed_source())

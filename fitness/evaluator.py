@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from fitness import ncu
+from fitness.baselines import (BASELINE_PROCESSES, BASELINES, NOT_MEASURED, Baseline, check_names,
+                               measure, measured_here)
 from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
@@ -32,13 +34,12 @@ from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.target import target_for
-from fitness.timing import TIMING_DEFAULTS, TimingStats, fastest_baselines
+from fitness.timing import TIMING_DEFAULTS, TimingStats
 from hardware_profiles import HardwareProfile
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
 LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
 PROFILERS = ("none", "ncu")
-BASELINE_PROCESSES = 2  # fresh workers that time eager and torch.compile on a GPU (the faster reading is kept)
 
 
 @dataclass
@@ -47,13 +48,16 @@ class EvalSettings:
     seed: int = 0
     timeout_s: float = 120.0
     compile_timeout_s: float | None = 30.0  # one kernel's build by Triton (None: no limit but timeout_s)
-    baseline_timeout_s: float = 600.0
+    baseline_timeout_s: float = 900.0
+    # the baselines measured (fitness.baselines): eager, compile (torch.compile), max_autotune (its mode
+    # max-autotune-no-cudagraphs); the compiled ones only on a GPU
+    baselines: list = field(default_factory=lambda: ["eager", "compile", "max_autotune"])
+    baseline_compile_timeout_s: float | None = 300.0  # one compiled baseline's compilation (None: no limit of its own)
     static_check: bool = True
     require_triton_launch: bool = True
     trace_torch_ops: bool = True
     plausibility: bool = True
     plausibility_margin: float = 0.9  # reject times below margin x speed of light
-    compile_baseline: bool | None = None  # None: only on a GPU
     prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
     spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
     confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
@@ -77,21 +81,22 @@ class EvalSettings:
                              f"{self.compile_timeout_s}")
         if self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
+        self.baselines = check_names(self.baselines)
+        if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
+            raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
+                             f"own), got {self.baseline_compile_timeout_s}")
 
     @classmethod
     def from_config(cls, cfg: dict) -> "EvalSettings":
+        cfg = dict(cfg)
+        if "compile_baseline" in cfg:  # replaced by fitness.baselines; a run saved before has it (null: the default)
+            if cfg.pop("compile_baseline") is False:
+                cfg["baselines"] = [n for n in cfg.get("baselines", cls().baselines) if n == "eager"]
         known = set(cls.__dataclass_fields__)
         unknown = set(cfg) - known - {"policy"}
         if unknown:
             raise ValueError(f"unknown fitness settings {sorted(unknown)}; known: {sorted(known)}")
         return cls(**{k: v for k, v in cfg.items() if k in known})
-
-
-@dataclass
-class Baseline:
-    eager: TimingStats | None
-    compile: TimingStats | None
-    notes: list
 
 
 class BaselineSlot:
@@ -219,8 +224,6 @@ class Evaluator:
 
     def _job(self, kind: str, **extra) -> dict:
         settings = asdict(self.settings)
-        if settings["compile_baseline"] is None:
-            settings["compile_baseline"] = self.on_gpu
         return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
                 "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device),
@@ -230,8 +233,14 @@ class Evaluator:
     def baseline_wall_s(self) -> float:
         return self._baselines.wall_s
 
+    @property
+    def baseline_names(self) -> list[str]:
+        """The baselines measured here: those configured, the compiled ones only on a GPU."""
+        return measured_here(self.settings.baselines, self.on_gpu)
+
     def baseline(self) -> Baseline:
-        """Eager and torch.compile times of the reference, measured once (per slot) in a trusted worker."""
+        """The baselines' times (eager, torch.compile, max-autotune: ``fitness.baselines``), measured once (per slot)
+        in trusted workers."""
         with self._baselines.lock:
             if self._baselines.value is None:
                 self._baselines.value = self._measure_baseline()
@@ -239,24 +248,23 @@ class Evaluator:
 
     def _measure_baseline(self) -> Baseline:
         """On a GPU in BASELINE_PROCESSES fresh workers one after the other, the fastest reading of each kept
-        (`timing.fastest_baselines`); one on the interpreter, whose times are never turned into speed-ups."""
-        start, readings, notes = time.perf_counter(), [], []
-        for _ in range(BASELINE_PROCESSES if self.on_gpu else 1):
-            outcome = self._sandbox.run(self._job("baseline"), self.settings.baseline_timeout_s, trusted=True)
-            result = outcome.result or {}
-            notes += [n for n in result.get("notes", []) if n not in notes]
-            if result.get("status") == "ok":
-                readings.append(result.get("timing", {}))
-                continue
-            why = result.get("reason") or outcome.failure_reason(self.settings.baseline_timeout_s,
-                                                                 self._timeout_context())
-            notes.append(f"baseline timing failed{' in a later process' if readings else ''}: {why}")
-            break
-        timings, slower = fastest_baselines(readings)
-        notes += slower
+        (`fitness.baselines.measure`); one on the interpreter, whose times are never turned into speed-ups."""
+        start, timeout = time.perf_counter(), self.settings.baseline_timeout_s
+        names = self.baseline_names
+        limit = self.settings.baseline_compile_timeout_s
+
+        def run(wanted: list[str]):
+            return self._sandbox.run(self._job("baseline", baselines=wanted), timeout, trusted=True,
+                                     compile_timeout_s=limit)
+
+        baseline = measure(run, names, BASELINE_PROCESSES if self.on_gpu else 1,
+                           lambda outcome: outcome.failure_reason(timeout, self._timeout_context()), limit)
+        for name in self.settings.baselines:
+            if name not in names:
+                baseline.status[name] = NOT_MEASURED
+                baseline.notes.append(f"baseline {name}: not measured on Triton's CPU interpreter")
         self._baselines.wall_s = time.perf_counter() - start
-        return Baseline(TimingStats.from_dict(timings.get("eager")), TimingStats.from_dict(timings.get("compile")),
-                        notes)
+        return baseline
 
     def _timeout_context(self) -> str:
         """What a timeout's reason adds: the sizes and, on the interpreter, that they may be the cause."""
@@ -317,6 +325,7 @@ class Evaluator:
         result.time_s = stats.median_s
         if not self.on_gpu:
             result.notes.append("interpreter wall-clock times: not comparable with GPU figures, no speed-ups")
+            result.baseline_status = {name: NOT_MEASURED for name in self.settings.baselines}
             return 0.0
         had_baseline, start = self._baselines.value is not None, time.perf_counter()
         baseline = self.baseline()
@@ -324,11 +333,10 @@ class Evaluator:
         if waited:
             result.notes.append(f"baselines measured once for this run in {self.baseline_wall_s:.1f} s")
         result.notes.extend(baseline.notes)
-        for name, base in (("eager", baseline.eager), ("compile", baseline.compile)):
-            if base is not None:
-                result.timing[name] = base.to_dict()
-                setattr(result, f"{name}_s", base.median_s)
-                setattr(result, f"speedup_vs_{name}", base.median_s / stats.median_s)
+        for name, value in baseline.figures(stats.median_s).items():
+            setattr(result, name, value)
+        result.timing.update({name: s.to_dict() for name in BASELINES
+                              if (s := baseline.stats(name)) is not None})
         if self.sol_s is None:
             result.notes.append("speed of light unknown for this problem or hardware profile")
             return waited

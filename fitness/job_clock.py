@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from fitness.gpu_lock import memory_slot_files
-from fitness.zygote import COMPILE_STAGE
+from fitness.zygote import BASELINE_COMPILE_STAGE, COMPILE_STAGE
 
 POLL_S = 0.25  # how often the stage of a watched job is read
 MEMORY_STAGE = "waiting for a GPU memory slot"
@@ -22,9 +22,9 @@ MEMORY_STAGE = "waiting for a GPU memory slot"
 
 class CompileClock:
     """How long a worker has been in its stage (read on the Sandbox's clock) when that stage is compiling (it begins
-    with COMPILE_STAGE). The worker names each kernel Triton builds in a stage of its own
-    (``fitness.stage.CompileStage``), so the limit is per kernel; where Triton does not report its builds, it is for
-    the whole compile pass."""
+    with COMPILE_STAGE, or BASELINE_COMPILE_STAGE in a baseline job). The worker names each kernel Triton builds in a
+    stage of its own (``fitness.stage.CompileStage``), so the limit is per kernel; where Triton does not report its
+    builds, it is for the whole compile pass (a baseline's: each compiled baseline's)."""
 
     def __init__(self, limit_s: float):
         self.limit_s = limit_s
@@ -35,7 +35,7 @@ class CompileClock:
         """Whether the worker has now been compiling for longer than the limit (`stage`: read at `now`)."""
         if stage != self.stage:
             self.stage, self.since = stage, now
-        return stage.startswith(COMPILE_STAGE) and now - self.since > self.limit_s
+        return stage.startswith((COMPILE_STAGE, BASELINE_COMPILE_STAGE)) and now - self.since > self.limit_s
 
 
 def slot_holders(path: str, slots: int) -> dict[int, int] | None:

@@ -55,10 +55,15 @@ class EvalResult:
     compile_s: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    max_autotune_s: float | None = None  # torch.compile(mode="max-autotune-no-cudagraphs") (fitness.baselines)
+    speedup_vs_max_autotune: float | None = None
+    speedup_vs_best: float | None = None  # over the fastest baseline measured, named by best_baseline
+    best_baseline: str = ""
+    baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
     sol_s: float | None = None
     sol_fraction: float | None = None
     cost: dict = field(default_factory=dict)
-    timing: dict = field(default_factory=dict)  # full TimingStats of candidate / eager / compile
+    timing: dict = field(default_factory=dict)  # full TimingStats of candidate / eager / compile / max_autotune
     notes: list = field(default_factory=list)
     eval_wall_s: float = 0.0
     input_seed: int | None = None  # the secret seed of the correctness and timing inputs (reproduction)
@@ -110,10 +115,14 @@ class EvalResult:
             lines.append(f"time (interpreter wall-clock): {format_seconds(self.time_s)}")
         elif self.time_s is not None:
             lines.append(f"time: {format_seconds(self.time_s)}  eager: {format_seconds(self.eager_s)}  "
-                         f"torch.compile: {format_seconds(self.compile_s)}")
-        if self.speedup_vs_eager is not None or self.speedup_vs_compile is not None:
-            lines.append(f"speedup: {_fmt_x(self.speedup_vs_eager)} vs eager, {_fmt_x(self.speedup_vs_compile)} "
-                         f"vs torch.compile")
+                         f"torch.compile: {format_seconds(self.compile_s)}  "
+                         f"max-autotune: {format_seconds(self.max_autotune_s)}")
+        if self.timer != "interpreter" and self.time_s is not None:
+            from fitness.baselines import BASELINES, LABELS, best_text, speedup_text
+
+            lines.append("speedup: " + ", ".join(
+                f"{speedup_text(getattr(self, f'speedup_vs_{name}'), self.baseline_status.get(name))} vs "
+                f"{LABELS[name]}" for name in BASELINES) + f"; {best_text(self.to_dict())} vs the best")
         if self.sol_fraction is not None:
             lines.append(f"speed of light: {format_seconds(self.sol_s)}  "
                          f"fraction reached: {self.sol_fraction:.1%}")
@@ -137,6 +146,3 @@ def labels_text(labels) -> str:
     """Labels for people: each with what it means (``LABELS``)."""
     return "; ".join(f"{label} ({LABELS[label]})" if label in LABELS else label for label in labels)
 
-
-def _fmt_x(ratio: float | None) -> str:
-    return "n/a" if ratio is None else f"{ratio:.2f}x"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from fitness.job_clock import POLL_S, CompileClock, MemoryWait
 from fitness.result import NOT_JUDGED
-from fitness.zygote import COMPILE_STAGE, WorkerHandle, Zygote
+from fitness.zygote import WorkerHandle, Zygote
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 PROVIDER_PREFIXES = (

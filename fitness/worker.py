@@ -10,8 +10,8 @@ job, write the result and leave with ``os._exit``. Jobs:
   unchanged, the reference computed after the candidate on a saved copy of the inputs, output memory poisoned) and
   honesty guards on every trial (shared lock), then timing (exclusive lock), each timed call launching the
   candidate's own kernels, and the last timed output per input set checked (``fitness.checks``).
-* ``baseline``: torch.compile and its first call (shared lock), then eager and torch.compile timed with the
-  candidate's timer and inputs (exclusive lock).
+* ``baseline``: the compiled baselines (torch.compile at its defaults and max-autotune) and their first calls
+  (shared lock), then every baseline the job names timed with the candidate's timer and inputs (exclusive lock).
 * ``profile``: a judged candidate once more under Nsight Compute (``fitness.ncu``), the GPU held exclusively.
 * ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache
   (``fitness.warm``, which also holds what a spare warms before its job).
@@ -44,6 +44,7 @@ from fitness.guards import LaunchCounter, TorchOpTrace
 
 import torch  # noqa: E402
 
+from fitness.baselines import COMPILED, stage_of as baseline_stage  # noqa: E402
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
 from fitness.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
@@ -256,13 +257,17 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
 
 # baseline job ----------------------------------------------------------------------------------------------------
 def run_baseline_job(job: dict) -> dict:
-    """Time the eager reference and torch.compile of it, with the candidate's timer and inputs."""
+    """Time the baselines the job names (``fitness.baselines``: the eager reference, torch.compile of it at its
+    defaults and in max-autotune-no-cudagraphs mode) with the candidate's timer and inputs. A compiled baseline that
+    fails to compile is left out and named in the result's `failed`; each compiles in a stage of its own
+    (``fitness.baselines.stage_of``), so the sandbox stops a compilation past fitness.baseline_compile_timeout_s."""
     policy = PrecisionPolicy.from_dict(job["policy"])
+    names = job.get("baselines", ["eager"])
     stage("setting up the reference (baselines)")
     problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
-    result = {"status": "ok", "timing": {}, "notes": [f"baselines at fp32 matmul precision "
-                                                      f"'{policy.fp32_matmul_precision}'"]}
+    result = {"status": "ok", "timing": {}, "failed": {}, "notes": [f"baselines at fp32 matmul precision "
+                                                                    f"'{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
         reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
         with torch.no_grad():
@@ -270,21 +275,20 @@ def run_baseline_job(job: dict) -> dict:
         inputs, note = timing_inputs(problem, job, job["seed"], copies=1, output_bytes=output_bytes,
                                      kept_outputs=False)
         result["notes"] += [note] if note else []
+    models = {"eager": reference} if "eager" in names else {}
     with torch.no_grad():
-        compiled = None
-        if job["settings"].get("compile_baseline", True):
-            stage("compiling the reference with torch.compile (baselines)")
+        for name in (n for n in names if n in COMPILED):
             with gpu_lock(job, exclusive=False), phase("compile"):
+                stage(baseline_stage(name))  # the wait for the lock is no compile time
                 try:
-                    compiled = torch.compile(reference)
-                    compiled(*inputs[0])  # compiles, then runs once: the GPU is shared, not timed
-                except Exception as exc:  # a reference torch.compile cannot handle is a note, not a failure
-                    compiled = None
-                    result["notes"].append(f"torch.compile baseline failed: {type(exc).__name__}: {exc}"[:500])
-        stage("timing eager and torch.compile (baselines)")
+                    compiled = torch.compile(reference, **COMPILED[name])
+                    compiled(*inputs[0])  # compiles (max-autotune: benchmarks its choices), then runs once: untimed
+                    models[name] = compiled
+                except Exception as exc:  # a reference torch.compile cannot handle: the other baselines stand
+                    result["failed"][name] = f"{type(exc).__name__}: {exc}"[:500]
+        stage(f"timing the baselines {', '.join(models)}")
         with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
             timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
-            models = {"eager": reference, **({"compile": compiled} if compiled is not None else {})}
             result["timing"], notes = timing.settled_baselines(timer, models, inputs)
             result["notes"] += notes
     return result

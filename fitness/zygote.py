@@ -214,6 +214,7 @@ def main() -> None:
 
 STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now (fitness.stage)
 COMPILE_STAGE = "compiling the candidate's kernels"  # how every stage spent compiling begins (fitness.sandbox)
+BASELINE_COMPILE_STAGE = "compiling the baseline"  # how a baseline job's compile stages begin (fitness.baselines)
 
 
 # the Sandbox's side -------------------------------------------------------------------------------------------

@@ -52,6 +52,14 @@ def test_interpreter_runs_print_times_labelled_as_such_and_no_speed_up(file_run)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["timer"] == "interpreter"
     assert summary["speedup_vs_eager"] is None and summary["speedup_vs_compile"] is None
+    assert summary["speedup_vs_max_autotune"] is None and summary["speedup_vs_best"] is None
+    assert summary["baseline_status"] == {"eager": "not_measured", "compile": "not_measured",
+                                          "max_autotune": "not_measured"}
+    manifest = summary["manifest"]  # what the figures were measured on and with
+    assert manifest["gpu"].startswith("none") and manifest["policy"] == "triton"
+    assert manifest["seeds"] == {"search": [0], "fitness": 0} and manifest["baselines"] == summary["baseline_status"]
+    assert manifest["torch"] and manifest["triton"] and manifest["commit"]
+    assert re.search(r"\n  measured with +none: Triton's CPU interpreter, driver none", output)
 
 
 def test_the_runs_optuna_studies_load_with_optunas_public_api(file_run):

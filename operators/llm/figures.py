@@ -138,7 +138,9 @@ def measured_text(result, target: Target | None = None) -> str:
     parts = [f"{fmt_time(result.time_s)} ({measured_where(result, target)})"]
     if result.eager_s:
         parts.append(f"PyTorch eager {fmt_time(result.eager_s)} ({ratio(result.eager_s, result.time_s)}), "
-                     f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})")
+                     f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})"
+                     + (f", torch.compile max-autotune {fmt_time(result.max_autotune_s)} "
+                        f"({ratio(result.max_autotune_s, result.time_s)})" if result.max_autotune_s else ""))
     if result.sol_fraction is not None:
         parts.append(f"{result.sol_fraction:.0%} of the speed of light ({fmt_time(result.sol_s)})")
     if result.timer == "interpreter":

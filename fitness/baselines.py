@@ -1,0 +1,157 @@
+"""The baselines a kernel's speed-ups are measured against: what a user would otherwise ship.
+
+    eager         the reference Model as written
+    compile       torch.compile at its defaults
+    max_autotune  torch.compile(mode="max-autotune-no-cudagraphs")
+
+``fitness.baselines`` (conf/fitness/default.yaml) names the ones measured. They are measured once per problem,
+sizes, GPU and precision policy (TF32 as the policy says) in the trusted baseline job (``fitness.worker``), in
+BASELINE_PROCESSES fresh workers with the fastest reading of each kept (``fitness.timing.fastest_baselines``); the
+compiled ones only on a GPU. A baseline whose compilation fails has the status ``failed``; one still compiling after
+``fitness.baseline_compile_timeout_s`` has its worker stopped by the sandbox (as a candidate's compile time limit
+is), the status ``compile_timeout``, and the job is run again without it: either way with a note, and the others
+still stand. Every result gives the speed-up against each one measured and against the fastest of them (``best``,
+naming which it was).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fitness.timing import TimingStats, fastest_baselines
+from fitness.zygote import BASELINE_COMPILE_STAGE
+
+BASELINES = ("eager", "compile", "max_autotune")  # every known baseline, in the order tables show them
+COMPILED = {"compile": {}, "max_autotune": {"mode": "max-autotune-no-cudagraphs"}}  # torch.compile's arguments
+LABELS = {"eager": "eager", "compile": "torch.compile", "max_autotune": "torch.compile max-autotune",
+          "best": "the best baseline"}
+BEST = "best"  # the fastest baseline measured, whichever it was
+OK, FAILED, COMPILE_TIMEOUT, NOT_MEASURED = "ok", "failed", "compile_timeout", "not_measured"
+STATUS_TEXT = {FAILED: "failed", COMPILE_TIMEOUT: "too slow to compile", NOT_MEASURED: "not measured"}
+BASELINE_PROCESSES = 2  # fresh workers that time the baselines on a GPU, one after the other (the fastest is kept)
+
+
+def check_names(names) -> list[str]:
+    """`fitness.baselines` as a list; ValueError naming the known ones for anything else."""
+    names = list(names or [])
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown or len(set(names)) < len(names):
+        raise ValueError(f"fitness.baselines={names}: name each baseline once, from {list(BASELINES)} (e.g. "
+                         f"fitness.baselines=[eager,compile] to skip max-autotune)")
+    return names
+
+
+def measured_here(names: list[str], on_gpu: bool) -> list[str]:
+    """Of the configured baselines, those measured on this device: the compiled ones only on a GPU."""
+    return [n for n in names if on_gpu or n not in COMPILED]
+
+
+def stage_of(name: str) -> str:
+    """The worker's stage while it compiles baseline `name` (the sandbox stops it past the compile time limit)."""
+    return f"{BASELINE_COMPILE_STAGE} {name}: torch.compile({_arguments(name)}) of the reference and its first call"
+
+
+def compiling(stage: str) -> str | None:
+    """The baseline a worker was compiling when it was stopped, from its stage (None: it was doing something else)."""
+    if not stage.startswith(BASELINE_COMPILE_STAGE):
+        return None
+    name = stage[len(BASELINE_COMPILE_STAGE):].split(":")[0].strip()
+    return name if name in COMPILED else None
+
+
+def _arguments(name: str) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in COMPILED[name].items())
+
+
+@dataclass
+class Baseline:
+    """The baselines of one problem and policy: each one's timing (None where not measured) and status."""
+    eager: TimingStats | None
+    compile: TimingStats | None
+    notes: list
+    max_autotune: TimingStats | None = None
+    status: dict = field(default_factory=dict)  # name -> ok, failed, compile_timeout, not_measured
+
+    def stats(self, name: str) -> TimingStats | None:
+        return getattr(self, name)
+
+    def best(self) -> tuple[str, float] | None:
+        """(name, median seconds) of the fastest baseline measured; None when none was."""
+        times = [(s.median_s, n) for n in BASELINES if (s := self.stats(n)) is not None and s.median_s > 0]
+        return (min(times)[1], min(times)[0]) if times else None
+
+    def figures(self, time_s: float) -> dict:
+        """A candidate's EvalResult fields against these baselines: each one's time and the speed-up over it (None
+        where not measured), the speed-up over the best of them and its name, and the status of each."""
+        fields: dict = {"baseline_status": dict(self.status)}
+        for name in BASELINES:
+            stats = self.stats(name)
+            fields[f"{name}_s"] = stats.median_s if stats is not None else None
+            fields[f"speedup_vs_{name}"] = stats.median_s / time_s if stats is not None else None
+        best = self.best()
+        fields["best_baseline"], fields["speedup_vs_best"] = (best[0], best[1] / time_s) if best else ("", None)
+        return fields
+
+
+def measure(run, names: list[str], processes: int, failure_reason, compile_limit_s: float | None) -> Baseline:
+    """The baselines `names`, from `processes` baseline jobs one after the other. `run(names)` runs one job for those
+    baselines and returns its ``JobOutcome``; `failure_reason(outcome)` says why a job gave no result. A compiled
+    baseline whose compilation failed, or whose worker was stopped compiling it (past `compile_limit_s`, or out of
+    the job's own time), is dropped (a note and its status) and the job is run again without it; any other failure
+    of a job ends the measurement with what was read."""
+    left, readings, notes = list(names), [], []
+    status = {}
+    while left and len(readings) < processes:
+        outcome = run(list(left))
+        result = outcome.result or {}
+        notes += [n for n in result.get("notes", []) if n not in notes]
+        stuck = compiling(outcome.stage) if outcome.status in ("compile_timeout", "timeout") else None
+        if stuck in left:
+            status[stuck] = COMPILE_TIMEOUT
+            why = (f"still compiling after {compile_limit_s:g} s, stopped (fitness.baseline_compile_timeout_s="
+                   f"{compile_limit_s:g}: raise it to wait longer)" if outcome.status == "compile_timeout"
+                   else failure_reason(outcome))
+            notes.append(f"baseline {stuck} ({LABELS[stuck]}): {why}; measured without it, the other baselines "
+                         f"stand")
+            left.remove(stuck)
+            continue
+        if result.get("status") == "ok":
+            readings.append(result.get("timing", {}))
+            for name, why in (result.get("failed") or {}).items():
+                status[name] = FAILED
+                notes.append(f"baseline {name} ({LABELS.get(name, name)}) failed: {why}"[:600])
+                left = [n for n in left if n != name]
+            continue
+        notes.append(f"baseline timing failed{' in a later process' if readings else ''}: "
+                     f"{result.get('reason') or failure_reason(outcome)}")
+        break
+    timings, slower = fastest_baselines(readings)
+    for name in names:
+        status[name] = OK if name in timings else status.get(name, FAILED)
+    stats = {name: TimingStats.from_dict(timings.get(name)) for name in BASELINES}
+    return Baseline(stats["eager"], stats["compile"], notes + slower, stats["max_autotune"], status)
+
+
+def speedup_text(value: float | None, status: str | None = None) -> str:
+    """A speed-up for a table: `1.23x`, or why there is none (not measured, failed, too slow to compile)."""
+    if value is not None:
+        return f"{value:.2f}x"
+    return STATUS_TEXT.get(status or "", "n/a")
+
+
+def best_text(record: dict) -> str:
+    """The speed-up over the best baseline with that baseline's name, e.g. `1.10x (torch.compile max-autotune)`,
+    from a record holding `speedup_vs_best`, `best_baseline` and `baseline_status` (an EvalResult's fields, a
+    summary.json)."""
+    value, name = record.get("speedup_vs_best"), record.get("best_baseline")
+    if value is None:
+        statuses = set((record.get("baseline_status") or {}).values())
+        return speedup_text(None, NOT_MEASURED if statuses == {NOT_MEASURED} else None)
+    return f"{value:.2f}x ({LABELS.get(name, name)})"
+
+
+def speedup_rows(record: dict) -> list[tuple[str, str]]:
+    """("speed-up vs eager", "3.00x") and so on for every baseline and the best, from a record with the speed-up
+    fields (an EvalResult's, a summary.json): a figure, or why there is none."""
+    status = record.get("baseline_status") or {}
+    return [*((f"speed-up vs {LABELS[name]}", speedup_text(record.get(f"speedup_vs_{name}"), status.get(name)))
+              for name in BASELINES), ("speed-up vs the best baseline", best_text(record))]

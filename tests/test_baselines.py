@@ -1,0 +1,156 @@
+"""The baselines speed-ups are measured against (eager, torch.compile, torch.compile max-autotune) and the best of
+them: measured from baseline jobs (here fake ones), a compiled baseline that fails or is too slow to compile reported
+as such while the others stand, the speed-up over each and over the fastest named; the worker's baseline job on the
+CPU, and the evaluator's on the interpreter (no compiled baseline there: not measured)."""
+from dataclasses import asdict
+
+import pytest
+
+from conftest import SCALE_SHIFT
+from fitness import baselines, worker
+from fitness.baselines import BASELINES, Baseline, best_text, compiling, measure, speedup_text, stage_of
+from fitness.evaluator import EvalSettings, Evaluator
+from fitness.policy import load_policy
+from fitness.problem import resolve_problem
+from fitness.result import EvalResult
+from fitness.sandbox import JobOutcome
+from fitness.timing import TimingStats
+from hardware_profiles import load_profile
+
+
+def reading(**medians) -> dict:
+    return {name: TimingStats.from_samples("cuda-events", [m] * 3).to_dict() for name, m in medians.items()}
+
+
+class FakeJobs:
+    """Baseline jobs scripted per call: each answer is a JobOutcome, or a function of the names asked for."""
+
+    def __init__(self, *answers):
+        self.answers, self.asked = list(answers), []
+
+    def __call__(self, names):
+        self.asked.append(names)
+        answer = self.answers.pop(0)
+        return answer(names) if callable(answer) else answer
+
+
+def ok(timing: dict, failed: dict | None = None) -> JobOutcome:
+    return JobOutcome("finished", {"status": "ok", "timing": timing, "failed": failed or {}, "notes": []}, 0, "", 1.0)
+
+
+def stuck(name: str, status: str = "compile_timeout") -> JobOutcome:
+    return JobOutcome(status, None, -9, "", 300.0, stage=stage_of(name), compile_timeout_s=300.0)
+
+
+def run_measure(jobs, names=BASELINES, processes=2):
+    return measure(jobs, list(names), processes, lambda outcome: f"job {outcome.status}", 300.0)
+
+
+@pytest.mark.parametrize("max_autotune_s, best", [(60e-6, "max_autotune"), (90e-6, "compile")])
+def test_each_baseline_is_measured_and_the_fastest_is_the_best(max_autotune_s, best):
+    jobs = FakeJobs(ok(reading(eager=130e-6, compile=85e-6, max_autotune=max_autotune_s + 5e-6)),
+                    ok(reading(eager=120e-6, compile=80e-6, max_autotune=max_autotune_s)))
+    baseline = run_measure(jobs)
+    assert jobs.asked == [list(BASELINES)] * 2 and baseline.status == dict.fromkeys(BASELINES, "ok")
+    figures = baseline.figures(40e-6)
+    assert figures["eager_s"] == 120e-6 and figures["max_autotune_s"] == max_autotune_s  # the faster process's
+    assert figures["speedup_vs_eager"] == pytest.approx(3.0) and figures["speedup_vs_compile"] == pytest.approx(2.0)
+    assert figures["speedup_vs_max_autotune"] == pytest.approx(max_autotune_s / 40e-6)
+    assert figures["best_baseline"] == best
+    assert figures["speedup_vs_best"] == pytest.approx(min(80e-6, max_autotune_s) / 40e-6)
+
+
+def test_a_baseline_that_fails_to_compile_is_reported_and_the_others_stand():
+    jobs = FakeJobs(ok(reading(eager=120e-6, compile=80e-6), {"max_autotune": "BackendCompilerFailed: no"}),
+                    ok(reading(eager=121e-6, compile=81e-6)))
+    baseline = run_measure(jobs)
+    assert jobs.asked == [list(BASELINES), ["eager", "compile"]]  # not compiled again in the second process
+    assert baseline.status == {"eager": "ok", "compile": "ok", "max_autotune": "failed"}
+    assert "baseline max_autotune (torch.compile max-autotune) failed: BackendCompilerFailed: no" in baseline.notes
+    figures = baseline.figures(40e-6)
+    assert figures["speedup_vs_max_autotune"] is None and figures["max_autotune_s"] is None
+    assert figures["best_baseline"] == "compile" and figures["speedup_vs_best"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("how", ["compile_timeout", "timeout"])
+def test_a_baseline_too_slow_to_compile_is_stopped_and_the_job_run_again_without_it(how):
+    jobs = FakeJobs(stuck("max_autotune", how), ok(reading(eager=120e-6, compile=80e-6)),
+                    ok(reading(eager=119e-6, compile=82e-6)))
+    baseline = run_measure(jobs)
+    assert jobs.asked == [list(BASELINES), ["eager", "compile"], ["eager", "compile"]]
+    assert baseline.status["max_autotune"] == "compile_timeout" and baseline.max_autotune is None
+    assert baseline.eager.median_s == 119e-6 and baseline.compile.median_s == 80e-6
+    (note,) = [n for n in baseline.notes if n.startswith("baseline max_autotune")]
+    assert ("fitness.baseline_compile_timeout_s=300" in note) == (how == "compile_timeout") and "stand" in note
+    assert speedup_text(None, baseline.status["max_autotune"]) == "too slow to compile"
+
+
+def test_a_job_that_fails_otherwise_ends_the_measurement_with_what_was_read():
+    crashed = JobOutcome("crashed", None, -11, "", 1.0, stage="timing the baselines eager, compile")
+    baseline = run_measure(FakeJobs(ok(reading(eager=120e-6, compile=80e-6, max_autotune=70e-6)), crashed))
+    assert baseline.status == dict.fromkeys(BASELINES, "ok") and baseline.best() == ("max_autotune", 70e-6)
+    assert "baseline timing failed in a later process: job crashed" in baseline.notes
+    nothing = run_measure(FakeJobs(crashed))
+    assert nothing.status == dict.fromkeys(BASELINES, "failed") and nothing.best() is None
+    assert nothing.figures(1e-6)["speedup_vs_best"] is None and compiling(crashed.stage) is None
+
+
+def test_the_result_and_its_texts_give_every_baseline_and_the_best_or_why_not():
+    baseline = Baseline(TimingStats.from_samples("cuda-events", [1e-4]), None, [],
+                        TimingStats.from_samples("cuda-events", [5e-5]),
+                        {"eager": "ok", "compile": "failed", "max_autotune": "ok"})
+    result = EvalResult(status="ok", timer="cuda-events", time_s=25e-6, **baseline.figures(25e-6))
+    assert result.speedup_vs_eager == pytest.approx(4.0) and result.speedup_vs_best == pytest.approx(2.0)
+    assert best_text(result.to_dict()) == "2.00x (torch.compile max-autotune)"
+    assert ("speedup: 4.00x vs eager, failed vs torch.compile, 2.00x vs torch.compile max-autotune; 2.00x "
+            "(torch.compile max-autotune) vs the best") in result.summary()
+    cpu = EvalResult(status="ok", timer="interpreter", baseline_status=dict.fromkeys(BASELINES, "not_measured"))
+    assert best_text(cpu.to_dict()) == "not measured" and "speedup" not in cpu.summary()
+
+
+def test_the_baselines_are_one_setting_checked_with_a_clear_error():
+    assert EvalSettings().baselines == ["eager", "compile", "max_autotune"]
+    with pytest.raises(ValueError, match=r"fitness.baselines=\['eager', 'autotune'\]: name each baseline once"):
+        EvalSettings(baselines=["eager", "autotune"])
+    with pytest.raises(ValueError, match="once"):
+        EvalSettings(baselines=["eager", "eager"])
+    assert EvalSettings.from_config({"compile_baseline": False}).baselines == ["eager"]  # a run saved before
+    assert EvalSettings.from_config({"compile_baseline": None}).baselines == list(BASELINES)
+    assert baselines.measured_here(list(BASELINES), on_gpu=False) == ["eager"]
+
+
+def job(tmp_path, names) -> dict:
+    spec = resolve_problem(SCALE_SHIFT, size_preset="test")
+    settings = asdict(EvalSettings(timing={"interpreter_reps": 1}))
+    return {"kind": "baseline", "problem": spec.to_dict(), "policy": load_policy("triton").to_dict(),
+            "settings": settings, "device": "cpu", "seed": 0, "l2_bytes": 0, "gpu_lock": None, "baselines": names}
+
+
+def test_the_workers_baseline_job_times_what_it_is_asked_and_names_a_compile_that_failed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the job writes its stage file in its directory
+
+    def fake_compile(model, mode=None):
+        if mode == "max-autotune-no-cudagraphs":
+            raise RuntimeError("autotuning found no valid choice")
+        return model
+
+    monkeypatch.setattr(worker.torch, "compile", fake_compile)
+    result = worker.run_baseline_job(job(tmp_path, list(BASELINES)))
+    assert result["status"] == "ok" and set(result["timing"]) == {"eager", "compile"}
+    assert result["timing"]["eager"]["timer"] == "interpreter" and result["timing"]["eager"]["median_s"] > 0
+    assert result["failed"] == {"max_autotune": "RuntimeError: autotuning found no valid choice"}
+    assert any("fp32 matmul precision 'high'" in n for n in result["notes"])  # TF32 as the policy says
+    only_eager = worker.run_baseline_job(job(tmp_path, ["eager"]))
+    assert set(only_eager["timing"]) == {"eager"} and only_eager["failed"] == {}
+
+
+def test_on_the_interpreter_the_evaluator_times_eager_alone_and_no_compiled_baseline(tmp_path):
+    spec = resolve_problem(SCALE_SHIFT, size_preset="test")
+    settings = EvalSettings(trials=1, timing={"interpreter_reps": 1}, prestart_worker=False, warm_judge=False)
+    with Evaluator(spec, load_policy("triton"), load_profile("cpu_interpreter"), settings, device="cpu",
+                   cache_dir=tmp_path) as ev:
+        assert ev.baseline_names == ["eager"]
+        baseline = ev.baseline()
+    assert baseline.eager is not None and baseline.eager.timer == "interpreter"
+    assert baseline.status == {"eager": "ok", "compile": "not_measured", "max_autotune": "not_measured"}
+    assert "baseline max_autotune: not measured on Triton's CPU interpreter" in baseline.notes
