@@ -77,6 +77,10 @@ class EvalSettings:
                              f"{self.compile_timeout_s}")
         if self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
+        checked = self.timing.get("checked_calls", TIMING_DEFAULTS["checked_calls"])
+        if not isinstance(checked, int) or checked < 0:
+            raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "
+                             f"against the reference), got {checked!r}")
 
     @classmethod
     def from_config(cls, cfg: dict) -> "EvalSettings":
