@@ -206,6 +206,7 @@ class CudaEventTimer:
         calls, launches, busy, start = 0, [], 0.0, _perf_counter()
         while calls < len(feed) or _perf_counter() - start < self.warmup_s:
             args = feed.next()
+            _cuda_synchronize()  # the feed's GPU work (a draw) is not the call's
             launch_start = _perf_counter()
             output = fn(*args)
             launches.append(_perf_counter() - launch_start)
