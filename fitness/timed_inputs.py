@@ -21,7 +21,9 @@ After the warm-up, ``checked`` measured calls drawn at random (``random.Random``
 checked right after they return: output types, inputs left unchanged, and the output against the reference on a copy
 of the same inputs taken before the call, with the correctness gate's tolerances (``fitness.checks``). A candidate
 that answers from a stale or guessed result on a fraction f of its timed calls is caught with probability
-1 - (1 - f) ** checked.
+1 - (1 - f) ** checked. It cannot tell a checked call from another before it returns: the copy goes into a buffer
+allocated once, at the first draw, so the allocator's state (what ``torch.empty`` returns, its statistics) is the
+same on every call.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import random
 import time
 
 from fitness.checks import check_timed_output
-from fitness.inputs import clone_all, make_inputs
+from fitness.inputs import clone_all, make_inputs, refill, synchronize
 
 SEED_OFFSET = 100_000  # above every other input seed offset of a job (trials, timing sets, probe, compile pass)
 _perf_counter = time.perf_counter
@@ -44,7 +46,7 @@ class FreshInputs:
         self.reference, self.policy, self.checked = reference, policy, checked
         self.rng = random.Random(input_seed)
         self.inputs: list | None = None
-        self.saved: list | None = None  # a copy of a checked call's inputs, taken before the call
+        self.saved: list | None = None  # a copy of a checked call's inputs, taken before the call (allocated once)
         self.calls, self.measured = 0, None  # every call; the measured calls once begin() was told
         self.sample: set = set()
         self.checked_calls: list[int] = []
@@ -59,11 +61,14 @@ class FreshInputs:
 
     def next(self) -> list:
         start = _perf_counter()
-        self.inputs = self.saved = None  # freed first: the draw reuses their memory
+        self.inputs = None  # freed first: the draw reuses their memory
         self.inputs = make_inputs(self.problem, self.seed + self.calls, self.device)
         self.calls += 1
-        if self._checking():
+        if self.saved is None:
             self.saved = clone_all(self.inputs)
+        elif self._checking():
+            refill(self.saved, self.inputs)
+        synchronize(self.device)  # the draw's GPU time counted in draw_s (the timer synchronises next anyway)
         self.draw_s += _perf_counter() - start
         return self.inputs
 

@@ -25,7 +25,8 @@ the reference. Its cost is outside the timed region but not free: per call one d
 written once by the problem's own random generators, plus ``get_inputs``' Python: tens of microseconds for a small
 problem; for a memory-bound kernel about as long as the kernel itself reads them) and, on each checked call, a copy
 of the inputs, the reference and the comparison. The warm-up's budget counts the draws, the time per call that sizes
-the repetitions does not; the result reports the draws' seconds (``phases_s.timed_inputs``).
+the repetitions does not; the result reports the draws' and the checks' seconds (``phases_s.timed_inputs``,
+``phases_s.verify_timed``).
 """
 from __future__ import annotations
 

@@ -54,6 +54,17 @@ def test_the_draws_and_the_checks_are_outside_the_timed_region(problem):
     assert feed.summary()["timed_outputs_checked"] == [0, 1, 2, 3] and feed.check_s > 0
 
 
+def test_a_checked_call_allocates_nothing_an_unchecked_one_does_not(problem):
+    feed, copies = feed_for(problem, checked=2), []
+
+    def call(x):
+        copies.append((id(feed.saved), feed.saved[0].data_ptr()))  # what the call could observe of the judge's copy
+        return x * 2.0 + 1.0
+
+    WallClockTimer(reps=6, warmup_calls=2).measure(call, feed)
+    assert len(feed.summary()["timed_outputs_checked"]) == 2 and len(set(copies)) == 1  # one buffer, made once
+
+
 def load_attack():
     spec = importlib.util.spec_from_file_location("content_cache_attack", CANDIDATES / "content_cache.py")
     module = importlib.util.module_from_spec(spec)
