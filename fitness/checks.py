@@ -4,15 +4,16 @@ timed call, so a candidate cannot be honest on the calls that are watched and ch
 * ``check_output_types``: outputs are exact ``torch.Tensor`` objects (or an exact tuple / list of them); a tensor
   subclass could compute its values with torch when the checker touches it, after ``forward`` returned.
 * ``check_guards``: the launch count and the torch-op trace of one correctness call, accumulated over the trials.
-* ``TimedCalls``: wraps ``forward`` for the timer; every timed call must launch a kernel of the candidate's own,
-  and the output of the last timed call on each input set is kept, to be compared with the reference afterwards
-  (``verify_timed_outputs``).
+* ``TimedCalls``: wraps ``forward`` for the timer; every timed call must launch a kernel of the candidate's own.
+* ``check_timed_output``: one timed call's output against the reference, on a copy of its inputs (the sampled
+  calls of ``fitness.timed_inputs``).
 """
 from __future__ import annotations
 
 import torch
 
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs
+from fitness.inputs import scrub
 
 
 class Verdict(Exception):
@@ -73,32 +74,26 @@ def check_guards(guards: dict, trace, launches, module_name: str, policy, settin
 
 
 class TimedCalls:
-    """The callable the timer times: forward, plus a launch count per call and the last output per input set.
-    The bookkeeping is a few dictionary operations on the host, hidden like the rest of the launch overhead."""
+    """The callable the timer times: forward, plus a launch count per call; the last output is kept (no finalizer of
+    the candidate's runs when it is freed after judging). The bookkeeping is a few dictionary operations on the
+    host, hidden like the rest of the launch overhead."""
 
-    def __init__(self, model, input_sets: list, launches, module_name: str, require_launch: bool = True):
+    def __init__(self, model, launches, module_name: str, require_launch: bool = True):
         self.model, self.launches, self.module_name = model, launches, module_name
         self.require_launch = require_launch
-        self.set_of = {}  # id of a set's first tensor argument -> the set's index
-        for j, inputs in enumerate(input_sets):
-            first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
-            if first is not None:
-                self.set_of[id(first)] = j
         self.calls, self.without_launch, self.first_without_launch = 0, 0, None
-        self.last: dict = {}  # set index -> output of the last call on it, in call order
+        self.last = None
 
     def __call__(self, *args):
         before = self.launches.count(self.module_name)
+        self.last = None
         output = self.model(*args)
         if self.launches.count(self.module_name) == before:
             self.without_launch += 1
             if self.first_without_launch is None:
                 self.first_without_launch = self.calls
         self.calls += 1
-        first = next((x for x in args if isinstance(x, torch.Tensor)), None)
-        j = self.set_of.get(id(first), 0)
-        self.last.pop(j, None)
-        self.last[j] = output
+        self.last = output
         return output
 
     def check_launches(self) -> None:
@@ -108,30 +103,19 @@ class TimedCalls:
                           f"forward must compute its output with the candidate's kernels")
 
 
-def _storages(output) -> set:
-    return {t.untyped_storage().data_ptr() for t in as_tensor_list(output) if t.numel()}
-
-
-def verify_timed_outputs(timed: TimedCalls, reference, input_sets: list, saved_sets: list, policy) -> dict:
-    """Compare the last timed output on each input set with the reference, computed now on a saved copy of that
-    set. Outputs that share memory with a later call's output (a reused output buffer) are skipped: only the
-    latest value in a buffer belongs to its call. Verdict on a wrong output or a modified input."""
-    checked, seen = [], set()
-    for j, output in reversed(list(timed.last.items())):
-        check_output_types(output, f"timed call on timing input set {j}")
-        storages = _storages(output)
-        if storages & seen:
-            continue
-        seen |= storages
-        changed = changed_inputs(input_sets[j], saved_sets[j])
-        if changed:
-            raise Verdict("rejected", f"forward modified its input(s) {changed} while timed (timing input set {j}); "
-                          f"inputs must be left unchanged")
-        refs = as_tensor_list(reference(*saved_sets[j]))
-        comparison = compare_outputs(output, refs, policy)
-        if not comparison.ok:
-            raise Verdict("incorrect", f"the output of a timed call differs from the reference (timing input set "
-                          f"{j}): {comparison.reason}", max_abs_err=comparison.max_abs_err,
-                          max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
-        checked.append(j)
-    return {"timed_calls": timed.calls, "timed_outputs_checked": sorted(checked)}
+def check_timed_output(output, inputs: list, saved: list, reference, policy, where: str) -> None:
+    """One timed call, just returned: its output types, its inputs unchanged (against `saved`, the copy taken before
+    the call) and its output against the reference, computed now on `saved` (and scrubbed after: no later
+    allocation of the candidate's finds it). Verdict on any failure."""
+    check_output_types(output, where)
+    changed = changed_inputs(inputs, saved)
+    if changed:
+        raise Verdict("rejected", f"forward modified its input(s) {changed} while timed ({where}); inputs must be "
+                      f"left unchanged")
+    refs = as_tensor_list(reference(*saved))
+    comparison = compare_outputs(output, refs, policy)
+    scrub(refs)
+    if not comparison.ok:
+        raise Verdict("incorrect", f"the output of a timed call differs from the reference ({where}): "
+                      f"{comparison.reason}", max_abs_err=comparison.max_abs_err,
+                      max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)

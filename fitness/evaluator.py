@@ -85,6 +85,10 @@ class EvalSettings:
         if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
             raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
                              f"own), got {self.baseline_compile_timeout_s}")
+        checked = self.timing.get("checked_calls", TIMING_DEFAULTS["checked_calls"])
+        if not isinstance(checked, int) or checked < 0:
+            raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "
+                             f"against the reference), got {checked!r}")
 
     @classmethod
     def from_config(cls, cfg: dict) -> "EvalSettings":

@@ -1,9 +1,9 @@
 """How many input sets a timing can hold in the device's memory.
 
-KernelBench's problems are large (level1/36_RMSNorm_: 7.5 GB per tensor). A candidate's timing rotates several
-input sets, each with a saved copy (to check that forward leaves its inputs unchanged) and the output it returned
-for that set (checked against the reference afterwards); three sets of a 7.5 GB problem need 67 GB before the
-reference's own output. The number of sets is cut to what fits, never below one, and the result says so.
+KernelBench's problems are large (level1/36_RMSNorm_: 7.5 GB per tensor). The baselines' timing rotates several
+input sets (three sets of a 7.5 GB problem need 22.5 GB before any output); the number of sets is cut to what fits,
+never below one, and the result says so. A candidate's timing holds one set at a time (a fresh draw per call,
+``fitness.timed_inputs``), and on a checked call its copy and the reference's output, as a correctness trial does.
 """
 from __future__ import annotations
 

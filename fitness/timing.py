@@ -11,9 +11,22 @@ candidate code is imported: later patching of ``time`` or ``torch.cuda`` attribu
   device-wide estimate's own noise (``DEVICE_WIDE_MARGIN``): then the device-wide time (less the measured latency
   of that last event) counts. The device-wide time goes through a host synchronisation, so it moves with host
   scheduling (+-5 us on an H100, ``experiments/results/timing_spread_h100.md``); taking it whenever it was the
-  larger made the median move by up to 10 % between evaluations of one kernel. Inputs rotate among several sets;
-  the number of repetitions is sized to a time budget.
+  larger made the median move by up to 10 % between evaluations of one kernel. The number of repetitions is sized
+  to a time budget.
 * ``WallClockTimer``: for Triton's CPU interpreter; times are labelled ``interpreter`` and mean nothing on a GPU.
+
+Both take their inputs from a feed, asked outside the timed region: ``next()`` before each call (warm-up included)
+gives its inputs, ``done(output)`` after it (the call finished, the device synchronised) sees what it returned, and
+``begin(calls)`` says, once the warm-up is over, how many measured calls are planned. A list of input sets is fed by
+``Rotation`` (the sets in turn: the baselines). A candidate is fed by ``fitness.timed_inputs.FreshInputs``: every
+call gets a fresh draw of the problem's ``get_inputs()``, so no call's inputs repeat an earlier one's and a result
+cached by input content never hits, and a seeded sample of the measured calls (``checked_calls``) is checked against
+the reference. Its cost is outside the timed region but not free: per call one draw of the inputs (their bytes
+written once by the problem's own random generators, plus ``get_inputs``' Python: tens of microseconds for a small
+problem; for a memory-bound kernel about as long as the kernel itself reads them) and, on each checked call, a copy
+of the inputs, the reference and the comparison. The warm-up's budget counts the draws, the time per call that sizes
+the repetitions does not; the result reports the draws' and the checks' seconds (``phases_s.timed_inputs``,
+``phases_s.verify_timed``).
 """
 from __future__ import annotations
 
@@ -25,7 +38,8 @@ import torch
 
 # The timing settings and their defaults, in one place (fitness.timing.* in conf/fitness/default.yaml overrides them).
 TIMING_DEFAULTS = {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10, "max_reps": 1000, "input_sets": 3,
-                   "flush_l2": True, "interpreter_reps": 3, "memory_fraction": 0.8, "memory_budget_bytes": None}
+                   "checked_calls": 5, "flush_l2": True, "interpreter_reps": 3, "memory_fraction": 0.8,
+                   "memory_budget_bytes": None}
 
 # device-wide time counts instead of the timed stream's when it is longer by more than this (absolute s, relative)
 DEVICE_WIDE_MARGIN = (10e-6, 0.10)
@@ -80,6 +94,34 @@ class TimingStats:
         return cls(**{k: v for k, v in data.items() if k != "spread"})
 
 
+class Rotation:
+    """The feed of fixed input sets, used in turn (the baselines' inputs); the measured calls start again at the
+    first set."""
+
+    def __init__(self, input_sets: list):
+        if not input_sets:
+            raise ValueError("a timing needs at least one input set")
+        self.input_sets, self.calls = input_sets, 0
+
+    def __len__(self) -> int:
+        return len(self.input_sets)
+
+    def begin(self, calls: int) -> None:
+        self.calls = 0
+
+    def next(self) -> list:
+        self.calls += 1
+        return self.input_sets[(self.calls - 1) % len(self.input_sets)]
+
+    def done(self, output) -> None:
+        return None
+
+
+def as_feed(inputs):
+    """A feed as it is (it has ``next``), or a list of input sets as their ``Rotation``."""
+    return inputs if hasattr(inputs, "next") else Rotation(inputs)
+
+
 class WallClockTimer:
     """Host wall-clock per call; for the CPU interpreter."""
 
@@ -89,14 +131,19 @@ class WallClockTimer:
         self.reps = reps
         self.warmup_calls = warmup_calls
 
-    def measure(self, fn, input_sets: list) -> TimingStats:
-        for i in range(self.warmup_calls):
-            fn(*input_sets[i % len(input_sets)])
+    def measure(self, fn, inputs) -> TimingStats:
+        """`inputs`: a list of input sets (rotated) or a feed (module docstring)."""
+        feed = as_feed(inputs)
+        for _ in range(self.warmup_calls):
+            feed.done(fn(*feed.next()))
+        feed.begin(self.reps)
         samples = []
-        for i in range(self.reps):
+        for _ in range(self.reps):
+            args = feed.next()
             start = _perf_counter()
-            fn(*input_sets[i % len(input_sets)])
+            output = fn(*args)
             samples.append(_perf_counter() - start)
+            feed.done(output)
         return TimingStats.from_samples(self.name, samples)
 
 
@@ -117,6 +164,7 @@ class CudaEventTimer:
         flush_bytes = max(2 * int(l2_bytes), 1 << 20)
         self._flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
         self._events = [_cuda_event(enable_timing=True) for _ in range(3)]
+        self.output = None  # the last call's output, until the feed has seen it
         self._cycles_per_s = self._spin_rate()
         self._latency_s = statistics.median(all_ - stream for stream, all_, _ in
                                             (self._rep(_noop, (), 0) for _ in range(30)))
@@ -141,7 +189,7 @@ class CudaEventTimer:
         if sleep_cycles:
             _cuda_sleep(sleep_cycles)
         _event_record(start)
-        fn(*inputs)
+        self.output = fn(*inputs)  # kept for the feed's done(), which runs after the call is finished
         _event_record(end)
         hidden = _perf_counter() - launched < sleep_s  # the GPU was still spinning when the last launch was queued
         _cuda_synchronize()  # device-wide: work on every stream has finished
@@ -149,27 +197,39 @@ class CudaEventTimer:
         _cuda_synchronize()
         return _event_elapsed(start, end) / 1e3, _event_elapsed(start, end_all) / 1e3, hidden
 
-    def _warm_up(self, fn, input_sets: list) -> tuple[float, float]:
-        """Run until the warm-up budget is spent; (seconds per call with sync, host seconds to launch one call)."""
-        fn(*input_sets[0])  # first call: compilation, autotuning, lazy initialisation -- not representative
+    def _warm_up(self, fn, inputs) -> tuple[float, float]:
+        """Run until the warm-up budget is spent (the feed's work counted); (seconds per call with sync, the feed's
+        work not counted; host seconds to launch one call)."""
+        feed = as_feed(inputs)
+        output = fn(*feed.next())  # first call: compilation, autotuning, lazy initialisation -- not representative
         _cuda_synchronize()
-        calls, launches, start = 0, [], _perf_counter()
-        while calls < len(input_sets) or _perf_counter() - start < self.warmup_s:
+        feed.done(output)
+        calls, launches, busy, start = 0, [], 0.0, _perf_counter()
+        while calls < len(feed) or _perf_counter() - start < self.warmup_s:
+            args = feed.next()
+            _cuda_synchronize()  # the feed's GPU work (a draw) is not the call's
             launch_start = _perf_counter()
-            fn(*input_sets[calls % len(input_sets)])
+            output = fn(*args)
             launches.append(_perf_counter() - launch_start)
             _cuda_synchronize()
+            busy += _perf_counter() - launch_start
+            feed.done(output)
             calls += 1
-        return (_perf_counter() - start) / calls, statistics.median(launches)
+        return busy / calls, statistics.median(launches)
 
-    def measure(self, fn, input_sets: list) -> TimingStats:
-        per_call, launch_s = self._warm_up(fn, input_sets)
+    def measure(self, fn, inputs) -> TimingStats:
+        """`inputs`: a list of input sets (rotated) or a feed (module docstring)."""
+        feed = as_feed(inputs)
+        per_call, launch_s = self._warm_up(fn, feed)
         reps = int(min(max(self.rep_s / max(per_call, 1e-7), self.min_reps), self.max_reps))
+        feed.begin(reps)
         sleep_s = min(max(2 * launch_s + 10e-6, 20e-6), MAX_SPIN_S)
         stream, all_streams, redone = [], [], 0
         while len(stream) < reps:
-            one_stream, device_wide, hidden = self._rep(fn, input_sets[len(stream) % len(input_sets)],
-                                                        int(sleep_s * self._cycles_per_s), sleep_s)
+            one_stream, device_wide, hidden = self._rep(fn, feed.next(), int(sleep_s * self._cycles_per_s), sleep_s)
+            output, self.output = self.output, None
+            feed.done(output)
+            del output
             if not hidden and redone < reps:  # the host was late: the start event may have waited for the launch
                 redone += 1
                 if redone % 8 == 0:  # often late: a longer spin

@@ -9,7 +9,8 @@ job, write the result and leave with ``os._exit``. Jobs:
   lock, ``fitness.compile_ahead``), the correctness gate (trials seeded from a secret per-job seed, inputs verified
   unchanged, the reference computed after the candidate on a saved copy of the inputs, output memory poisoned) and
   honesty guards on every trial (shared lock), then timing (exclusive lock), each timed call launching the
-  candidate's own kernels, and the last timed output per input set checked (``fitness.checks``).
+  candidate's own kernels on a fresh draw of the inputs, a seeded sample of them checked against the reference as
+  they return (``fitness.timed_inputs``).
 * ``baseline``: the compiled baselines (torch.compile at its defaults and max-autotune) and their first calls
   (shared lock), then every baseline the job names timed with the candidate's timer and inputs (exclusive lock).
 * ``profile``: a judged candidate once more under Nsight Compute (``fitness.ncu``), the GPU held exclusively.
@@ -20,8 +21,8 @@ job, write the result and leave with ``os._exit``. Jobs:
 cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
 server), wait_memory (for a GPU memory slot, when slots admit memory: the compile pass then runs before it, on a
 model built on the meta device), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs,
-first_call, trial_calls, trial_judge, trial_compare with its trial_reference, timing_inputs), wait_exclusive,
-timing, verify_timed.
+first_call, trial_calls, trial_judge, trial_compare with its trial_reference), wait_exclusive, timing (of which
+timed_inputs: the fresh draws of the timed calls' inputs, and verify_timed: the checks of the sampled calls).
 ``spans`` of a result: [phase, start, end] in wall-clock seconds (``time.time``) of the stages in SPAN_PHASES, so
 a benchmark can lay the evaluations of a run on one timeline (who held the GPU when; ``experiments/bench_search.py``).
 Diagnostics only: nothing scores from them.
@@ -38,8 +39,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from fitness import timing  # binds the clocks first
-from fitness.checks import (TimedCalls, Verdict, check_guards, check_output_types, empty_guards,  # noqa: E402
-                             verify_timed_outputs)
+from fitness.checks import TimedCalls, Verdict, check_guards, check_output_types, empty_guards  # noqa: E402
 from fitness.guards import LaunchCounter, TorchOpTrace
 
 import torch  # noqa: E402
@@ -54,6 +54,7 @@ from fitness.gpu_lock import DeviceLock, start_up  # noqa: E402
 from fitness.inputs import (clone_all, make_inputs, meta_inputs, poison_allocator,  # noqa: E402
                             reference_output_specs, refill, scrub, synchronize, timing_inputs)
 from fitness.memory import spec_bytes  # noqa: E402
+from fitness.timed_inputs import FreshInputs  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
@@ -117,10 +118,15 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
             "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}
 
 
-def time_candidate(timed: TimedCalls, input_sets: list, job) -> dict:
-    """Time forward through `timed`, which counts each call's launches and keeps the last output per input set."""
+def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
+    """Time forward through `timed`, which counts each call's launches, on the inputs of `feed`, which draws them
+    fresh for every call and checks a sample of the calls."""
     timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
-    stats = timer.measure(timed, input_sets)
+    try:
+        stats = timer.measure(timed, feed)
+    finally:
+        PHASES["timed_inputs"] = PHASES.get("timed_inputs", 0.0) + feed.draw_s
+        PHASES["verify_timed"] = PHASES.get("verify_timed", 0.0) + feed.check_s
     if job["device"].startswith("cuda") and timing.unseen_stream_work(stats):
         raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
                       f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
@@ -222,22 +228,15 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
                 specs = reference_output_specs(reference, problem, job, input_seed)
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs)
-            stage("making the timing inputs")
-            with gpu_lock(job, exclusive=False), phase("trials"), phase("timing_inputs"):
-                input_sets, note = timing_inputs(problem, job, input_seed, copies=2,
-                                                 output_bytes=spec_bytes(specs), kept_outputs=True)
-                saved_sets = [clone_all(inputs) for inputs in input_sets]
-            result["notes"] = [note] if note else []
-            timed = TimedCalls(model_new, input_sets, LAUNCHES, module_name,
-                               job["settings"].get("require_triton_launch", True))
+            timed = TimedCalls(model_new, LAUNCHES, module_name, job["settings"].get("require_triton_launch", True))
+            feed = FreshInputs(problem, device, input_seed, reference, policy,
+                               checked={**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["checked_calls"])
             stage("timing the candidate")
             with gpu_lock(job, exclusive=True), phase("timing"):
-                result["timing"] = {"candidate": time_candidate(timed, input_sets, job)}
+                result["timing"] = {"candidate": time_candidate(timed, feed, job)}
             verify("timing")
             timed.check_launches()
-            stage("checking the timed outputs")
-            with gpu_lock(job, exclusive=False), phase("verify_timed"):
-                result["guards"].update(verify_timed_outputs(timed, reference, input_sets, saved_sets, policy))
+            result["guards"].update(feed.summary())
         except Verdict as verdict:  # a verdict on the timed calls keeps what the trials found
             for key in ("guards", "trials_passed", "timing"):
                 if key in result:
@@ -250,7 +249,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             verify("candidate error")  # before the judge's code describes it
             raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
     result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
-    KEEP_ALIVE.append((module, model_new, timed, input_sets))
+    KEEP_ALIVE.append((module, model_new, timed, feed))
     verify("end of judging")  # from here to the result file, no candidate code runs
     return {"status": "ok", **result}
 

@@ -62,6 +62,14 @@ def test_result_cached_by_input_pointer_goes_stale(evaluator):
     assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
 
 
+def test_a_result_cached_by_input_content_never_hits_when_timed(evaluator):
+    result = evaluator.evaluate(candidate("content_cache"))
+    assert result.status == "ok", result.reason  # right, and timed computing: every timed call got a fresh draw
+    assert result.guards["timed_calls"] >= 4 and result.guards["timed_outputs_checked"] == [0, 1, 2]
+    assert result.phases_s["timed_inputs"] > 0  # the draws' cost, outside the timed region
+    # that it would have hit on the old rotated sets, and never hits now: tests/test_timed_inputs.py
+
+
 def test_side_stream_is_rejected_naming_the_line(evaluator):
     result = evaluator.evaluate(candidate("side_stream"))
     assert result.status == "rejected"

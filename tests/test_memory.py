@@ -1,9 +1,11 @@
-"""KernelBench-sized problems fit the device: a timing rotates only as many input sets as its memory holds, never
-fewer than one, and the result says what was reduced."""
+"""KernelBench-sized problems fit the device: the baselines' timing rotates only as many input sets as its memory
+holds, never fewer than one, and says what was reduced; a candidate's timing holds one fresh draw at a time."""
 import torch
 
 from conftest import SCALE_SHIFT, candidate, make_evaluator
+from fitness.inputs import timing_inputs
 from fitness.memory import input_sets_that_fit, spec_bytes, tensor_bytes
+from fitness.problem import load_problem, resolve_problem
 
 GiB = 1 << 30
 
@@ -22,11 +24,18 @@ def test_sizes_are_counted_from_tensors_and_output_specs():
 
 
 def test_a_timing_that_does_not_fit_uses_fewer_input_sets_and_says_so():
+    problem = load_problem(resolve_problem(SCALE_SHIFT))
+    job = {"device": "cpu", "l2_bytes": 0, "settings": {"timing": {"memory_budget_bytes": 1}}}
+    sets, note = timing_inputs(problem, job, 0, copies=1, output_bytes=1600, kept_outputs=False)
+    assert len(sets) == 1 and "timing rotated 1 input set(s) instead of 3" in note, note
+    job["settings"]["timing"] = {}  # the default budget: the CPU has no device limit
+    sets, note = timing_inputs(problem, job, 0, copies=1, output_bytes=1600, kept_outputs=False)
+    assert len(sets) == 3 and note == ""
+
+
+def test_a_candidates_timing_holds_one_fresh_set_at_a_time_whatever_the_budget():
     with make_evaluator(SCALE_SHIFT, timing={"memory_budget_bytes": 1}) as ev:
         result = ev.evaluate(candidate("good"))
     assert result.status == "ok", result.reason
-    assert any("timing rotated 1 input set(s) instead of 3" in n for n in result.notes), result.notes
-    assert result.guards["timed_outputs_checked"] == [0]  # one set timed, and its output checked
-    with make_evaluator(SCALE_SHIFT) as ev:  # the default budget: the CPU has no device limit
-        full = ev.evaluate(candidate("good"))
-    assert not any("input set" in n for n in full.notes) and full.guards["timed_outputs_checked"] == [0, 1, 2]
+    assert not any("input set" in n for n in result.notes), result.notes
+    assert result.guards["timed_outputs_checked"] == [0, 1, 2]  # every measured call, each on its own draw
