@@ -18,6 +18,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from evo import full_size
+from evo.anytime import run_curve
 from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.progress import Progress
 from evo.search import Budget, GenerationReport, Search, SearchSettings
@@ -177,6 +178,7 @@ class RunSummary:
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
     tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
     sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
+    anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime.curve)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -204,7 +206,8 @@ class RunSummary:
                 "baked_seeds": check.get("baked_seeds", []), "other_sizes": check.get("other_sizes") or None,
                 "other_sizes_tried": [t["id"] for t in check.get("tried", [])],
                 "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
-                                       if t["status"] != "ok"}}
+                                       if t["status"] != "ok"},
+                "anytime": self.anytime}
 
     @property
     def evaluations_per_hour(self) -> float | None:
@@ -290,7 +293,7 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
                       llm=store.llm_totals(), optuna_url=store.optuna_url,
                       infrastructure_failures=store.infrastructure_failures(),
-                      tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check)
+                      tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check, anytime=run_curve(store))
 
 
 def run_tuner(config: dict) -> str:
