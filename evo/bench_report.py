@@ -72,7 +72,8 @@ def summary_lines(summary: dict) -> list[str]:
              f"{summary['min_evaluations_per_hour']:,.0f}"] if rate else [])
     labelled = "".join(f"; {count} of them {label}" for label, count in summary.get("labelled", {}).items())
     seeds = summary.get("intervals", {}).get("seeds", 1)
-    runs = f" runs ({summary['problems'] // seeds} problems x {seeds} search seeds)" if seeds > 1 else ""
+    problems = len(summary.get("intervals", {}).get("problems", []))
+    runs = f" runs ({problems} problems x up to {seeds} search seeds)" if seeds > 1 else ""
     if summary["device"] == "GPU" and "intervals" in summary:
         speed += interval_lines(summary["intervals"])
     return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}",
@@ -156,7 +157,7 @@ def _plots(rows: list[Row]) -> bytes:
 
 
 def html(rows: list[Row], summary: dict, title: str, reports: dict) -> str:
-    """The combined page; `reports`: row name -> the path (relative to the page) of its run's report.html."""
+    """The combined page; `reports`: row label -> the path (relative to the page) of its run's report.html."""
     listing = Raw("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) + "</ul>")
     table_rows = [[link(reports[r.label], r.label) if r.label in reports else r.label, *cells(r)[1:]] for r in rows]
     sections = [(None, listing), (None, png_img(_plots(rows), "speed-ups and fast_p")),

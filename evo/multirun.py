@@ -15,9 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 PAGE = "multirun"
-
-
-SEED_KEY = "search.seed"
+SEED_KEY = "search.seed"  # a sweep over it is a table of several seeds per configuration
 
 
 class MultirunReport(Callback):

@@ -104,6 +104,7 @@ def test_a_table_over_seeds_gives_each_problem_s_median_and_the_geometric_mean_w
     assert mean["value"] == pytest.approx(geomean_interval([eager["softmax"], eager["matmul"]], BOOT).value)
     table = (tmp_path / "bench.md").read_text()
     assert "| softmax seed 1 | ok |" in table and "## Speed-ups over 3 search seeds" in table
+    assert "- correct: 6 of 7 runs (3 problems x up to 3 search seeds) (86%)" in table
     assert f"| softmax | 3 of 3 | {Interval(**softmax['speedup_vs_eager']).text()} |" in table
     assert "| broken | 0 of 1 | - | - | - |" in table
     assert f"geometric mean vs eager: {Interval(**mean).text()}" in table
