@@ -39,15 +39,17 @@ class BenchTask:
     name: str  # unique within the bench: level1/23_Softmax, or a bundled name
     problem: str  # what `kernelevo run problem=` receives
     overrides: tuple = ()  # the bench's run settings, as Hydra overrides
+    seed: int | None = None  # its search seed when the bench repeats each problem over several (bench.seeds)
 
     @property
     def slug(self) -> str:
-        return slug(self.name)
+        return slug(self.name, self.seed)
 
 
-def slug(name: str) -> str:
-    """A problem's folder name in the bench (runs/<slug>, rows/<slug>.json)."""
-    return name.replace("/", "__").removesuffix(".py")
+def slug(name: str, seed: int | None = None) -> str:
+    """A problem's folder name in the bench (runs/<slug>, rows/<slug>.json); of one of its search seeds when the
+    bench repeats it over several."""
+    return name.replace("/", "__").removesuffix(".py") + ("" if seed is None else f"__seed{seed}")
 
 
 @dataclass
@@ -58,6 +60,12 @@ class Row:
     wall_s: float = 0.0
     gpu: str = ""
     summary: dict = field(default_factory=dict)  # the run's summary.json
+    search_seed: int | None = None  # its search seed, in a table of several seeds per problem (else None)
+
+    @property
+    def label(self) -> str:
+        """The row in a table: its problem, and its search seed when the table has several per problem."""
+        return self.name if self.search_seed is None else f"{self.name} seed {self.search_seed}"
 
 
 # selection ---------------------------------------------------------------------------------------------------------
@@ -117,6 +125,19 @@ def select(root: str | None, level: int | None, problems, overrides: tuple = ())
             raise BenchError(f"bench problem {task.name} is listed twice")
         seen.add(task.name)
     return [BenchTask(t.name, t.problem, tuple(overrides)) for t in tasks]
+
+
+def with_seeds(tasks: list[BenchTask], seeds: int, first: int) -> list[BenchTask]:
+    """Each task repeated over `seeds` search seeds (first, first + 1, ...: ``search.seed``), problem by problem;
+    with one seed the tasks as they are (the run's own ``search.seed``, and a bench's folders as before)."""
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise BenchError(f"bench.seeds={seeds}: give the number of search seeds per problem, a whole number of at "
+                         f"least 1 (e.g. --seeds 3)")
+    if seeds == 1:
+        return tasks
+    own = lambda o: o.lstrip("+~").split("=", 1)[0] == "search.seed"  # noqa: E731 - the seeds set it
+    return [BenchTask(t.name, t.problem, (*[o for o in t.overrides if not own(o)], f"search.seed={first + i}"),
+                      first + i) for t in tasks for i in range(seeds)]
 
 
 # one problem -----------------------------------------------------------------------------------------------------
@@ -225,18 +246,21 @@ class LocalBackend:
 def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None) -> list[Row]:
     """Run every unfinished task on `backend`; the rows of all tasks, in the selection's order."""
     bench_dir.mkdir(parents=True, exist_ok=True)
-    rows = {t.name: saved_row(bench_dir, t) for t in tasks}
-    todo = [t for t in tasks if rows[t.name] is None]
-    print(f"[bench] {len(tasks)} problems, {len(tasks) - len(todo)} finished before; {backend.describe()}; "
+    rows = {t.slug: saved_row(bench_dir, t) for t in tasks}
+    todo = [t for t in tasks if rows[t.slug] is None]
+    seeds = len(tasks) // len({t.name for t in tasks}) if tasks else 1
+    print(f"[bench] {len(tasks) // seeds} problems{f' x {seeds} search seeds' if seeds > 1 else ''}, "
+          f"{len(tasks) - len(todo)}{' runs' if seeds > 1 else ''} finished before; {backend.describe()}; "
           f"bench dir {bench_dir}", flush=True)
 
     def done(task: BenchTask, row: Row) -> None:
+        row.search_seed = task.seed
         if row.status != INTERRUPTED:  # an interrupted search is not finished: the next run of the bench resumes it
             save_row(bench_dir, task, row)
-        rows[task.name] = row
+        rows[task.slug] = row
         if on_row is not None:
             on_row(row)
 
     if todo:
         backend.run(todo, bench_dir, done)
-    return [rows[t.name] for t in tasks]
+    return [rows[t.slug] for t in tasks]

@@ -10,8 +10,10 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
+from evo.anytime import plot as plot_anytime
 from evo.bench import RUNS, Row, slug
 from evo.manifest import combine, manifest_rows
+from evo.intervals import Bootstrap, interval_lines, interval_table, seed_summary
 from evo.page import Raw, esc, figure_png, link, page, png_img, pyplot, table
 from evo.report import HTML_FILE
 from fitness.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text
@@ -76,7 +78,12 @@ def summary_lines(summary: dict) -> list[str]:
     pace = ([f"search rate: median {rate:,.0f} evaluations/hour per problem, min "
              f"{summary['min_evaluations_per_hour']:,.0f}"] if rate else [])
     labelled = "".join(f"; {count} of them {label}" for label, count in summary.get("labelled", {}).items())
-    return [f"correct: {summary['correct']} of {summary['problems']} ({summary['correct_rate']:.0%}){labelled}",
+    seeds = summary.get("intervals", {}).get("seeds", 1)
+    problems = len(summary.get("intervals", {}).get("problems", []))
+    runs = f" runs ({problems} problems x up to {seeds} search seeds)" if seeds > 1 else ""
+    if summary["device"] == "GPU" and "intervals" in summary:
+        speed += interval_lines(summary["intervals"])
+    return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}",
             *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
@@ -108,7 +115,7 @@ def cells(r: Row) -> list[str]:
     note = (r.reason if r.status != "ok" else s.get("stop_reason", "")).replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
     status = ", ".join([r.status, *(s.get("labels") or [])])  # ok, uses-torch-compute: the policy allowed it
-    return [r.name, status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
+    return [r.label, status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
             _t(s.get("seed_s")), *baseline_cells(s),
             "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")),
             _num(s.get("evaluations_per_hour"), "{:,.0f}"), _num(s.get("search_wall_s"), "{:.0f}"),
@@ -119,12 +126,38 @@ def cells(r: Row) -> list[str]:
 def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = None,
              manifest: dict | None = None) -> str:
     reports = reports or {}
-    name = lambda r: f"[{r.name}]({reports[r.name]})" if r.name in reports else r.name  # noqa: E731
+    name = lambda r: f"[{r.label}]({reports[r.label]})" if r.label in reports else r.label  # noqa: E731
     lines = [f"# {title}", "", *[f"- {line}" for line in summary_lines(summary)], "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join([name(r), *cells(r)[1:]]) + " |" for r in rows]
+    if _with_intervals(summary):
+        header, table_rows = interval_table(summary["intervals"])
+        lines += ["", f"## Speed-ups over {summary['intervals']['seeds']} search seeds", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                  *["| " + " | ".join(row) + " |" for row in table_rows]]
     lines += ["", "## Manifest", "", *[f"- {fact}: {value}" for fact, value in manifest_rows(manifest)]]
     return "\n".join(lines) + "\n"
+
+
+def _with_intervals(summary: dict) -> bool:
+    """Whether the table has a speed-up per problem and search seed to give intervals of (GPU times, 2+ seeds)."""
+    return summary["device"] == "GPU" and summary.get("intervals", {}).get("seeds", 0) > 1
+
+
+def _anytime(rows: list[Row]) -> Raw:
+    """Each problem's anytime curves, one line per search seed (``evo.anytime``)."""
+    by_problem: dict[str, list] = {}
+    for r in rows:
+        if (r.summary.get("anytime") or {}).get("points"):
+            by_problem.setdefault(r.name, []).append(("" if r.search_seed is None else f"seed {r.search_seed}",
+                                                      r.summary["anytime"]))
+    if not by_problem:
+        return Raw("<p class='note'>No speed-up to draw: no correct kernel, or times of Triton's CPU interpreter."
+                   "</p>")
+    return Raw("<p class='note'>Best speed-up so far against GPU-seconds (the evaluations' wall time, summed) and "
+               "LLM cost (calls where no price is known); the data in each row's summary.anytime of the JSON.</p>" +
+               "".join(f"<h3>{esc(name)}</h3>" + png_img(plot_anytime(curves, name), f"{name}: best speed-up so far")
+                       for name, curves in by_problem.items()))
 
 
 def _plots(rows: list[Row]) -> bytes:
@@ -146,11 +179,15 @@ def _plots(rows: list[Row]) -> bytes:
 
 
 def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: dict | None = None) -> str:
-    """The combined page; `reports`: row name -> the path (relative to the page) of its run's report.html."""
+    """The combined page; `reports`: row label -> the path (relative to the page) of its run's report.html."""
     listing = Raw("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) + "</ul>")
-    table_rows = [[link(reports[r.name], r.name) if r.name in reports else r.name, *cells(r)[1:]] for r in rows]
-    return page(title, [(None, listing), (None, png_img(_plots(rows), "speed-ups and fast_p")),
-                        (None, table(HEADER, table_rows)),
+    table_rows = [[link(reports[r.label], r.label) if r.label in reports else r.label, *cells(r)[1:]] for r in rows]
+    sections = [(None, listing), (None, png_img(_plots(rows), "speed-ups and fast_p")),
+                (None, table(HEADER, table_rows))]
+    if _with_intervals(summary):
+        sections.append((f"Speed-ups over {summary['intervals']['seeds']} search seeds",
+                         table(*interval_table(summary["intervals"]))))
+    return page(title, [*sections, ("Best speed-up so far", _anytime(rows)),
                         ("Manifest", table(("fact", "value"), manifest_rows(manifest)))])
 
 
@@ -163,8 +200,8 @@ def console_table(rows: list[Row], reports: dict, base: Path) -> str:
     interpreter without the speed-up columns: it has none)."""
     gpu = summarise(rows)["device"] == "GPU"
     header = [h for h in CONSOLE if gpu or h not in SPEED] + ["report"]
-    lines = [[cells(r)[HEADER.index(h)] for h in header[:-1]] + [str(base / reports[r.name])
-                                                                 if r.name in reports else "-"] for r in rows]
+    lines = [[cells(r)[HEADER.index(h)] for h in header[:-1]] + [str(base / reports[r.label])
+                                                                 if r.label in reports else "-"] for r in rows]
     widths = [max(len(c) for c in column) for column in zip(header, *lines)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *lines])
 
@@ -177,14 +214,15 @@ def run_reports(base: Path, run_dirs: dict) -> dict:
 
 def bench_reports(bench_dir: Path, rows: list[Row]) -> dict:
     """Each problem's report.html in the bench (runs/<problem>/report.html), relative to the bench directory."""
-    return run_reports(bench_dir, {r.name: bench_dir / RUNS / slug(r.name) for r in rows})
+    return run_reports(bench_dir, {r.label: bench_dir / RUNS / slug(r.name, r.search_seed) for r in rows})
 
 
 def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict, reports: dict | None = None,
-                       stem: str = "bench") -> dict:
-    """<stem>.md, .json and .html in `bench_dir` (`reports`: row name -> its run's report.html relative to
-    `bench_dir`, linked from the page; by default the bench's runs/<problem>/report.html); returns the summary."""
-    summary = summarise(rows)
+                       stem: str = "bench", boot: Bootstrap | None = None) -> dict:
+    """<stem>.md, .json and .html in `bench_dir` (`reports`: row label -> its run's report.html relative to
+    `bench_dir`, linked from the page; by default the bench's runs/<problem>/report.html); returns the summary,
+    with the intervals over search seeds made as `boot` says (by default as conf/intervals.yaml does)."""
+    summary = {**summarise(rows), "intervals": seed_summary(rows, boot or Bootstrap.default())}
     reports = bench_reports(bench_dir, rows) if reports is None else reports
     manifest = combine([r.summary.get("manifest") for r in rows])  # its runs' manifests, gathered
     (bench_dir / f"{stem}.md").write_text(markdown(rows, summary, title, reports, manifest))

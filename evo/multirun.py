@@ -1,6 +1,10 @@
 """After `kernelevo run --multirun`: one combined page of its runs in the sweep directory (multirun.html, .md, .json:
 the bench's table, each run linked to its report.html) and the table printed. A Hydra callback, configured in
-conf/config.yaml (``hydra.callbacks``); Hydra calls it once every job of the sweep has returned."""
+conf/config.yaml (``hydra.callbacks``); Hydra calls it once every job of the sweep has returned.
+
+A sweep over search seeds (``search.seed=0,1,2``, or ``kernelevo run --seeds 3``) is a table of several seeds per
+configuration, as a bench's with ``--seeds``: the runs that differ in their seed alone are one row group, with the
+median speed-up and its confidence interval (``evo.intervals``)."""
 from __future__ import annotations
 
 import json
@@ -11,11 +15,15 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 PAGE = "multirun"
+SEED_KEY = "search.seed"  # a sweep over it is a table of several seeds per configuration
 
 
 class MultirunReport(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        write_multirun_report(Path(config.hydra.sweep.dir).resolve())
+        from evo.intervals import Bootstrap
+
+        boot = Bootstrap.from_config(config.intervals) if "intervals" in config else None
+        write_multirun_report(Path(config.hydra.sweep.dir).resolve(), boot)
 
 
 def run_dirs(sweep_dir: Path) -> list[Path]:
@@ -35,18 +43,34 @@ def job_overrides(run_dir: Path) -> list[str]:
     return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
 
 
-def names(dirs: list[Path], sweep_dir: Path) -> tuple[dict, list[str]]:
-    """Each run named by the overrides that set it apart from the others; and the overrides they all share."""
+def job_seed(overrides: list[str]) -> int | None:
+    """The search seed a job's overrides set (``search.seed=N``), or None."""
+    values = [o.partition("=")[2] for o in overrides if o.lstrip("+~").partition("=")[0] == SEED_KEY]
+    return int(values[-1]) if values and values[-1].lstrip("-").isdigit() else None
+
+
+def names(dirs: list[Path], sweep_dir: Path) -> tuple[dict, list[str], dict]:
+    """Each run named by the overrides that set it apart from the others; the overrides they all share; and each
+    run's search seed where the sweep repeats runs over several (else None), its seed then no part of its name
+    (a name may be "" where the seed alone sets the runs apart)."""
     overrides = {d: job_overrides(d) for d in dirs}
+    seeds = {d: job_seed(overrides[d]) for d in dirs}
+    seeded = len(set(seeds.values())) > 1
+    if seeded:
+        overrides = {d: [o for o in found if job_seed([o]) is None] for d, found in overrides.items()}
+    else:
+        seeds = dict.fromkeys(dirs)
     common = [o for o in (overrides[dirs[0]] if dirs else []) if all(o in overrides[d] for d in dirs)]
-    named = {d: " ".join(o for o in overrides[d] if o not in common) or str(d.relative_to(sweep_dir)) for d in dirs}
-    if len(set(named.values())) < len(named):  # two jobs with the same overrides: their folders tell them apart
-        named = {d: str(d.relative_to(sweep_dir)) for d in dirs}
-    return named, common
+    named = {d: " ".join(o for o in overrides[d] if o not in common) or
+             ("" if seeded else str(d.relative_to(sweep_dir))) for d in dirs}
+    if len({(named[d], seeds[d]) for d in dirs}) < len(dirs):  # two jobs with the same overrides: their folders
+        named, seeds = {d: str(d.relative_to(sweep_dir)) for d in dirs}, dict.fromkeys(dirs)  # tell them apart
+    return named, common, seeds
 
 
-def write_multirun_report(sweep_dir: Path) -> Path | None:
-    """Write the sweep's combined page and print its table; None when the sweep holds no run."""
+def write_multirun_report(sweep_dir: Path, boot=None) -> Path | None:
+    """Write the sweep's combined page and print its table (its intervals made as `boot`, an
+    ``evo.intervals.Bootstrap``, says; by default conf/intervals.yaml); None when the sweep holds no run."""
     from evo.bench import Row
     from evo.bench_report import console_table, run_reports, summary_lines, write_bench_report
     from evo.run import SUMMARY_FILE
@@ -54,20 +78,22 @@ def write_multirun_report(sweep_dir: Path) -> Path | None:
     dirs = run_dirs(sweep_dir)
     if not dirs:
         return None
-    named, common = names(dirs, sweep_dir)
+    named, common, seeds = names(dirs, sweep_dir)
+    summaries = {d: json.loads((d / SUMMARY_FILE).read_text()) for d in dirs if (d / SUMMARY_FILE).is_file()}
+    same = next((s["problem"] for s in summaries.values() if s.get("problem")), "runs")  # the seed alone differs
     rows = []
     for d in dirs:
-        summary_file = d / SUMMARY_FILE
-        if not summary_file.is_file():
-            rows.append(Row(named[d], "failed", f"the run did not finish (no {SUMMARY_FILE}); continue it with "
-                                                f"kernelevo resume run_dir={d}"))
+        if d not in summaries:
+            rows.append(Row(named[d] or same, "failed", f"the run did not finish (no {SUMMARY_FILE}); continue it "
+                                                        f"with kernelevo resume run_dir={d}", search_seed=seeds[d]))
             continue
-        s = json.loads(summary_file.read_text())
-        rows.append(Row(named[d], s["status"], s.get("stop_reason", ""),
-                        s.get("search_wall_s", 0.0) + s.get("baseline_wall_s", 0.0), "", s))
-    reports = run_reports(sweep_dir, {named[d]: d for d in dirs})
+        s = summaries[d]
+        rows.append(Row(named[d] or same, s["status"], s.get("stop_reason", ""),
+                        s.get("search_wall_s", 0.0) + s.get("baseline_wall_s", 0.0), "", s, seeds[d]))
+    reports = run_reports(sweep_dir, {r.label: d for d, r in zip(dirs, rows)})
     title = f"kernelevo multirun: {len(rows)} runs" + (f" ({' '.join(common)})" if common else "")
-    summary = write_bench_report(sweep_dir, rows, title, {"common_overrides": common}, reports, stem=PAGE)
+    summary = write_bench_report(sweep_dir, rows, title, {"common_overrides": common}, reports, stem=PAGE,
+                                 boot=boot)
     print(f"[multirun] {title}\n" + console_table(rows, reports, sweep_dir))
     print("\n".join(f"[multirun] {line}" for line in summary_lines(summary)))
     page = sweep_dir / f"{PAGE}.html"

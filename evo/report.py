@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evo import full_size
+from evo.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.page import figure_png, pyplot
 from evo.manifest import manifest_rows
 from evo.run import RunSummary, summarise
@@ -58,8 +59,11 @@ class RunReport:
     prompt_sizes: dict = field(default_factory=dict)  # RunStore.prompt_sizes: per LLM role
     profiles: dict = field(default_factory=dict)  # RunStore.profiles: profiler feedback per kernel
     manifest: list = field(default_factory=list)  # (fact, value): what the figures were measured on (evo.manifest)
+    anytime: dict = field(default_factory=dict)  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime)
+    anytime_png: bytes = b""  # that curve drawn (none without a speed-up: the interpreter)
 
 
+ANYTIME_NONE = "No speed-up: no correct kernel, or times of Triton's CPU interpreter (no baselines)."
 GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "median", "correct in population")
 OPERATOR_HEADER = ("operator", "children", "correct", "improved on parent", "correct %", "improved %", "LLM calls",
                    "LLM cost")
@@ -232,7 +236,9 @@ def collect(store: RunStore) -> RunReport:
                      statuses=Counter(r.status for r in store.evaluations().values()),
                      plot_png=plot_fitness(state["logbook"], individuals, interpreter),
                      prompt_sizes=store.prompt_sizes(), profiles=store.profiles(),
-                     manifest=manifest_rows(summary.manifest))
+                     manifest=manifest_rows(summary.manifest), anytime=summary.anytime,
+                     anytime_png=plot_anytime([("", summary.anytime)], "best speed-up so far")
+                     if summary.anytime["points"] else b"")
 
 
 def _md_table(header, rows) -> list[str]:
@@ -252,7 +258,9 @@ def markdown(report: RunReport) -> str:
              "## Summary", "", *_md_table(("figure", "value"), report.summary),
              "## Manifest", "", *_md_table(("fact", "value"), report.manifest),
              "## Time per generation", "", f"![best and median time per generation]({PLOT_FILE})", "",
-             *_md_table(GENERATION_HEADER, report.generations)]
+             *_md_table(GENERATION_HEADER, report.generations), "## Best speed-up so far", "",
+             *(_md_table(curve_header(report.anytime), curve_rows(report.anytime)) if report.anytime_png
+               else [ANYTIME_NONE, ""])]
     if report.lineage is not None:
         lines += ["## Lineage of the best kernel (down to the seed; operator and change on each edge)", "",
                   *_md_tree(report.lineage), ""]

@@ -3,8 +3,9 @@ the shared page helper (`evo/page.py`)."""
 from __future__ import annotations
 
 from evo.page import Raw, esc, page, png_img, table
-from evo.report import (GENERATION_HEADER, LLM_HEADER, OPERATOR_HEADER, PLOT_FILE, POLICY_HEADER, REPORT_FILE, Node,
-                        RunReport, profiler_lines)
+from evo.anytime import curve_header, curve_rows
+from evo.report import (ANYTIME_NONE, GENERATION_HEADER, LLM_HEADER, OPERATOR_HEADER, PLOT_FILE, POLICY_HEADER,
+                        REPORT_FILE, Node, RunReport, profiler_lines)
 
 
 def tree(node: Node) -> Raw:
@@ -38,11 +39,19 @@ INTERPRETER_NOTE = ("Times are wall-clock of Triton's CPU interpreter: they say 
                     "long the interpreter took, not how fast it runs on a GPU; no speed-ups are computed from them.")
 
 
+ANYTIME_NOTE = ("The best correct kernel's speed-up so far against what the search had spent: GPU-seconds (the "
+                "evaluations' wall time, summed) and LLM cost (calls where no price is known); a point at each "
+                "improvement and at the end.")
+
+
 def render(report: RunReport) -> str:
     clock = " (by interpreter wall-clock)" if report.interpreter else ""
     summary = Raw(table(("figure", "value"), report.summary) + (note(INTERPRETER_NOTE) if report.interpreter else ""))
     plot = Raw(png_img(report.plot_png, "best and median time per generation") +
                table(GENERATION_HEADER, report.generations))
+    anytime = Raw(note(ANYTIME_NOTE) + png_img(report.anytime_png, "best speed-up so far") +
+                  table(curve_header(report.anytime), curve_rows(report.anytime))
+                  ) if report.anytime_png else note(ANYTIME_NONE)
     lineage = Raw(note("From the best kernel down to the seed; each edge names the operator that made the kernel "
                        f"above it and how its time compares with the one below{clock}.") + tree(report.lineage)
                   ) if report.lineage is not None else note("No kernel was kept.")
@@ -68,7 +77,7 @@ def render(report: RunReport) -> str:
                   f"kernelevo report run_dir={report.run_dir}")
     manifest = table(("fact", "value"), report.manifest)
     return page(report.title, [("Summary", summary), ("Manifest", manifest), ("Time per generation", plot),
-                               ("Lineage of the best kernel", lineage),
+                               ("Best speed-up so far", anytime), ("Lineage of the best kernel", lineage),
                                ("Best kernel against the seed (as written)", diff), ("Operators", operators),
                                ("LLM calls and cost", llm), ("Precision policy", policy),
                                ("Evaluations", table(("status", "evaluations"), report.statuses.most_common())),

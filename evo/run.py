@@ -18,6 +18,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from evo import full_size
+from evo.anytime import run_curve
 from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.manifest import manifest_line, run_manifest
 from evo.progress import Progress
@@ -180,6 +181,7 @@ class RunSummary:
     tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
     sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
     manifest: dict | None = None  # what the figures were measured on and with (evo.manifest; None: an older run)
+    anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime.curve)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -209,7 +211,8 @@ class RunSummary:
                 "other_sizes_tried": [t["id"] for t in check.get("tried", [])],
                 "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
                                        if t["status"] != "ok"},
-                "manifest": self.manifest}
+                "manifest": self.manifest,
+                "anytime": self.anytime}
 
     @property
     def evaluations_per_hour(self) -> float | None:
@@ -292,7 +295,7 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       llm=store.llm_totals(), optuna_url=store.optuna_url,
                       infrastructure_failures=store.infrastructure_failures(),
                       tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check,
-                      manifest=store.get_meta("manifest"))
+                      manifest=store.get_meta("manifest"), anytime=run_curve(store))
 
 
 def run_tuner(config: dict) -> str:

@@ -186,6 +186,13 @@ class RunStore:
                                                                      "ORDER BY created")}
         return {key: result for key, result in found.items() if result is not None}
 
+    def evaluation_history(self) -> list[tuple[float, EvalResult]]:
+        """Every evaluation (verdict) with when it was stored (``time.time()``), in that order: how the run's best
+        kernel improved as it spent GPU time (``evo.anytime``)."""
+        found = [(created, _verdict(result)) for created, result in
+                 self._read("SELECT created, result FROM evaluations ORDER BY created")]
+        return [(created, result) for created, result in found if result is not None]
+
     def add_profile(self, key: str, profile: dict) -> None:
         """Profiler metrics (``fitness.ncu``'s record) of the kernel evaluated under `key`."""
         self._write("INSERT OR REPLACE INTO profiles VALUES (?, ?, ?)", (key, json.dumps(profile), time.time()))
@@ -229,6 +236,11 @@ class RunStore:
                           "FROM llm_calls GROUP BY role, model ORDER BY role, model")
         keys = ("role", "model", "calls", "cached", "prompt_tokens", "completion_tokens", "cost_usd")
         return [dict(zip(keys, row)) for row in rows]
+
+    def llm_spend(self) -> list[tuple[float, float]]:
+        """Every LLM request sent (cached replays excluded): (when it was recorded, its cost in dollars), in order."""
+        return [(created, cost or 0.0) for created, cost in
+                self._read("SELECT created, cost_usd FROM llm_calls WHERE cached = 0 ORDER BY seq")]
 
     def llm_totals(self) -> dict:
         calls, cost = self._read("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE cached = 0")[0]

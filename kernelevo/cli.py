@@ -4,7 +4,8 @@ Each sub-command has its own config file in ``conf/`` and its own task function;
 sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The overrides
 are checked against the command's composed config, and the command's own checks run, before Hydra starts
 (``kernelevo.validate``), and so are the places it writes (``kernelevo.locations``): a command that fails them has
-written nothing. Ctrl-C ends a command in one line, exit code 130.
+written nothing. Ctrl-C ends a command in one line, exit code 130. ``--seeds N`` repeats the searches over N search
+seeds: a bench's ``bench.seeds=N``, a run's multirun over ``search.seed`` (their tables give confidence intervals).
 """
 from __future__ import annotations
 
@@ -34,6 +35,29 @@ def expand_problem_paths(overrides: list[str]) -> list[str]:
     return expanded
 
 
+def seeds_option(name: str, args: list[str]) -> tuple[list[str], int | None]:
+    """`--seeds N` taken out of the command line of `bench` or `run`: (the other arguments, N or None)."""
+    at = next((i for i, arg in enumerate(args) if arg == "--seeds" or arg.startswith("--seeds=")), None)
+    if at is None:
+        return args, None
+    joined = args[at].startswith("--seeds=")  # --seeds=3 as well as --seeds 3
+    given = args[at].partition("=")[2] if joined else args[at + 1] if at + 1 < len(args) else ""
+    if name not in ("bench", "run"):
+        raise ValueError(f"--seeds is an option of kernelevo bench and kernelevo run, not of kernelevo {name}")
+    if not given.isdigit() or int(given) < 1:
+        raise ValueError(f"--seeds {given}: give the number of search seeds, a whole number of at least 1 (e.g. "
+                         f"--seeds 3)")
+    return args[:at] + args[at + (1 if joined else 2):], int(given)
+
+
+def seed_sweep(first: int, seeds: int, flags: list[str], overrides: list[str]) -> tuple[list, list]:
+    """(flags, overrides) of `kernelevo run --seeds N`: a multirun over N search seeds from the run's own on
+    (``search.seed``, as a bench's seeds are)."""
+    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] != "search.seed"]
+    multirun = [] if any(flag in ("--multirun", "-m") for flag in flags) else ["--multirun"]
+    return [*multirun, *flags], [*kept, "search.seed=" + ",".join(str(first + i) for i in range(seeds))]
+
+
 def main(argv: list[str] | None = None) -> None:
     """The command line; Ctrl-C ends in one line and exit code 130 (`run` and `resume` catch it first, to say how
     to continue the run)."""
@@ -59,10 +83,15 @@ def _main(argv: list[str] | None) -> None:
         print(f"kernelevo: unknown command {name!r}\n{USAGE}", file=sys.stderr)
         sys.exit(2)
     command = COMMANDS[name]
-    flags, overrides = split_flags(args)
     try:
+        args, seeds = seeds_option(name, args)
+        flags, overrides = split_flags(args)
+        if seeds is not None and name == "bench":
+            overrides.append(f"bench.seeds={seeds}")
         validator = Validator(name, command.config)
         cfg, overrides = validator.check(expand_problem_paths(overrides))
+        if seeds is not None and name == "run":
+            flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
         if not wants_info(flags):
             if command.check is not None:
                 command.check(cfg)

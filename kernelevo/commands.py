@@ -121,11 +121,13 @@ def check_run_dir(cfg: DictConfig) -> None:
 
 
 def check_bench(cfg: DictConfig) -> None:
-    from evo.bench import select
+    from evo.bench import select, with_seeds
+    from evo.intervals import Bootstrap
 
     problems = cfg.bench.problems
-    select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems) if OmegaConf.is_config(problems)
-           else problems)
+    with_seeds(select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems)
+                      if OmegaConf.is_config(problems) else problems), cfg.bench.seeds, cfg.search.seed)
+    Bootstrap.from_config(cfg.intervals)
     check_run(cfg)
 
 
@@ -204,15 +206,18 @@ def bench(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import instantiate
 
-    from evo.bench import BenchError, execute_bench, select
+    from evo.bench import BenchError, execute_bench, select, with_seeds
     from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
+    from evo.intervals import Bootstrap
 
-    own = ("bench.", "bench/", "problem", "hydra.")  # the bench's own settings; the rest applies to every run
+    own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
     overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
     problems = cfg.bench.problems
     problems = OmegaConf.to_container(problems) if OmegaConf.is_config(problems) else problems
     try:
-        tasks = select(cfg.bench.root, cfg.bench.level, problems, overrides)
+        tasks = with_seeds(select(cfg.bench.root, cfg.bench.level, problems, overrides), cfg.bench.seeds,
+                           cfg.search.seed)
+        boot = Bootstrap.from_config(cfg.intervals)
         backend = instantiate(cfg.bench.backend)
     except ValueError as exc:
         fail(str(exc))
@@ -226,9 +231,11 @@ def bench(cfg: DictConfig) -> None:
     except KeyboardInterrupt:
         interrupted(f"kernelevo: interrupted; {bench_dir} keeps every finished problem: continue with the same "
                     f"command and bench.dir={bench_dir}")
-    title = cfg.bench.title or f"kernelevo bench: {len(tasks)} problems"
+    seeds = f" x {cfg.bench.seeds} search seeds" if cfg.bench.seeds > 1 else ""
+    title = cfg.bench.title or f"kernelevo bench: {len({t.name for t in tasks})} problems{seeds}"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
-                                                          "backend": backend.describe()})
+                                                          "backend": backend.describe(), "seeds": cfg.bench.seeds},
+                                 boot=boot)
     print(console_table(rows, bench_reports(bench_dir, rows), bench_dir))
     print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
     print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
