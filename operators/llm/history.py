@@ -18,6 +18,7 @@ from operators.llm.figures import fmt_time, ratio
 
 PLAN_SUMMARY_CHARS = 240
 MAX_DIFF_LINES = 80
+MAX_CHANGED_LINES = 160  # a change over MAX_DIFF_LINES as a diff is shown as its changed code, within this many lines
 _STEP_NUMBER = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*")
 _IDEA = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*|__)?idea(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(?P<idea>.+)$", re.IGNORECASE)
 BAKED_MARK = " [converted from torch.compile at the test sizes: sizes are literals, it cannot run at full size]"
@@ -118,7 +119,7 @@ def change_summary(old, new) -> str:
     return "; ".join(parts) or "no change"
 
 
-def changed_code(old: str, new: str, max_lines: int = MAX_DIFF_LINES) -> str:
+def changed_code(old: str, new: str, max_lines: int = MAX_CHANGED_LINES) -> str:
     """The code of `new` where it differs from `old`, for a change too large to read as a diff: each changed
     function, method or class body of `new` in full, its Triton kernels first, then the changed module-level lines;
     what does not fit in `max_lines` is named only."""
