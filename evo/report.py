@@ -102,8 +102,9 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
                  ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
     llm = s.llm or {}
     rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
-             ("precision policy", r.policy.get("name", "?")), ("seed from", (f"{s.rewritten_seed}, rewritten by the {s.seed_operator}" if s.rewritten_seed
-                                        else s.seed_operator) or "?"),
+             ("precision policy", r.policy.get("name", "?")),
+             ("seed from", (f"{s.rewritten_seed}, rewritten by the {s.seed_operator}" if s.rewritten_seed
+                            else s.seed_operator) or "?"),
              ("best kernel descends from", s.best_from or "?"),
              ("evaluations", s.evaluations_text()),
              ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),

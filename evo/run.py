@@ -35,7 +35,7 @@ from operators.inductor_seed import variants_from_config
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunSummary.record)
 INITIALISE_MODES = (True, False, "from_seed")
-REWRITTEN_SEED = "rewritten_seed"  # the run store's meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
+REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 
 
 LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
