@@ -1,12 +1,13 @@
 """What the search already made, told without repeating what the agent already sees.
 
 The parent is shown once, in full; everything else is told against it or against its own parent: a change as its
-tuned constants (``BLOCK 128 -> 1024``) and the code regions it touched (``+3 -1 lines in layernorm_kernel``), a
-kernel as a unified diff against the parent, a plan as a one-line summary. "Already tried" lists each attempt
-from the parent's lineage with its plan summary, its outcome, its time against its own parent's and its change;
-"best kernels" lists the fastest kernels other than the parent, one per code structure (kernels that differ only
-in tuned constants are one entry), as diffs against the parent.
-"""
+tuned constants (``BLOCK 128 -> 1024``) and the lines it touched, counted per region (``+12 -3 lines in
+layernorm_kernel (+10 -3), ModelNew.forward (+2)``), a kernel as a unified diff against the parent (or, past
+``MAX_DIFF_LINES``, its changed functions in full, Triton kernels first), a plan by the one-line idea its planner
+wrote. "Already tried" lists each attempt from the parent's lineage with its idea, its outcome, its time (against
+its own parent's only when both were timed on a GPU: no ratio of interpreter times) and its change; "best kernels"
+lists the fastest kernels other than the parent, one per code structure (kernels that differ only in tuned
+constants are one entry); "designs" lists every other code structure once, by its fastest kernel."""
 from __future__ import annotations
 
 import ast
