@@ -23,6 +23,7 @@ from evo.manifest import manifest_rows
 from evo.run import RunSummary, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
+from fitness.genome import evaluation_key
 from fitness.individual import Individual
 from fitness.result import EvalResult, format_seconds, labels_text
 
@@ -97,19 +98,19 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
         rows += [("best kernel", "correct (Triton's CPU interpreter: wall-clock times below are the interpreter's, "
                                  f"not kernel speed; no speed-ups){baked}"),
                  ("best kernel, interpreter wall-clock", format_seconds(r.time_s)),
-                 ("seed as written, interpreter wall-clock", _time(s.seed_result)),
-                 ("seed tuned, interpreter wall-clock", _time(s.tuned_seed_result)), *full_size.rows(s.sizes_check)]
+                 *s.seed_rows("interpreter wall-clock, "), *full_size.rows(s.sizes_check)]
     else:
         seed = s.seed_result
         rows += [("best kernel time", format_seconds(r.time_s)),
-                 ("seed kernel time (as written)", _time(seed)),
-                 ("seed kernel time (tuned)", _time(s.tuned_seed_result)),
+                 *s.seed_rows(),
                  ("speed-up vs seed (as written)", _x(seed.time_s / r.time_s if seed and seed.ok else None)),
                  *baseline_time_rows(r), *speedup_rows(r.to_dict()),
                  ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
     llm = s.llm or {}
     rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
-             ("precision policy", r.policy.get("name", "?")), ("seed from", s.seed_operator or "?"),
+             ("precision policy", r.policy.get("name", "?")),
+             ("seed from", (f"{s.rewritten_seed}, rewritten by the {s.seed_operator}" if s.rewritten_seed
+                            else s.seed_operator) or "?"),
              ("best kernel descends from", s.best_from or "?"),
              ("evaluations", s.evaluations_text()),
              ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
@@ -136,22 +137,27 @@ def _edge(child: Individual, parent: Individual, interpreter: bool) -> str:
     return f"{child.operator}, {change}"
 
 
-def node_label(ind: Individual, seed_written: EvalResult | None, interpreter: bool) -> str:
+def node_label(ind: Individual, as_written: dict, interpreter: bool, rewritten_seed: str = "") -> str:
+    """A kernel of the lineage; a root (generation 0) with its own time as written (`as_written`: id -> result),
+    and the starting kernel 0.0, when the initialiser rewrote the seed, with the seed's (made by `rewritten_seed`)."""
     clock = " (interpreter wall-clock)" if interpreter and ind.ok else ""
     label = f"{ind.id} {ind.operator}, generation {ind.generation}: {_t(ind.time_s) if ind.ok else ind.status}{clock}"
     if ind.result is not None and ind.result.labels:
         label += f" [{', '.join(ind.result.labels)}]"
-    if not ind.parents:
-        label += f"; as written {_time(seed_written)}, tuned here"
+    if not ind.parents and ind.id == "0.0" and rewritten_seed:
+        label += (f"; the {ind.operator}'s rewrite of the seed ({rewritten_seed}, as written "
+                  f"{_time(as_written.get('seed'))}), tuned here")
+    elif not ind.parents:
+        label += f"; as written {_time(as_written.get(ind.id))}, tuned here"
     return label + (f"; params {ind.genome.params}" if ind.genome.params else "")
 
 
-def lineage_tree(best: Individual, by_id: dict, seed_written: EvalResult | None, interpreter: bool) -> Node:
+def lineage_tree(best: Individual, by_id: dict, as_written: dict, interpreter: bool, rewritten_seed: str = "") -> Node:
     """The best kernel and, below it, what it was made from, down to the seed (each ancestor expanded once)."""
     drawn = set()
 
     def node(ind: Individual, edge: str) -> Node:
-        current = Node(node_label(ind, seed_written, interpreter), edge, repeated=ind.id in drawn)
+        current = Node(node_label(ind, as_written, interpreter, rewritten_seed), edge, repeated=ind.id in drawn)
         if not current.repeated:
             drawn.add(ind.id)
             current.parents = [node(by_id[p], _edge(ind, by_id[p], interpreter)) for p in ind.parents if p in by_id]
@@ -223,12 +229,18 @@ def collect(store: RunStore) -> RunReport:
     diff = []
     if best is not None and seed is not None:
         diff = list(difflib.unified_diff(seed.genome.source.splitlines(), best.genome.rendered().splitlines(),
-                                         "seed (as written)", f"best kernel ({best.id})", lineterm=""))
+                                         "starting kernel 0.0 (the initialiser's rewrite of the seed)" if
+                                         summary.rewritten_seed else "seed (as written)", f"best kernel ({best.id})",
+                                         lineterm=""))
     tolerances, facts = policy_rows(first.policy if first is not None else {})
     llm = [[u["role"] or "-", u["model"] or "-", u["calls"], u["cached"], u["prompt_tokens"],
             u["completion_tokens"], f"${u['cost_usd']:.4f}"] for u in store.llm_usage()]
     problem = first.problem if first is not None else "?"
-    lineage = lineage_tree(best, by_id, summary.seed_result, interpreter) if best is not None else None
+    as_written = {ind.id: store.evaluation(evaluation_key(ind.genome.source)) for ind in individuals
+                  if not ind.parents}  # each root's own time as written; the rewritten seed's under "seed"
+    as_written["seed"] = summary.seed_result
+    lineage = (lineage_tree(best, by_id, as_written, interpreter, summary.rewritten_seed) if best is not None
+               else None)
     return RunReport(title=f"kernelevo run: {problem} ({store.run_dir.name})", run_dir=store.run_dir,
                      interpreter=interpreter, summary=summary_rows(summary), generations=generations,
                      lineage=lineage, diff=diff,

@@ -38,6 +38,7 @@ from operators.inductor_seed import variants_from_config
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunSummary.record)
 INITIALISE_MODES = (True, False, "from_seed")
+REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 
 
 LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
@@ -130,7 +131,8 @@ def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Pat
         measured = service.evaluate(source, label=made_by)[1]  # the starting kernel's figures, for the initialiser
         rewrite = _initialise(team, source, origin, measured)
         check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
-        if check.ok:
+        if check.ok:  # the starting kernel is the rewrite; the seed, what made it and its time, stay on record
+            service.store.set_meta(REWRITTEN_SEED, {"made_by": made_by, "key": evaluation_key(source)})
             source, made_by = rewrite, "initialiser"
         else:
             print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
@@ -182,6 +184,7 @@ class RunSummary:
     sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
     manifest: dict | None = None  # what the figures were measured on and with (evo.manifest; None: an older run)
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime.curve)
+    rewritten_seed: str = ""  # llm.initialise=from_seed: what made the seed the initialiser rewrote into 0.0 ("": none)
 
     def record(self) -> dict:
         """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
@@ -190,11 +193,14 @@ class RunSummary:
         check = self.sizes_check or {}
         return {"status": (full_size.BAKED if full_size.baked(check) else "ok") if ok
                 else (r.status if r is not None else "no kernel"),
-                "problem": r.problem if r is not None else "", "seed": self.seed_operator,
+                "problem": r.problem if r is not None else "", "seed": self.rewritten_seed or self.seed_operator,
+                "seed_rewritten_by": self.seed_operator if self.rewritten_seed else "",
                 "best_from": self.best_from,
                 "policy": (r.policy or {}).get("name", "") if r is not None else "",
                 "labels": r.labels if r is not None else [],  # what the policy allowed it (uses-torch-compute)
-                "best_s": r.time_s if ok else None, "seed_s": seed.time_s if seed is not None and seed.ok else None,
+                "best_s": r.time_s if ok else None, "seed_s": None if self.rewritten_seed else _seconds(seed),
+                "seed_written_s": _seconds(self.seed_result),
+                "start_s": _seconds(seed) if self.rewritten_seed else None,
                 **{f"{name}_s": getattr(r, f"{name}_s") if r is not None else None for name in BASELINES},
                 **{f"speedup_vs_{name}": getattr(r, f"speedup_vs_{name}") if ok else None for name in BASELINES},
                 "speedup_vs_best": r.speedup_vs_best if ok else None, "best_baseline": r.best_baseline if ok else "",
@@ -249,14 +255,12 @@ class RunSummary:
             baked = " at the test sizes only: baked there" if full_size.baked(self.sizes_check) else ""
             rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials){baked}"),
                     (f"best kernel time ({INTERPRETER_TIMES})", format_seconds(r.time_s)),
-                    (f"seed kernel time ({INTERPRETER_TIMES}, as written)", _time(self.seed_result)),
-                    (f"seed kernel time ({INTERPRETER_TIMES}, tuned)", _time(self.tuned_seed_result)),
+                    *self.seed_rows(f"{INTERPRETER_TIMES}, "),
                     ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)"),
                     *full_size.rows(self.sizes_check)]
         else:
             rows = [("best kernel time", format_seconds(r.time_s)),
-                    ("seed kernel time (as written)", _time(self.seed_result)),
-                    ("seed kernel time (tuned)", _time(self.tuned_seed_result)),
+                    *self.seed_rows(),
                     ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
                     *speedup_rows(r.to_dict()),
                     ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
@@ -271,6 +275,18 @@ class RunSummary:
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
+    def seed_rows(self, clock: str = "") -> list[tuple[str, str]]:
+        """The seed's times as written and tuned; with the seed rewritten by the initialiser, the seed as written
+        and the rewrite (the starting kernel) tuned."""
+        tuned = (f"starting kernel time ({clock}the {self.seed_operator}'s rewrite of the seed, tuned)"
+                 if self.rewritten_seed else f"seed kernel time ({clock}tuned)")
+        return [(f"seed kernel time ({clock}as written" + (f", {self.rewritten_seed}" if self.rewritten_seed else "")
+                 + ")", _time(self.seed_result)), (tuned, _time(self.tuned_seed_result))]
+
+
+def _seconds(result: EvalResult | None) -> float | None:
+    return result.time_s if result is not None and result.ok else None
+
 
 def _time(result: EvalResult | None) -> str:
     return format_seconds(result.time_s) if result is not None and result.ok else "n/a"
@@ -284,8 +300,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
     fastest = state["hall_of_fame"][0] if state.get("hall_of_fame") else None
     check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
     best = store.individual((check or {}).get("kept") or fastest) if fastest else None  # other sizes too
-    seed = store.individual("0.0")
-    seed_as_written = store.evaluation(evaluation_key(seed.genome.source)) if seed else None
+    seed, rewritten = store.individual("0.0"), store.get_meta(REWRITTEN_SEED) or {}
+    seed_as_written = store.evaluation(rewritten.get("key") or evaluation_key(seed.genome.source)) if seed else None
     return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
                       state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
                       state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
@@ -295,7 +311,8 @@ def summarise(store: RunStore, state: dict) -> RunSummary:
                       llm=store.llm_totals(), optuna_url=store.optuna_url,
                       infrastructure_failures=store.infrastructure_failures(),
                       tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check,
-                      manifest=store.get_meta("manifest"), anytime=run_curve(store))
+                      manifest=store.get_meta("manifest"), anytime=run_curve(store),
+                      rewritten_seed=rewritten.get("made_by", ""))
 
 
 def run_tuner(config: dict) -> str:

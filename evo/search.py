@@ -33,7 +33,7 @@ from evo.tuner import Tuner
 from fitness.genome import Genome
 from fitness.individual import Individual, individual_id
 from fitness.result import NO_VERDICT
-from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Operator, OperatorContext,
+from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Duplicate, Operator, OperatorContext,
                             OperatorUnavailable)
 
 ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up finding a new child
@@ -177,7 +177,7 @@ class Search:
                 genome = next((g for g in genomes if self._new_to(n, g.key)), None)
                 if genome is None and genomes:  # a kernel made before: the next attempt is told, so it asks anew
                     context = replace(context, duplicates=(*context.duplicates,
-                                                           genomes[0].note or f"{operator.name} child"))
+                                                           Duplicate(operator.name, genomes[0].note)))
                 if genome is not None:
                     made = Individual(individual_id(generation, slot), genome, parents=tuple(p.id for p in parents),
                                       operator=operator.name, generation=generation)

@@ -8,7 +8,8 @@ are the first trial, then (for a GEMM template kernel of a compiler seed) the ha
 configurations that break the hardware profile's limits, or that failed to compile before for the same structure,
 are told as pruned without being evaluated; configurations clearly slower than the best so far are recorded as
 pruned, so TPE steers away from them. Every trial is a full evaluation (correctness first), so the winning
-configuration is always verified.
+configuration is always verified. Without a GPU, what an LLM wrote keeps the launch settings it wrote
+(``keeps_written_launch``): one trial, its own.
 
 Trials are asked in batches of ``parallel`` and evaluated concurrently; they are told back in the order they were
 asked, so the study (and the configuration chosen) is the same whatever order the evaluations finish in. For a
@@ -38,6 +39,7 @@ from fitness.individual import Individual
 from fitness.result import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
 from operators.inductor_seed.templates import tile_starts
+from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 logging.getLogger("optuna").setLevel(logging.WARNING)
@@ -45,6 +47,14 @@ COMPLETE, PRUNED, FAIL = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialSta
 REASKS = 4  # asks in place of a configuration measured before, per trial, before a repeat is taken
 RANDOM_DRAWS = 64  # random draws looking for an unmeasured configuration in place of a repeat
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
+# what an LLM wrote, launch settings included: LLM operators' children and the initialiser's kernel
+WRITTEN_BY_LLM = frozenset({op.name for op in LLM_OPERATORS} | {"initialiser"})
+
+
+def keeps_written_launch(individual: Individual, on_gpu: bool) -> bool:
+    """Whether an individual keeps its launch settings as written, untuned: an LLM wrote them and there is no GPU
+    to time others on (the interpreter's wall-clock at test sizes would pick among them by noise)."""
+    return individual.operator in WRITTEN_BY_LLM and not on_gpu
 
 
 def check_tuner_settings(trials: int, parallel: int, sampler: str) -> None:
@@ -99,6 +109,7 @@ class Tuner:
         self.sampler = sampler
         self.warm_start = warm_start and sampler == "tpe"  # random search learns nothing from them
         self.memory = TuningMemory(store)
+        self.on_gpu = all(getattr(e, "on_gpu", True) for e in getattr(service, "evaluators", ()))
 
     def describe(self) -> str:
         return describe_tuner(self.sampler, self.warm_start, self.trials, self.parallel)
@@ -161,8 +172,8 @@ class Tuner:
         return None
 
     def tune(self, individual: Individual) -> Individual:
-        """The individual with the best of up to `trials` configurations of its space, that one's result and the
-        record of its tuning."""
+        """The individual with the best of up to `trials` configurations of its space (its own only when it keeps its
+        written launch settings), that one's result and the record of its tuning."""
         genome = individual.genome
         if not genome.space:
             _, result = self.service.evaluate(genome.rendered(), label=individual.operator)
@@ -175,10 +186,10 @@ class Tuner:
         best, best_params, records = None, None, []
         known = {signature(t.params) for t in study.get_trials(deepcopy=False, states=(COMPLETE, PRUNED))}
         rng = Random(f"{self.seed}:{individual.key}")  # the draws in place of repeats
-        asked = 0
-        while asked < self.trials:
+        asked, trials = 0, 1 if keeps_written_launch(individual, self.on_gpu) else self.trials
+        while asked < trials:
             batch = [self._ask(study, genome.space, known, asked + i == 0, rng)
-                     for i in range(min(self.parallel, self.trials - asked))]
+                     for i in range(min(self.parallel, trials - asked))]
             asked += len(batch)
             batch, configs = [trial for trial, _ in batch], [params for _, params in batch]
             skipped = [self._skip(structure, params) for params in configs]

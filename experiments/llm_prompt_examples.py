@@ -1,7 +1,8 @@
 """Example prompts of every LLM role, from a real `kernelevo run` against the scripted OpenAI-compatible server.
 
 The server (tests/llm_server.py) answers with canned replies chosen by the role named in the system message: the
-initialiser rewrites the seed, the planner plans, the coder's first kernel fails (an undefined name in the kernel)
+initialiser rewrites the seed, the planner plans (the idea of the rank among siblings its prompt gives it), the
+coder's first kernel fails (an undefined name in the kernel)
 and the debugger repairs it, later coder and crossover replies are variants of the seed's launch constants. No
 model is involved: the replies are fixed. The PROMPTS are what kernelevo built and sent, captured from the HTTP
 requests; the last prompt of each role is written to OUT/<role>.md, with the command that made it. With
@@ -33,7 +34,8 @@ ROLES = ("initialiser", "planner", "coder", "debugger", "crossover")
 SEED = (REPO / "fitness" / "suite" / "layernorm" / "seed.py").read_text()
 SPACE = ('BLOCK_SIZE = 1024\nNUM_WARPS = 4\n'
          'TUNABLE = {"BLOCK_SIZE": [256, 512, 1024, 2048, 4096], "NUM_WARPS": [2, 4, 8, 16]}')
-PLAN = ("## Plan\n1. [layernorm_kernel, lines 15-37] Keep the row in registers: load it once with a BLOCK_SIZE "
+PLAN = ("## Plan\nIdea: one pass over each row held in registers, with 8 warps per row\n"
+        "1. [layernorm_kernel, lines 15-37] Keep the row in registers: load it once with a BLOCK_SIZE "
         "covering the whole row, compute mean and variance from registers, and write the output in the same pass "
         "(one read and one write of x instead of three reads).\n2. [constant NUM_WARPS, line 8] Raise NUM_WARPS to "
         "8 so one program has enough threads for an 8192-wide row.")
@@ -58,8 +60,9 @@ class CannedReplies:
 
     def __call__(self, body: dict) -> dict:
         role = re.search(r"Your role: (\w+)", body["messages"][0]["content"])[1]
-        if role == "planner":
-            text = PLAN
+        if role == "planner":  # a planner told its rank among siblings answers with the idea of that rank
+            rank = re.search(r"Yours is (\d+):", body["messages"][1]["content"])
+            text = PLAN.replace(" per row\n", f" per row (my idea ranked {rank[1]})\n") if rank else PLAN
         elif role == "coder" and self.coder_calls == 0:
             self.coder_calls += 1
             text = f"```python\n{BROKEN}```"

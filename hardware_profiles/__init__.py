@@ -39,6 +39,10 @@ class HardwareProfile:
     # GEMM tiles known to run well here, each (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the first
     # configurations the tuner tries on a GEMM template kernel after the kernel's own (``evo/tuner.py``)
     gemm_tiles: tuple = ()
+    # residency: the most threads and blocks one SM holds at once (None: unknown); the blocks resident together share
+    # its registers and shared memory
+    max_threads_per_sm: int | None = None
+    max_blocks_per_sm: int | None = None
     # measured: does a worker starting up (its CUDA context, the judge's warm-up) slow a kernel timed meanwhile?
     # None: not measured here, so start-ups hold the GPU's lock (fitness.start_up_under_lock)
     start_up_disturbs_timing: bool | None = None
@@ -105,6 +109,7 @@ def profile_from_properties(props) -> HardwareProfile:
         peak_flops_per_s={k: None for k in DTYPES},
         compute_capability=f"{props.major}.{props.minor}",
         peaks_known=False,
+        max_threads_per_sm=getattr(props, "max_threads_per_multi_processor", None),
     )
 
 

@@ -33,8 +33,22 @@ class OperatorContext:
     team: Any = None  # the LLM agents (operators.llm.team.LLMTeam); None in an offline run
     evaluate: Callable | None = None  # source -> EvalResult, through the run's evaluation cache (the debugger's loop)
     archive: tuple = ()  # every individual of the generations before this one (tree memory)
-    duplicates: tuple = ()  # what this child's earlier attempts made that already existed (their notes)
+    duplicates: tuple = ()  # this child's earlier attempts that made a kernel which already existed (Duplicate)
     profile_kernel: Callable | None = None  # source -> profiler record (fitness.profile), kept in the run store
+
+    def duplicates_of(self, operator: str) -> tuple:
+        """The notes of this child's earlier attempts by `operator` that made an existing kernel: what an agent is
+        told it made itself (another operator's attempts are not its own)."""
+        return tuple(d.note for d in self.duplicates if d.operator == operator)
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """An earlier attempt of a child that made a kernel which already existed: the operator that made it (by name)
+    and the note of its genome (an LLM mutation's plan)."""
+
+    operator: str
+    note: str = ""
 
 
 @dataclass

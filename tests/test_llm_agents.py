@@ -4,12 +4,15 @@ The script holds what a model might answer: a plan, an improved correct kernel, 
 kernel that the debugger's reply fixes, a 429 and a timeout (each followed by success). Nothing here pretends to
 be a model: the server replies exactly what the script says.
 """
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import CANDIDATES, SCALE_SHIFT, read_store
+from fitness.genome import evaluation_key
+from fitness.result import format_seconds
 from llm_server import ScriptedLLMServer
 
 KEY = "sk-kernelevo-test-secret-0123456789"
@@ -151,9 +154,21 @@ def test_the_initialiser_rewrites_the_seed_and_a_broken_rewrite_leaves_the_seed(
         assert done.returncode == 0, done.stdout + done.stderr
         prompt = requests[0][2]["messages"][-1]["content"]
         assert "Starting kernel" in prompt and "the problem's seed kernel" in prompt and "BLOCK = 128" in prompt
-        seed = read_store(run_dir_of(done.stdout), lambda store: store.individual("0.0"))
+        run_dir = run_dir_of(done.stdout)
+        seed = read_store(run_dir, lambda store: store.individual("0.0"))
         assert seed.operator == expected_operator and expected_block in seed.genome.source
         assert ("rewrite of the seed is not usable" in done.stdout) == (name == "broken")
+        # the seed on record is the seed, with its own time as written; the rewrite is the starting kernel
+        summary = json.loads((run_dir / "summary.json").read_text())
+        seed_key = evaluation_key(GOOD)
+        seed_written = read_store(run_dir, lambda store: store.evaluation(seed_key)).time_s
+        assert summary["seed"] == "seed" and summary["seed_written_s"] == seed_written
+        assert summary["seed_rewritten_by"] == ("initialiser" if name == "kept" else "")
+        assert (summary["start_s"] == seed.time_s) if name == "kept" else summary["seed_s"] == seed.time_s
+        root = next(line for line in (run_dir / "report.md").read_text().splitlines() if "`0.0 " in line)
+        written = format_seconds(seed_written)
+        assert (f"the initialiser's rewrite of the seed (seed, as written {written})" if name == "kept"
+                else f"as written {written}") in root, root
 
 
 def test_a_child_that_duplicates_a_kernel_is_told_so_and_the_next_request_differs(tmp_path):

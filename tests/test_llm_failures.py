@@ -8,6 +8,7 @@ and client: only the team's prompts are fakes.
 """
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -110,10 +111,12 @@ def test_the_deadline_cuts_a_request_in_flight_and_a_retry_wait_and_is_no_failur
 
 # the search ------------------------------------------------------------------------------------------------------
 class Team:
-    """The team's face the LLM mutation sees (no planner): a coder asked through the real client."""
+    """The team's face the LLM mutation sees (no planner): a coder asked through the real client, and a context that
+    knows no kernel baked at test sizes."""
 
     def __init__(self, client):
         self.client = client
+        self.context = SimpleNamespace(baked=lambda individuals: frozenset())
 
     def code(self, parent, plan):
         return self.client.complete(ask(f"improve V = {value(parent.genome)}"), role="coder").text

@@ -43,7 +43,8 @@ class ByRole:
             child = re.sub(r"(?m)^BLOCK = \d+\nTUNABLE = .*$", f'BLOCK = {block}\nTUNABLE = {{"BLOCK": [{block}]}}',
                            parent_a)
             return reply(f"```python\n{child}\n```")
-        parent = re.search(r"## Parent kernel [\d.]+\n```python\n(.*?)\n```", prompt, re.S)[1]
+        listing = re.search(r"## Parent kernel [\d.]+ \(numbered\)\n```\n(.*?)```", prompt, re.S)[1]
+        parent = re.sub(r"(?m)^ *\d+\| ?", "", listing)
         old = re.search(r"^BLOCK = \d+\nTUNABLE = .*$", parent, re.M)[0]
         new = f'BLOCK = {block}\nTUNABLE = {{"BLOCK": [{block}]}}'
         edits = f"<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n"
@@ -82,8 +83,7 @@ def test_every_role_is_told_the_target_and_what_differs(tmp_path):
     assert later, "no planner saw what was already tried"
     tried = later[-1].split("## Already tried from this lineage")[1].split("\n## ")[0]
     assert re.search(r'- \d\.\d \(llm_mutation of [\d.]+\): "\[constant BLOCK, line 7\] raise BLOCK.*" -> ok, '
-                     r'[\d.]+ [mu]s vs [\d.]+ [mu]s for [\d.]+, [\d.]+x (faster|slower); change: BLOCK \d+ -> \d+',
-                     tried), tried
+                     r'[\d.]+ [mu]s; change: BLOCK \d+ -> \d+', tried), tried  # no ratio of interpreter times
 
     (debugger,) = prompts_of(requests, "debugger")
     assert f"failing line 15, in scale_shift_kernel: {BROKEN_LOAD}" in debugger
@@ -92,8 +92,8 @@ def test_every_role_is_told_the_target_and_what_differs(tmp_path):
     assert "It was evaluated on the CPU through Triton's interpreter" in debugger
 
     coder = prompts_of(requests, "coder")[0]
-    assert "## Parent kernel 0.0\n```python\n" in coder and "   7| BLOCK" not in coder
-    assert "no line numbers" in coder
+    assert "## Parent kernel 0.0 (numbered)\n```\n" in coder and "   7| BLOCK" in coder
+    assert "without the listing's line numbers" in coder
 
     crossovers = prompts_of(requests, "crossover")
     assert crossovers, "no crossover request in a population of two"

@@ -2,11 +2,14 @@
 
 Parts: ``problem`` (the PyTorch reference), ``hardware`` (the target GPU, and where candidates are judged),
 ``cost_model`` (the problem at its full sizes: shapes, bytes, FLOPs, intensity, and with ``hardware`` the speed of
-light and the bound on the target), ``parent`` (the code being changed: numbered for the planner, who names
-lines; as plain code for the coder, who copies it), ``profiling`` (the parent's measured figures, labelled with
+light and the bound on the target), ``parent`` (the code being changed, numbered: the planner names lines, the
+coder finds them), ``profiling`` (the parent's measured figures, labelled with
 where they were measured), ``profiler`` (Nsight Compute's metrics of the parent and the best kernel, with
 ``fitness.profile=ncu``), ``tree`` (what was already tried from this lineage: plan, outcome, time, change),
-``top_k`` (the best kernels so far, as changes against the parent), ``failures`` (recent failures and why).
+``top_k`` (the best kernels so far, as changes against the parent), ``designs`` (the search's memory: every other
+distinct code structure once, with its best time and its plan's idea), ``failures`` (recent failures and why).
+Kernels converted from torch.compile at test sizes other than the full sizes (``holds_captured_sizes``) are
+marked wherever they appear: they cannot run at the full size.
 
 The parent appears once; everything else is told against it (``operators.llm.history``). Each role gets the parts
 it needs (ROLE_PARTS), in priority order; each part can be switched off in config (the ablations); over the token
@@ -17,15 +20,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fitness.individual import Individual
+from fitness.individual import Individual, holds_captured_sizes
 from fitness.target import Target
-from operators.llm.figures import cost_model_text, hardware_text, measured_text, measured_where, profiler_text
-from operators.llm.history import best_entries, tried_lines
+from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,
+                                   profiler_text)
+from operators.llm.history import best_entries, design_lines, tried_lines
 from operators.llm.parsing import compact_source_view
 
-ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "failures")
+ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",
+             "failures")
 ROLE_PARTS = {
-    "planner": ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "failures"),
+    "planner": ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",
+                "failures"),
     "coder": ("parent", "problem", "hardware", "cost_model"),
     "debugger": ("problem", "hardware", "profiler", "failures"),
     "crossover": ("problem", "hardware", "cost_model"),
@@ -43,6 +49,7 @@ class ContextSettings:
     top_k: int = 2
     failures: int = 3
     tried: int = 8  # attempts listed under "already tried"
+    designs: int = 12  # other code structures listed under "designs so far"
 
     def enabled(self, part: str) -> bool:
         return bool(self.parts.get(part, True))
@@ -60,18 +67,36 @@ class ContextBuilder:
         self.target = target
         self.problem_source = problem_source
 
+    def baked(self, individuals) -> frozenset:
+        """The ids of those of `individuals` that hold the test sizes as literals (converted from torch.compile's
+        capture at test sizes other than the full sizes): they cannot run at the full size."""
+        individuals = list(individuals)
+        if self.target.evaluated_sizes == self.target.sizes or not self.target.evaluated_sizes:
+            return frozenset()
+        by_id = {ind.id: ind for ind in individuals}
+        return frozenset(ind.id for ind in individuals if holds_captured_sizes(ind, by_id))
+
+    def _parent(self, role: str, parent: Individual, baked: bool) -> str:
+        code = parent.genome.rendered()
+        text = f"## Parent kernel {parent.id} (numbered)\n```\n{compact_source_view(code)}```"
+        if role == "coder":
+            text += "\nLine numbers in the plan are those of this listing; they are not part of the code."
+        if baked:
+            text += (f"\nThis kernel was converted from torch.compile's capture at the test sizes "
+                     f"({fmt_sizes(self.target.evaluated_sizes)}): its sizes and strides are literals of those sizes, "
+                     f"so it cannot run at the full size. A child of it must read its sizes and strides from its "
+                     f"inputs.")
+        return text
+
     def _parts(self, role: str, parent: Individual | None, archive: tuple, duplicates: tuple,
                profiles: dict) -> dict:
         wanted = {part for part in ROLE_PARTS[role] if self.settings.enabled(part)}
         parts = {"problem": f"## PyTorch reference\n```python\n{self.problem_source.strip()}\n```",
                  "hardware": hardware_text(self.target),
                  "cost_model": cost_model_text(self.target, hardware=self.settings.enabled("hardware"))}
+        baked = self.baked([*archive, *([parent] if parent is not None else [])])
         if parent is not None:
-            code = parent.genome.rendered()
-            parts["parent"] = (f"## Parent kernel {parent.id} (numbered)\n```\n{compact_source_view(code)}```"
-                               if role == "planner" else
-                               f"## Parent kernel {parent.id}\n```python\n{code.strip()}\n```\nLine numbers in the "
-                               f"plan count the lines of this listing from 1.")
+            parts["parent"] = self._parent(role, parent, parent.id in baked)
             figures = measured_text(parent.result, self.target)
             if figures:
                 parts["profiling"] = f"## Measured (parent {parent.id})\n{figures}"
@@ -79,18 +104,26 @@ class ContextBuilder:
         if metrics and "profiler" in wanted:
             parts["profiler"] = PROFILER_HEADING + "\n" + "\n".join(metrics)
         shown: set = set()  # attempts listed under "already tried" are not listed again as failures
+        where = f" (times: {measured_where(parent.result, self.target)})" if parent is not None and parent.ok else ""
         if parent is not None and "tree" in wanted:
-            tried = tried_lines(parent, archive, duplicates, self.settings.tried)
+            tried = tried_lines(parent, archive, duplicates, self.settings.tried, baked)
             shown = {line.split(" ", 2)[1] for line in tried}
-            where = f" (times: {measured_where(parent.result, self.target)})" if parent.ok else ""
             if tried:
                 parts["tree"] = f"## Already tried from this lineage{where}\n" + "\n".join(tried)
-        best = best_entries(parent, archive, self.settings.top_k) if "top_k" in wanted else []
+        best = best_entries(parent, archive, self.settings.top_k, baked) if "top_k" in wanted else []
         if best:
             fastest = parent is not None and parent.ok and parent.time_s <= min(i.time_s for i in archive)
             heading = ("" if parent is None else " (the parent is the fastest; the next ones, against it)" if fastest
                        else " (against the parent)")
             parts["top_k"] = f"## Best kernels so far{heading}\n" + "\n".join(best)
+            shown |= {line.split(" ", 2)[1] for line in best}
+        if parent is not None and "designs" in wanted:
+            by_id = {ind.id: ind for ind in archive}
+            told = {parent.genome.structure} | {by_id[i].genome.structure for i in shown if i in by_id}
+            designs = design_lines(archive, told, self.settings.designs, baked)
+            if designs:
+                parts["designs"] = (f"## Other designs so far (each code structure once, by its fastest kernel"
+                                    f"{'; ' + where[2:-1] if where else ''})\n" + "\n".join(designs))
         failed = [i for i in archive if not i.ok and i.id not in shown][-self.settings.failures:]
         if failed and "failures" in wanted:
             parts["failures"] = "## Recent failures\n" + "\n".join(

@@ -67,18 +67,36 @@ def hardware_text(target: Target) -> str:
         bandwidth = profile.memory_bandwidth_bytes_per_s
         facts = (f"{profile.display_name} (hardware profile {profile.name}): {profile.sm_count} SMs; per block at "
                  f"most {profile.max_threads_per_block} threads, {profile.shared_memory_per_block_bytes // 1024} KiB "
-                 f"shared memory, {profile.registers_per_block // 1024}K registers; "
+                 f"shared memory, {profile.registers_per_block // 1024}K registers; {residency_text(profile)}"
                  f"{profile.l2_cache_bytes // (1 << 20)} MiB L2"
                  + (f"; {two_digits(bandwidth / TERA)} TB/s memory bandwidth" if bandwidth else "")
                  + (f"; dense peak {peaks} TFLOP/s" if peaks else "") + ".")
     return f"## Target GPU\n{facts}\n{judged_text(target)}"
 
 
+def residency_text(profile) -> str:
+    """What one SM holds at once (the blocks resident together share its registers and shared memory), or ""."""
+    limits = [f"{profile.max_threads_per_sm} threads ({profile.max_threads_per_sm // 32} warps)"
+              if profile.max_threads_per_sm else "",
+              f"{profile.max_blocks_per_sm} blocks" if profile.max_blocks_per_sm else ""]
+    limits = [limit for limit in limits if limit]
+    return (f"per SM at most {' and '.join(limits)} resident at once, sharing its "
+            f"{profile.registers_per_sm // 1024}K registers and {profile.shared_memory_per_sm_bytes // 1024} KiB "
+            f"shared memory; ") if limits else ""
+
+
 def judged_text(target: Target) -> str:
     if target.interpreter:
+        test, full = target.evaluated_sizes, target.sizes
+        smaller = {k: v for k, v in test.items() if full.get(k) != v}
+        collapsed = (" At these sizes a kernel takes only the paths they need: paths that only the full sizes take "
+                     "(more blocks or programs along a dimension, more loop iterations, a reduction split over "
+                     "programs) do not run here, so they are not checked." if smaller else "")
         return (f"Candidates are judged on the CPU through Triton's interpreter (TRITON_INTERPRET=1: kernels run as "
-                f"NumPy, one program at a time) at small test sizes ({fmt_sizes(target.evaluated_sizes)}): a kernel "
-                f"must be correct there and fast on the target GPU at full size.")
+                f"NumPy, one program at a time) at small test sizes ({fmt_sizes(test)}): a kernel must be correct "
+                f"there and fast on the target GPU at full size.{collapsed} The interpreter's wall-clock times say "
+                f"nothing of a GPU's speed: no speed-ups or ratios are given from them; judge speed by the cost "
+                f"model.")
     return f"Candidates are judged on this GPU ({target.device}) at the sizes below."
 
 
@@ -136,6 +154,8 @@ def measured_text(result, target: Target | None = None) -> str:
     if result is None or not result.ok:
         return ""
     parts = [f"{fmt_time(result.time_s)} ({measured_where(result, target)})"]
+    if result.timer == "interpreter":  # its wall-clock says nothing of a GPU's: no ratio or fraction of it
+        return parts[0]
     if result.eager_s:
         parts.append(f"PyTorch eager {fmt_time(result.eager_s)} ({ratio(result.eager_s, result.time_s)}), "
                      f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})"
@@ -143,8 +163,6 @@ def measured_text(result, target: Target | None = None) -> str:
                         f"({ratio(result.max_autotune_s, result.time_s)})" if result.max_autotune_s else ""))
     if result.sol_fraction is not None:
         parts.append(f"{result.sol_fraction:.0%} of the speed of light ({fmt_time(result.sol_s)})")
-    if result.timer == "interpreter":
-        parts.append("no speed-ups or speed-of-light fraction on the interpreter: use the cost model")
     return "; ".join(parts)
 
 

@@ -36,6 +36,15 @@ def _profiles(parent: Individual, context: OperatorContext) -> dict:
     return {label: record for label, ind in chosen if (record := context.profile_kernel(ind.genome.rendered()))}
 
 
+def _unfit_parents(parents: list[Individual], context: OperatorContext, team) -> bool:
+    """Whether a parent holds the test sizes as literals (converted from torch.compile at test sizes other than the
+    full sizes: it cannot run at full size, ``ContextBuilder.baked``) while a correct kernel that does not is known:
+    then the LLM is not asked (no child; the search draws other parents)."""
+    known = {ind.id: ind for ind in (*context.archive, *parents)}.values()
+    baked = team.context.baked(known)
+    return any(p.id in baked for p in parents) and any(ind.ok and ind.id not in baked for ind in known)
+
+
 def _budget_guard(call):
     """Turn an LLM budget stop into the search's BudgetExhausted, an LLM taken for down (too many failed calls in a
     row) into its OperatorUnavailable, and an unusable reply, a failed call or a call cut at the deadline into no
@@ -64,13 +73,15 @@ class LLMMutation(Operator):
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         (genome,) = self.check_arity(parents)
         team, parent = _team(context), parents[0]
+        if _unfit_parents(parents, context, team):
+            return []
         profiles = _profiles(parent, context)
-        plan = ""
+        plan, made_before = "", context.duplicates_of(self.name)
         if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(parent, context.archive, context.duplicates, profiles))
+            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles))
             if plan is None:
                 return []
-        if not self.use_planner and context.duplicates:  # no planner to tell: the coder is told instead
+        if not self.use_planner and made_before:  # no planner to tell: the coder is told instead
             plan = "Your earlier change gave a kernel that already exists; make a different change."
         source = _budget_guard(lambda: team.code(parent, plan))
         if source is None:
@@ -103,9 +114,9 @@ class LLMCrossover(Operator):
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         a, b = self.check_arity(parents)
         team = _team(context)
-        if a.key == b.key:
+        if a.key == b.key or _unfit_parents(parents, context, team):
             return []
-        source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates))
+        source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates_of(self.name)))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
         return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
 

@@ -48,6 +48,7 @@ _EOF_ERROR = re.compile(r"was never closed|unexpected EOF|unterminated triple-qu
 _SEARCH_MARK = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH\b.*$")
 _DIVIDER_MARK = re.compile(r"^[ \t]*={5,9}[ \t]*$")
 _REPLACE_MARK = re.compile(r"^[ \t]*>{5,9}[ \t]*REPLACE\b.*$")
+_LINE_NUMBER = re.compile(r"^ *\d+\| ?")  # a line of the numbered listing (compact_source_view)
 
 # "## Plan", "### Optimisation plan": a markdown heading with the word plan in it.
 _PLAN_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+.*\bplan\b.*$", re.IGNORECASE)
@@ -125,8 +126,18 @@ def _closes(line: str, opener: str) -> bool:
     return bool(close) and close["fence"][0] == opener[0] and len(close["fence"]) >= len(opener)
 
 
+def _without_line_numbers(block: _Block) -> _Block:
+    """A block copied from the numbered listing (``  12| code`` on every non-blank line), without the numbers."""
+    lines = block.code.split("\n")
+    if not any(line.strip() for line in lines) or not all(_LINE_NUMBER.match(line) for line in lines if line.strip()):
+        return block
+    return _Block(block.info, textwrap.dedent("\n".join(_LINE_NUMBER.sub("", line, count=1) for line in lines)),
+                  block.closed)
+
+
 def _code_from_blocks(blocks: list[_Block]) -> str:
     """The last block defining ModelNew, checked; else the error the most module-like block deserves."""
+    blocks = [_without_line_numbers(block) for block in blocks]
     model_blocks = [b for b in blocks if _DEFINES_MODEL.search(b.code)]
     if model_blocks:
         return _checked_module(model_blocks[-1].code)
@@ -296,9 +307,6 @@ def _malformed(line: int, problem: str) -> ParseError:
     return ParseError("no_edits", f"your reply has a malformed SEARCH/REPLACE block at its line {line}: {problem}; "
                                   "each block is <<<<<<< SEARCH, the exact old lines, =======, the new lines, "
                                   ">>>>>>> REPLACE")
-
-
-_LINE_NUMBER = re.compile(r"^ *\d+\| ?")
 
 
 def _unnumbered(search: list[str], replace: list[str]) -> tuple[list[str], list[str]]:

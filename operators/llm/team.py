@@ -25,6 +25,9 @@ from operators.llm.parsing import ParseError, apply_edits, extract_code, extract
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 EDIT_FORMATS = ("file", "diff")
+# Sibling children (one generation's, planned at once, maybe from one parent with one context) take different ranks
+# of the planner's ideas by their slot: ranks 1..SIBLING_RANKS, so no two of SIBLING_RANKS siblings plan alike.
+SIBLING_RANKS = 3
 
 
 def template(name: str) -> string.Template:
@@ -50,6 +53,20 @@ class TeamSettings:
 
     def role(self, name: str) -> RoleSettings:
         return self.roles.get(name, RoleSettings())
+
+
+def siblings_text() -> str:
+    """The planner's rank among its siblings, by the slot of the child it plans (``CURRENT_CHILD``: ``g.s``): the
+    same for a rerun whatever order siblings run in, and different for siblings that see the same context."""
+    child = CURRENT_CHILD.get()
+    rank = int(child.id.split(".")[1]) % SIBLING_RANKS + 1 if child is not None and "." in child.id else 1
+    ordinal = {1: "1st", 2: "2nd", 3: "3rd"}.get(rank, f"{rank}th")
+    which = ("the change with the largest expected gain on the target GPU" if rank == 1 else
+             f"the change you rank {ordinal} by expected gain on the target GPU (those ranked above it are left to "
+             f"siblings)")
+    return (f"Sibling children are planned at the same time, maybe from this parent with this same context; so that "
+            f"they do not make the same kernel, each takes another rank of your ideas by its number. Yours is "
+            f"{rank}: plan {which}.\n")
 
 
 def _usable(source: str) -> str:
@@ -122,7 +139,8 @@ class LLMTeam:
     # the roles ---------------------------------------------------------------------------------------------------
     def plan(self, parent: Individual, archive: tuple, duplicates: tuple = (), profiles: dict | None = None) -> str:
         context = self.context.build("planner", parent, archive, duplicates, profiles)
-        prompt, parts = self._fill("planner", context, max_steps=str(self.settings.max_plan_steps))
+        prompt, parts = self._fill("planner", context, max_steps=str(self.settings.max_plan_steps),
+                                   siblings=siblings_text())
         return self._ask("planner", prompt, lambda reply: extract_plan(reply.text), parts)
 
     def code(self, parent: Individual, plan: str) -> str:
