@@ -67,7 +67,8 @@ class LLMMutation(Operator):
         profiles = _profiles(parent, context)
         plan = ""
         if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(parent, context.archive, context.duplicates, profiles))
+            plan = _budget_guard(lambda: team.plan(parent, context.archive, context.duplicates, profiles,
+                                                   context.attempts))
             if plan is None:
                 return []
         if not self.use_planner and context.duplicates:  # no planner to tell: the coder is told instead
