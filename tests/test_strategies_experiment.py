@@ -128,8 +128,8 @@ def test_the_experiment_replays_to_the_same_table_with_no_server(tmp_path):
     assert all(row["calls"] > 0 and row["cost_usd"] > 0 for row in table["rows"])
 
     page = experiment(tmp_path / "replay", url, cache, record=tmp_path / "record")  # the server is gone
-    assert (tmp_path / "replay" / "strategies.json").read_text() == (tmp_path / "record" / "strategies.json").read_text()
-    assert (tmp_path / "replay" / "strategies.md").read_text() == (tmp_path / "record" / "strategies.md").read_text()
+    for name in ("strategies.json", "strategies.md"):
+        assert (tmp_path / "replay" / name).read_text() == (tmp_path / "record" / name).read_text()
     assert page.read_text().count("<img") == 1
     replayed = RunStore(tmp_path / "replay" / "0-toy", create=False)
     assert all(call["cached"] for call in replayed.llm_calls())  # every reply from the cache
