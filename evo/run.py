@@ -59,7 +59,7 @@ def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
 
 def search_settings(cfg: DictConfig) -> SearchSettings:
     s = cfg.search
-    budget = Budget(generations=s.generations, max_evaluations=s.get("max_evaluations"),
+    budget = Budget(generations=s.generations, max_evaluations=s.get("max_evaluations"), max_gpu_s=s.get("max_gpu_s"),
                     wall_time_s=s.get("wall_time_s"), patience=s.get("patience"))
     return SearchSettings(mu=s.mu, lambda_=s.lambda_, hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed,
                           islands=s.get("islands", 1), migration_interval=s.get("migration_interval", 2),
@@ -69,6 +69,13 @@ def search_settings(cfg: DictConfig) -> SearchSettings:
 
 def build_operators(cfg: DictConfig) -> list:
     return [instantiate(op) for op in cfg.operators.list]
+
+
+def build_strategy(cfg: DictConfig):
+    """The `search/strategy` plug-in (evo.strategy); evolution for a run saved before strategies existed."""
+    from evo.strategy import Evolution
+
+    return instantiate(cfg.search.strategy) if cfg.search.get("strategy") else Evolution()
 
 
 def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
@@ -355,6 +362,8 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     """Everything about a run's config that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
+    strategy = build_strategy(cfg)
+    strategy.check(settings), strategy.usable(operators)
     tuner_options(cfg.search.tuner)
     evaluations_in_flight(cfg.get("parallel", "auto"))
     check_fitness_config(cfg)
@@ -393,7 +402,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         if sizes_check is not None:
             print(sizes_check.start_line(), flush=True)
         search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
-                        selection=instantiate(cfg.search.selection), team=team)
+                        selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
         started = time.time()
         with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
                       time_label=INTERPRETER_TIMES if interpreter else "") as progress:

@@ -27,6 +27,7 @@ from deap import tools
 
 from evo.loop import LoopPieces, steady_state, window_start
 from evo.selection import DistinctParents, Tournament
+from evo.strategy import Evolution
 from evo.store import RunStore
 from evo.toolbox import build_toolbox, statistics
 from evo.tuner import Tuner
@@ -43,11 +44,12 @@ ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up f
 class Budget:
     generations: int = 5
     max_evaluations: int | None = None
+    max_gpu_s: float | None = None  # seconds of evaluation (their eval_wall_s): GPU-seconds on a GPU
     wall_time_s: float | None = None
     patience: int | None = 3  # stop after this many generations without improvement
 
     def __post_init__(self):
-        for name in ("generations", "max_evaluations", "wall_time_s", "patience"):
+        for name in ("generations", "max_evaluations", "max_gpu_s", "wall_time_s", "patience"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"search.{name} must not be negative, got {value}")
@@ -110,18 +112,20 @@ class GenerationReport:
 
 class Search:
     def __init__(self, seeds: list[tuple[Genome, str]], operators: list[Operator], tuner: Tuner, store: RunStore,
-                 settings: SearchSettings, on_generation=None, selection=None, team=None):
+                 settings: SearchSettings, on_generation=None, selection=None, team=None, strategy=None):
         """`seeds`: generation 0's genomes and what made each (seed, inductor, inductor:<variant>, initialiser),
-        the seed first: the kernel a run's speed-up over its seed is measured against."""
+        the seed first: the kernel a run's speed-up over its seed is measured against. `strategy`: what each child
+        is made from (evo.strategy; None: evolution)."""
         if not operators:
             raise ValueError("the search needs at least one operator (operators.list is empty)")
         if not seeds:
             raise ValueError("the search needs a seed genome")
         self.seeds = seeds
-        self.operators = operators
+        self.strategy = strategy or Evolution()
+        self.operators = self.strategy.usable(operators)
         self.tuner = tuner
         self.store = store
-        self.settings = settings
+        self.settings = settings = self.strategy.check(settings)
         self.on_generation = on_generation or (lambda report: None)
         self.service = tuner.service
         self._children = ThreadPoolExecutor(settings.children_in_flight, thread_name_prefix="kernelevo-child")
@@ -155,7 +159,7 @@ class Search:
         its window tuned to it."""
         return key not in self._settled and self._tuned_at.get(key, n) >= window_start(n, self.settings.window)
 
-    def _vary(self, n: int, population: list, context: OperatorContext) -> Individual | None:
+    def _vary(self, n: int, population: list, archive: tuple, context: OperatorContext) -> Individual | None:
         """A new child n: drawn until it is a kernel no child before it made."""
         made, weights = None, [op.weight for op in self.operators]
         generation, slot = self._id(n)
@@ -165,7 +169,7 @@ class Search:
                     break
                 rng = Random(f"{self.settings.seed}:{generation}:{slot}:{attempt}")
                 operator = rng.choices(self.operators, weights=weights)[0]
-                parents = self.toolbox.select_parents(population, context.archive, operator.arity, rng)
+                parents = self.strategy.parents(self.toolbox.select_parents, population, archive, operator.arity, rng)
                 try:
                     genomes = operator(parents, rng, context)
                 except BudgetExhausted as exc:
@@ -194,12 +198,13 @@ class Search:
         """Child n from parents to a tuned individual (folded in and stored later, in order)."""
         generation, slot = self._id(n)
         context = OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
-                                  evaluate=lambda source: self.service.evaluate(source)[1], archive=archive,
+                                  evaluate=lambda source: self.service.evaluate(source)[1],
+                                  archive=self.strategy.told(archive), attempts=self.strategy.attempts(archive),
                                   profile_kernel=self.service.profile_kernel)
         usage = ChildUsage(individual_id(generation, slot))
         token = CURRENT_CHILD.set(usage)
         try:
-            child = self._vary(n, islands[self._owner(n)], context)
+            child = self._vary(n, islands[self._owner(n)], archive, context)
         finally:
             CURRENT_CHILD.reset(token)
             if not self._decided[n].done():  # _vary never began (an error): the child after it must not wait
@@ -280,6 +285,8 @@ class Search:
             return f"operator budget spent: {self._exhausted}"
         if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
             return f"evaluation budget of {budget.max_evaluations} spent"
+        if budget.max_gpu_s is not None and self.store.evaluation_seconds() >= budget.max_gpu_s:
+            return f"evaluation-seconds budget of {budget.max_gpu_s:g} s spent"
         if budget.wall_time_s is not None and self._elapsed() >= budget.wall_time_s:
             return f"wall-time budget of {budget.wall_time_s:g} s spent"
         return ""

@@ -177,6 +177,10 @@ class RunStore:
         """Evaluator calls, repeats included (a run that repeats nothing has as many as distinct evaluations)."""
         return self._read("SELECT COUNT(*) FROM evaluation_log")[0][0]
 
+    def evaluation_seconds(self) -> float:
+        """Seconds the run's evaluations took, each its own (``eval_wall_s``): GPU-seconds on a GPU."""
+        return self._read("SELECT COALESCE(SUM(json_extract(result, '$.eval_wall_s')), 0) FROM evaluations")[0][0]
+
     def distinct_evaluation_count(self) -> int:
         return self._read("SELECT COUNT(*) FROM evaluations")[0][0]
 

@@ -34,6 +34,7 @@ class OperatorContext:
     evaluate: Callable | None = None  # source -> EvalResult, through the run's evaluation cache (the debugger's loop)
     archive: tuple = ()  # every individual of the generations before this one (tree memory)
     duplicates: tuple = ()  # this child's earlier attempts that made a kernel which already existed (Duplicate)
+    attempts: tuple = ()  # the history of attempts to tell the LLM (a refinement's lineage); (): the parent's own
     profile_kernel: Callable | None = None  # source -> profiler record (fitness.profile), kept in the run store
 
     def duplicates_of(self, operator: str) -> tuple:

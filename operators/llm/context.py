@@ -24,7 +24,7 @@ from fitness.individual import Individual, holds_captured_sizes
 from fitness.target import Target
 from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,
                                    profiler_text)
-from operators.llm.history import best_entries, design_lines, tried_lines
+from operators.llm.history import best_entries, design_lines, history_lines, tried_lines
 from operators.llm.parsing import compact_source_view
 
 ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",
@@ -89,7 +89,7 @@ class ContextBuilder:
         return text
 
     def _parts(self, role: str, parent: Individual | None, archive: tuple, duplicates: tuple,
-               profiles: dict) -> dict:
+               profiles: dict, attempts: tuple) -> dict:
         wanted = {part for part in ROLE_PARTS[role] if self.settings.enabled(part)}
         parts = {"problem": f"## PyTorch reference\n```python\n{self.problem_source.strip()}\n```",
                  "hardware": hardware_text(self.target),
@@ -106,10 +106,12 @@ class ContextBuilder:
         shown: set = set()  # attempts listed under "already tried" are not listed again as failures
         where = f" (times: {measured_where(parent.result, self.target)})" if parent is not None and parent.ok else ""
         if parent is not None and "tree" in wanted:
-            tried = tried_lines(parent, archive, duplicates, self.settings.tried, baked)
+            tried = (history_lines(attempts, archive, duplicates, self.settings.tried, baked) if attempts else
+                     tried_lines(parent, archive, duplicates, self.settings.tried, baked))
             shown = {line.split(" ", 2)[1] for line in tried}
+            heading = "Your attempts so far, oldest first" if attempts else "Already tried from this lineage"
             if tried:
-                parts["tree"] = f"## Already tried from this lineage{where}\n" + "\n".join(tried)
+                parts["tree"] = f"## {heading}{where}\n" + "\n".join(tried)
         best = best_entries(parent, archive, self.settings.top_k, baked) if "top_k" in wanted else []
         if best:
             fastest = parent is not None and parent.ok and parent.time_s <= min(i.time_s for i in archive)
@@ -132,11 +134,11 @@ class ContextBuilder:
         return parts
 
     def build(self, role: str, parent: Individual | None = None, archive: tuple = (), duplicates: tuple = (),
-              profiles: dict | None = None) -> Context:
+              profiles: dict | None = None, attempts: tuple = ()) -> Context:
         """The context for one role, within the token budget. `duplicates`: the plans of this request's earlier
         attempts that made a kernel which already existed; `profiles`: label -> profiler record (the parent's, the
-        best kernel's)."""
-        parts = self._parts(role, parent, archive, tuple(duplicates), profiles or {})
+        best kernel's); `attempts`: a history to tell under ``tree`` instead of the parent lineage's."""
+        parts = self._parts(role, parent, archive, tuple(duplicates), profiles or {}, tuple(attempts))
         chosen = [(p, parts[p]) for p in ROLE_PARTS[role] if parts.get(p) and self.settings.enabled(p)]
         budget = self.settings.token_budget * CHARS_PER_TOKEN
         while len(chosen) > 1 and sum(len(text) for _, text in chosen) > budget:

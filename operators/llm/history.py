@@ -179,6 +179,12 @@ def attempt_line(ind: Individual, parent: Individual | None, baked: frozenset = 
             + (f"; change: {change}" if change else "") + (BAKED_MARK if ind.id in baked else ""))
 
 
+def _made_before(duplicates: tuple) -> list[str]:
+    """The attempts of this child that gave a kernel which already existed (their plans)."""
+    return [f"- this request before: \"{plan_summary(note)}\" -> made a kernel that already exists; propose a "
+            f"different change" for note in duplicates]
+
+
 def tried_lines(parent: Individual, archive: tuple, duplicates: tuple = (), limit: int = 8,
                 baked: frozenset = frozenset()) -> list[str]:
     """What was tried from the parent and its parents, the latest `limit` attempts, and the plans of this request's
@@ -187,8 +193,16 @@ def tried_lines(parent: Individual, archive: tuple, duplicates: tuple = (), limi
     by_id = {ind.id: ind for ind in archive}
     lines = [attempt_line(ind, by_id.get(ind.parents[0]), baked) for ind in archive
              if ind.parents and set(ind.parents) & ancestry]
-    return lines[-limit:] + [f"- this request before: \"{plan_summary(note)}\" -> made a kernel that already "
-                             f"exists; propose a different change" for note in duplicates]
+    return lines[-limit:] + _made_before(duplicates)
+
+
+def history_lines(attempts: tuple, archive: tuple, duplicates: tuple = (), limit: int = 8,
+                  baked: frozenset = frozenset()) -> list[str]:
+    """A history of attempts (a refinement's, oldest first), the latest `limit`, each told against its own parent,
+    and the attempts of this child that gave a kernel which already existed."""
+    by_id = {ind.id: ind for ind in archive}
+    lines = [attempt_line(ind, by_id.get(ind.parents[0]) if ind.parents else None, baked) for ind in attempts]
+    return lines[-limit:] + _made_before(duplicates)
 
 
 def best_entries(parent: Individual | None, archive: tuple, k: int, baked: frozenset = frozenset()) -> list[str]:

@@ -78,7 +78,7 @@ class LLMMutation(Operator):
         profiles = _profiles(parent, context)
         plan, made_before = "", context.duplicates_of(self.name)
         if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles))
+            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles, context.attempts))
             if plan is None:
                 return []
         if not self.use_planner and made_before:  # no planner to tell: the coder is told instead

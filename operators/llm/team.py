@@ -137,8 +137,11 @@ class LLMTeam:
         return prompt, {**context.parts, **{slot: len(text) for slot, text in slots.items()}}
 
     # the roles ---------------------------------------------------------------------------------------------------
-    def plan(self, parent: Individual, archive: tuple, duplicates: tuple = (), profiles: dict | None = None) -> str:
-        context = self.context.build("planner", parent, archive, duplicates, profiles)
+    def plan(self, parent: Individual, archive: tuple, duplicates: tuple = (), profiles: dict | None = None,
+             attempts: tuple = ()) -> str:
+        """A plan for `parent`; `attempts`: a history of attempts to tell instead of the parent lineage's own (a
+        refinement's, ``evo.strategy``)."""
+        context = self.context.build("planner", parent, archive, duplicates, profiles, attempts)
         prompt, parts = self._fill("planner", context, max_steps=str(self.settings.max_plan_steps),
                                    siblings=siblings_text())
         return self._ask("planner", prompt, lambda reply: extract_plan(reply.text), parts)

@@ -1,0 +1,167 @@
+"""The strategies experiment (experiment=strategies): its table and page from the run stores, and its record/replay,
+over fakes: a fake evaluator behind the real evaluation service and tuner, the real LLM mutation and client against
+the scripted server (replies chosen by what was asked: faster, slower, wrong, unusable). The replay answers every
+evaluation from the recorded run stores (fitness/backend=replay) and every LLM request from the cache, no server."""
+import hashlib
+import json
+import threading
+from collections import Counter
+
+import pytest
+
+from evo.evaluation import EvaluationService
+from evo.run import _record_llm_call as record_llm_call
+from evo.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
+from evo.search import Budget, Search, SearchSettings
+from evo.store import RunStore
+from evo.strategies_report import bootstrap_median_interval, run_record, write_strategies_report
+from evo.tuner import Tuner
+from fitness.genome import Genome
+from fitness.result import EvalResult
+from hardware_profiles import load_profile
+from llm_server import ScriptedLLMServer
+from operators.base import CURRENT_CHILD
+from operators.llm.client import LLMClient
+from operators.llm.operators import LLMMutation
+from operators.llm.parsing import ParseError
+from test_llm_client import IN_PRICE, OUT_PRICE, ask, ok, settings
+from test_steady_state import SOURCE, value
+
+STRATEGIES = ("sampling", "refinement", "evolution", "tree")
+TARGETS = {name: f"evo.strategy.{name.capitalize()}" for name in STRATEGIES}
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch):
+    monkeypatch.setenv("KERNELEVO_TEST_LLM_KEY", "sk-test-secret")
+
+
+class FakeEvaluator:
+    """Judges the toy kernel: V % 5 == 4 is incorrect, else faster the larger |V| (and W = 0); 0.5 s each."""
+    on_gpu = False
+    profile = load_profile("cpu_interpreter")
+
+    def evaluate(self, source, label=""):
+        v = value(Genome.from_source(source))
+        w = int(source.split("W = ")[1].split("\n")[0])
+        if v % 5 == 4:
+            return EvalResult(status="incorrect", reason="wrong values", timer="interpreter", eval_wall_s=0.5)
+        return EvalResult(status="ok", time_s=1.0 / (1 + abs(v)) + 0.01 * w, timer="interpreter", eval_wall_s=0.5)
+
+    def profile_kernel(self, source):
+        return {}
+
+    def close(self):
+        pass
+
+
+def replies(body):
+    """Faster, slower, wrong (incorrect when measured) or unusable, chosen by the request's text."""
+    text = body["messages"][-1]["content"]
+    v, digest = int(text.rsplit("= ", 1)[1]), int(hashlib.sha256(text.encode()).hexdigest(), 16)
+    pick, step = digest % 4, 1 + (digest // 4) % 5
+    if pick == 3:
+        return ok("I cannot help with that (")
+    made = (v + step, v - step, v + step + (4 - (v + step) % 5))[pick]  # the last one incorrect
+    return ok(SOURCE.format(v=made), prompt_tokens=100, completion_tokens=40)
+
+
+class Team:
+    """The LLM team's coder through the real client, told which child asks (so replies follow the request)."""
+
+    def __init__(self, client):
+        self.client, self.asked, self.lock = client, Counter(), threading.Lock()
+
+    def code(self, parent, plan):
+        child = CURRENT_CHILD.get().id
+        with self.lock:  # the child's how-many-th request: a new one for each of its attempts, as the real team's
+            self.asked[child] += 1
+        prompt = f"child {child} try {self.asked[child]}: improve V = {value(parent.genome)}"
+        text = self.client.complete(ask(prompt), role="coder").text
+        try:
+            Genome.from_source(text)
+        except SyntaxError as exc:  # the real team's parser refuses it too: no child
+            raise ParseError("code", f"not Python: {exc}") from exc
+        return text
+
+
+def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strategies=STRATEGIES):
+    """One run per strategy and seed, as the experiment's multirun makes them, into sweep/<n>-toy."""
+    budget = budget or {"max_evaluations": 10}
+    for n, (strategy, seed) in enumerate((s, seed) for s in strategies for seed in (0, 1)):
+        run_dir = sweep / f"{n}-toy"
+        store = RunStore(run_dir)
+        store.set_meta("config", {"problem": {"name": "toy"}, "llm": {"input_cost_per_token": IN_PRICE,
+                                                                      "output_cost_per_token": OUT_PRICE},
+                                  "search": {"seed": seed, "strategy": {"_target_": TARGETS[strategy]}, **budget}})
+        evaluator = FakeEvaluator() if record is None else \
+            RecordedEvaluator(FakeEvaluator(), RunStore(RecordedEvaluators(record).recorded_run(run_dir), False))
+        service = EvaluationService([evaluator], store, 2)
+        tuner = Tuner(service, None, trials=2, seed=seed, parallel=2, store=store)
+        from hydra.utils import get_class
+
+        client = LLMClient(settings(url, cache_dir=str(cache), max_retries=0),
+                           recorder=lambda call, store=store: record_llm_call(store, call))
+        search = Search([(Genome.from_source(SOURCE.format(v=1)), "seed")], [LLMMutation(debug_tries=0,
+                                                                                          use_planner=False)],
+                        tuner, store, SearchSettings(mu=2, lambda_=2, seed=seed, parallel=in_flight, budget=Budget(
+                            generations=6, patience=None, **{k: v for k, v in budget.items() if k != "llm"})),
+                        team=Team(client), strategy=get_class(TARGETS[strategy])())
+        search.run()
+        tuner.close()
+        service.close()
+        store.close()
+    return write_strategies_report(sweep)
+
+
+def test_the_experiment_replays_to_the_same_table_with_no_server(tmp_path):
+    cache = tmp_path / "cache"
+    with ScriptedLLMServer(replies) as server:
+        experiment(tmp_path / "record", server.url, cache)
+        asked = len(server.requests)
+        url = server.url
+    table = json.loads((tmp_path / "record" / "strategies.json").read_text())
+    assert asked > 8 and [row["strategy"] for row in table["rows"]] == list(STRATEGIES)
+    statuses = {p["ok"] for run in table["runs"] for p in run["points"]}
+    assert statuses == {True, False}  # some children wrong, some right
+    assert all(run["points"][-2]["evaluations"] < 10 for run in table["runs"])  # cut as the search cuts
+    assert all(row["calls"] > 0 and row["cost_usd"] > 0 for row in table["rows"])
+
+    page = experiment(tmp_path / "replay", url, cache, record=tmp_path / "record")  # the server is gone
+    for name in ("strategies.json", "strategies.md"):
+        assert (tmp_path / "replay" / name).read_text() == (tmp_path / "record" / name).read_text()
+    assert page.read_text().count("<img") == 1
+    replayed = RunStore(tmp_path / "replay" / "0-toy", create=False)
+    assert all(call["cached"] for call in replayed.llm_calls())  # every reply from the cache
+    replayed.close()
+
+
+def test_a_replay_that_goes_another_way_is_an_error_naming_the_kernel(tmp_path):
+    store = RunStore(tmp_path / "record")
+    recorded = RecordedEvaluator(FakeEvaluator(), store)
+    with pytest.raises(ReplayMiss, match="never measured in the record .*went another way"):
+        recorded.evaluate(SOURCE.format(v=3))
+    with pytest.raises(ValueError, match="no recorded run 7-toy"):
+        RecordedEvaluators(str(tmp_path)).recorded_run(tmp_path / "7-toy")
+
+
+def test_the_table_compares_runs_at_their_budget_and_says_when_budgets_differ(tmp_path):
+    with ScriptedLLMServer(replies) as server:
+        experiment(tmp_path, server.url, tmp_path / "cache", in_flight=2, budget={"max_gpu_s": 4.0},
+                   strategies=("sampling", "tree"))
+    runs = [run_record(d) for d in sorted(tmp_path.glob("*-toy"))]
+    assert all(run["budget"] == {"gpu_s": 4.0} and run["points"][-2]["gpu_s"] < 4.0 for run in runs)
+    text = (tmp_path / "strategies.md").read_text()
+    assert text.startswith("Budget per run: gpu_s 4.") and "interpreter wall-clock, not GPU figures" in text
+    store = RunStore(tmp_path / "0-toy", create=False)
+    store.set_meta("config", {**store.get_meta("config"), "search": {"seed": 0, "max_gpu_s": 9.0}})
+    store.close()
+    write_strategies_report(tmp_path)
+    assert "do not share one budget" in (tmp_path / "strategies.md").read_text()
+
+
+def test_the_bootstrap_interval_holds_the_median_and_narrows_with_agreement():
+    median, low, high = bootstrap_median_interval([1.0, 1.1, 1.2, 1.3, 1.4, 1.2, 1.25, 5.0, 1.15])
+    assert median == 1.2 and low <= median <= high and high < 5.0
+    assert bootstrap_median_interval([2.0] * 4) == (2.0, 2.0, 2.0)
+    assert bootstrap_median_interval([1.0, 2.0, 5.0]) == bootstrap_median_interval([1.0, 2.0, 5.0])  # seeded
