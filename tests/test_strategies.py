@@ -3,6 +3,7 @@ budget, records its lineage as it defines it, and resumes after a kill to the li
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import pytest
 
@@ -164,6 +165,7 @@ class Team:
     def __init__(self):
         self.told, self.lock = {}, threading.Lock()
         self.client = type("Client", (), {"cut_at": lambda self, deadline: None})()
+        self.context = SimpleNamespace(baked=lambda individuals: frozenset())  # no kernel holds test sizes
 
     def plan(self, parent, archive, duplicates=(), profiles=None, attempts=()):
         with self.lock:

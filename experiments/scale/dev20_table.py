@@ -1,0 +1,48 @@
+"""One table of dev-20 searches from bench rows gathered from several device calls (issue 24's figure): per problem
+evaluations/hour, search wall time, GPU busy, timeouts and speed-ups against every baseline measured; the median
+and minimum evaluations/hour over the problems with a search, and the problems of the list not run.
+
+    python3 experiments/scale/dev20_table.py ROWS_DIR DEV20_LIST > TABLE.md
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def _x(value) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def table(rows_dir: Path, listed: list[str]) -> str:
+    rows = {r["name"]: r for r in (json.loads(p.read_text()) for p in sorted(rows_dir.glob("*.json")))}
+    lines = ["| problem | status | evaluations | evals/h | search (s) | GPU busy | timeouts | vs eager | vs compile "
+             "| vs max-autotune | vs best (which) | measured at |", "|" + "---|" * 12]
+    rates = []
+    for name in listed:
+        r = rows.get(name)
+        if r is None:
+            lines.append(f"| {name} | not run | | | | | | | | | | |")
+            continue
+        s = r.get("summary") or {}
+        rate = s.get("evaluations_per_hour")
+        if r["status"] == "ok" and rate:
+            rates.append(rate)
+        busy = s.get("gpu_busy")
+        lines.append(" | ".join([
+            f"| {name}", r["status"], str(s.get("evaluations", "-")), f"{rate:,.0f}" if rate else "-",
+            f"{s['search_wall_s']:.0f}" if s.get("search_wall_s") else "-", f"{busy:.0%}" if busy else "-",
+            str(s.get("timeouts", "-")), _x(s.get("speedup_vs_eager")), _x(s.get("speedup_vs_compile")),
+            _x(s.get("speedup_vs_max_autotune")),
+            f"{_x(s.get('speedup_vs_best'))} ({s['best_baseline']})" if s.get("best_baseline") else "-",
+            r.get("measured_at", "memory slots") + " |"]))
+    lines += ["", f"Problems with a search: {len(rates)} of {len(listed)}; evaluations/hour median "
+                  f"{statistics.median(rates):,.0f}, min {min(rates):,.0f}, max {max(rates):,.0f}."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    listing = [line.strip() for line in Path(sys.argv[2]).read_text().splitlines() if line.strip()]
+    print(table(Path(sys.argv[1]), listing), end="")
