@@ -6,6 +6,7 @@ included) on the GPU instead; tests that assert interpreter-only behaviour then 
 """
 import atexit
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -17,15 +18,18 @@ if DEVICE == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
 # Hermetic: this process and every command it starts get a home and caches of their own, removed at the end, so the
-# suite writes nothing into the user's ~/.cache/kernelevo, ~/.triton or /tmp/torchinductor_$USER (and reads no
-# seeds cached there by an older version). Set before anything below is imported.
-REAL_HOME = Path.home()
-SESSION_HOME = Path(tempfile.mkdtemp(prefix="kernelevo-tests-"))
-atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
+# suite writes nothing into the user's ~/.cache/kernelevo, ~/.triton, /tmp/torchinductor_$USER or /tmp/ray (and reads
+# no seeds cached there by an older version). Set before anything below is imported.
+# pytest-xdist's workers share the home their controller made (Inductor's seeds are computed once).
+REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
+if "KERNELEVO_TEST_HOME" not in os.environ:
+    os.environ["KERNELEVO_TEST_HOME"] = tempfile.mkdtemp(prefix="kevo-tests-")  # short: Ray puts sockets in it
+    atexit.register(shutil.rmtree, os.environ["KERNELEVO_TEST_HOME"], ignore_errors=True)
+SESSION_HOME = Path(os.environ["KERNELEVO_TEST_HOME"])
 os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".cache"),
                   TRITON_CACHE_DIR=str(SESSION_HOME / "triton"),
                   TORCHINDUCTOR_CACHE_DIR=str(SESSION_HOME / "torchinductor"),
-                  MPLCONFIGDIR=str(SESSION_HOME / "matplotlib"))
+                  MPLCONFIGDIR=str(SESSION_HOME / "matplotlib"), RAY_TMPDIR=str(SESSION_HOME))  # Ray adds /ray
 
 import pytest  # noqa: E402
 
@@ -152,6 +156,14 @@ def replay_measurements(run_dir, into) -> dict:
     finally:
         store.close()
     return measured
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` need a CUDA device (KERNELEVO_TEST_DEVICE=cuda): on the interpreter they are skipped."""
+    if DEVICE == "cpu":
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason="needs a GPU: run with KERNELEVO_TEST_DEVICE=cuda"))
 
 
 @pytest.fixture(scope="module")
