@@ -29,7 +29,9 @@ SESSION_HOME = Path(os.environ["KERNELEVO_TEST_HOME"])
 os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".cache"),
                   TRITON_CACHE_DIR=str(SESSION_HOME / "triton"),
                   TORCHINDUCTOR_CACHE_DIR=str(SESSION_HOME / "torchinductor"),
-                  MPLCONFIGDIR=str(SESSION_HOME / "matplotlib"), RAY_TMPDIR=str(SESSION_HOME))  # Ray adds /ray
+                  MPLCONFIGDIR=str(SESSION_HOME / "matplotlib"),
+                  # each pytest-xdist worker its own: `address=auto` joins the local Ray found there
+                  RAY_TMPDIR=str(SESSION_HOME / os.environ.get("PYTEST_XDIST_WORKER", "ray")))
 
 import pytest  # noqa: E402
 

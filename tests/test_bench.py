@@ -145,10 +145,13 @@ def test_problems_are_selected_by_path_id_level_or_list_file(tmp_path):
 def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_path):
     pytest.importorskip("ray")
     _, local_dir, _ = finished
+    # a local Ray of its own (address=auto would join any cluster on the host, another test's included; what auto
+    # does: test_evaluation_ray.py::test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray)
     done = bench("bench.problems=[row_softmax,rmsnorm]", "bench/backend=ray", "bench.backend.num_gpus=0",
-                 "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY, cwd=tmp_path)
+                 "bench.backend.address=null", "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY,
+                 cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Ray: local" in done.stdout  # no cluster was running: a local Ray was started
+    assert "Ray: local" in done.stdout
 
     def table(folder):
         rows = json.loads((folder / "bench.json").read_text())["rows"]

@@ -59,6 +59,27 @@ def test_a_bad_address_is_an_error_naming_the_setting(tmp_path):
     assert not ray.is_initialized()  # nothing was started for a bad address
 
 
+class FakeRay:
+    """ray's init and is_initialized; `address=auto` finds a cluster only when one is `running`."""
+
+    def __init__(self, running: bool):
+        self.running, self.addresses = running, []
+
+    def is_initialized(self):
+        return False
+
+    def init(self, address=None, **options):
+        self.addresses.append(address)
+        if address == "auto" and not self.running:
+            raise ConnectionError("Could not find any running Ray instance")
+
+
+def test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray():
+    alone, joined = FakeRay(running=False), FakeRay(running=True)
+    assert connect(alone, "auto", "bench.backend.address") == "local" and alone.addresses == ["auto", None]
+    assert connect(joined, "auto", "bench.backend.address") == "cluster at auto" and joined.addresses == ["auto"]
+
+
 class _Method:
     """An actor method as the driver calls it (`.remote(...)`), run at once."""
 
