@@ -37,7 +37,6 @@ from fitness.target import target_for
 from fitness.timing import TIMING_DEFAULTS, TimingStats
 from hardware_profiles import HardwareProfile
 
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kernelevo"
 LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
 PROFILERS = ("none", "ncu")
 
@@ -159,6 +158,12 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def default_cache_dir() -> Path:
+    """Where kernelevo keeps what outlives a run (Inductor's seeds, the baselines' compile cache):
+    $XDG_CACHE_HOME/kernelevo, by default ~/.cache/kernelevo. Read when asked, so a changed HOME (the tests') counts."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelevo"
+
+
 class Evaluator:
     def __init__(self, problem: ProblemSpec, policy: PrecisionPolicy, profile: HardwareProfile,
                  settings: EvalSettings | None = None, device: str | None = None, cache_dir: Path | None = None,
@@ -170,7 +175,7 @@ class Evaluator:
         self.settings = replace(settings, start_up_under_lock=start_up_under_lock(settings, profile))
         self.device = device or default_device()
         self.on_gpu = self.device.startswith("cuda")
-        self.cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)
+        self.cache_dir = Path(cache_dir or default_cache_dir())
         loaded = load_problem(self.problem)  # raises ProblemError early, in the caller's process
         self.sizes_used = int_constants(loaded.module)  # the size constants in effect (file's, preset, overrides)
         self.target = target_for(problem, self.device, profile, policy.tf32, loaded)  # what kernels are written for

@@ -156,14 +156,14 @@ def evaluate(cfg: DictConfig) -> None:
 
 def seed(cfg: DictConfig) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
-    from fitness.evaluator import DEFAULT_CACHE_DIR
+    from fitness.evaluator import default_cache_dir
     from fitness.from_config import fitness_parts
     from operators.inductor_seed import inductor_seeds, policy_options, variants_from_config, write_seeds
 
     try:
         parts = fitness_parts(cfg)
         device, problem, policy = parts.device, parts.problem, parts.policy
-        sources = inductor_seeds(problem, device, parts.profile.name, DEFAULT_CACHE_DIR,
+        sources = inductor_seeds(problem, device, parts.profile.name, default_cache_dir(),
                                  variants=variants_from_config(cfg), **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh) and runs the whole test suite on the CPU, kernels through Triton's interpreter.
+# Sets up (scripts/setup.sh) and runs the whole test suite on the CPU, kernels through Triton's interpreter, on two
+# pytest-xdist workers (most tests wait on processes they start; `-n 0`: in this one), writing no .pytest_cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export TRITON_INTERPRET=1
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q -n 2 -p no:cacheprovider "$@"

@@ -4,13 +4,34 @@ TRITON_INTERPRET must be set before triton is imported anywhere in this process;
 from the sandbox. On a GPU machine, `KERNELEVO_TEST_DEVICE=cuda` runs the evaluator tests' candidates (the attacks
 included) on the GPU instead; tests that assert interpreter-only behaviour then fail by design.
 """
+import atexit
 import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 DEVICE = os.environ.get("KERNELEVO_TEST_DEVICE", "cpu")
 if DEVICE == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
 
-from pathlib import Path  # noqa: E402
+# Hermetic: this process and every command it starts get a home and caches of their own, removed at the end, so the
+# suite writes nothing into the user's ~/.cache/kernelevo, ~/.triton, /tmp/torchinductor_$USER or /tmp/ray (and reads
+# no seeds cached there by an older version). Set before anything below is imported.
+# pytest-xdist's workers share the home their controller made (Inductor's seeds are computed once).
+REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
+if "KERNELEVO_TEST_HOME" not in os.environ:
+    os.environ["KERNELEVO_TEST_HOME"] = tempfile.mkdtemp(prefix="kevo-tests-")  # short: Ray puts sockets in it
+    atexit.register(shutil.rmtree, os.environ["KERNELEVO_TEST_HOME"], ignore_errors=True)
+SESSION_HOME = Path(os.environ["KERNELEVO_TEST_HOME"])
+os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".cache"),
+                  TRITON_CACHE_DIR=str(SESSION_HOME / "triton"),
+                  TORCHINDUCTOR_CACHE_DIR=str(SESSION_HOME / "torchinductor"),
+                  MPLCONFIGDIR=str(SESSION_HOME / "matplotlib"),
+                  # each pytest-xdist worker its own: `address=auto` joins the local Ray found there
+                  RAY_TMPDIR=str(SESSION_HOME / os.environ.get("PYTEST_XDIST_WORKER", "ray")))
 
 import pytest  # noqa: E402
 
@@ -34,6 +55,42 @@ def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", siz
     profile = load_profile("cpu_interpreter") if DEVICE == "cpu" else resolve_profile("auto")
     return Evaluator(resolve_problem(problem, sizes=sizes or {}, size_preset=size_preset), load_policy(policy),
                      profile, EvalSettings(**settings), device=DEVICE)
+
+
+def kernelevo(*args, cwd, env=None, wait=True, timeout=600):
+    """`kernelevo ARGS` as a user runs it: a process of its own started in `cwd` (kernels on the interpreter, output
+    unbuffered), `env` added to this process's environment. Returns the CompletedProcess (text output captured), or
+    with wait=False the Popen, stdout and stderr merged into its stdout pipe, in a session of its own. Only for what
+    needs a process (a whole run, a kill, a Ctrl-C); a command refused before Hydra starts runs in-process (`cli`)."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
+    cmd = [sys.executable, "-m", "kernelevo.cli", *args]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_dir_of(output: str) -> Path:
+    """The run directory a run's output names ("run dir PATH")."""
+    line = next(line for line in output.splitlines() if "run dir " in line)
+    return Path(line.split("run dir ", 1)[1].strip())
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    """`kernelevo ARGS` run in this process from tmp_path, for a command refused before Hydra starts: (exit code,
+    stdout, stderr)."""
+    from kernelevo.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["kernelevo"])  # main sets it for Hydra
+
+    def run(*args):
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+        out = capsys.readouterr()
+        return done.value.code, out.out, out.err
+    return run
 
 
 def read_store(run_dir, read):
@@ -101,6 +158,14 @@ def replay_measurements(run_dir, into) -> dict:
     finally:
         store.close()
     return measured
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` need a CUDA device (KERNELEVO_TEST_DEVICE=cuda): on the interpreter they are skipped."""
+    if DEVICE == "cpu":
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason="needs a GPU: run with KERNELEVO_TEST_DEVICE=cuda"))
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "ablations" / "run_ablations.py"
 
 
+@pytest.mark.slow
 def test_offline_ablations_run_as_a_multirun_and_are_tabulated(tmp_path):
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--presets", "offline_only,random_selection",
@@ -28,6 +31,7 @@ def test_unknown_preset_is_named(tmp_path):
     assert proc.returncode == 2 and "unknown presets ['no_such']" in proc.stderr
 
 
+@pytest.mark.slow
 def test_the_profiler_feedback_ablation_differs_from_full_in_the_profiler_only(tmp_path):
     """`full` asks for Nsight Compute feedback; `no_profiler_feedback` is the same team without it."""
     import yaml

@@ -10,15 +10,13 @@ import time
 
 import pytest
 
-from conftest import alive, command_of, processes_under, read_store
+from conftest import alive, command_of, kernelevo, processes_under, read_store
 
 TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 
 
 def bench(*args, cwd):
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return kernelevo("bench", *args, cwd=cwd, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +27,7 @@ def finished(tmp_path_factory):
     return cwd, cwd / "b", done
 
 
+@pytest.mark.slow
 def test_a_bench_runs_each_problem_in_its_own_run_and_writes_one_table(finished):
     _, bench_dir, done = finished
     assert done.returncode == 0, done.stdout + done.stderr
@@ -52,6 +51,7 @@ def test_a_bench_runs_each_problem_in_its_own_run_and_writes_one_table(finished)
         assert any(line.startswith(f"{name} ") and line.endswith(str(report)) for line in done.stdout.splitlines())
 
 
+@pytest.mark.slow
 def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):
     cwd, bench_dir, _ = finished
     (bench_dir / "rows" / "rmsnorm.json").unlink()  # as if killed after rmsnorm's run began, before its row
@@ -68,6 +68,7 @@ def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):
     assert json.loads((bench_dir / "bench.json").read_text())["summary"]["correct"] == 2
 
 
+@pytest.mark.slow
 def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_finished(tmp_path):
     bench_dir = tmp_path / "b"
     args = ["bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY]
@@ -113,9 +114,9 @@ def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_f
     (["bench.level=1"], "set bench.problems (a list or a list file) or bench.root with bench.level"),
     (["bench.root=/nonexistent", "bench.level=1"], "bench.root=/nonexistent is not a folder"),
 ])
-def test_a_bad_selection_is_a_clear_error_before_anything_runs(tmp_path, args, message):
-    done = bench(*args, cwd=tmp_path)
-    assert done.returncode == 2 and message in done.stderr, done.stderr
+def test_a_bad_selection_is_a_clear_error_before_anything_runs(cli, tmp_path, args, message):
+    code, _, err = cli("bench", *args)
+    assert code == 2 and message in err, err
     assert not list(tmp_path.rglob("run.db"))
 
 
@@ -140,13 +141,17 @@ def test_problems_are_selected_by_path_id_level_or_list_file(tmp_path):
         select(str(tmp_path), None, ["level1/7"])
 
 
+@pytest.mark.slow
 def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_path):
     pytest.importorskip("ray")
     _, local_dir, _ = finished
+    # a local Ray of its own (address=auto would join any cluster on the host, another test's included; what auto
+    # does: test_evaluation_ray.py::test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray)
     done = bench("bench.problems=[row_softmax,rmsnorm]", "bench/backend=ray", "bench.backend.num_gpus=0",
-                 "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY, cwd=tmp_path)
+                 "bench.backend.address=null", "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY,
+                 cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Ray: local" in done.stdout  # no cluster was running: a local Ray was started
+    assert "Ray: local" in done.stdout
 
     def table(folder):
         rows = json.loads((folder / "bench.json").read_text())["rows"]

@@ -1,19 +1,10 @@
 """`kernelevo evaluate` end to end, as a user runs it."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import CANDIDATES, SCALE_SHIFT
+from conftest import CANDIDATES, SCALE_SHIFT, SESSION_HOME, kernelevo
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def kernelevo(*args, cwd):
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, "-m", "kernelevo.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
 
 
 def test_evaluate_bundled_seed_prints_a_verdict_and_writes_json(tmp_path):
@@ -41,22 +32,22 @@ def test_failed_candidate_exits_nonzero_with_the_reason(tmp_path):
     assert "status: incorrect" in proc.stdout and "exceed atol" in proc.stdout
 
 
-def test_bad_input_gets_a_clear_error(tmp_path):
-    unknown = kernelevo("evaluate", "problem=nope", cwd=tmp_path)
-    assert unknown.returncode == 2 and "problem=nope: no such option of the group problem" in unknown.stderr
-    path = kernelevo("evaluate", "problem=/no/such/problem.py", cwd=tmp_path)
-    assert path.returncode == 2 and "neither a bundled problem" in path.stderr
-    missing = kernelevo("evaluate", "problem=matmul", "candidate=/no/such.py", cwd=tmp_path)
-    assert missing.returncode == 2 and "candidate file '/no/such.py' not found" in missing.stderr
-    trials = kernelevo("evaluate", "problem=matmul", "fitness.trials=0", cwd=tmp_path)
-    assert trials.returncode == 2 and "fitness.trials must be at least 1" in trials.stderr
-    policy = kernelevo("evaluate", "fitness/policy=loose", cwd=tmp_path)
-    assert policy.returncode != 0 and "loose" in policy.stderr
+def test_bad_input_gets_a_clear_error(cli):
+    code, _, err = cli("evaluate", "problem=nope")
+    assert code == 2 and "problem=nope: no such option of the group problem" in err
+    code, _, err = cli("evaluate", "problem=/no/such/problem.py")
+    assert code == 2 and "neither a bundled problem" in err
+    code, _, err = cli("evaluate", "problem=matmul", "candidate=/no/such.py")
+    assert code == 2 and "candidate file '/no/such.py' not found" in err
+    code, _, err = cli("evaluate", "problem=matmul", "fitness.trials=0")
+    assert code == 2 and "fitness.trials must be at least 1" in err
+    code, _, err = cli("evaluate", "fitness/policy=loose")
+    assert code != 0 and "loose" in err
 
 
-def test_no_command_prints_usage(tmp_path):
-    proc = kernelevo(cwd=tmp_path)
-    assert proc.returncode == 2 and "evaluate" in proc.stdout
+def test_no_command_prints_usage(cli):
+    code, out, _ = cli()
+    assert code == 2 and "evaluate" in out
 
 
 def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
@@ -67,6 +58,7 @@ def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
     source = out.read_text()
     assert "class ModelNew" in source and "TUNABLE = " in source and "@triton.jit" in source
     compile(source, str(out), "exec")  # a module (that it passes the evaluator: tests/test_inductor_seed.py)
+    assert list((SESSION_HOME / ".cache" / "kernelevo" / "inductor-seeds").glob("layernorm-*"))  # not in ~/.cache
 
 
 def test_seed_writes_each_inductor_variant_that_changes_the_kernels_next_to_the_seed(tmp_path):

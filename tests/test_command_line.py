@@ -3,25 +3,10 @@ one-line errors naming the fix for the command in use, nothing written by a comm
 sizes a problem file runs at on the interpreter, and `kernelevo list`."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import CANDIDATES, PROBLEMS
-
-
-def kernelevo(*args, cwd):
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, "-m", "kernelevo.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
-
-
-def one_line_error(proc) -> str:
-    """The error a failed command printed: one line, no traceback."""
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    return proc.stderr
+from conftest import CANDIDATES, PROBLEMS, kernelevo
 
 
 @pytest.mark.parametrize("args, message", [
@@ -41,29 +26,29 @@ def one_line_error(proc) -> str:
     (["bench", "bench.rot=KB"], "did you mean bench.root?"),
     (["seed", "problem.sede=x.py"], "did you mean problem.seed?"),
 ])
-def test_bad_overrides_fail_in_one_line_naming_the_closest_key(tmp_path, args, message):
-    assert message in one_line_error(kernelevo(*args, cwd=tmp_path))
+def test_bad_overrides_fail_in_one_line_naming_the_closest_key(cli, tmp_path, args, message):
+    assert message in refused(cli(*args))
     assert not list(tmp_path.iterdir())  # nothing written
 
 
-def test_a_run_that_fails_its_checks_writes_nothing(tmp_path):
+def test_a_run_that_fails_its_checks_writes_nothing(cli, tmp_path):
     for bad in (["search.generations=-1"], ["problem.name=no_such_problem"], ["problem.sizes.bogus=3"],
                 ["device=cuda:7"]):
-        proc = kernelevo("run", *bad, cwd=tmp_path)
-        assert proc.returncode == 2, proc.stdout + proc.stderr
+        code, out, err = cli("run", *bad)
+        assert code == 2, out + err
         assert not list(tmp_path.iterdir()), f"{bad} left {list(tmp_path.rglob('*'))}"
 
 
-def test_report_and_resume_of_a_missing_directory_are_errors_and_create_nothing(tmp_path):
+def test_report_and_resume_of_a_missing_directory_are_errors_and_create_nothing(cli, tmp_path):
     missing = tmp_path / "no" / "run"
     for command in ("report", "resume"):
-        assert "does not exist" in one_line_error(kernelevo(command, f"run_dir={missing}", cwd=tmp_path))
+        assert "does not exist" in refused(cli(command, f"run_dir={missing}"))
     assert not (tmp_path / "no").exists()
 
 
-def test_errors_name_the_fix_for_the_command_in_use(tmp_path):
+def test_errors_name_the_fix_for_the_command_in_use(cli):
     """`evaluate` takes candidate=PATH; a file has no seed of its own, so it says how to get one."""
-    text = one_line_error(kernelevo("evaluate", f"problem={PROBLEMS / 'scale_shift.py'}", cwd=tmp_path))
+    text = refused(cli("evaluate", f"problem={PROBLEMS / 'scale_shift.py'}"))
     assert "pass candidate=PATH" in text and "kernelevo seed problem=" in text
 
 
@@ -93,30 +78,13 @@ def test_a_file_on_the_interpreter_is_shrunk_and_the_start_line_says_to_what(tmp
     ("policies", ["triton: KernelBench tolerances", "strict-fp32: fp32 within 1e-4", "kernelbench: KernelBench rules"]),
     ("operators", ["offline: The offline (no-LLM) operators", "ParamMutation (1)", "llm: The LLM team as operators"]),
 ])
-def test_list_shows_what_there_is_to_choose_from(tmp_path, what, expected):
-    proc = kernelevo("list", what, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+def test_list_shows_what_there_is_to_choose_from(cli, what, expected):
+    code, out, err = cli("list", what)
+    assert code == 0, err
     for text in expected:
-        assert text in proc.stdout, proc.stdout
-    assert "usage: kernelevo list {problems,profiles,policies,operators}" in kernelevo("list", "nope",
-                                                                                        cwd=tmp_path).stderr
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    """`kernelevo ARGS` run in this process from tmp_path, for a command refused before Hydra starts: (exit code,
-    stdout, stderr)."""
-    from kernelevo.cli import main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["kernelevo"])  # main sets it for Hydra
-
-    def run(*args):
-        with pytest.raises(SystemExit) as done:
-            main(list(args))
-        out = capsys.readouterr()
-        return done.value.code, out.out, out.err
-    return run
+        assert text in out, out
+    code, _, err = cli("list", "nope")
+    assert code != 0 and "usage: kernelevo list {problems,profiles,policies,operators}" in err
 
 
 def refused(done) -> str:
@@ -193,7 +161,7 @@ def test_a_read_only_folder_is_named_as_such(cli, tmp_path):
             folder.chmod(0o755)
 
 
-def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift_it(tmp_path):
+def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift_it(cli, tmp_path):
     """Issue 26: `resume ... search.generations=6` of a run that stopped on patience printed "5 -> 6" and ran nothing,
     exit 0. The resume is refused, naming patience and how to lift it, and changes nothing in the run."""
     from conftest import read_store
@@ -205,7 +173,7 @@ def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift
     store.set_meta("config", config)
     store.save_checkpoint(5, {"generation": 5, "stale": 3, "elapsed_s": 10.0})
     store.close()
-    text = one_line_error(kernelevo("resume", "run_dir=D", "search.generations=6", cwd=tmp_path))
+    text = refused(cli("resume", "run_dir=D", "search.generations=6"))
     assert "resuming D with search.generations=6 would run nothing: search.patience=3 stops it at once: no " \
            "improvement in its last 3 generations (lift it: search.patience=null, or a value above 3)" in text
     kept = read_store(tmp_path / "D", lambda store: (store.get_meta("config"), store.latest_checkpoint()))

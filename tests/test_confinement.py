@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import candidate, make_evaluator
+from conftest import alive, candidate, make_evaluator, processes_under
 from fitness.confine import UID_BASE, UID_SPAN
 
 SECRET = "sk-search-process-secret-0123456789"
@@ -164,45 +164,56 @@ for name in ('NPROC', 'CPU', 'FSIZE', 'CORE'):
         assert "NPROC 1024" in text and "groups []" in text
 
 
-def worker_processes() -> set:
-    """Host pids of live (not zombie) processes running as one of the workers' own user ids."""
-    found = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+def worker_processes() -> dict[int, str]:
+    """Live (not zombie) processes below this one running as one of the workers' own user ids: pid -> start time.
+    Only this process's own: another run's workers on the same host are none of these tests' business."""
+    found = {}
+    for pid, (_, start) in processes_under(os.getpid()).items():
         try:
             status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
             uid, state = int(status["Uid"].split()[0]), status["State"].split()[0]
         except (OSError, KeyError, ValueError):
             continue
         if UID_BASE <= uid < UID_BASE + UID_SPAN and state != "Z":
-            found.add(pid)
+            found[pid] = start
     return found
 
 
-def survivors(before: set, wait_s: float = 10.0) -> set:
-    """Worker processes not in `before` still alive after up to `wait_s` (a kill takes a moment to land)."""
+def workers_while(evaluation: threading.Thread, until=lambda seen: False, wait_s: float = 60.0) -> dict[int, str]:
+    """The worker processes seen while `evaluation` runs, until it ends or `until(seen)` holds."""
+    seen, deadline = {}, time.time() + wait_s
+    evaluation.start()
+    while evaluation.is_alive() and not until(seen) and time.time() < deadline:
+        seen.update(worker_processes())
+        time.sleep(0.05)
+    return seen
+
+
+def survivors(workers: dict[int, str], wait_s: float = 10.0) -> list[int]:
+    """Those of `workers` (pid -> start time) still alive after up to `wait_s` (a kill takes a moment to land)."""
     deadline = time.time() + wait_s
-    while (left := worker_processes() - before) and time.time() < deadline:
+    while (left := [pid for pid, start in workers.items() if alive(pid, start)]) and time.time() < deadline:
         time.sleep(0.2)
     return left
 
 
 def test_a_worker_killed_at_its_timeout_leaves_no_process_behind():
-    before = worker_processes()
     with make_evaluator(static_check=False, trials=1, timeout_s=8) as ev:
-        result = ev.evaluate(candidate("good") + "\nwhile True:\n    pass\n")
-        assert result.status == "timeout", result.reason
-        assert survivors(before) == set()
+        results = []
+        evaluation = threading.Thread(target=lambda: results.append(
+            ev.evaluate(candidate("good") + "\nwhile True:\n    pass\n")))
+        seen = workers_while(evaluation)
+        evaluation.join(60)
+        assert results and results[0].status == "timeout", results and results[0].reason
+        assert seen, "no worker ran under its own user id"
+        assert survivors(seen) == []
 
 
 def test_a_worker_dies_with_its_fork_server():
-    before = worker_processes()
     with make_evaluator(static_check=False, trials=1, timeout_s=120) as ev:
-        thread = threading.Thread(target=ev.evaluate, args=(candidate("good") + "\nwhile True:\n    pass\n",))
-        thread.start()
-        deadline = time.time() + 60
-        while not worker_processes() - before and time.time() < deadline:
-            time.sleep(0.2)
-        assert worker_processes() - before, "the worker never switched to its own user id"
+        evaluation = threading.Thread(target=ev.evaluate, args=(candidate("good") + "\nwhile True:\n    pass\n",))
+        seen = workers_while(evaluation, until=bool)
+        assert seen, "the worker never switched to its own user id"
         os.kill(ev._sandbox.zygote_pid, signal.SIGKILL)  # the fork server dies mid-job
-        thread.join(60)
-        assert survivors(before) == set()  # its own user id did not save it: it died with its parent
+        evaluation.join(60)
+        assert survivors(seen) == []  # its own user id did not save it: it died with its parent

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from conftest import read_store, replay_measurements
+from conftest import kernelevo, read_store, replay_measurements
 from evo.ray_cluster import connect
-from test_search import assert_lineage_is_sound, kernelevo, lineage_of, log_counts
+from test_search import assert_lineage_is_sound, lineage_of, log_counts
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
           "fitness.timing.interpreter_reps=1"]
@@ -14,6 +14,7 @@ RAY = ["fitness/backend=ray", "fitness.backend.gpus=0", "fitness.backend.per_gpu
        "fitness.backend.local_cpus=2"]
 
 
+@pytest.mark.slow
 def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
     """The Ray run's measurements (interpreter times are wall-clock noise) given to a local run: same lineage, same
     best kernel, and the local run asks for no kernel the Ray run did not measure."""
@@ -58,6 +59,27 @@ def test_a_bad_address_is_an_error_naming_the_setting(tmp_path):
     assert not ray.is_initialized()  # nothing was started for a bad address
 
 
+class FakeRay:
+    """ray's init and is_initialized; `address=auto` finds a cluster only when one is `running`."""
+
+    def __init__(self, running: bool):
+        self.running, self.addresses = running, []
+
+    def is_initialized(self):
+        return False
+
+    def init(self, address=None, **options):
+        self.addresses.append(address)
+        if address == "auto" and not self.running:
+            raise ConnectionError("Could not find any running Ray instance")
+
+
+def test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray():
+    alone, joined = FakeRay(running=False), FakeRay(running=True)
+    assert connect(alone, "auto", "bench.backend.address") == "local" and alone.addresses == ["auto", None]
+    assert connect(joined, "auto", "bench.backend.address") == "cluster at auto" and joined.addresses == ["auto"]
+
+
 class _Method:
     """An actor method as the driver calls it (`.remote(...)`), run at once."""
 
@@ -95,6 +117,7 @@ def test_the_baselines_are_measured_once_per_run_and_given_to_every_actor():
     assert log == [("a0", "measure"), ("a1", "given", measured), ("a2", "given", measured)]
 
 
+@pytest.mark.slow
 def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written_by_the_driver(tmp_path):
     """problem.seed=inductor on Ray: the actor captures (on its node and device) and the driver writes every seed
     into its run directory; generation 0 holds the variants after the seed, as in a local run."""

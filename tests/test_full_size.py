@@ -4,16 +4,15 @@ kernel with the test sizes baked in is not, when a slower one runs at other size
 (a run from torch.compile's kernels captured at the test sizes), the best is flagged as baked. The other sizes
 differ from the test sizes in every size constant that can change (fitness.sizes.other_sizes)."""
 import json
-import os
-import subprocess
-import sys
 
-from conftest import CANDIDATES, SCALE_SHIFT, read_store
+import pytest
+
+from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from evo.full_size import TRIES
 from fitness.genome import code_hash
 from fitness.problem import load_problem, resolve_problem, suite_manifest
 from fitness.sizes import MIN_SHRINKABLE, other_sizes, other_value
-from test_search import TINY, run_dir_of
+from test_search import TINY
 
 PAIRED = '''import torch
 import torch.nn as nn
@@ -40,10 +39,8 @@ def get_init_inputs():
 
 
 def run(*args, cwd):
-    """`kernelevo run` on the interpreter, its caches (Inductor's seeds) under the test's own directory."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "HOME": str(cwd)}
-    proc = subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", *args, *TINY], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    """`kernelevo run` on the interpreter."""
+    proc = kernelevo("run", *args, *TINY, cwd=cwd)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = run_dir_of(proc.stdout)
     return proc.stdout, run_dir, json.loads((run_dir / "summary.json").read_text())
@@ -70,6 +67,7 @@ def test_other_sizes_change_every_size_constant_that_can_change(tmp_path):
     load_problem(resolve_problem(str(problem), sizes=other.sizes))  # the other sizes make a problem
 
 
+@pytest.mark.slow
 def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path):
     output, run_dir, summary = run("problem=elementwise_chain", cwd=tmp_path)
     assert "[kernelevo] selection among children: by interpreter wall-clock time (no GPU timing)" in output
@@ -84,6 +82,7 @@ def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path):
     assert summary["best_s"] == individuals[fastest].time_s
 
 
+@pytest.mark.slow
 def test_a_baked_fastest_kernel_is_not_kept_when_a_slower_one_runs_at_other_sizes(tmp_path):
     # scale_shift's full sizes are 4 x 100; judged at 4 x 60, the test sizes of baked_or_generic's BAKED=1 variant
     # one trial per individual: the seed keeps BAKED=0 as written (a tuner would move every individual to the
@@ -102,6 +101,7 @@ def test_a_baked_fastest_kernel_is_not_kept_when_a_slower_one_runs_at_other_size
     assert code_hash(best) == code_hash(individuals[kept].genome.rendered())
 
 
+@pytest.mark.slow
 def test_when_every_kernel_tried_is_baked_the_best_is_flagged(tmp_path):
     # a file without a seed starts from torch.compile's kernels, captured at the test sizes (4 x 60)
     _, run_dir, summary = run(f"problem={SCALE_SHIFT}", "problem.sizes.dim=60", "inductor=none", cwd=tmp_path)

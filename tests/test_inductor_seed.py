@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from conftest import SCALE_SHIFT, make_evaluator, read_store
+from conftest import SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
 from fitness.genome import Genome
 from fitness.problem import resolve_problem
 from operators import inductor_seed as seeds
 from operators.inductor_seed.convert import SeedError, convert
-from test_search import TINY, kernelevo, run_dir_of
+from test_search import TINY
 
 
 @pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures
@@ -67,6 +67,7 @@ def test_library_calls_left_by_inductor_are_refused_under_policy_triton_with_the
     assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
 
 
+@pytest.mark.slow
 def test_a_problem_file_without_a_seed_runs_offline_from_its_inductor_seed(tmp_path):
     proc = kernelevo("run", f"problem={SCALE_SHIFT}", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -113,6 +114,7 @@ def test_each_inductor_variant_is_cached_on_its_own_and_one_inductor_cannot_buil
     assert result.status == "ok", result.reason
 
 
+@pytest.mark.slow
 def test_inductor_variants_that_write_other_kernels_join_generation_0_after_the_seed(tmp_path):
     proc = kernelevo("run", "problem=sum_reduction", "problem.seed=inductor", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -5,15 +5,16 @@ kernel that the debugger's reply fixes, a 429 and a timeout (each followed by su
 be a model: the server replies exactly what the script says.
 """
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import CANDIDATES, SCALE_SHIFT, read_store
+import pytest
+
+from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from fitness.genome import evaluation_key
 from fitness.result import format_seconds
 from llm_server import ScriptedLLMServer
+
+pytestmark = pytest.mark.slow  # each test is a whole `kernelevo run` or two
 
 KEY = "sk-kernelevo-test-secret-0123456789"
 GOOD = (CANDIDATES / "good.py").read_text()
@@ -43,7 +44,6 @@ SCRIPT = [
 def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY, children: int = 2,
         in_flight: int = 1):
     """A one-generation LLM run; `in_flight` children at once (1: the script's replies come in a fixed order)."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELEVO_TEST_LLM_KEY": key}
     args = [f"problem={SCALE_SHIFT}", f"problem.seed={CANDIDATES / 'good.py'}", "+problem.sizes.dim=4000",
             "operators=llm_mutation", "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={api_base}",
             "llm.api_key_env=KERNELEVO_TEST_LLM_KEY", f"llm.cache_dir={cache}", "llm.timeout_s=1",
@@ -52,14 +52,8 @@ def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY,
             "llm.context.parts.profiling=false", "llm.context.parts.top_k=false",
             "search.mu=1", f"search.lambda_={children}", f"search.parallel={in_flight}", "search.generations=1",
             "search.patience=null",
-            "search.tuner.trials=1", "fitness.trials=2", *extra]
-    return subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
-def run_dir_of(stdout: str) -> Path:
-    line = next(line for line in stdout.splitlines() if "run dir " in line)
-    return Path(line.split("run dir ", 1)[1].strip())
+            "search.tuner.trials=1", "fitness.trials=2", "fitness.timing.interpreter_reps=1", *extra]
+    return kernelevo("run", *args, cwd=tmp_path, env={"KERNELEVO_TEST_LLM_KEY": key})
 
 
 def lineage(run_dir: Path) -> list[tuple]:
@@ -99,8 +93,7 @@ def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
     assert abs(usage["1.1"]["cost_usd"] - 4 * 1.5e-3) < 1e-9 and usage["0.0"] == {}
 
     # the key is nowhere on disk, in the output or in the report
-    report = subprocess.run([sys.executable, "-m", "kernelevo.cli", "report", f"run_dir={run_dir}"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    report = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     for path in [*run_dir.rglob("*"), *cache.rglob("*")]:
         if path.is_file():

@@ -8,15 +8,15 @@ The server answers by role from the request itself (the coder's SEARCH text is c
 replies do not depend on which child asks first. Nothing here is a model: the replies are fixed edits.
 """
 import re
-import subprocess
-import sys
 from types import SimpleNamespace
 
-from conftest import read_store
+import pytest
+
+from conftest import kernelevo, read_store, run_dir_of
 from fitness.genome import evaluation_key
 from llm_server import ScriptedLLMServer
 from operators.llm.team import LLMTeam, TeamSettings
-from test_llm_agents import GOOD, PLAN, reply, run, run_dir_of
+from test_llm_agents import GOOD, PLAN, reply, run
 
 BROKEN_LOAD = "x = tl.load(x_ptr + offs, mask=mask) + undefined_thing"
 
@@ -60,6 +60,7 @@ def prompts_of(requests, role: str) -> list[str]:
             if f"Your role: {role}." in body["messages"][0]["content"]]
 
 
+@pytest.mark.slow
 def test_every_role_is_told_the_target_and_what_differs(tmp_path):
     with ScriptedLLMServer(ByRole()) as server:
         done = run(tmp_path, tmp_path / "cache", "operators=llm", "operators.list.1.weight=1.0",
@@ -108,8 +109,7 @@ def test_every_role_is_told_the_target_and_what_differs(tmp_path):
     assert {"parent", "hardware", "cost_model", "problem", "system"} <= set(sizes["planner"]["parts"])
     seed_key = evaluation_key(read_store(run_dir, lambda store: store.individual("0.0")).genome.rendered())
     assert read_store(run_dir, lambda store: store.profile(seed_key))["note"].startswith("no profiler metrics")
-    report = subprocess.run([sys.executable, "-m", "kernelevo.cli", "report", f"run_dir={run_dir}"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    report = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     text = (run_dir / "report.md").read_text()
     assert "## LLM prompt sizes" in text and re.search(r"\| planner \| \d+ \| \d+ \| \d+ \| ", text)

@@ -9,13 +9,15 @@ after the first child of that generation was stored but before the generation's 
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
-from conftest import CANDIDATES, SCALE_SHIFT, read_store
+import pytest
+
+from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from llm_server import ScriptedLLMServer
-from test_llm_agents import GOOD, KEY, PLAN, reply, run_dir_of
+from test_llm_agents import GOOD, KEY, PLAN, reply
+
+pytestmark = pytest.mark.slow  # each test is a whole `kernelevo run` or two
 
 CALLS = 8  # two generations of two children, each a plan and its code
 SLOW_LOOP = "    for _ in range(600):\n        x = x + 0.0\n"  # the same result, slowly on the interpreter
@@ -40,8 +42,8 @@ class Replies:
         return reply(f"```python\n{kernel(block, slow=self.code_calls == 4)}```")
 
 
-def command(cache, url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "kernelevo.cli", *extra, f"problem={SCALE_SHIFT}",
+def command(cache, url: str) -> list[str]:
+    return [f"problem={SCALE_SHIFT}",
             f"problem.seed={CANDIDATES / 'good.py'}", "+problem.sizes.dim=4000", "operators=llm_mutation",
             "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={url}",
             "llm.api_key_env=KERNELEVO_TEST_LLM_KEY", f"llm.cache_dir={cache}", "llm.timeout_s=2",
@@ -57,12 +59,11 @@ def lineage(run_dir) -> list[tuple]:
 
 
 def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cache(tmp_path):
-    env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELEVO_TEST_LLM_KEY": KEY}
+    env = {"KERNELEVO_TEST_LLM_KEY": KEY}
     cache = tmp_path / "cache"
     with ScriptedLLMServer(Replies()) as server:
         url = server.url
-        killed = subprocess.Popen(command(cache, url, "run"), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
+        killed = kernelevo("run", *command(cache, url), cwd=tmp_path, env=env, wait=False)
         deadline = time.monotonic() + 300
         while len(list(cache.glob("*.json"))) < CALLS and killed.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -76,8 +77,7 @@ def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cach
     assert checkpoint == 1 and [row[0] for row in made] == ["0.0", "1.0", "1.1", "2.0"], output  # 2.1 unfinished
     assert paid["calls"] == CALLS
 
-    resumed = subprocess.run([sys.executable, "-m", "kernelevo.cli", "resume", f"run_dir={run_dir}"], cwd=tmp_path,
-                             env=env, capture_output=True, text=True, timeout=600)  # the server is stopped
+    resumed = kernelevo("resume", f"run_dir={run_dir}", cwd=tmp_path, env=env)  # the server is stopped
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert f"warning: the LLM check failed: nothing answers at {url}" in resumed.stdout  # a warning: the cache replays
     after, all_calls, totals = read_store(run_dir, lambda store: (lineage(run_dir), store.llm_calls(),

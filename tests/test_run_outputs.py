@@ -2,30 +2,15 @@
 interpreter wall-clock times and never speed-ups, its Optuna studies open with Optuna's own API (and so in
 optuna-dashboard), and `resume` extends a finished run's budget without repeating an evaluation."""
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import optuna
 import pytest
 
-from conftest import CANDIDATES, PROBLEMS, read_store
+from conftest import CANDIDATES, PROBLEMS, kernelevo, read_store, run_dir_of
 
 TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 FILE_RUN = [f"problem={PROBLEMS / 'scale_shift.py'}", f"problem.seed={CANDIDATES / 'good.py'}", *TINY]
-
-
-def kernelevo(*args, cwd):
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, "-m", "kernelevo.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
-
-
-def run_dir_of(output: str) -> Path:
-    line = next(l for l in output.splitlines() if "run dir " in l)
-    return Path(line.split("run dir ", 1)[1].strip())
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +22,13 @@ def file_run(tmp_path_factory):
     return proc.stdout, cwd / run_dir_of(proc.stdout)
 
 
+@pytest.mark.slow
 def test_a_run_on_a_file_is_named_after_the_problem(file_run):
     _, run_dir = file_run
     assert run_dir.name.endswith("-scale_shift") and run_dir.parent.parent.name == "runs", run_dir
 
 
+@pytest.mark.slow
 def test_interpreter_runs_print_times_labelled_as_such_and_no_speed_up(file_run):
     output, run_dir = file_run
     assert not re.search(r"[0-9]x\b", output) and "speed-up vs" not in output  # no ratio of wall-clock noise
@@ -62,6 +49,7 @@ def test_interpreter_runs_print_times_labelled_as_such_and_no_speed_up(file_run)
     assert re.search(r"\n  measured with +none: Triton's CPU interpreter, driver none", output)
 
 
+@pytest.mark.slow
 def test_the_runs_optuna_studies_load_with_optunas_public_api(file_run):
     """run.db is an Optuna RDB storage: `optuna-dashboard sqlite:///RUN_DIR/run.db`, which the run prints, shows one
     study per tuned individual, its trials those the run evaluated."""
@@ -80,6 +68,7 @@ def test_the_runs_optuna_studies_load_with_optunas_public_api(file_run):
         assert study.best_value == pytest.approx(ind.time_s) if ind.ok else True
 
 
+@pytest.mark.slow
 def test_resume_extends_the_generation_budget_repeating_nothing(tmp_path):
     first = kernelevo("run", *FILE_RUN, "hydra.run.dir=run", cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr

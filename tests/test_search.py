@@ -12,7 +12,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from conftest import CANDIDATES, PROBLEMS, candidate, make_evaluator, read_store, replay_measurements
+from conftest import (CANDIDATES, PROBLEMS, candidate, kernelevo, make_evaluator, read_store, replay_measurements,
+                      run_dir_of)
 from evo.evaluation import EvaluationService
 from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
@@ -25,20 +26,6 @@ REPO = Path(__file__).resolve().parent.parent
 TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 
 
-def kernelevo(*args, cwd, wait=True):
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "kernelevo.cli", *args]
-    if not wait:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-
-
-def run_dir_of(output: str) -> Path:
-    line = next(l for l in output.splitlines() if "run dir " in l)
-    return Path(line.split("run dir ", 1)[1].strip())
-
-
 def log_counts(run_dir: Path) -> tuple[int, int]:
     return read_store(run_dir, lambda store: (store.evaluation_count(), store.distinct_evaluation_count()))
 
@@ -47,6 +34,7 @@ def individual(genome: Genome, status: str, time_s: float | None, name: str = "1
     return Individual(name, genome, result=EvalResult(status=status, time_s=time_s))
 
 
+@pytest.mark.slow
 def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
     proc = kernelevo("run", "problem=rmsnorm", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -92,6 +80,7 @@ def assert_report_page(page: str, best: str) -> None:
         assert "The best kernel is the seed as written." in page
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_generation_resumes_losing_and_repeating_nothing(tmp_path):
     args = ["problem=elementwise_chain", "search.mu=2", "search.lambda_=3", "search.generations=3",
             "search.patience=null", "search.tuner.trials=2", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
@@ -193,6 +182,7 @@ def test_epsilon_greedy_draws_from_the_whole_archive():
     assert {id(p) for p in explore} == {id(a) for a in archive}
 
 
+@pytest.mark.slow
 def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path):
     proc = kernelevo("run", "--multirun", "problem=rmsnorm,row_softmax", "search.generations=0", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -218,17 +208,18 @@ def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path):
     ("search.tuner.sampler=grid", "search.tuner.sampler='grid' is not a sampler; use one of tpe, random"),
     ("search.mu=0", "search.mu and search.lambda_ must be at least 1"),
 ])
-def test_bad_overrides_get_a_clear_error(tmp_path, override, message):
-    proc = kernelevo("run", override, cwd=tmp_path)
-    assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
+def test_bad_overrides_get_a_clear_error(cli, override, message):
+    code, out, err = cli("run", override)
+    assert code != 0
+    assert message in out + err
 
 
-def test_resume_of_a_directory_without_a_run_says_so(tmp_path):
-    proc = kernelevo("resume", f"run_dir={tmp_path}", cwd=tmp_path)
-    assert proc.returncode == 2 and "holds no run" in proc.stderr
+def test_resume_of_a_directory_without_a_run_says_so(cli, tmp_path):
+    code, _, err = cli("resume", f"run_dir={tmp_path}")
+    assert code == 2 and "holds no run" in err
 
 
+@pytest.mark.slow
 def test_islands_evolve_apart_and_the_best_migrate(tmp_path):
     proc = kernelevo("run", "problem=rmsnorm", *TINY, "search.islands=2", "search.migration_interval=1",
                      cwd=tmp_path)
@@ -262,6 +253,7 @@ def lineage_of(run_dir: Path) -> list[tuple]:
             for ind in read_store(run_dir, lambda store: store.individuals())]
 
 
+@pytest.mark.slow
 def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_workers(tmp_path):
     """Children in flight and evaluation workers change nothing the search decides: a run with 4 evaluation
     workers and 3 children at once, then the same config run with one of each on the first run's measurements
@@ -288,6 +280,7 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_its_checkpoint(tmp_path):
     """Issue 26: Ctrl-C printed a 17-frame traceback. Now: one line saying what the run directory keeps and the
     command that continues it, exit code 130 (as a shell reports an interrupt), and that command works."""
