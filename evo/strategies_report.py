@@ -19,17 +19,17 @@ speed-up vs LLM calls, or evaluations when no call was made, and vs evaluation s
 from __future__ import annotations
 
 import json
-import random
 import statistics
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from evo.intervals import Bootstrap, median_interval
+
 STEM = "strategies"
 BUDGETS = (("evaluations", ("search", "max_evaluations")), ("gpu_s", ("search", "max_gpu_s")),
            ("calls", ("llm", "budget", "max_calls")), ("cost_usd", ("llm", "budget", "max_cost_usd")))
-INTERVAL = 0.9  # the bootstrap interval's coverage
 
 
 class StrategiesReport(Callback):
@@ -39,19 +39,6 @@ class StrategiesReport(Callback):
         path = write_strategies_report(Path(config.hydra.sweep.dir).resolve())
         if path is not None:
             print(f"[strategies] table and page: {path} (also {STEM}.md, {STEM}.json)", flush=True)
-
-
-def bootstrap_median_interval(values: list[float], level: float = INTERVAL, resamples: int = 2000,
-                              seed: int = 0) -> tuple[float, float, float]:
-    """(median, low, high): the median of `values` and a percentile-bootstrap interval of it (seeded: the same
-    values give the same interval)."""
-    if not values:
-        raise ValueError("no values to summarise")
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
-    tail = (1.0 - level) / 2
-    return statistics.median(values), medians[int(tail * resamples)], medians[min(resamples - 1,
-                                                                                  int((1 - tail) * resamples))]
 
 
 def _get(config: dict, path: tuple):
@@ -133,7 +120,8 @@ def summary_rows(runs: list[dict]) -> list[dict]:
         last = [run["points"][-1] for run in group if run["points"]]
         speedups = [p["speedup"] for p in last if p["speedup"] is not None]
         children = [p for run in group for p in run["points"] if p["id"].split(".")[0] != "0"]
-        median, low, high = bootstrap_median_interval(speedups) if speedups else (None, None, None)
+        interval = median_interval(speedups, Bootstrap.default())  # conf/intervals.yaml, as the bench's
+        median, low, high = (interval.value, interval.low, interval.high) if interval else (None, None, None)
 
         def med(values):
             values = [v for v in values if v is not None]
@@ -159,8 +147,8 @@ HEADER = ("problem", "strategy", "seeds", "best speed-up", "correct rate", "LLM 
 
 
 def _cells(r: dict) -> list[str]:
-    speedup = "–" if r["speedup"] is None else \
-        f"{r['speedup']:.3f}x [{r['speedup_low']:.3f}, {r['speedup_high']:.3f}]"
+    speedup = ("–" if r["speedup"] is None else f"{r['speedup']:.3f}x (one seed: no interval)"
+               if r["speedup_low"] is None else f"{r['speedup']:.3f}x [{r['speedup_low']:.3f}, {r['speedup_high']:.3f}]")
     return [r["problem"], r["strategy"], str(r["seeds"]), speedup,
             f"{_f(r['correct_rate'], '{:.0%}')} ({r['children']})", _f(r["calls"], "{:g}"),
             _f(r["cost_usd"], "{:.4f}"), _f(r["evaluations"], "{:g}"), _f(r["gpu_s"], "{:.1f}"),
@@ -171,7 +159,7 @@ def caption(budget: dict, timer: str) -> str:
     budget_text = ", ".join(f"{unit} {limit:g}" for unit, limit in budget.items()) or "search.generations only"
     return (f"Budget per run: {budget_text}. Speed-up: the best kernel's time over the tuned seed's ({timer or '?'}"
             f"{'; interpreter wall-clock, not GPU figures' if 'interpreter' in timer else ''}); median over seeds "
-            f"[{INTERVAL:.0%} bootstrap interval]. Correct rate: of the children (how many). Per gain: spent / "
+            f"[{Bootstrap.default().describe()} interval; none for one seed]. Correct rate: of the children (how many). Per gain: spent / "
             f"(speed-up - 1), median over the runs that gained.")
 
 

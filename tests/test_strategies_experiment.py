@@ -15,7 +15,7 @@ from evo.run import _record_llm_call as record_llm_call
 from evo.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
 from evo.search import Budget, Search, SearchSettings
 from evo.store import RunStore
-from evo.strategies_report import bootstrap_median_interval, run_record, write_strategies_report
+from evo.strategies_report import run_record, write_strategies_report
 from evo.tuner import Tuner
 from fitness.genome import Genome
 from fitness.result import EvalResult
@@ -160,10 +160,3 @@ def test_the_table_compares_runs_at_their_budget_and_says_when_budgets_differ(tm
     store.close()
     write_strategies_report(tmp_path)
     assert "do not share one budget" in (tmp_path / "strategies.md").read_text()
-
-
-def test_the_bootstrap_interval_holds_the_median_and_narrows_with_agreement():
-    median, low, high = bootstrap_median_interval([1.0, 1.1, 1.2, 1.3, 1.4, 1.2, 1.25, 5.0, 1.15])
-    assert median == 1.2 and low <= median <= high and high < 5.0
-    assert bootstrap_median_interval([2.0] * 4) == (2.0, 2.0, 2.0)
-    assert bootstrap_median_interval([1.0, 2.0, 5.0]) == bootstrap_median_interval([1.0, 2.0, 5.0])  # seeded
