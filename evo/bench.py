@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evo.run import SUMMARY_FILE  # written at the end of every run
+from evo.outcome import SUMMARY_FILE  # written at the end of every run
 from evo.store import DB_NAME
 from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names

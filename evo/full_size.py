@@ -13,7 +13,7 @@ fastest at the test sizes stays the best kernel, flagged: summary status ``BAKED
 a line of the table saying no kernel that runs at other sizes was found.
 
 ``SizesCheck.plan`` (before the search: the start line) and ``SizesCheck.judge`` (after it) are what
-``evo.run.execute`` calls; the verdict is a record in the run store's meta (``META``), which ``evo.run.summarise``
+``evo.run.execute`` calls; the verdict is a record in the run store's meta (``META``), which ``evo.outcome.summarise``
 (and so the report) reads back through ``verdict`` and ``rows``. A GPU run judges at the full sizes: none of this.
 """
 from __future__ import annotations

@@ -73,7 +73,7 @@ def write_multirun_report(sweep_dir: Path, boot=None) -> Path | None:
     ``evo.intervals.Bootstrap``, says; by default conf/intervals.yaml); None when the sweep holds no run."""
     from evo.bench import Row
     from evo.bench_report import console_table, run_reports, summary_lines, write_bench_report
-    from evo.run import SUMMARY_FILE
+    from evo.outcome import SUMMARY_FILE
 
     dirs = run_dirs(sweep_dir)
     if not dirs:

@@ -20,7 +20,7 @@ from evo import full_size
 from evo.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.page import figure_png, pyplot
 from evo.manifest import manifest_rows
-from evo.run import RunSummary, summarise
+from evo.outcome import RunSummary, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
 from fitness.genome import evaluation_key

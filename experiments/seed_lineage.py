@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO))
 
 
 def lineage_rows(bench_dir: Path) -> list[list[str]]:
-    from evo.run import summarise
+    from evo.outcome import summarise
     from evo.store import RunStore
 
     rows = []

@@ -11,7 +11,7 @@ from evo.bench import Row
 from evo.bench_report import HEADER, console_table, write_bench_report
 from evo.manifest import FIELDS, build_manifest, combine, git_commit, manifest_rows
 from evo.report import write_report
-from evo.run import summarise
+from evo.outcome import summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, Baseline
 from fitness.genome import Genome

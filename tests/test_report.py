@@ -13,7 +13,7 @@ from evo.bench import Row
 from evo.bench_report import write_bench_report
 from evo.multirun import write_multirun_report
 from evo.report import write_report
-from evo.run import SUMMARY_FILE, descends_from, summarise
+from evo.outcome import SUMMARY_FILE, descends_from, summarise
 from evo.store import RunStore
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual

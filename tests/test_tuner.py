@@ -10,7 +10,7 @@ from dataclasses import replace
 import optuna
 import pytest
 
-from evo.run import run_tuner
+from evo.outcome import run_tuner
 from evo.store import RunStore
 from evo.tuner import Tuner, check_tuner_settings
 from experiments.tuner_compare import compare, summarise
