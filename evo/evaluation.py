@@ -72,11 +72,11 @@ def gpu_memory(devices: list[str]) -> list[int]:
     return [torch.cuda.get_device_properties(torch.device(d)).total_memory for d in devices]
 
 
-def evaluations_in_flight(value, devices: list[str] = ()) -> int:
+def evaluations_in_flight(value, gpu_bytes: list[int] = ()) -> int:
     """The `parallel` setting: evaluations running at once over all devices (`auto`: from the CPU count and, on
-    GPUs, how many workers' contexts fit in their memory)."""
+    GPUs, how many workers' contexts fit in their memory, `gpu_bytes`: ``gpu_memory``)."""
     if value in (None, "auto"):
-        return auto_parallel(gpu_bytes=gpu_memory(devices))
+        return auto_parallel(gpu_bytes=gpu_bytes)
     if int(value) < 1:
         raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
     return int(value)
@@ -236,9 +236,10 @@ class LocalEvaluators:
         evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
                                      baseline_slot=shared) for d in devices]
         cost = evaluators[0].cost
-        parallel = evaluations_in_flight(cfg.get("parallel", "auto"), devices)
+        totals = gpu_memory(devices)
+        parallel = evaluations_in_flight(cfg.get("parallel", "auto"), totals)
         per_device = max(1, -(-parallel // len(devices)))
-        for evaluator, total in zip(evaluators, gpu_memory(devices)):  # problem-sized memory, a few at a time
+        for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
             evaluator.set_memory_slots(memory_slots(total, per_device, cost.bytes if cost else 0))
         for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
             evaluator.set_spares(per_device if parts.settings.prestart_worker else 0)
