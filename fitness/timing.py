@@ -164,9 +164,8 @@ class CudaEventTimer:
         flush_bytes = max(2 * int(l2_bytes), 1 << 20)
         self._flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
         self._events = [_cuda_event(enable_timing=True) for _ in range(3)]
-        self.output = None  # the last call's output, until the feed has seen it
         self._cycles_per_s = self._spin_rate()
-        self._latency_s = statistics.median(all_ - stream for stream, all_, _ in
+        self._latency_s = statistics.median(all_ - stream for stream, all_, _, _ in
                                             (self._rep(_noop, (), 0) for _ in range(30)))
 
     def _spin_rate(self) -> float:
@@ -179,8 +178,9 @@ class CudaEventTimer:
         _cuda_synchronize()
         return 1_000_000 / (_event_elapsed(start, end) / 1e3)
 
-    def _rep(self, fn, inputs, sleep_cycles: int, sleep_s: float = 0.0) -> tuple[float, float, bool]:
-        """One repetition: (timed-stream seconds, device-wide seconds, whether the spin outlasted the launch)."""
+    def _rep(self, fn, inputs, sleep_cycles: int, sleep_s: float = 0.0) -> tuple[float, float, bool, object]:
+        """One repetition: (timed-stream seconds, device-wide seconds, whether the spin outlasted the launch, what the
+        call returned: for the feed's done(), once the call is finished)."""
         start, end, end_all = self._events
         if self._flush is not None:
             _zero(self._flush)
@@ -189,13 +189,13 @@ class CudaEventTimer:
         if sleep_cycles:
             _cuda_sleep(sleep_cycles)
         _event_record(start)
-        self.output = fn(*inputs)  # kept for the feed's done(), which runs after the call is finished
+        output = fn(*inputs)
         _event_record(end)
         hidden = _perf_counter() - launched < sleep_s  # the GPU was still spinning when the last launch was queued
         _cuda_synchronize()  # device-wide: work on every stream has finished
         _event_record(end_all)
         _cuda_synchronize()
-        return _event_elapsed(start, end) / 1e3, _event_elapsed(start, end_all) / 1e3, hidden
+        return _event_elapsed(start, end) / 1e3, _event_elapsed(start, end_all) / 1e3, hidden, output
 
     def _warm_up(self, fn, inputs) -> tuple[float, float]:
         """Run until the warm-up budget is spent (the feed's work counted); (seconds per call with sync, the feed's
@@ -226,8 +226,8 @@ class CudaEventTimer:
         sleep_s = min(max(2 * launch_s + 10e-6, 20e-6), MAX_SPIN_S)
         stream, all_streams, redone = [], [], 0
         while len(stream) < reps:
-            one_stream, device_wide, hidden = self._rep(fn, feed.next(), int(sleep_s * self._cycles_per_s), sleep_s)
-            output, self.output = self.output, None
+            one_stream, device_wide, hidden, output = self._rep(fn, feed.next(), int(sleep_s * self._cycles_per_s),
+                                                                sleep_s)
             feed.done(output)
             del output
             if not hidden and redone < reps:  # the host was late: the start event may have waited for the launch

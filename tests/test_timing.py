@@ -1,4 +1,5 @@
-"""Timer statistics and the unseen-stream check (the GPU timer itself is exercised by experiments/)."""
+"""Timer statistics, the unseen-stream check and the timers' calls (the GPU timer on fake CUDA events here; on a GPU by
+experiments/)."""
 from fitness.timing import (TimingStats, WallClockTimer, fastest_baselines, repetition_times, settled_baselines,
                             unseen_stream_work)
 
@@ -67,3 +68,54 @@ def test_of_baselines_from_several_processes_the_fastest_of_each_is_kept_and_a_s
     kept, notes = fastest_baselines([second, {"eager": stats(117e-6), "compile": None}])
     assert kept == second and notes == []  # within the tolerance; a model one process could not time is skipped
     assert fastest_baselines([]) == ({}, [])
+
+
+class FakeEvent:
+    """A CUDA event on the host clock (no GPU here): record() stamps time.perf_counter()."""
+
+    def __init__(self, enable_timing=True):
+        self.at = 0.0
+
+    def record(self):
+        import time
+
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, end):
+        return (end.at - self.at) * 1e3
+
+
+class CountingFeed:
+    """A feed that numbers its calls and records what done() was given after each."""
+
+    def __init__(self):
+        self.given, self.returned, self.measured = 0, [], None
+
+    def __len__(self):
+        return 1
+
+    def begin(self, calls):
+        self.measured = calls
+
+    def next(self):
+        self.given += 1
+        return [self.given]
+
+    def done(self, output):
+        self.returned.append(output)
+
+
+def test_the_gpu_timer_hands_the_feed_what_each_call_returned_after_the_call(monkeypatch):
+    import fitness.timing as timing
+
+    monkeypatch.setattr(timing, "_cuda_event", FakeEvent)
+    monkeypatch.setattr(timing, "_event_record", FakeEvent.record)
+    monkeypatch.setattr(timing, "_event_elapsed", FakeEvent.elapsed_time)
+    monkeypatch.setattr(timing, "_cuda_synchronize", lambda: None)
+    monkeypatch.setattr(timing, "_cuda_sleep", lambda cycles: None)
+    monkeypatch.setattr(timing.CudaEventTimer, "_spin_rate", lambda self: 1e9)
+    timer = timing.CudaEventTimer(warmup_ms=1.0, rep_ms=1.0, min_reps=5, max_reps=5, l2_bytes=0, flush_l2=False)
+    feed = CountingFeed()
+    stats = timer.measure(lambda i: ("out", i), feed)
+    assert stats.n == 5 and feed.measured == 5
+    assert feed.returned == [("out", i) for i in range(1, feed.given + 1)]  # every call's own output, in order
