@@ -6,6 +6,9 @@ TF32 as the policy says), with each one's status and how much faster max-autotun
     python3 experiments/baseline_table.py --root KB --list dev-20.txt --out experiments/results/baselines_dev20_h100
     python3 experiments/baseline_table.py ... --keep experiments/results/baselines_dev20_h100.json  # go on
 
+Rows of --keep may name their `source` (e.g. a bench's rows, which measure the same baselines the same way); the
+table says which script measured each row.
+
 writes OUT.json (rows and the manifest) and OUT.md (the table and the command). Extra arguments after `--` are
 fitness settings (`baseline_compile_timeout_s=600`).
 """
@@ -54,7 +57,7 @@ def table(rows: list[dict], command: str, manifest: dict) -> str:
 
     lines = ["# Baselines at full sizes: eager, torch.compile, torch.compile max-autotune", "", "    " + command, "",
              "| problem | eager (us) | compile (us) | max-autotune (us) | compile / max-autotune | eager / best | "
-             "best | max-autotune status | wall (s) |", "|---|---|---|---|---|---|---|---|---|"]
+             "best | max-autotune status | wall (s) | measured by |", "|---|---|---|---|---|---|---|---|---|---|"]
     ratios = []
     for r in rows:
         c, m, e = r["compile_s"], r["max_autotune_s"], r["eager_s"]
@@ -64,7 +67,8 @@ def table(rows: list[dict], command: str, manifest: dict) -> str:
         lines.append(f"| {Path(r['problem']).stem} | {_us(e)} | {_us(c)} | "
                      f"{_us(m) if m else speedup_text(None, r['status'].get('max_autotune'))} | "
                      f"{f'{c / m:.2f}x' if c and m else '-'} | {f'{e / best:.2f}x' if e and best else '-'} | "
-                     f"{r['best'] or '-'} | {r['status'].get('max_autotune', '-')} | {r['wall_s']:.0f} |")
+                     f"{r['best'] or '-'} | {r['status'].get('max_autotune', '-')} | {r['wall_s']:.0f} | "
+                     f"{r.get('source', 'this script')} |")
     if ratios:
         geo = math.exp(statistics.fmean(math.log(x) for x in ratios))
         lines += ["", f"max-autotune vs default torch.compile: geometric mean {geo:.3f}x over {len(ratios)} problems "
