@@ -1,5 +1,6 @@
-"""Hydra configs of the `kernelevo` commands (``pkg://conf``): the one source of defaults, and the schema the
-command line is checked against (``kernelevo.validate``).
+"""Hydra configs of the `kernelevo` commands (``pkg://conf``): the typed schema (``conf.schema``, the one home of
+every default), the YAML files choosing among its options, and what the command line is checked against
+(``kernelevo.validate``).
 
 ``${stem:PATH_OR_NAME}`` names run directories after the problem: a bundled name as it is, a file by its stem.
 """
@@ -8,3 +9,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 OmegaConf.register_new_resolver("stem", lambda name: Path(str(name)).stem, replace=True)
+
+from conf.schema import register  # noqa: E402 (after the resolver; the schema's modules need none of it)
+
+register()

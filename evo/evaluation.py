@@ -231,16 +231,16 @@ class LocalEvaluators:
 
     def service(self, cfg: DictConfig, store: RunStore) -> EvaluationService:
         parts = fitness_parts(cfg)
-        devices = evaluation_devices(parts.device, cfg.get("gpus", "auto"))
+        devices = evaluation_devices(parts.device, cfg.gpus)
         shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
         evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
                                      baseline_slot=shared) for d in devices]
         cost = evaluators[0].cost
         totals = gpu_memory(devices)
-        parallel = evaluations_in_flight(cfg.get("parallel", "auto"), totals)
+        parallel = evaluations_in_flight(cfg.parallel, totals)
         per_device = max(1, -(-parallel // len(devices)))
         for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
             evaluator.set_memory_slots(memory_slots(total, per_device, cost.bytes if cost else 0))
         for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
-            evaluator.set_spares(per_device if parts.settings.prestart_worker else 0)
+            evaluator.set_spares(per_device)
         return EvaluationService(evaluators, store, parallel)

@@ -204,7 +204,7 @@ class RayEvaluators:
         device = "cuda" if gpus else "cpu"  # an actor sees only its own GPU (Ray sets CUDA_VISIBLE_DEVICES)
         problem = problem_from_config(cfg.problem, device)  # the size preset follows the actors' device
         policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
-        settings = replace(settings, spares=self.per_gpu if settings.prestart_worker else 0)
+        settings = replace(settings, spares=settings.warm_spares(self.per_gpu))
         actor_class = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1,
                                  max_concurrency=self.per_gpu + 2)(EvaluatorActor)
         text = Path(problem.path).read_text()

@@ -96,7 +96,7 @@ class SizesCheck:
         tries = candidates(store, fastest) if self.other is not None else []
         if tries:
             parts = fitness_parts(self.parts_cfg)
-            with Evaluator(self.other, parts.policy, parts.profile, replace(parts.settings, spares=parallel),
+            with Evaluator(self.other, parts.policy, parts.profile, replace(parts.settings, spares=parts.settings.warm_spares(parallel)),
                            device=parts.device) as evaluator, ThreadPoolExecutor(parallel) as pool:
                 for start in range(0, len(tries), parallel):
                     batch = tries[start:start + parallel]

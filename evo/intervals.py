@@ -2,7 +2,7 @@
 ``kernelevo run --seeds N``): per problem the median speed-up over its seeds with a percentile-bootstrap confidence
 interval, and over the table the geometric mean with its interval (a two-stage bootstrap: the problems resampled
 with replacement, then the seeds of each problem drawn). numpy only; every interval is seeded (the same runs give
-the same intervals), its confidence and resamples set in one place (conf/intervals.yaml, read by ``Bootstrap``).
+the same intervals), its confidence and resamples set in one place (``Bootstrap``, the `intervals` config).
 
 Any speed-up column of the runs' summaries counts (``speedup_vs_<baseline>``): the columns are the keys the rows
 carry, so a new baseline gets its intervals with no change here. A run with no correct kernel has no speed-up:
@@ -11,20 +11,19 @@ medians and geometric means are over the seeds that found one (the table says ho
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
 SPEEDUP_PREFIX = "speedup_vs_"  # a run summary's speed-up columns: speedup_vs_eager, speedup_vs_compile, ...
-CONFIG_FILE = Path(__file__).resolve().parent.parent / "conf" / "intervals.yaml"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Bootstrap:
-    """The settings of every interval (conf/intervals.yaml): its confidence, bootstrap resamples and random seed."""
-    confidence: float
-    resamples: int
-    seed: int
+    """The settings of every interval (``intervals.*`` of a run or bench): its confidence, bootstrap resamples and
+    random seed."""
+    confidence: float = 0.95  # of every interval
+    resamples: int = 2000  # bootstrap resamples per interval
+    seed: int = 0  # the bootstrap's own random seed: the same runs give the same intervals
 
     def __post_init__(self):
         if not 0 < self.confidence < 1:
@@ -36,15 +35,13 @@ class Bootstrap:
 
     @classmethod
     def from_config(cls, intervals) -> "Bootstrap":
-        """From an `intervals` config (conf/intervals.yaml's keys)."""
+        """From an `intervals` config (a mapping with its keys)."""
         return cls(**{f.name: intervals[f.name] for f in fields(cls)})
 
     @classmethod
     def default(cls) -> "Bootstrap":
-        """conf/intervals.yaml as it is (for a report written without a composed config)."""
-        from omegaconf import OmegaConf
-
-        return cls.from_config(OmegaConf.load(CONFIG_FILE).intervals)
+        """The defaults (for a report written without a composed config)."""
+        return cls()
 
     @property
     def percentiles(self) -> tuple[float, float]:

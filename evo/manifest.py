@@ -91,7 +91,7 @@ def run_manifest(cfg, evaluator) -> dict:
     names = settings_from_config(cfg.fitness).baselines
     statuses = evaluator.baseline().status if evaluator.on_gpu else dict.fromkeys(names, NOT_MEASURED)
     return build_manifest(evaluator.device, evaluator.policy.name,
-                          {"search": [cfg.search.seed], "fitness": cfg.fitness.get("seed", 0)}, statuses,
+                          {"search": [cfg.search.seed], "fitness": cfg.fitness.seed}, statuses,
                           gpu=None if isinstance(evaluator, Evaluator) else evaluator.profile.display_name)
 
 

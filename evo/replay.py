@@ -85,4 +85,4 @@ class RecordedEvaluators:
         parts = fitness_parts(cfg)
         evaluator = LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device)
         recorded = RecordedEvaluator(evaluator, RunStore(self.recorded_run(store.run_dir), create=False))
-        return EvaluationService([recorded], store, evaluations_in_flight(cfg.get("parallel", "auto")), local_gpus=[])
+        return EvaluationService([recorded], store, evaluations_in_flight(cfg.parallel), local_gpus=[])

@@ -23,7 +23,8 @@ from evo.manifest import run_manifest
 from evo.outcome import INTERPRETER_TIMES, REWRITTEN_SEED, SUMMARY_FILE, RunSummary, summarise
 from evo.progress import Progress
 from evo.report import write_report
-from evo.search import Budget, GenerationReport, Search, SearchSettings
+from conf.schema import run_config
+from evo.search import GenerationReport, Search, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock
@@ -34,17 +35,14 @@ from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
 from operators.inductor_seed import variants_from_config
 
-INITIALISE_MODES = (True, False, "from_seed")
-
-
-LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
+LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # fitness.backend null (a run saved before it existed)
 
 
 def evaluation_backend(cfg: DictConfig):
     """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. ValueError with the
     backend's own message when it cannot be made (Ray missing, a bad setting)."""
     try:
-        return instantiate(cfg.fitness.get("backend") or LOCAL_BACKEND)
+        return instantiate(cfg.fitness.backend or LOCAL_BACKEND)
     except InstantiationException as exc:
         raise ValueError(str(exc.__cause__ or exc)) from exc
 
@@ -54,13 +52,7 @@ def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
 
 
 def search_settings(cfg: DictConfig) -> SearchSettings:
-    s = cfg.search
-    budget = Budget(generations=s.generations, max_evaluations=s.get("max_evaluations"), max_gpu_s=s.get("max_gpu_s"),
-                    wall_time_s=s.get("wall_time_s"), patience=s.get("patience"))
-    return SearchSettings(mu=s.mu, lambda_=s.lambda_, hall_of_fame=s.get("hall_of_fame", 5), seed=s.seed,
-                          islands=s.get("islands", 1), migration_interval=s.get("migration_interval", 2),
-                          migration_size=s.get("migration_size", 1), parallel=s.get("parallel"),
-                          staleness=s.get("staleness"), budget=budget)
+    return SearchSettings.of(cfg.search)
 
 
 def build_operators(cfg: DictConfig) -> list:
@@ -71,32 +63,26 @@ def build_strategy(cfg: DictConfig):
     """The `search/strategy` plug-in (evo.strategy); evolution for a run saved before strategies existed."""
     from evo.strategy import Evolution
 
-    return instantiate(cfg.search.strategy) if cfg.search.get("strategy") else Evolution()
+    return instantiate(cfg.search.strategy) if cfg.search.strategy else Evolution()
 
 
 def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     """The LLM agents from the `llm` config, or None for an offline run (litellm is imported only here)."""
-    llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else {}
-    if not llm.get("provider"):
+    if cfg.llm is None:
         return None
     from operators.llm.client import LLMClient, LLMSettings
     from operators.llm.context import ContextBuilder, ContextSettings
-    from operators.llm.team import LLMTeam, RoleSettings, TeamSettings
+    from operators.llm.team import LLMTeam, TeamSettings
 
-    settings = LLMSettings.from_config(llm)
-    budget, spent = llm.get("budget") or {}, store.llm_totals()  # a resumed run counts what it already spent
-    max_calls = budget.get("max_calls")
-    max_cost = budget.get("max_cost_usd")
-    client = LLMClient(settings, recorder=lambda call: _record_llm_call(store, call),
+    llm = OmegaConf.to_container(cfg.llm, resolve=True)
+    budget, spent = llm["budget"], store.llm_totals()  # a resumed run counts what it already spent
+    max_calls, max_cost = budget["max_calls"], budget["max_cost_usd"]
+    client = LLMClient(LLMSettings.from_config(llm), recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
-    context = ContextBuilder(ContextSettings(**llm.get("context", {})), evaluator.target,
+    context = ContextBuilder(ContextSettings(**llm["context"]), evaluator.target,
                              Path(evaluator.problem.path).read_text())
-    roles = {name: RoleSettings(**(role or {})) for name, role in (llm.get("roles") or {}).items()}
-    team_settings = TeamSettings(roles=roles, parse_retries=llm.get("parse_retries", 2),
-                                 max_plan_steps=llm.get("max_plan_steps", 4),
-                                 edit_format=llm.get("edit_format", "file"))
-    return LLMTeam(client, context, team_settings, evaluator.policy.to_dict(),
+    return LLMTeam(client, context, TeamSettings.of(llm), evaluator.policy.to_dict(),
                    on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts))
 
 
@@ -121,10 +107,10 @@ def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Pat
     ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
     rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is."""
     evaluator = service.evaluators[0]
-    mode = cfg.llm.get("initialise", False) if team is not None else False  # checked by check_run_config
+    mode = cfg.llm.initialise if team is not None else False  # checked by check_run_config
     if mode is True:
         return [(Genome.from_source(_initialise(team)), "initialiser")]
-    if cfg.problem.get("seed") == INDUCTOR or evaluator.problem.seed_path is None:
+    if cfg.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
         captured = evaluator.inductor_seeds(run_dir, variants_from_config(cfg))
         (made_by, source), others = next(iter(captured.items())), list(captured.items())[1:]
     else:
@@ -180,16 +166,14 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     strategy = build_strategy(cfg)
     strategy.check(settings), strategy.usable(operators)
     tuner_options(cfg.search.tuner)
-    evaluations_in_flight(cfg.get("parallel", "auto"))
+    evaluations_in_flight(cfg.parallel)
     check_fitness_config(cfg)
     evaluation_backend(cfg)  # its settings; Ray installed when chosen
-    mode = cfg.get("llm", {}).get("initialise", False)
-    if mode not in INITIALISE_MODES:
-        raise ValueError(f"llm.initialise={mode!r}: use true (write the first kernel from the reference), "
-                         f"from_seed (rewrite the seed) or false (start from the seed)")
+    llm = OmegaConf.to_object(cfg.llm) if cfg.llm is not None else None  # its checks (conf.schema.LLMConfig)
     from operators.llm.check import uses_llm  # LLM operators need an `llm=` (no litellm imported here)
 
-    uses_llm(operators, OmegaConf.to_container(cfg.llm) if cfg.get("llm") else {}, mode)
+    uses_llm(operators, OmegaConf.to_container(cfg.llm) if llm is not None else {},
+             llm.initialise if llm is not None else False)
     return settings, operators
 
 
@@ -250,7 +234,10 @@ def saved_config(run_dir: Path) -> DictConfig:
     store.close()
     if config is None:
         raise ValueError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")
-    return OmegaConf.create(config)
+    if "sampler" not in (config.get("search") or {}).get("tuner", {"sampler": None}):  # its tuner would change
+        raise ValueError(f"{run_dir}: the run was saved before search.tuner.sampler and warm_start existed: start a "
+                         f"new run")
+    return run_config(config)
 
 
 def resume_config(run_dir: Path, changes: dict) -> DictConfig:

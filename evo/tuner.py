@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, fields
 from random import Random
 
 import optuna
 
 from evo.evaluation import EvaluationService
+from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
 from fitness.individual import Individual
 from fitness.result import COMPILE_FAILURES
@@ -46,7 +48,6 @@ logging.getLogger("optuna").setLevel(logging.WARNING)
 COMPLETE, PRUNED, FAIL = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL
 REASKS = 4  # asks in place of a configuration measured before, per trial, before a repeat is taken
 RANDOM_DRAWS = 64  # random draws looking for an unmeasured configuration in place of a repeat
-SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
 # what an LLM wrote, launch settings included: LLM operators' children and the initialiser's kernel
 WRITTEN_BY_LLM = frozenset({op.name for op in LLM_OPERATORS} | {"initialiser"})
 
@@ -59,22 +60,12 @@ def keeps_written_launch(individual: Individual, on_gpu: bool) -> bool:
 
 def check_tuner_settings(trials: int, parallel: int, sampler: str) -> None:
     """ValueError naming a bad ``search.tuner`` setting and its fix."""
-    if trials < 1 or parallel < 1:
-        raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {trials}, "
-                         f"{parallel}")
-    if sampler not in SAMPLERS:
-        raise ValueError(f"search.tuner.sampler={sampler!r} is not a sampler; use one of {', '.join(SAMPLERS)}")
+    TunerSettings(trials=trials, parallel=parallel, sampler=sampler)
 
 
 def tuner_options(tuner_cfg) -> dict:
-    """The Tuner's keyword arguments from a run's ``search.tuner`` config, checked."""
-    options = {"trials": tuner_cfg.trials, "parallel": tuner_cfg.parallel, "prune_factor": tuner_cfg.prune_factor,
-               "sampler": tuner_cfg.get("sampler"), "warm_start": tuner_cfg.get("warm_start")}
-    if options["sampler"] is None or options["warm_start"] is None:
-        raise ValueError("search.tuner.sampler and search.tuner.warm_start are not set (a run saved before they "
-                         "existed): start a new run")
-    check_tuner_settings(options["trials"], options["parallel"], options["sampler"])
-    return options
+    """The Tuner's keyword arguments from a run's ``search.tuner`` config (``evo.settings.TunerSettings``), checked."""
+    return asdict(TunerSettings(**{f.name: tuner_cfg[f.name] for f in fields(TunerSettings)}))
 
 
 def describe_tuner(sampler: str, warm_start: bool, trials: int, parallel: int) -> str:
@@ -90,9 +81,10 @@ def startup_trials(trials: int) -> int:
 
 
 class Tuner:
-    def __init__(self, service: EvaluationService, storage_url: str | None, trials: int = 6, seed: int = 0,
-                 prune_factor: float = 1.5, parallel: int = 3, *, sampler: str = "tpe", warm_start: bool = True,
-                 store=None):
+    def __init__(self, service: EvaluationService, storage_url: str | None, trials: int = TunerSettings.trials,
+                 seed: int = 0, prune_factor: float = TunerSettings.prune_factor,
+                 parallel: int = TunerSettings.parallel, *, sampler: str = TunerSettings.sampler,
+                 warm_start: bool = TunerSettings.warm_start, store=None):
         """`storage_url`: where finished studies are copied (None: nowhere; the individuals' records hold every
         trial). `store`: the run store (evo.store.RunStore), where the tuning records of individuals tuned before a
         resume are read back (None: only those this tuner tuned)."""

@@ -54,7 +54,7 @@ def check_guards(guards: dict, trace, launches, module_name: str, policy, settin
     own = launches.count(module_name)
     guards["triton_launches"] += own
     guards["other_triton_launches"] += sum(launches.launches.values()) - own
-    if settings.get("require_triton_launch", True) and own == 0:
+    if settings["require_triton_launch"] and own == 0:
         raise Verdict("rejected", f"forward launched no Triton kernel of its own ({where}): the candidate must "
                       f"compute its output with @triton.jit kernels defined in its module, on every call",
                       guards=guards, **fields)

@@ -18,11 +18,11 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from fitness import ncu
-from fitness.baselines import (BASELINE_PROCESSES, BASELINES, NOT_MEASURED, Baseline, check_names,
+from fitness.baselines import (BASELINE_PROCESSES, BASELINES, NOT_MEASURED, Baseline,
                                measure, measured_here)
 from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
@@ -34,72 +34,11 @@ from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.target import target_for
-from fitness.timing import TIMING_DEFAULTS, TimingStats
+from fitness.settings import EvalSettings
+from fitness.timing import TimingStats
 from hardware_profiles import HardwareProfile
 
 LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
-PROFILERS = ("none", "ncu")
-
-
-@dataclass
-class EvalSettings:
-    trials: int = 5
-    seed: int = 0
-    timeout_s: float = 120.0
-    compile_timeout_s: float | None = 30.0  # one kernel's build by Triton (None: no limit but timeout_s)
-    baseline_timeout_s: float = 900.0
-    # the baselines measured (fitness.baselines): eager, compile (torch.compile), max_autotune (its mode
-    # max-autotune-no-cudagraphs); the compiled ones only on a GPU
-    baselines: list = field(default_factory=lambda: ["eager", "compile", "max_autotune"])
-    baseline_compile_timeout_s: float | None = 300.0  # one compiled baseline's compilation (None: no limit of its own)
-    static_check: bool = True
-    require_triton_launch: bool = True
-    trace_torch_ops: bool = True
-    plausibility: bool = True
-    plausibility_margin: float = 0.9  # reject times below margin x speed of light
-    prestart_worker: bool = True  # keep warm spare workers (false: none, each job waits for its fork)
-    spares: int = 1  # how many warm spare workers; set it to the number of concurrent evaluate() calls
-    confine: bool = True  # namespaces, read-only filesystem and resource limits for every worker (fitness/confine.py)
-    warm_judge: bool = True  # a spare runs the judge's own GPU work once before its job (fitness/warm.py)
-    # a worker's start-up (CUDA context, judge warm-up) holds the GPU lock shared; None: unless the hardware profile
-    # says start-ups were measured not to disturb a timing (`start_up_disturbs_timing: false`)
-    start_up_under_lock: bool | None = None
-    timing: dict = field(default_factory=lambda: dict(TIMING_DEFAULTS))
-    profile: str = "none"  # profiler feedback for the LLM agents: none, or ncu (Nsight Compute, fitness/ncu.py)
-    profile_timeout_s: float = 300.0  # one candidate's run under the profiler
-
-    def __post_init__(self):
-        if self.profile not in PROFILERS:
-            raise ValueError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
-        if self.trials < 1:
-            raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
-        if self.compile_timeout_s is not None and self.compile_timeout_s <= 0:
-            raise ValueError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
-                             f"{self.compile_timeout_s}")
-        if self.spares < 0:
-            raise ValueError(f"fitness.spares must be at least 0, got {self.spares}")
-        self.baselines = check_names(self.baselines)
-        if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
-            raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
-                             f"own), got {self.baseline_compile_timeout_s}")
-        checked = self.timing.get("checked_calls", TIMING_DEFAULTS["checked_calls"])
-        if not isinstance(checked, int) or checked < 0:
-            raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "
-                             f"against the reference), got {checked!r}")
-
-    @classmethod
-    def from_config(cls, cfg: dict) -> "EvalSettings":
-        cfg = dict(cfg)
-        if "compile_baseline" in cfg:  # replaced by fitness.baselines; a run saved before has it (null: the default)
-            if cfg.pop("compile_baseline") is False:
-                cfg["baselines"] = [n for n in cfg.get("baselines", cls().baselines) if n == "eager"]
-        known = set(cls.__dataclass_fields__)
-        unknown = set(cfg) - known - {"policy"}
-        if unknown:
-            raise ValueError(f"unknown fitness settings {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**{k: v for k, v in cfg.items() if k in known})
 
 
 class BaselineSlot:
@@ -187,7 +126,7 @@ class Evaluator:
         self.cancel_waiting_at: float | None = None  # perf_counter() from which a job waiting for memory is cancelled
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
-                                spares=self.settings.spares if self.settings.prestart_worker else 0,
+                                spares=self.settings.warm_spares(1),
                                 confine=self.settings.confine,
                                 warm={"judge": self.settings.warm_judge,
                                       "gpu_lock": lock_path(LOCK_DIR, self.device),
@@ -202,9 +141,9 @@ class Evaluator:
     def close(self) -> None:
         self._sandbox.close()
 
-    def set_spares(self, spares: int) -> None:
-        """How many warm workers to keep ready: as many as evaluations in flight on this evaluator's device."""
-        self.settings.spares = self._sandbox.spares = max(int(spares), 0)
+    def set_spares(self, in_flight: int) -> None:
+        """Keep warm workers ready for `in_flight` evaluations at once on this evaluator's device (``spares``)."""
+        self._sandbox.spares = self.settings.warm_spares(in_flight)
 
     def set_memory_slots(self, slots: int | None) -> None:
         """How many of this GPU's jobs may hold problem-sized memory at once (``gpu_lock.memory_slot``); None: all."""

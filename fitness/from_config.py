@@ -49,8 +49,7 @@ def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | No
 
 def problem_from_config(problem_cfg: DictConfig, device: str) -> ProblemSpec:
     """The spec for a `problem` config group entry (name, size_preset, sizes, seed)."""
-    return problem_spec(problem_cfg.name, problem_cfg.get("sizes"), problem_cfg.get("size_preset", "auto"), device,
-                        problem_cfg.get("seed"))
+    return problem_spec(problem_cfg.name, problem_cfg.sizes, problem_cfg.size_preset, device, problem_cfg.seed)
 
 
 def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
@@ -58,10 +57,7 @@ def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
 
 
 def settings_from_config(fitness_cfg: DictConfig) -> EvalSettings:
-    data = OmegaConf.to_container(fitness_cfg, resolve=True)
-    data.pop("policy", None)
-    data.pop("backend", None)  # where evaluators live (conf/fitness/backend/), not how they judge
-    return EvalSettings.from_config(data)
+    return EvalSettings.from_config(OmegaConf.to_container(fitness_cfg, resolve=True))  # policy, backend left out
 
 
 def profile_for(profile_name: str, device: str) -> HardwareProfile:
@@ -84,7 +80,7 @@ class FitnessParts:
 def fitness_parts(cfg: DictConfig) -> FitnessParts:
     """The device, hardware profile, problem, policy and settings a config names (`device`, `hardware`, `problem`,
     `fitness`). Raises ValueError naming the fix."""
-    device = resolve_device(str(cfg.get("device", "auto")))
+    device = resolve_device(str(cfg.device))
     return FitnessParts(device, profile_for(cfg.hardware.profile, device), problem_from_config(cfg.problem, device),
                         policy_from_config(cfg.fitness), settings_from_config(cfg.fitness))
 

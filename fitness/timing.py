@@ -36,10 +36,11 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-# The timing settings and their defaults, in one place (fitness.timing.* in conf/fitness/default.yaml overrides them).
-TIMING_DEFAULTS = {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10, "max_reps": 1000, "input_sets": 3,
-                   "checked_calls": 5, "flush_l2": True, "interpreter_reps": 3, "memory_fraction": 0.8,
-                   "memory_budget_bytes": None}
+from fitness.settings import TimingSettings
+
+# The timing settings with their defaults, for code that takes them as a dict (a worker's job); the defaults live in
+# fitness.settings.TimingSettings (fitness.timing.* in a run's config).
+TIMING_DEFAULTS = asdict(TimingSettings())
 
 # device-wide time counts instead of the timed stream's when it is longer by more than this (absolute s, relative)
 DEVICE_WIDE_MARGIN = (10e-6, 0.10)

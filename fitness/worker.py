@@ -228,7 +228,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
                 specs = reference_output_specs(reference, problem, job, input_seed)
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs)
-            timed = TimedCalls(model_new, LAUNCHES, module_name, job["settings"].get("require_triton_launch", True))
+            timed = TimedCalls(model_new, LAUNCHES, module_name, job["settings"]["require_triton_launch"])
             feed = FreshInputs(problem, device, input_seed, reference, policy,
                                checked={**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["checked_calls"])
             stage("timing the candidate")

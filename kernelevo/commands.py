@@ -82,8 +82,8 @@ def check_llm(cfg: DictConfig, operators: list, warn: bool = False) -> None:
     `warn`: a failure is a printed line, not an error (a resume: the replies it needs may all be in the cache)."""
     from operators.llm.check import LLMCheckFailed, check_llm as check, uses_llm
 
-    llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") else {}
-    if not uses_llm(operators, llm, llm.get("initialise", False)):
+    llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.llm is not None else {}
+    if not uses_llm(operators, llm, llm["initialise"] if llm else False):
         return
     try:
         line = check(llm)

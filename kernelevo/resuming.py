@@ -27,14 +27,14 @@ def stops_at_once(cfg: DictConfig, checkpoint: dict | None, evaluations: int) ->
     stops = []
     if generation >= s.generations:
         stops.append(f"its {generation} generations are done (search.generations above {generation} extends it)")
-    if s.get("patience") is not None and generation > 0 and stale >= s.patience:
+    if s.patience is not None and generation > 0 and stale >= s.patience:
         stops.append(f"search.patience={s.patience} stops it at once: no improvement in its last "
                      f"{_generations(stale)} (lift it: search.patience=null, or a value above {stale})")
-    if s.get("max_evaluations") is not None and evaluations >= s.max_evaluations:
+    if s.max_evaluations is not None and evaluations >= s.max_evaluations:
         stops.append(f"its {evaluations} evaluations spend search.max_evaluations={s.max_evaluations} (extend it: "
                      f"search.max_evaluations above {evaluations})")
     elapsed = checkpoint.get("elapsed_s", 0.0)
-    if s.get("wall_time_s") is not None and elapsed >= s.wall_time_s:
+    if s.wall_time_s is not None and elapsed >= s.wall_time_s:
         stops.append(f"its {elapsed:.0f} s of search spend search.wall_time_s={s.wall_time_s:g} (extend it: "
                      f"search.wall_time_s above {elapsed:.0f})")
     return stops
@@ -43,7 +43,7 @@ def stops_at_once(cfg: DictConfig, checkpoint: dict | None, evaluations: int) ->
 def patience_note(cfg: DictConfig, checkpoint: dict | None) -> str:
     """A note when patience will end the resumed search before its generations do ('' when it will not)."""
     s = cfg.search
-    if checkpoint is None or s.get("patience") is None:
+    if checkpoint is None or s.patience is None:
         return ""
     generation, stale = checkpoint["generation"], checkpoint.get("stale", 0)
     allowed = s.patience - stale  # generations it may still make without improving

@@ -1,11 +1,12 @@
 """The command line's overrides, checked against the command's config before Hydra runs (or writes) anything.
 
-Design: the YAML files in ``conf/`` are the one source of defaults *and* the schema. A command's config is composed
-from them with the user's group choices (``problem=...``, ``search=tiny``, ``fitness/policy=...``), and every
-``key=value`` must name a key of that composed config, with or without Hydra's ``+`` / ``++``: an unknown key fails,
-naming the closest valid key (difflib) and, for a key that another option of its group has (``llm.model`` with
-``llm=none``), that option. Keys are never declared twice (no dataclass mirrors the YAML), so a key added to a YAML
-file is valid at once. The open spots, where keys are legitimately free:
+Design: the typed schema (``conf.schema``) is the one source of keys, types and defaults; the YAML files in
+``conf/`` choose among its options. A command's config is composed with the user's group choices (``problem=...``,
+``search=tiny``, ``fitness/policy=...``), and every ``key=value`` must name a key of that composed config, with or
+without Hydra's ``+`` / ``++``: an unknown key fails, naming the closest valid key (difflib) and, for a key that
+another option of its group has (``llm.model`` with ``llm=none``), that option; a value of the wrong type fails
+naming the key, what it takes and its default (OmegaConf checks it against the schema; the message here is
+shorter). The open spots, where keys are legitimately free:
 
 * ``problem.sizes.NAME``: a problem file's size constants come from the file (the problem loader checks NAME
   against the file and lists the ones it has);
@@ -155,6 +156,9 @@ class Validator:
             except HydraException as exc:
                 raise ConfigError(str(exc).splitlines()[0]) from exc
             out = [self._normalise(o, base, groups) for o in parsed]
+            for o in parsed:  # the schema's type, said before OmegaConf's longer message
+                if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
+                    self._check_type(o, base)
             try:
                 cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out],
                               return_hydra_config=True)
@@ -164,9 +168,6 @@ class Validator:
         self.multirun = OmegaConf.select(cfg, "hydra.mode", default=None) == RunMode.MULTIRUN
         with open_dict(cfg):  # as compose() without return_hydra_config leaves it
             del cfg["hydra"]
-        for o in parsed:  # the YAML's default says the type: a number stays a number
-            if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
-                self._check_type(o.key_or_group, base, cfg)
         missing = sorted(OmegaConf.missing_keys(cfg))
         if missing:
             raise ConfigError(f"`kernelevo {self.command}` needs {' and '.join(f'{k}=...' for k in missing)}")
@@ -191,7 +192,7 @@ class Validator:
         names = []
         for name in self._options(parent, ObjectType.GROUP):
             path = f"{parent}/{name}" if parent else name
-            if path != "hydra":
+            if path not in ("hydra", "schema"):  # Hydra's own; each command's schema (conf.schema), not a choice
                 names += [path, *self._groups(path)]
         return names
 
@@ -220,13 +221,26 @@ class Validator:
         return line if o.is_delete() else text
 
     @staticmethod
-    def _check_type(key: str, base: DictConfig, cfg: DictConfig) -> None:
-        default, given = OmegaConf.select(base, key, default=None), OmegaConf.select(cfg, key, default=None)
-        if given is None or default is None or isinstance(default, (DictConfig, ListConfig)):
+    def _check_type(o, base: DictConfig) -> None:
+        """A value the key's schema type cannot take: a number for a number, true/false for a flag."""
+        key = o.key_or_group
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(base, parent, default=None) if parent else base
+        if not isinstance(node, DictConfig) or o.is_sweep_override():
             return
-        if isinstance(default, (int, float)) and not isinstance(default, bool) and \
-                not (isinstance(given, (int, float)) and not isinstance(given, bool)):
+        from omegaconf.nodes import BooleanNode, FloatNode, IntegerNode
+
+        value_node = node._get_node(leaf)
+        kind = {IntegerNode: int, FloatNode: float, BooleanNode: bool}.get(type(value_node))
+        default, given = value_node._value(), o.value()
+        if given is None or kind not in (int, float, bool):
+            return
+        if kind is bool and not isinstance(given, bool):
+            raise ConfigError(f"{key}={given}: true or false expected (default {str(default).lower()})")
+        if kind is not bool and not (isinstance(given, (int, float)) and not isinstance(given, bool)):
             raise ConfigError(f"{key}={given}: a number expected (default {default})")
+        if kind is int and isinstance(given, float) and not given.is_integer():
+            raise ConfigError(f"{key}={given}: a whole number expected (default {default})")
 
     def _unknown(self, key: str, base: DictConfig) -> str:
         message = f"unknown key {key!r} for `kernelevo {self.command}`"

@@ -171,7 +171,7 @@ def variants_from_config(cfg) -> dict | None:
     (inductor=none, or a run stored before variants existed)."""
     from omegaconf import OmegaConf
 
-    variants = (cfg.get("inductor") or {}).get("variants")
+    variants = cfg.inductor.variants
     return OmegaConf.to_container(variants) if variants else None
 
 

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
 from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, KeyLocks, LLMBudgetExceeded,  # noqa: F401
                                   LLMCut, LLMError, LLMUnavailable, ResponseCache, request_hash)
+from operators.llm.settings import LLMSettings  # noqa: F401 (callers import it from here)
 
 logger = logging.getLogger(__name__)
 
@@ -45,39 +46,6 @@ _PROBE_TOKENS = 8
 
 _litellm = None
 _litellm_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """How to reach one model. The API key itself is never stored here, only the name of its variable."""
-
-    model: str
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.7
-    max_tokens: int = 4096
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    backoff_s: float = 1.0
-    concurrency: int = 4
-    cache_dir: str | None = None
-    input_cost_per_token: float | None = None
-    output_cost_per_token: float | None = None
-    max_consecutive_failures: int | None = 3  # failed calls in a row that stop the run (None: never)
-
-    def __post_init__(self):
-        if self.concurrency < 1:
-            raise ValueError("LLMSettings.concurrency must be >= 1")
-        if self.max_retries < 0:
-            raise ValueError("LLMSettings.max_retries must be >= 0")
-        if self.max_consecutive_failures is not None and self.max_consecutive_failures < 1:
-            raise ValueError(f"llm.max_consecutive_failures must be at least 1 (or null: never stop), got "
-                             f"{self.max_consecutive_failures}")
-
-    @classmethod
-    def from_config(cls, llm: dict) -> "LLMSettings":
-        """The settings of an `llm` config (conf/llm/*.yaml, resolved to a dict); its other keys are ignored."""
-        return cls(**{f.name: llm[f.name] for f in dataclasses.fields(cls) if f.name in llm})
 
 
 @dataclass

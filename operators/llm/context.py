@@ -18,7 +18,7 @@ which the run store keeps per prompt (``RunStore.prompt_sizes``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fitness.individual import Individual, holds_captured_sizes
 from fitness.target import Target
@@ -26,9 +26,8 @@ from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, me
                                    profiler_text)
 from operators.llm.history import best_entries, design_lines, history_lines, tried_lines
 from operators.llm.parsing import compact_source_view
+from operators.llm.settings import ContextSettings
 
-ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",
-             "failures")
 ROLE_PARTS = {
     "planner": ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",
                 "failures"),
@@ -40,19 +39,6 @@ ROLE_PARTS = {
 CHARS_PER_TOKEN = 4
 PROFILER_HEADING = ("## Profiler metrics (Nsight Compute, one forward call on the target GPU at full size; times "
                     "under the profiler, clocks locked to base)")
-
-
-@dataclass
-class ContextSettings:
-    token_budget: int = 12000
-    parts: dict = field(default_factory=lambda: {p: True for p in ALL_PARTS})
-    top_k: int = 2
-    failures: int = 3
-    tried: int = 8  # attempts listed under "already tried"
-    designs: int = 12  # other code structures listed under "designs so far"
-
-    def enabled(self, part: str) -> bool:
-        return bool(self.parts.get(part, True))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ import json
 import string
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from fitness.genome import TUNABLE_NAME, Genome, GenomeError
@@ -22,9 +21,9 @@ from operators.llm.context import Context, ContextBuilder
 from operators.llm.figures import measured_text, ran_where
 from operators.llm.history import unified_diff
 from operators.llm.parsing import ParseError, apply_edits, extract_code, extract_plan, parse_edits
+from operators.llm.settings import TeamSettings
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
-EDIT_FORMATS = ("file", "diff")
 # Sibling children (one generation's, planned at once, maybe from one parent with one context) take different ranks
 # of the planner's ideas by their slot: ranks 1..SIBLING_RANKS, so no two of SIBLING_RANKS siblings plan alike.
 SIBLING_RANKS = 3
@@ -32,27 +31,6 @@ SIBLING_RANKS = 3
 
 def template(name: str) -> string.Template:
     return string.Template((PROMPTS / f"{name}.md").read_text())
-
-
-@dataclass(frozen=True)
-class RoleSettings:
-    temperature: float | None = None  # None: the client's default
-    model: str | None = None  # None: the client's default model
-
-
-@dataclass
-class TeamSettings:
-    roles: dict = field(default_factory=dict)  # role name -> RoleSettings
-    parse_retries: int = 2
-    max_plan_steps: int = 4
-    edit_format: str = "file"
-
-    def __post_init__(self):
-        if self.edit_format not in EDIT_FORMATS:
-            raise ValueError(f"llm.edit_format must be one of {EDIT_FORMATS}, got {self.edit_format!r}")
-
-    def role(self, name: str) -> RoleSettings:
-        return self.roles.get(name, RoleSettings())
 
 
 def siblings_text() -> str:

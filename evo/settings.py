@@ -1,0 +1,115 @@
+"""The search's settings (``search.*`` of a run), each with its one default and what it means.
+
+``conf/schema.py`` makes these the schema of the ``search`` config node (``SearchConfig``: the population and the
+budget side by side, as the command line names them, plus the tuner and the selection and strategy plug-ins);
+``conf/search/*.yaml`` hold only group choices and overrides (``search/tiny.yaml``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Optional
+
+SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
+
+
+@dataclass
+class Budget:
+    """When the search stops (``search.generations``, ...)."""
+    generations: int = 5  # after generation 0 (the seed, tuned)
+    max_evaluations: Optional[int] = None  # evaluator calls in the whole run (null: no limit)
+    # seconds of evaluation in the whole run, each evaluation's own (their eval_wall_s: GPU-seconds on a GPU; null:
+    # no limit): no child begins after it
+    max_gpu_s: Optional[float] = None
+    # seconds of search (baselines and seed capture apart): no child or evaluation begins after it; those running
+    # finish (null: no limit)
+    wall_time_s: Optional[float] = 900.0
+    patience: Optional[int] = 3  # stop after this many generations without improvement (null: never)
+
+    def __post_init__(self):
+        for name in ("generations", "max_evaluations", "max_gpu_s", "wall_time_s", "patience"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"search.{name} must not be negative, got {value}")
+
+
+@dataclass
+class Population:
+    """The populations and how children are made from them (``search.mu``, ...)."""
+    mu: int = 4  # survivors per island and generation
+    lambda_: int = 8  # offspring per island and generation
+    hall_of_fame: int = 5
+    seed: int = 0
+    islands: int = 1  # > 1: that many populations (mu and lambda_ each), the best migrating around a ring
+    migration_interval: int = 2  # generations between migrations
+    migration_size: int = 1  # individuals each island sends to the next (replacing its worst)
+    # children in flight at once (each: parents -> operator -> tuning -> folded in); null = lambda_ x islands. No
+    # generation barrier: a child starts as soon as one is folded in
+    parallel: Optional[int] = None
+    # child n is made from the population after child n - staleness was folded in (the same whatever the number in
+    # flight); null = lambda_ x islands (as a generation: its first child sees the last one's parents' generation),
+    # also the most children ever in flight
+    staleness: Optional[int] = None
+
+
+@dataclass
+class SearchSettings(Population):
+    """The search's settings as ``evo.search.Search`` takes them: the population, and the budget in one part."""
+    budget: Budget = field(default_factory=Budget)
+
+    def __post_init__(self):
+        if self.mu < 1 or self.lambda_ < 1:
+            raise ValueError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
+        if self.islands < 1 or self.migration_interval < 1 or not 0 <= self.migration_size <= self.mu:
+            raise ValueError(f"search.islands and search.migration_interval must be at least 1 and "
+                             f"search.migration_size within [0, mu]; got {self.islands}, {self.migration_interval}, "
+                             f"{self.migration_size}")
+        if self.parallel is not None and self.parallel < 1:
+            raise ValueError(f"search.parallel must be at least 1 (or null: lambda_ x islands), got "
+                             f"{self.parallel}")
+        if self.staleness is not None and self.staleness < 1:
+            raise ValueError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
+                             f"{self.staleness}")
+
+    @classmethod
+    def of(cls, search) -> "SearchSettings":
+        """From a ``search`` config (``conf.schema.SearchConfig``, or any mapping with its keys)."""
+        return cls(**{f.name: search[f.name] for f in fields(Population)},
+                   budget=Budget(**{f.name: search[f.name] for f in fields(Budget)}))
+
+    @property
+    def per_generation(self) -> int:
+        """Children per generation: lambda_ per island."""
+        return self.lambda_ * self.islands
+
+    @property
+    def window(self) -> int:
+        """The staleness bound: how many children before it a child may not yet see folded in."""
+        return self.staleness or self.per_generation
+
+    @property
+    def children_in_flight(self) -> int:
+        return min(self.parallel or self.per_generation, self.window)
+
+
+@dataclass
+class TunerSettings:
+    """``search.tuner``: each individual's own Optuna study (``evo.tuner``)."""
+    trials: int = 6  # Optuna trials per individual (its first trial is the operator's own choice)
+    # trials of one individual asked at once and evaluated concurrently (told back in order). TPE learns between
+    # batches, so this is part of the search: 3 gives its model a second batch (experiments/results/
+    # tuner_compare_h100_8seeds.md measured the samplers so); six at once brought no more evaluations per hour
+    # (experiments/results/throughput_h100.md, run i)
+    parallel: int = 3
+    sampler: str = "tpe"  # tpe: multivariate TPE, a third of the trials random start-up; random: seeded random search
+    # tpe: each study starts from the trials of the individual's ancestors of the same kernel structure (same code
+    # but for the launch constants); they count towards the start-up
+    warm_start: bool = True
+    prune_factor: float = 1.5  # configurations slower than this x the study's best are recorded as pruned
+
+    def __post_init__(self):
+        if self.trials < 1 or self.parallel < 1:
+            raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {self.trials}, "
+                             f"{self.parallel}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"search.tuner.sampler={self.sampler!r} is not a sampler; use one of "
+                             f"{', '.join(SAMPLERS)}")

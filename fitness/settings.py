@@ -1,0 +1,122 @@
+"""How candidates are judged: the ``fitness`` settings of a run, each with its one default and what it means.
+
+These dataclasses are the schema of ``fitness.*`` (``conf/schema.py`` adds the policy and backend choices):
+``conf/fitness/default.yaml`` holds only group choices, and a key given on the command line is type-checked against
+the field here. No torch import: the command line reads this before anything heavy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+PROFILERS = ("none", "ncu")
+
+
+@dataclass
+class TimingSettings:
+    """``fitness.timing``: how a candidate and its baselines are timed (``fitness.timing``)."""
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0  # repetitions sized to take about this long
+    min_reps: int = 10
+    max_reps: int = 1000
+    # the baselines' inputs rotate among this many sets (a candidate's timed calls each get a fresh draw of
+    # get_inputs(): a result cached by input content never hits)
+    input_sets: int = 3
+    checked_calls: int = 5  # this many of a candidate's measured calls, chosen at random, checked against the reference
+    flush_l2: bool = True  # flush L2 (2x the profile's L2) before every repetition
+    # input sets (with copies and outputs) may take this much of the free device memory, or exactly
+    # memory_budget_bytes; fewer sets when they do not fit, said in the result
+    memory_fraction: float = 0.8
+    memory_budget_bytes: Optional[int] = None
+    interpreter_reps: int = 3  # repetitions on the CPU interpreter (wall-clock)
+
+
+@dataclass
+class EvalSettings:
+    """``fitness.*``: the judge's settings (correctness trials, guards, timeouts, workers, timing)."""
+    trials: int = 5  # correctness trials, each with fresh random inputs from its own seed
+    seed: int = 0  # base seed: trial t uses seed+t; parameters are initialised with seed
+    timeout_s: float = 120.0  # per candidate evaluation, in its own process
+    # per kernel Triton builds for a candidate (ahead, or on its first call): a worker still compiling one after this
+    # is killed (status compile_timeout); kernels build in 0.7-2.1 s on an H100, a tile far too large for its warps
+    # in minutes; null: only timeout_s
+    compile_timeout_s: Optional[float] = 30.0
+    baseline_timeout_s: float = 900.0  # one baseline job: the reference's baselines compiled and timed
+    # what speed-ups are measured against: eager, compile (torch.compile at its defaults), max_autotune
+    # (torch.compile mode max-autotune-no-cudagraphs); TF32 as the policy says; the compiled ones only on a GPU
+    baselines: List[str] = field(default_factory=lambda: ["eager", "compile", "max_autotune"])
+    # one compiled baseline's compilation (max-autotune benchmarks its choices: minutes): past it, that baseline is
+    # reported too slow to compile and the others stand; null: no limit of its own
+    baseline_compile_timeout_s: Optional[float] = 300.0
+    static_check: bool = True  # reject process/network/FFI/introspection/monkey-patching before running
+    require_triton_launch: bool = True
+    trace_torch_ops: bool = True  # dispatch-mode trace of forward's aten ops on the first trial
+    plausibility: bool = True  # reject times below plausibility_margin x speed of light
+    plausibility_margin: float = 0.9
+    prestart_worker: bool = True  # keep warm spare workers (forked, CUDA initialised) ready for the next jobs
+    # how many warm spares per evaluator; null: as many as evaluations in flight on its device (the run's
+    # `parallel` over its GPUs; a lone evaluator, as in `kernelevo evaluate`, keeps one)
+    spares: Optional[int] = None
+    # OS confinement of every worker: own PID, mount and network namespaces, read-only filesystem but its own
+    # directory, resource limits (false only where the kernel refuses namespaces and the warning says so)
+    confine: bool = True
+    # a warm spare runs the judge's own GPU work once (part of its start-up) before its job, so the job's
+    # correctness trials do not pay for its first use
+    warm_judge: bool = True
+    # true: a worker's start-up (its CUDA context, then the judge's warm-up) holds the GPU's shared lock, so none
+    # overlaps a timing (one start-up at a time either way); false: they run during timings (more evaluations per
+    # hour: experiments/results/throughput_h100.md); null: false where the hardware profile says start-ups were
+    # measured not to disturb a timing (start_up_disturbs_timing: false; the H200), else true
+    start_up_under_lock: Optional[bool] = None
+    timing: TimingSettings = field(default_factory=TimingSettings)
+    # profiler feedback for the LLM agents: none, or ncu (Nsight Compute on a GPU: DRAM/SM throughput, occupancy,
+    # registers, shared memory, top stalls of the parent and best kernels, each profiled once, in a worker of its
+    # own; a note when ncu is missing)
+    profile: str = "none"
+    profile_timeout_s: float = 300.0  # one kernel's run under the profiler
+
+    def __post_init__(self):
+        from fitness.baselines import check_names  # imports torch: only when settings are built
+
+        if isinstance(self.timing, dict):  # a partial dict (tests, a stored run): the rest at their defaults
+            self.timing = TimingSettings(**self.timing)
+        if self.profile not in PROFILERS:
+            raise ValueError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
+        if self.trials < 1:
+            raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+        if self.compile_timeout_s is not None and self.compile_timeout_s <= 0:
+            raise ValueError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
+                             f"{self.compile_timeout_s}")
+        if self.spares is not None and self.spares < 0:
+            raise ValueError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
+                             f"{self.spares}")
+        self.baselines = check_names(list(self.baselines))
+        if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
+            raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
+                             f"own), got {self.baseline_compile_timeout_s}")
+        checked = self.timing.checked_calls
+        if not isinstance(checked, int) or checked < 0:
+            raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "
+                             f"against the reference), got {checked!r}")
+
+    def warm_spares(self, in_flight: int) -> int:
+        """Warm workers to keep ready with `in_flight` evaluations at once on one evaluator's device: ``spares``, by
+        default (null) one per evaluation in flight; none without ``prestart_worker``."""
+        if not self.prestart_worker:
+            return 0
+        return max(int(in_flight if self.spares is None else self.spares), 0)
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "EvalSettings":
+        """From a resolved ``fitness`` config (its policy and backend left out)."""
+        cfg = dict(cfg)
+        if "compile_baseline" in cfg:  # replaced by fitness.baselines; a run saved before has it (null: the default)
+            if cfg.pop("compile_baseline") is False:
+                cfg["baselines"] = [n for n in cfg.get("baselines", cls().baselines) if n == "eager"]
+        known = set(cls.__dataclass_fields__)
+        unknown = set(cfg) - known - {"policy", "backend"}
+        if unknown:
+            raise ValueError(f"unknown fitness settings {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**{k: v for k, v in cfg.items() if k in known})

@@ -1,0 +1,179 @@
+"""The config's one schema (conf/schema.py): every option of every group composes for every command and builds its
+settings and plug-ins; no default is written both in the schema and in a YAML file; the known disagreements stay
+settled. In-process (Hydra's compose), no run started."""
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_module
+from hydra.utils import instantiate
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+import conf
+from conf.schema import SCHEMAS, LLMConfig, run_config
+
+CONF = Path(conf.__file__).parent
+PRIMARIES = {"config": "run", "bench": "bench", "evaluate": "evaluate", "seed": "seed", "resume": "resume",
+             "report": "report"}
+NEEDS = {"problem=file": ["problem.name=elementwise_chain"],  # mandatory values (???) a user gives
+         "fitness/backend=replay": [f"fitness.backend.record={CONF}"], "resume": ["run_dir=D"], "report": ["run_dir=D"]}
+PLUGINS_NEEDING = {"evo.evaluation_ray.RayEvaluators", "evo.bench_ray.RayBackend"}  # import ray when made
+
+
+def _groups(primary: str) -> dict:
+    """group path -> its options, for the groups a primary config uses (read from the composed choices)."""
+    with initialize_config_module("conf", version_base="1.3"):
+        cfg = compose(primary, overrides=NEEDS.get(primary, []), return_hydra_config=True)
+        choices = {g: c for g, c in cfg.hydra.runtime.choices.items() if not g.startswith("hydra") and g != "schema"}
+    return {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in choices}
+
+
+def _cases():
+    run_groups = _groups("config")
+    for primary in PRIMARIES:
+        yield primary, []
+        for group, options in _groups(primary).items():
+            if primary == "config" or group not in run_groups:  # bench: its own groups (the rest are the run's)
+                for option in options:
+                    yield primary, [f"{group}={option}"]
+    yield "config", ["experiment=strategies"]
+
+
+def _targets(node, path=""):
+    """Every `_target_` node of a composed config, with its dotted path."""
+    if isinstance(node, DictConfig):
+        if "_target_" in node:
+            yield path, node
+            return
+        for key in node:
+            yield from _targets(node[key], f"{path}.{key}" if path else str(key))
+    elif isinstance(node, ListConfig):
+        for i, item in enumerate(node):
+            yield from _targets(item, f"{path}.{i}")
+
+
+@pytest.mark.parametrize("primary, overrides", list(_cases()), ids=lambda v: v if isinstance(v, str) else " ".join(v))
+def test_every_option_composes_typed_and_builds(primary, overrides):
+    """Each option composes onto its command's schema, every setting object is built from it (their checks run),
+    and every plug-in it names is instantiated."""
+    from evo.settings import SearchSettings
+    from evo.tuner import tuner_options
+    from fitness.from_config import policy_from_config, settings_from_config
+
+    extra = [x for o in overrides for x in NEEDS.get(o, [])] + NEEDS.get(primary, [])
+    with initialize_config_module("conf", version_base="1.3"):
+        cfg = compose(primary, overrides=overrides + extra)
+    assert OmegaConf.get_type(cfg) is SCHEMAS[PRIMARIES[primary]]
+    assert not OmegaConf.missing_keys(cfg)
+    built = OmegaConf.to_object(cfg)  # every dataclass's __post_init__ checks run
+    assert isinstance(built, SCHEMAS[PRIMARIES[primary]])
+    if "fitness" in cfg:
+        assert settings_from_config(cfg.fitness).trials >= 1
+        assert policy_from_config(cfg.fitness).name == cfg.fitness.policy.name
+    if "search" in cfg and primary != "resume":
+        assert SearchSettings.of(cfg.search).mu == cfg.search.mu
+        assert tuner_options(cfg.search.tuner)["parallel"] == cfg.search.tuner.parallel
+    for path, node in _targets(cfg):
+        if node._target_ in PLUGINS_NEEDING:
+            pytest.importorskip("ray")
+        assert instantiate(node) is not None, path
+
+
+def _leaves(node, path=""):
+    if isinstance(node, dict) and node:
+        for key, value in node.items():
+            yield from _leaves(value, f"{path}.{key}" if path else str(key))
+    else:
+        yield path, node
+
+
+def restated_defaults(values: dict, schema_node) -> list[str]:
+    """The keys of `values` (a YAML option's own content) whose value equals the schema's default at the same path:
+    a default written twice. A plug-in's keys (under `_target_`) and free-form dicts are the option's own."""
+    found = []
+    for key, value in _leaves(values):
+        if key.split(".")[-1] == "_target_" or key == "defaults":
+            continue
+        parent = key.rpartition(".")[0]
+        try:
+            holder = OmegaConf.select(schema_node, parent, default=None) if parent else schema_node
+        except AttributeError:  # below a node the schema leaves to the option (fitness.policy.tolerances: ???)
+            continue
+        if not isinstance(holder, DictConfig) or OmegaConf.get_type(holder) is dict:
+            continue  # a plug-in's node (Any) or an open dict (problem.sizes, inductor.variants)
+        leaf = key.rpartition(".")[2]
+        if leaf in holder and isinstance(holder._get_node(leaf), DictConfig):
+            continue  # a whole node chosen (llm: null), not a default restated
+        if leaf in holder and not OmegaConf.is_missing(holder, leaf):
+            default = OmegaConf.to_container(holder, resolve=False)[leaf]
+            if default == value:
+                found.append(key)
+    return found
+
+
+def _own_values(path: Path) -> tuple[str, dict]:
+    """(the package an option's values land in, its values with its same-group parents' merged under them)."""
+    text = path.read_text()
+    data = yaml.safe_load(text) or {}
+    group = path.parent.relative_to(CONF).as_posix()
+    package = "" if "@package _global_" in text or group == "." else group.replace("/", ".")
+    for line in text.splitlines():
+        if line.startswith("# @package ") and "_global_" not in line:
+            package = line.split()[-1]
+    return package, data
+
+
+def _option_files():
+    return sorted(p for p in CONF.rglob("*.yaml") if p.parent != CONF)
+
+
+@pytest.mark.parametrize("path", _option_files(), ids=lambda p: p.relative_to(CONF).as_posix())
+def test_no_option_restates_a_schema_default(path):
+    """A YAML option holds only what it changes: a value equal to the schema's default (or to the option it extends,
+    `- openai` in llm/local.yaml) is a second home for that default."""
+    package, data = _own_values(path)
+    data.pop("hydra", None)
+    base = OmegaConf.structured(SCHEMAS["bench"])
+    if package == "llm":  # null until an option fills it
+        base.llm = OmegaConf.structured(LLMConfig)
+    for parent in [d for d in data.pop("defaults", []) if isinstance(d, str) and d != "_self_"]:
+        sibling = yaml.safe_load((path.parent / f"{parent}.yaml").read_text()) or {}
+        sibling.pop("defaults", None)
+        OmegaConf.update(base, package, sibling, merge=True)
+    node = OmegaConf.select(base, package) if package else base
+    if node is None:
+        pytest.skip("a plug-in's option (_target_): its keys are its own")
+    assert restated_defaults(data, node) == [], f"{path.relative_to(CONF)} restates the schema's defaults"
+
+
+def test_the_restated_default_check_can_fail():
+    from conf.schema import SearchConfig
+
+    schema = OmegaConf.structured(SearchConfig)
+    assert restated_defaults({"mu": 4, "lambda_": 3, "tuner": {"parallel": 3}}, schema) == ["mu", "tuner.parallel"]
+    assert restated_defaults({"selection": {"_target_": "x", "size": 2}}, schema) == []
+
+
+def test_settled_disagreements():
+    """search.tuner.parallel has one default (3: TPE learns between batches), which the Tuner's signature reads;
+    fitness.spares is honoured when given, else one warm spare per evaluation in flight."""
+    import inspect
+
+    from evo.settings import TunerSettings
+    from evo.tuner import Tuner
+    from fitness.settings import EvalSettings
+
+    assert inspect.signature(Tuner).parameters["parallel"].default == TunerSettings().parallel == 3
+    assert EvalSettings().warm_spares(6) == 6
+    assert EvalSettings(spares=2).warm_spares(6) == 2
+    assert EvalSettings(spares=2, prestart_worker=False).warm_spares(6) == 0
+
+
+def test_a_saved_run_config_is_typed_and_filled(tmp_path):
+    """A run saved before a key existed resumes with its default; a key the schema does not know is named."""
+    cfg = run_config({"problem": {"name": "matmul"}, "search": {"mu": 2},
+                      "fitness": {"trials": 2, "compile_baseline": False}})
+    assert cfg.search.mu == 2 and cfg.search.lambda_ == 8 and cfg.fitness.baselines == ["eager"]
+    assert cfg.fitness.backend is None and cfg.llm is None
+    with pytest.raises(ValueError, match="search.mue"):
+        run_config({"search": {"mue": 2}})
