@@ -23,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from fitness.formatting import microseconds, ratio  # noqa: E402
 
 
 def measure(path: str, policy: str, settings: dict, cache: Path) -> dict:
@@ -44,10 +45,6 @@ def measure(path: str, policy: str, settings: dict, cache: Path) -> dict:
             "best": best[0] if best else None, "notes": baseline.notes, "wall_s": time.time() - started}
 
 
-def _us(value) -> str:
-    return "-" if value is None else f"{value * 1e6:.1f}"
-
-
 def table(rows: list[dict], command: str, manifest: dict) -> str:
     from evo.manifest import manifest_rows
     from fitness.baselines import speedup_text
@@ -61,9 +58,9 @@ def table(rows: list[dict], command: str, manifest: dict) -> str:
         best = min(t for t in (e, c, m) if t) if any((e, c, m)) else None
         if c and m:
             ratios.append(c / m)
-        lines.append(f"| {Path(r['problem']).stem} | {_us(e)} | {_us(c)} | "
-                     f"{_us(m) if m else speedup_text(None, r['status'].get('max_autotune'))} | "
-                     f"{f'{c / m:.2f}x' if c and m else '-'} | {f'{e / best:.2f}x' if e and best else '-'} | "
+        lines.append(f"| {Path(r['problem']).stem} | {microseconds(e)} | {microseconds(c)} | "
+                     f"{microseconds(m) if m else speedup_text(None, r['status'].get('max_autotune'))} | "
+                     f"{ratio(c, m, '-')} | {ratio(e, best, '-')} | "
                      f"{r['best'] or '-'} | {r['status'].get('max_autotune', '-')} | {r['wall_s']:.0f} |")
     if ratios:
         geo = math.exp(statistics.fmean(math.log(x) for x in ratios))

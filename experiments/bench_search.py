@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
+from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
 
 BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
@@ -118,31 +119,15 @@ def run(args) -> None:
         sampler.stop()
 
 
-def _x(value) -> str:
-    return "–" if value is None else f"{value:.2f}x"
-
-
 def _ratio(row: dict, seed_key: str) -> float | None:
     """How many times faster the best kernel is than the seed figure under seed_key."""
     seed, best = row.get(seed_key), row.get("best_s")
     return seed / best if seed and best else None
 
 
-def _pct(value) -> str:
-    return "–" if value is None else f"{value:.1%}"
-
-
 def _mean(values):
     values = [v for v in values if v is not None]
     return statistics.fmean(values) if values else None
-
-
-def _us(value) -> str:
-    return "–" if value is None else f"{value * 1e6:,.1f}"
-
-
-def _num(value, fmt: str = "{:.0f}") -> str:
-    return "–" if value is None else fmt.format(value)
 
 
 def table(paths: list[str]) -> str:
@@ -158,13 +143,14 @@ def table(paths: list[str]) -> str:
              "| baselines (s) | stopped |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        sol = "–" if r["sol_fraction"] is None else f"{r['sol_fraction']:.1%}"
-        flight = f"{_num(r.get('children_in_flight'), '{}')} / {_num(r.get('evaluations_in_flight'), '{}')}"
-        lines.append(f"| {r['problem']} | {_us(r['best_s'])} | {_us(r.get('seed_s'))} | {_x(_ratio(r, 'seed_s'))} | "
-                     f"{_x(r['speedup_vs_eager'])} | {_x(r['speedup_vs_compile'])} | {sol} | {r['evaluations']} | "
-                     f"{r['evals_per_hour']:.0f} | {flight} | {_pct(r['gpu_busy'])} | {_pct(r.get('cpu_busy'))} | "
-                     f"{_num(r.get('load_average'), '{:.1f}')} | {r['wall_s']:.0f} | "
-                     f"{_num(r.get('baseline_wall_s'), '{:.1f}')} | {r['stop_reason']} |")
+        sol = percent(r["sol_fraction"], 1)
+        flight = f"{number(r.get('children_in_flight'), '{}')} / {number(r.get('evaluations_in_flight'), '{}')}"
+        lines.append(f"| {r['problem']} | {microseconds(r['best_s'])} | {microseconds(r.get('seed_s'))} | "
+                     f"{speedup(_ratio(r, 'seed_s'))} | {speedup(r['speedup_vs_eager'])} | "
+                     f"{speedup(r['speedup_vs_compile'])} | {sol} | {r['evaluations']} | {r['evals_per_hour']:.0f} | "
+                     f"{flight} | {percent(r['gpu_busy'], 1)} | {percent(r.get('cpu_busy'), 1)} | "
+                     f"{number(r.get('load_average'), '{:.1f}')} | {r['wall_s']:.0f} | "
+                     f"{number(r.get('baseline_wall_s'), '{:.1f}')} | {r['stop_reason']} |")
 
     def geo(key_fn):
         values = [v for v in map(key_fn, rows) if v]
@@ -172,12 +158,14 @@ def table(paths: list[str]) -> str:
 
     beats = [r for r in rows if (_ratio(r, "seed_s") or 0) > 1.0]
     total_evals, total_wall = sum(r["evaluations"] for r in rows), sum(r["wall_s"] for r in rows)
-    lines += ["", f"Geometric means: {_x(geo(lambda r: _ratio(r, 'seed_s')))} vs seed as written, "
-              f"{_x(geo(lambda r: r['speedup_vs_eager']))} vs eager, {_x(geo(lambda r: r['speedup_vs_compile']))} vs "
+    lines += ["", f"Geometric means: {speedup(geo(lambda r: _ratio(r, 'seed_s')))} vs seed as written, "
+              f"{speedup(geo(lambda r: r['speedup_vs_eager']))} vs eager, "
+              f"{speedup(geo(lambda r: r['speedup_vs_compile']))} vs "
               f"torch.compile; faster than its seed as written on {len(beats)} of {len(rows)} problems. Over the "
               f"suite: {total_evals} evaluations in {total_wall:.0f} s of search = "
               f"{total_evals / max(total_wall, 1e-9) * 3600:,.0f} evaluations/hour; mean GPU busy "
-              f"{_pct(_mean([r['gpu_busy'] for r in rows]))}, mean CPU busy {_pct(_mean([r.get('cpu_busy') for r in rows]))}."]
+              f"{percent(_mean([r['gpu_busy'] for r in rows]), 1)}, mean CPU busy "
+              f"{percent(_mean([r.get('cpu_busy') for r in rows]), 1)}."]
     phased = [r for r in rows if r.get("phases_s")]
     if phased:
         names = [n for n in ("eval_wall", *PHASES) if any(n in r["phases_s"] for r in phased)]
@@ -185,7 +173,7 @@ def table(paths: list[str]) -> str:
         lines += ["", "Where an evaluation's time went (median seconds per evaluation, from each worker's phase "
                   "timer; `eval_wall` is the evaluator's wall time for one candidate):", "",
                   "| problem | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        lines += [f"| {r['problem']} | " + " | ".join(_num(r["phases_s"].get(n), "{:.2f}") for n in names) + " |"
+        lines += [f"| {r['problem']} | " + " | ".join(number(r["phases_s"].get(n), "{:.2f}") for n in names) + " |"
                   for r in phased]
     timed = [r for r in rows if r.get("timeline")]
     if timed:
@@ -194,8 +182,8 @@ def table(paths: list[str]) -> str:
                   "evaluations in flight, none on the GPU; no evaluation in flight), and the mean evaluations in "
                   "flight:", "", "| problem | " + " | ".join(STATES) + " | in flight (mean) |",
                   "|---|" + "---|" * (len(STATES) + 1)]
-        lines += [f"| {r['problem']} | " + " | ".join(_pct(r["timeline"].get(s)) for s in STATES) +
-                  f" | {_num(r['timeline'].get('in_flight_mean'), '{:.1f}')} |" for r in timed]
+        lines += [f"| {r['problem']} | " + " | ".join(percent(r["timeline"].get(s), 1) for s in STATES) +
+                  f" | {number(r['timeline'].get('in_flight_mean'), '{:.1f}')} |" for r in timed]
     return "\n".join(lines) + "\n"
 
 

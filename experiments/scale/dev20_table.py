@@ -11,9 +11,8 @@ import statistics
 import sys
 from pathlib import Path
 
-
-def _x(value) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from fitness.formatting import number, percent, speedup  # noqa: E402
 
 
 def table(rows_dir: Path, listed: list[str]) -> str:
@@ -32,11 +31,11 @@ def table(rows_dir: Path, listed: list[str]) -> str:
             rates.append(rate)
         busy = s.get("gpu_busy")
         lines.append(" | ".join([
-            f"| {name}", r["status"], str(s.get("evaluations", "-")), f"{rate:,.0f}" if rate else "-",
-            f"{s['search_wall_s']:.0f}" if s.get("search_wall_s") else "-", f"{busy:.0%}" if busy else "-",
-            str(s.get("timeouts", "-")), _x(s.get("speedup_vs_eager")), _x(s.get("speedup_vs_compile")),
-            _x(s.get("speedup_vs_max_autotune")),
-            f"{_x(s.get('speedup_vs_best'))} ({s['best_baseline']})" if s.get("best_baseline") else "-",
+            f"| {name}", r["status"], str(s.get("evaluations", "-")), number(rate or None),
+            number(s.get("search_wall_s") or None), percent(busy or None),
+            str(s.get("timeouts", "-")), speedup(s.get("speedup_vs_eager")), speedup(s.get("speedup_vs_compile")),
+            speedup(s.get("speedup_vs_max_autotune")),
+            f"{speedup(s.get('speedup_vs_best'))} ({s['best_baseline']})" if s.get("best_baseline") else "-",
             r.get("measured_at", "memory slots") + " |"]))
     lines += ["", f"Problems with a search: {len(rates)} of {len(listed)}; evaluations/hour median "
                   f"{statistics.median(rates):,.0f}, min {min(rates):,.0f}, max {max(rates):,.0f}."]
