@@ -60,8 +60,8 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
         cfg = compose("config", overrides=[f"problem={name}", *BUDGET, *overrides])
     run_dir = root / name
     cpu_before, load_before = cpu_times(), os.getloadavg()[0]
-    summary = execute(cfg, run_dir)
-    start, end = summary.search_window
+    outcome = execute(cfg, run_dir)
+    start, end = outcome.search_window
     cpu_after = cpu_times()
     busy_cpu = (cpu_after[0] - cpu_before[0]) / max(cpu_after[1] - cpu_before[1], 1.0)
     store = RunStore(run_dir, create=False)
@@ -70,26 +70,34 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     under_lock = start_up_lock_of(store)
     store.close()
     wall = end - start
-    best, seed = summary.best_result, summary.seed_result
+    best = store_best(run_dir, outcome.best_id)
     children = config["search"].get("parallel") or config["search"]["lambda_"] * config["search"].get("islands", 1)
-    return {"problem": name, "status": best.status if best else "none", "wall_s": wall,
-            "baseline_wall_s": summary.baseline_wall_s,
-            "evaluations": summary.evaluations, "distinct": summary.distinct_evaluations,
-            "evals_per_hour": summary.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
+    return {"problem": name, "status": outcome.status, "wall_s": wall, "baseline_wall_s": outcome.baseline_wall_s,
+            "evaluations": outcome.evaluations, "distinct": outcome.distinct_evaluations,
+            "evals_per_hour": outcome.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
             "cpu_busy": busy_cpu, "load_average": os.getloadavg()[0], "load_average_before": load_before,
             "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
             "phases_s": phase_medians(results),
             "start_up_under_lock": under_lock,
             "timeline": gpu_timeline(results, start, end, under_lock),
-            "best_s": best.time_s if best and best.ok else None,
-            "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
-            "tuned_seed_s": summary.tuned_seed_result.time_s
-            if summary.tuned_seed_result and summary.tuned_seed_result.ok else None,
-            "eager_s": best.eager_s if best else None, "compile_s": best.compile_s if best else None,
-            "speedup_vs_eager": best.speedup_vs_eager if best else None,
-            "speedup_vs_compile": best.speedup_vs_compile if best else None,
-            "sol_fraction": best.sol_fraction if best else None, "stop_reason": summary.stop_reason,
-            "best_params": summary.best.genome.params if summary.best else None}
+            "best_s": outcome.best_s, "seed_s": outcome.seed_written_s,  # the seed as written
+            "tuned_seed_s": outcome.tuned_seed_s, "eager_s": outcome.eager_s, "compile_s": outcome.compile_s,
+            "speedup_vs_eager": outcome.speedup_vs_eager, "speedup_vs_compile": outcome.speedup_vs_compile,
+            "sol_fraction": outcome.sol_fraction, "stop_reason": outcome.stop_reason,
+            "best_params": best.genome.params if best else None}
+
+
+def store_best(run_dir: Path, best_id: str):
+    """The run's best individual (None: none)."""
+    from evo.store import RunStore
+
+    if not best_id:
+        return None
+    store = RunStore(run_dir, create=False)
+    try:
+        return store.individual(best_id)
+    finally:
+        store.close()
 
 
 def run(args) -> None:
