@@ -76,3 +76,10 @@ def table(o: RunOutcome) -> str:
              ("measured with", manifest_line(o.manifest))]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def start_line(evaluator, evaluations: int, children: int, run_dir) -> str:
+    """What the run runs on and how much at once, and where it is stored."""
+    memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
+    return (f"[kernelevo] {evaluator.describe()}; {evaluations} evaluations{memory} and {children} children in "
+            f"flight; run dir {run_dir}")

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
-from evo.console import print_generation, table
+from evo.console import print_generation, start_line, table
 from evo.manifest import run_manifest
 from evo.outcome import INTERPRETER_TIMES, RunOutcome, summarise
 from evo.progress import Progress
@@ -152,38 +152,52 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
         tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **tuner_options(cfg.search.tuner))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
-        memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
-        print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations{memory} and "
-              f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
+        print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir), flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
         seeds = make_seeds(cfg, team, service, run_dir)
-        interpreter = not evaluator.on_gpu
-        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [s.made_by for s in seeds]) if interpreter else None
-        if sizes_check is not None:
-            print(sizes_check.start_line(), flush=True)
-        search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
+        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [s.made_by for s in seeds]) if not evaluator.on_gpu \
+            else None
+        search = Search(seeds, operators, tuner, store, settings,
+                        partial(print_generation, interpreter=not evaluator.on_gpu),
                         selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
-        started = time.time()
-        with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
-                      time_label=INTERPRETER_TIMES if interpreter else "") as progress:
-            stop_reason = search.run()["stop_reason"]
-        window = (started, time.time())
-        busy = progress.sampler.busy(*window) if progress.sampler is not None else None
+        stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))
     finally:
         if tuner is not None:
             tuner.close()
         service.close()
+    outcome = conclude(store, stop_reason, busy, window, sizes_check, service.parallel)
+    print(table(outcome), flush=True)
+    print(f"  report: {write_report(run_dir)}", flush=True)
+    return outcome
+
+
+def run_search(search: Search, service: EvaluationService, store: RunStore, settings: SearchSettings,
+               sizes_check: full_size.SizesCheck | None) -> tuple[str, tuple, float | None]:
+    """Run the search with its progress shown: why it stopped, its (start, end) wall-clock times and the share of
+    them its GPUs were busy (None: not sampled). `sizes_check`: on the interpreter, its plan (None on a GPU)."""
+    if sizes_check is not None:
+        print(sizes_check.start_line(), flush=True)
+    started = time.time()
+    with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
+                  time_label=INTERPRETER_TIMES if sizes_check is not None else "") as progress:
+        stop_reason = search.run()["stop_reason"]
+    window = (started, time.time())
+    return stop_reason, window, progress.sampler.busy(*window) if progress.sampler is not None else None
+
+
+def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tuple,
+             sizes_check: full_size.SizesCheck | None, parallel: int) -> RunOutcome:
+    """The run's outcome, after the best is judged at other sizes (on the interpreter): written as summary.json,
+    with the best kernel's file; closes the store."""
     checkpoint = store.latest_checkpoint()
     if sizes_check is not None:
-        sizes_check.judge(store, checkpoint, service.parallel)  # the best must run at other sizes than test sizes
+        sizes_check.judge(store, checkpoint, parallel)  # the best must run at other sizes than the test sizes
     outcome = summarise(store, checkpoint, stop_reason, busy, window)
     if outcome.best_id:
         best = store.individual(outcome.best_id).genome.rendered()
         Path(outcome.best_file).write_text(full_size.flagged(best, outcome.sizes_check))
-    outcome.write(run_dir)
+    outcome.write(store.run_dir)
     store.close()
-    print(table(outcome), flush=True)
-    print(f"  report: {write_report(run_dir)}", flush=True)
     return outcome
