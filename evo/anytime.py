@@ -13,6 +13,7 @@ from dataclasses import fields
 
 from evo.intervals import SPEEDUP_PREFIX, label
 from evo.page import figure_png, pyplot
+from fitness.formatting import speedup
 from fitness.result import EvalResult
 
 COLUMNS = [f.name for f in fields(EvalResult) if f.name.startswith(SPEEDUP_PREFIX)]
@@ -97,7 +98,7 @@ def plot(curves: list[tuple[str, dict]], title: str) -> bytes:
 def curve_rows(data: dict) -> list[list]:
     """The points as table rows (evaluations, GPU-seconds, LLM cost, LLM calls, then each column's best)."""
     return [[p["evaluations"], f"{p['gpu_s']:.1f}", f"${p['llm_cost_usd']:.4f}", p["llm_calls"],
-             *["-" if p.get(c) is None else f"{p[c]:.2f}x" for c in data["columns"]]] for p in data["points"]]
+             *[speedup(p.get(c)) for c in data["columns"]]] for p in data["points"]]
 
 
 def curve_header(data: dict) -> list[str]:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evo.outcome import SUMMARY_FILE  # written at the end of every run
+from evo.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
 from evo.store import DB_NAME
 from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names
@@ -59,13 +59,28 @@ class Row:
     reason: str = ""
     wall_s: float = 0.0
     gpu: str = ""
-    summary: dict = field(default_factory=dict)  # the run's summary.json
+    summary: RunOutcome = field(default_factory=RunOutcome)  # the run's outcome (summary.json); none: nothing known
     search_seed: int | None = None  # its search seed, in a table of several seeds per problem (else None)
 
     @property
     def label(self) -> str:
         """The row in a table: its problem, and its search seed when the table has several per problem."""
         return self.name if self.search_seed is None else f"{self.name} seed {self.search_seed}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "a bench row") -> "Row":
+        """A row as saved (its outcome a summary.json's fields; a failed row's, none)."""
+        return cls(**{**data, "summary": RunOutcome.from_dict(data.get("summary") or {}, where)})
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "a bench row") -> "Row":
+        return cls.from_dict(json.loads(text), where)
 
 
 # selection ---------------------------------------------------------------------------------------------------------
@@ -175,8 +190,8 @@ def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float
     wall = time.time() - started
     summary_file = run_dir / SUMMARY_FILE
     if code == 0 and summary_file.is_file():
-        summary = json.loads(summary_file.read_text())
-        return Row(task.name, summary["status"], summary.get("stop_reason", ""), wall, gpu or "", summary)
+        summary = RunOutcome.read(run_dir)
+        return Row(task.name, summary.status, summary.stop_reason, wall, gpu or "", summary)
     if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it
         return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code})", wall, gpu or "")
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
@@ -190,13 +205,13 @@ def save_row(bench_dir: Path, task: BenchTask, row: Row) -> None:
     path = bench_dir / ROWS / f"{task.slug}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(asdict(row), indent=1) + "\n")
+    partial.write_text(row.to_json())
     partial.replace(path)
 
 
 def saved_row(bench_dir: Path, task: BenchTask) -> Row | None:
     path = bench_dir / ROWS / f"{task.slug}.json"
-    return Row(**json.loads(path.read_text())) if path.is_file() else None
+    return Row.from_json(path.read_text(), str(path)) if path.is_file() else None
 
 
 # backends ----------------------------------------------------------------------------------------------------------

@@ -7,17 +7,17 @@ import json
 import math
 import statistics
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 
 from evo.anytime import plot as plot_anytime
 from evo.bench import RUNS, Row, slug
+from evo.outcome import INTERPRETER, RunOutcome
 from evo.manifest import combine, manifest_rows
 from evo.intervals import Bootstrap, interval_lines, interval_table, seed_summary
 from evo.page import Raw, esc, figure_png, link, page, png_img, pyplot, table
 from evo.report import HTML_FILE
 from fitness.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text
-from fitness.result import format_seconds
+from fitness.formatting import DASH, number, percent, seconds, speedup
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 AGAINST = (*BASELINES, BEST)  # what fast_p and the geometric mean are computed against, each on its own
@@ -32,45 +32,36 @@ def _geomean(values: list[float]) -> float | None:
 def summarise(rows: list[Row]) -> dict:
     n = len(rows)
     ok = [r.summary for r in rows if r.status == "ok"]
-    fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.get(f"speedup_vs_{base}") or 0) > p) / n if n else 0.0
+    fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.speedup(base) or 0) > p) / n if n else 0.0
             for base in AGAINST for p in FAST_P}  # a problem whose baseline was not measured counts as not fast
-    sol = [s["sol_fraction"] for s in ok if s.get("sol_fraction") is not None]
-    rates = [r.summary["evaluations_per_hour"] for r in rows if r.summary.get("evaluations_per_hour")]
-    labelled = Counter(label for s in ok for label in s.get("labels") or [])
+    sol = [s.sol_fraction for s in ok if s.sol_fraction is not None]
+    rates = [r.summary.evaluations_per_hour for r in rows if r.summary.evaluations_per_hour]
+    labelled = Counter(label for s in ok for label in s.labels)
     return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0,
             "labelled": dict(sorted(labelled.items())), **fast,
-            **{f"geomean_vs_{base}": _geomean([s.get(f"speedup_vs_{base}") for s in ok]) for base in AGAINST},
+            **{f"geomean_vs_{base}": _geomean([s.speedup(base) for s in ok]) for base in AGAINST},
             # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
-            **{f"measured_vs_{base}": sum(1 for s in ok if s.get(f"speedup_vs_{base}")) for base in AGAINST},
+            **{f"measured_vs_{base}": sum(1 for s in ok if s.speedup(base)) for base in AGAINST},
             "median_sol_fraction": statistics.median(sol) if sol else None,
             "median_evaluations_per_hour": statistics.median(rates) if rates else None,
             "min_evaluations_per_hour": min(rates) if rates else None,
-            "device": "GPU" if any(r.gpu or r.summary.get("timer") not in (None, "", "interpreter") for r in rows)
-            else "CPU",
+            "device": "GPU" if any(r.gpu or r.summary.timer not in ("", INTERPRETER) for r in rows) else "CPU",
             "device_hours": sum(r.wall_s for r in rows) / 3600,  # each search holds one device for its wall time
-            "llm_calls": sum(r.summary.get("llm_calls", 0) for r in rows),
-            "llm_cost_usd": sum(r.summary.get("llm_cost_usd", 0.0) for r in rows)}
+            "llm_calls": sum(r.summary.llm_calls for r in rows),
+            "llm_cost_usd": sum(r.summary.llm_cost_usd for r in rows)}
 
 
-def _t(seconds) -> str:
-    return format_seconds(seconds) if seconds else "-"
-
-
-def _num(value, form: str) -> str:
-    return "-" if value is None else form.format(value)
-
-
-def _x(value) -> str:
-    return f"{value:.2f}x" if value else "-"
+def _t(value) -> str:
+    return seconds(value or None, DASH)
 
 
 def summary_lines(summary: dict) -> list[str]:
     fast = lambda base: ", ".join(f"fast_{p:g} {summary[f'fast_{p:g}_vs_{base}']:.0%}" for p in FAST_P)  # noqa: E731
     sol = summary["median_sol_fraction"]
-    speed = [f"vs {LABELS[base]}: {fast(base)}; geometric mean {_x(summary[f'geomean_vs_{base}'])} over "
+    speed = [f"vs {LABELS[base]}: {fast(base)}; geometric mean {speedup(summary[f'geomean_vs_{base}'])} over "
              f"{summary[f'measured_vs_{base}']} of {summary['correct']} correct kernels" for base in AGAINST
              if f"geomean_vs_{base}" in summary]
-    speed.append(f"median fraction of the speed of light: {'-' if sol is None else f'{sol:.0%}'}")
+    speed.append(f"median fraction of the speed of light: {percent(sol)}")
     if summary["device"] == "CPU":
         speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed; no baseline "
                  "measured)"]
@@ -94,33 +85,31 @@ HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SH
           "LLM calls", "LLM cost", "wall (s)", "note")
 
 
-def _missing(s: dict, base: str) -> str:
+def _missing(s: RunOutcome, base: str) -> str:
     """Why a row has no figure against `base`: its status (failed, too slow to compile, not measured) or "-"."""
-    status = (s.get("baseline_status") or {}).get(base)
-    if status is None and s.get("timer") == "interpreter":
+    status = s.baseline_status.get(base)
+    if status is None and s.interpreter:
         status = NOT_MEASURED
     return STATUS_TEXT.get(status or "", "-")
 
 
-def baseline_cells(s: dict) -> list[str]:
+def baseline_cells(s: RunOutcome) -> list[str]:
     """A row's time of each baseline and speed-up over each and over the best (naming it), or why there is none."""
-    times = [_t(s.get(f"{b}_s")) if s.get(f"{b}_s") else _missing(s, b) for b in BASELINES]
-    speeds = [_x(s.get(f"speedup_vs_{b}")) if s.get(f"speedup_vs_{b}") else _missing(s, b) for b in BASELINES]
-    return [*times, *speeds, best_text(s) if s.get("speedup_vs_best") else _missing(s, BEST)]
+    times = [_t(s.baseline_s(b)) if s.baseline_s(b) else _missing(s, b) for b in BASELINES]
+    speeds = [speedup(s.speedup(b)) if s.speedup(b) else _missing(s, b) for b in BASELINES]
+    return [*times, *speeds, best_text(vars(s)) if s.speedup_vs_best else _missing(s, BEST)]
 
 
 def cells(r: Row) -> list[str]:
     s = r.summary
-    sol = s.get("sol_fraction")
-    note = (r.reason if r.status != "ok" else s.get("stop_reason", "")).replace("|", "/").replace("\n", " ")
-    interp = " (interpreter)" if s.get("timer") == "interpreter" else ""
-    status = ", ".join([r.status, *(s.get("labels") or [])])  # ok, uses-torch-compute: the policy allowed it
-    return [r.label, status, s.get("seed") or "-", s.get("best_from") or "-", _t(s.get("best_s")) + interp,
-            _t(s.get("seed_s")), *baseline_cells(s),
-            "-" if sol is None else f"{sol:.0%}", str(s.get("evaluations", "-")),
-            _num(s.get("evaluations_per_hour"), "{:,.0f}"), _num(s.get("search_wall_s"), "{:.0f}"),
-            _num(s.get("gpu_busy"), "{:.0%}"), str(s.get("timeouts", "-")), str(s.get("llm_calls", 0)),
-            f"${s.get('llm_cost_usd', 0.0):.2f}", f"{r.wall_s:.0f}", note[:160]]
+    note = (r.reason if r.status != "ok" else s.stop_reason).replace("|", "/").replace("\n", " ")
+    interp = " (interpreter)" if s.interpreter else ""
+    status = ", ".join([r.status, *s.labels])  # ok, uses-torch-compute: the policy allowed it
+    return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + interp, _t(s.seed_s),
+            *baseline_cells(s), percent(s.sol_fraction), number(s.evaluations, "{}"),
+            number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
+            number(s.timeouts if s.evaluations is not None else None, "{}"), str(s.llm_calls),
+            f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:160]]
 
 
 def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = None,
@@ -148,9 +137,9 @@ def _anytime(rows: list[Row]) -> Raw:
     """Each problem's anytime curves, one line per search seed (``evo.anytime``)."""
     by_problem: dict[str, list] = {}
     for r in rows:
-        if (r.summary.get("anytime") or {}).get("points"):
+        if (r.summary.anytime or {}).get("points"):
             by_problem.setdefault(r.name, []).append(("" if r.search_seed is None else f"seed {r.search_seed}",
-                                                      r.summary["anytime"]))
+                                                      r.summary.anytime))
     if not by_problem:
         return Raw("<p class='note'>No speed-up to draw: no correct kernel, or times of Triton's CPU interpreter."
                    "</p>")
@@ -165,7 +154,7 @@ def _plots(rows: list[Row]) -> bytes:
     ok = [r.summary for r in rows if r.status == "ok"]
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, 3.6))
     for base in AGAINST:
-        values = sorted(s[f"speedup_vs_{base}"] for s in ok if s.get(f"speedup_vs_{base}"))
+        values = sorted(s.speedup(base) for s in ok if s.speedup(base))
         if values:
             left.hist(values, bins=20, alpha=0.4, label=f"vs {SHORT[base]}")
         ps = [p / 20 for p in range(0, 61)]
@@ -224,10 +213,10 @@ def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict,
     with the intervals over search seeds made as `boot` says (by default as conf/intervals.yaml does)."""
     summary = {**summarise(rows), "intervals": seed_summary(rows, boot or Bootstrap.default())}
     reports = bench_reports(bench_dir, rows) if reports is None else reports
-    manifest = combine([r.summary.get("manifest") for r in rows])  # its runs' manifests, gathered
+    manifest = combine([r.summary.manifest for r in rows])  # its runs' manifests, gathered
     (bench_dir / f"{stem}.md").write_text(markdown(rows, summary, title, reports, manifest))
     (bench_dir / f"{stem}.json").write_text(json.dumps({"title": title, **meta, "summary": summary,
-                                                         "manifest": manifest, "rows": [asdict(r) for r in rows]},
+                                                         "manifest": manifest, "rows": [r.to_dict() for r in rows]},
                                                         indent=1) + "\n")
     (bench_dir / f"{stem}.html").write_text(html(rows, summary, title, reports, manifest))
     return summary

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from omegaconf import DictConfig
 
+from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from fitness.evaluator import Evaluator
 from fitness.from_config import fitness_parts
@@ -86,10 +87,10 @@ class SizesCheck:
         return (f"{line}; at the end the fastest correct kernels are judged again at other sizes "
                 f"({_sizes(self.other_sizes)}) and the best is the fastest correct there too")
 
-    def judge(self, store: RunStore, state: dict, parallel: int = 1) -> dict:
+    def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1) -> dict:
         """Judge the fastest distinct kernels at the other sizes, `parallel` at a time, until one passes; store and
         print the verdict, and return it."""
-        fastest = (state.get("hall_of_fame") or [None])[0]
+        fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
         record = {"fastest": fastest, "test_sizes": self.test_sizes, "full_sizes": self.full_sizes,
                   "other_sizes": self.other_sizes, "baked_seeds": self.baked_seeds, "tried": [], "kept": None,
                   "why_not": self.why_not}

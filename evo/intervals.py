@@ -108,12 +108,15 @@ def geomean_interval(groups, boot: Bootstrap) -> Interval | None:
 
 
 def speedup_columns(summaries) -> list[str]:
-    """The speed-up columns the summaries carry (``speedup_vs_*``), in the order first seen."""
-    return list(dict.fromkeys(key for s in summaries for key in s if key.startswith(SPEEDUP_PREFIX)))
+    """The speed-up columns (``speedup_vs_*``) any of the outcomes (``evo.outcome.RunOutcome``) has a figure in,
+    in the order of the record."""
+    summaries = list(summaries)
+    columns = dict.fromkeys(key for s in summaries for key in vars(s) if key.startswith(SPEEDUP_PREFIX))
+    return [c for c in columns if any(getattr(s, c) is not None for s in summaries)]
 
 
 def _speedup(row, column: str) -> float | None:
-    value = row.summary.get(column) if row.status == "ok" else None
+    value = getattr(row.summary, column) if row.status == "ok" else None
     return value if value and value > 0 else None
 
 

@@ -7,7 +7,6 @@ configuration, as a bench's with ``--seeds``: the runs that differ in their seed
 median speed-up and its confidence interval (``evo.intervals``)."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -73,23 +72,23 @@ def write_multirun_report(sweep_dir: Path, boot=None) -> Path | None:
     ``evo.intervals.Bootstrap``, says; by default conf/intervals.yaml); None when the sweep holds no run."""
     from evo.bench import Row
     from evo.bench_report import console_table, run_reports, summary_lines, write_bench_report
-    from evo.outcome import SUMMARY_FILE
+    from evo.outcome import SUMMARY_FILE, RunOutcome
 
     dirs = run_dirs(sweep_dir)
     if not dirs:
         return None
     named, common, seeds = names(dirs, sweep_dir)
-    summaries = {d: json.loads((d / SUMMARY_FILE).read_text()) for d in dirs if (d / SUMMARY_FILE).is_file()}
-    same = next((s["problem"] for s in summaries.values() if s.get("problem")), "runs")  # the seed alone differs
+    outcomes = {d: RunOutcome.read(d) for d in dirs if (d / SUMMARY_FILE).is_file()}
+    same = next((o.problem for o in outcomes.values() if o.problem), "runs")  # the seed alone differs
     rows = []
     for d in dirs:
-        if d not in summaries:
+        if d not in outcomes:
             rows.append(Row(named[d] or same, "failed", f"the run did not finish (no {SUMMARY_FILE}); continue it "
                                                         f"with kernelevo resume run_dir={d}", search_seed=seeds[d]))
             continue
-        s = summaries[d]
-        rows.append(Row(named[d] or same, s["status"], s.get("stop_reason", ""),
-                        s.get("search_wall_s", 0.0) + s.get("baseline_wall_s", 0.0), "", s, seeds[d]))
+        o = outcomes[d]
+        wall = (o.search_wall_s or 0.0) + (o.baseline_wall_s or 0.0)
+        rows.append(Row(named[d] or same, o.status, o.stop_reason, wall, "", o, seeds[d]))
     reports = run_reports(sweep_dir, {r.label: d for d, r in zip(dirs, rows)})
     title = f"kernelevo multirun: {len(rows)} runs" + (f" ({' '.join(common)})" if common else "")
     summary = write_bench_report(sweep_dir, rows, title, {"common_overrides": common}, reports, stem=PAGE,

@@ -1,180 +1,207 @@
-"""A run's outcome: ``RunSummary``, read back from the run store (``summarise``) by the run when it ends, by the
-report, the bench and multirun (``record``: ``summary.json``, one flat record per run), and its console rendering.
+"""A run's outcome, one record: ``RunOutcome``, made from the run store when the run ends (``summarise``), written as
+``summary.json`` and read back (``RunOutcome.read``) by the report, the bench, multirun and the experiments; the
+console table (``evo.console``) and the report's summary (``evo.report``) are drawn from it.
+
+A field missing from an older run's summary.json reads as its default (none known); a key this version does not
+know is refused, naming it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from evo import full_size
 from evo.anytime import run_curve
-from evo.manifest import manifest_line
+from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from evo.tuner import describe_tuner
-from fitness.baselines import BASELINES, speedup_rows
+from fitness.baselines import BASELINES
 from fitness.genome import evaluation_key
 from fitness.individual import Individual
-from fitness.result import TIMED_OUT, EvalResult, format_seconds, labels_text
+from fitness.result import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
-SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunSummary.record)
+SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)
 REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
+INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
+OK, NO_KERNEL = "ok", "no kernel"
 
 
 @dataclass
-class RunSummary:
-    run_dir: Path
-    best: Individual | None
-    seed_result: EvalResult | None  # the seed as written (its declared defaults)
-    tuned_seed_result: EvalResult | None  # the seed after tuning its own declared space
-    stop_reason: str
-    evaluations: int
-    distinct_evaluations: int
-    search_wall_s: float = 0.0  # the search's wall time, across resumes (baselines and seed capture excluded)
-    baseline_wall_s: float = 0.0  # measuring eager and torch.compile, once, before the search
-    seed_wall_s: float = 0.0  # making generation 0's kernels (torch.compile's capture, an initialiser), before it
-    timeouts: int = 0  # evaluations that ran out of time (whole or compiling)
-    gpu_busy: float | None = None  # share of this call's search time a kernel ran on its GPUs (NVML)
-    search_window: tuple = ()  # (start, end) wall-clock times (time.time()) of this call's search
-    seed_operator: str = ""  # what made the starting kernel: seed, inductor, initialiser
+class RunOutcome:
+    """One run's outcome: its best kernel's verdict and figures, its seeds', and what the search spent. Every field
+    has a default (nothing known), so the record of a run that failed before its search is ``RunOutcome()``."""
+    status: str = ""  # ok, baked-at-test-sizes, the best kernel's failure, or "no kernel"
+    reason: str = ""  # why the best kernel (or, with none, the seed) failed
+    problem: str = ""
+    sizes: dict = field(default_factory=dict)
+    device: str = ""
+    hardware_profile: str = ""
+    timer: str = ""  # cuda-events, interpreter, ...: what every time of the run was measured with
+    selection: str = ""  # what the best was chosen by: GPU time or interpreter wall-clock
+    seed: str = ""  # what made the seed: seed, inductor, initialiser (the kernel the initialiser rewrote, if it did)
+    seed_rewritten_by: str = ""  # llm.initialise=from_seed: what rewrote the seed into the starting kernel
+    best_id: str = ""  # the best kernel's individual (its source: best_file)
     best_from: str = ""  # the generation-0 kernels the best descends from, e.g. inductor:nd_tiling
-    llm: dict | None = None  # uncached LLM calls and their cost
-    optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
+    best_file: str = ""
+    policy: str = ""
+    labels: list = field(default_factory=list)  # what the policy allowed the best (uses-torch-compute)
+    trials: int | None = None  # the best kernel's correctness trials, and those it passed
+    trials_passed: int | None = None
+    best_s: float | None = None
+    seed_s: float | None = None  # the seed tuned (None when the initialiser rewrote it: then start_s)
+    seed_written_s: float | None = None  # the seed as written
+    start_s: float | None = None  # the starting kernel (the initialiser's rewrite of the seed) tuned
+    eager_s: float | None = None  # each baseline's time (fitness.baselines.BASELINES)
+    compile_s: float | None = None
+    max_autotune_s: float | None = None
+    speedup_vs_eager: float | None = None  # the best kernel's speed-up over each baseline and the fastest
+    speedup_vs_compile: float | None = None
+    speedup_vs_max_autotune: float | None = None
+    speedup_vs_best: float | None = None
+    best_baseline: str = ""
+    baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
+    sol_fraction: float | None = None
+    evaluations: int | None = None  # evaluator calls, repeats included
+    distinct_evaluations: int | None = None
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
+    timeouts: int = 0  # evaluations that ran out of time (whole or compiling)
+    llm_calls: int = 0  # uncached LLM calls and their cost
+    llm_cost_usd: float = 0.0
+    search_wall_s: float | None = None  # the search's wall time, across resumes (baselines and seeds excluded)
+    evaluations_per_hour: float | None = None
+    baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
+    seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
+    search_window: list = field(default_factory=list)  # [start, end] (time.time()) of the last call's search
+    gpu_busy: float | None = None  # share of the last call's search time a kernel ran on its GPUs (NVML)
+    stop_reason: str = ""
     tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuner.describe_tuner)
+    optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
     sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.full_size)
+    baked_seeds: list = field(default_factory=list)  # of sizes_check, for tables
+    other_sizes: dict | None = None
+    other_sizes_tried: list = field(default_factory=list)
+    other_sizes_failed: dict = field(default_factory=dict)
     manifest: dict | None = None  # what the figures were measured on and with (evo.manifest; None: an older run)
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime.curve)
-    rewritten_seed: str = ""  # llm.initialise=from_seed: what made the seed the initialiser rewrote into 0.0 ("": none)
-
-    def record(self) -> dict:
-        """The run's outcome as one flat record (``summary.json``; one row of a bench)."""
-        r, seed = self.best_result, self.tuned_seed_result
-        ok = r is not None and r.ok
-        check = self.sizes_check or {}
-        return {"status": (full_size.BAKED if full_size.baked(check) else "ok") if ok
-                else (r.status if r is not None else "no kernel"),
-                "problem": r.problem if r is not None else "", "seed": self.rewritten_seed or self.seed_operator,
-                "seed_rewritten_by": self.seed_operator if self.rewritten_seed else "",
-                "best_from": self.best_from,
-                "policy": (r.policy or {}).get("name", "") if r is not None else "",
-                "labels": r.labels if r is not None else [],  # what the policy allowed it (uses-torch-compute)
-                "best_s": r.time_s if ok else None, "seed_s": None if self.rewritten_seed else _seconds(seed),
-                "seed_written_s": _seconds(self.seed_result),
-                "start_s": _seconds(seed) if self.rewritten_seed else None,
-                **{f"{name}_s": getattr(r, f"{name}_s") if r is not None else None for name in BASELINES},
-                **{f"speedup_vs_{name}": getattr(r, f"speedup_vs_{name}") if ok else None for name in BASELINES},
-                "speedup_vs_best": r.speedup_vs_best if ok else None, "best_baseline": r.best_baseline if ok else "",
-                "baseline_status": r.baseline_status if r is not None else {},
-                "sol_fraction": r.sol_fraction if ok else None, "timer": r.timer if r is not None else "",
-                "evaluations": self.evaluations, "llm_calls": (self.llm or {}).get("calls", 0),
-                "llm_cost_usd": (self.llm or {}).get("cost_usd", 0.0), "search_wall_s": self.search_wall_s,
-                "evaluations_per_hour": self.evaluations_per_hour,
-                "baseline_wall_s": self.baseline_wall_s, "seed_wall_s": self.seed_wall_s,
-                "timeouts": self.timeouts, "gpu_busy": self.gpu_busy, "stop_reason": self.stop_reason,
-                "infrastructure_failures": self.infrastructure_failures, "tuner": self.tuner,
-                "selection": (INTERPRETER_TIMES if r.timer == "interpreter" else "GPU time") if r is not None else "",
-                "baked_seeds": check.get("baked_seeds", []), "other_sizes": check.get("other_sizes") or None,
-                "other_sizes_tried": [t["id"] for t in check.get("tried", [])],
-                "other_sizes_failed": {t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
-                                       if t["status"] != "ok"},
-                "manifest": self.manifest,
-                "anytime": self.anytime}
 
     @property
-    def evaluations_per_hour(self) -> float | None:
-        """The search's rate (None before it ran): evaluator calls over its wall time, across resumes."""
-        return self.evaluations / self.search_wall_s * 3600 if self.search_wall_s else None
-
-    def time_text(self) -> str:
-        """The search's wall time and rate, with the one-off work before it apart."""
-        rate = f", {self.evaluations_per_hour:,.0f} evaluations/hour" if self.search_wall_s else ""
-        busy = f", GPU busy {self.gpu_busy:.0%}" if self.gpu_busy is not None else ""
-        timeouts = f", {self.timeouts} timed out" if self.timeouts else ""
-        return (f"search {self.search_wall_s:.1f} s{rate}{busy}{timeouts}; before it: baselines "
-                f"{self.baseline_wall_s:.1f} s, seeds {self.seed_wall_s:.1f} s")
-
-    def evaluations_text(self) -> str:
-        """Evaluator calls, distinct kernels, and the evaluations the infrastructure failed (when any)."""
-        failed = (f"; {self.infrastructure_failures} infrastructure failures (no verdict, not stored)"
-                  if self.infrastructure_failures else "")
-        return f"{self.evaluations} ({self.distinct_evaluations} distinct){failed}"
+    def ok(self) -> bool:
+        """Whether the run found a correct kernel (baked at the test sizes or not)."""
+        return self.status in (OK, full_size.BAKED)
 
     @property
-    def best_result(self) -> EvalResult | None:
-        return self.best.result if self.best is not None else None
+    def interpreter(self) -> bool:
+        return self.timer == INTERPRETER
+
+    def baseline_s(self, name: str) -> float | None:
+        return getattr(self, f"{name}_s")
+
+    def speedup(self, against: str) -> float | None:
+        """The best kernel's speed-up over a baseline, or over the fastest one (`best`)."""
+        return getattr(self, f"speedup_vs_{against}")
 
     @property
-    def best_file(self) -> Path:
-        return self.run_dir / BEST_KERNEL_FILE
+    def seed_speedup(self) -> float | None:
+        """The best kernel's speed-up over the seed as written."""
+        return self.seed_written_s / self.best_s if self.seed_written_s and self.best_s else None
 
-    def table(self) -> str:
-        r = self.best_result
-        if r is None or not r.ok:
-            return "no correct kernel was found"
-        if r.timer == "interpreter":  # wall-clock noise of the CPU interpreter: times to compare, never speed-ups
-            baked = " at the test sizes only: baked there" if full_size.baked(self.sizes_check) else ""
-            rows = [("best kernel", f"correct ({r.trials_passed}/{r.trials} trials){baked}"),
-                    (f"best kernel time ({INTERPRETER_TIMES})", format_seconds(r.time_s)),
-                    *self.seed_rows(f"{INTERPRETER_TIMES}, "),
-                    ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)"),
-                    *full_size.rows(self.sizes_check)]
-        else:
-            rows = [("best kernel time", format_seconds(r.time_s)),
-                    *self.seed_rows(),
-                    ("speed-up vs seed (as written)", _ratio(self.seed_result, r)),
-                    *speedup_rows(r.to_dict()),
-                    ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
-        rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
-                 ("best kernel descends from", self.best_from or "?"),
-                 ("precision policy", r.policy.get("name", "?")),
-                 ("evaluations", self.evaluations_text()),
-                 ("stopped because", self.stop_reason), ("time", self.time_text()),
-                 ("best kernel file", str(self.best_file)),
-                 ("tuning", self.tuner or "?"), ("tuning studies", f"optuna-dashboard {self.optuna_url}"),
-                 ("measured with", manifest_line(self.manifest))]
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+    @property
+    def tuned_seed_s(self) -> float | None:
+        """The kernel the search started from, tuned: the seed, or the initialiser's rewrite of it."""
+        return self.start_s if self.seed_rewritten_by else self.seed_s
 
-    def seed_rows(self, clock: str = "") -> list[tuple[str, str]]:
-        """The seed's times as written and tuned; with the seed rewritten by the initialiser, the seed as written
-        and the rewrite (the starting kernel) tuned."""
-        tuned = (f"starting kernel time ({clock}the {self.seed_operator}'s rewrite of the seed, tuned)"
-                 if self.rewritten_seed else f"seed kernel time ({clock}tuned)")
-        return [(f"seed kernel time ({clock}as written" + (f", {self.rewritten_seed}" if self.rewritten_seed else "")
-                 + ")", _time(self.seed_result)), (tuned, _time(self.tuned_seed_result))]
+    # JSON -------------------------------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "a run's summary") -> "RunOutcome":
+        """The record of `data` (summary.json's fields; an older run's lacks some); ValueError naming the keys of
+        another version."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{where} has fields this kernelevo version does not know ({', '.join(unknown)}): it "
+                             f"was written by a newer version; read it with that version or run the run again")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "a run's summary") -> "RunOutcome":
+        return cls.from_dict(json.loads(text), where)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> "RunOutcome":
+        path = Path(run_dir) / SUMMARY_FILE
+        return cls.from_json(path.read_text(), str(path))
+
+    def write(self, run_dir: Path) -> Path:
+        path = Path(run_dir) / SUMMARY_FILE
+        path.write_text(self.to_json())
+        return path
 
 
 def _seconds(result: EvalResult | None) -> float | None:
     return result.time_s if result is not None and result.ok else None
 
 
-def _time(result: EvalResult | None) -> str:
-    return format_seconds(result.time_s) if result is not None and result.ok else "n/a"
+def outcome_of(best: Individual | None, seed_written: EvalResult | None, tuned_seed: EvalResult | None,
+               seed_operator: str, rewritten_seed: str = "", sizes_check: dict | None = None, **spent) -> RunOutcome:
+    """The record of a run whose best kernel is `best`, its seed's verdicts as written and tuned, what made the
+    seed (and, when the initialiser rewrote it, what made the seed it rewrote), and `spent`: the record's other
+    fields (evaluations, stop_reason, ...)."""
+    r = best.result if best is not None else None
+    first = r or tuned_seed  # the problem, device and timer, from the seed when there is no best
+    ok = r is not None and r.ok
+    check = sizes_check or {}
+    return RunOutcome(
+        status=(full_size.BAKED if full_size.baked(check) else OK) if ok else (r.status if r is not None
+                                                                                 else NO_KERNEL),
+        reason=first.reason if first is not None and not ok else "", problem=first.problem if first else "",
+        sizes=first.sizes if first else {}, device=first.device if first else "",
+        hardware_profile=first.hardware_profile if first else "", timer=first.timer if first else "",
+        selection=(INTERPRETER_TIMES if r.timer == INTERPRETER else "GPU time") if r is not None else "",
+        seed=rewritten_seed or seed_operator, seed_rewritten_by=seed_operator if rewritten_seed else "",
+        best_id=best.id if best is not None else "", policy=(r.policy or {}).get("name", "") if r else "",
+        labels=r.labels if r is not None else [], trials=r.trials if r else None,
+        trials_passed=r.trials_passed if r else None, best_s=r.time_s if ok else None,
+        seed_s=None if rewritten_seed else _seconds(tuned_seed), seed_written_s=_seconds(seed_written),
+        start_s=_seconds(tuned_seed) if rewritten_seed else None,
+        **{f"{name}_s": getattr(r, f"{name}_s") if r is not None else None for name in BASELINES},
+        **{f"speedup_vs_{name}": getattr(r, f"speedup_vs_{name}") if ok else None for name in (*BASELINES, "best")},
+        best_baseline=r.best_baseline if ok else "", baseline_status=r.baseline_status if r is not None else {},
+        sol_fraction=r.sol_fraction if ok else None, sizes_check=sizes_check,
+        baked_seeds=check.get("baked_seeds", []), other_sizes=check.get("other_sizes") or None,
+        other_sizes_tried=[t["id"] for t in check.get("tried", [])],
+        other_sizes_failed={t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])
+                            if t["status"] != "ok"}, **spent)
 
 
-def _ratio(base: EvalResult | None, best: EvalResult) -> str:
-    return f"{base.time_s / best.time_s:.2f}x" if base is not None and base.ok else "n/a"
-
-
-def summarise(store: RunStore, state: dict) -> RunSummary:
-    fastest = state["hall_of_fame"][0] if state.get("hall_of_fame") else None
+def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str = "",
+              gpu_busy: float | None = None, search_window: tuple = ()) -> RunOutcome:
+    """The outcome of the run in `store` as of `checkpoint` (its hall of fame and search time)."""
+    fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
     check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
     best = store.individual((check or {}).get("kept") or fastest) if fastest else None  # other sizes too
     seed, rewritten = store.individual("0.0"), store.get_meta(REWRITTEN_SEED) or {}
     seed_as_written = store.evaluation(rewritten.get("key") or evaluation_key(seed.genome.source)) if seed else None
-    return RunSummary(store.run_dir, best, seed_as_written, seed.result if seed else None,
-                      state.get("stop_reason", ""), store.evaluation_count(), store.distinct_evaluation_count(),
-                      state.get("elapsed_s", 0.0), store.get_meta("baseline_wall_s", 0.0),
-                      seed_wall_s=store.get_meta("seed_wall_s", 0.0),
-                      timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
-                      seed_operator=seed.operator if seed else "", best_from=descends_from(store, best),
-                      llm=store.llm_totals(), optuna_url=store.optuna_url,
-                      infrastructure_failures=store.infrastructure_failures(),
-                      tuner=run_tuner(store.get_meta("config") or {}), sizes_check=check,
-                      manifest=store.get_meta("manifest"), anytime=run_curve(store),
-                      rewritten_seed=rewritten.get("made_by", ""))
+    search_s = checkpoint.elapsed_s if checkpoint is not None else 0.0
+    llm, evaluations = store.llm_totals(), store.evaluation_count()
+    return outcome_of(
+        best, seed_as_written, seed.result if seed else None, seed.operator if seed else "",
+        rewritten.get("made_by", ""), check, best_from=descends_from(store, best),
+        best_file=str(store.run_dir / BEST_KERNEL_FILE) if best is not None else "",
+        evaluations=evaluations, distinct_evaluations=store.distinct_evaluation_count(),
+        infrastructure_failures=store.infrastructure_failures(),
+        timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
+        llm_calls=llm["calls"], llm_cost_usd=llm["cost_usd"], search_wall_s=search_s,
+        evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
+        baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
+        search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
+        tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
+        manifest=store.get_meta("manifest"), anytime=run_curve(store))
 
 
 def run_tuner(config: dict) -> str:

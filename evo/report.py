@@ -20,17 +20,18 @@ from evo import full_size
 from evo.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.page import figure_png, pyplot
 from evo.manifest import manifest_rows
-from evo.outcome import RunSummary, summarise
+from evo.console import evaluations_text, seed_rows
+from evo.outcome import REWRITTEN_SEED, RunOutcome, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
 from fitness.genome import evaluation_key
 from fitness.individual import Individual
-from fitness.result import EvalResult, format_seconds, labels_text
+from fitness.formatting import DASH, NA, percent, ratio, seconds, speedup
+from fitness.result import EvalResult, labels_text
 
 HTML_FILE = "report.html"
 REPORT_FILE = "report.md"
 PLOT_FILE = "fitness.png"
-INTERPRETER = "interpreter"
 
 
 @dataclass
@@ -72,58 +73,50 @@ LLM_HEADER = ("role", "model", "requests", "cache replays", "prompt tokens", "co
 POLICY_HEADER = ("dtype", "atol", "rtol", "max relative L2 error")
 
 
-def _t(seconds) -> str:
-    return "-" if seconds is None or not math.isfinite(seconds) else format_seconds(seconds)
+def _t(value) -> str:
+    return seconds(value, DASH)
 
 
 def _time(result: EvalResult | None) -> str:
-    return format_seconds(result.time_s) if result is not None and result.ok else "n/a"
+    return seconds(result.time_s) if result is not None and result.ok else NA
 
 
-def _x(value) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
-
-
-def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
-    """The summary table: the figures of summary.json (with the seed as written), each with its label."""
-    r = s.best_result or s.tuned_seed_result
-    if r is None:
+def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
+    """The summary table: the figures of the run's outcome (summary.json), each with its label."""
+    if not o.timer:
         return [("best kernel", "none: no individual was evaluated")]
-    rows = [("problem", f"{r.problem} {r.sizes or ''}".strip()),
-            ("device / hardware profile / timer", f"{r.device} / {r.hardware_profile} / {r.timer}")]
-    if not (s.best_result and s.best_result.ok):
-        rows.append(("best kernel", f"no correct kernel ({r.status}: {r.reason[:300]})"))
-    elif r.timer == INTERPRETER:
-        baked = "; at the test sizes only: baked there" if full_size.baked(s.sizes_check) else ""
+    rows = [("problem", f"{o.problem} {o.sizes or ''}".strip()),
+            ("device / hardware profile / timer", f"{o.device} / {o.hardware_profile} / {o.timer}")]
+    if not o.ok:
+        rows.append(("best kernel", f"no correct kernel ({o.status}: {o.reason[:300]})"))
+    elif o.interpreter:
+        baked = "; at the test sizes only: baked there" if full_size.baked(o.sizes_check) else ""
         rows += [("best kernel", "correct (Triton's CPU interpreter: wall-clock times below are the interpreter's, "
                                  f"not kernel speed; no speed-ups){baked}"),
-                 ("best kernel, interpreter wall-clock", format_seconds(r.time_s)),
-                 *s.seed_rows("interpreter wall-clock, "), *full_size.rows(s.sizes_check)]
+                 ("best kernel, interpreter wall-clock", seconds(o.best_s)),
+                 *seed_rows(o, "interpreter wall-clock, "), *full_size.rows(o.sizes_check)]
     else:
-        seed = s.seed_result
-        rows += [("best kernel time", format_seconds(r.time_s)),
-                 *s.seed_rows(),
-                 ("speed-up vs seed (as written)", _x(seed.time_s / r.time_s if seed and seed.ok else None)),
-                 *baseline_time_rows(r), *speedup_rows(r.to_dict()),
-                 ("fraction of speed of light", "n/a" if r.sol_fraction is None else f"{r.sol_fraction:.1%}")]
-    llm = s.llm or {}
-    rows += [*([("labels", labels_text(r.labels))] if r.labels else []),
-             ("precision policy", r.policy.get("name", "?")),
-             ("seed from", (f"{s.rewritten_seed}, rewritten by the {s.seed_operator}" if s.rewritten_seed
-                            else s.seed_operator) or "?"),
-             ("best kernel descends from", s.best_from or "?"),
-             ("evaluations", s.evaluations_text()),
-             ("LLM calls / cost", f"{llm.get('calls', 0)} / ${llm.get('cost_usd', 0.0):.4f}"),
-             ("search wall time", f"{s.search_wall_s:.1f} s"), ("tuning", s.tuner or "?"),
-             ("stopped because", s.stop_reason or "-"),
-             ("best kernel file", str(s.best_file))]
+        rows += [("best kernel time", seconds(o.best_s)), *seed_rows(o),
+                 ("speed-up vs seed (as written)", speedup(o.seed_speedup, NA)),
+                 *baseline_time_rows(o), *speedup_rows(vars(o)),
+                 ("fraction of speed of light", percent(o.sol_fraction, 1, NA))]
+    rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
+             ("precision policy", o.policy or "?"),
+             ("seed from", (f"{o.seed}, rewritten by the {o.seed_rewritten_by}" if o.seed_rewritten_by
+                            else o.seed) or "?"),
+             ("best kernel descends from", o.best_from or "?"),
+             ("evaluations", evaluations_text(o)),
+             ("LLM calls / cost", f"{o.llm_calls} / ${o.llm_cost_usd:.4f}"),
+             ("search wall time", f"{o.search_wall_s or 0.0:.1f} s"), ("tuning", o.tuner or "?"),
+             ("stopped because", o.stop_reason or "-"),
+             ("best kernel file", o.best_file)]
     return rows
 
 
-def baseline_time_rows(r: EvalResult) -> list[tuple[str, str]]:
+def baseline_time_rows(o: RunOutcome) -> list[tuple[str, str]]:
     """Each baseline's time, or why there is none (not measured, failed, too slow to compile)."""
-    return [(f"{LABELS[name]} time", _t(getattr(r, f"{name}_s")) if getattr(r, f"{name}_s") is not None
-             else speedup_text(None, r.baseline_status.get(name))) for name in BASELINES]
+    return [(f"{LABELS[name]} time", _t(o.baseline_s(name)) if o.baseline_s(name) is not None
+             else speedup_text(None, o.baseline_status.get(name))) for name in BASELINES]
 
 
 def _edge(child: Individual, parent: Individual, interpreter: bool) -> str:
@@ -131,9 +124,9 @@ def _edge(child: Individual, parent: Individual, interpreter: bool) -> str:
     if not (child.ok and parent.ok):
         change = f"{parent.status} -> {child.status}"
     elif interpreter:
-        change = f"interpreter wall-clock {format_seconds(parent.time_s)} -> {format_seconds(child.time_s)}"
+        change = f"interpreter wall-clock {seconds(parent.time_s)} -> {seconds(child.time_s)}"
     else:
-        change = f"{parent.time_s / child.time_s:.2f}x"
+        change = ratio(parent.time_s, child.time_s)
     return f"{child.operator}, {change}"
 
 
@@ -216,21 +209,20 @@ def collect(store: RunStore) -> RunReport:
     state = store.latest_checkpoint()
     if state is None:
         raise ValueError(f"{store.run_dir}: the run has no finished generation yet; nothing to report")
-    state["stop_reason"] = store.get_meta("stop_reason", "")
-    summary = summarise(store, state)
+    summary = summarise(store, state, store.get_meta("stop_reason", ""))
     individuals = store.individuals()
     by_id = {ind.id: ind for ind in individuals}
-    first = summary.best_result or summary.tuned_seed_result
-    interpreter = first is not None and first.timer == INTERPRETER
+    best, seed = store.individual(summary.best_id) if summary.best_id else None, by_id.get("0.0")
+    first = best.result if best is not None else (seed.result if seed is not None else None)
+    interpreter = summary.interpreter
     label = " (interpreter wall-clock)" if interpreter else ""
     generations = [[r["gen"], r["nevals"], r["evaluations"], _t(r["best"]) + label, _t(r["median"]) + label,
-                    r["correct"]] for r in state["logbook"]]
-    best, seed = summary.best, by_id.get("0.0")
+                    r["correct"]] for r in state.logbook]
     diff = []
     if best is not None and seed is not None:
         diff = list(difflib.unified_diff(seed.genome.source.splitlines(), best.genome.rendered().splitlines(),
                                          "starting kernel 0.0 (the initialiser's rewrite of the seed)" if
-                                         summary.rewritten_seed else "seed (as written)", f"best kernel ({best.id})",
+                                         summary.seed_rewritten_by else "seed (as written)", f"best kernel ({best.id})",
                                          lineterm=""))
     tolerances, facts = policy_rows(first.policy if first is not None else {})
     llm = [[u["role"] or "-", u["model"] or "-", u["calls"], u["cached"], u["prompt_tokens"],
@@ -238,15 +230,16 @@ def collect(store: RunStore) -> RunReport:
     problem = first.problem if first is not None else "?"
     as_written = {ind.id: store.evaluation(evaluation_key(ind.genome.source)) for ind in individuals
                   if not ind.parents}  # each root's own time as written; the rewritten seed's under "seed"
-    as_written["seed"] = summary.seed_result
-    lineage = (lineage_tree(best, by_id, as_written, interpreter, summary.rewritten_seed) if best is not None
-               else None)
+    as_written["seed"] = store.evaluation(store.get_meta(REWRITTEN_SEED)["key"]) if summary.seed_rewritten_by \
+        else None
+    lineage = (lineage_tree(best, by_id, as_written, interpreter, summary.seed if summary.seed_rewritten_by else "")
+               if best is not None else None)
     return RunReport(title=f"kernelevo run: {problem} ({store.run_dir.name})", run_dir=store.run_dir,
                      interpreter=interpreter, summary=summary_rows(summary), generations=generations,
                      lineage=lineage, diff=diff,
                      operators=operator_rows(individuals), llm=llm, policy=tolerances, policy_facts=facts,
                      statuses=Counter(r.status for r in store.evaluations().values()),
-                     plot_png=plot_fitness(state["logbook"], individuals, interpreter),
+                     plot_png=plot_fitness(state.logbook, individuals, interpreter),
                      prompt_sizes=store.prompt_sizes(), profiles=store.profiles(),
                      manifest=manifest_rows(summary.manifest), anytime=summary.anytime,
                      anytime_png=plot_anytime([("", summary.anytime)], "best speed-up so far")

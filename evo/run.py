@@ -1,14 +1,13 @@
-"""A run, from a composed config: run store -> evaluation pool -> tuner -> operators -> search -> summary.
+"""A run, wired from a composed config: run store -> evaluation pool -> tuner -> operators -> seeds -> search ->
+outcome.
 
-``execute`` runs the search stored in a run directory: a new run, or (with the config ``resume_config`` reads back
-from the store, its budgets changed as asked) a resumed one. It prints one line per generation and, at the end, the
-best kernel's figures and where its file is. The outcome it ends with (``RunSummary``, ``summary.json``) lives in
-``evo.outcome``.
+``execute`` runs the search stored in a run directory: a new run, or (with the config
+``kernelevo.resuming.resume_config`` reads back from the store, its budgets changed as asked) a resumed one. The
+seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the outcome it ends with
+(``RunOutcome``, ``summary.json``), by ``evo.outcome``.
 """
 from __future__ import annotations
 
-import json
-import math
 import time
 from functools import partial
 from pathlib import Path
@@ -19,23 +18,20 @@ from omegaconf import DictConfig, OmegaConf
 
 from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
+from evo.console import print_generation, start_line, table
 from evo.manifest import run_manifest
-from evo.outcome import INTERPRETER_TIMES, REWRITTEN_SEED, SUMMARY_FILE, RunSummary, summarise
+from evo.outcome import INTERPRETER_TIMES, RunOutcome, summarise
 from evo.progress import Progress
 from evo.report import write_report
-from conf.schema import run_config
-from evo.search import GenerationReport, Search, SearchSettings
+from evo.search import Search, SearchSettings
+from evo.seeding import make_seeds
 from evo.store import RunStore
 from evo.tuner import Tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
-from fitness.genome import Genome, evaluation_key
-from fitness.problem import INDUCTOR
-from fitness.result import EvalResult, format_seconds
-from operators.base import CURRENT_CHILD, ChildUsage
-from operators.inductor_seed import variants_from_config
+from operators.base import CURRENT_CHILD
 
-LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # fitness.backend null (a run saved before it existed)
+LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
 
 
 def evaluation_backend(cfg: DictConfig):
@@ -100,52 +96,6 @@ def _record_prompt(store: RunStore, role: str, chars: int, parts: dict) -> None:
     store.add_prompt(role, chars, parts, child.id if child else None)
 
 
-def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[tuple[Genome, str]]:
-    """Generation 0's genomes and who made each, the seed first. The seed: torch.compile's kernels with
-    problem.seed=inductor or when the problem has no seed of its own (then also one seed per variant of Inductor's
-    options, ``inductor.variants``, that writes other kernels), else the problem's seed. With an LLM team,
-    ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
-    rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is."""
-    evaluator = service.evaluators[0]
-    mode = cfg.llm.initialise if team is not None else False  # checked by check_run_config
-    if mode is True:
-        return [(Genome.from_source(_initialise(team)), "initialiser")]
-    if cfg.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
-        captured = evaluator.inductor_seeds(run_dir, variants_from_config(cfg))
-        (made_by, source), others = next(iter(captured.items())), list(captured.items())[1:]
-    else:
-        (source, made_by), others = (evaluator.problem.seed_source(), "seed"), []
-    if mode == "from_seed":
-        origin = "torch.compile's Triton, converted" if made_by == INDUCTOR else "the problem's seed kernel"
-        measured = service.evaluate(source, label=made_by)[1]  # the starting kernel's figures, for the initialiser
-        rewrite = _initialise(team, source, origin, measured)
-        check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
-        if check.ok:  # the starting kernel is the rewrite; the seed, what made it and its time, stay on record
-            service.store.set_meta(REWRITTEN_SEED, {"made_by": made_by, "key": evaluation_key(source)})
-            source, made_by = rewrite, "initialiser"
-        else:
-            print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
-                  f"{check.reason[:300]}); starting from the seed ({made_by})", flush=True)
-    return [(Genome.from_source(source), made_by)] + [(Genome.from_source(s), by) for by, s in others]
-
-
-def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalResult | None = None) -> str:
-    token = CURRENT_CHILD.set(ChildUsage("0.0"))  # the initialiser's calls are charged to generation 0's seed
-    try:
-        return team.initialise(seed, origin, measured)
-    finally:
-        CURRENT_CHILD.reset(token)
-
-
-def print_generation(report: GenerationReport, interpreter: bool = False) -> None:
-    best = "n/a" if math.isinf(report.best_s) else format_seconds(report.best_s)
-    median = "n/a" if math.isinf(report.median_s) else format_seconds(report.median_s)
-    mark = " *" if report.improved else ""
-    label = f"{INTERPRETER_TIMES}: " if interpreter else ""
-    print(f"[kernelevo] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
-          f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
-
-
 def measure_baselines(service: EvaluationService, store: RunStore) -> None:
     """On a GPU, time the baselines (``fitness.baselines``) once before the search starts, so no evaluation waits
     for them and the search's figures (evaluations per hour, GPU busy) exclude them."""
@@ -177,8 +127,9 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     return settings, operators
 
 
-def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
-    """Run or resume the search stored in run_dir, print progress and the summary, write the best kernel."""
+def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
+    """Run or resume the search stored in run_dir, print progress and the outcome, write the best kernel, the
+    outcome (summary.json) and the report."""
     settings, operators = check_run_config(cfg)  # bad config fails before anything starts
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
@@ -187,74 +138,52 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunSummary:
         tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **tuner_options(cfg.search.tuner))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
-        memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
-        print(f"[kernelevo] {evaluator.describe()}; {service.parallel} evaluations{memory} and "
-              f"{settings.children_in_flight} children in flight; run dir {run_dir}", flush=True)
+        print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir), flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
-        seeding = time.perf_counter()
-        seeds = seed_genomes(cfg, team, service, run_dir)
-        if store.get_meta("seed_wall_s") is None:  # the first call's: a resume makes them again from caches
-            store.set_meta("seed_wall_s", time.perf_counter() - seeding)
-        interpreter = not evaluator.on_gpu
-        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [by for _, by in seeds]) if interpreter else None
-        if sizes_check is not None:
-            print(sizes_check.start_line(), flush=True)
-        search = Search(seeds, operators, tuner, store, settings, partial(print_generation, interpreter=interpreter),
+        seeds = make_seeds(cfg, team, service, run_dir)
+        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [s.made_by for s in seeds]) if not evaluator.on_gpu \
+            else None
+        search = Search(seeds, operators, tuner, store, settings,
+                        partial(print_generation, interpreter=not evaluator.on_gpu),
                         selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
-        started = time.time()
-        with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
-                      time_label=INTERPRETER_TIMES if interpreter else "") as progress:
-            state = search.run()
-        window = (started, time.time())
-        busy = progress.sampler.busy(*window) if progress.sampler is not None else None
+        stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))
     finally:
         if tuner is not None:
             tuner.close()
         service.close()
-    if sizes_check is not None:
-        sizes_check.judge(store, state, service.parallel)  # the best must run at other sizes than the test sizes
-    summary = summarise(store, state)
-    summary.search_window, summary.gpu_busy = window, busy
-    if summary.best is not None:
-        summary.best_file.write_text(full_size.flagged(summary.best.genome.rendered(), summary.sizes_check))
-    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary.record(), indent=1) + "\n")
-    store.close()
-    print(summary.table(), flush=True)
-
+    outcome = conclude(store, stop_reason, busy, window, sizes_check, service.parallel)
+    print(table(outcome), flush=True)
     print(f"  report: {write_report(run_dir)}", flush=True)
-    return summary
+    return outcome
 
 
-def saved_config(run_dir: Path) -> DictConfig:
-    """The config a run was started with (or last resumed with), from its store."""
-    store = RunStore(run_dir, create=False)
-    config = store.get_meta("config")
+def run_search(search: Search, service: EvaluationService, store: RunStore, settings: SearchSettings,
+               sizes_check: full_size.SizesCheck | None) -> tuple[str, tuple, float | None]:
+    """Run the search with its progress shown: why it stopped, its (start, end) wall-clock times and the share of
+    them its GPUs were busy (None: not sampled). `sizes_check`: on the interpreter, its plan (None on a GPU)."""
+    if sizes_check is not None:
+        print(sizes_check.start_line(), flush=True)
+    started = time.time()
+    with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
+                  time_label=INTERPRETER_TIMES if sizes_check is not None else "") as progress:
+        stop_reason = search.run()["stop_reason"]
+    window = (started, time.time())
+    return stop_reason, window, progress.sampler.busy(*window) if progress.sampler is not None else None
+
+
+def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tuple,
+             sizes_check: full_size.SizesCheck | None, parallel: int) -> RunOutcome:
+    """The run's outcome, after the best is judged at other sizes (on the interpreter): written as summary.json,
+    with the best kernel's file; closes the store."""
+    checkpoint = store.latest_checkpoint()
+    if sizes_check is not None:
+        sizes_check.judge(store, checkpoint, parallel)  # the best must run at other sizes than the test sizes
+    outcome = summarise(store, checkpoint, stop_reason, busy, window)
+    if outcome.best_id:
+        best = store.individual(outcome.best_id).genome.rendered()
+        Path(outcome.best_file).write_text(full_size.flagged(best, outcome.sizes_check))
+    outcome.write(store.run_dir)
     store.close()
-    if config is None:
-        raise ValueError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")
-    if "sampler" not in (config.get("search") or {}).get("tuner", {"sampler": None}):  # its tuner would change
-        raise ValueError(f"{run_dir}: the run was saved before search.tuner.sampler and warm_start existed: start a "
-                         f"new run")
-    return run_config(config)
-
-
-def resume_config(run_dir: Path, changes: dict) -> DictConfig:
-    """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied; prints the
-    checkpoint the run resumes from and what changed."""
-    cfg = saved_config(run_dir)
-    store = RunStore(run_dir, create=False)
-    checkpoint, calls = store.latest_checkpoint(), store.evaluation_count()
-    store.close()
-    changed = []
-    for key, value in changes.items():
-        before = OmegaConf.select(cfg, key, default=None)
-        if before != value:
-            OmegaConf.update(cfg, key, value, force_add=True)
-            changed.append(f"{key} {before} -> {value}")
-    where = (f"its checkpoint of generation {checkpoint['generation']}" if checkpoint is not None
-             else "the start (no generation was finished)")
-    print(f"[kernelevo] resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not repeated)"
-          + (f"; {', '.join(changed)}" if changed else ""), flush=True)
-    return cfg
+    return outcome

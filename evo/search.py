@@ -25,6 +25,8 @@ from random import Random
 
 from deap import tools
 
+from evo import stopping
+from evo.checkpoint import Checkpoint
 from evo.loop import LoopPieces, steady_state, window_start
 from evo.selection import DistinctParents, Tournament
 from evo.settings import Budget, SearchSettings  # noqa: F401 (Budget: callers import it from here)
@@ -212,58 +214,47 @@ class Search:
     def _ended(self, n: int) -> str:
         """Why the search ends before child n, from the state folded so far (the same whatever the timing); or, at
         once, an operator that cannot go on: the children not folded yet are dropped, a resume makes them again."""
-        budget, state = self.settings.budget, self._state
         if self._gone:
             return self._gone
-        if self._id(n)[0] > budget.generations:  # generation 0 is the seed
-            return f"{budget.generations} generations done"
-        if budget.patience is not None and state["stale"] >= budget.patience and state["generation"] > 0:
-            return f"no improvement for {budget.patience} generations"
-        return ""
+        stops = stopping.ended(self.settings.budget, self._id(n)[0], self._state["generation"], self._state["stale"])
+        return stops[0].reason if stops else ""
 
     def _spent(self) -> str:
         """Which resource budget is spent: no child starts any more."""
-        budget = self.settings.budget
         if self._exhausted:
             return f"operator budget spent: {self._exhausted}"
-        if budget.max_evaluations is not None and self.store.evaluation_count() >= budget.max_evaluations:
-            return f"evaluation budget of {budget.max_evaluations} spent"
-        if budget.max_gpu_s is not None and self.store.evaluation_seconds() >= budget.max_gpu_s:
-            return f"evaluation-seconds budget of {budget.max_gpu_s:g} s spent"
-        if budget.wall_time_s is not None and self._elapsed() >= budget.wall_time_s:
-            return f"wall-time budget of {budget.wall_time_s:g} s spent"
-        return ""
+        stops = stopping.spent(self.settings.budget, self.store, self._elapsed())
+        return stops[0].reason if stops else ""
 
     # the run ---------------------------------------------------------------------------------------------------
-    def _restore(self, state: dict) -> int:
+    def _restore(self, state: Checkpoint) -> int:
         """The checkpoint's state (nothing folded after it); returns how many children it holds."""
         per = self.settings.per_generation
-        folded = state.get("children", state["generation"] * per)  # a checkpoint of before steady state: whole
-        by_id = {ind.id: ind for ind in self.store.individuals()}  # generations
+        folded = state.folded(per)
+        by_id = {ind.id: ind for ind in self.store.individuals()}
 
         def index(ind: Individual) -> int:
             return -1 if ind.generation == 0 else (ind.generation - 1) * per + int(ind.id.split(".")[1])
 
         self.archive = sorted((ind for ind in by_id.values() if index(ind) < folded), key=index)
-        self.hall_of_fame.update([by_id[i] for i in state["hall_of_fame"]])
-        for entry in state["logbook"]:
+        self.hall_of_fame.update([by_id[i] for i in state.hall_of_fame])
+        for entry in state.logbook:
             self.logbook.record(**entry)
-        self.islands = [[by_id[i] for i in island] for island in state["islands"]]
+        self.islands = [[by_id[i] for i in island] for island in state.islands]
         archive_len = {c: sum(1 for ind in self.archive if index(ind) < c) for c in
                        range(window_start(folded, self.settings.window), folded + 1)}
-        snapshots = state.get("snapshots", {})
         for count, length in archive_len.items():
-            islands = snapshots.get(str(count), state["islands"])
+            islands = state.snapshots.get(str(count), state.islands)
             self._snapshots[count] = ([[by_id[i] for i in island] for island in islands], length)
-        self._settled = {key: -1 for key in state["seen"]}
-        self._tuned_at = dict(state.get("tuned_at", {}))
-        self.generation, self.best_s = state["generation"], state["best_s"]
+        self._settled = {key: -1 for key in state.seen}
+        self._tuned_at = dict(state.tuned_at)
+        self.generation, self.best_s = state.generation, state.best_s
         return folded
 
     def run(self) -> dict:
         """Run (or resume) to the end of the budget; returns the final state."""
         state = self.store.latest_checkpoint()
-        self._resumed_elapsed = state["elapsed_s"] if state else 0.0
+        self._resumed_elapsed = state.elapsed_s if state else 0.0
         self._started = time.perf_counter()
         if self.settings.budget.wall_time_s is not None:  # work not begun by then is cut, never judged
             self._cut_at(self._started + self.settings.budget.wall_time_s - self._resumed_elapsed)
@@ -280,7 +271,7 @@ class Search:
                 folded = 0
                 self._snapshots[0] = ([list(island) for island in self.islands], len(self.archive))
             else:
-                self._state = {**state, "offspring": 0}
+                self._state = {**state.to_dict(), "offspring": 0}
                 folded = self._restore(state)
             pieces = LoopPieces(start=self._start, fold=self._fold, ended=self._ended, spent=self._spent)
             stop = steady_state(pieces, folded, self.settings.children_in_flight, self.settings.window)
@@ -336,7 +327,7 @@ class Search:
             hall_of_fame=[ind.id for ind in self.hall_of_fame],
             snapshots={str(c): [[ind.id for ind in island] for island in self._snapshots[c][0]]
                        for c in window if c in self._snapshots})
-        self.store.save_checkpoint(generation, {k: v for k, v in self._state.items() if k != "offspring"})
+        self.store.save_checkpoint(Checkpoint.from_dict(self._state))
 
 
 def _one_per_kernel(individuals: list) -> list:

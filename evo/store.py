@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from evo.checkpoint import Checkpoint
 from fitness.individual import Individual
 from fitness.result import EvalResult
 
@@ -211,13 +212,14 @@ class RunStore:
                                                                         "ORDER BY created")}
 
     # checkpoints -----------------------------------------------------------------------------------------------
-    def save_checkpoint(self, generation: int, state: dict) -> None:
+    def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Save the checkpoint under its generation (replacing one saved there before)."""
         self._write("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)",
-                    (generation, json.dumps(state, default=str), time.time()))
+                    (checkpoint.generation, checkpoint.to_json(), time.time()))
 
-    def latest_checkpoint(self) -> dict | None:
+    def latest_checkpoint(self) -> Checkpoint | None:
         rows = self._read("SELECT state FROM checkpoints ORDER BY generation DESC LIMIT 1")
-        return json.loads(rows[0][0]) if rows else None
+        return Checkpoint.from_json(rows[0][0]) if rows else None
 
     # llm calls -------------------------------------------------------------------------------------------------
     def add_llm_call(self, call: dict) -> None:

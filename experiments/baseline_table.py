@@ -26,6 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from fitness.formatting import microseconds, ratio  # noqa: E402
 
 
 def measure(path: str, policy: str, settings: dict, cache: Path) -> dict:
@@ -47,10 +48,6 @@ def measure(path: str, policy: str, settings: dict, cache: Path) -> dict:
             "best": best[0] if best else None, "notes": baseline.notes, "wall_s": time.time() - started}
 
 
-def _us(value) -> str:
-    return "-" if value is None else f"{value * 1e6:.1f}"
-
-
 def table(rows: list[dict], command: str, manifest: dict) -> str:
     from evo.manifest import manifest_rows
     from fitness.baselines import speedup_text
@@ -64,9 +61,9 @@ def table(rows: list[dict], command: str, manifest: dict) -> str:
         best = min(t for t in (e, c, m) if t) if any((e, c, m)) else None
         if c and m:
             ratios.append(c / m)
-        lines.append(f"| {Path(r['problem']).stem} | {_us(e)} | {_us(c)} | "
-                     f"{_us(m) if m else speedup_text(None, r['status'].get('max_autotune'))} | "
-                     f"{f'{c / m:.2f}x' if c and m else '-'} | {f'{e / best:.2f}x' if e and best else '-'} | "
+        lines.append(f"| {Path(r['problem']).stem} | {microseconds(e)} | {microseconds(c)} | "
+                     f"{microseconds(m) if m else speedup_text(None, r['status'].get('max_autotune'))} | "
+                     f"{ratio(c, m, '-')} | {ratio(e, best, '-')} | "
                      f"{r['best'] or '-'} | {r['status'].get('max_autotune', '-')} | {r['wall_s']:.0f} | "
                      f"{r.get('source', 'this script')} |")
     if ratios:

@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
+from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
 from fitness.policy import load_policy  # noqa: E402
 from fitness.problem import resolve_problem, suite_names  # noqa: E402
 from hardware_profiles import detect_profile  # noqa: E402
@@ -137,22 +138,15 @@ def run(args) -> None:
 
 
 # table ---------------------------------------------------------------------------------------------------------
-def _us(seconds) -> str:
-    return "–" if seconds is None else f"{seconds * 1e6:,.1f}"
-
-
-def _x(value, fmt="{:.2f}x") -> str:
-    return "–" if value is None else fmt.format(value)
-
-
 def problem_table(rows: list[dict]) -> list[str]:
     lines = ["| problem | status | seed (us) | eager (us) | compile (us) | vs eager | vs compile | speed of light (us) "
              "| SoL fraction | eval wall (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         walls = ", ".join(f"{w:.1f}" for w in r["eval_wall_s_all"])
-        lines.append(f"| {r['problem']} | {r['status']} | {_us(r['time_s'])} | {_us(r['eager_s'])} | "
-                     f"{_us(r['compile_s'])} | {_x(r['speedup_vs_eager'])} | {_x(r['speedup_vs_compile'])} | "
-                     f"{_us(r['sol_s'])} | {_x(r['sol_fraction'], '{:.1%}')} | {walls} |")
+        lines.append(f"| {r['problem']} | {r['status']} | {microseconds(r['time_s'])} | "
+                     f"{microseconds(r['eager_s'])} | {microseconds(r['compile_s'])} | "
+                     f"{speedup(r['speedup_vs_eager'])} | {speedup(r['speedup_vs_compile'])} | "
+                     f"{microseconds(r['sol_s'])} | {percent(r['sol_fraction'], 1)} | {walls} |")
     return lines
 
 
@@ -178,8 +172,9 @@ def table(paths: list[str]) -> str:
               "listed under eval wall; times are medians of CUDA-event timings with L2 flushed. "
               "Baselines (eager, torch.compile) are measured once per problem and excluded from eval wall.", ""]
     lines += problem_table(rows)
-    lines += ["", f"Geometric mean speed-up of the seeds: {_x(geomean([r['speedup_vs_eager'] for r in rows]))} "
-              f"vs eager, {_x(geomean([r['speedup_vs_compile'] for r in rows]))} vs torch.compile.",
+    lines += ["", "Geometric mean speed-up of the seeds: "
+              f"{speedup(geomean([r['speedup_vs_eager'] for r in rows]))} vs eager, "
+              f"{speedup(geomean([r['speedup_vs_compile'] for r in rows]))} vs torch.compile.",
               f"Evaluation wall time per candidate, warm worker (every evaluation after a problem's first, as in a "
               f"search): median {statistics.median(warm):.2f} s, max {max(warm):.2f} s over {len(warm)} evaluations; "
               f"the first evaluation of each problem, which waits for its worker's start-up: median "
@@ -198,8 +193,8 @@ def table(paths: list[str]) -> str:
                   + f"; range / median = {one['range_rel']:.2%}, coefficient of variation = {one['cv']:.2%}", ""]
     if guards:
         lines += ["## Guards on the GPU", "", "| case | status | reason | time (us) | rel L2 |", "|---|---|---|---|---|"]
-        lines += [f"| {g['case']} | {g['status']} | {g['reason'].replace('|', '/')} | {_us(g['time_s'])} | "
-                  f"{_x(g['rel_l2'], '{:.2e}')} |" for g in guards]
+        lines += [f"| {g['case']} | {g['status']} | {g['reason'].replace('|', '/')} | {microseconds(g['time_s'])} | "
+                  f"{number(g['rel_l2'], '{:.2e}')} |" for g in guards]
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
+from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
 
 BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
@@ -59,8 +60,8 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
         cfg = compose("config", overrides=[f"problem={name}", *BUDGET, *overrides])
     run_dir = root / name
     cpu_before, load_before = cpu_times(), os.getloadavg()[0]
-    summary = execute(cfg, run_dir)
-    start, end = summary.search_window
+    outcome = execute(cfg, run_dir)
+    start, end = outcome.search_window
     cpu_after = cpu_times()
     busy_cpu = (cpu_after[0] - cpu_before[0]) / max(cpu_after[1] - cpu_before[1], 1.0)
     store = RunStore(run_dir, create=False)
@@ -69,26 +70,34 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     under_lock = start_up_lock_of(store)
     store.close()
     wall = end - start
-    best, seed = summary.best_result, summary.seed_result
+    best = store_best(run_dir, outcome.best_id)
     children = config["search"].get("parallel") or config["search"]["lambda_"] * config["search"].get("islands", 1)
-    return {"problem": name, "status": best.status if best else "none", "wall_s": wall,
-            "baseline_wall_s": summary.baseline_wall_s,
-            "evaluations": summary.evaluations, "distinct": summary.distinct_evaluations,
-            "evals_per_hour": summary.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
+    return {"problem": name, "status": outcome.status, "wall_s": wall, "baseline_wall_s": outcome.baseline_wall_s,
+            "evaluations": outcome.evaluations, "distinct": outcome.distinct_evaluations,
+            "evals_per_hour": outcome.evaluations / wall * 3600, "gpu_busy": sampler.busy(start, end),
             "cpu_busy": busy_cpu, "load_average": os.getloadavg()[0], "load_average_before": load_before,
             "cores": os.cpu_count(), "children_in_flight": children, "evaluations_in_flight": config.get("parallel"),
             "phases_s": phase_medians(results),
             "start_up_under_lock": under_lock,
             "timeline": gpu_timeline(results, start, end, under_lock),
-            "best_s": best.time_s if best and best.ok else None,
-            "seed_s": seed.time_s if seed and seed.ok else None,  # the seed as written
-            "tuned_seed_s": summary.tuned_seed_result.time_s
-            if summary.tuned_seed_result and summary.tuned_seed_result.ok else None,
-            "eager_s": best.eager_s if best else None, "compile_s": best.compile_s if best else None,
-            "speedup_vs_eager": best.speedup_vs_eager if best else None,
-            "speedup_vs_compile": best.speedup_vs_compile if best else None,
-            "sol_fraction": best.sol_fraction if best else None, "stop_reason": summary.stop_reason,
-            "best_params": summary.best.genome.params if summary.best else None}
+            "best_s": outcome.best_s, "seed_s": outcome.seed_written_s,  # the seed as written
+            "tuned_seed_s": outcome.tuned_seed_s, "eager_s": outcome.eager_s, "compile_s": outcome.compile_s,
+            "speedup_vs_eager": outcome.speedup_vs_eager, "speedup_vs_compile": outcome.speedup_vs_compile,
+            "sol_fraction": outcome.sol_fraction, "stop_reason": outcome.stop_reason,
+            "best_params": best.genome.params if best else None}
+
+
+def store_best(run_dir: Path, best_id: str):
+    """The run's best individual (None: none)."""
+    from evo.store import RunStore
+
+    if not best_id:
+        return None
+    store = RunStore(run_dir, create=False)
+    try:
+        return store.individual(best_id)
+    finally:
+        store.close()
 
 
 def run(args) -> None:
@@ -118,31 +127,15 @@ def run(args) -> None:
         sampler.stop()
 
 
-def _x(value) -> str:
-    return "–" if value is None else f"{value:.2f}x"
-
-
 def _ratio(row: dict, seed_key: str) -> float | None:
     """How many times faster the best kernel is than the seed figure under seed_key."""
     seed, best = row.get(seed_key), row.get("best_s")
     return seed / best if seed and best else None
 
 
-def _pct(value) -> str:
-    return "–" if value is None else f"{value:.1%}"
-
-
 def _mean(values):
     values = [v for v in values if v is not None]
     return statistics.fmean(values) if values else None
-
-
-def _us(value) -> str:
-    return "–" if value is None else f"{value * 1e6:,.1f}"
-
-
-def _num(value, fmt: str = "{:.0f}") -> str:
-    return "–" if value is None else fmt.format(value)
 
 
 def table(paths: list[str]) -> str:
@@ -158,13 +151,14 @@ def table(paths: list[str]) -> str:
              "| baselines (s) | stopped |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        sol = "–" if r["sol_fraction"] is None else f"{r['sol_fraction']:.1%}"
-        flight = f"{_num(r.get('children_in_flight'), '{}')} / {_num(r.get('evaluations_in_flight'), '{}')}"
-        lines.append(f"| {r['problem']} | {_us(r['best_s'])} | {_us(r.get('seed_s'))} | {_x(_ratio(r, 'seed_s'))} | "
-                     f"{_x(r['speedup_vs_eager'])} | {_x(r['speedup_vs_compile'])} | {sol} | {r['evaluations']} | "
-                     f"{r['evals_per_hour']:.0f} | {flight} | {_pct(r['gpu_busy'])} | {_pct(r.get('cpu_busy'))} | "
-                     f"{_num(r.get('load_average'), '{:.1f}')} | {r['wall_s']:.0f} | "
-                     f"{_num(r.get('baseline_wall_s'), '{:.1f}')} | {r['stop_reason']} |")
+        sol = percent(r["sol_fraction"], 1)
+        flight = f"{number(r.get('children_in_flight'), '{}')} / {number(r.get('evaluations_in_flight'), '{}')}"
+        lines.append(f"| {r['problem']} | {microseconds(r['best_s'])} | {microseconds(r.get('seed_s'))} | "
+                     f"{speedup(_ratio(r, 'seed_s'))} | {speedup(r['speedup_vs_eager'])} | "
+                     f"{speedup(r['speedup_vs_compile'])} | {sol} | {r['evaluations']} | {r['evals_per_hour']:.0f} | "
+                     f"{flight} | {percent(r['gpu_busy'], 1)} | {percent(r.get('cpu_busy'), 1)} | "
+                     f"{number(r.get('load_average'), '{:.1f}')} | {r['wall_s']:.0f} | "
+                     f"{number(r.get('baseline_wall_s'), '{:.1f}')} | {r['stop_reason']} |")
 
     def geo(key_fn):
         values = [v for v in map(key_fn, rows) if v]
@@ -172,12 +166,14 @@ def table(paths: list[str]) -> str:
 
     beats = [r for r in rows if (_ratio(r, "seed_s") or 0) > 1.0]
     total_evals, total_wall = sum(r["evaluations"] for r in rows), sum(r["wall_s"] for r in rows)
-    lines += ["", f"Geometric means: {_x(geo(lambda r: _ratio(r, 'seed_s')))} vs seed as written, "
-              f"{_x(geo(lambda r: r['speedup_vs_eager']))} vs eager, {_x(geo(lambda r: r['speedup_vs_compile']))} vs "
+    lines += ["", f"Geometric means: {speedup(geo(lambda r: _ratio(r, 'seed_s')))} vs seed as written, "
+              f"{speedup(geo(lambda r: r['speedup_vs_eager']))} vs eager, "
+              f"{speedup(geo(lambda r: r['speedup_vs_compile']))} vs "
               f"torch.compile; faster than its seed as written on {len(beats)} of {len(rows)} problems. Over the "
               f"suite: {total_evals} evaluations in {total_wall:.0f} s of search = "
               f"{total_evals / max(total_wall, 1e-9) * 3600:,.0f} evaluations/hour; mean GPU busy "
-              f"{_pct(_mean([r['gpu_busy'] for r in rows]))}, mean CPU busy {_pct(_mean([r.get('cpu_busy') for r in rows]))}."]
+              f"{percent(_mean([r['gpu_busy'] for r in rows]), 1)}, mean CPU busy "
+              f"{percent(_mean([r.get('cpu_busy') for r in rows]), 1)}."]
     phased = [r for r in rows if r.get("phases_s")]
     if phased:
         names = [n for n in ("eval_wall", *PHASES) if any(n in r["phases_s"] for r in phased)]
@@ -185,7 +181,7 @@ def table(paths: list[str]) -> str:
         lines += ["", "Where an evaluation's time went (median seconds per evaluation, from each worker's phase "
                   "timer; `eval_wall` is the evaluator's wall time for one candidate):", "",
                   "| problem | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        lines += [f"| {r['problem']} | " + " | ".join(_num(r["phases_s"].get(n), "{:.2f}") for n in names) + " |"
+        lines += [f"| {r['problem']} | " + " | ".join(number(r["phases_s"].get(n), "{:.2f}") for n in names) + " |"
                   for r in phased]
     timed = [r for r in rows if r.get("timeline")]
     if timed:
@@ -194,8 +190,8 @@ def table(paths: list[str]) -> str:
                   "evaluations in flight, none on the GPU; no evaluation in flight), and the mean evaluations in "
                   "flight:", "", "| problem | " + " | ".join(STATES) + " | in flight (mean) |",
                   "|---|" + "---|" * (len(STATES) + 1)]
-        lines += [f"| {r['problem']} | " + " | ".join(_pct(r["timeline"].get(s)) for s in STATES) +
-                  f" | {_num(r['timeline'].get('in_flight_mean'), '{:.1f}')} |" for r in timed]
+        lines += [f"| {r['problem']} | " + " | ".join(percent(r["timeline"].get(s), 1) for s in STATES) +
+                  f" | {number(r['timeline'].get('in_flight_mean'), '{:.1f}')} |" for r in timed]
     return "\n".join(lines) + "\n"
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from fitness.formatting import microseconds, speedup  # noqa: E402
 
 
 def shrunk_spec(path: str, cap: int):
@@ -71,7 +72,8 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"| {Path(r['problem']).parent.name}/{Path(r['problem']).name} | {r['seed']} | "
                      f"{', '.join(r.get('library', [])) or '-'} | {r.get('policy', '-')} | {r.get('status', '-')} | "
-                     f"{_us(r.get('time_s'))} | {_us(r.get('compile_s'))} | {_x(r.get('vs_compile'))} | "
+                     f"{microseconds(r.get('time_s'))} | {microseconds(r.get('compile_s'))} | "
+                     f"{speedup(r.get('vs_compile'))} | "
                      f"{(r.get('why') or r.get('reason') or '').replace('|', '/')[:160]} |")
     converted = [r for r in rows if r["seed"] == "converted"]
     passed = [r for r in converted if r.get("status") == "ok"]
@@ -80,14 +82,6 @@ def table(rows: list[dict]) -> str:
               + (f"; {len(near)} of those within 5 % of torch.compile's time (or faster)." if any(
                   r.get("vs_compile") for r in passed) else ".")]
     return "\n".join(lines) + "\n"
-
-
-def _us(seconds) -> str:
-    return f"{seconds * 1e6:,.1f}" if seconds else "-"
-
-
-def _x(ratio) -> str:
-    return f"{ratio:.2f}x" if ratio else "-"
 
 
 def main() -> None:

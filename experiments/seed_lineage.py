@@ -12,6 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from fitness.formatting import microseconds  # noqa: E402
 
 
 def lineage_rows(bench_dir: Path) -> list[list[str]]:
@@ -28,16 +29,17 @@ def lineage_rows(bench_dir: Path) -> list[list[str]]:
             if not individuals:
                 continue
             first = sorted((i for i in individuals if i.generation == 0), key=lambda i: i.id)
-            summary = summarise(store, store.latest_checkpoint() or {})  # the run's own best, as its summary.json
+            summary = summarise(store, store.latest_checkpoint())  # the run's own best, as its summary.json
+            best = store.individual(summary.best_id) if summary.best_id else None
             seeds = ", ".join(f"{i.operator} {_us(i)}" for i in first)
-            rows.append([run_dir.name, seeds, _us(summary.best) if summary.best else "-", summary.best_from or "-"])
+            rows.append([run_dir.name, seeds, _us(best) if best else "-", summary.best_from or "-"])
         finally:
             store.close()
     return rows
 
 
 def _us(ind) -> str:
-    return f"{ind.result.time_s * 1e6:,.1f} us" if ind.result.ok else ind.result.status
+    return f"{microseconds(ind.result.time_s)} us" if ind.result.ok else ind.result.status
 
 
 def main() -> None:

@@ -149,7 +149,8 @@ def problem_overrides(problem: str) -> list[str]:
 def run_problem(problem: str, args, root: Path) -> dict:
     from hydra import compose, initialize_config_module
 
-    from evo.run import build_service, seed_genomes
+    from evo.run import build_service
+    from evo.seeding import seed_genomes
     from evo.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fitness.formatting import NA, speedup
 from fitness.timing import TimingStats, fastest_baselines
 from fitness.zygote import BASELINE_COMPILE_STAGE
 
@@ -133,9 +134,7 @@ def measure(run, names: list[str], processes: int, failure_reason, compile_limit
 
 def speedup_text(value: float | None, status: str | None = None) -> str:
     """A speed-up for a table: `1.23x`, or why there is none (not measured, failed, too slow to compile)."""
-    if value is not None:
-        return f"{value:.2f}x"
-    return STATUS_TEXT.get(status or "", "n/a")
+    return speedup(value, STATUS_TEXT.get(status or "", NA))
 
 
 def best_text(record: dict) -> str:
@@ -146,7 +145,7 @@ def best_text(record: dict) -> str:
     if value is None:
         statuses = set((record.get("baseline_status") or {}).values())
         return speedup_text(None, NOT_MEASURED if statuses == {NOT_MEASURED} else None)
-    return f"{value:.2f}x ({LABELS.get(name, name)})"
+    return f"{speedup(value)} ({LABELS.get(name, name)})"
 
 
 def speedup_rows(record: dict) -> list[tuple[str, str]]:

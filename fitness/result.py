@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from fitness.formatting import seconds as format_seconds
+
 # infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
 # started, the job could not be written, CUDA failed before the job): never the kernel's verdict, never stored
 INFRASTRUCTURE = "infrastructure_error"
@@ -129,17 +131,6 @@ class EvalResult:
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(f"evaluation wall time: {self.eval_wall_s:.2f} s")
         return "\n".join(lines)
-
-
-def format_seconds(seconds: float | None) -> str:
-    """A time for people: s, ms or us with the precision each needs."""
-    if seconds is None:
-        return "n/a"
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.1f} us"
 
 
 def labels_text(labels) -> str:

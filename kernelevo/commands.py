@@ -247,8 +247,8 @@ def resume(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from evo.run import check_run_config, execute, resume_config
-    from kernelevo.resuming import check_resume
+    from evo.run import check_run_config, execute
+    from kernelevo.resuming import check_resume, resume_config
     from operators.llm.ledger import LLMError
 
     given = [o.key_or_group for o in OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))]

@@ -9,56 +9,64 @@ patience will end a resumed run before its generations do, a note says so, and h
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
+
+if TYPE_CHECKING:  # the CLI imports this module before any of the search's
+    from evo.checkpoint import Checkpoint
+    from evo.search import Budget
 
 
 def _generations(n: int, what: str = "") -> str:
     return f"{n} {what}generation{'' if n == 1 else 's'}"
 
 
-def stops_at_once(cfg: DictConfig, checkpoint: dict | None, evaluations: int) -> list[str]:
-    """Why a search resumed with `cfg` from `checkpoint` (its state) would stop before its first child, each with
-    how to lift it; empty when it starts one. The checks of ``evo.search.Search._ended`` and ``_spent``, on the
-    checkpoint's state."""
+LIFT = {  # how to lift each stop (evo.stopping.Stop), from what was spent against it
+    "generations": lambda b, n: f"its {n:.0f} generations are done (search.generations above {n:.0f} extends it)",
+    "patience": lambda b, n: (f"search.patience={b.patience} stops it at once: no improvement in its last "
+                              f"{_generations(int(n))} (lift it: search.patience=null, or a value above {n:.0f})"),
+    "max_evaluations": lambda b, n: (f"its {n:.0f} evaluations spend search.max_evaluations={b.max_evaluations} "
+                                     f"(extend it: search.max_evaluations above {n:.0f})"),
+    "max_gpu_s": lambda b, n: (f"its {n:.0f} evaluation-seconds spend search.max_gpu_s={b.max_gpu_s:g} (extend it: "
+                               f"search.max_gpu_s above {n:.0f})"),
+    "wall_time_s": lambda b, n: (f"its {n:.0f} s of search spend search.wall_time_s={b.wall_time_s:g} (extend it: "
+                                 f"search.wall_time_s above {n:.0f})"),
+}
+
+
+def stops_at_once(budget: Budget, per_generation: int, checkpoint: Checkpoint | None, store) -> list[str]:
+    """Why a search resumed with `budget` from `checkpoint` would stop before its first child, each with how to
+    lift it; empty when it starts one. The search's own rule (``evo.stopping``) on the checkpoint's state and the
+    run's store (its evaluations and their seconds)."""
+    from evo import stopping
+
     if checkpoint is None:  # generation 0 is still to make
         return []
-    s, generation, stale = cfg.search, checkpoint["generation"], checkpoint.get("stale", 0)
-    stops = []
-    if generation >= s.generations:
-        stops.append(f"its {generation} generations are done (search.generations above {generation} extends it)")
-    if s.patience is not None and generation > 0 and stale >= s.patience:
-        stops.append(f"search.patience={s.patience} stops it at once: no improvement in its last "
-                     f"{_generations(stale)} (lift it: search.patience=null, or a value above {stale})")
-    if s.max_evaluations is not None and evaluations >= s.max_evaluations:
-        stops.append(f"its {evaluations} evaluations spend search.max_evaluations={s.max_evaluations} (extend it: "
-                     f"search.max_evaluations above {evaluations})")
-    elapsed = checkpoint.get("elapsed_s", 0.0)
-    if s.wall_time_s is not None and elapsed >= s.wall_time_s:
-        stops.append(f"its {elapsed:.0f} s of search spend search.wall_time_s={s.wall_time_s:g} (extend it: "
-                     f"search.wall_time_s above {elapsed:.0f})")
-    return stops
+    next_generation = 1 + checkpoint.folded(per_generation) // per_generation
+    stops = (stopping.ended(budget, next_generation, checkpoint.generation, checkpoint.stale)
+             + stopping.spent(budget, store, checkpoint.elapsed_s))
+    return [LIFT[stop.key](budget, stop.spent) for stop in stops]
 
 
-def patience_note(cfg: DictConfig, checkpoint: dict | None) -> str:
+def patience_note(budget: Budget, checkpoint: Checkpoint | None) -> str:
     """A note when patience will end the resumed search before its generations do ('' when it will not)."""
-    s = cfg.search
-    if checkpoint is None or s.patience is None:
+    if checkpoint is None or budget.patience is None:
         return ""
-    generation, stale = checkpoint["generation"], checkpoint.get("stale", 0)
-    allowed = s.patience - stale  # generations it may still make without improving
-    if allowed >= s.generations - generation:
+    generation, stale = checkpoint.generation, checkpoint.stale
+    allowed = budget.patience - stale  # generations it may still make without improving
+    if allowed >= budget.generations - generation:
         return ""
     since = f" (its last {_generations(stale)} brought none)" if stale else ""
-    return (f"[kernelevo] note: search.patience={s.patience} ends it after {_generations(allowed, 'more ')} "
-            f"without improvement{since}, before search.generations={s.generations} would; search.patience=null "
-            f"lifts it")
+    return (f"[kernelevo] note: search.patience={budget.patience} ends it after {_generations(allowed, 'more ')} "
+            f"without improvement{since}, before search.generations={budget.generations} would; "
+            f"search.patience=null lifts it")
 
 
 def check_resume(run_dir: Path, given: dict) -> str:
-    """Raise ValueError when a resume given budgets (`given`: key -> value, as ``evo.run.resume_config`` applies
+    """Raise ValueError when a resume given budgets (`given`: key -> value, as ``resume_config`` applies
     them) would run nothing; else the note on patience ('' when none). Prints nothing."""
-    from evo.run import saved_config
+    from evo.run import search_settings
     from evo.store import RunStore
 
     if not given:
@@ -66,16 +74,17 @@ def check_resume(run_dir: Path, given: dict) -> str:
     cfg = saved_config(run_dir)
     for key, value in given.items():
         OmegaConf.update(cfg, key, value, force_add=True)
+    settings = search_settings(cfg)
     store = RunStore(run_dir, create=False)
     try:
-        checkpoint, evaluations = store.latest_checkpoint(), store.evaluation_count()
+        checkpoint = store.latest_checkpoint()
+        stops = stops_at_once(settings.budget, settings.per_generation, checkpoint, store)
     finally:
         store.close()
-    stops = stops_at_once(cfg, checkpoint, evaluations)
     if stops:
         asked = " ".join(f"{key}={'null' if value is None else value}" for key, value in given.items())
         raise ValueError(f"resuming {run_dir} with {asked} would run nothing: {'; '.join(stops)}")
-    return patience_note(cfg, checkpoint)
+    return patience_note(settings.budget, checkpoint)
 
 
 def interrupted_run(run_dir: Path) -> str:
@@ -89,7 +98,46 @@ def interrupted_run(run_dir: Path) -> str:
         checkpoint = store.latest_checkpoint()
     finally:
         store.close()
-    when, kept = (("", f"its checkpoint of generation {checkpoint['generation']} and ") if checkpoint is not None
+    when, kept = (("", f"its checkpoint of generation {checkpoint.generation} and ") if checkpoint is not None
                   else (" before generation 0 was finished", ""))
     return (f"kernelevo: interrupted{when}; {run_dir} keeps {kept}every evaluation that finished: continue with "
             f"kernelevo resume run_dir={run_dir}")
+
+
+def saved_config(run_dir: Path) -> DictConfig:
+    """The config a run was started with (or last resumed with), from its store."""
+    from evo.store import RunStore
+
+    store = RunStore(run_dir, create=False)
+    config = store.get_meta("config")
+    store.close()
+    if config is None:
+        raise ValueError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")
+    if "sampler" not in (config.get("search") or {}).get("tuner", {"sampler": None}):  # its tuner would change
+        raise ValueError(f"{run_dir}: the run was saved before search.tuner.sampler and warm_start existed: start a "
+                         f"new run")
+    from conf.schema import run_config
+
+    return run_config(config)
+
+
+def resume_config(run_dir: Path, changes: dict) -> DictConfig:
+    """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied; prints the
+    checkpoint the run resumes from and what changed."""
+    cfg = saved_config(run_dir)
+    from evo.store import RunStore
+
+    store = RunStore(run_dir, create=False)
+    checkpoint, calls = store.latest_checkpoint(), store.evaluation_count()
+    store.close()
+    changed = []
+    for key, value in changes.items():
+        before = OmegaConf.select(cfg, key, default=None)
+        if before != value:
+            OmegaConf.update(cfg, key, value, force_add=True)
+            changed.append(f"{key} {before} -> {value}")
+    where = (f"its checkpoint of generation {checkpoint.generation}" if checkpoint is not None
+             else "the start (no generation was finished)")
+    print(f"[kernelevo] resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not repeated)"
+          + (f"; {', '.join(changed)}" if changed else ""), flush=True)
+    return cfg

@@ -7,11 +7,13 @@ import re
 
 import pytest
 
+from evo import console
 from evo.bench import Row
+from evo.checkpoint import Checkpoint
 from evo.bench_report import HEADER, console_table, write_bench_report
 from evo.manifest import FIELDS, build_manifest, combine, git_commit, manifest_rows
 from evo.report import write_report
-from evo.outcome import summarise
+from evo.outcome import outcome_of, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, Baseline
 from fitness.genome import Genome
@@ -36,11 +38,10 @@ def gpu_result(time_s: float, max_autotune: float | None, status: str = "ok") ->
 
 
 def row(name: str, result: EvalResult, gpu: str = "NVIDIA H100 80GB HBM3") -> Row:
-    record = {key: value for key, value in result.to_dict().items() if key.endswith("_s") or "baseline" in key
-              or key.startswith("speedup")}
+    """A bench row of a run whose best kernel has the verdict `result`, measured on `gpu`."""
     manifest = {**CPU_MANIFEST, "gpu": gpu, "baselines": result.baseline_status}
-    return Row(name, "ok", summary={**record, "status": "ok", "timer": result.timer, "best_s": result.time_s,
-                                    "manifest": manifest})
+    best = Individual("1.0", Genome.from_source(SEED), ("0.0",), "param_mutation", 1, result)
+    return Row(name, "ok", summary=outcome_of(best, None, None, "seed", manifest=manifest))
 
 
 def test_the_manifest_holds_every_fact_and_says_unknown_outside_a_checkout(tmp_path):
@@ -103,18 +104,17 @@ def test_a_runs_summary_and_report_give_each_baseline_and_the_manifest(tmp_path)
     best = Individual("0.0", Genome.from_source(SEED), (), "seed", 0, gpu_result(10e-6, None, "failed"))
     store.add_individual(best)
     store.add_evaluation(best.key, best.result)
-    store.save_checkpoint(0, {"generation": 0, "hall_of_fame": ["0.0"], "elapsed_s": 1.0, "best_s": 10e-6,
-                              "logbook": [{"gen": 0, "nevals": 1, "evaluations": 1, "best": 10e-6, "median": 10e-6,
-                                           "correct": 1}]})
+    store.save_checkpoint(Checkpoint(0, hall_of_fame=["0.0"], elapsed_s=1.0, best_s=10e-6,
+                                     logbook=[{"gen": 0, "nevals": 1, "evaluations": 1, "best": 10e-6, "median": 10e-6,
+                                               "correct": 1}]))
     store.set_meta("manifest", {**CPU_MANIFEST, "gpu": "NVIDIA H100 80GB HBM3"})
-    summary = summarise(store, {**store.latest_checkpoint(), "stop_reason": "0 generations done"})
+    summary = summarise(store, store.latest_checkpoint(), "0 generations done")
     store.close()
-    record = summary.record()  # summary.json: the fields others read kept, the new ones beside them
-    assert record["speedup_vs_eager"] == pytest.approx(3.0) and record["speedup_vs_compile"] == pytest.approx(2.0)
-    assert record["speedup_vs_max_autotune"] is None and record["baseline_status"]["max_autotune"] == "failed"
-    assert record["best_baseline"] == "compile" and record["speedup_vs_best"] == pytest.approx(2.0)
-    assert record["manifest"]["gpu"] == "NVIDIA H100 80GB HBM3"
-    table = summary.table()
+    assert summary.speedup_vs_eager == pytest.approx(3.0) and summary.speedup_vs_compile == pytest.approx(2.0)
+    assert summary.speedup_vs_max_autotune is None and summary.baseline_status["max_autotune"] == "failed"
+    assert summary.best_baseline == "compile" and summary.speedup_vs_best == pytest.approx(2.0)
+    assert summary.manifest["gpu"] == "NVIDIA H100 80GB HBM3"
+    table = console.table(summary)
     assert re.search(r"speed-up vs torch.compile max-autotune +failed", table)
     assert re.search(r"speed-up vs the best baseline +2.00x \(torch.compile\)", table)
     assert re.search(r"measured with +NVIDIA H100 80GB HBM3, driver .*, policy triton", table)

@@ -165,16 +165,18 @@ def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift
     """Issue 26: `resume ... search.generations=6` of a run that stopped on patience printed "5 -> 6" and ran nothing,
     exit 0. The resume is refused, naming patience and how to lift it, and changes nothing in the run."""
     from conftest import read_store
+    from evo.checkpoint import Checkpoint
     from evo.store import RunStore
 
     store = RunStore(tmp_path / "D")
-    config = {"problem": {"name": "elementwise_chain"}, "search": {"generations": 5, "patience": 3,
-                                                                  "max_evaluations": None, "wall_time_s": None}}
+    config = {"problem": {"name": "elementwise_chain"}, "search": {"generations": 5, "patience": 3, "mu": 4,
+                                                                  "lambda_": 8, "seed": 0, "max_evaluations": None,
+                                                                  "wall_time_s": None}}
     store.set_meta("config", config)
-    store.save_checkpoint(5, {"generation": 5, "stale": 3, "elapsed_s": 10.0})
+    store.save_checkpoint(Checkpoint(5, stale=3, elapsed_s=10.0))
     store.close()
     text = refused(cli("resume", "run_dir=D", "search.generations=6"))
     assert "resuming D with search.generations=6 would run nothing: search.patience=3 stops it at once: no " \
            "improvement in its last 3 generations (lift it: search.patience=null, or a value above 3)" in text
     kept = read_store(tmp_path / "D", lambda store: (store.get_meta("config"), store.latest_checkpoint()))
-    assert kept == (config, {"generation": 5, "stale": 3, "elapsed_s": 10.0})  # no budget changed, nothing resumed
+    assert kept == (config, Checkpoint(5, stale=3, elapsed_s=10.0))  # no budget changed, nothing resumed

@@ -47,7 +47,7 @@ def run(*args, cwd):
 
 
 def fastest_and_individuals(run_dir):
-    return read_store(run_dir, lambda store: (store.latest_checkpoint()["hall_of_fame"][0],
+    return read_store(run_dir, lambda store: (store.latest_checkpoint().hall_of_fame[0],
                                               {ind.id: ind for ind in store.individuals()}))
 
 

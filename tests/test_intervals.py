@@ -13,6 +13,7 @@ from evo.bench import Row
 from evo.bench_report import write_bench_report
 from evo.intervals import Bootstrap, Interval, geomean_interval, median_interval, seed_summary
 from evo.multirun import write_multirun_report
+from evo.outcome import RunOutcome
 from evo.store import RunStore
 from fitness.result import EvalResult
 from kernelevo.cli import seed_sweep, seeds_option
@@ -74,9 +75,9 @@ def test_the_bootstrap_settings_live_in_conf_and_bad_ones_are_named():
         Bootstrap(0.95, 10, 0)
 
 
-def gpu_summary(eager: float, compile_: float, anytime: dict | None = None, **more) -> dict:
-    return {"status": "ok", "timer": "cuda-events", "speedup_vs_eager": eager, "speedup_vs_compile": compile_,
-            "evaluations": 10, "anytime": anytime or {"columns": [], "points": []}, **more}
+def gpu_summary(eager: float, compile_: float, anytime: dict | None = None, **more) -> RunOutcome:
+    return RunOutcome(status="ok", timer="cuda-events", speedup_vs_eager=eager, speedup_vs_compile=compile_,
+                      evaluations=10, anytime=anytime or {"columns": [], "points": []}, **more)
 
 
 def point(evaluations, gpu_s, cost, calls, eager, compile_) -> dict:
@@ -165,12 +166,12 @@ def test_the_seeds_option_of_bench_and_run(tmp_path):
     assert seed_sweep(0, 2, ["-m"], []) == (["-m"], ["search.seed=0,1"])
 
 
-def sweep_job(folder, overrides: list[str], summary: dict | None) -> None:
+def sweep_job(folder, overrides: list[str], summary: RunOutcome | None) -> None:
     (folder / ".hydra").mkdir(parents=True)
     (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     RunStore(folder).close()
     if summary is not None:
-        (folder / "summary.json").write_text(json.dumps(summary))
+        summary.write(folder)
 
 
 def test_a_multirun_over_search_seeds_is_one_row_group_per_configuration(tmp_path):

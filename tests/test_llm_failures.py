@@ -145,7 +145,7 @@ def test_an_llm_gone_mid_run_stops_it_at_once_naming_why_and_a_resume_loses_noth
     stop = state["stop_reason"]
     assert stop.startswith("LLM unavailable: 3 calls in a row failed") and url in stop and "Connection refused" in stop
     assert [ind.id for ind in store.individuals()] == ["0.0"]  # no child folded in: none lost
-    assert store.latest_checkpoint()["children"] == 0
+    assert store.latest_checkpoint().children == 0
     store.close()
 
     with ScriptedLLMServer(coder(1)) as server:  # the LLM is back

@@ -71,7 +71,7 @@ def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cach
         output = killed.communicate(timeout=60)[0]
     assert len(list(cache.glob("*.json"))) == CALLS, output
     run_dir = run_dir_of(output)
-    before = read_store(run_dir, lambda store: (store.latest_checkpoint()["generation"], lineage(run_dir),
+    before = read_store(run_dir, lambda store: (store.latest_checkpoint().generation, lineage(run_dir),
                                                 store.llm_calls(), store.llm_totals()))
     checkpoint, made, calls, paid = before
     assert checkpoint == 1 and [row[0] for row in made] == ["0.0", "1.0", "1.1", "2.0"], output  # 2.1 unfinished

@@ -5,15 +5,18 @@ multirun and a bench write a combined page) are in test_search.py and test_bench
 verdict (uses-torch-compute) reaches summary.json, the run's table and report, and the bench and multirun tables."""
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
 from conftest import candidate, make_evaluator
 from evo.bench import Row
+from evo import console
+from evo.checkpoint import Checkpoint
 from evo.bench_report import write_bench_report
 from evo.multirun import write_multirun_report
 from evo.report import write_report
-from evo.outcome import SUMMARY_FILE, descends_from, summarise
+from evo.outcome import descends_from, summarise
 from evo.store import RunStore
 from fitness.genome import Genome, evaluation_key
 from fitness.individual import Individual
@@ -70,8 +73,8 @@ def write_run(run_dir, timer: str) -> None:
     logbook = [{"gen": 0, "nevals": 1, "evaluations": 2, "best": 0.004, "median": 0.004, "correct": 1},
                {"gen": 1, "nevals": 2, "evaluations": 4, "best": 0.003, "median": 0.0035, "correct": 2},
                {"gen": 2, "nevals": 1, "evaluations": 5, "best": 0.002, "median": 0.003, "correct": 2}]
-    store.save_checkpoint(2, {"generation": 2, "logbook": logbook, "hall_of_fame": ["2.0", "1.0", "0.0"],
-                              "elapsed_s": 12.5, "best_s": 0.002})
+    store.save_checkpoint(Checkpoint(2, logbook=logbook, hall_of_fame=["2.0", "1.0", "0.0"], elapsed_s=12.5,
+                                     best_s=0.002))
     store.set_meta("stop_reason", "2 generations done")
     store.close()
 
@@ -128,9 +131,8 @@ def test_a_run_whose_seed_fails_gets_a_page_saying_so(tmp_path):
     seed = Individual("0.0", Genome.from_source(SEED), (), "inductor", 0, result(None, "interpreter", "incorrect"))
     store.add_individual(seed)
     store.add_evaluation(seed.key, seed.result)
-    store.save_checkpoint(0, {"generation": 0, "logbook": [{"gen": 0, "nevals": 1, "evaluations": 1,
-                                                            "best": float("inf"), "median": float("inf"),
-                                                            "correct": 0}], "hall_of_fame": ["0.0"]})
+    store.save_checkpoint(Checkpoint(0, logbook=[{"gen": 0, "nevals": 1, "evaluations": 1, "best": float("inf"),
+                                                  "median": float("inf"), "correct": 0}], hall_of_fame=["0.0"]))
     store.close()
     text = text_of(write_report(tmp_path).read_text())
     assert "best kernelno correct kernel (incorrect: wrong values)" in text
@@ -173,24 +175,23 @@ def test_a_best_kernel_computing_in_torch_is_labelled_in_every_table_and_report(
     best = Individual("0.0", Genome.from_source(source), (), "seed", 0, judged)
     store.add_individual(best)
     store.add_evaluation(best.key, judged)
-    store.save_checkpoint(0, {"generation": 0, "hall_of_fame": ["0.0"], "elapsed_s": 1.0, "best_s": judged.time_s,
-                              "logbook": [{"gen": 0, "nevals": 1, "evaluations": 1, "best": judged.time_s,
-                                           "median": judged.time_s, "correct": 1}]})
-    summary = summarise(store, {**store.latest_checkpoint(), "stop_reason": "0 generations done"})
+    store.save_checkpoint(Checkpoint(0, hall_of_fame=["0.0"], elapsed_s=1.0, best_s=judged.time_s,
+                                     logbook=[{"gen": 0, "nevals": 1, "evaluations": 1, "best": judged.time_s,
+                                               "median": judged.time_s, "correct": 1}]))
+    summary = summarise(store, store.latest_checkpoint(), "0 generations done")
     store.close()
-    record = summary.record()  # summary.json, and a bench's row
-    assert record["labels"] == ["uses-torch-compute"] and record["policy"] == "kernelbench"
+    assert summary.labels == ["uses-torch-compute"] and summary.policy == "kernelbench"  # summary.json, a bench row
     assert re.search(r"^  labels +uses-torch-compute \(forward computes part of its output with torch ops",
-                     summary.table(), re.M)
+                     console.table(summary), re.M)
     page = text_of(write_report(run_dir).read_text())
     assert "labelsuses-torch-compute (forward computes" in page and "0.0 seed, generation 0: " in page
     assert "[uses-torch-compute]" in page  # on the kernel in the lineage too
-    (run_dir / SUMMARY_FILE).write_text(json.dumps(record))
+    summary.write(run_dir)
     plain = tmp_path / "sweep" / "1"  # a run whose best is all Triton: no label
     RunStore(plain).close()
-    (plain / SUMMARY_FILE).write_text(json.dumps({**record, "labels": []}))
+    replace(summary, labels=[]).write(plain)
 
-    rows = [Row("scale_shift", "ok", summary=record), Row("all_triton", "ok", summary={**record, "labels": []})]
+    rows = [Row("scale_shift", "ok", summary=summary), Row("all_triton", "ok", summary=replace(summary, labels=[]))]
     bench = write_bench_report(tmp_path, rows, "two problems", {})
     assert bench["labelled"] == {"uses-torch-compute": 1}
     table = (tmp_path / "bench.md").read_text()

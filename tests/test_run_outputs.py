@@ -85,5 +85,5 @@ def test_resume_extends_the_generation_budget_repeating_nothing(tmp_path):
         store.evaluation_count(), store.distinct_evaluation_count(), set(store.evaluations()),
         store.latest_checkpoint()))
     assert calls == distinct > done[0] and done[1] <= evaluations  # new evaluations, none repeated, none lost
-    assert checkpoint["generation"] == 3 or "no improvement" in resumed.stdout
+    assert checkpoint.generation == 3 or "no improvement" in resumed.stdout
     assert read_store(run_dir, lambda store: store.get_meta("config")["search"]["generations"]) == 3

@@ -108,7 +108,7 @@ def test_a_run_killed_mid_generation_resumes_losing_and_repeating_nothing(tmp_pa
     assert calls == distinct  # no evaluation was repeated ...
     done_after = set(read_store(run_dir, lambda store: store.evaluations()))
     assert done_before <= done_after  # ... and none was lost
-    assert read_store(run_dir, lambda store: store.latest_checkpoint()["generation"]) == 3
+    assert read_store(run_dir, lambda store: store.latest_checkpoint().generation) == 3
     assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
 
 
@@ -225,7 +225,7 @@ def test_islands_evolve_apart_and_the_best_migrate(tmp_path):
                      cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = run_dir_of(proc.stdout)
-    islands = read_store(run_dir, lambda store: store.latest_checkpoint()["islands"])
+    islands = read_store(run_dir, lambda store: store.latest_checkpoint().islands)
     times = {ind.id: ind.time_s for ind in read_store(run_dir, lambda store: store.individuals())}
     assert len(islands) == 2 and all(len(island) == 2 for island in islands)  # mu survivors each
     best = min((g for island in islands for g in island), key=lambda g: times[g])
@@ -307,7 +307,7 @@ def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_it
     assert proc.returncode == 130, out + err
     assert err.strip() == (f"kernelevo: interrupted; {run_dir} keeps its checkpoint of generation 0 and every "
                            f"evaluation that finished: continue with kernelevo resume run_dir={run_dir}")
-    assert "Traceback" not in out and read_store(run_dir, lambda store: store.latest_checkpoint()["generation"]) == 0
+    assert "Traceback" not in out and read_store(run_dir, lambda store: store.latest_checkpoint().generation) == 0
     resumed = kernelevo("resume", f"run_dir={run_dir}", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"resuming {run_dir} from its checkpoint of generation 0" in resumed.stdout

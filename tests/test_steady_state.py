@@ -251,7 +251,7 @@ def test_a_killed_search_resumes_to_the_lineage_of_one_never_killed(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         s.run()
     checkpoint = store.latest_checkpoint()
-    assert 0 < checkpoint["children"] < 20
+    assert 0 < checkpoint.children < 20
     store.close()
     resumed, store = search(tmp_path / "killed", generations=5)
     state = resumed.run()
@@ -264,7 +264,7 @@ def test_a_wall_time_stop_mid_generation_is_checkpointed_and_resumed(tmp_path):
     s.service = s.tuner.service
     s.settings.budget.max_evaluations = 2 + 2 * 6  # seed, then six children: mid-generation 2
     state = s.run()
-    assert state["children"] % 4 != 0 and store.latest_checkpoint()["children"] == state["children"]
+    assert state["children"] % 4 != 0 and store.latest_checkpoint().children == state["children"]
     store.close()
     again, store = search(tmp_path, generations=3)
     state = again.run()
@@ -278,19 +278,17 @@ def test_a_wall_time_stop_mid_generation_is_checkpointed_and_resumed(tmp_path):
 def test_what_a_resume_says_of_patience_is_what_the_search_does(tmp_path):
     """`kernelevo resume` refuses budgets that would run nothing and notes when patience ends a run before its
     generations (kernelevo.resuming): its reading of a checkpoint must be the search's own."""
-    from omegaconf import OmegaConf
-
+    from evo.search import Budget
     from kernelevo.resuming import patience_note, stops_at_once
 
-    def budgets(**search):
-        return OmegaConf.create({"search": {"max_evaluations": None, "wall_time_s": None, **search}})
+    per = 4  # children per generation of search()
 
     store = RunStore(tmp_path)
     s, _ = search(tmp_path, tuner=FakeTuner(store, flat=True), generations=20, patience=2)
     s.store = s.tuner.service.store = store
     assert s.run()["stop_reason"] == "no improvement for 2 generations"
     checkpoint, made = store.latest_checkpoint(), len(store.individuals())
-    said = stops_at_once(budgets(generations=30, patience=2), checkpoint, store.evaluation_count())
+    said = stops_at_once(Budget(generations=30, patience=2), per, checkpoint, store)
     assert said == ["search.patience=2 stops it at once: no improvement in its last 2 generations (lift it: "
                     "search.patience=null, or a value above 2)"]
     store.close()
@@ -298,8 +296,8 @@ def test_what_a_resume_says_of_patience_is_what_the_search_does(tmp_path):
     again.tuner = FakeTuner(store, flat=True)
     again.service = again.tuner.service
     assert again.run()["stop_reason"] == "no improvement for 2 generations" and len(store.individuals()) == made
-    assert stops_at_once(budgets(generations=30, patience=4), checkpoint, store.evaluation_count()) == []
-    assert patience_note(budgets(generations=30, patience=4), checkpoint) == (
+    assert stops_at_once(Budget(generations=30, patience=4), per, checkpoint, store) == []
+    assert patience_note(Budget(generations=30, patience=4), checkpoint) == (
         "[kernelevo] note: search.patience=4 ends it after 2 more generations without improvement (its last 2 "
         "generations brought none), before search.generations=30 would; search.patience=null lifts it")
     store.close()
@@ -308,5 +306,5 @@ def test_what_a_resume_says_of_patience_is_what_the_search_does(tmp_path):
     lifted.service = lifted.tuner.service
     state = lifted.run()
     assert state["stop_reason"] == "no improvement for 4 generations" and state["generation"] == 4  # 2 more, as noted
-    assert stops_at_once(budgets(generations=4, patience=None), store.latest_checkpoint(), 0) == [
+    assert stops_at_once(Budget(generations=4, patience=None), per, store.latest_checkpoint(), store) == [
         "its 4 generations are done (search.generations above 4 extends it)"]

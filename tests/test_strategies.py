@@ -139,7 +139,7 @@ def test_every_strategy_resumes_after_a_kill_to_the_lineage_of_one_never_killed(
     killed, store = run(tmp_path / "killed", strategy, crash_at=9)
     with pytest.raises(KeyboardInterrupt):
         killed.run()
-    assert 0 < store.latest_checkpoint()["children"] < 16
+    assert 0 < store.latest_checkpoint().children < 16
     store.close()
     resumed, store = run(tmp_path / "killed", strategy)
     assert resumed.run()["stop_reason"] == "4 generations done"

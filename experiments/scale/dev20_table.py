@@ -11,33 +11,32 @@ import statistics
 import sys
 from pathlib import Path
 
-
-def _x(value) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from evo.bench import Row  # noqa: E402
+from fitness.formatting import number, percent, speedup  # noqa: E402
 
 
 def table(rows_dir: Path, listed: list[str]) -> str:
-    rows = {r["name"]: r for r in (json.loads(p.read_text()) for p in sorted(rows_dir.glob("*.json")))}
+    saved = {p: json.loads(p.read_text()) for p in sorted(rows_dir.glob("*.json"))}
+    rows = {r["name"]: (Row.from_dict({k: v for k, v in r.items() if k != "measured_at"}, str(p)),
+                        r.get("measured_at", "memory slots")) for p, r in saved.items()}
     lines = ["| problem | status | evaluations | evals/h | search (s) | GPU busy | timeouts | vs eager | vs compile "
              "| vs max-autotune | vs best (which) | measured at |", "|" + "---|" * 12]
     rates = []
     for name in listed:
-        r = rows.get(name)
-        if r is None:
+        if name not in rows:
             lines.append(f"| {name} | not run | | | | | | | | | | |")
             continue
-        s = r.get("summary") or {}
-        rate = s.get("evaluations_per_hour")
-        if r["status"] == "ok" and rate:
-            rates.append(rate)
-        busy = s.get("gpu_busy")
+        r, measured_at = rows[name]
+        s = r.summary
+        if r.status == "ok" and s.evaluations_per_hour:
+            rates.append(s.evaluations_per_hour)
         lines.append(" | ".join([
-            f"| {name}", r["status"], str(s.get("evaluations", "-")), f"{rate:,.0f}" if rate else "-",
-            f"{s['search_wall_s']:.0f}" if s.get("search_wall_s") else "-", f"{busy:.0%}" if busy else "-",
-            str(s.get("timeouts", "-")), _x(s.get("speedup_vs_eager")), _x(s.get("speedup_vs_compile")),
-            _x(s.get("speedup_vs_max_autotune")),
-            f"{_x(s.get('speedup_vs_best'))} ({s['best_baseline']})" if s.get("best_baseline") else "-",
-            r.get("measured_at", "memory slots") + " |"]))
+            f"| {name}", r.status, number(s.evaluations, "{}"), number(s.evaluations_per_hour or None),
+            number(s.search_wall_s or None), percent(s.gpu_busy or None),
+            number(s.timeouts if s.evaluations is not None else None, "{}"), speedup(s.speedup_vs_eager),
+            speedup(s.speedup_vs_compile), speedup(s.speedup_vs_max_autotune),
+            f"{speedup(s.speedup_vs_best)} ({s.best_baseline})" if s.best_baseline else "-", measured_at + " |"]))
     lines += ["", f"Problems with a search: {len(rates)} of {len(listed)}; evaluations/hour median "
                   f"{statistics.median(rates):,.0f}, min {min(rates):,.0f}, max {max(rates):,.0f}."]
     return "\n".join(lines) + "\n"

@@ -11,26 +11,10 @@ Every figure has two significant digits and no exponent, so re-measuring the sam
 """
 from __future__ import annotations
 
-from decimal import Decimal
-
+from fitness.formatting import short_seconds as fmt_time, two_digits
 from fitness.target import Target
 
 TERA = 1e12
-
-
-def two_digits(value: float) -> str:
-    """Two significant digits, and never an exponent for what a prompt shows (410, not 4.1e+02)."""
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    return format(Decimal(f"{value:.2g}"), "f")
-
-
-def fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    if seconds >= 1:
-        return f"{two_digits(seconds)} s"
-    return f"{two_digits(seconds * 1e6)} us" if seconds < 1e-3 else f"{two_digits(seconds * 1e3)} ms"
 
 
 def fmt_bytes(count: float) -> str:

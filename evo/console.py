@@ -1,0 +1,85 @@
+"""What a run prints: a line per generation while it searches, and at its end the table of its outcome
+(``evo.outcome.RunOutcome``), whose rows the report's summary shares (``seed_rows``, ``evaluations_text``)."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from evo import full_size
+from evo.manifest import manifest_line
+from evo.outcome import INTERPRETER_TIMES, RunOutcome
+from fitness.baselines import speedup_rows
+from fitness.formatting import NA, percent, ratio, seconds
+from fitness.result import labels_text
+
+if TYPE_CHECKING:
+    from evo.search import GenerationReport
+
+
+def print_generation(report: GenerationReport, interpreter: bool = False) -> None:
+    best = "n/a" if math.isinf(report.best_s) else seconds(report.best_s)
+    median = "n/a" if math.isinf(report.median_s) else seconds(report.median_s)
+    mark = " *" if report.improved else ""
+    label = f"{INTERPRETER_TIMES}: " if interpreter else ""
+    print(f"[kernelevo] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
+          f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
+
+
+def time_text(o: RunOutcome) -> str:
+    """The search's wall time and rate, with the one-off work before it apart."""
+    rate = f", {o.evaluations_per_hour:,.0f} evaluations/hour" if o.evaluations_per_hour else ""
+    busy = f", GPU busy {percent(o.gpu_busy)}" if o.gpu_busy is not None else ""
+    timeouts = f", {o.timeouts} timed out" if o.timeouts else ""
+    return (f"search {o.search_wall_s or 0.0:.1f} s{rate}{busy}{timeouts}; before it: baselines "
+            f"{o.baseline_wall_s or 0.0:.1f} s, seeds {o.seed_wall_s or 0.0:.1f} s")
+
+
+def evaluations_text(o: RunOutcome) -> str:
+    """Evaluator calls, distinct kernels, and the evaluations the infrastructure failed (when any)."""
+    failed = (f"; {o.infrastructure_failures} infrastructure failures (no verdict, not stored)"
+              if o.infrastructure_failures else "")
+    return f"{o.evaluations} ({o.distinct_evaluations} distinct){failed}"
+
+
+def seed_rows(o: RunOutcome, clock: str = "") -> list[tuple[str, str]]:
+    """The seed's times as written and tuned; with the seed rewritten by the initialiser, the seed as written
+    and the rewrite (the starting kernel) tuned."""
+    tuned = (f"starting kernel time ({clock}the {o.seed_rewritten_by}'s rewrite of the seed, tuned)"
+             if o.seed_rewritten_by else f"seed kernel time ({clock}tuned)")
+    written = f"seed kernel time ({clock}as written" + (f", {o.seed}" if o.seed_rewritten_by else "") + ")"
+    return [(written, seconds(o.seed_written_s)), (tuned, seconds(o.tuned_seed_s))]
+
+
+def table(o: RunOutcome) -> str:
+    """The run's outcome as the run prints it at its end."""
+    if not o.ok:
+        return "no correct kernel was found"
+    if o.interpreter:  # wall-clock noise of the CPU interpreter: times to compare, never speed-ups
+        baked = " at the test sizes only: baked there" if full_size.baked(o.sizes_check) else ""
+        rows = [("best kernel", f"correct ({o.trials_passed}/{o.trials} trials){baked}"),
+                (f"best kernel time ({INTERPRETER_TIMES})", seconds(o.best_s)),
+                *seed_rows(o, f"{INTERPRETER_TIMES}, "),
+                ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)"),
+                *full_size.rows(o.sizes_check)]
+    else:
+        rows = [("best kernel time", seconds(o.best_s)), *seed_rows(o),
+                ("speed-up vs seed (as written)", ratio(o.seed_written_s, o.best_s)),
+                *speedup_rows(vars(o)),
+                ("fraction of speed of light", percent(o.sol_fraction, 1, NA))]
+    rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
+             ("best kernel descends from", o.best_from or "?"),
+             ("precision policy", o.policy or "?"),
+             ("evaluations", evaluations_text(o)),
+             ("stopped because", o.stop_reason), ("time", time_text(o)),
+             ("best kernel file", o.best_file),
+             ("tuning", o.tuner or "?"), ("tuning studies", f"optuna-dashboard {o.optuna_url}"),
+             ("measured with", manifest_line(o.manifest))]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def start_line(evaluator, evaluations: int, children: int, run_dir) -> str:
+    """What the run runs on and how much at once, and where it is stored."""
+    memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
+    return (f"[kernelevo] {evaluator.describe()}; {evaluations} evaluations{memory} and {children} children in "
+            f"flight; run dir {run_dir}")

@@ -1,0 +1,86 @@
+"""Generation 0: the seeds a search starts from, each a ``Seed`` (its genome and what made it), the seed first.
+
+The seed: torch.compile's kernels with problem.seed=inductor or when the problem has no seed of its own (then also
+one seed per variant of Inductor's options, ``inductor.variants``, that writes other kernels), else the problem's
+seed. With an LLM team, ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference
+alone; from_seed, it rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed
+as it is.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from omegaconf import DictConfig
+
+from evo.outcome import REWRITTEN_SEED
+from fitness.genome import Genome, evaluation_key
+from fitness.problem import INDUCTOR
+from fitness.result import EvalResult
+from operators.base import CURRENT_CHILD, ChildUsage
+
+if TYPE_CHECKING:
+    from evo.evaluation import EvaluationService
+
+
+class Seed(NamedTuple):
+    """A kernel of generation 0 and what made it: seed, inductor, inductor:<variant>, initialiser."""
+    genome: Genome
+    made_by: str
+
+    @classmethod
+    def from_source(cls, source: str, made_by: str) -> "Seed":
+        return cls(Genome.from_source(source), made_by)
+
+
+def make_seeds(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+    """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
+    resume makes them again from caches)."""
+    started = time.perf_counter()
+    seeds = seed_genomes(cfg, team, service, run_dir)
+    if service.store.get_meta("seed_wall_s") is None:
+        service.store.set_meta("seed_wall_s", time.perf_counter() - started)
+    return seeds
+
+
+def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+    """Generation 0's seeds (the module's docstring says which), the seed first."""
+    from operators.inductor_seed import variants_from_config
+
+    evaluator = service.evaluators[0]
+    mode = cfg.llm.initialise if team is not None else False  # checked by check_run_config
+    if mode is True:
+        return [Seed.from_source(_initialise(team), "initialiser")]
+    if cfg.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
+        captured = [Seed.from_source(source, by) for by, source in
+                    evaluator.inductor_seeds(run_dir, variants_from_config(cfg)).items()]
+    else:
+        captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]
+    if mode == "from_seed":
+        captured[0] = _rewritten(team, service, captured[0])
+    return captured
+
+
+def _rewritten(team, service: EvaluationService, seed: Seed) -> Seed:
+    """The initialiser's rewrite of `seed` when it is correct (the seed, what made it and its time stay on record),
+    else the seed."""
+    origin = "torch.compile's Triton, converted" if seed.made_by == INDUCTOR else "the problem's seed kernel"
+    source = seed.genome.source
+    measured = service.evaluate(source, label=seed.made_by)[1]  # the starting kernel's figures, for the initialiser
+    rewrite = _initialise(team, source, origin, measured)
+    check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
+    if check.ok:
+        service.store.set_meta(REWRITTEN_SEED, {"made_by": seed.made_by, "key": evaluation_key(source)})
+        return Seed.from_source(rewrite, "initialiser")
+    print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
+          f"{check.reason[:300]}); starting from the seed ({seed.made_by})", flush=True)
+    return seed
+
+
+def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalResult | None = None) -> str:
+    token = CURRENT_CHILD.set(ChildUsage("0.0"))  # the initialiser's calls are charged to generation 0's seed
+    try:
+        return team.initialise(seed, origin, measured)
+    finally:
+        CURRENT_CHILD.reset(token)
