@@ -1,5 +1,5 @@
 """The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore (the
-cache, the per-request locks, the budget, the count of failed calls in a row and the errors live in
+cache and its per-request locks, the budget, the count of failed calls in a row and the errors live in
 ``operators/llm/ledger.py``; what a failure means, in ``operators/llm/diagnosis.py``).
 
 litellm is imported lazily, on the first request that actually has to be sent: importing it costs seconds and,
@@ -17,14 +17,15 @@ import dataclasses
 import logging
 import os
 import random
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
-from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, KeyLocks, LLMBudgetExceeded,  # noqa: F401
-                                  LLMCut, LLMError, LLMUnavailable, ResponseCache, request_hash)
+from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, LLMBudgetExceeded, LLMCut,  # noqa: F401
+                                  LLMError, LLMUnavailable, ResponseCache, request_hash)
 
 logger = logging.getLogger(__name__)
 
@@ -214,7 +215,6 @@ class LLMClient:
         self.budget = Budget(max_calls, max_cost_usd)
         self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
         self._slots = threading.Semaphore(settings.concurrency)
-        self._key_locks = KeyLocks()
         self.failures = FailureCount(settings.max_consecutive_failures)
         self._deadline: float | None = None  # time.perf_counter() after which nothing is sent (cut_at)
 
@@ -255,10 +255,11 @@ class LLMClient:
         return reply
 
     def _cached_or_fetched(self, key: str, payload: dict, model: str) -> LLMReply:
-        """The cached reply, else a fresh one (identical requests in flight wait for each other)."""
+        """The cached reply, else a fresh one (identical requests in flight, in this process or another sharing the
+        cache, wait for each other)."""
         if self.cache is None:
             return self._fetch(key, payload)
-        with self._key_locks.hold(key):
+        with self.cache.hold(key):
             return self._from_cache(key, payload, model) or self._fetch(key, payload)
 
     def _from_cache(self, key: str, payload: dict, model: str) -> LLMReply | None:
@@ -303,7 +304,7 @@ class LLMClient:
         fields = {k: v for k, v in vars(reply).items() if k not in ("cached", "request_hash")}
         try:
             self.cache.put(key, payload, fields)
-        except OSError as exc:
+        except (OSError, sqlite3.Error) as exc:
             logger.warning("LLM cache: cannot write entry %s: %s", key[:12], type(exc).__name__)
 
     def api_key(self, model: str) -> str | None:
