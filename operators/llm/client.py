@@ -6,6 +6,13 @@ litellm is imported lazily, on the first request that actually has to be sent: i
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
 so a rerun of a cached configuration replays without litellm, without a server and without an API key.
 
+Retries are this module's own, with litellm's off (``num_retries=0``): litellm's ``num_retries`` and
+``retry_policy`` outside its Router hand the call to tenacity, which litellm does not install (the call then fails
+with "tenacity import failed"), retry every ``openai.APIError`` (a refused key included), wait a fixed or capped
+time that no deadline cuts short and nothing wakes, and log nothing per attempt. Here a retry waits
+``backoff_s * 2**attempt`` with jitter, is cut at the wall-time deadline (``cut_at``) or when the LLM is taken for down,
+and every failure names its cause and URL.
+
 Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
 handed to litellm only (and, by the check before a run, to the server's ``GET /models``). It is never hashed,
 cached, recorded, logged or put into an exception message.
