@@ -78,3 +78,16 @@ def test_a_lock_dies_with_the_process_that_held_it(tmp_path):
     os.kill(holder.pid, signal.SIGKILL)
     holder.join(timeout=10)
     assert taken.wait(timeout=5)
+
+
+def test_an_unreadable_entry_or_another_requests_is_a_miss_and_an_unlockable_cache_still_answers(tmp_path, caplog):
+    cache, payload = ResponseCache(tmp_path / "c"), {"messages": ask()}
+    cache.put("k1", payload, {"text": "stored"})
+    assert cache.get("k1", payload) == {"text": "stored"}
+    assert cache.get("k1", {"messages": ask("other")}) is None  # a hash collision, or an entry edited by hand
+    cache._opened().set("k2", "{not json")
+    assert cache.get("k2", payload) is None and "unreadable entry" in caplog.text
+    (tmp_path / "c" / "locks").write_text("a file where the lock directory should be")
+    with cache.hold("k1"):  # no lock can be made: a warning, and the call goes on
+        assert cache.get("k1", payload) == {"text": "stored"}
+    assert "may be sent twice" in caplog.text

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,13 +86,13 @@ class ResponseCache:
 
     def get(self, key: str, payload: dict) -> dict | None:
         """The stored reply fields for this request, or None (missing, unreadable or a different request)."""
-        text = self._opened().get(key)
-        if text is None:
-            return None
         try:
-            entry = json.loads(text)
-        except (TypeError, ValueError):
-            logger.warning("LLM cache: ignoring unreadable entry %s", key[:12])
+            text = self._opened().get(key)
+            entry = None if text is None else json.loads(text)
+        except (TypeError, ValueError, OSError, sqlite3.Error) as exc:
+            logger.warning("LLM cache: ignoring unreadable entry %s (%s)", key[:12], type(exc).__name__)
+            return None
+        if entry is None:
             return None
         if canonical(entry.get("request", {})) != canonical(payload):
             logger.warning("LLM cache: entry %s belongs to another request; ignoring it", key[:12])
@@ -104,13 +105,23 @@ class ResponseCache:
 
     @contextmanager
     def hold(self, key: str):
-        """The request's lock, held by one thread of one process at a time."""
+        """The request's lock, held by one thread of one process at a time (none, with a warning, where no lock file
+        can be made: identical requests may then be sent twice)."""
         from filelock import FileLock
 
-        locks = self.directory / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        with FileLock(locks / f"{key}.lock"):
+        path = self.directory / "locks" / f"{key}.lock"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(path)
+            lock.acquire()
+        except OSError as exc:
+            logger.warning("LLM cache: no lock for request %s (%s); it may be sent twice", key[:12], exc)
             yield
+            return
+        try:
+            yield
+        finally:
+            lock.release()
 
 
 # ------------------------------------------------------------------------------------------------- budget
