@@ -23,6 +23,7 @@ from pathlib import Path
 
 from evo.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
 from evo.store import DB_NAME
+from fitness.atomic import write_atomic
 from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names
 
@@ -204,9 +205,7 @@ def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float
 def save_row(bench_dir: Path, task: BenchTask, row: Row) -> None:
     path = bench_dir / ROWS / f"{task.slug}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".tmp")
-    partial.write_text(row.to_json())
-    partial.replace(path)
+    write_atomic(path, row.to_json())
 
 
 def saved_row(bench_dir: Path, task: BenchTask) -> Row | None:

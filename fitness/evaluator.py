@@ -28,7 +28,7 @@ from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
-from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult
+from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerResult
 from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
 from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
@@ -255,14 +255,11 @@ class Evaluator:
             result.status = outcome.status if outcome.status in ("timeout", "compile_timeout") else "crashed"
             result.reason = outcome.failure_reason(self.settings.timeout_s, self._timeout_context())
             return
-        data = outcome.result
-        result.status = data["status"]
-        result.reason = data.get("reason", "")
-        for key in ("trials_passed", "max_abs_err", "max_rel_err", "rel_l2", "guards", "timing", "phases_s",
-                    "spans", "input_seed"):
-            if key in data:
-                setattr(result, key, data[key])
-        result.notes.extend(data.get("notes", []))  # the judge's own notes (fewer timing input sets, say)
+        data = WorkerResult.from_dict(outcome.result)
+        result.status, result.reason = data.status, data.reason
+        for key, value in data.verdict().items():
+            setattr(result, key, value)
+        result.notes.extend(data.notes)  # the judge's own notes (fewer timing input sets, say)
         if "uses-torch-compute" in result.guards.get("labels", []):
             result.label = ", ".join(filter(None, [result.label, "uses-torch-compute"]))
 

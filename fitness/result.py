@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from fitness.formatting import seconds as format_seconds
 
@@ -131,6 +131,50 @@ class EvalResult:
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(f"evaluation wall time: {self.eval_wall_s:.2f} s")
         return "\n".join(lines)
+
+
+@dataclass
+class WorkerResult:
+    """What a worker writes for its job (``fitness.worker``): the one list of the keys that cross the process
+    boundary. ``from_dict`` names a key it does not know (a worker and a reader of different versions, a typo) instead
+    of dropping it; the fields an ``EvalResult`` also has are the verdict it takes over (``verdict``)."""
+
+    status: str
+    reason: str = ""
+    # a candidate's verdict (as far as it got)
+    trials_passed: int | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    rel_l2: float | None = None
+    guards: dict | None = None
+    timing: dict | None = None  # a candidate's TimingStats, or (baseline job) each baseline's
+    input_seed: int | None = None
+    notes: list = field(default_factory=list)
+    # the other jobs
+    failed: dict | None = None  # baseline job: compiled baselines that failed, with why
+    profile: dict | None = None  # profile job: Nsight Compute's figures
+    prewarm: str | None = None  # prewarm job: "ok"
+    # the worker's own
+    phases_s: dict | None = None
+    spans: list | None = None
+    worker: dict | None = None  # its pid, its fork server's, the confinement it got
+    internal_error: bool = False  # an error of the problem or of kernelevo, not of the candidate
+    infrastructure: bool = False  # failed before taking its job (CUDA initialisation): no verdict
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "WorkerResult":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"a worker's result has keys {unknown} that this kernelevo does not know (known: "
+                             f"{sorted(known)}); a worker of another version? add them to WorkerResult")
+        return cls(**data)
+
+    def verdict(self) -> dict:
+        """The fields an EvalResult takes over from a candidate job, those the worker set (notes: see ``notes``)."""
+        taken = {f.name for f in fields(EvalResult)} - {"status", "reason", "notes"}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name in taken and getattr(self, f.name) is not None}
 
 
 def labels_text(labels) -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from fitness.atomic import write_atomic
 from fitness.job_clock import POLL_S, CompileClock, MemoryWait
 from fitness.result import NOT_JUDGED
 from fitness.zygote import WorkerHandle, Zygote
@@ -296,9 +297,7 @@ class Sandbox:
             if not current:
                 outcome = self.run({"kind": "prewarm", "device": self.device}, PREWARM_TIMEOUT_S, trusted=True)
                 if (outcome.result or {}).get("prewarm") == "ok" and stub_files(cache):
-                    tmp = cache / f"{STUB_MARKER}.{uuid.uuid4().hex}"
-                    tmp.write_text(json.dumps({"triton": version}))
-                    os.replace(tmp, marker)
+                    write_atomic(marker, json.dumps({"triton": version}))
             self._stubs = stub_files(cache)
 
     # jobs ------------------------------------------------------------------------------------------------------
@@ -321,10 +320,8 @@ class Sandbox:
         token = secrets.token_hex(16)  # the worker returns it with its result; candidate code never sees it
         try:
             job_file = handle.workdir / "job.json"
-            tmp = handle.workdir / f".job-{uuid.uuid4().hex}.tmp"
-            try:
-                tmp.write_text(json.dumps({**job, "result_path": str(result_path), "token": token}))
-                os.replace(tmp, job_file)  # the worker polls for it, and deletes it before running the job
+            try:  # the worker polls for it, and deletes it before running the job
+                write_atomic(job_file, json.dumps({**job, "result_path": str(result_path), "token": token}))
             except OSError as exc:
                 if handle.zygote is not None:
                     handle.zygote.kill(handle)  # it would wait for its job forever
@@ -339,7 +336,6 @@ class Sandbox:
             return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory)
         finally:
             result_path.unlink(missing_ok=True)
-            Path(f"{result_path}.tmp").unlink(missing_ok=True)
             shutil.rmtree(handle.workdir, ignore_errors=True)
 
     def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str,

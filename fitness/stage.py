@@ -3,9 +3,7 @@ the sandbox times the stages spent compiling (those beginning with COMPILE_STAGE
 ``fitness.job_clock.CompileClock``)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
+from fitness.atomic import write_atomic
 from fitness.zygote import COMPILE_STAGE, STAGE_FILE
 
 STAGE = [""]  # what stage() said last
@@ -15,10 +13,8 @@ def stage(text: str) -> None:
     """Say what the job is doing now (in its directory, STAGE_FILE), so a timeout can say what was running, and the
     sandbox can time a compile (a stage beginning with COMPILE_STAGE: fitness.compile_timeout_s)."""
     STAGE[0] = text
-    tmp = Path(f".{STAGE_FILE}.tmp")
     try:
-        tmp.write_text(text)
-        os.replace(tmp, STAGE_FILE)
+        write_atomic(STAGE_FILE, text)
     except OSError:  # a diagnosis only: never the reason an evaluation fails
         pass
 

@@ -44,6 +44,7 @@ from fitness.guards import LaunchCounter, TorchOpTrace
 
 import torch  # noqa: E402
 
+from fitness.atomic import write_atomic  # noqa: E402
 from fitness.baselines import COMPILED, stage_of as baseline_stage  # noqa: E402
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
@@ -320,10 +321,7 @@ def run_job(job: dict) -> dict:
 
 
 def write_result(path: str, result: dict) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(result, fh, default=str)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(result, default=str))
 
 
 def init_cuda(device: str) -> str:

@@ -16,6 +16,7 @@ from llm_server import ScriptedLLMServer
 from operators.base import CURRENT_CHILD, ChildUsage, Duplicate, OperatorContext
 from operators.llm.client import LLMClient, LLMSettings
 from operators.llm.history import code_change
+from operators.llm.ledger import ResponseCache
 from operators.llm.operators import LLMCrossover, LLMMutation
 from operators.llm.parsing import extract_code
 from operators.llm.team import LLMTeam, TeamSettings
@@ -121,7 +122,7 @@ def test_5_siblings_get_distinct_prompts_and_never_a_siblings_cached_reply(serve
     assert first != second and "Yours is 1: plan the change with the largest expected gain" in first
     assert "Yours is 2: plan the change you rank 2nd" in second
     assert len(server.requests) == 4  # two plans and two kernels, each asked: no reply served from a sibling's
-    assert len(list((tmp_path / "cache").glob("*.json"))) == 4
+    assert len(ResponseCache(tmp_path / "cache")) == 4
     mutate(live_team(server, tmp_path), parent, archive, child="2.1")  # a rerun of one child replays its own
     assert len(server.requests) == 4
 

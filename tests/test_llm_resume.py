@@ -15,6 +15,7 @@ import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from llm_server import ScriptedLLMServer
+from operators.llm.ledger import ResponseCache
 from test_llm_agents import GOOD, KEY, PLAN, reply
 
 pytestmark = pytest.mark.slow  # each test is a whole `kernelevo run` or two
@@ -65,11 +66,12 @@ def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cach
         url = server.url
         killed = kernelevo("run", *command(cache, url), cwd=tmp_path, env=env, wait=False)
         deadline = time.monotonic() + 300
-        while len(list(cache.glob("*.json"))) < CALLS and killed.poll() is None and time.monotonic() < deadline:
+        cached = ResponseCache(cache)
+        while len(cached) < CALLS and killed.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         os.kill(killed.pid, signal.SIGKILL)  # the last child's reply is cached; its slow evaluation has begun
         output = killed.communicate(timeout=60)[0]
-    assert len(list(cache.glob("*.json"))) == CALLS, output
+    assert len(cached) == CALLS, output
     run_dir = run_dir_of(output)
     before = read_store(run_dir, lambda store: (store.latest_checkpoint().generation, lineage(run_dir),
                                                 store.llm_calls(), store.llm_totals()))

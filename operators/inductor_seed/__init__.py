@@ -26,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fitness import pyast
+from fitness.atomic import write_atomic
 from fitness.genome import short_hash
 from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
@@ -125,9 +126,7 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
             captured[name] = got
             if "error" not in got:  # a failure is not cached: the next run tries again
                 files[name].parent.mkdir(parents=True, exist_ok=True)
-                partial = files[name].with_suffix(".tmp")
-                partial.write_text(json.dumps(got))
-                partial.replace(files[name])
+                write_atomic(files[name], json.dumps(got))
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
     sources = {INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed)}

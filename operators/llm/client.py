@@ -1,10 +1,17 @@
 """The LLM client shared by every LLM operator: litellm behind a disk cache, a budget, retries and a semaphore (the
-cache, the per-request locks, the budget, the count of failed calls in a row and the errors live in
+cache and its per-request locks, the budget, the count of failed calls in a row and the errors live in
 ``operators/llm/ledger.py``; what a failure means, in ``operators/llm/diagnosis.py``).
 
 litellm is imported lazily, on the first request that actually has to be sent: importing it costs seconds and,
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
 so a rerun of a cached configuration replays without litellm, without a server and without an API key.
+
+Retries are this module's own, with litellm's off (``num_retries=0``): litellm's ``num_retries`` and
+``retry_policy`` outside its Router hand the call to tenacity, which litellm does not install (the call then fails
+with "tenacity import failed"), retry every ``openai.APIError`` (a refused key included), wait a fixed or capped
+time that no deadline cuts short and nothing wakes, and log nothing per attempt. Here a retry waits
+``backoff_s * 2**attempt`` with jitter, is cut at the wall-time deadline (``cut_at``) or when the LLM is taken for down,
+and every failure names its cause and URL.
 
 Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
 handed to litellm only (and, by the check before a run, to the server's ``GET /models``). It is never hashed,
@@ -17,14 +24,15 @@ import dataclasses
 import logging
 import os
 import random
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
-from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, KeyLocks, LLMBudgetExceeded,  # noqa: F401
-                                  LLMCut, LLMError, LLMUnavailable, ResponseCache, request_hash)
+from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, LLMBudgetExceeded, LLMCut,  # noqa: F401
+                                  LLMError, LLMUnavailable, ResponseCache, request_hash)
 from operators.llm.settings import LLMSettings  # noqa: F401 (callers import it from here)
 
 logger = logging.getLogger(__name__)
@@ -182,7 +190,6 @@ class LLMClient:
         self.budget = Budget(max_calls, max_cost_usd)
         self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
         self._slots = threading.Semaphore(settings.concurrency)
-        self._key_locks = KeyLocks()
         self.failures = FailureCount(settings.max_consecutive_failures)
         self._deadline: float | None = None  # time.perf_counter() after which nothing is sent (cut_at)
 
@@ -223,10 +230,11 @@ class LLMClient:
         return reply
 
     def _cached_or_fetched(self, key: str, payload: dict, model: str) -> LLMReply:
-        """The cached reply, else a fresh one (identical requests in flight wait for each other)."""
+        """The cached reply, else a fresh one (identical requests in flight, in this process or another sharing the
+        cache, wait for each other)."""
         if self.cache is None:
             return self._fetch(key, payload)
-        with self._key_locks.hold(key):
+        with self.cache.hold(key):
             return self._from_cache(key, payload, model) or self._fetch(key, payload)
 
     def _from_cache(self, key: str, payload: dict, model: str) -> LLMReply | None:
@@ -271,7 +279,7 @@ class LLMClient:
         fields = {k: v for k, v in vars(reply).items() if k not in ("cached", "request_hash")}
         try:
             self.cache.put(key, payload, fields)
-        except OSError as exc:
+        except (OSError, sqlite3.Error) as exc:
             logger.warning("LLM cache: cannot write entry %s: %s", key[:12], type(exc).__name__)
 
     def api_key(self, model: str) -> str | None:

@@ -1,5 +1,5 @@
-"""What the LLM client keeps between calls: its errors, the request hash, the reply cache on disk, a lock per request
-in flight, the call/cost budget and the count of failed calls in a row (``operators/llm/client.py`` sends; this
+"""What the LLM client keeps between calls: its errors, the request hash, the reply cache on disk with a lock per
+request in flight, the call/cost budget and the count of failed calls in a row (``operators/llm/client.py`` sends; this
 module remembers and counts)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
+import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,67 +55,73 @@ def request_hash(payload: dict) -> str:
 
 
 class ResponseCache:
-    """One JSON file per request hash; written atomically (temporary file + os.replace)."""
+    """The replies on disk by request hash, in a ``diskcache.Cache`` (SQLite: safe for threads and for processes
+    sharing the directory; never evicts), each entry the JSON text of {"request": ..., "reply": ...} (nothing is
+    pickled). ``hold(key)``: one lock per request across threads and processes, so identical requests in flight are
+    sent once (the second caller waits for the first, then finds its reply here; a parallel run, or two runs sharing
+    ``llm.cache_dir``, get the same replies as a sequential rerun that replays the cache). The lock is a
+    ``filelock.FileLock`` under ``locks/``: the operating system releases it should its holder die.
+
+    diskcache is imported, and the directory made, on first use: a run without LLM calls needs neither.
+    """
 
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
+        self._cache = None
+        self._lock = threading.Lock()
 
-    def _path(self, key: str) -> Path:
-        return self.directory / f"{key}.json"
+    def _opened(self):
+        with self._lock:
+            if self._cache is None:
+                try:
+                    import diskcache
+                except ImportError as exc:
+                    raise LLMError(f"the LLM reply cache (llm.cache_dir={self.directory}) needs diskcache, which is "
+                                   f"not installed: pip install diskcache (or set llm.cache_dir=null)") from exc
+                self._cache = diskcache.Cache(str(self.directory), eviction_policy="none")
+        return self._cache
+
+    def __len__(self) -> int:
+        return len(self._opened())
 
     def get(self, key: str, payload: dict) -> dict | None:
         """The stored reply fields for this request, or None (missing, unreadable or a different request)."""
-        path = self._path(key)
         try:
-            entry = json.loads(path.read_text())
-        except FileNotFoundError:
+            text = self._opened().get(key)
+            entry = None if text is None else json.loads(text)
+        except (TypeError, ValueError, OSError, sqlite3.Error) as exc:
+            logger.warning("LLM cache: ignoring unreadable entry %s (%s)", key[:12], type(exc).__name__)
             return None
-        except (OSError, ValueError):
-            logger.warning("LLM cache: ignoring unreadable entry %s", path.name)
+        if entry is None:
             return None
         if canonical(entry.get("request", {})) != canonical(payload):
-            logger.warning("LLM cache: entry %s belongs to another request; ignoring it", path.name)
+            logger.warning("LLM cache: entry %s belongs to another request; ignoring it", key[:12])
             return None
         return entry.get("reply")
 
     def put(self, key: str, payload: dict, reply: dict) -> None:
-        """Store a reply; concurrent writers of the same key are harmless (last replace wins)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        data = json.dumps({"request": payload, "reply": reply}, ensure_ascii=False, default=str, indent=1)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(data)
-            os.replace(tmp, self._path(key))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-class KeyLocks:
-    """One lock per request hash while it is in use, so identical concurrent requests are sent once.
-
-    The second caller waits for the first and then finds its reply in the cache: a parallel run gets the same
-    replies as a sequential rerun that replays the cache.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._locks: dict[str, list] = {}  # key -> [lock, number of holders and waiters]
+        """Store a reply (concurrent writers of the same key are harmless: the last wins)."""
+        self._opened().set(key, json.dumps({"request": payload, "reply": reply}, ensure_ascii=False, default=str))
 
     @contextmanager
     def hold(self, key: str):
-        with self._lock:
-            entry = self._locks.setdefault(key, [threading.Lock(), 0])
-            entry[1] += 1
+        """The request's lock, held by one thread of one process at a time (none, with a warning, where no lock file
+        can be made: identical requests may then be sent twice)."""
+        from filelock import FileLock
+
+        path = self.directory / "locks" / f"{key}.lock"
         try:
-            with entry[0]:
-                yield
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(path)
+            lock.acquire()
+        except OSError as exc:
+            logger.warning("LLM cache: no lock for request %s (%s); it may be sent twice", key[:12], exc)
+            yield
+            return
+        try:
+            yield
         finally:
-            with self._lock:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del self._locks[key]
+            lock.release()
 
 
 # ------------------------------------------------------------------------------------------------- budget

@@ -1,0 +1,28 @@
+"""``WorkerResult``: the keys a worker's result may carry, and the verdict an ``EvalResult`` takes over from it."""
+import pytest
+
+from fitness.result import EvalResult, WorkerResult
+
+
+def test_a_key_no_reader_knows_is_named_not_dropped():
+    with pytest.raises(ValueError, match=r"keys \['trails_passed'\].*add them to WorkerResult"):
+        WorkerResult.from_dict({"status": "ok", "trails_passed": 3})
+
+
+def test_the_verdict_is_what_the_worker_set_of_the_fields_an_eval_result_has():
+    data = WorkerResult.from_dict({"status": "incorrect", "reason": "trial 1", "trials_passed": 1,
+                                   "max_abs_err": 0.5, "guards": {"labels": []}, "input_seed": 7, "notes": ["n"],
+                                   "phases_s": {"setup": 0.1}, "worker": {"pid": 3}, "internal_error": False})
+    assert data.verdict() == {"trials_passed": 1, "max_abs_err": 0.5, "guards": {"labels": []}, "input_seed": 7,
+                              "phases_s": {"setup": 0.1}}
+    result = EvalResult("ok", timing={"kept": 1})
+    for key, value in data.verdict().items():
+        setattr(result, key, value)
+    assert result.timing == {"kept": 1} and result.rel_l2 is None and result.spans == []  # unset: left as they were
+
+
+def test_every_job_kind_reads_back():
+    for data in ({"status": "ok", "timing": {"eager": {}}, "failed": {}, "notes": ["fp32"]},  # baseline
+                 {"status": "ok", "profile": {"kernels": []}}, {"status": "ok", "prewarm": "ok"},
+                 {"status": "runtime_error", "internal_error": True, "infrastructure": True, "reason": "CUDA"}):
+        assert WorkerResult.from_dict(data).status == data["status"]
