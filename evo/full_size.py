@@ -27,7 +27,7 @@ from omegaconf import DictConfig
 from evo.store import RunStore
 from fitness.evaluator import Evaluator
 from fitness.from_config import fitness_parts
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.sizes import other_sizes
 

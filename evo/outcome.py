@@ -12,8 +12,8 @@ from evo.manifest import manifest_line
 from evo.store import RunStore
 from evo.tuner import describe_tuner
 from fitness.baselines import BASELINES, speedup_rows
-from fitness.genome import evaluation_key
-from fitness.individual import Individual
+from core.genome import evaluation_key
+from core.individual import Individual
 from fitness.result import TIMED_OUT, EvalResult, format_seconds, labels_text
 
 BEST_KERNEL_FILE = "best_kernel.py"

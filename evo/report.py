@@ -23,8 +23,8 @@ from evo.manifest import manifest_rows
 from evo.outcome import RunSummary, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
-from fitness.genome import evaluation_key
-from fitness.individual import Individual
+from core.genome import evaluation_key
+from core.individual import Individual
 from fitness.result import EvalResult, format_seconds, labels_text
 
 HTML_FILE = "report.html"

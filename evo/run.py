@@ -28,7 +28,7 @@ from evo.store import RunStore
 from evo.tuner import Tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
-from fitness.genome import Genome, evaluation_key
+from core.genome import Genome, evaluation_key
 from fitness.problem import INDUCTOR
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage

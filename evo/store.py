@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.result import EvalResult
 
 DB_NAME = "run.db"

@@ -35,7 +35,7 @@ import optuna
 
 from evo.evaluation import EvaluationService
 from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.result import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
 from operators.inductor_seed.templates import tile_starts

@@ -6,8 +6,8 @@ import optuna
 
 from evo.store import RunStore
 from evo.tuner import Tuner
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from fitness.result import EvalResult
 from hardware_profiles import load_profile
 from operators.inductor_seed.templates import tile_starts

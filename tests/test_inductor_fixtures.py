@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEVICE, make_evaluator
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.problem import resolve_problem
 from operators.inductor_seed.convert import SeedError, convert
 from operators.inductor_seed.templates import template_grid

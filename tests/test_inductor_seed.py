@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.problem import resolve_problem
 from operators import inductor_seed as seeds
 from operators.inductor_seed.convert import SeedError, convert

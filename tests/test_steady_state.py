@@ -13,7 +13,7 @@ import pytest
 from evo.loop import LoopPieces, steady_state, window_start
 from evo.search import Budget, Search, SearchSettings
 from evo.store import RunStore
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.result import EvalResult
 from operators.base import BudgetExhausted, Operator
 

@@ -10,7 +10,7 @@ import pytest
 from evo.search import Budget, Search, SearchSettings
 from evo.store import RunStore
 from evo.strategy import Evolution, Refinement, Sampling, Tree
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.result import EvalResult
 from operators.llm.history import history_lines
 from operators.llm.operators import LLMMutation

@@ -17,7 +17,7 @@ from evo.search import Budget, Search, SearchSettings
 from evo.store import RunStore
 from evo.strategies_report import run_record, write_strategies_report
 from evo.tuner import Tuner
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.result import EvalResult
 from hardware_profiles import load_profile
 from llm_server import ScriptedLLMServer

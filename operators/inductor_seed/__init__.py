@@ -25,8 +25,8 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from fitness import pyast
-from fitness.genome import short_hash
+from core import pyast
+from core.genome import short_hash
 from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from operators.inductor_seed.convert import OTHER_SEEDS, SeedError, convert

@@ -66,7 +66,7 @@ def _arg_map(model, inputs, example_inputs) -> list[dict]:
 
 def _kernel_configs(code: str) -> dict:
     """Each kernel's heuristic object, built by running its source as Inductor's async_compile would."""
-    from fitness import pyast
+    from core import pyast
     from operators.inductor_seed.convert import kernel_sources
 
     kernels = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import math
 
-from fitness import pyast
+from core import pyast
 from operators.inductor_seed.errors import OTHER_SEEDS, SeedError
 from operators.inductor_seed.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
                                                template_grid, template_kernel)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.problem import INDUCTOR
 from fitness.target import Target
 from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fitness.genome import TUNABLE_NAME, Genome, GenomeError
-from fitness.individual import Individual
+from core.genome import TUNABLE_NAME, Genome, GenomeError
+from core.individual import Individual
 from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
 from operators.llm.figures import measured_text, ran_where

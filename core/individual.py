@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from deap import base
 
-from fitness.genome import Genome
+from core.genome import Genome
 
 if TYPE_CHECKING:  # the judge's record, for annotations only: the data model does not import the judge
     from fitness.result import EvalResult
