@@ -32,7 +32,7 @@ from core.genome import Genome, evaluation_key
 from fitness.problem import INDUCTOR
 from fitness.result import EvalResult, format_seconds
 from operators.base import CURRENT_CHILD, ChildUsage
-from operators.inductor_seed import variants_from_config
+from seeds.inductor import variants_from_config
 
 INITIALISE_MODES = (True, False, "from_seed")
 

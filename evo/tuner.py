@@ -38,7 +38,7 @@ from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
 from core.individual import Individual
 from fitness.result import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
-from operators.inductor_seed.templates import tile_starts
+from seeds.inductor.templates import tile_starts
 from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
