@@ -4,8 +4,8 @@ import ast
 
 import pytest
 
-from operators.llm.parsing import (ParseError, apply_edits, compact_source_view, extract_code, extract_plan,
-                                   parse_edits)
+from operators.llm.edits import apply_edits, parse_edits
+from operators.llm.parsing import ParseError, compact_source_view, extract_code, extract_plan
 
 MODULE = '''import torch
 import torch.nn as nn

@@ -21,7 +21,8 @@ from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
 from operators.llm.figures import measured_text, ran_where
 from operators.llm.history import unified_diff
-from operators.llm.parsing import ParseError, apply_edits, extract_code, extract_plan, parse_edits
+from operators.llm.edits import apply_edits, parse_edits
+from operators.llm.parsing import ParseError, extract_code, extract_plan
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 EDIT_FORMATS = ("file", "diff")
