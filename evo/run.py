@@ -23,7 +23,8 @@ from evo.manifest import run_manifest
 from evo.outcome import INTERPRETER_TIMES, REWRITTEN_SEED, SUMMARY_FILE, RunSummary, summarise
 from evo.progress import Progress
 from evo.report import write_report
-from evo.search import Budget, GenerationReport, Search, SearchSettings
+from evo.search import GenerationReport, Search
+from evo.search_settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock

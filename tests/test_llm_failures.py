@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.search_settings import Budget, SearchSettings
 from evo.store import RunStore
 from core.genome import Genome
 from core.individual import Individual

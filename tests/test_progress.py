@@ -2,7 +2,7 @@
 from types import SimpleNamespace
 
 from evo.progress import GpuBusySampler, Progress
-from evo.search import Budget
+from evo.search_settings import Budget
 
 
 class Counter:

@@ -11,7 +11,8 @@ from typing import ClassVar
 import pytest
 
 from evo.loop import LoopPieces, steady_state, window_start
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.search_settings import Budget, SearchSettings
 from evo.store import RunStore
 from core.genome import Genome
 from fitness.result import EvalResult

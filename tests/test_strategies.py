@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.search_settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.strategy import Evolution, Refinement, Sampling, Tree
 from core.genome import Genome

@@ -13,7 +13,8 @@ import pytest
 from evo.evaluation import EvaluationService
 from evo.run import _record_llm_call as record_llm_call
 from evo.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.search_settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.strategies_report import run_record, write_strategies_report
 from evo.tuner import Tuner
