@@ -39,7 +39,7 @@ class ProblemConfig:
     size_preset: str = "auto"
     sizes: Dict[str, Any] = field(default_factory=dict)  # size-constant overrides, e.g. problem.sizes.batch_size=64
     # seed kernel file; null: the bundled seed (a file has none: torch.compile's Triton kernels); inductor:
-    # torch.compile's Triton kernels (operators/inductor_seed)
+    # torch.compile's Triton kernels (seeds/inductor)
     seed: Optional[str] = None
 
 

@@ -23,10 +23,10 @@ from omegaconf import DictConfig
 from evo.store import RunStore
 from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import fitness_parts
-from fitness.genome import evaluation_key
+from core.genome import evaluation_key
 from fitness.gpu_lock import physical_gpu
 from fitness.result import CANCELLED, EvalResult
-from operators.inductor_seed import inductor_seeds, policy_options
+from seeds.inductor import inductor_seeds, policy_options
 
 
 WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, caches and allocator slack, generously

@@ -28,7 +28,7 @@ from fitness.from_config import policy_from_config, problem_from_config, profile
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec
 from fitness.result import EvalResult
-from operators.inductor_seed import write_seeds
+from seeds.inductor import write_seeds
 
 SETTING = "fitness.backend"
 START_TIMEOUT_S = 600.0  # actors not placed and started by then: the cluster lacks what they ask for

@@ -2,7 +2,7 @@
 
 On Triton's CPU interpreter a run judges its candidates at small test sizes (``fitness.sizes``) and chooses among
 children by the interpreter's wall-clock time (no GPU timing). A kernel that reads its sizes from its inputs runs
-at any size; a kernel converted from torch.compile's capture at the test sizes (``operators.inductor_seed``) holds
+at any size; a kernel converted from torch.compile's capture at the test sizes (``seeds.inductor``) holds
 those sizes as literals, and so do its descendants by offline operators, which change launch constants only: it is
 baked at the test sizes and cannot run at the full sizes the target GPU would see. So, when the test sizes are not
 the full sizes, the end of an interpreter run judges the fastest distinct correct kernels again (``TRIES`` at most,
@@ -28,7 +28,7 @@ from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from fitness.evaluator import Evaluator
 from fitness.from_config import fitness_parts
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.sizes import other_sizes
 

@@ -17,8 +17,8 @@ from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from evo.tuner import describe_tuner
 from fitness.baselines import BASELINES
-from fitness.genome import evaluation_key
-from fitness.individual import Individual
+from core.genome import evaluation_key
+from core.individual import Individual
 from fitness.result import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from evo.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight
 from evo.store import DB_NAME, RunStore
 from fitness.from_config import fitness_parts
-from fitness.genome import evaluation_key
+from core.genome import evaluation_key
 from fitness.result import EvalResult
 
 

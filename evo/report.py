@@ -24,8 +24,8 @@ from evo.console import evaluations_text, seed_rows
 from evo.outcome import REWRITTEN_SEED, RunOutcome, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
-from fitness.genome import evaluation_key
-from fitness.individual import Individual
+from core.genome import evaluation_key
+from core.individual import Individual
 from fitness.formatting import DASH, NA, percent, ratio, seconds, speedup
 from fitness.result import EvalResult, labels_text
 

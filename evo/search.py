@@ -34,8 +34,8 @@ from evo.strategy import Evolution
 from evo.store import RunStore
 from evo.toolbox import build_toolbox, statistics
 from evo.tuner import Tuner
-from fitness.genome import Genome
-from fitness.individual import Individual, individual_id
+from core.genome import Genome
+from core.individual import Individual, individual_id
 from fitness.result import NO_VERDICT
 from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Duplicate, Operator, OperatorContext,
                             OperatorUnavailable)

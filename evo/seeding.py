@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from omegaconf import DictConfig
 
 from evo.outcome import REWRITTEN_SEED
-from fitness.genome import Genome, evaluation_key
+from core.genome import Genome, evaluation_key
 from fitness.problem import INDUCTOR
 from fitness.result import EvalResult
 from operators.base import CURRENT_CHILD, ChildUsage
@@ -46,7 +46,7 @@ def make_seeds(cfg: DictConfig, team, service: EvaluationService, run_dir: Path)
 
 def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds (the module's docstring says which), the seed first."""
-    from operators.inductor_seed import variants_from_config
+    from seeds.inductor import variants_from_config
 
     evaluator = service.evaluators[0]
     mode = cfg.llm.initialise if team is not None else False  # checked by check_run_config

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from evo.checkpoint import Checkpoint
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.result import EvalResult
 
 DB_NAME = "run.db"

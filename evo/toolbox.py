@@ -1,6 +1,6 @@
 """DEAP set-up, in one place: the toolbox the search loop calls and the statistics of its logbook.
 
-DEAP works on ``fitness.individual.Individual`` directly (its ``fitness`` is a DEAP fitness: the kernel's time,
+DEAP works on ``core.individual.Individual`` directly (its ``fitness`` is a DEAP fitness: the kernel's time,
 minimised; infinite for a kernel that failed, so it ranks after every correct one).
 """
 from __future__ import annotations

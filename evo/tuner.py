@@ -37,10 +37,10 @@ import optuna
 from evo.evaluation import EvaluationService
 from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.result import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
-from operators.inductor_seed.templates import tile_starts
+from seeds.inductor.templates import tile_starts
 from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

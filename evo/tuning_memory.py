@@ -22,7 +22,7 @@ import threading
 
 import optuna
 
-from fitness.individual import Individual
+from core.individual import Individual
 from fitness.result import COMPILE_FAILURES
 
 STATES = {"complete": optuna.trial.TrialState.COMPLETE, "pruned": optuna.trial.TrialState.PRUNED}

@@ -12,21 +12,20 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
 from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
 from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
 from fitness.policy import load_policy  # noqa: E402
-from fitness.problem import resolve_problem, suite_names  # noqa: E402
+from fitness.problem import resolve_problem  # noqa: E402
 from hardware_profiles import detect_profile  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "candidates"
@@ -100,15 +99,6 @@ def bench_guards() -> list[dict]:
     return rows
 
 
-def environment() -> dict:
-    import torch
-    import triton
-
-    return {"gpu": torch.cuda.get_device_name(), "profile": detect_profile().name, "torch": torch.__version__,
-            "triton": triton.__version__, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-
-
 def _value(text: str):
     """A setting's value from the command line: JSON (true, 3, 0.5) or else the text itself."""
     try:
@@ -118,23 +108,22 @@ def _value(text: str):
 
 
 def run(args) -> None:
-    out = {"environment": environment(), "command": " ".join(sys.argv), "problems": [], "spread": None,
-           "guards": []}
-    names = args.problems.split(",") if args.problems else suite_names()
-    for name in names:
+    out = {"environment": environment(profile=detect_profile().name, python=platform.python_version()),
+           "command": " ".join(sys.argv), "problems": [], "spread": None, "guards": []}
+    for name in problem_names(args):
         row = bench_problem(name, args.repeats)
         out["problems"].append(row)
         print(f"[bench] {name}: {row['status']} time={row['time_s']} x_eager={row['speedup_vs_eager']} "
               f"x_compile={row['speedup_vs_compile']} sol={row['sol_fraction']} wall={row['eval_wall_s_all']} "
               f"baseline_wall={row['baseline_wall_s']:.1f}s phases={row['phases_s']} {row['reason'][:200]}", flush=True)
-        Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+        save(out, args.out)
     if args.spread_runs:
         settings = {k: _value(v) for k, v in (kv.split("=", 1) for kv in args.spread_settings)}
         out["spread"] = [bench_spread(name, args.spread_runs, settings) for name in args.spread_problem.split(",")]
         print(f"[spread] {out['spread']}", flush=True)
     if args.guards:
         out["guards"] = bench_guards()
-    Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+    save(out, args.out)
 
 
 # table ---------------------------------------------------------------------------------------------------------
@@ -156,7 +145,7 @@ def geomean(values: list[float]) -> float | None:
 
 
 def table(paths: list[str]) -> str:
-    runs = [json.loads(Path(p).read_text()) for p in paths]
+    runs = load_runs(paths)
     rows = [r for run_ in runs for r in run_["problems"]]
     spread = next((r["spread"] for r in runs if r.get("spread")), None)
     guards = [g for r in runs for g in r.get("guards", [])]
@@ -198,26 +187,14 @@ def table(paths: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--out", required=True)
-    r.add_argument("--problems", default="")
+def run_arguments(r) -> None:
     r.add_argument("--repeats", type=int, default=2)
     r.add_argument("--spread-runs", type=int, default=0)
     r.add_argument("--spread-settings", nargs="*", default=[],
                    help="evaluator settings, e.g. prestart_worker=false")
     r.add_argument("--spread-problem", default="elementwise_chain", help="comma-separated problem names")
     r.add_argument("--guards", action="store_true")
-    t = sub.add_parser("table")
-    t.add_argument("paths", nargs="+")
-    args = parser.parse_args()
-    if args.cmd == "run":
-        run(args)
-    else:
-        print(table(args.paths), end="")
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, run, table, run_arguments)

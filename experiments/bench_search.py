@@ -12,7 +12,6 @@ worker phase).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -22,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
 from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
 from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
 
@@ -102,14 +102,8 @@ def store_best(run_dir: Path, best_id: str):
 
 def run(args) -> None:
     import torch
-    import triton
 
-    from fitness.problem import suite_names
-
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU (Triton interpreter)"
-    out = {"environment": {"gpu": gpu, "torch": torch.__version__,
-                           "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
-           "budget": BUDGET + args.overrides, "problems": []}
+    out = {"environment": environment(), "budget": BUDGET + args.overrides, "problems": []}
     from evo.progress import GpuBusySampler
     from fitness.gpu_lock import physical_gpu
 
@@ -118,11 +112,11 @@ def run(args) -> None:
                              if torch.cuda.is_available() else ())
     sampler.start()
     try:
-        for name in (args.problems.split(",") if args.problems else suite_names()):
+        for name in problem_names(args):
             row = bench_problem(name, args.overrides, root, sampler)
             out["problems"].append(row)
             print(f"[search] {json.dumps(row, default=str)}", flush=True)
-            Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+            save(out, args.out)
     finally:
         sampler.stop()
 
@@ -139,7 +133,7 @@ def _mean(values):
 
 
 def table(paths: list[str]) -> str:
-    runs = [json.loads(Path(p).read_text()) for p in paths]
+    runs = load_runs(paths)
     rows = [{**r, "problem": f"{Path(p).stem}: {r['problem']}"} if len(paths) > 1 else r  # which file each row is
             for p, run_ in zip(paths, runs) for r in run_["problems"]]
     env = runs[0]["environment"]
@@ -195,22 +189,10 @@ def table(paths: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--out", required=True)
-    r.add_argument("--problems", default="", help="comma-separated; empty = every suite problem")
+def run_arguments(r) -> None:
     r.add_argument("--runs-dir", default=f"/tmp/kernelevo-bench-{int(time.time())}")
     r.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. parallel=8")
-    t = sub.add_parser("table")
-    t.add_argument("paths", nargs="+")
-    args = parser.parse_args()
-    if args.cmd == "run":
-        run(args)
-    else:
-        print(table(args.paths), end="")
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, run, table, run_arguments)

@@ -118,8 +118,8 @@ def meta_pass_rows(folder: Path) -> list:
     from fitness.guards import LaunchCounter
     from fitness.inputs import make_inputs, meta_inputs
     from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
-    from operators.inductor_seed import capture
-    from operators.inductor_seed.convert import convert
+    from seeds.inductor import capture
+    from seeds.inductor.convert import convert
 
     counter, builds = LaunchCounter(), []
     counter.install()

@@ -29,7 +29,7 @@ FIXTURES = {
 
 def main() -> None:
     from fitness.problem import resolve_problem
-    from operators.inductor_seed import capture
+    from seeds.inductor import capture
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default="", help="a KernelBench checkout (its KernelBench/ folder)")

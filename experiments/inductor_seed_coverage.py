@@ -43,8 +43,8 @@ def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only
     from fitness.policy import load_policy
     from fitness.problem import resolve_problem
     from hardware_profiles import load_profile, resolve_profile
-    from operators.inductor_seed import inductor_seed, library_calls, policy_options
-    from operators.inductor_seed.convert import SeedError
+    from seeds.inductor import inductor_seed, library_calls, policy_options
+    from seeds.inductor.convert import SeedError
 
     spec = shrunk_spec(path, cap) if device == "cpu" else resolve_problem(path)
     row, started = {"problem": path, "sizes": spec.sizes}, time.time()

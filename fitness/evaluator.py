@@ -29,7 +29,8 @@ from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
 from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerResult
-from fitness.sandbox import JobOutcome, Sandbox, is_secret_variable
+from fitness.sandbox import JobOutcome, Sandbox
+from fitness.worker_env import is_secret_variable
 from fitness.sizes import int_constants
 from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
 from fitness.static_check import check_source

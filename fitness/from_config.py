@@ -40,7 +40,7 @@ def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | No
     sizes = OmegaConf.to_container(sizes, resolve=True) if isinstance(sizes, DictConfig) else dict(sizes or {})
     spec = resolve_problem(str(name), sizes=sizes, size_preset=resolve_size_preset(size_preset, device))
     if seed is None or seed == INDUCTOR:
-        return spec  # the Inductor seed is made when the run starts (operators.inductor_seed)
+        return spec  # the Inductor seed is made when the run starts (seeds.inductor)
     if not Path(seed).expanduser().is_file():
         raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
                          f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")

@@ -13,12 +13,13 @@ A patch made inside one call and undone before the call returns is not seen, and
 the judge never runs inside a candidate call, and the primitives it calls *between* timed calls (clocks, CUDA
 events, synchronisation, the L2 flush) are bound by ``fitness.timing`` before candidate code exists.
 
-What is watched: every module of kernelevo's evaluator (``fitness.*``) and the classes defined there, strictly
-(every attribute, no attribute added); ``builtins`` strictly; the functions, classes and submodules of every module
-the evaluator's code names (``json``, ``os``, ``statistics``, ``dataclasses``, ...) and of ``time``, ``math``,
-``torch``, ``torch.nn.functional``, ``torch.linalg`` and ``torch.cuda`` (attributes added there are tolerated:
-torch imports submodules lazily); the class dictionaries of ``torch.Tensor``, ``torch.nn.Module``,
-``torch.cuda.Event`` and Triton's kernel classes (which the launch counter wraps), strictly.
+What is watched: every module of kernelevo's evaluator (``fitness.*``, and ``core.*``: the data model it imports)
+and the classes defined there, strictly (every attribute, no attribute added); ``builtins`` strictly; the functions,
+classes and submodules of every module the evaluator's code names (``json``, ``os``, ``statistics``,
+``dataclasses``, ...) and of ``time``, ``math``, ``torch``, ``torch.nn.functional``, ``torch.linalg`` and
+``torch.cuda`` (attributes added there are tolerated: torch imports submodules lazily); the class dictionaries of
+``torch.Tensor``, ``torch.nn.Module``, ``torch.cuda.Event`` and Triton's kernel classes (which the launch counter
+wraps), strictly.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import torch
 
 from fitness.checks import Verdict
 
-OWN_PREFIX = "fitness"
+OWN_PACKAGES = ("fitness", "core")  # the judge, and the data model it imports (core.genome hashes candidates)
 STRICT_MODULES = ("builtins",)
 LOOSE_MODULES = ("time", "math", "torch", "torch.nn.functional", "torch.linalg", "torch.cuda")
 MAX_NAMED = 4  # differences named in a verdict
@@ -148,7 +149,7 @@ def _referenced(own: dict) -> list[str]:
 
 
 def _is_own(name: str) -> bool:
-    return name == OWN_PREFIX or name.startswith(OWN_PREFIX + ".")
+    return name.split(".", 1)[0] in OWN_PACKAGES
 
 
 def describe(differences: list[str]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from fitness import pyast
+from core import pyast
 
 ALLOWED_IMPORTS = {
     "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "triton", "triton.language", "math", "typing",

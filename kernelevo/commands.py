@@ -158,7 +158,7 @@ def seed(cfg: DictConfig) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
     from fitness.evaluator import default_cache_dir
     from fitness.from_config import fitness_parts
-    from operators.inductor_seed import inductor_seeds, policy_options, variants_from_config, write_seeds
+    from seeds.inductor import inductor_seeds, policy_options, variants_from_config, write_seeds
 
     try:
         parts = fitness_parts(cfg)

@@ -10,8 +10,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from operators.base import Operator, OperatorContext
 
 

@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fitness.genome import Genome, module_constants
+from core.genome import Genome, module_constants
 from hardware_profiles import HardwareProfile
-from fitness.individual import Individual
+from core.individual import Individual
 from hardware_profiles.limits import in_bounds
 from operators.base import Operator, OperatorContext, is_power_of_two
 

@@ -16,8 +16,8 @@ from evo.report import write_report
 from evo.outcome import outcome_of, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, Baseline
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from fitness.result import EvalResult
 from fitness.timing import TimingStats
 

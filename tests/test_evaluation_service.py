@@ -11,7 +11,7 @@ import pytest
 from conftest import candidate, make_evaluator
 from evo.evaluation import EvaluationService
 from evo.store import RunStore
-from fitness.genome import evaluation_key
+from core.genome import evaluation_key
 from fitness.result import INFRASTRUCTURE, EvalResult
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.zygote import WorkerHandle

@@ -1,7 +1,23 @@
 """Each cheat that has fooled published evaluators, caught by the guard meant for it (CPU interpreter)."""
 import json
 
+import pytest
+
 from conftest import DEVICE, candidate, make_evaluator
+
+# (candidate file or source, the verdict, what its reason names): each cheat caught by its guard, each broken
+# candidate judged for what it is
+VERDICTS = [
+    ("uninitialized_output", "incorrect", []),  # the CUDA caching allocator's stale memory, on the interpreter too
+    ("zeroes_input", "rejected", ["modified its input"]),
+    ("side_stream", "rejected", ["line 19: 'torch.cuda.Stream' is not allowed", "line 23: 'torch.cuda.stream'"]),
+    ("patch_timer", "rejected", ["import of 'time'", "line 7: assignment into module 'time'",
+                                 "line 8: assignment into module 'torch'"]),
+    ("nan_output", "incorrect", ["NaN"]),
+    ("compile_error", "compile_error", ["undefined_thing"]),
+    ("class ModelNew(:\n    pass\n", "compile_error", ["line 1"]),  # a syntax error
+    ("import torch\n", "compile_error", ["ModelNew"]),  # no ModelNew
+]
 
 
 def test_correct_candidate_passes_every_trial(evaluator):
@@ -16,21 +32,23 @@ def test_correct_candidate_passes_every_trial(evaluator):
     assert result.policy["name"] == "triton"
 
 
+@pytest.mark.parametrize("name, status, named", VERDICTS, ids=[v[0].split("\n")[0][:20] for v in VERDICTS])
+def test_a_wrong_or_cheating_candidate_gets_its_verdict_naming_the_cause(evaluator, name, status, named):
+    result = evaluator.evaluate(candidate(name) if name.isidentifier() else name)
+    assert result.status == status, result.reason
+    assert [text for text in named if text not in result.reason] == []
+
+
 def test_wrong_kernel_is_incorrect(evaluator):
     result = evaluator.evaluate(candidate("wrong_math"))
     assert result.status == "incorrect"
     assert "exceed atol" in result.reason and result.max_abs_err > 0.5
 
 
-def test_uninitialised_output_is_incorrect(evaluator):
-    result = evaluator.evaluate(candidate("uninitialized_output"))
-    assert result.status == "incorrect", result.reason
-
-
-def test_zeroing_the_inputs_is_rejected(evaluator):
-    result = evaluator.evaluate(candidate("zeroes_input"))
-    assert result.status == "rejected"
-    assert "modified its input" in result.reason
+def test_result_cached_by_input_pointer_goes_stale(evaluator):
+    result = evaluator.evaluate(candidate("pointer_cache"))
+    assert result.status == "incorrect"
+    assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
 
 
 def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
@@ -56,55 +74,12 @@ def test_no_triton_kernel_is_rejected_even_when_torch_compute_is_allowed():
     assert "no Triton kernel" in result.reason
 
 
-def test_result_cached_by_input_pointer_goes_stale(evaluator):
-    result = evaluator.evaluate(candidate("pointer_cache"))
-    assert result.status == "incorrect"
-    assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
-
-
 def test_a_result_cached_by_input_content_never_hits_when_timed(evaluator):
     result = evaluator.evaluate(candidate("content_cache"))
     assert result.status == "ok", result.reason  # right, and timed computing: every timed call got a fresh draw
     assert result.guards["timed_calls"] >= 4 and result.guards["timed_outputs_checked"] == [0, 1, 2]
     assert result.phases_s["timed_inputs"] > 0  # the draws' cost, outside the timed region
     # that it would have hit on the old rotated sets, and never hits now: tests/test_timed_inputs.py
-
-
-def test_side_stream_is_rejected_naming_the_line(evaluator):
-    result = evaluator.evaluate(candidate("side_stream"))
-    assert result.status == "rejected"
-    assert "line 19: 'torch.cuda.Stream' is not allowed" in result.reason
-    assert "line 23: 'torch.cuda.stream'" in result.reason
-
-
-def test_patching_the_timers_is_rejected(evaluator):
-    result = evaluator.evaluate(candidate("patch_timer"))
-    assert result.status == "rejected"
-    assert "import of 'time'" in result.reason
-    assert "line 7: assignment into module 'time'" in result.reason
-    assert "line 8: assignment into module 'torch'" in result.reason
-
-
-def test_nan_output_never_passes(evaluator):
-    result = evaluator.evaluate(candidate("nan_output"))
-    assert result.status == "incorrect"
-    assert "NaN" in result.reason
-
-
-def test_compile_error_is_reported_with_the_cause(evaluator):
-    result = evaluator.evaluate(candidate("compile_error"))
-    assert result.status == "compile_error"
-    assert "undefined_thing" in result.reason
-
-
-def test_syntax_error_is_a_compile_error(evaluator):
-    result = evaluator.evaluate("class ModelNew(:\n    pass\n")
-    assert result.status == "compile_error" and "line 1" in result.reason
-
-
-def test_missing_model_new_is_a_compile_error(evaluator):
-    result = evaluator.evaluate("import torch\n")
-    assert result.status == "compile_error" and "ModelNew" in result.reason
 
 
 def test_strict_fp32_policy_rejects_reduced_precision():

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from evo.full_size import TRIES
-from fitness.genome import code_hash
+from core.genome import code_hash
 from fitness.problem import load_problem, resolve_problem, suite_manifest
 from fitness.sizes import MIN_SHRINKABLE, other_sizes, other_value
 from test_search import TINY

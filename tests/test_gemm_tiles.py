@@ -6,11 +6,11 @@ import optuna
 
 from evo.store import RunStore
 from evo.tuner import Tuner
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from fitness.result import EvalResult
 from hardware_profiles import load_profile
-from operators.inductor_seed.templates import tile_starts
+from seeds.inductor.templates import tile_starts
 
 NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES")
 CHOICES = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [64, 128, 256], "BLOCK_K": [32, 64], "GROUP_M": [8],

@@ -1,4 +1,4 @@
-"""Seeds taken from torch.compile (operators/inductor_seed): Inductor's Triton kernels, converted into a standalone
+"""Seeds taken from torch.compile (seeds/inductor): Inductor's Triton kernels, converted into a standalone
 candidate, pass the full evaluator; the seed is cached and written into the run directory; library calls under
 policy `triton` get a clear way out; a KernelBench-format file without a seed runs offline from its Inductor seed;
 variants of Inductor's options that write other kernels are more seeds of generation 0.
@@ -9,10 +9,10 @@ import json
 import pytest
 
 from conftest import SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.problem import resolve_problem
-from operators import inductor_seed as seeds
-from operators.inductor_seed.convert import SeedError, convert
+from seeds import inductor as seeds
+from seeds.inductor.convert import SeedError, convert
 from test_search import TINY
 
 

@@ -93,3 +93,16 @@ except FileNotFoundError:
     forged.write_text('{"status": "ok", "token": "secret-token"}')
     assert read_result(forged, "secret-token") == {"status": "ok"}
     assert read_result(tmp_path / "missing.json", "secret-token") is None
+
+
+def test_the_data_model_the_judge_imports_is_watched_as_strictly_as_the_judge():
+    import core.genome
+    from fitness.integrity import JudgeState
+
+    state = JudgeState.capture()
+    core.genome.stolen = "an attribute a candidate added"
+    try:
+        assert "core.genome: attribute(s) added: stolen" in state.verify()
+    finally:
+        del core.genome.stolen
+    assert not [d for d in state.verify() if d.startswith("core.")]

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.problem import SUITE_DIR, resolve_problem
 from hardware_profiles import available_profiles, load_profile
 from hardware_profiles.limits import kernel_knobs, limit_violation
-from operators.inductor_seed.convert import convert
-from operators.inductor_seed.templates import TILE_PARAMS
+from seeds.inductor.convert import convert
+from seeds.inductor.templates import TILE_PARAMS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
 H100 = load_profile("h100_sxm")

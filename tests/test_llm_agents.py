@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
-from fitness.genome import evaluation_key
+from core.genome import evaluation_key
 from fitness.result import format_seconds
 from llm_server import ScriptedLLMServer
 

@@ -2,8 +2,8 @@
 full size with its cost model, measured figures labelled with where they were measured, the parent once and the
 rest told against it; hardware limits before compiling."""
 from conftest import SCALE_SHIFT, candidate
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from fitness.problem import resolve_problem
 from fitness.result import EvalResult
 from fitness.target import target_for

@@ -12,10 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from kernelevo.commands import llm_stop
 from llm_server import ScriptedLLMServer
 from operators.llm.client import LLMClient, LLMCut, LLMError, LLMUnavailable

@@ -4,8 +4,8 @@ import ast
 
 import pytest
 
-from operators.llm.parsing import (ParseError, apply_edits, compact_source_view, extract_code, extract_plan,
-                                   parse_edits)
+from operators.llm.edits import apply_edits, parse_edits
+from operators.llm.parsing import ParseError, compact_source_view, extract_code, extract_plan
 
 MODULE = '''import torch
 import torch.nn as nn
@@ -64,41 +64,29 @@ def test_fenced_block_with_prose_around(info):
     assert extract_code(reply) == MODULE
 
 
-def test_tilde_fences():
-    reply = f"Sure:\n{fenced(MODULE, 'python', '~~~')}\nDone."
-    assert extract_code(reply) == MODULE
+MODEL_ONLY = MODULE[MODULE.index("class ModelNew"):]
+REVISED = MODULE.replace("1024", "2048")
+# (what the reply is, the reply, the module extract_code takes from it)
+REPLIES = [
+    ("tilde fences", f"Sure:\n{fenced(MODULE, 'python', '~~~')}\nDone.", MODULE),
+    ("a helper snippet, then the full module: the model block wins",
+     f"First, a helper kernel:\n{fenced(HELPER)}\n\nThen the full module:\n{fenced(MODULE)}\n"
+     f"And again the helper for reference:\n{fenced(HELPER)}\n", MODULE),
+    ("several model blocks: the last", f"First attempt:\n{fenced(MODULE)}\nActually, a larger block is better:\n"
+                                       f"{fenced(REVISED)}\n", REVISED),
+    ("the model block is not merged with helper blocks", f"{fenced(HELPER)}\n\nand\n\n{fenced(MODEL_ONLY)}",
+     MODEL_ONLY),
+    ("no fences: the whole reply", MODULE, MODULE),
+    ("no fences, prose before and after",
+     f"Here is the optimised version:\n\n{MODULE}\nThis version fuses the scale and the shift.", MODULE),
+    ("no fences, trailing prose mentioning code",
+     f"{MODULE}\nNote that BLOCK_SIZE=1024 keeps every SM busy.\n\n**Why**: one pass over memory.\n", MODULE),
+]
 
 
-def test_helper_snippet_then_full_module_picks_the_model_block():
-    reply = (f"First, a helper kernel:\n{fenced(HELPER)}\n\nThen the full module:\n{fenced(MODULE)}\n"
-             f"And again the helper for reference:\n{fenced(HELPER)}\n")
-    assert extract_code(reply) == MODULE
-
-
-def test_several_model_blocks_picks_the_last():
-    revised = MODULE.replace("1024", "2048")
-    reply = f"First attempt:\n{fenced(MODULE)}\nActually, a larger block is better:\n{fenced(revised)}\n"
-    assert extract_code(reply) == revised
-
-
-def test_model_block_is_not_merged_with_helper_blocks():
-    model_only = MODULE[MODULE.index("class ModelNew"):]
-    reply = f"{fenced(HELPER)}\n\nand\n\n{fenced(model_only)}"
-    assert extract_code(reply) == model_only
-
-
-def test_no_fences_whole_reply():
-    assert extract_code(MODULE) == MODULE
-
-
-def test_no_fences_with_prose_before_and_after():
-    reply = f"Here is the optimised version:\n\n{MODULE}\nThis version fuses the scale and the shift."
-    assert extract_code(reply) == MODULE
-
-
-def test_no_fences_trailing_prose_mentioning_code():
-    reply = f"{MODULE}\nNote that BLOCK_SIZE=1024 keeps every SM busy.\n\n**Why**: one pass over memory.\n"
-    assert extract_code(reply) == MODULE
+@pytest.mark.parametrize("reply, module", [r[1:] for r in REPLIES], ids=[r[0] for r in REPLIES])
+def test_the_module_is_taken_from_the_reply(reply, module):
+    assert extract_code(reply) == module
 
 
 def test_normalises_whitespace():

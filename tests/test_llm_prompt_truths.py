@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from fitness.result import EvalResult
 from llm_server import ScriptedLLMServer
 from operators.base import CURRENT_CHILD, ChildUsage, Duplicate, OperatorContext

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import kernelevo, read_store, run_dir_of
-from fitness.genome import evaluation_key
+from core.genome import evaluation_key
 from llm_server import ScriptedLLMServer
 from operators.llm.team import LLMTeam, TeamSettings
 from test_llm_agents import GOOD, PLAN, reply, run

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from fitness.genome import Genome, declared_space, module_constants
-from fitness.individual import Individual
+from core.genome import Genome, declared_space, module_constants
+from core.individual import Individual
 from fitness.problem import resolve_problem, suite_names
 from hardware_profiles import load_profile
 from hardware_profiles.limits import value_bounds

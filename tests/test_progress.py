@@ -2,7 +2,7 @@
 from types import SimpleNamespace
 
 from evo.progress import GpuBusySampler, Progress
-from evo.search import Budget
+from evo.settings import Budget
 
 
 class Counter:

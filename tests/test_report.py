@@ -18,8 +18,8 @@ from evo.multirun import write_multirun_report
 from evo.report import write_report
 from evo.outcome import descends_from, summarise
 from evo.store import RunStore
-from fitness.genome import Genome, evaluation_key
-from fitness.individual import Individual
+from core.genome import Genome, evaluation_key
+from core.individual import Individual
 from fitness.result import EvalResult
 
 SEED = '''import triton

@@ -3,7 +3,8 @@ shared with untrusted workers only as copies."""
 import os
 from pathlib import Path
 
-from fitness.sandbox import Sandbox, copy_stubs, is_secret_variable, stub_files, worker_environment
+from fitness.sandbox import Sandbox
+from fitness.worker_env import copy_stubs, is_secret_variable, stub_files, worker_environment
 
 
 def test_secret_and_provider_variables_are_dropped():

@@ -18,8 +18,8 @@ from evo.evaluation import EvaluationService
 from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
 from evo.tuner import Tuner
-from fitness.genome import Genome
-from fitness.individual import Individual
+from core.genome import Genome
+from core.individual import Individual
 from fitness.result import EvalResult
 
 REPO = Path(__file__).resolve().parent.parent

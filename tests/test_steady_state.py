@@ -11,9 +11,10 @@ from typing import ClassVar
 import pytest
 
 from evo.loop import LoopPieces, steady_state, window_start
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.result import EvalResult
 from operators.base import BudgetExhausted, Operator
 

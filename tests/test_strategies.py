@@ -7,10 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.strategy import Evolution, Refinement, Sampling, Tree
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.result import EvalResult
 from operators.llm.history import history_lines
 from operators.llm.operators import LLMMutation

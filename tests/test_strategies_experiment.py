@@ -13,11 +13,12 @@ import pytest
 from evo.evaluation import EvaluationService
 from evo.run import _record_llm_call as record_llm_call
 from evo.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
-from evo.search import Budget, Search, SearchSettings
+from evo.search import Search
+from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.strategies_report import run_record, write_strategies_report
 from evo.tuner import Tuner
-from fitness.genome import Genome
+from core.genome import Genome
 from fitness.result import EvalResult
 from hardware_profiles import load_profile
 from llm_server import ScriptedLLMServer

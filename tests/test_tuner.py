@@ -14,8 +14,8 @@ from evo.outcome import run_tuner
 from evo.store import RunStore
 from evo.tuner import Tuner, check_tuner_settings
 from experiments.tuner_compare import compare, summarise
-from fitness.genome import Genome, evaluation_key
-from fitness.individual import Individual
+from core.genome import Genome, evaluation_key
+from core.individual import Individual
 from fitness.result import EvalResult
 from hardware_profiles import load_profile
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fitness.individual import Individual, holds_captured_sizes
+from core.individual import Individual
+from fitness.problem import INDUCTOR
 from fitness.target import Target
 from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,
                                    profiler_text)
@@ -39,6 +40,20 @@ ROLE_PARTS = {
 CHARS_PER_TOKEN = 4
 PROFILER_HEADING = ("## Profiler metrics (Nsight Compute, one forward call on the target GPU at full size; times "
                     "under the profiler, clocks locked to base)")
+
+
+def holds_captured_sizes(individual: Individual, by_id: dict) -> bool:
+    """Whether `individual`'s code is torch.compile's capture as converted (``seeds.inductor``), which holds
+    the sizes it was captured at as literals (``xnumel = 128``, strides): a compiler seed of generation 0
+    (``inductor``, ``inductor:<variant>``), or a kernel of the same structure (only launch constants changed) as a
+    parent that is one. `by_id`: individual id -> individual, for the parents."""
+    current = individual
+    while current is not None:
+        if current.generation == 0 or not current.parents:
+            return current.operator == INDUCTOR or current.operator.startswith(f"{INDUCTOR}:")
+        current = next((p for p in (by_id.get(i) for i in current.parents)
+                        if p is not None and p.genome.structure == current.genome.structure), None)
+    return False
 
 
 @dataclass(frozen=True)

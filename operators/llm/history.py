@@ -14,7 +14,7 @@ import ast
 import difflib
 import re
 
-from fitness.individual import Individual
+from core.individual import Individual
 from operators.llm.figures import fmt_time, ratio
 
 PLAN_SUMMARY_CHARS = 240

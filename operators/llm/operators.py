@@ -9,8 +9,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fitness.genome import Genome, GenomeError
-from fitness.individual import Individual
+from core.genome import Genome, GenomeError
+from core.individual import Individual
 from operators.base import BudgetExhausted, Operator, OperatorContext, OperatorUnavailable
 from operators.llm.parsing import ParseError
 

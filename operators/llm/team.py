@@ -14,13 +14,14 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from fitness.genome import TUNABLE_NAME, Genome, GenomeError
-from fitness.individual import Individual
+from core.genome import TUNABLE_NAME, Genome, GenomeError
+from core.individual import Individual
 from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
 from operators.llm.figures import measured_text, ran_where
 from operators.llm.history import unified_diff
-from operators.llm.parsing import ParseError, apply_edits, extract_code, extract_plan, parse_edits
+from operators.llm.edits import apply_edits, parse_edits
+from operators.llm.parsing import ParseError, extract_code, extract_plan
 from operators.llm.settings import TeamSettings
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from deap import base
 
-from fitness.genome import Genome
-from fitness.problem import INDUCTOR
-from fitness.result import EvalResult
+from core.genome import Genome
+
+if TYPE_CHECKING:  # the judge's record, for annotations only: the data model does not import the judge
+    from fitness.result import EvalResult
 
 
 class KernelFitness(base.Fitness):
@@ -88,17 +90,3 @@ class Individual:
         return cls(id=data["id"], genome=Genome.from_dict(data["genome"]), parents=tuple(data["parents"]),
                    operator=data["operator"], generation=data["generation"], result=result,
                    trials=data.get("trials", 0), llm=data.get("llm", {}), tuning=data.get("tuning", {}))
-
-
-def holds_captured_sizes(individual: Individual, by_id: dict) -> bool:
-    """Whether `individual`'s code is torch.compile's capture as converted (``operators.inductor_seed``), which holds
-    the sizes it was captured at as literals (``xnumel = 128``, strides): a compiler seed of generation 0
-    (``inductor``, ``inductor:<variant>``), or a kernel of the same structure (only launch constants changed) as a
-    parent that is one. `by_id`: individual id -> individual, for the parents."""
-    current = individual
-    while current is not None:
-        if current.generation == 0 or not current.parents:
-            return current.operator == INDUCTOR or current.operator.startswith(f"{INDUCTOR}:")
-        current = next((p for p in (by_id.get(i) for i in current.parents)
-                        if p is not None and p.genome.structure == current.genome.structure), None)
-    return False

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 import math
 
-from fitness import pyast
-from operators.inductor_seed.errors import OTHER_SEEDS, SeedError
-from operators.inductor_seed.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
+from core import pyast
+from seeds.inductor.errors import OTHER_SEEDS, SeedError
+from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
                                                template_grid, template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",

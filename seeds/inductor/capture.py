@@ -1,7 +1,7 @@
 """Capture what torch.compile (Inductor) writes for a problem's Model: run as its own process, on the device the
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
-    python -m operators.inductor_seed.capture SPEC.json OUT.json DEVICE [templates] [tf32] [variants=V.json]
+    python -m seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [variants=V.json]
 
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
 {"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
@@ -66,8 +66,8 @@ def _arg_map(model, inputs, example_inputs) -> list[dict]:
 
 def _kernel_configs(code: str) -> dict:
     """Each kernel's heuristic object, built by running its source as Inductor's async_compile would."""
-    from fitness import pyast
-    from operators.inductor_seed.convert import kernel_sources
+    from core import pyast
+    from seeds.inductor.convert import kernel_sources
 
     kernels = {}
     with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as folder:

@@ -25,12 +25,12 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from fitness import pyast
+from core import pyast
 from fitness.atomic import write_atomic
-from fitness.genome import short_hash
+from core.genome import short_hash
 from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
-from operators.inductor_seed.convert import OTHER_SEEDS, SeedError, convert
+from seeds.inductor.convert import OTHER_SEEDS, SeedError, convert
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
@@ -68,7 +68,7 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
         path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
         env = lifeline_env({**os.environ, "PYTHONPATH": path})  # the capture dies with the run, even a killed one
         try:
-            done = subprocess.run([sys.executable, "-m", "operators.inductor_seed.capture", str(spec_file),
+            done = subprocess.run([sys.executable, "-m", "seeds.inductor.capture", str(spec_file),
                                    str(out_file), device, *(["templates"] if templates else []),
                                    *(["tf32"] if tf32 else []), f"variants={variants_file}"], cwd=REPO, env=env,
                                   capture_output=True, text=True, timeout=timeout_s)

@@ -17,7 +17,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from fitness import pyast
+from core import pyast
 
 TUNABLE_NAME = "TUNABLE"
 
@@ -95,7 +95,7 @@ class Genome:
     """What an operator makes and the tuner tunes: code, its declared space and the chosen values.
 
     Lineage (parents, operator, generation) belongs to the individual that carries the genome
-    (``fitness.individual.Individual``), not to the genome: the same code may be reached by two paths.
+    (``core.individual.Individual``), not to the genome: the same code may be reached by two paths.
     """
 
     source: str  # the kernel module, with its declared defaults
