@@ -50,8 +50,8 @@ def warn_unconfined(missing: dict | None) -> None:
     for mechanism, why in (missing or {}).items():
         if mechanism not in _WARNED:
             _WARNED.add(mechanism)
-            print(f"[kernelevo] WARNING: candidate workers run without {mechanism} confinement ({why}); see the "
-                  f"README's 'What the evaluator checks'", file=sys.stderr, flush=True)
+            print(f"[kernelevo] WARNING: candidate workers run without {mechanism} confinement ({why}); see "
+                  f"docs/evaluator.md, 'What the evaluator checks'", file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -57,17 +57,56 @@ def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", siz
                      profile, EvalSettings(**settings), device=DEVICE)
 
 
-def kernelevo(*args, cwd, env=None, wait=True, timeout=600):
-    """`kernelevo ARGS` as a user runs it: a process of its own started in `cwd` (kernels on the interpreter, output
-    unbuffered), `env` added to this process's environment. Returns the CompletedProcess (text output captured), or
-    with wait=False the Popen, stdout and stderr merged into its stdout pipe, in a session of its own. Only for what
-    needs a process (a whole run, a kill, a Ctrl-C); a command refused before Hydra starts runs in-process (`cli`)."""
+def kernelevo(*args, cwd, env=None, wait=True, timeout=600, process=False):
+    """`kernelevo ARGS` as a user runs it, from `cwd` (kernels on the interpreter), `env` added to the environment.
+    Returns the CompletedProcess (text output captured). It runs in this process (the command's `main`, its output
+    captured; `os.environ`, the working directory and `sys.argv` restored after), which saves a `python` start and
+    the torch, Hydra and litellm imports (seconds each) per call. A process of its own, output unbuffered, with
+    `process=True` (what must differ in the interpreter: a module path, a Ray of its own) or, with wait=False, the
+    Popen, stdout and stderr merged into its stdout pipe, in a session of its own (a kill, a Ctrl-C). `timeout`
+    bounds a process; in this process pytest-timeout does."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
     cmd = [sys.executable, "-m", "kernelevo.cli", *args]
     if not wait:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if process:
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return _in_process(list(args), cwd, env)
+
+
+def _in_process(args: list[str], cwd, env: dict) -> subprocess.CompletedProcess:
+    """`kernelevo ARGS` through kernelevo.cli.main in this process, as `kernelevo` would end: its exit code, and an
+    exception that escapes as a traceback on stderr with code 1."""
+    import contextlib
+    import io
+    import traceback
+
+    from kernelevo.cli import main
+
+    saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = ["kernelevo"]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(args)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if not isinstance(exc.code, int) and exc.code is not None:
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - what the interpreter would print and exit with
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+    return subprocess.CompletedProcess(["kernelevo", *args], code, out.getvalue(), err.getvalue())
 
 
 def run_dir_of(output: str) -> Path:
@@ -161,7 +200,14 @@ def replay_measurements(run_dir, into) -> dict:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `gpu` need a CUDA device (KERNELEVO_TEST_DEVICE=cuda): on the interpreter they are skipped."""
+    """The files with the most `slow` tests run first, each file's tests in their order (module fixtures are made
+    once per worker), so that pytest-xdist's workers (scripts/test.sh: `--dist worksteal`) start on the long tests
+    and end sharing out short ones, not one worker finishing a long test alone. Tests marked `gpu` need a CUDA
+    device (KERNELEVO_TEST_DEVICE=cuda): on the interpreter they are skipped."""
+    slow = {}
+    for item in items:
+        slow[item.module.__name__] = slow.get(item.module.__name__, 0) + ("slow" in item.keywords)
+    items.sort(key=lambda item: -slow[item.module.__name__])  # stable: files and tests keep their order otherwise
     if DEVICE == "cpu":
         for item in items:
             if "gpu" in item.keywords:

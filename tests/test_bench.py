@@ -15,8 +15,8 @@ from conftest import alive, command_of, kernelevo, processes_under, read_store
 TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
 
 
-def bench(*args, cwd):
-    return kernelevo("bench", *args, cwd=cwd, timeout=900)
+def bench(*args, cwd, process=False):
+    return kernelevo("bench", *args, cwd=cwd, timeout=900, process=process)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_pat
     # does: test_evaluation_ray.py::test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray)
     done = bench("bench.problems=[row_softmax,rmsnorm]", "bench/backend=ray", "bench.backend.num_gpus=0",
                  "bench.backend.address=null", "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY,
-                 cwd=tmp_path)
+                 cwd=tmp_path, process=True)  # Ray's driver in a process of its own, as a user runs it
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Ray: local" in done.stdout
 

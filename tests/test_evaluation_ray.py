@@ -19,7 +19,7 @@ def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
     """The Ray run's measurements (interpreter times are wall-clock noise) given to a local run: same lineage, same
     best kernel, and the local run asks for no kernel the Ray run did not measure."""
     pytest.importorskip("ray")
-    on_ray = kernelevo("run", *COMMON, *RAY, "hydra.run.dir=ray", cwd=tmp_path)
+    on_ray = kernelevo("run", *COMMON, *RAY, "hydra.run.dir=ray", cwd=tmp_path, process=True)  # Ray: own process
     assert on_ray.returncode == 0, on_ray.stdout + on_ray.stderr
     assert "Ray (local): 1 evaluator actor(s)" in on_ray.stdout and "evaluated on Ray node" in on_ray.stdout
     assert "2 evaluations and" in on_ray.stdout  # in flight: 1 actor x per_gpu
@@ -42,7 +42,7 @@ def test_a_missing_ray_says_how_to_install_it_before_anything_is_written(tmp_pat
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")]))
-    done = kernelevo("run", *COMMON, "fitness/backend=ray", "hydra.run.dir=run", cwd=tmp_path)
+    done = kernelevo("run", *COMMON, "fitness/backend=ray", "hydra.run.dir=run", cwd=tmp_path, process=True)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "fitness/backend=ray needs Ray, which is not installed: pip install 'kernelevo[ray]'" in done.stderr
     assert not (tmp_path / "run").exists()
@@ -123,7 +123,8 @@ def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written
     into its run directory; generation 0 holds the variants after the seed, as in a local run."""
     pytest.importorskip("ray")
     proc = kernelevo("run", "problem=sum_reduction", "problem.seed=inductor", "search=tiny", "fitness.trials=1",
-                     "fitness.timing.interpreter_reps=1", *RAY, "hydra.run.dir=ray", cwd=tmp_path)
+                     "fitness.timing.interpreter_reps=1", *RAY, "hydra.run.dir=ray", cwd=tmp_path,
+                     process=True)  # a local Ray of its own, gone with the process
     assert proc.returncode == 0, proc.stdout + proc.stderr
     written = sorted(p.name for p in (tmp_path / "ray").glob("seed_inductor*.py"))
     assert written == ["seed_inductor.py", "seed_inductor_looped_reductions.py", "seed_inductor_nd_tiling.py"]

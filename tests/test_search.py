@@ -2,7 +2,6 @@
 import difflib
 import html
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from conftest import (CANDIDATES, PROBLEMS, candidate, kernelevo, make_evaluator, read_store, replay_measurements,
                       run_dir_of)
 from evo.evaluation import EvaluationService
+from evo.report import collect
 from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.store import RunStore
 from evo.tuner import Tuner
@@ -51,31 +51,48 @@ def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
         assert ev.evaluate(best.read_text()).status == "ok"
     page = run_dir / "report.html"  # written at the end of the run, said in its last line
     assert proc.stdout.rstrip().splitlines()[-1] == f"  report: {page}"
-    assert_report_page(page.read_text(), best.read_text())
+    report = read_store(run_dir, collect)  # what the page shows, as data
+    assert_report(report, best.read_text())
+    assert_page_shows(page.read_text(), report)
     page.unlink()
     (run_dir / "report.md").unlink()
-    report = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)  # writes it again from the store
-    assert report.returncode == 0, report.stderr
-    assert_report_page(page.read_text(), best.read_text())
+    again = kernelevo("report", f"run_dir={run_dir}", cwd=tmp_path)  # writes it again from the store
+    assert again.returncode == 0, again.stderr
+    assert_page_shows(page.read_text(), report)
     text = (run_dir / "report.md").read_text()
     assert "## Lineage of the best kernel" in text and "0.0 seed, generation 0" in text
     assert (run_dir / "fitness.png").stat().st_size > 1000
 
 
-def assert_report_page(page: str, best: str) -> None:
-    """report.html of an interpreter run: the summary table, the plot, the lineage down to the seed, the diff."""
-    assert "<h2>Summary</h2><table>" in page and "best kernel, interpreter wall-clock" in page
-    assert "speed-up vs" not in page  # the interpreter's times are no kernel speed
-    assert "data:image/png;base64," in page and "<h2>Lineage of the best kernel</h2>" in page
-    assert "<ul class='tree'>" in page
-    leaves = re.findall(r"<code>([^<]*)</code></li>", page)  # kernels made from nothing (not drawn before)
-    assert leaves and all(leaf.startswith("0.0 seed, generation 0") for leaf in leaves)  # every branch ends there
+def leaves(node) -> list:
+    """The kernels of a lineage tree made from nothing (not drawn above already)."""
+    return [node] if not node.parents else [leaf for parent in node.parents for leaf in leaves(parent)]
+
+
+def assert_report(report, best: str) -> None:
+    """The report of an interpreter run: interpreter times and no speed-up, the lineage down to the seed, the diff
+    of the best kernel against the seed as written."""
+    assert report.interpreter and report.plot_png
+    figures = dict(report.summary)
+    assert "best kernel, interpreter wall-clock" in figures
+    assert not any("speed-up vs" in figure for figure in figures)  # the interpreter's times are no kernel speed
+    assert leaves(report.lineage) and all(leaf.label.startswith("0.0 seed, generation 0")
+                                          for leaf in leaves(report.lineage))  # every branch ends there
     seed = (REPO / "fitness" / "suite" / "rmsnorm" / "seed.py").read_text()
     added = [line for line in difflib.unified_diff(seed.splitlines(), best.splitlines(), lineterm="")
              if line.startswith("+") and not line.startswith("+++")]
-    if added:  # the diff of the best kernel against the seed as written, escaped
+    assert [line for line in report.diff if line.startswith("+") and not line.startswith("+++")] == added
+
+
+def assert_page_shows(page: str, report) -> None:
+    """report.html draws that data: the summary's figures, the plot, each lineage leaf, the diff (escaped)."""
+    assert all(html.escape(figure) in page for figure, _ in report.summary)
+    assert "data:image/png;base64," in page and "<h2>Lineage of the best kernel</h2>" in page
+    assert all(html.escape(leaf.label) in page for leaf in leaves(report.lineage))
+    if report.diff:
         assert "<span class='hunk'>--- seed (as written)</span>" in page
-        assert all(f"<span class='add'>{html.escape(line)}</span>" in page for line in added)
+        assert all(f"<span class='add'>{html.escape(line)}</span>" in page for line in report.diff
+                   if line.startswith("+") and not line.startswith("+++"))
     else:  # tuning kept the seed's own defaults
         assert "The best kernel is the seed as written." in page
 
