@@ -8,7 +8,7 @@ know is refused, naming it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evo import full_size
@@ -19,6 +19,7 @@ from evo.tuner import describe_tuner
 from fitness.baselines import BASELINES
 from core.genome import evaluation_key
 from core.individual import Individual
+from core.records import from_known_fields
 from fitness.result import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
@@ -121,12 +122,9 @@ class RunOutcome:
     def from_dict(cls, data: dict, where: str = "a run's summary") -> "RunOutcome":
         """The record of `data` (summary.json's fields; an older run's lacks some); ValueError naming the keys of
         another version."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"{where} has fields this kernelevo version does not know ({', '.join(unknown)}): it "
-                             f"was written by a newer version; read it with that version or run the run again")
-        return cls(**data)
+        return from_known_fields(cls, data, lambda unknown, _: (
+            f"{where} has fields this kernelevo version does not know ({', '.join(unknown)}): it was written by a "
+            f"newer version; read it with that version or run the run again"))
 
     @classmethod
     def from_json(cls, text: str, where: str = "a run's summary") -> "RunOutcome":

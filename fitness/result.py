@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from core.records import from_known_fields
 from fitness.formatting import seconds as format_seconds
 
 # infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
@@ -163,12 +164,9 @@ class WorkerResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkerResult":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"a worker's result has keys {unknown} that this kernelevo does not know (known: "
-                             f"{sorted(known)}); a worker of another version? add them to WorkerResult")
-        return cls(**data)
+        return from_known_fields(cls, data, lambda unknown, known: (
+            f"a worker's result has keys {unknown} that this kernelevo does not know (known: {known}); a worker of "
+            f"another version? add them to WorkerResult"))
 
     def verdict(self) -> dict:
         """The fields an EvalResult takes over from a candidate job, those the worker set (notes: see ``notes``)."""

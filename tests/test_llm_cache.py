@@ -6,27 +6,14 @@ import os
 import signal
 import threading
 
-import pytest
-
 from llm_server import ScriptedLLMServer
 from operators.llm.client import LLMClient
 from operators.llm.ledger import ResponseCache
-from test_llm_client import ask, ok, settings
+from test_llm_client import api_key, ask, litellm_loaded, ok, settings  # noqa: F401 (the fixtures)
 
 FORK = multiprocessing.get_context("fork")
 
 
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch):
-    monkeypatch.setenv("KERNELEVO_TEST_LLM_KEY", "sk-test-secret")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    """litellm imported once, before the processes are forked (the import alone takes seconds)."""
-    from operators.llm import client
-
-    client._load_litellm()
 
 
 def ask_in_a_process(url: str, cache: str, start, replies) -> None:

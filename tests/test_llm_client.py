@@ -40,6 +40,15 @@ def api_key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def litellm_loaded():
+    """litellm imported once per module, before any test is timed or a process is forked (the import alone takes
+    seconds). Modules of LLM tests import this fixture and ``api_key`` from here."""
+    from operators.llm import client
+
+    client._load_litellm()
+
+
 def settings(server_url, **overrides) -> LLMSettings:
     base = dict(model=MODEL, api_base=server_url, api_key_env=KEY_ENV, timeout_s=5.0, max_retries=3,
                 backoff_s=0.01, input_cost_per_token=IN_PRICE, output_cost_per_token=OUT_PRICE)

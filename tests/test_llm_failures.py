@@ -22,21 +22,10 @@ from llm_server import ScriptedLLMServer
 from operators.llm.client import LLMClient, LLMCut, LLMError, LLMUnavailable
 from operators.llm.operators import LLMMutation
 from test_llm_check import refused_url
-from test_llm_client import ask, ok, settings
+from test_llm_client import api_key, ask, litellm_loaded, ok, settings  # noqa: F401 (the fixtures)
 from test_steady_state import SOURCE, FakeTuner, value
 
 
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch):
-    monkeypatch.setenv("KERNELEVO_TEST_LLM_KEY", "sk-test-secret")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    """litellm imported before any test is timed (the import alone takes seconds)."""
-    from operators.llm import client
-
-    client._load_litellm()
 
 
 # the client ------------------------------------------------------------------------------------------------------
