@@ -1,5 +1,6 @@
 """The strategies experiment's table and page (``experiment=strategies``): the search strategies (evo.strategy) over
-problems and seeds at an equal budget, read back from the sweep's run stores.
+problems and seeds at an equal budget, read back from the sweep's runs: each run's outcome record (summary.json,
+``evo.outcome.RunOutcome``: its problem, timer and tuned seed) and its run store (config and lineage).
 
 Every run is read in the order its children were folded in (the lineage; the same for any timing), each child
 charged what it spent: its LLM requests (from the cache or not: a replay makes the same ones) and their cost, and
@@ -14,22 +15,29 @@ not in any tuning record: they count in a run's own budget, not here.
 
 Per problem and strategy: the best speed-up over the tuned seed (median over seeds and a bootstrap interval), the
 correct rate of the children, LLM calls and cost, and both per unit of gain; the page adds the anytime curves (best
-speed-up vs LLM calls, or evaluations when no call was made, and vs evaluation seconds) side by side.
+speed-up vs LLM calls, or evaluations when no call was made, and vs evaluation seconds) side by side: each run's
+lineage is its anytime curve (``evo.anytime.best_so_far``), one step per individual.
 """
 from __future__ import annotations
 
 import json
+import math
 import statistics
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evo.intervals import Bootstrap, median_interval
+from evo.anytime import GPU_AXIS, Step, best_so_far, plot
+from evo.intervals import Bootstrap, Interval, median_interval
+from evo.outcome import SUMMARY_FILE, RunOutcome
+from fitness.formatting import DASH, number, percent
 
 STEM = "strategies"
+SEED_COLUMN = "speedup_vs_seed"  # the curve's column: the best kernel's speed-up over the tuned seed
 BUDGETS = (("evaluations", ("search", "max_evaluations")), ("gpu_s", ("search", "max_gpu_s")),
-           ("calls", ("llm", "budget", "max_calls")), ("cost_usd", ("llm", "budget", "max_cost_usd")))
+           ("llm_calls", ("llm", "budget", "max_calls")), ("llm_cost_usd", ("llm", "budget", "max_cost_usd")))
 
 
 class StrategiesReport(Callback):
@@ -64,44 +72,86 @@ def _call_cost(call: dict, llm: dict) -> float:
             + (call["completion_tokens"] or 0) * (llm.get("output_cost_per_token") or 0.0))
 
 
-def run_record(run_dir: Path) -> dict:
-    """One run: its problem, strategy, seed, budget, the timer of its measurements, and a point per individual in
-    fold order (what was spent up to it, and the best speed-up so far), cut at the budget."""
+def lineage_steps(individuals: list, evaluations: dict, calls: list, llm: dict, seed_s: float | None):
+    """Each individual in fold order as an anytime step (Individual, Step): the LLM requests its operator sent and
+    their cost (at the run's prices, `llm`), the evaluations its tuning was the first to ask for and their seconds,
+    and its speed-up over the tuned seed's time `seed_s` (none when the seed or the kernel failed)."""
+    by_child: dict[str, list] = {}
+    for call in calls:
+        by_child.setdefault(call["individual"], []).append(call)
+    paid: set = set()
+    for ind in individuals:
+        own = by_child.get(ind.id, [])
+        keys = [trial["key"] for trial in ind.tuning.get("trials", []) if trial.get("key")] + [ind.key]
+        new = [key for key in dict.fromkeys(keys) if key not in paid and key in evaluations]
+        paid.update(new)
+        gain = {SEED_COLUMN: seed_s / ind.time_s} if seed_s and math.isfinite(ind.time_s) else {}
+        yield ind, Step(gain, len(new), sum(evaluations[key].eval_wall_s or 0.0 for key in new), len(own),
+                        sum(_call_cost(call, llm) for call in own))
+
+
+def within(steps, budget: dict) -> list:
+    """The steps the run's `budget` ({spent unit: limit}) counts, by the search's own rule: generation 0 always, a
+    child when the steps before it had spent less than every limit, and none after the first that had not."""
+    spent, counted = dict.fromkeys(budget, 0), []
+    for ind, step in steps:
+        if ind.generation > 0 and any(spent[unit] >= limit for unit, limit in budget.items()):
+            break
+        for unit in budget:
+            spent[unit] += getattr(step, unit)
+        counted.append((ind, step))
+    return counted
+
+
+@dataclass
+class StrategyRun:
+    """One run of the sweep: its outcome (summary.json), strategy, search seed and budget, and its lineage cut at
+    that budget: the children counted, how many of them were correct, and the anytime curve of the best speed-up
+    over the tuned seed (``evo.anytime``)."""
+    run: str
+    outcome: RunOutcome
+    strategy: str
+    seed: int | None
+    budget: dict
+    children: int
+    correct: int
+    curve: dict
+
+    @property
+    def problem(self) -> str:
+        return self.outcome.problem or "?"
+
+    @property
+    def end(self) -> dict | None:
+        """The curve's last point: what the run spent within its budget and the best speed-up it reached."""
+        return self.curve["points"][-1] if self.curve["points"] else None
+
+    def to_dict(self) -> dict:
+        """For strategies.json: what a replay of the run gives again (none of the outcome's wall times)."""
+        return {"run": self.run, "problem": self.problem, "strategy": self.strategy, "seed": self.seed,
+                "budget": self.budget, "timer": self.outcome.timer, "children": self.children,
+                "correct": self.correct, "curve": self.curve}
+
+
+def run_record(run_dir: Path, sweep_dir: Path | None = None) -> StrategyRun:
+    """One run (named by its path under `sweep_dir`): its outcome, strategy, seed and budget, and its lineage in
+    fold order cut at the budget."""
     from evo.store import RunStore
 
+    outcome = RunOutcome.read(run_dir)
     store = RunStore(run_dir, create=False)
     try:
         config, individuals = store.get_meta("config") or {}, store.individuals()
         evaluations, calls = store.evaluations(), store.llm_calls()
     finally:
         store.close()
-    llm = config.get("llm") or {}
     budget = {unit: _get(config, path) for unit, path in BUDGETS if _get(config, path) is not None}
-    by_child: dict[str, list] = {}
-    for call in calls:
-        by_child.setdefault(call["individual"], []).append(call)
-    seed = individuals[0] if individuals else None
-    seed_s = seed.time_s if seed is not None and seed.ok else None
-    spent = {"calls": 0, "cost_usd": 0.0, "evaluations": 0, "gpu_s": 0.0}
-    paid, points, best_s = set(), [], float("inf")
-    for ind in individuals:
-        own = by_child.get(ind.id, [])
-        keys = [trial["key"] for trial in ind.tuning.get("trials", []) if trial.get("key")] + [ind.key]
-        new = [key for key in dict.fromkeys(keys) if key not in paid and key in evaluations]
-        paid.update(new)
-        after = {"calls": spent["calls"] + len(own), "cost_usd": spent["cost_usd"] + sum(_call_cost(c, llm)
-                                                                                           for c in own),
-                 "evaluations": spent["evaluations"] + len(new),
-                 "gpu_s": spent["gpu_s"] + sum(evaluations[key].eval_wall_s for key in new)}
-        if ind.generation > 0 and any(spent[unit] >= limit for unit, limit in budget.items()):
-            break  # the budget was spent before it: the search's own rule (no child begins then); none counts
-        spent, best_s = after, min(best_s, ind.time_s)
-        points.append({"id": ind.id, "ok": ind.ok, **{k: round(v, 6) for k, v in spent.items()},
-                       "speedup": round(seed_s / best_s, 6) if seed_s and best_s < float("inf") else None})
-    timers = {result.timer for result in evaluations.values() if result.timer}
-    return {"problem": _get(config, ("problem", "name")) or "?", "strategy": strategy_name(config),
-            "seed": _get(config, ("search", "seed")), "budget": budget, "timer": ",".join(sorted(timers)),
-            "points": points}
+    counted = within(lineage_steps(individuals, evaluations, calls, config.get("llm") or {}, outcome.tuned_seed_s),
+                     budget)
+    children = [ind for ind, _ in counted if ind.generation > 0]
+    return StrategyRun(str(run_dir.relative_to(sweep_dir)) if sweep_dir else run_dir.name, outcome,
+                       strategy_name(config), _get(config, ("search", "seed")), budget, len(children),
+                       sum(ind.ok for ind in children), best_so_far((step for _, step in counted), [SEED_COLUMN]))
 
 
 def _per_gain(spent: float, speedup: float | None) -> float | None:
@@ -109,117 +159,115 @@ def _per_gain(spent: float, speedup: float | None) -> float | None:
     return spent / (speedup - 1.0) if spent and speedup is not None and speedup > 1.0 else None
 
 
-def summary_rows(runs: list[dict]) -> list[dict]:
-    """Per problem and strategy (in the order first met): the best speed-up's median and interval over seeds,
-    the correct rate of the children, and medians of what was spent, in all and per unit of gain."""
-    groups: dict[tuple, list] = {}
+def _median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+@dataclass
+class Row:
+    """One problem and strategy over its seeds: the best speed-up's median and interval, the correct rate of the
+    children (of how many), and medians of what was spent, in all and per unit of gain."""
+    problem: str
+    strategy: str
+    seeds: int
+    speedup: Interval | None
+    correct_rate: float | None
+    children: int
+    llm_calls: float | None
+    llm_cost_usd: float | None
+    evaluations: float | None
+    gpu_s: float | None
+    calls_per_gain: float | None
+    cost_per_gain: float | None
+    runs_with_gain: int
+
+
+def summary_rows(runs: list[StrategyRun]) -> list[Row]:
+    """Per problem and strategy, in the order first met."""
+    groups: dict[tuple, list[StrategyRun]] = {}
     for run in runs:
-        groups.setdefault((run["problem"], run["strategy"]), []).append(run)
+        groups.setdefault((run.problem, run.strategy), []).append(run)
     rows = []
     for (problem, strategy), group in groups.items():
-        last = [run["points"][-1] for run in group if run["points"]]
-        speedups = [p["speedup"] for p in last if p["speedup"] is not None]
-        children = [p for run in group for p in run["points"] if p["id"].split(".")[0] != "0"]
-        interval = median_interval(speedups, Bootstrap.default())  # conf/intervals.yaml, as the bench's
-        median, low, high = (interval.value, interval.low, interval.high) if interval else (None, None, None)
-
-        def med(values):
-            values = [v for v in values if v is not None]
-            return statistics.median(values) if values else None
-
-        rows.append({"problem": problem, "strategy": strategy, "seeds": len(group),
-                     "speedup": median, "speedup_low": low, "speedup_high": high,
-                     "correct_rate": sum(p["ok"] for p in children) / len(children) if children else None,
-                     "children": len(children), **{unit: med(p[unit] for p in last) for unit in
-                                                   ("calls", "cost_usd", "evaluations", "gpu_s")},
-                     "calls_per_gain": med(_per_gain(p["calls"], p["speedup"]) for p in last),
-                     "cost_per_gain": med(_per_gain(p["cost_usd"], p["speedup"]) for p in last),
-                     "runs_with_gain": sum(1 for s in speedups if s > 1.0)})
+        ends = [run.end for run in group if run.end is not None]
+        speedups = [end[SEED_COLUMN] for end in ends if end[SEED_COLUMN] is not None]
+        children = sum(run.children for run in group)
+        rows.append(Row(problem, strategy, len(group), median_interval(speedups, Bootstrap.default()),
+                        sum(run.correct for run in group) / children if children else None, children,
+                        *[_median(end[unit] for end in ends) for unit in ("llm_calls", "llm_cost_usd", "evaluations",
+                                                                          "gpu_s")],
+                        _median(_per_gain(end["llm_calls"], end[SEED_COLUMN]) for end in ends),
+                        _median(_per_gain(end["llm_cost_usd"], end[SEED_COLUMN]) for end in ends),
+                        sum(1 for s in speedups if s > 1.0)))
     return rows
-
-
-def _f(value, fmt: str = "{:.3g}") -> str:
-    return "–" if value is None else fmt.format(value)
 
 
 HEADER = ("problem", "strategy", "seeds", "best speed-up", "correct rate", "LLM calls", "cost (USD)", "evaluations",
           "eval seconds", "calls per gain", "cost per gain")
 
 
-def _cells(r: dict) -> list[str]:
-    speedup = ("–" if r["speedup"] is None else f"{r['speedup']:.3f}x (one seed: no interval)"
-               if r["speedup_low"] is None else f"{r['speedup']:.3f}x [{r['speedup_low']:.3f}, {r['speedup_high']:.3f}]")
-    return [r["problem"], r["strategy"], str(r["seeds"]), speedup,
-            f"{_f(r['correct_rate'], '{:.0%}')} ({r['children']})", _f(r["calls"], "{:g}"),
-            _f(r["cost_usd"], "{:.4f}"), _f(r["evaluations"], "{:g}"), _f(r["gpu_s"], "{:.1f}"),
-            _f(r["calls_per_gain"]), _f(r["cost_per_gain"], "{:.4f}")]
+def _cells(r: Row) -> list[str]:
+    return [r.problem, r.strategy, str(r.seeds), r.speedup.text() if r.speedup else DASH,
+            f"{percent(r.correct_rate)} ({r.children})", number(r.llm_calls, "{:g}"),
+            number(r.llm_cost_usd, "{:.4f}"), number(r.evaluations, "{:g}"), number(r.gpu_s, "{:.1f}"),
+            number(r.calls_per_gain, "{:.3g}"), number(r.cost_per_gain, "{:.4f}")]
 
 
 def caption(budget: dict, timer: str) -> str:
-    budget_text = ", ".join(f"{unit} {limit:g}" for unit, limit in budget.items()) or "search.generations only"
+    budget_text = ", ".join(f"{unit.removeprefix('llm_')} {limit:g}" for unit, limit in budget.items()) \
+        or "search.generations only"
     return (f"Budget per run: {budget_text}. Speed-up: the best kernel's time over the tuned seed's ({timer or '?'}"
             f"{'; interpreter wall-clock, not GPU figures' if 'interpreter' in timer else ''}); median over seeds "
-            f"[{Bootstrap.default().describe()} interval; none for one seed]. Correct rate: of the children (how many). Per gain: spent / "
-            f"(speed-up - 1), median over the runs that gained.")
+            f"[{Bootstrap.default().describe()} interval; none for one seed]. Correct rate: of the children (how "
+            f"many). Per gain: spent / (speed-up - 1), median over the runs that gained.")
 
 
-def markdown(rows: list[dict], budget: dict, timer: str) -> str:
+def markdown(rows: list[Row], budget: dict, timer: str) -> str:
     lines = [caption(budget, timer), "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def curves_png(runs: list[dict], problem: str) -> bytes:
+def curves_png(runs: list[StrategyRun], problem: str) -> bytes:
     """Best speed-up vs LLM calls (evaluations when no call was made) and vs evaluation seconds, side by side: a
-    thin line per run, coloured by strategy."""
-    from evo.page import figure_png, pyplot
-
-    plt = pyplot()
-    mine = [run for run in runs if run["problem"] == problem]
-    x_first = "calls" if any(p["calls"] for run in mine for p in run["points"]) else "evaluations"
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
-    colours = {}
-    for run in mine:
-        colour = colours.setdefault(run["strategy"], f"C{len(colours)}")
-        points = [p for p in run["points"] if p["speedup"] is not None]
-        for axis, unit in zip(axes, (x_first, "gpu_s")):
-            axis.step([p[unit] for p in points], [p["speedup"] for p in points], where="post", color=colour,
-                      alpha=0.7, label=run["strategy"])
-    for axis, label in zip(axes, ("LLM calls" if x_first == "calls" else "evaluations", "evaluation seconds")):
-        axis.set_xlabel(label)
-        axis.grid(alpha=0.3)
-    axes[0].set_ylabel("best speed-up over the tuned seed")
-    handles = {h.get_label(): h for h in axes[0].get_lines()}
-    axes[1].legend(handles.values(), handles.keys(), fontsize=8, loc="lower right")
-    fig.suptitle(problem)
-    return figure_png(fig)
+    line per run, coloured by strategy."""
+    mine = [run for run in runs if run.problem == problem]
+    first = ("llm_calls", "LLM calls") if any(run.end and run.end["llm_calls"] for run in mine) else \
+        ("evaluations", "evaluations")
+    return plot([(run.strategy, run.curve) for run in mine], problem, [first, (GPU_AXIS[0], "evaluation seconds")],
+                ylabel="best speed-up over the tuned seed")
 
 
 def write_strategies_report(sweep_dir: Path) -> Path | None:
-    """strategies.md, .json and .html in the sweep directory (None when it holds no run); the table printed."""
+    """strategies.md, .json and .html in the sweep directory (None when it holds no finished run); the table
+    printed. A run with no summary.json (killed, or still running) is left out, and named."""
     from evo.multirun import run_dirs
     from evo.page import Raw, esc, page, png_img, table
 
     dirs = run_dirs(sweep_dir)
-    if not dirs:
+    unfinished = [str(d.relative_to(sweep_dir)) for d in dirs if not (d / SUMMARY_FILE).is_file()]
+    runs = [run_record(d, sweep_dir) for d in dirs if (d / SUMMARY_FILE).is_file()]
+    if not runs:
         return None
-    runs = [{**run_record(d), "run": str(d.relative_to(sweep_dir))} for d in dirs]
-    budgets = {json.dumps(run["budget"], sort_keys=True) for run in runs}
-    budget = runs[0]["budget"] if len(budgets) == 1 else {}
-    timer = ",".join(sorted({run["timer"] for run in runs if run["timer"]}))
+    budgets = {json.dumps(run.budget, sort_keys=True) for run in runs}
+    budget = runs[0].budget if len(budgets) == 1 else {}
+    timer = ",".join(sorted({run.outcome.timer for run in runs if run.outcome.timer}))
     rows = summary_rows(runs)
     text = markdown(rows, budget, timer)
-    warning = "" if len(budgets) == 1 else \
-        f"The runs do not share one budget ({' / '.join(sorted(budgets))}): not an equal-budget comparison."
-    if warning:
-        text = f"**{warning}**\n\n{text}"
+    warnings = ([] if len(budgets) == 1 else [f"The runs do not share one budget ({' / '.join(sorted(budgets))}): "
+                                               f"not an equal-budget comparison."]) + \
+        ([f"Left out, with no {SUMMARY_FILE} (the run did not finish): {', '.join(unfinished)}."] if unfinished else [])
+    text = "".join(f"**{warning}**\n\n" for warning in warnings) + text
     (sweep_dir / f"{STEM}.md").write_text(text)
-    (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer, "rows": rows,
-                                                        "runs": runs}, indent=1) + "\n")
-    head = (f"<p><b>{esc(warning)}</b></p>" if warning else "") + f"<p class='note'>{esc(caption(budget, timer))}</p>"
+    (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer, "unfinished": unfinished,
+                                                        "rows": [asdict(row) for row in rows],
+                                                        "runs": [run.to_dict() for run in runs]}, indent=1) + "\n")
+    head = "".join(f"<p><b>{esc(warning)}</b></p>" for warning in warnings) + \
+        f"<p class='note'>{esc(caption(budget, timer))}</p>"
     sections = [(None, Raw(head + table(HEADER, map(_cells, rows))))]
     sections += [(f"Anytime curves: {problem}", png_img(curves_png(runs, problem), problem))
-                 for problem in dict.fromkeys(run["problem"] for run in runs)]
+                 for problem in dict.fromkeys(run.problem for run in runs)]
     html = sweep_dir / f"{STEM}.html"
     html.write_text(page(f"kernelevo strategies: {len(runs)} runs", sections))
     print(text, flush=True)

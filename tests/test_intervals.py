@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from evo import bench
-from evo.anytime import curve, llm_axis, run_curve
+from evo.anytime import Step, best_so_far, curve, llm_axis, run_curve
 from evo.bench import Row
 from evo.bench_report import write_bench_report
 from evo.intervals import Bootstrap, Interval, geomean_interval, median_interval, seed_summary
@@ -222,6 +222,16 @@ def test_the_anytime_curve_steps_at_each_improvement_and_counts_what_was_spent_b
     assert llm_axis([found]) == ("llm_cost_usd", "LLM cost ($)")
     assert llm_axis([curve(HISTORY, [(0.5, 0.0)])]) == ("llm_calls", "LLM calls (no price known)")
     assert llm_axis([curve(HISTORY, [])]) is None  # offline operators
+
+
+def test_a_curve_of_steps_says_what_was_spent_even_before_any_speed_up():
+    steps = [Step({}, 1, 0.5, 2, 0.01), Step({"speedup_vs_seed": None}, 2, 1.0), Step({"speedup_vs_seed": 2.0}, 1, 0.25)]
+    spent = [(1, 0.5, 0.01, 2), (3, 1.5, 0.01, 2)]
+    assert best_so_far(steps[:2], ["speedup_vs_seed"])["points"] == [
+        {"evaluations": e, "gpu_s": g, "llm_cost_usd": c, "llm_calls": n, "speedup_vs_seed": None}
+        for e, g, c, n in spent]  # the first step and the end: the seed failed, nothing gained
+    assert [p["speedup_vs_seed"] for p in best_so_far(steps, ["speedup_vs_seed"])["points"]] == [None, 2.0]
+    assert best_so_far([], ["speedup_vs_seed"]) == {"columns": ["speedup_vs_seed"], "points": []}
 
 
 def test_the_anytime_curve_is_read_from_the_run_store(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ the scripted server (replies chosen by what was asked: faster, slower, wrong, un
 evaluation from the recorded run stores (fitness/backend=replay) and every LLM request from the cache, no server."""
 import hashlib
 import json
+import statistics
 import threading
 from collections import Counter
 from types import SimpleNamespace
@@ -11,12 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 from evo.evaluation import EvaluationService
+from evo.anytime import Step
+from evo.outcome import SUMMARY_FILE, RunOutcome, summarise
 from evo.run import _record_llm_call as record_llm_call
 from evo.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
 from evo.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
-from evo.strategies_report import run_record, write_strategies_report
+from evo.strategies_report import run_record, within, write_strategies_report
 from evo.tuner import Tuner
 from core.genome import Genome
 from fitness.result import EvalResult
@@ -47,8 +50,10 @@ class FakeEvaluator:
         v = value(Genome.from_source(source))
         w = int(source.split("W = ")[1].split("\n")[0])
         if v % 5 == 4:
-            return EvalResult(status="incorrect", reason="wrong values", timer="interpreter", eval_wall_s=0.5)
-        return EvalResult(status="ok", time_s=1.0 / (1 + abs(v)) + 0.01 * w, timer="interpreter", eval_wall_s=0.5)
+            return EvalResult(status="incorrect", reason="wrong values", problem="toy", timer="interpreter",
+                              eval_wall_s=0.5)
+        return EvalResult(status="ok", time_s=1.0 / (1 + abs(v)) + 0.01 * w, problem="toy", timer="interpreter",
+                          eval_wall_s=0.5)
 
     def profile_kernel(self, source):
         return {}
@@ -113,6 +118,7 @@ def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strateg
         search.run()
         tuner.close()
         service.close()
+        summarise(store, store.latest_checkpoint()).write(run_dir)  # the run's outcome, as evo.run writes it
         store.close()
     return write_strategies_report(sweep)
 
@@ -125,10 +131,13 @@ def test_the_experiment_replays_to_the_same_table_with_no_server(tmp_path):
         url = server.url
     table = json.loads((tmp_path / "record" / "strategies.json").read_text())
     assert asked > 8 and [row["strategy"] for row in table["rows"]] == list(STRATEGIES)
-    statuses = {p["ok"] for run in table["runs"] for p in run["points"]}
-    assert statuses == {True, False}  # some children wrong, some right
-    assert all(run["points"][-2]["evaluations"] < 10 for run in table["runs"])  # cut as the search cuts
-    assert all(row["calls"] > 0 and row["cost_usd"] > 0 for row in table["rows"])
+    assert 0 < sum(run["correct"] for run in table["runs"]) < sum(run["children"] for run in table["runs"])
+    ends = [run["curve"]["points"][-1] for run in table["runs"]]  # some children wrong, some right
+    assert all(end["evaluations"] == 10 for end in ends)  # each spent its budget, cut as the search cuts
+    assert all(end["speedup_vs_seed"] > 1 and end["llm_calls"] > 0 and end["llm_cost_usd"] > 0 for end in ends)
+    assert [row["llm_calls"] for row in table["rows"]] == [
+        statistics.median(end["llm_calls"] for run, end in zip(table["runs"], ends) if run["strategy"] == name)
+        for name in STRATEGIES]  # the table's medians over the runs' curves
 
     page = experiment(tmp_path / "replay", url, cache, record=tmp_path / "record")  # the server is gone
     for name in ("strategies.json", "strategies.md"):
@@ -148,12 +157,23 @@ def test_a_replay_that_goes_another_way_is_an_error_naming_the_kernel(tmp_path):
         RecordedEvaluators(str(tmp_path)).recorded_run(tmp_path / "7-toy")
 
 
+def test_the_budget_counts_generation_0_and_each_child_begun_before_it_was_spent():
+    made = [(SimpleNamespace(generation=g), Step(evaluations=n, gpu_s=n * 0.5)) for g, n in
+            [(0, 3), (0, 3), (1, 2), (1, 3), (2, 1), (2, 1)]]
+    assert within(made, {"evaluations": 4}) == made[:2]  # the seeds always (6 spent): then no child
+    assert within(made, {"evaluations": 7}) == made[:3]  # 6 < 7 spent before the first child, 8 after it
+    assert within(made, {"evaluations": 9}) == made[:4]  # 8 < 9 before the second; 11 before the third
+    assert within(made, {"gpu_s": 100.0}) == made and within(made, {}) == made
+    assert within(made, {"evaluations": 9, "gpu_s": 3.5}) == made[:3]  # the first limit reached cuts
+
+
 def test_the_table_compares_runs_at_their_budget_and_says_when_budgets_differ(tmp_path):
     with ScriptedLLMServer(replies) as server:
         experiment(tmp_path, server.url, tmp_path / "cache", in_flight=2, budget={"max_gpu_s": 4.0},
                    strategies=("sampling", "tree"))
     runs = [run_record(d) for d in sorted(tmp_path.glob("*-toy"))]
-    assert all(run["budget"] == {"gpu_s": 4.0} and run["points"][-2]["gpu_s"] < 4.0 for run in runs)
+    assert all(run.budget == {"gpu_s": 4.0} and 4.0 <= run.end["gpu_s"] < 4.0 + 2 * 0.5 for run in runs)
+    assert all(run.outcome == RunOutcome.read(tmp_path / run.run) and run.problem == "toy" for run in runs)
     text = (tmp_path / "strategies.md").read_text()
     assert text.startswith("Budget per run: gpu_s 4.") and "interpreter wall-clock, not GPU figures" in text
     store = RunStore(tmp_path / "0-toy", create=False)
@@ -161,3 +181,8 @@ def test_the_table_compares_runs_at_their_budget_and_says_when_budgets_differ(tm
     store.close()
     write_strategies_report(tmp_path)
     assert "do not share one budget" in (tmp_path / "strategies.md").read_text()
+    (tmp_path / "0-toy" / SUMMARY_FILE).unlink()  # a run killed before it ended: left out, and named
+    write_strategies_report(tmp_path)
+    table = json.loads((tmp_path / "strategies.json").read_text())
+    assert table["unfinished"] == ["0-toy"] and [run["run"] for run in table["runs"]] == ["1-toy", "2-toy", "3-toy"]
+    assert table["budget"] == {"gpu_s": 4.0} and "0-toy" in (tmp_path / "strategies.md").read_text()
