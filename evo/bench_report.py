@@ -14,7 +14,7 @@ from evo.bench import RUNS, Row, slug
 from evo.outcome import INTERPRETER, RunOutcome
 from evo.manifest import combine, manifest_rows
 from evo.intervals import Bootstrap, interval_lines, interval_table, seed_summary
-from evo.page import Raw, esc, figure_png, link, page, png_img, pyplot, table
+from evo.page import figure_png, link, pyplot, render
 from evo.report import HTML_FILE
 from fitness.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text
 from fitness.formatting import DASH, number, percent, seconds, speedup
@@ -133,20 +133,14 @@ def _with_intervals(summary: dict) -> bool:
     return summary["device"] == "GPU" and summary.get("intervals", {}).get("seeds", 0) > 1
 
 
-def _anytime(rows: list[Row]) -> Raw:
-    """Each problem's anytime curves, one line per search seed (``evo.anytime``)."""
+def _anytime(rows: list[Row]) -> list[tuple[str, bytes]]:
+    """Each problem's anytime curves drawn, one line per search seed (``evo.anytime``)."""
     by_problem: dict[str, list] = {}
     for r in rows:
         if (r.summary.anytime or {}).get("points"):
             by_problem.setdefault(r.name, []).append(("" if r.search_seed is None else f"seed {r.search_seed}",
                                                       r.summary.anytime))
-    if not by_problem:
-        return Raw("<p class='note'>No speed-up to draw: no correct kernel, or times of Triton's CPU interpreter."
-                   "</p>")
-    return Raw("<p class='note'>Best speed-up so far against GPU-seconds (the evaluations' wall time, summed) and "
-               "LLM cost (calls where no price is known); the data in each row's summary.anytime of the JSON.</p>" +
-               "".join(f"<h3>{esc(name)}</h3>" + png_img(plot_anytime(curves, name), f"{name}: best speed-up so far")
-                       for name, curves in by_problem.items()))
+    return [(name, plot_anytime(curves, name)) for name, curves in by_problem.items()]
 
 
 def _plots(rows: list[Row]) -> bytes:
@@ -168,16 +162,16 @@ def _plots(rows: list[Row]) -> bytes:
 
 
 def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: dict | None = None) -> str:
-    """The combined page; `reports`: row label -> the path (relative to the page) of its run's report.html."""
-    listing = Raw("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_lines(summary)) + "</ul>")
-    table_rows = [[link(reports[r.label], r.label) if r.label in reports else r.label, *cells(r)[1:]] for r in rows]
-    sections = [(None, listing), (None, png_img(_plots(rows), "speed-ups and fast_p")),
-                (None, table(HEADER, table_rows))]
+    """The combined page (evo/templates/bench.html.j2); `reports`: row label -> the path (relative to the page) of
+    its run's report.html."""
+    intervals = None
     if _with_intervals(summary):
-        sections.append((f"Speed-ups over {summary['intervals']['seeds']} search seeds",
-                         table(*interval_table(summary["intervals"]))))
-    return page(title, [*sections, ("Best speed-up so far", _anytime(rows)),
-                        ("Manifest", table(("fact", "value"), manifest_rows(manifest)))])
+        header, interval_rows = interval_table(summary["intervals"])
+        intervals = {"seeds": summary["intervals"]["seeds"], "header": header, "rows": interval_rows}
+    return render("bench.html.j2", title=title, lines=summary_lines(summary), plots_png=_plots(rows), header=HEADER,
+                  rows=[[link(reports[r.label], r.label) if r.label in reports else r.label, *cells(r)[1:]]
+                        for r in rows],
+                  intervals=intervals, anytime=_anytime(rows), manifest=manifest_rows(manifest))
 
 
 SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), "SoL")

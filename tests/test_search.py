@@ -1,6 +1,5 @@
 """The search on the CPU interpreter: end-to-end runs, kill and resume, Optuna studies that continue, bad overrides."""
 import difflib
-import html
 import os
 import signal
 import subprocess
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from markupsafe import escape  # the page escapes as jinja2 autoescape does
 
 from conftest import (CANDIDATES, PROBLEMS, candidate, kernelevo, make_evaluator, read_store, replay_measurements,
                       run_dir_of)
@@ -86,12 +86,12 @@ def assert_report(report, best: str) -> None:
 
 def assert_page_shows(page: str, report) -> None:
     """report.html draws that data: the summary's figures, the plot, each lineage leaf, the diff (escaped)."""
-    assert all(html.escape(figure) in page for figure, _ in report.summary)
+    assert all(escape(figure) in page for figure, _ in report.summary)
     assert "data:image/png;base64," in page and "<h2>Lineage of the best kernel</h2>" in page
-    assert all(html.escape(leaf.label) in page for leaf in leaves(report.lineage))
+    assert all(escape(leaf.label) in page for leaf in leaves(report.lineage))
     if report.diff:
         assert "<span class='hunk'>--- seed (as written)</span>" in page
-        assert all(f"<span class='add'>{html.escape(line)}</span>" in page for line in report.diff
+        assert all(f"<span class='add'>{escape(line)}</span>" in page for line in report.diff
                    if line.startswith("+") and not line.startswith("+++"))
     else:  # tuning kept the seed's own defaults
         assert "The best kernel is the seed as written." in page
