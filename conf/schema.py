@@ -10,9 +10,9 @@ The settings of each part live beside the code that uses them, and are these nod
 ``fitness.settings`` (``EvalSettings``, ``TimingSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,
 ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``, ``ContextSettings``,
 ``LLMBudget``), ``evo.intervals.Bootstrap``. Plug-ins (``_target_`` nodes: the selection, the strategy, the
-evaluation and bench backends, the operators) are typed ``Any``: their options differ in keys, and
-``hydra.utils.instantiate`` checks them against the class they name. Open spots (``problem.sizes``,
-``inductor.variants``) are free-form dicts.
+evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
+has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
+spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
 """
 from __future__ import annotations
 

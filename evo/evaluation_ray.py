@@ -151,8 +151,10 @@ class RemoteEvaluator:
 
 class RayEvaluators:
     """``fitness/backend=ray``: `gpus` actors of one GPU each on the cluster at `address` (auto: every GPU of the
-    cluster; 0: one actor on the CPU interpreter), `per_gpu` evaluations at once on each. The run's device, gpus
-    and parallel settings do not apply."""
+    cluster; 0: one actor on the CPU interpreter), `per_gpu` evaluations at once on each (its warm spare workers
+    too; not yet tuned on a GPU). `address`: auto = the cluster this host belongs to (`ray start`), else a local
+    Ray; HOST:PORT = that cluster's head; null = a local Ray of `local_cpus` CPUs (null: all). The run's device,
+    gpus and parallel settings do not apply."""
 
     def __init__(self, address: str | None = "auto", gpus: int | str = "auto", per_gpu: int = 4,
                  local_cpus: int | None = None):

@@ -62,10 +62,12 @@ def policies() -> list[str]:
 
 
 def operators() -> list[str]:
+    from hydra.utils import instantiate  # an entry's weight, given or its class's default
+
     lines = []
     for path in sorted((CONF_DIR / "operators").glob("*.yaml")):
         entries = yaml.safe_load(path.read_text()).get("list") or []
-        ops = ", ".join(f"{e['_target_'].rsplit('.', 1)[-1]} ({e.get('weight', 1.0):g})" for e in entries)
+        ops = ", ".join(f"{e['_target_'].rsplit('.', 1)[-1]} ({instantiate(e).weight:g})" for e in entries)
         lines.append(f"{path.stem}: {_comment(path)}\n    {ops}")
     return lines + ["", "operators=NAME (default: offline; the LLM ones need llm=openai|anthropic|local); "
                         "weights are relative probabilities"]

@@ -13,7 +13,9 @@ shorter). The open spots, where keys are legitimately free:
 * ``inductor.variants.NAME``: a user's own variant of Inductor's options (``+inductor.variants.mine=
   {triton: {max_tiles: 3}}``); Inductor checks the option names when it compiles, and a wrong one is a printed note
   naming the variant;
-* ``hydra.*`` and Hydra's own groups (``hydra/...``): Hydra checks those itself.
+* ``hydra.*`` and Hydra's own groups (``hydra/...``): Hydra checks those itself;
+* a parameter of a plug-in's class that its node leaves out (``operators.list.0.debug_tries``: an operator's entry
+  gives only the keys it changes; an option choosing a plug-in holds all of them, ``conf.plugins``).
 
 A valid override is handed to Hydra in the form that works for it: ``key=value`` for a key of the config (so
 ``+search.generations=3`` means ``search.generations=3``), ``++key=value`` in an open spot (so
@@ -74,6 +76,22 @@ def has_key(cfg, key: str) -> bool:
     if isinstance(node, ListConfig):
         return leaf.isdigit() and int(leaf) < len(node)
     return False
+
+
+def plugin_parameters(cfg, parent: str) -> list[str]:
+    """The parameters of the class the node at `parent` builds (``_target_``), as keys (``operators.list.0.weight``):
+    an operator's entry gives only those it changes, and the others are keys too. [] for a node that builds none."""
+    import inspect
+
+    from hydra.utils import get_class
+
+    node = OmegaConf.select(cfg, parent, default=None) if parent else None
+    if not isinstance(node, DictConfig) or not isinstance(node.get("_target_"), str):
+        return []
+    try:
+        return [f"{parent}.{name}" for name in inspect.signature(get_class(node._target_)).parameters]
+    except (ImportError, ValueError, TypeError):  # instantiate says what is wrong with the target
+        return []
 
 
 def all_keys(cfg, prefix: str = "") -> list[str]:
@@ -192,7 +210,7 @@ class Validator:
         names = []
         for name in self._options(parent, ObjectType.GROUP):
             path = f"{parent}/{name}" if parent else name
-            if path not in ("hydra", "schema"):  # Hydra's own; each command's schema (conf.schema), not a choice
+            if path not in ("hydra", "schema", "plugin"):  # Hydra's own; the schemas (conf.schema, conf.plugins)
                 names += [path, *self._groups(path)]
         return names
 
@@ -214,7 +232,7 @@ class Validator:
         if "/" in key:
             raise ConfigError(f"{line}: no config group {key!r}" + _closest(key, self._groups(), "groups"))
         text = line.lstrip("+~")
-        if _is_open(key):
+        if _is_open(key) or (not has_key(base, key) and key in plugin_parameters(base, key.rpartition(".")[0])):
             return line if o.is_delete() else "++" + text
         if not has_key(base, key):
             raise ConfigError(self._unknown(key, base))
@@ -226,8 +244,8 @@ class Validator:
         key = o.key_or_group
         parent, _, leaf = key.rpartition(".")
         node = OmegaConf.select(base, parent, default=None) if parent else base
-        if not isinstance(node, DictConfig) or o.is_sweep_override():
-            return
+        if not isinstance(node, DictConfig) or leaf not in node or o.is_sweep_override():
+            return  # a plug-in's parameter its node leaves out: its class checks the value
         from omegaconf.nodes import BooleanNode, FloatNode, IntegerNode
 
         value_node = node._get_node(leaf)
@@ -254,7 +272,7 @@ class Validator:
                       and has_key(compose(self.config_name, overrides=[f"{group}={option}"]), key)]
             if having:
                 return message + f": it exists with {group}={'|'.join(having)}"
-        keys = [k for k in all_keys(base) if not _is_hydra(k)]
+        keys = [k for k in all_keys(base) if not _is_hydra(k)] + plugin_parameters(base, key.rpartition(".")[0])
         leaves = [k for k in keys if not any(other.startswith(k + ".") for other in keys)]
         if len(leaves) <= 12:  # a small config (resume, report): say all it takes
             return message + f"; it takes {', '.join(leaves)}"

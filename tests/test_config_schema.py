@@ -1,15 +1,17 @@
-"""The config's one schema (conf/schema.py): every option of every group composes for every command and builds its
-settings and plug-ins; no default is written both in the schema and in a YAML file; the known disagreements stay
-settled. In-process (Hydra's compose), no run started."""
+"""The config's one schema (conf/schema.py, and for a plug-in its class's signature: conf/plugins.py): every option of
+every group composes for every command and builds its settings and plug-ins; no default is written both in the
+schema (or a plug-in's class) and in a YAML file; the known disagreements stay settled. In-process (Hydra's compose),
+no run started."""
 from pathlib import Path
 
 import pytest
 import yaml
 from hydra import compose, initialize_config_module
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 import conf
+from conf import plugins
 from conf.schema import SCHEMAS, LLMConfig, run_config
 
 CONF = Path(conf.__file__).parent
@@ -87,10 +89,33 @@ def _leaves(node, path=""):
         yield path, node
 
 
+def _target_nodes(node, path=""):
+    """Every dict with a `_target_` in a YAML option's own content (list items included), with its dotted path."""
+    if isinstance(node, dict):
+        if "_target_" in node:
+            yield path, node
+        for key, value in node.items():
+            yield from _target_nodes(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _target_nodes(item, f"{path}.{i}" if path else str(i))
+
+
+def restated_plugin_defaults(values: dict, cls: type, path: str = "") -> list[str]:
+    """The keys of a plug-in's node (`values`, building `cls`) whose value equals the default of the class's
+    signature: a default written twice."""
+    node = OmegaConf.structured(plugins.node(cls))
+    return [f"{path}.{key}" if path else key for key in restated_defaults(
+        {k: v for k, v in values.items() if k != "_target_"}, node)]
+
+
 def restated_defaults(values: dict, schema_node) -> list[str]:
-    """The keys of `values` (a YAML option's own content) whose value equals the schema's default at the same path:
-    a default written twice. A plug-in's keys (under `_target_`) and free-form dicts are the option's own."""
+    """The keys of `values` (a YAML option's own content) whose value equals the schema's default at the same path,
+    or, under a `_target_`, the default of that plug-in's class: a default written twice. Free-form dicts are the
+    option's own."""
     found = []
+    for path, plugin in _target_nodes(values):
+        found += restated_plugin_defaults(plugin, get_class(plugin["_target_"]), path)
     for key, value in _leaves(values):
         if key.split(".")[-1] == "_target_" or key == "defaults":
             continue
@@ -100,7 +125,7 @@ def restated_defaults(values: dict, schema_node) -> list[str]:
         except AttributeError:  # below a node the schema leaves to the option (fitness.policy.tolerances: ???)
             continue
         if not isinstance(holder, DictConfig) or OmegaConf.get_type(holder) is dict:
-            continue  # a plug-in's node (Any) or an open dict (problem.sizes, inductor.variants)
+            continue  # a plug-in's node (Any: its class's, above) or an open dict (problem.sizes, inductor.variants)
         leaf = key.rpartition(".")[2]
         if leaf in holder and isinstance(holder._get_node(leaf), DictConfig):
             continue  # a whole node chosen (llm: null), not a default restated
@@ -111,11 +136,11 @@ def restated_defaults(values: dict, schema_node) -> list[str]:
     return found
 
 
-def _own_values(path: Path) -> tuple[str, dict]:
-    """(the package an option's values land in, its values with its same-group parents' merged under them)."""
+def _own_values(path: Path, root: Path = CONF) -> tuple[str, dict]:
+    """(the package an option's values land in, its values)."""
     text = path.read_text()
     data = yaml.safe_load(text) or {}
-    group = path.parent.relative_to(CONF).as_posix()
+    group = path.parent.relative_to(root).as_posix()
     package = "" if "@package _global_" in text or group == "." else group.replace("/", ".")
     for line in text.splitlines():
         if line.startswith("# @package ") and "_global_" not in line:
@@ -127,31 +152,102 @@ def _option_files():
     return sorted(p for p in CONF.rglob("*.yaml") if p.parent != CONF)
 
 
-@pytest.mark.parametrize("path", _option_files(), ids=lambda p: p.relative_to(CONF).as_posix())
-def test_no_option_restates_a_schema_default(path):
-    """A YAML option holds only what it changes: a value equal to the schema's default (or to the option it extends,
-    `- openai` in llm/local.yaml) is a second home for that default."""
-    package, data = _own_values(path)
+def _plugin_entries(defaults: list) -> list[str]:
+    """The plug-in classes an option's defaults list names (`- /plugin/<module.Class>@_here_`)."""
+    entries = [d.split("@")[0] for d in defaults if isinstance(d, str) and d.startswith(f"/{plugins.GROUP}/")]
+    return [entry.removeprefix(f"/{plugins.GROUP}/") for entry in entries]
+
+
+def option_restates(path: Path, root: Path = CONF) -> list[str]:
+    """The keys of an option (a YAML file under `root`) that restate a default of the schema or, for an option
+    choosing a plug-in, of its class; its same-group parents (`- openai` in llm/local.yaml) count as its schema."""
+    package, data = _own_values(path, root)
     data.pop("hydra", None)
+    defaults = data.pop("defaults", [])
     base = OmegaConf.structured(SCHEMAS["bench"])
     if package == "llm":  # null until an option fills it
         base.llm = OmegaConf.structured(LLMConfig)
-    for parent in [d for d in data.pop("defaults", []) if isinstance(d, str) and d != "_self_"]:
+    for target in _plugin_entries(defaults):
+        OmegaConf.update(base, package, OmegaConf.structured(plugins.node(get_class(target))), merge=False)
+    for parent in [d for d in defaults if isinstance(d, str) and d != "_self_" and not d.startswith("/")]:
         sibling = yaml.safe_load((path.parent / f"{parent}.yaml").read_text()) or {}
         sibling.pop("defaults", None)
         OmegaConf.update(base, package, sibling, merge=True)
     node = OmegaConf.select(base, package) if package else base
-    if node is None:
-        pytest.skip("a plug-in's option (_target_): its keys are its own")
-    assert restated_defaults(data, node) == [], f"{path.relative_to(CONF)} restates the schema's defaults"
+    if node is None:  # a plug-in option naming `_target_` itself: its keys against its class
+        return restated_plugin_defaults(data, get_class(data["_target_"]))
+    return restated_defaults(data, node)
+
+
+@pytest.mark.parametrize("path", _option_files(), ids=lambda p: p.relative_to(CONF).as_posix())
+def test_no_option_restates_a_default(path):
+    """A YAML option holds only what it changes: a value equal to the schema's default, to the default of the
+    plug-in class it chooses (or of an operator it lists), or to the option it extends is a second home."""
+    assert option_restates(path) == [], f"{path.relative_to(CONF)} restates a default"
+
+
+def test_every_plugin_option_gets_its_class_keys():
+    """The plug-ins conf/ chooses are the registered ones, and each option's node holds every parameter of its
+    class at the signature's default, so `search.strategy.epsilon=0.3` needs no `+` and is typed."""
+    import inspect
+
+    named = {t for p in _option_files() for t in _plugin_entries((yaml.safe_load(p.read_text()) or {})
+                                                                   .get("defaults", []))}
+    assert named == {plugins.target(cls) for cls in plugins.PLUGINS}
+    with initialize_config_module("conf", version_base="1.3"):
+        cfg = compose("bench", overrides=["search/strategy=tree", "search.strategy.epsilon=0.3"])
+        with pytest.raises(Exception, match="search.strategy.decay"):
+            compose("bench", overrides=["search/strategy=tree", "search.strategy.decay=fast"])
+    from evo.bench import LocalBackend
+    from evo.strategy import Tree
+
+    params = inspect.signature(Tree).parameters
+    assert dict(cfg.search.strategy) == {"_target_": "evo.strategy.Tree", "epsilon": 0.3,
+                                         **{k: params[k].default for k in ("decay", "min_epsilon")}}
+    assert instantiate(cfg.search.strategy).epsilon == 0.3
+    assert cfg.bench.backend.per_gpu == inspect.signature(LocalBackend).parameters["per_gpu"].default
+
+
+def test_a_plugin_key_is_set_on_the_command_line_without_a_plus():
+    """An option's plug-in keys (all there) and an operator's (its entry gives only what it changes) take `key=value`;
+    a key its class does not take is refused, naming the closest."""
+    from kernelevo.validate import ConfigError, Validator
+
+    cfg, _ = Validator("run", "config").check(["operators=llm", "operators.list.0.debug_tries=0",
+                                               "search/strategy=tree", "search.strategy.decay=0.5",
+                                               "search.selection.size=3"])
+    assert (cfg.operators.list[0].debug_tries, cfg.search.strategy.decay, cfg.search.selection.size) == (0, 0.5, 3)
+    assert instantiate(cfg.operators.list[0]).debug_tries == 0
+    with pytest.raises(ConfigError, match="did you mean operators.list.0.debug_tries"):
+        Validator("run", "config").check(["operators=llm", "operators.list.0.debug_tris=0"])
+    with pytest.raises(ConfigError, match="search.strategy.decay=fast: a number expected"):
+        Validator("run", "config").check(["search/strategy=tree", "search.strategy.decay=fast"])
 
 
 def test_the_restated_default_check_can_fail():
     from conf.schema import SearchConfig
 
+    from conf.schema import OperatorsConfig
+
     schema = OmegaConf.structured(SearchConfig)
     assert restated_defaults({"mu": 4, "lambda_": 3, "tuner": {"parallel": 3}}, schema) == ["mu", "tuner.parallel"]
-    assert restated_defaults({"selection": {"_target_": "x", "size": 2}}, schema) == []
+    tournament = {"_target_": "evo.selection.Tournament"}
+    assert restated_defaults({"selection": {**tournament, "size": 2}}, schema) == ["selection.size"]
+    assert restated_defaults({"selection": {**tournament, "size": 3}}, schema) == []
+    mutation = {"_target_": "operators.llm.operators.LLMMutation", "weight": 0.5}
+    assert restated_defaults({"list": [mutation, {**mutation, "debug_tries": 2, "use_planner": False}]},
+                             OmegaConf.structured(OperatorsConfig)) == ["list.1.debug_tries"]
+
+
+def test_an_option_restating_its_plugin_default_fails(tmp_path):
+    """An option naming its plug-in by the defaults list, or by `_target_`, and giving a key at the class's default."""
+    tree = (CONF / "search/strategy/tree.yaml").read_text()
+    option = tmp_path / "search/strategy/tree.yaml"
+    option.parent.mkdir(parents=True)
+    option.write_text(tree + "epsilon: 0.6\ndecay: 0.9\n")
+    assert option_restates(option, tmp_path) == ["epsilon"]
+    option.write_text("_target_: evo.selection.Tournament\nsize: 2\n")
+    assert option_restates(option, tmp_path) == ["size"]
 
 
 def test_settled_disagreements():
