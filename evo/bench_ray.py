@@ -52,7 +52,7 @@ class RayBackend:
         self._where = ""
 
     def describe(self) -> str:
-        return f"ray (address {self.address or 'local'}): {self.num_gpus} GPU and {self.num_cpus} CPU per problem"
+        return f"ray (address {self.address or 'local'}): {self.num_gpus:g} GPU and {self.num_cpus:g} CPU per problem"
 
     def _connect(self, ray) -> None:
         self._where = connect(ray, self.address, "bench.backend.address", self.local_cpus, BenchError)
