@@ -10,6 +10,6 @@ pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 constraints=()
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   constraints=(-c scripts/constraints-cpu.txt)
-  "${pip[@]}" "${constraints[@]}" --no-compile torch  # no .pyc for its ~3,000 modules (20 s): what runs compiles
+  "${pip[@]}" "${constraints[@]}" --no-compile torch  # no .pyc for its ~2,300 modules (20 s): what runs compiles
 fi
 "${pip[@]}" "${constraints[@]}" -e ".[test]"
