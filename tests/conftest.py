@@ -202,16 +202,31 @@ def replay_measurements(run_dir, into) -> dict:
 def pytest_collection_modifyitems(config, items):
     """The files with the most `slow` tests run first, each file's tests in their order (module fixtures are made
     once per worker), so that pytest-xdist's workers (scripts/test.sh: `--dist worksteal`) start on the long tests
-    and end sharing out short ones, not one worker finishing a long test alone. Tests marked `gpu` need a CUDA
-    device (KERNELEVO_TEST_DEVICE=cuda): on the interpreter they are skipped."""
-    slow = {}
+    and end sharing out short ones, not one worker finishing a long test alone. Ahead of them all, the files whose
+    slow tests share a module fixture (a bench, a run): worksteal hands the first worker the head of the list and
+    steals from its tail, so tests at the head are not split between workers, each making the fixture again. Tests
+    marked `gpu` need a CUDA device (KERNELEVO_TEST_DEVICE=cuda): on the interpreter they are skipped."""
+    slow, shared = {}, {}
     for item in items:
-        slow[item.module.__name__] = slow.get(item.module.__name__, 0) + ("slow" in item.keywords)
-    items.sort(key=lambda item: -slow[item.module.__name__])  # stable: files and tests keep their order otherwise
+        name = item.module.__name__
+        slow[name] = slow.get(name, 0) + ("slow" in item.keywords)
+        if "slow" in item.keywords:
+            for fixture in _module_fixtures(item):
+                shared[name, fixture] = shared.get((name, fixture), 0) + 1
+    first = {name for (name, _), users in shared.items() if users > 1}
+    # stable: files and tests keep their order otherwise
+    items.sort(key=lambda item: (item.module.__name__ not in first, -slow[item.module.__name__]))
     if DEVICE == "cpu":
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(pytest.mark.skip(reason="needs a GPU: run with KERNELEVO_TEST_DEVICE=cuda"))
+
+
+def _module_fixtures(item) -> list[str]:
+    """The module-scoped fixtures a test uses (pytest's fixture closure; none where a pytest keeps it elsewhere)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {})
+    return [name for name, chain in defs.items() if chain and chain[-1].scope == "module"]
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,30 @@ def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):
 
 
 @pytest.mark.slow
+def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_path):
+    pytest.importorskip("ray")
+    _, local_dir, _ = finished
+    # a local Ray of its own (address=auto would join any cluster on the host, another test's included; what auto
+    # does: test_evaluation_ray.py::test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray)
+    done = bench("bench.problems=[row_softmax,rmsnorm]", "bench/backend=ray", "bench.backend.num_gpus=0",
+                 "bench.backend.address=null", "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY,
+                 cwd=tmp_path, process=True)  # Ray's driver in a process of its own, as a user runs it
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Ray: local" in done.stdout
+
+    def table(folder):
+        rows = json.loads((folder / "bench.json").read_text())["rows"]
+        # evaluations and times follow the interpreter's wall-clock measurements, which differ run to run
+        return [(r["name"], r["status"], r["summary"]["seed"], r["summary"]["problem"], r["summary"]["policy"],
+                 r["summary"]["timer"]) for r in rows]
+
+    assert table(tmp_path / "r") == table(local_dir)
+    for name in ("row_softmax", "rmsnorm"):  # every run came back to the driver's bench directory
+        assert (tmp_path / "r" / "runs" / name / "run.db").is_file()
+        assert (tmp_path / "r" / "logs" / f"{name}.log").is_file()
+
+
+@pytest.mark.slow
 def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_finished(tmp_path):
     bench_dir = tmp_path / "b"
     args = ["bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY]
@@ -139,30 +163,6 @@ def test_problems_are_selected_by_path_id_level_or_list_file(tmp_path):
         select(str(tmp_path), 1, ["1", "level1/1_Matmul.py"])
     with pytest.raises(BenchError, match="'level1/7' not found"):
         select(str(tmp_path), None, ["level1/7"])
-
-
-@pytest.mark.slow
-def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_path):
-    pytest.importorskip("ray")
-    _, local_dir, _ = finished
-    # a local Ray of its own (address=auto would join any cluster on the host, another test's included; what auto
-    # does: test_evaluation_ray.py::test_address_auto_joins_the_hosts_cluster_or_starts_a_local_ray)
-    done = bench("bench.problems=[row_softmax,rmsnorm]", "bench/backend=ray", "bench.backend.num_gpus=0",
-                 "bench.backend.address=null", "bench.backend.local_cpus=2", f"bench.dir={tmp_path / 'r'}", *TINY,
-                 cwd=tmp_path, process=True)  # Ray's driver in a process of its own, as a user runs it
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Ray: local" in done.stdout
-
-    def table(folder):
-        rows = json.loads((folder / "bench.json").read_text())["rows"]
-        # evaluations and times follow the interpreter's wall-clock measurements, which differ run to run
-        return [(r["name"], r["status"], r["summary"]["seed"], r["summary"]["problem"], r["summary"]["policy"],
-                 r["summary"]["timer"]) for r in rows]
-
-    assert table(tmp_path / "r") == table(local_dir)
-    for name in ("row_softmax", "rmsnorm"):  # every run came back to the driver's bench directory
-        assert (tmp_path / "r" / "runs" / name / "run.db").is_file()
-        assert (tmp_path / "r" / "logs" / f"{name}.log").is_file()
 
 
 def test_a_missing_ray_says_how_to_install_it(tmp_path):

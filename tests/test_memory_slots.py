@@ -86,7 +86,7 @@ def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancell
                 time.sleep(seconds)
 
         job = _baseline_job(ev, path)
-        holder = threading.Thread(target=hold, args=(10.0,))
+        holder = threading.Thread(target=hold, args=(8.0,))  # past the timeout, with seconds to start the worker
         holder.start()
         held.wait(5)
         outcome = ev._sandbox.run(job, timeout_s=4.0)  # waits for the slot longer than its timeout
@@ -95,7 +95,7 @@ def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancell
         assert outcome.result["phases_s"]["wait_memory"] > 4.0
 
         held.clear()
-        holder = threading.Thread(target=hold, args=(8.0,))
+        holder = threading.Thread(target=hold, args=(6.0,))  # till the latest the cancel may come (wall_s below)
         holder.start()
         held.wait(5)
         outcome = ev._sandbox.run(job, timeout_s=60.0, cancel_waiting_at=time.perf_counter() + 2.0)
