@@ -87,9 +87,10 @@ class SizesCheck:
         return (f"{line}; at the end the fastest correct kernels are judged again at other sizes "
                 f"({_sizes(self.other_sizes)}) and the best is the fastest correct there too")
 
-    def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1) -> dict:
+    def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1, sandbox=None) -> dict:
         """Judge the fastest distinct kernels at the other sizes, `parallel` at a time, until one passes; store and
-        print the verdict, and return it."""
+        print the verdict, and return it. `sandbox`: the run's evaluator's, still open, whose fork server then
+        serves this check too (None: a sandbox of its own)."""
         fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
         record = {"fastest": fastest, "test_sizes": self.test_sizes, "full_sizes": self.full_sizes,
                   "other_sizes": self.other_sizes, "baked_seeds": self.baked_seeds, "tried": [], "kept": None,
@@ -97,8 +98,10 @@ class SizesCheck:
         tries = candidates(store, fastest) if self.other is not None else []
         if tries:
             parts = fitness_parts(self.parts_cfg)
-            with Evaluator(self.other, parts.policy, parts.profile, replace(parts.settings, spares=parts.settings.warm_spares(parallel)),
-                           device=parts.device) as evaluator, ThreadPoolExecutor(parallel) as pool:
+            settings = replace(parts.settings, spares=parts.settings.warm_spares(parallel))
+            device = sandbox.device if sandbox is not None else parts.device
+            with Evaluator(self.other, parts.policy, parts.profile, settings, device=device, sandbox=sandbox) \
+                    as evaluator, ThreadPoolExecutor(parallel) as pool:
                 for start in range(0, len(tries), parallel):
                     batch = tries[start:start + parallel]
                     results = list(pool.map(lambda ind: evaluator.evaluate(ind.genome.rendered(),

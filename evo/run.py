@@ -149,11 +149,13 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
                         selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))
+        if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
+            sizes_check.judge(store, store.latest_checkpoint(), service.parallel, getattr(evaluator, "sandbox", None))
     finally:
         if tuner is not None:
             tuner.close()
         service.close()
-    outcome = conclude(store, stop_reason, busy, window, sizes_check, service.parallel)
+    outcome = conclude(store, stop_reason, busy, window)
     print(table(outcome), flush=True)
     print(f"  report: {write_report(run_dir)}", flush=True)
     return outcome
@@ -173,13 +175,10 @@ def run_search(search: Search, service: EvaluationService, store: RunStore, sett
     return stop_reason, window, progress.sampler.busy(*window) if progress.sampler is not None else None
 
 
-def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tuple,
-             sizes_check: full_size.SizesCheck | None, parallel: int) -> RunOutcome:
-    """The run's outcome, after the best is judged at other sizes (on the interpreter): written as summary.json,
-    with the best kernel's file; closes the store."""
+def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tuple) -> RunOutcome:
+    """The run's outcome (with the verdict at other sizes, on the interpreter, that the store holds): written as
+    summary.json, with the best kernel's file; closes the store."""
     checkpoint = store.latest_checkpoint()
-    if sizes_check is not None:
-        sizes_check.judge(store, checkpoint, parallel)  # the best must run at other sizes than the test sizes
     outcome = summarise(store, checkpoint, stop_reason, busy, window)
     if outcome.best_id:
         best = store.individual(outcome.best_id).genome.rendered()

@@ -107,7 +107,10 @@ def default_cache_dir() -> Path:
 class Evaluator:
     def __init__(self, problem: ProblemSpec, policy: PrecisionPolicy, profile: HardwareProfile,
                  settings: EvalSettings | None = None, device: str | None = None, cache_dir: Path | None = None,
-                 baseline_slot: BaselineSlot | None = None):
+                 baseline_slot: BaselineSlot | None = None, sandbox: Sandbox | None = None):
+        """`sandbox`: an open Sandbox on the same device to run this evaluator's jobs in (another evaluator's, e.g.
+        the run's for its check at other sizes: one fork server serves both), left open by `close`; None: one of
+        its own."""
         self.problem = problem
         self.policy = policy
         self.profile = profile
@@ -126,12 +129,15 @@ class Evaluator:
         self.memory_slots: int | None = None  # problem-sized device memory admitted N at a time (set_memory_slots)
         self.cancel_waiting_at: float | None = None  # perf_counter() from which a job waiting for memory is cancelled
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
-        self._sandbox = Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
-                                spares=self.settings.warm_spares(1),
-                                confine=self.settings.confine,
-                                warm={"judge": self.settings.warm_judge,
-                                      "gpu_lock": lock_path(LOCK_DIR, self.device),
-                                      "start_up_under_lock": self.settings.start_up_under_lock})
+        if sandbox is not None and sandbox.device != self.device:
+            raise ValueError(f"an evaluator on {self.device} cannot run its jobs in a sandbox on {sandbox.device}")
+        self._owns_sandbox = sandbox is None
+        self._sandbox = sandbox or Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
+                                           spares=self.settings.warm_spares(1),
+                                           confine=self.settings.confine,
+                                           warm={"judge": self.settings.warm_judge,
+                                                 "gpu_lock": lock_path(LOCK_DIR, self.device),
+                                                 "start_up_under_lock": self.settings.start_up_under_lock})
 
     def __enter__(self):
         return self
@@ -139,8 +145,14 @@ class Evaluator:
     def __exit__(self, *exc):
         self.close()
 
+    @property
+    def sandbox(self) -> Sandbox:
+        """Where its jobs run (to share with another evaluator on this device)."""
+        return self._sandbox
+
     def close(self) -> None:
-        self._sandbox.close()
+        if self._owns_sandbox:
+            self._sandbox.close()
 
     def set_spares(self, in_flight: int) -> None:
         """Keep warm workers ready for `in_flight` evaluations at once on this evaluator's device (``spares``)."""

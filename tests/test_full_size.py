@@ -12,8 +12,10 @@ from evo.full_size import TRIES
 from core.genome import code_hash
 from fitness.problem import load_problem, resolve_problem, suite_manifest
 from fitness.sizes import MIN_SHRINKABLE, other_sizes, other_value
+from fitness.zygote import Zygote
 from test_search import TINY
 
+ZYGOTE_INIT = Zygote.__init__
 PAIRED = '''import torch
 import torch.nn as nn
 
@@ -68,8 +70,11 @@ def test_other_sizes_change_every_size_constant_that_can_change(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path):
+def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path, monkeypatch):
+    started = []  # the fork servers the run starts: the check at other sizes runs in the search's sandbox
+    monkeypatch.setattr(Zygote, "__init__", lambda self, *a, **k: (started.append(a), ZYGOTE_INIT(self, *a, **k))[1])
     output, run_dir, summary = run("problem=elementwise_chain", cwd=tmp_path)
+    assert len(started) == 1, started
     assert "[kernelevo] selection among children: by interpreter wall-clock time (no GPU timing)" in output
     test_sizes = suite_manifest()["elementwise_chain"]["test_sizes"]
     fastest, individuals = fastest_and_individuals(run_dir)
