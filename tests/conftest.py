@@ -50,11 +50,13 @@ def candidate(name: str) -> str:
     return (CANDIDATES / f"{name}.py").read_text()
 
 
-def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", sizes=None, **settings) -> Evaluator:
+def make_evaluator(problem=SCALE_SHIFT, policy="triton", size_preset="full", sizes=None, sandbox=None,
+                   **settings) -> Evaluator:
+    """An evaluator of `problem` on the test device; its jobs run in `sandbox` (the `sandbox` fixture's) when given."""
     settings.setdefault("trials", 3)
     profile = load_profile("cpu_interpreter") if DEVICE == "cpu" else resolve_profile("auto")
     return Evaluator(resolve_problem(problem, sizes=sizes or {}, size_preset=size_preset), load_policy(policy),
-                     profile, EvalSettings(**settings), device=DEVICE)
+                     profile, EvalSettings(**settings), device=DEVICE, sandbox=sandbox)
 
 
 def kernelevo(*args, cwd, env=None, wait=True, timeout=600, process=False):
@@ -227,6 +229,15 @@ def _module_fixtures(item) -> list[str]:
     info = getattr(item, "_fixtureinfo", None)
     defs = getattr(info, "name2fixturedefs", {})
     return [name for name, chain in defs.items() if chain and chain[-1].scope == "module"]
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """One sandbox (one fork server, no spares) for the evaluators of a module's tests, which pass it to
+    make_evaluator: for tests that judge kernels alone, not the sandbox (it keeps the environment it started with,
+    and what a test does to it stays for the next)."""
+    with make_evaluator(prestart_worker=False) as ev:
+        yield ev.sandbox
 
 
 @pytest.fixture(scope="module")

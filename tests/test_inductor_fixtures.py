@@ -25,13 +25,14 @@ def fixture(name: str) -> tuple[dict, object, str]:
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))
-def test_a_kernel_inductor_wrote_for_a_gpu_runs_as_a_candidate(name):
+def test_a_kernel_inductor_wrote_for_a_gpu_runs_as_a_candidate(name, sandbox):
     captured, spec, source = fixture(name)
     assert captured["device"] == "cuda"
     kernels = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
     assert {k.name for k in kernels} == set(captured["kernels"])
     assert "triton_heuristics" not in source and "empty_strided_cuda" not in source and "stream" not in source
-    with make_evaluator(problem=captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"]) as ev:
+    with make_evaluator(problem=captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"],
+                        sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
 
@@ -52,14 +53,14 @@ def test_a_gemm_templates_block_sizes_are_tunable_with_inductors_choice_first():
     assert "triton.cdiv(64, K0_BLOCK_M) * triton.cdiv(64, K0_BLOCK_N)" in source
 
 
-def test_another_block_size_from_the_tunable_space_still_gives_the_right_result():
+def test_another_block_size_from_the_tunable_space_still_gives_the_right_result(sandbox):
     captured, spec, source = fixture("matmul_bias_relu_template")
     genome = Genome.from_source(source)
     other = {k: next(v for v in genome.space[k] if v != genome.params[k])  # the smallest other choice
              for k in ("K0_BLOCK_M", "K0_BLOCK_N", "K0_BLOCK_K", "K0_GROUP_M")}
     variant = genome.rendered(other)
     assert all(f"{k} = {v}" in variant for k, v in other.items())
-    with make_evaluator(problem="matmul_bias_relu", sizes=captured["fixture"]["sizes"]) as ev:
+    with make_evaluator(problem="matmul_bias_relu", sizes=captured["fixture"]["sizes"], sandbox=sandbox) as ev:
         result = ev.evaluate(variant, label="inductor-variant")
     assert result.status == "ok", result.reason
 
@@ -80,7 +81,7 @@ def with_tf32(captured: dict) -> dict:
     return {**captured, "code": code}
 
 
-def test_an_operand_a_tf32_template_reads_along_n_is_copied_k_major_first_and_either_way_is_correct():
+def test_an_operand_a_tf32_template_reads_along_n_is_copied_k_major_first_and_either_way_is_correct(sandbox):
     """Hopper's TF32 tensor cores read operands K-major: B of `A @ B` (row-major) is copied first, by default."""
     captured, spec, _ = fixture("matmul_template")
     source = convert(with_tf32(captured), Path(spec.path).read_text(), spec.name, interpreter=True)
@@ -88,7 +89,7 @@ def test_an_operand_a_tf32_template_reads_along_n_is_copied_k_major_first_and_ei
     assert genome.params["K0_B_KMAJOR"] == 1 and genome.space["K0_B_KMAJOR"] == [0, 1]
     assert "K0_A_KMAJOR" not in genome.params  # A is row-major: already K-major
     assert "k_major(arg1_1, 64, 64) if K0_B_KMAJOR else arg1_1" in source
-    with make_evaluator(problem="matmul", sizes=captured["fixture"]["sizes"]) as ev:
+    with make_evaluator(problem="matmul", sizes=captured["fixture"]["sizes"], sandbox=sandbox) as ev:
         for k_major in (1, 0):
             result = ev.evaluate(genome.rendered({**genome.params, "K0_B_KMAJOR": k_major}), label=f"kmajor{k_major}")
             assert result.status == "ok", (k_major, result.reason)

@@ -9,8 +9,8 @@ from fitness.sizes import other_sizes
 
 
 @pytest.mark.parametrize("name", suite_names())
-def test_seed_passes(name):
-    with make_evaluator(problem=name, size_preset="test", trials=5, prestart_worker=False) as ev:
+def test_seed_passes(name, sandbox):
+    with make_evaluator(problem=name, size_preset="test", trials=5, sandbox=sandbox) as ev:
         result = ev.evaluate(resolve_problem(name).seed_source(), label="seed")
     assert result.status == "ok", f"{name}: {result.reason}\n{result.log_tail}"
     assert result.trials_passed == 5
@@ -19,9 +19,9 @@ def test_seed_passes(name):
 
 
 @pytest.mark.parametrize("name", suite_names())
-def test_seed_passes_at_the_other_sizes(name):
+def test_seed_passes_at_the_other_sizes(name, sandbox):
     other = other_sizes(load_problem(resolve_problem(name, size_preset="test")))
     assert other.changed and not other.unchanged
-    with make_evaluator(problem=name, sizes=other.sizes, trials=2, prestart_worker=False) as ev:
+    with make_evaluator(problem=name, sizes=other.sizes, trials=2, sandbox=sandbox) as ev:
         result = ev.evaluate(resolve_problem(name).seed_source(), label="seed")
     assert result.status == "ok", f"{name} at {other.sizes}: {result.reason}\n{result.log_tail}"
