@@ -92,7 +92,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
                 poison_allocator(specs, device)
                 synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
             LAUNCHES.reset()
-            trace = TorchOpTrace(LAUNCHES) if settings.get("trace_torch_ops", True) else None
+            trace = TorchOpTrace(LAUNCHES) if settings["trace_torch_ops"] else None
             with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
                 output = model_new(*buffers)
                 synchronize(device)
@@ -262,7 +262,7 @@ def run_baseline_job(job: dict) -> dict:
     fails to compile is left out and named in the result's `failed`; each compiles in a stage of its own
     (``fitness.baselines.stage_of``), so the sandbox stops a compilation past fitness.baseline_compile_timeout_s."""
     policy = PrecisionPolicy.from_dict(job["policy"])
-    names = job.get("baselines", ["eager"])
+    names = job["baselines"]  # the evaluator's baseline_names: fitness.baselines, the compiled ones on a GPU
     stage("setting up the reference (baselines)")
     problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)

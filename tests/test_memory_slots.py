@@ -68,7 +68,7 @@ def test_the_clock_pauses_only_while_every_slot_is_held_by_another_process(tmp_p
 
 
 def _baseline_job(ev, path: str) -> dict:
-    return {**ev._job("baseline"), "gpu_lock": path, "memory_slots": 1}
+    return {**ev._job("baseline", baselines=["eager"]), "gpu_lock": path, "memory_slots": 1}
 
 
 def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancelled_past_the_cut(tmp_path):
