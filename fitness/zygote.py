@@ -175,8 +175,9 @@ class Server:
 
 def warm_up() -> None:
     """Work every child would repeat, done once here (no CUDA, no threads): the imports of a first TorchDispatchMode
-    (sympy and more, ~1.4 s of CPU) and Triton's hash of its own files and libtriton (~0.4 s; the function moved
-    between Triton versions). Best effort."""
+    (sympy and more, ~1.4 s of CPU) and, where kernels are compiled (not on Triton's interpreter, which never asks
+    for it), Triton's hash of its own files and libtriton (~0.5 s; the function moved between Triton versions).
+    Best effort."""
     import importlib
 
     import torch
@@ -185,6 +186,8 @@ def warm_up() -> None:
 
     with NoKernelMode():
         torch.empty(1).view(1)  # allocation and a view: no compute, no thread pool started
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):
         try:
             key = getattr(importlib.import_module(module), "triton_key", None)
