@@ -58,8 +58,8 @@ def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
     assert result.guards["triton_launches"] == 1
 
 
-def test_kernelbench_policy_allows_torch_compute_but_labels_it():
-    with make_evaluator(policy="kernelbench") as ev:
+def test_kernelbench_policy_allows_torch_compute_but_labels_it(evaluator):
+    with make_evaluator(policy="kernelbench", sandbox=evaluator.sandbox) as ev:
         result = ev.evaluate(candidate("torch_compute"))
     assert result.status == "ok", result.reason
     assert "uses-torch-compute" in result.label
@@ -67,8 +67,8 @@ def test_kernelbench_policy_allows_torch_compute_but_labels_it():
     assert result.policy["name"] == "kernelbench"
 
 
-def test_no_triton_kernel_is_rejected_even_when_torch_compute_is_allowed():
-    with make_evaluator(policy="kernelbench") as ev:
+def test_no_triton_kernel_is_rejected_even_when_torch_compute_is_allowed(evaluator):
+    with make_evaluator(policy="kernelbench", sandbox=evaluator.sandbox) as ev:
         result = ev.evaluate(candidate("no_kernel"))
     assert result.status == "rejected"
     assert "no Triton kernel" in result.reason
@@ -82,10 +82,9 @@ def test_a_result_cached_by_input_content_never_hits_when_timed(evaluator):
     # that it would have hit on the old rotated sets, and never hits now: tests/test_timed_inputs.py
 
 
-def test_strict_fp32_policy_rejects_reduced_precision():
-    with make_evaluator() as ev:
-        loose = ev.evaluate(candidate("low_precision"))
-    with make_evaluator(policy="strict-fp32") as ev:
+def test_strict_fp32_policy_rejects_reduced_precision(evaluator):
+    loose = evaluator.evaluate(candidate("low_precision"))
+    with make_evaluator(policy="strict-fp32", sandbox=evaluator.sandbox) as ev:
         strict = ev.evaluate(candidate("low_precision"))
         exact = ev.evaluate(candidate("good"))
     assert loose.status == "ok", loose.reason
@@ -93,11 +92,11 @@ def test_strict_fp32_policy_rejects_reduced_precision():
     assert exact.status == "ok", exact.reason
 
 
-def test_hang_times_out_and_the_next_evaluation_works():
-    with make_evaluator(timeout_s=15) as ev:
+def test_hang_times_out_and_the_next_evaluation_works(evaluator):
+    with make_evaluator(timeout_s=8, sandbox=evaluator.sandbox) as ev:  # a warm spare: trial 1 starts at once
         hung = ev.evaluate(candidate("hang"))
         after = ev.evaluate(candidate("good"))
-    assert hung.status == "timeout" and "15 s" in hung.reason
+    assert hung.status == "timeout" and "8 s" in hung.reason
     # the reason says what was running and at which sizes, not only "hang?"
     assert "while correctness trial 1/3" in hung.reason and "batch_size=4, dim=100" in hung.reason
     if DEVICE == "cpu":
@@ -115,13 +114,14 @@ def test_segfault_is_crashed_and_the_next_evaluation_works(evaluator):
 def test_os_exit_is_rejected_statically_and_crashed_without_the_static_check(evaluator):
     static = evaluator.evaluate(candidate("os_exit"))
     assert static.status == "rejected" and "import of 'os'" in static.reason
-    with make_evaluator(static_check=False) as ev:
+    with make_evaluator(static_check=False, sandbox=evaluator.sandbox) as ev:
         unchecked = ev.evaluate(candidate("os_exit"))
     assert unchecked.status == "crashed"
     assert "exited with code 0" in unchecked.reason
 
 
 def test_secrets_of_the_parent_are_invisible_to_the_candidate(monkeypatch):
+    # a sandbox of its own: a sandbox's workers get the environment it started with
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-candidates")
     monkeypatch.setenv("MY_DB_PASSWORD", "hunter2")
     monkeypatch.setenv("KERNELEVO_PLAIN_FLAG", "visible")
