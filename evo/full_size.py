@@ -30,6 +30,7 @@ from fitness.evaluator import Evaluator
 from fitness.from_config import fitness_parts
 from core.individual import Individual
 from fitness.problem import INDUCTOR, ProblemSpec, load_problem
+from fitness.sandbox import Sandbox
 from fitness.sizes import other_sizes
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
@@ -87,7 +88,8 @@ class SizesCheck:
         return (f"{line}; at the end the fastest correct kernels are judged again at other sizes "
                 f"({_sizes(self.other_sizes)}) and the best is the fastest correct there too")
 
-    def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1, sandbox=None) -> dict:
+    def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1,
+              sandbox: Sandbox | None = None) -> dict:
         """Judge the fastest distinct kernels at the other sizes, `parallel` at a time, until one passes; store and
         print the verdict, and return it. `sandbox`: the run's evaluator's, still open, whose fork server then
         serves this check too (None: a sandbox of its own)."""
