@@ -9,11 +9,13 @@ after the first child of that generation was stored but before the generation's 
 import os
 import re
 import signal
+import sqlite3
 import time
 
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
+from evo.store import StoreError
 from llm_server import ScriptedLLMServer
 from operators.llm.ledger import ResponseCache
 from test_llm_agents import GOOD, KEY, PLAN, reply
@@ -59,6 +61,17 @@ def lineage(run_dir) -> list[tuple]:
             for ind in read_store(run_dir, lambda store: store.individuals())]
 
 
+def paid_calls(cwd) -> int:
+    """The LLM calls the run started in `cwd` has recorded in its store so far (0 before it has a store)."""
+    stores = sorted(cwd.glob("outputs/runs/*/*/run.db"))
+    if not stores:
+        return 0
+    try:
+        return read_store(stores[0].parent, lambda store: store.llm_totals()["calls"])
+    except (StoreError, sqlite3.Error):
+        return 0
+
+
 def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cache(tmp_path):
     env = {"KERNELEVO_TEST_LLM_KEY": KEY}
     cache = tmp_path / "cache"
@@ -67,9 +80,12 @@ def test_a_run_killed_mid_generation_resumes_with_the_same_prompts_from_the_cach
         killed = kernelevo("run", *command(cache, url), cwd=tmp_path, env=env, wait=False)
         deadline = time.monotonic() + 300
         cached = ResponseCache(cache)
-        while len(cached) < CALLS and killed.poll() is None and time.monotonic() < deadline:
+        # the reply is cached before the run records the call: wait for both (a kill between the two, seen under
+        # load, leaves a call replayed from the cache that no run paid for)
+        while ((len(cached) < CALLS or paid_calls(tmp_path) < CALLS) and killed.poll() is None
+               and time.monotonic() < deadline):
             time.sleep(0.02)
-        os.kill(killed.pid, signal.SIGKILL)  # the last child's reply is cached; its slow evaluation has begun
+        os.kill(killed.pid, signal.SIGKILL)  # the last child's reply is in; its slow evaluation has begun
         output = killed.communicate(timeout=60)[0]
     assert len(cached) == CALLS, output
     run_dir = run_dir_of(output)
