@@ -8,5 +8,6 @@ cd "$(git rev-parse --show-toplevel)"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
   -d .whl httpx2==2.16.2 httpcore2==2.16.2 truststore==0.10.5 sniffio==1.3.1 pydantic-settings==2.16.3 \
-  importlib-metadata==8.9.0 zipp==4.1.2 click==8.5.1 diskcache==5.6.3
+  importlib-metadata==8.9.0 zipp==4.1.2 click==8.5.1 diskcache==5.6.3 \
+  h2==4.4.1 hpack==4.2.0 hyperframe==6.1.0
 du -sh .whl
