@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the project (evo.store, read after the run) and the server
 from llm_server import ScriptedLLMServer  # noqa: E402
 
 ROLES = ("initialiser", "planner", "coder", "debugger", "crossover")
