@@ -29,6 +29,7 @@ BEST = "best"  # the fastest baseline measured, whichever it was
 OK, FAILED, COMPILE_TIMEOUT, NOT_MEASURED = "ok", "failed", "compile_timeout", "not_measured"
 STATUS_TEXT = {FAILED: "failed", COMPILE_TIMEOUT: "too slow to compile", NOT_MEASURED: "not measured"}
 BASELINE_PROCESSES = 2  # fresh workers that time the baselines on a GPU, one after the other (the fastest is kept)
+TIE = 0.01  # a speed-up over the best baseline within this of 1 is a tie: timing noise on a GPU is about 1 %
 
 
 def check_names(names) -> list[str]:
@@ -148,9 +149,25 @@ def best_text(record: dict) -> str:
     return f"{speedup(value)} ({LABELS.get(name, name)})"
 
 
+def verdict(record: dict) -> str | None:
+    """Whether to ship the kernel or the best baseline, from the speed-up over the best (None where none was
+    measured): a kernel slower than what the user already has says so and names it, not only a figure below 1."""
+    value, name = record.get("speedup_vs_best"), record.get("best_baseline")
+    if value is None:
+        return None
+    label = LABELS.get(name, name)
+    if value >= 1 + TIE:
+        return f"faster than every baseline measured ({speedup(value)} over {label}, the fastest)"
+    if value <= 1 - TIE:
+        return f"slower than {label} ({speedup(value)}): {label} is the better choice for this problem"
+    return f"ties {label} ({speedup(value)}, within {TIE:.0%})"
+
+
 def speedup_rows(record: dict) -> list[tuple[str, str]]:
     """("speed-up vs eager", "3.00x") and so on for every baseline and the best, from a record with the speed-up
-    fields (an EvalResult's, a summary.json): a figure, or why there is none."""
+    fields (an EvalResult's, a summary.json): a figure, or why there is none; then the verdict, where there is one."""
     status = record.get("baseline_status") or {}
+    said = verdict(record)
     return [*((f"speed-up vs {LABELS[name]}", speedup_text(record.get(f"speedup_vs_{name}"), status.get(name)))
-              for name in BASELINES), ("speed-up vs the best baseline", best_text(record))]
+              for name in BASELINES), ("speed-up vs the best baseline", best_text(record)),
+            *([("verdict", said)] if said else [])]

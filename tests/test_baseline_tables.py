@@ -117,9 +117,11 @@ def test_a_runs_summary_and_report_give_each_baseline_and_the_manifest(tmp_path)
     table = console.table(summary)
     assert re.search(r"speed-up vs torch.compile max-autotune +failed", table)
     assert re.search(r"speed-up vs the best baseline +2.00x \(torch.compile\)", table)
+    assert re.search(r"verdict +faster than every baseline measured \(2.00x over torch.compile, the fastest\)", table)
     assert re.search(r"measured with +NVIDIA H100 80GB HBM3, driver .*, policy triton", table)
     page = re.sub(r"<[^>]+>", "", write_report(tmp_path).read_text())
     assert "torch.compile max-autotune timefailed" in page and "speed-up vs torch.compile max-autotunefailed" in page
     assert "speed-up vs the best baseline2.00x (torch.compile)" in page and "Manifest" in page
+    assert "verdictfaster than every baseline measured" in page
     assert "gpuNVIDIA H100 80GB HBM3" in page and "policytriton" in page
     assert "| speed-up vs eager | 3.00x |" in (tmp_path / "report.md").read_text()

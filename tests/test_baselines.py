@@ -8,7 +8,8 @@ import pytest
 
 from conftest import SCALE_SHIFT
 from fitness import baselines, worker
-from fitness.baselines import BASELINES, Baseline, best_text, compiling, measure, speedup_text, stage_of
+from fitness.baselines import (BASELINES, Baseline, best_text, compiling, measure, speedup_rows, speedup_text,
+                               stage_of, verdict)
 from fitness.evaluator import EvalSettings, Evaluator
 from fitness.policy import load_policy
 from fitness.problem import resolve_problem
@@ -106,6 +107,23 @@ def test_the_result_and_its_texts_give_every_baseline_and_the_best_or_why_not():
             "(torch.compile max-autotune) vs the best") in result.summary()
     cpu = EvalResult(status="ok", timer="interpreter", baseline_status=dict.fromkeys(BASELINES, "not_measured"))
     assert best_text(cpu.to_dict()) == "not measured" and "speedup" not in cpu.summary()
+
+
+@pytest.mark.parametrize("value, said", [
+    (1.53, "faster than every baseline measured (1.53x over torch.compile max-autotune, the fastest)"),
+    (0.86, "slower than torch.compile max-autotune (0.86x): torch.compile max-autotune is the better choice"),
+    (0.993, "ties torch.compile max-autotune (0.99x, within 1%)"),
+    (1.004, "ties torch.compile max-autotune (1.00x, within 1%)"),
+])
+def test_the_verdict_names_the_baseline_to_ship_when_the_kernel_does_not_beat_it(value, said):
+    record = {"speedup_vs_best": value, "best_baseline": "max_autotune", "speedup_vs_max_autotune": value}
+    assert verdict(record).startswith(said)
+    assert speedup_rows(record)[-1] == ("verdict", verdict(record))
+
+
+def test_no_verdict_where_no_baseline_was_measured():
+    record = {"speedup_vs_best": None, "baseline_status": dict.fromkeys(BASELINES, "not_measured")}
+    assert verdict(record) is None and [k for k, _ in speedup_rows(record)][-1] == "speed-up vs the best baseline"
 
 
 def test_the_baselines_are_one_setting_checked_with_a_clear_error():
