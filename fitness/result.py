@@ -121,11 +121,13 @@ class EvalResult:
                          f"torch.compile: {format_seconds(self.compile_s)}  "
                          f"max-autotune: {format_seconds(self.max_autotune_s)}")
         if self.timer != "interpreter" and self.time_s is not None:
-            from fitness.baselines import BASELINES, LABELS, best_text, speedup_text
+            from fitness.baselines import BASELINES, LABELS, best_text, speedup_text, verdict
 
             lines.append("speedup: " + ", ".join(
                 f"{speedup_text(getattr(self, f'speedup_vs_{name}'), self.baseline_status.get(name))} vs "
                 f"{LABELS[name]}" for name in BASELINES) + f"; {best_text(self.to_dict())} vs the best")
+            said = verdict(self.to_dict())
+            lines += [f"verdict: {said}"] if said else []
         if self.sol_fraction is not None:
             lines.append(f"speed of light: {format_seconds(self.sol_s)}  "
                          f"fraction reached: {self.sol_fraction:.1%}")

@@ -104,7 +104,7 @@ def test_the_result_and_its_texts_give_every_baseline_and_the_best_or_why_not():
     assert result.speedup_vs_eager == pytest.approx(4.0) and result.speedup_vs_best == pytest.approx(2.0)
     assert best_text(result.to_dict()) == "2.00x (torch.compile max-autotune)"
     assert ("speedup: 4.00x vs eager, failed vs torch.compile, 2.00x vs torch.compile max-autotune; 2.00x "
-            "(torch.compile max-autotune) vs the best") in result.summary()
+            "(torch.compile max-autotune) vs the best\nverdict: faster than every baseline measured") in result.summary()
     cpu = EvalResult(status="ok", timer="interpreter", baseline_status=dict.fromkeys(BASELINES, "not_measured"))
     assert best_text(cpu.to_dict()) == "not measured" and "speedup" not in cpu.summary()
 
