@@ -123,10 +123,11 @@ class EvalResult:
         if self.timer != "interpreter" and self.time_s is not None:
             from fitness.baselines import BASELINES, LABELS, best_text, speedup_text, verdict
 
+            record = self.to_dict()
             lines.append("speedup: " + ", ".join(
                 f"{speedup_text(getattr(self, f'speedup_vs_{name}'), self.baseline_status.get(name))} vs "
-                f"{LABELS[name]}" for name in BASELINES) + f"; {best_text(self.to_dict())} vs the best")
-            said = verdict(self.to_dict())
+                f"{LABELS[name]}" for name in BASELINES) + f"; {best_text(record)} vs the best")
+            said = verdict(record)
             lines += [f"verdict: {said}"] if said else []
         if self.sol_fraction is not None:
             lines.append(f"speed of light: {format_seconds(self.sol_s)}  "
