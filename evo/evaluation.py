@@ -53,6 +53,13 @@ def memory_slots(gpu_bytes: int, in_flight: int, problem_bytes: int) -> int | No
     return None if slots >= in_flight else slots
 
 
+def admit_problem_memory(evaluator, gpu_bytes: int, in_flight: int) -> None:
+    """Give `evaluator` (one GPU's, `in_flight` evaluations at once on it) its memory slots (``memory_slots``); the
+    local pool and each Ray actor call this for their own GPU."""
+    cost = evaluator.cost
+    evaluator.set_memory_slots(memory_slots(gpu_bytes, in_flight, cost.bytes if cost else 0))
+
+
 def evaluation_devices(device: str, gpus) -> list[str]:
     """The devices to evaluate on: each visible GPU (`gpus`: auto or a count), a named one, or the CPU interpreter."""
     if device == "cpu":
@@ -235,12 +242,11 @@ class LocalEvaluators:
         shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
         evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
                                      baseline_slot=shared) for d in devices]
-        cost = evaluators[0].cost
         totals = gpu_memory(devices)
         parallel = evaluations_in_flight(cfg.parallel, totals)
         per_device = max(1, -(-parallel // len(devices)))
         for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
-            evaluator.set_memory_slots(memory_slots(total, per_device, cost.bytes if cost else 0))
+            admit_problem_memory(evaluator, total, per_device)
         for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
             evaluator.set_spares(per_device)
         return EvaluationService(evaluators, store, parallel)

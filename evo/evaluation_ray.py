@@ -2,8 +2,9 @@
 
 Each actor (``EvaluatorActor``, holding one GPU; on a cluster without GPUs, or with ``gpus=0``, one actor on the
 CPU interpreter) builds a ``LocalEvaluator`` for the run's problem, policy, profile and settings on its node, so
-the sandbox, confinement and timeouts apply there as on this host. The problem file's text travels with the actor's
-construction (no shared filesystem needed); the seed kernel is read here and sent as a candidate source. On the
+the sandbox, confinement, timeouts and the admission of problem-sized GPU memory apply there as on this host. The
+problem file's text travels with the actor's construction (no shared filesystem needed); the seed kernel is read
+here and sent as a candidate source. On the
 driver, a ``RemoteEvaluator`` per actor answers the evaluator's calls, and the usual ``EvaluationService`` spreads
 evaluations over them: the run store on this host stays the one cache and the one record per kernel. The baselines
 (eager, torch.compile) are measured once per run, by one actor, and given to the others before they score anything.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from evo.evaluation import EvaluationService, LocalEvaluator
+from evo.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
 from evo.ray_cluster import connect, import_ray
 from evo.store import RunStore
 from fitness.evaluator import Baseline, BaselineSlot, EvalSettings
@@ -36,10 +37,11 @@ NODE_SOFTWARE = "kernelevo (with torch and triton) must be installed on every no
 
 
 class EvaluatorActor:
-    """On a Ray worker: the run's evaluator, built on this node from the problem's text."""
+    """On a Ray worker: the run's evaluator, built on this node from the problem's text, `in_flight` evaluations at
+    once on its GPU, problem-sized memory admitted as the local pool admits it (``admit_problem_memory``)."""
 
     def __init__(self, problem: dict, problem_text: str, policy: PrecisionPolicy, profile: str,
-                 settings: EvalSettings, device: str):
+                 settings: EvalSettings, device: str, in_flight: int):
         self._folder = tempfile.mkdtemp(prefix="kernelevo-ray-problem-")
         os.chmod(self._folder, 0o755)  # workers that drop to a user of their own read the problem file too
         path = Path(self._folder) / Path(problem["path"]).name
@@ -48,6 +50,8 @@ class EvaluatorActor:
         self._baselines = BaselineSlot()  # filled by this actor's measurement or another actor's (set_baseline)
         self.evaluator = LocalEvaluator(spec, policy, profile_for(profile, device), settings, device=device,
                                         baseline_slot=self._baselines)
+        for total in gpu_memory([device]):  # Ray set CUDA_VISIBLE_DEVICES to this actor's GPU: "cuda" is it
+            admit_problem_memory(self.evaluator, total, in_flight)
 
     def facts(self) -> dict:
         """What the driver reads of an evaluator without calling it."""
@@ -55,7 +59,7 @@ class EvaluatorActor:
 
         e = self.evaluator
         return {"device": e.device, "on_gpu": e.on_gpu, "profile": e.profile, "target": e.target, "cost": e.cost,
-                "sol_s": e.sol_s, "sizes_used": e.sizes_used, "describe": e.describe(),
+                "sol_s": e.sol_s, "sizes_used": e.sizes_used, "describe": e.describe(), "memory_slots": e.memory_slots,
                 "node": ray.util.get_node_ip_address(), "gpu_ids": [str(i) for i in ray.get_gpu_ids()]}
 
     def evaluate(self, source: str, label: str) -> EvalResult:
@@ -109,7 +113,7 @@ class RemoteEvaluator:
                                                                 facts["sizes_used"])
         gpu = f" GPU {','.join(facts['gpu_ids'])}" if facts["gpu_ids"] else ""
         self.where = f"Ray node {facts['node']}{gpu}"
-        self.memory_slots = None  # each actor's evaluator runs its own jobs; no memory admission across actors
+        self.memory_slots = facts["memory_slots"]  # the actor's own, on its GPU (for the start line)
         self._describe = facts["describe"]
 
     def describe(self) -> str:
@@ -152,9 +156,9 @@ class RemoteEvaluator:
 class RayEvaluators:
     """``fitness/backend=ray``: `gpus` actors of one GPU each on the cluster at `address` (auto: every GPU of the
     cluster; 0: one actor on the CPU interpreter), `per_gpu` evaluations at once on each (its warm spare workers
-    too; not yet tuned on a GPU). `address`: auto = the cluster this host belongs to (`ray start`), else a local
-    Ray; HOST:PORT = that cluster's head; null = a local Ray of `local_cpus` CPUs (null: all). The run's device,
-    gpus and parallel settings do not apply."""
+    too; problem-sized memory admitted on each GPU as locally). `address`: auto = the cluster this host belongs to
+    (`ray start`), else a local Ray; HOST:PORT = that cluster's head; null = a local Ray of `local_cpus` CPUs (null:
+    all). The run's device, gpus and parallel settings do not apply."""
 
     def __init__(self, address: str | None = "auto", gpus: int | str = "auto", per_gpu: int = 4,
                  local_cpus: int | None = None):
@@ -210,8 +214,8 @@ class RayEvaluators:
         actor_class = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1,
                                  max_concurrency=self.per_gpu + 2)(EvaluatorActor)
         text = Path(problem.path).read_text()
-        actors = [actor_class.remote(problem.to_dict(), text, policy, str(cfg.hardware.profile), settings, device)
-                  for _ in range(max(gpus, 1))]
+        actors = [actor_class.remote(problem.to_dict(), text, policy, str(cfg.hardware.profile), settings, device,
+                                     self.per_gpu) for _ in range(max(gpus, 1))]
         facts = self._start(actors, where)
         baselines = SharedBaseline(ray, actors)
         evaluators = [RemoteEvaluator(ray, a, problem, policy, f, baselines) for a, f in zip(actors, facts)]

@@ -1,6 +1,8 @@
 """`fitness/backend=ray`: one search's evaluations on Ray actors (here a local Ray, one actor on the CPU interpreter)
 decide the same as local ones; a missing Ray and a bad address are clear errors."""
 import os
+import shutil
+from types import SimpleNamespace
 
 import pytest
 
@@ -115,6 +117,35 @@ def test_the_baselines_are_measured_once_per_run_and_given_to_every_actor():
         thread.join()
     assert shared.get() == measured and measured.eager.median_s == 1e-3
     assert log == [("a0", "measure"), ("a1", "given", measured), ("a2", "given", measured)]
+
+
+@pytest.mark.parametrize("device, gpu_gib, problem_gib, expected",
+                         [("cuda", 80, 6, 1), ("cuda", 141, 3, 3), ("cpu", 0, 6, None)])
+def test_each_actor_admits_problem_sized_memory_on_its_gpu_as_the_local_pool_does(tmp_path, monkeypatch, device,
+                                                                                   gpu_gib, problem_gib, expected):
+    """14 evaluations at once on an actor's GPU: a 6 GiB problem on 80 GB lets one at a time hold its memory, a 3 GiB
+    one on 141 GB three, the local pool's rule (``memory_slots``: 80 % of the GPU less 14 worker contexts, over ten
+    copies of the problem); before, Ray actors admitted all 14 at once (issue 29's H200 search). An actor on the CPU
+    interpreter admits no memory. GPU-only in a real run: stand-in evaluator."""
+    import evo.evaluation_ray as er
+    from evo.evaluation import memory_slots
+
+    class Evaluator:
+        def __init__(self, spec, policy, profile, settings, device, baseline_slot):
+            self.on_gpu, self.memory_slots = device.startswith("cuda"), None
+            self.cost = SimpleNamespace(bytes=problem_gib << 30)
+
+        def set_memory_slots(self, slots):  # the real one's rule: only on a GPU
+            self.memory_slots = slots if self.on_gpu and slots else None
+
+    monkeypatch.setattr(er, "LocalEvaluator", Evaluator)
+    monkeypatch.setattr(er, "gpu_memory", lambda devices: [gpu_gib << 30 for d in devices if d.startswith("cuda")])
+    problem = {"name": "p", "path": str(tmp_path / "p.py"), "sizes": {}, "seed_path": None}
+    actor = er.EvaluatorActor(problem, "", None, "cpu_interpreter", None, device, in_flight=14)
+    assert actor.evaluator.memory_slots == expected
+    if expected:
+        assert expected == memory_slots(gpu_gib << 30, 14, problem_gib << 30)
+    shutil.rmtree(actor._folder)  # the actor's problem folder: nothing else of it to close
 
 
 @pytest.mark.slow
