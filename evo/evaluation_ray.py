@@ -4,11 +4,10 @@ Each actor (``EvaluatorActor``, holding one GPU; on a cluster without GPUs, or w
 CPU interpreter) builds a ``LocalEvaluator`` for the run's problem, policy, profile and settings on its node, so
 the sandbox, confinement, timeouts and the admission of problem-sized GPU memory apply there as on this host. The
 problem file's text travels with the actor's construction (no shared filesystem needed); the seed kernel is read
-here and sent as a candidate source. On the
-driver, a ``RemoteEvaluator`` per actor answers the evaluator's calls, and the usual ``EvaluationService`` spreads
-evaluations over them: the run store on this host stays the one cache and the one record per kernel. The baselines
-(eager, torch.compile) are measured once per run, by one actor, and given to the others before they score anything.
-Ray is imported only here (through ``evo.ray_cluster``), only when this backend is chosen.
+here and sent as a candidate source. On the driver, a ``RemoteEvaluator`` per actor answers the evaluator's calls,
+and the usual ``EvaluationService`` spreads evaluations over them: the run store on this host stays the one cache
+and the one record per kernel. The baselines (eager, torch.compile) are measured once per run, by one actor, and
+given to the others before they score anything. Ray is imported only here (through ``evo.ray_cluster``), only when this backend is chosen.
 """
 from __future__ import annotations
 
