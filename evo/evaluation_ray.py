@@ -7,7 +7,8 @@ problem file's text travels with the actor's construction (no shared filesystem 
 here and sent as a candidate source. On the driver, a ``RemoteEvaluator`` per actor answers the evaluator's calls,
 and the usual ``EvaluationService`` spreads evaluations over them: the run store on this host stays the one cache
 and the one record per kernel. The baselines (eager, torch.compile) are measured once per run, by one actor, and
-given to the others before they score anything. Ray is imported only here (through ``evo.ray_cluster``), only when this backend is chosen.
+given to the others before they score anything. Ray is imported only here (through ``evo.ray_cluster``), only when
+this backend is chosen.
 """
 from __future__ import annotations
 
