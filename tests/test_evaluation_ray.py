@@ -1,7 +1,7 @@
 """`fitness/backend=ray`: one search's evaluations on Ray actors (here a local Ray, one actor on the CPU interpreter)
 decide the same as local ones; a missing Ray and a bad address are clear errors."""
 import os
-import shutil
+import tempfile
 from types import SimpleNamespace
 
 import pytest
@@ -139,13 +139,13 @@ def test_each_actor_admits_problem_sized_memory_on_its_gpu_as_the_local_pool_doe
             self.memory_slots = slots if self.on_gpu and slots else None
 
     monkeypatch.setattr(er, "LocalEvaluator", Evaluator)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the actor's problem folder, inside the test's
     monkeypatch.setattr(er, "gpu_memory", lambda devices: [gpu_gib << 30 for d in devices if d.startswith("cuda")])
     problem = {"name": "p", "path": str(tmp_path / "p.py"), "sizes": {}, "seed_path": None}
     actor = er.EvaluatorActor(problem, "", None, "cpu_interpreter", None, device, in_flight=14)
     assert actor.evaluator.memory_slots == expected
     if expected:
         assert expected == memory_slots(gpu_gib << 30, 14, problem_gib << 30)
-    shutil.rmtree(actor._folder)  # the actor's problem folder: nothing else of it to close
 
 
 @pytest.mark.slow
