@@ -30,13 +30,21 @@ def unpack(data: bytes, folder: Path) -> None:
         tar.extractall(folder, filter="data")
 
 
+def where_it_ran(node: str, gpu_ids: list) -> str:
+    """A Ray task's row's `gpu`: its node and the GPUs Ray gave it (``10.0.0.2:1``); none on the CPU interpreter."""
+    return f"{node}:{','.join(str(i) for i in gpu_ids)}" if gpu_ids else ""
+
+
 def remote_run(task: BenchTask, begun: bytes, timeout_s: float | None) -> tuple[Row, bytes]:
     """On a Ray worker: the problem's search (resumed from `begun`, its run so far, if any), row and archive back."""
+    import ray
+
     with tempfile.TemporaryDirectory(prefix="kernelevo-bench-") as scratch:
         folder = Path(scratch)
         if begun:
             unpack(begun, folder)
         row = run_task(task, folder, gpu=None, timeout_s=timeout_s)  # the GPU Ray gave this task, if any
+        row.gpu = where_it_ran(ray.util.get_node_ip_address(), ray.get_gpu_ids())
         return row, pack(folder, [folder / RUNS / task.slug, folder / LOGS / f"{task.slug}.log"])
 
 

@@ -87,9 +87,20 @@ def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_pat
                  r["summary"]["timer"]) for r in rows]
 
     assert table(tmp_path / "r") == table(local_dir)
+    # where each ran: no GPU here (num_gpus=0), so no GPU named, as the local backend's rows on the CPU
+    assert [r["gpu"] for r in json.loads((tmp_path / "r" / "bench.json").read_text())["rows"]] == ["", ""]
     for name in ("row_softmax", "rmsnorm"):  # every run came back to the driver's bench directory
         assert (tmp_path / "r" / "runs" / name / "run.db").is_file()
         assert (tmp_path / "r" / "logs" / f"{name}.log").is_file()
+
+
+def test_a_ray_row_names_the_node_and_the_gpus_ray_gave_its_task():
+    """Row.gpu on a Ray cluster: which node and GPU ran the problem (issue 29's 2-GPU rows named none)."""
+    from evo.bench_ray import where_it_ran
+
+    assert where_it_ran("10.0.0.2", [1]) == "10.0.0.2:1"
+    assert where_it_ran("10.0.0.3", [0, 1]) == "10.0.0.3:0,1"
+    assert where_it_ran("10.0.0.2", []) == ""  # the CPU interpreter
 
 
 @pytest.mark.slow
