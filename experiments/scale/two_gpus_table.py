@@ -45,12 +45,11 @@ def phase(folder: Path) -> dict:
         per_gpu: dict[str, float] = {}
         for r in rows:
             per_gpu[r["gpu"] or "unrecorded"] = per_gpu.get(r["gpu"] or "unrecorded", 0.0) + r["wall_s"]
-        out.update(runs=len(rows), ok=sum(r["status"] == "ok" for r in rows), evaluations=evals,
-                   rate=evals / out["wall_s"] * 3600, runs_s=sum(r["wall_s"] for r in rows), per_gpu_s=per_gpu,
-                   median_rate=statistics.median(r["summary"]["evaluations_per_hour"] for r in rows))
+        out.update(evaluations=evals, rate=evals / out["wall_s"] * 3600, runs_s=sum(r["wall_s"] for r in rows),
+                   per_gpu_s=per_gpu)
     else:
         s = json.loads((folder / "summary.json").read_text())
-        out.update(evaluations=s["evaluations"], rate=s["evaluations_per_hour"], search_s=s["search_wall_s"])
+        out.update(evaluations=s["evaluations"], rate=s["evaluations_per_hour"])
     return out
 
 
@@ -66,7 +65,8 @@ def table(root: Path) -> str:
         if p["what"] == "bench":
             per_gpu = ", ".join(f"GPU {g}: {s:.0f}" for g, s in sorted(p["per_gpu_s"].items()))
             runs = f"{p['runs_s']:.0f} ({per_gpu})"
-        lines.append(f"| {p['phase']} | {p['gpus']} | {p['backend']} | {p['wall_s']:.1f} | {p['evaluations']} | "
+        name = p["phase"] if p["rc"] == 0 else f"{p['phase']} (exit code {p['rc']}: failed)"
+        lines.append(f"| {name} | {p['gpus']} | {p['backend']} | {p['wall_s']:.1f} | {p['evaluations']} | "
                      f"{p['rate']:,.0f} | {gpu_busy} | {peak} | {runs} |")
     ratios = []
     for two, one, target, key in [("bench2", "bench1", 1.8, "wall"), ("benchray", "bench1", 1.8, "wall"),
