@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from evo.bench import LOGS, RUNS, BenchError, BenchTask, Row, run_task, started
-from evo.ray_cluster import connect, import_ray
+from evo.ray_cluster import connect, import_ray, placement
 
 
 def pack(folder: Path, files: list[Path]) -> bytes:
@@ -30,11 +30,6 @@ def unpack(data: bytes, folder: Path) -> None:
         tar.extractall(folder, filter="data")
 
 
-def where_it_ran(node: str, gpu_ids: list) -> str:
-    """A Ray task's row's `gpu`: its node and the GPUs Ray gave it (``10.0.0.2:1``); none on the CPU interpreter."""
-    return f"{node}:{','.join(str(i) for i in gpu_ids)}" if gpu_ids else ""
-
-
 def remote_run(task: BenchTask, begun: bytes, timeout_s: float | None) -> tuple[Row, bytes]:
     """On a Ray worker: the problem's search (resumed from `begun`, its run so far, if any), row and archive back."""
     import ray
@@ -44,7 +39,8 @@ def remote_run(task: BenchTask, begun: bytes, timeout_s: float | None) -> tuple[
         if begun:
             unpack(begun, folder)
         row = run_task(task, folder, gpu=None, timeout_s=timeout_s)  # the GPU Ray gave this task, if any
-        row.gpu = where_it_ran(ray.util.get_node_ip_address(), ray.get_gpu_ids())
+        gpu_ids = ray.get_gpu_ids()  # a row on the CPU interpreter names no GPU, as the local backend's
+        row.gpu = placement(ray.util.get_node_ip_address(), gpu_ids) if gpu_ids else ""
         return row, pack(folder, [folder / RUNS / task.slug, folder / LOGS / f"{task.slug}.log"])
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from evo.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
-from evo.ray_cluster import connect, import_ray
+from evo.ray_cluster import connect, import_ray, placement
 from evo.store import RunStore
 from fitness.evaluator import Baseline, BaselineSlot, EvalSettings
 from fitness.from_config import policy_from_config, problem_from_config, profile_for, settings_from_config
@@ -60,7 +60,7 @@ class EvaluatorActor:
         e = self.evaluator
         return {"device": e.device, "on_gpu": e.on_gpu, "profile": e.profile, "target": e.target, "cost": e.cost,
                 "sol_s": e.sol_s, "sizes_used": e.sizes_used, "describe": e.describe(), "memory_slots": e.memory_slots,
-                "node": ray.util.get_node_ip_address(), "gpu_ids": [str(i) for i in ray.get_gpu_ids()]}
+                "where": placement(ray.util.get_node_ip_address(), ray.get_gpu_ids())}
 
     def evaluate(self, source: str, label: str) -> EvalResult:
         return self.evaluator.evaluate(source, label=label)
@@ -111,8 +111,7 @@ class RemoteEvaluator:
         self.device, self.on_gpu, self.profile = facts["device"], facts["on_gpu"], facts["profile"]
         self.target, self.cost, self.sol_s, self.sizes_used = (facts["target"], facts["cost"], facts["sol_s"],
                                                                 facts["sizes_used"])
-        gpu = f" GPU {','.join(facts['gpu_ids'])}" if facts["gpu_ids"] else ""
-        self.where = f"Ray node {facts['node']}{gpu}"
+        self.where = facts["where"]
         self.memory_slots = facts["memory_slots"]  # the actor's own, on its GPU (for the start line)
         self._describe = facts["describe"]
 

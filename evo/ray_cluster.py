@@ -1,6 +1,7 @@
 """Ray, for the bench's Ray backend and the evaluation pool's (``bench/backend=ray``, ``fitness/backend=ray``): the
-import with the install message, and the connection to a cluster or a local Ray. Ray is an optional extra, imported
-only through here, only when one of those backends is chosen.
+import with the install message, the connection to a cluster or a local Ray, and how to say where on it something
+runs (``placement``). Ray is an optional extra, imported only through here, only when one of those backends is
+chosen.
 """
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ def import_ray(chosen: str, error: type[Exception] = ValueError):
     except ImportError as exc:
         raise error(f"{chosen} needs Ray, which is not installed: {INSTALL}") from exc
     return ray
+
+
+def placement(node: str, gpu_ids) -> str:
+    """Where on a Ray cluster a task or actor runs: its node and the GPUs Ray gave it (``Ray node 10.0.0.2 GPU 1``;
+    none: ``Ray node 10.0.0.2``). The evaluator actors' start line and the bench's Ray rows both say it so."""
+    gpus = ",".join(str(i) for i in gpu_ids)
+    return f"Ray node {node}" + (f" GPU {gpus}" if gpus else "")
 
 
 def _probe(address: str, setting: str, error: type[Exception]) -> None:

@@ -96,11 +96,11 @@ def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_pat
 
 def test_a_ray_row_names_the_node_and_the_gpus_ray_gave_its_task():
     """Row.gpu on a Ray cluster: which node and GPU ran the problem (issue 29's 2-GPU rows named none)."""
-    from evo.bench_ray import where_it_ran
+    from evo.ray_cluster import placement
 
-    assert where_it_ran("10.0.0.2", [1]) == "10.0.0.2:1"
-    assert where_it_ran("10.0.0.3", [0, 1]) == "10.0.0.3:0,1"
-    assert where_it_ran("10.0.0.2", []) == ""  # the CPU interpreter
+    assert placement("10.0.0.2", [1]) == "Ray node 10.0.0.2 GPU 1"
+    assert placement("10.0.0.3", [0, 1]) == "Ray node 10.0.0.3 GPU 0,1"
+    assert placement("10.0.0.2", []) == "Ray node 10.0.0.2"  # an actor on the CPU interpreter says its node
 
 
 @pytest.mark.slow
