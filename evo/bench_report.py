@@ -82,7 +82,7 @@ def summary_lines(summary: dict) -> list[str]:
 
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
           *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts",
-          "LLM calls", "LLM cost", "wall (s)", "note")
+          "cut", "LLM calls", "LLM cost", "wall (s)", "note")
 
 
 def _missing(s: RunOutcome, base: str) -> str:
@@ -108,7 +108,8 @@ def cells(r: Row) -> list[str]:
     return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + interp, _t(s.seed_s),
             *baseline_cells(s), percent(s.sol_fraction), number(s.evaluations, "{}"),
             number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
-            number(s.timeouts if s.evaluations is not None else None, "{}"), str(s.llm_calls),
+            number(s.timeouts if s.evaluations is not None else None, "{}"),
+            number(s.evaluations_cut if s.evaluations is not None else None, "{}"), str(s.llm_calls),
             f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:160]]
 
 

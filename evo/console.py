@@ -30,6 +30,7 @@ def time_text(o: RunOutcome) -> str:
     rate = f", {o.evaluations_per_hour:,.0f} evaluations/hour" if o.evaluations_per_hour else ""
     busy = f", GPU busy {percent(o.gpu_busy)}" if o.gpu_busy is not None else ""
     timeouts = f", {o.timeouts} timed out" if o.timeouts else ""
+    timeouts += f", {o.evaluations_cut} cut running at its budget" if o.evaluations_cut else ""
     return (f"search {o.search_wall_s or 0.0:.1f} s{rate}{busy}{timeouts}; before it: baselines "
             f"{o.baseline_wall_s or 0.0:.1f} s, seeds {o.seed_wall_s or 0.0:.1f} s")
 

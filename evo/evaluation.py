@@ -119,6 +119,7 @@ class EvaluationService:
         self.store = store
         self.parallel = parallel
         self.infrastructure_failures = 0  # evaluations of this service that ended with no verdict, after a retry
+        self.cut = 0  # evaluations of this service killed while running at the search's budget (cut_at)
         self._slots = threading.BoundedSemaphore(parallel)  # held by every evaluator call while it runs
         self._load = [0] * len(evaluators)  # evaluations in flight per evaluator
         self._guard = threading.Lock()
@@ -159,12 +160,15 @@ class EvaluationService:
 
     def cut_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()``) on, evaluations not begun are cut: `evaluate` answers
-        ``cancelled`` (never stored: no verdict on the kernel) instead of starting them, and so do those still
-        waiting for GPU memory in a worker (``Evaluator.cancel_waiting_at``). None: no cut."""
+        ``cancelled`` (never stored: no verdict on the kernel) instead of starting them; and those still running in
+        a worker then are killed there and answer ``cancelled`` too (``Evaluator.cut_at``; a remote evaluator's
+        ``cut_running_at``), counted (`cut`, and in the store). None: no cut."""
         self._cut_at = deadline
         for evaluator in self.evaluators:
-            if hasattr(evaluator, "cancel_waiting_at"):  # a local evaluator (a remote one runs its jobs to the end)
-                evaluator.cancel_waiting_at = deadline
+            if hasattr(evaluator, "cut_running_at"):  # a remote evaluator: its actor kills them on its node
+                evaluator.cut_running_at(deadline)
+            elif hasattr(evaluator, "cut_at"):  # a local evaluator: its sandbox kills them
+                evaluator.cut_at = deadline
 
     def _cut(self, key: str, label: str) -> EvalResult | None:
         if self._cut_at is None or time.perf_counter() < self._cut_at:
@@ -194,6 +198,10 @@ class EvaluationService:
                 self._infrastructure_failure(key, label, result)
             elif result.status != CANCELLED:
                 self.store.add_evaluation(key, result)
+            elif result.eval_wall_s:  # killed in its worker at the cut (one refused before it began took no time)
+                with self._guard:
+                    self.cut += 1
+                self.store.add_evaluation_cut()
             return key, result
 
     def _infrastructure_failure(self, key: str, label: str, result: EvalResult) -> None:

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,6 +71,12 @@ class EvaluatorActor:
 
     def baseline(self) -> Baseline:
         return self.evaluator.baseline()
+
+    def cut_at(self, deadline_epoch: float | None) -> None:
+        """The search's cut (``time.time()`` on the driver: clocks of one host, or NTP-close ones) as this node's
+        ``time.perf_counter()``: candidates' jobs still running then are killed (``Evaluator.cut_at``)."""
+        self.evaluator.cut_at = None if deadline_epoch is None else \
+            time.perf_counter() + deadline_epoch - time.time()
 
     def set_baseline(self, baseline: Baseline) -> None:
         with self._baselines.lock:
@@ -133,6 +140,11 @@ class RemoteEvaluator:
 
     def profile_kernel(self, source: str) -> dict:
         return self._call(self.actor.profile_kernel, source)
+
+    def cut_running_at(self, deadline: float | None) -> None:
+        """The search's cut (``time.perf_counter()`` here) to the actor, which kills its jobs still running then."""
+        epoch = None if deadline is None else time.time() + deadline - time.perf_counter()
+        self._call(self.actor.cut_at, epoch)
 
     def baseline(self) -> Baseline:
         return self._baselines.get()

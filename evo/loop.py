@@ -14,7 +14,8 @@ Two kinds of stop:
   ``patience`` generations): a function of the folded state, asked before a child starts and again before it is
   folded in, so a child that started before the end was known is dropped, whatever the timing.
 * ``spent()``: a resource ran out (wall time, evaluations, an operator's budget): no child starts any more; those in
-  flight finish (the evaluation service cuts their remaining work at a wall-time deadline) and are folded in.
+  flight finish (at a wall-time deadline the evaluation service cuts their evaluations, running ones killed) and
+  are folded in.
 
 The pieces are injected (DEAP's style of small algorithms over a toolbox): ``start(n)`` returns a future of child
 ``n``'s result, ``fold(n, result)`` folds it into the state.

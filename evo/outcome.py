@@ -69,6 +69,7 @@ class RunOutcome:
     distinct_evaluations: int | None = None
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
     timeouts: int = 0  # evaluations that ran out of time (whole or compiling)
+    evaluations_cut: int = 0  # evaluations killed while running at the search's wall-time budget (no verdict)
     llm_calls: int = 0  # uncached LLM calls and their cost
     llm_cost_usd: float = 0.0
     search_wall_s: float | None = None  # the search's wall time, across resumes (baselines and seeds excluded)
@@ -194,6 +195,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         evaluations=evaluations, distinct_evaluations=store.distinct_evaluation_count(),
         infrastructure_failures=store.infrastructure_failures(),
         timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
+        evaluations_cut=store.evaluations_cut(),
         llm_calls=llm["calls"], llm_cost_usd=llm["cost_usd"], search_wall_s=search_s,
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),

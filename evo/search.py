@@ -287,7 +287,8 @@ class Search:
         return self._state
 
     def _cut_at(self, deadline: float | None) -> None:
-        """No evaluation begins, and no LLM request is sent, after `deadline` (time.perf_counter(); None: none)."""
+        """No evaluation begins, and no LLM request is sent, after `deadline` (time.perf_counter(); None: none); an
+        evaluation begun before it and still running then is killed (``EvaluationService.cut_at``)."""
         self.service.cut_at(deadline)
         if self.team is not None:
             self.team.client.cut_at(deadline)

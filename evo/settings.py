@@ -20,8 +20,8 @@ class Budget:
     # seconds of evaluation in the whole run, each evaluation's own (their eval_wall_s: GPU-seconds on a GPU; null:
     # no limit): no child begins after it
     max_gpu_s: Optional[float] = None
-    # seconds of search (baselines and seed capture apart): no child or evaluation begins after it; those running
-    # finish (null: no limit)
+    # seconds of search (baselines and seed capture apart): no child or evaluation begins after it, and evaluations
+    # still running then are cut (their workers killed, counted as evaluations_cut) (null: no limit)
     wall_time_s: Optional[float] = 900.0
     patience: Optional[int] = 3  # stop after this many generations without improvement (null: never)
 

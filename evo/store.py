@@ -24,6 +24,7 @@ from fitness.result import EvalResult
 DB_NAME = "run.db"
 SCHEMA_VERSION = 2
 INFRASTRUCTURE_FAILURES = "infrastructure_failures"  # meta: evaluations that ended with no verdict (not stored)
+EVALUATIONS_CUT = "evaluations_cut"  # meta: evaluations killed while running at the search's budget (not stored)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -164,11 +165,23 @@ class RunStore:
                                  (key, result.status, result.time_s, result.to_json(indent=None), now))
                 self._db.execute("INSERT INTO evaluation_log (key, created) VALUES (?, ?)", (key, now))
 
+    def _count(self, name: str) -> None:
+        """One more of the meta counter `name`, over the run's resumes."""
+        self._write(f"INSERT INTO meta VALUES ('{name}', '1') ON CONFLICT(key) DO UPDATE SET "
+                    f"value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+
     def add_infrastructure_failure(self) -> None:
         """Count an evaluation that ended as an infrastructure failure (no verdict, nothing stored), over the run's
         resumes."""
-        self._write(f"INSERT INTO meta VALUES ('{INFRASTRUCTURE_FAILURES}', '1') ON CONFLICT(key) DO UPDATE SET "
-                    f"value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+        self._count(INFRASTRUCTURE_FAILURES)
+
+    def add_evaluation_cut(self) -> None:
+        """Count an evaluation killed while running at the search's budget (no verdict, nothing stored)."""
+        self._count(EVALUATIONS_CUT)
+
+    def evaluations_cut(self) -> int:
+        """Evaluations of the run killed while running at the search's budget (over its resumes)."""
+        return self.get_meta(EVALUATIONS_CUT, 0)
 
     def infrastructure_failures(self) -> int:
         """Evaluations of the run that ended as infrastructure failures (not the kernels' verdicts)."""

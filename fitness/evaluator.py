@@ -127,7 +127,7 @@ class Evaluator:
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         self.memory_slots: int | None = None  # problem-sized device memory admitted N at a time (set_memory_slots)
-        self.cancel_waiting_at: float | None = None  # perf_counter() from which a job waiting for memory is cancelled
+        self.cut_at: float | None = None  # perf_counter() at which a candidate's job still running is killed (cancelled)
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         if sandbox is not None and sandbox.device != self.device:
             raise ValueError(f"an evaluator on {self.device} cannot run its jobs in a sandbox on {sandbox.device}")
@@ -260,9 +260,9 @@ class Evaluator:
         if outcome.infrastructure:  # no verdict on the kernel: the evaluation service retries it, never stores it
             result.status, result.reason = INFRASTRUCTURE, outcome.failure_reason(self.settings.timeout_s)
             return
-        if outcome.status == "cancelled":  # waited for GPU memory past the search's cut: no verdict, never stored
-            result.status, result.reason = CANCELLED, ("not evaluated: the search's budget was spent while it waited "
-                                                       "for GPU memory")
+        if outcome.status == "cancelled":  # still running at the search's cut: killed, no verdict, never stored
+            result.status, result.reason = CANCELLED, (f"cut: the search's budget was spent while it was "
+                                                       f"{outcome.stage or 'starting'}; its worker was killed")
             return
         if outcome.result is None:
             result.status = outcome.status if outcome.status in ("timeout", "compile_timeout") else "crashed"
@@ -335,7 +335,7 @@ class Evaluator:
         if self._pre_checks(source, result):
             outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s,
                                         compile_timeout_s=self.settings.compile_timeout_s,
-                                        cancel_waiting_at=self.cancel_waiting_at)
+                                        cut_at=self.cut_at)
             self._apply_outcome(outcome, result)
             if result.ok:
                 baseline_s = self._score(result)

@@ -6,8 +6,9 @@
   is no time of the candidate's: the job's timeout is paused while it waits, but only while every slot really is
   held by another process (the sandbox reads the holders in /proc/locks), so candidate code that writes the stage
   cannot stop its clock: it waits at most as long as the others hold the GPU's memory.
-  From the search's cut on (``Sandbox.run``'s `cancel_waiting_at`), a worker still waiting is killed and the job
-  ends ``cancelled``: it began no GPU work, and the search's budget is spent.
+  From the search's cut on (``Sandbox.run``'s `cut_at`), a worker still waiting is killed and the job ends
+  ``cancelled``: it began no GPU work, and the search's budget is spent (the sandbox kills one still running
+  anything else at the cut too).
 """
 from __future__ import annotations
 

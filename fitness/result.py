@@ -10,7 +10,7 @@ from fitness.formatting import seconds as format_seconds
 # infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
 # started, the job could not be written, CUDA failed before the job): never the kernel's verdict, never stored
 INFRASTRUCTURE = "infrastructure_error"
-CANCELLED = "cancelled"  # not begun: the search's budget was spent first; no verdict, never stored
+CANCELLED = "cancelled"  # not begun, or killed running, at the search's budget; no verdict, never stored
 NO_VERDICT = (INFRASTRUCTURE, CANCELLED)  # statuses that say nothing of the kernel: a child ending so is dropped
 STATUSES = ("ok", "compile_error", "compile_timeout", "runtime_error", "timeout", "crashed", "incorrect", "rejected",
             INFRASTRUCTURE, CANCELLED)

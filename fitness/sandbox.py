@@ -56,7 +56,7 @@ def warn_unconfined(missing: dict | None) -> None:
 
 @dataclass
 class JobOutcome:
-    status: str  # "finished", "timeout", "compile_timeout", "cancelled" (waiting for memory past the cut), "crashed"
+    status: str  # "finished", "timeout", "compile_timeout", "cancelled" (killed at the search's cut), "crashed"
     result: dict | None
     exit_code: int | None
     log_tail: str
@@ -242,12 +242,13 @@ class Sandbox:
 
     # jobs ------------------------------------------------------------------------------------------------------
     def run(self, job: dict, timeout_s: float, trusted: bool = False, compile_timeout_s: float | None = None,
-            cancel_waiting_at: float | None = None) -> JobOutcome:
+            cut_at: float | None = None) -> JobOutcome:
         """Run one job in its own process; never raises for anything the job does, nor when no worker can be made or
         given the job (an outcome with `unstarted`). Thread-safe. With `compile_timeout_s`, a worker whose stage says
         it has been compiling for longer is killed (status "compile_timeout"), whatever is left of `timeout_s`. Time
-        waiting for a GPU memory slot (``job["memory_slots"]``) held by others is not counted; still waiting at
-        `cancel_waiting_at` (``time.perf_counter()``), the worker is killed (status "cancelled")."""
+        waiting for a GPU memory slot (``job["memory_slots"]``) held by others is not counted. Still running at
+        `cut_at` (``time.perf_counter()``: the search's budget), waiting for memory or not, the worker is killed
+        (status "cancelled"; its stage says where it was cut)."""
         if not trusted:
             self._ensure_stubs()
         start = time.perf_counter()
@@ -272,14 +273,15 @@ class Sandbox:
                     self._replenish()
                 except OSError:
                     pass  # no spare for now: the next job forks its own worker (or reports why it cannot)
-            memory = MemoryWait(job.get("gpu_lock"), job.get("memory_slots"), handle.pid, cancel_waiting_at)
-            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory)
+            memory = MemoryWait(job.get("gpu_lock"), job.get("memory_slots"), handle.pid, cut_at)
+            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory, cut_at)
         finally:
             result_path.unlink(missing_ok=True)
             shutil.rmtree(handle.workdir, ignore_errors=True)
 
     def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str,
-              compile_timeout_s: float | None = None, memory: MemoryWait | None = None) -> JobOutcome:
+              compile_timeout_s: float | None = None, memory: MemoryWait | None = None,
+              cut_at: float | None = None) -> JobOutcome:
         start = time.perf_counter()
         started = handle.forked.wait(START_TIMEOUT_S)
         if not started:  # the zygote is stuck: restart it, its workers are lost
@@ -293,10 +295,16 @@ class Sandbox:
         while True:
             left = clock_from + timeout_s + (memory.paused_s if memory else 0.0) - time.perf_counter()
             watched = compiling is not None or memory is not None
-            finished = handle.exited.wait(max(min(left, POLL_S) if watched else left, 0.0))
+            wait = min(left, POLL_S) if watched else left
+            if cut_at is not None:  # woken at the cut, to kill the worker there
+                wait = min(wait, max(cut_at - time.perf_counter(), 0.0) + 0.01)
+            finished = handle.exited.wait(max(wait, 0.0))
             if finished or left <= 0:
                 break
             stage, now = self._stage(handle), time.perf_counter()
+            if cut_at is not None and now >= cut_at:  # the search's budget is spent: cut, whatever it was doing
+                ended = "cancelled"
+                break
             if compiling is not None and compiling.overdue(stage, now):
                 ended = "compile_timeout"
                 break

@@ -98,6 +98,6 @@ def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancell
         holder = threading.Thread(target=hold, args=(6.0,))  # till the latest the cancel may come (wall_s below)
         holder.start()
         held.wait(5)
-        outcome = ev._sandbox.run(job, timeout_s=60.0, cancel_waiting_at=time.perf_counter() + 2.0)
+        outcome = ev._sandbox.run(job, timeout_s=60.0, cut_at=time.perf_counter() + 2.0)
         holder.join()
         assert outcome.status == "cancelled" and outcome.result is None and outcome.wall_s < 6.0
