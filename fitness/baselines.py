@@ -72,6 +72,7 @@ class Baseline:
     notes: list
     max_autotune: TimingStats | None = None
     status: dict = field(default_factory=dict)  # name -> ok, failed, compile_timeout, not_measured
+    cached: str = ""  # where it was read from and when it was measured ("": measured by this run)
 
     def stats(self, name: str) -> TimingStats | None:
         return getattr(self, name)

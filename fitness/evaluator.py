@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from fitness import ncu
+from fitness import baseline_cache, ncu
 from fitness.baselines import (BASELINE_PROCESSES, BASELINES, NOT_MEASURED, Baseline,
                                measure, measured_here)
 from fitness.candidate import source_hash
@@ -201,10 +201,11 @@ class Evaluator:
 
     def baseline(self) -> Baseline:
         """The baselines' times (eager, torch.compile, max-autotune: ``fitness.baselines``), measured once (per slot)
-        in trusted workers."""
+        in trusted workers, or read from the machine's cache of them (``fitness.baseline_cache``)."""
         with self._baselines.lock:
             if self._baselines.value is None:
-                self._baselines.value = self._measure_baseline()
+                self._baselines.value = baseline_cache.cached_or_measured(
+                    self.cache_dir, baseline_cache.facts(self), self._measure_baseline)
         return self._baselines.value
 
     def _measure_baseline(self) -> Baseline:
