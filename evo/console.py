@@ -79,8 +79,10 @@ def table(o: RunOutcome) -> str:
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
-def start_line(evaluator, evaluations: int, children: int, run_dir) -> str:
-    """What the run runs on and how much at once, and where it is stored."""
+def start_line(evaluator, evaluations: int, children: int, run_dir, scale: int = 1) -> str:
+    """What the run runs on and how much at once (`scale`: the supply's factor, its evaluators), and where it is
+    stored."""
     memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
+    scaled = f" ({scale} x search.lambda_ a generation: one per evaluator)" if scale > 1 else ""
     return (f"[kernelevo] {evaluator.describe()}; {evaluations} evaluations{memory} and {children} children in "
-            f"flight; run dir {run_dir}")
+            f"flight{scaled}; run dir {run_dir}")

@@ -32,6 +32,7 @@ from fitness.from_config import check_fitness_config, settings_from_config
 from operators.base import CURRENT_CHILD
 
 LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
+SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
 
 
 def evaluation_backend(cfg: DictConfig):
@@ -136,10 +137,14 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
     try:
-        tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **tuner_options(cfg.search.tuner))
+        settings = supplied(settings, store, len(service.evaluators))
+        options = tuner_options(cfg.search.tuner)
+        tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **options,
+                      seed_parallel=settings.seed_batch(options["parallel"], options["trials"]))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
-        print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir), flush=True)
+        print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale),
+              flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
         seeds = make_seeds(cfg, team, service, run_dir)
@@ -160,6 +165,19 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
     print(table(outcome), flush=True)
     print(f"  report: {write_report(run_dir)}", flush=True)
     return outcome
+
+
+def supplied(settings: SearchSettings, store: RunStore, evaluators: int) -> SearchSettings:
+    """The search's settings on its `evaluators` (``SearchSettings.on_evaluators``): the count it started with,
+    kept in the store, so a resumed run (on any number of GPUs) continues the lineage it began."""
+    started = store.get_meta(SUPPLY_EVALUATORS)
+    if started is None:
+        store.set_meta(SUPPLY_EVALUATORS, evaluators)
+    elif started != evaluators and settings.lambda_per_gpu:
+        print(f"[kernelevo] this run started on {started} evaluators and resumes on {evaluators}: it keeps the "
+              f"supply it started with ({started} x search.lambda_ children a generation), so its lineage goes on",
+              flush=True)
+    return settings.on_evaluators(started or evaluators)
 
 
 def run_search(search: Search, service: EvaluationService, store: RunStore, settings: SearchSettings,

@@ -4,7 +4,8 @@
     child n:      started as soon as a slot frees (``search.parallel`` in flight; no generation barrier):
                   select parents from the state its window allows -> operator (LLM calls included) -> tune (Optuna
                   trials evaluated in parallel) -> folded in, in order: its island's best mu survive, the hall of
-                  fame, the archive; after every lambda_ x islands children (a "generation", the unit of budgets,
+                  fame, the archive; after every lambda_ x islands children (x evaluators: ``lambda_per_gpu``) (a
+                  "generation", the unit of budgets,
                   patience, migration, the logbook and checkpoints) migration and a checkpoint
 
 Child n is ``<generation>.<slot>`` with generation 1 + n // (lambda_ x islands); it is made from the state after the
@@ -93,7 +94,7 @@ class Search:
 
     # children --------------------------------------------------------------------------------------------------
     def _owner(self, n: int) -> int:
-        return (n % self.settings.per_generation) // self.settings.lambda_
+        return (n % self.settings.per_generation) // self.settings.offspring
 
     def _id(self, n: int) -> tuple[int, int]:
         """(generation, slot) of child n."""

@@ -6,7 +6,7 @@ budget side by side, as the command line names them, plus the tuner and the sele
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional
 
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
@@ -49,12 +49,20 @@ class Population:
     # flight); null = lambda_ x islands (as a generation: its first child sees the last one's parents' generation),
     # also the most children ever in flight
     staleness: Optional[int] = None
+    # supply that follows the GPUs: lambda_ is per evaluator (GPU, or Ray actor), so a search on N of them makes
+    # N x lambda_ children per island and generation, N times as many in flight, and tunes its seeds N times as
+    # many trials at once (up to search.tuner.trials); the lineage is a function of config, seed, measurements and
+    # that N (kept from the run's start on resume). false: lambda_ and the seeds' batch whatever the GPUs
+    lambda_per_gpu: bool = True
 
 
 @dataclass
 class SearchSettings(Population):
     """The search's settings as ``evo.search.Search`` takes them: the population, and the budget in one part."""
     budget: Budget = field(default_factory=Budget)
+    # evaluators the search was started with (GPUs, Ray actors; 1 on the interpreter): not a config key, the run sets
+    # it (``on_evaluators``)
+    evaluators: int = 1
 
     def __post_init__(self):
         if self.mu < 1 or self.lambda_ < 1:
@@ -76,10 +84,31 @@ class SearchSettings(Population):
         return cls(**{f.name: search[f.name] for f in fields(Population)},
                    budget=Budget(**{f.name: search[f.name] for f in fields(Budget)}))
 
+    def on_evaluators(self, evaluators: int) -> "SearchSettings":
+        """The settings of a search on `evaluators` evaluators (GPUs): its supply scaled to them (lambda_per_gpu)."""
+        if evaluators < 1:
+            raise ValueError(f"a search needs at least one evaluator, got {evaluators}")
+        return replace(self, evaluators=evaluators)
+
+    @property
+    def scale(self) -> int:
+        """How many times the configured supply the search makes: its evaluators, or 1 (lambda_per_gpu=false)."""
+        return self.evaluators if self.lambda_per_gpu else 1
+
+    @property
+    def offspring(self) -> int:
+        """Children per island and generation: lambda_, per evaluator (``scale``)."""
+        return self.lambda_ * self.scale
+
     @property
     def per_generation(self) -> int:
-        """Children per generation: lambda_ per island."""
-        return self.lambda_ * self.islands
+        """Children per generation: lambda_ (per evaluator) per island."""
+        return self.offspring * self.islands
+
+    def seed_batch(self, tuner_parallel: int, trials: int) -> int:
+        """Trials of one seed evaluated at once in generation 0 (the seeds are tuned together, before any child):
+        the tuner's batch per evaluator, at most every trial."""
+        return max(1, min(trials, tuner_parallel * self.scale))
 
     @property
     def window(self) -> int:

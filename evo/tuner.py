@@ -84,10 +84,12 @@ class Tuner:
     def __init__(self, service: EvaluationService, storage_url: str | None, trials: int = TunerSettings.trials,
                  seed: int = 0, prune_factor: float = TunerSettings.prune_factor,
                  parallel: int = TunerSettings.parallel, *, sampler: str = TunerSettings.sampler,
-                 warm_start: bool = TunerSettings.warm_start, store=None):
+                 warm_start: bool = TunerSettings.warm_start, store=None, seed_parallel: int | None = None):
         """`storage_url`: where finished studies are copied (None: nowhere; the individuals' records hold every
         trial). `store`: the run store (evo.store.RunStore), where the tuning records of individuals tuned before a
-        resume are read back (None: only those this tuner tuned)."""
+        resume are read back (None: only those this tuner tuned). `seed_parallel`: trials asked at once for a
+        generation-0 individual (a seed; None: `parallel`), the search's supply on several GPUs
+        (``SearchSettings.seed_batch``)."""
         check_tuner_settings(trials, parallel, sampler)
         self.service = service
         self.storage = optuna.storages.InMemoryStorage()  # the studies being tuned (thread-safe)
@@ -98,6 +100,7 @@ class Tuner:
         self.seed = seed
         self.prune_factor = prune_factor
         self.parallel = parallel
+        self.seed_parallel = seed_parallel or parallel
         self.sampler = sampler
         self.warm_start = warm_start and sampler == "tpe"  # random search learns nothing from them
         self.memory = TuningMemory(store)
@@ -179,9 +182,10 @@ class Tuner:
         known = {signature(t.params) for t in study.get_trials(deepcopy=False, states=(COMPLETE, PRUNED))}
         rng = Random(f"{self.seed}:{individual.key}")  # the draws in place of repeats
         asked, trials = 0, 1 if keeps_written_launch(individual, self.on_gpu) else self.trials
+        at_once = self.seed_parallel if individual.generation == 0 else self.parallel
         while asked < trials:
             batch = [self._ask(study, genome.space, known, asked + i == 0, rng)
-                     for i in range(min(self.parallel, trials - asked))]
+                     for i in range(min(at_once, trials - asked))]
             asked += len(batch)
             batch, configs = [trial for trial, _ in batch], [params for _, params in batch]
             skipped = [self._skip(structure, params) for params in configs]
