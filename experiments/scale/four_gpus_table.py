@@ -1,0 +1,111 @@
+"""The table of experiments/scale/four_gpus.sh's phases (issue 45): one search on 1 GPU and through Ray on 4 GPUs --
+evaluations per hour, GPU busy per GPU over the search's own window and over the whole phase, where each evaluator
+actor ran, how far the search ran past its budget and how many evaluations it cut there -- and the issue's targets.
+
+    python3 experiments/scale/four_gpus_table.py experiments/results/four_gpus_h100
+
+Each phase folder holds wall.txt (start, end, exit code), smi.csv (nvidia-smi every 0.5 s: time in UTC, GPU index,
+utilization %, memory MiB), log.txt and the run's summary.json. GPU busy is nvidia-smi's utilization (the share of
+each sample's period in which a kernel ran) averaged over the samples inside the search's window (summary.json's
+search_window: baselines, seed capture and start-up excluded), and over the whole phase; evaluations per hour is
+the run's own (evaluations over its search time).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from two_gpus_table import busy  # noqa: E402 (the whole phase's busy, as issue 29's table has it)
+
+PHASES = {"search1": (1, "local"), "searchray1": (1, "fitness/backend=ray"), "searchray4": (4, "fitness/backend=ray")}
+RATE_TARGET, BUSY_TARGET, OVERRUN_TARGET_S = 3.4, 60.0, 5.0  # the issue's "done when"
+
+
+def window_busy(folder: Path, window: list) -> dict[str, float]:
+    """Per GPU index: mean utilization % of the samples inside `window` ([start, end], time.time())."""
+    samples: dict[str, list[float]] = {}
+    with open(folder / "smi.csv") as f:
+        for row in csv.reader(f):
+            if len(row) < 4:
+                continue
+            at = datetime.strptime(row[0].strip(), "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+            if window and window[0] <= at <= window[1]:
+                samples.setdefault(row[1].strip(), []).append(float(row[2]))
+    return {gpu: statistics.mean(v) for gpu, v in sorted(samples.items())}
+
+
+def budget_s(summary: dict) -> float | None:
+    found = re.search(r"wall-time budget of ([\d.]+) s", summary.get("stop_reason", ""))
+    return float(found.group(1)) if found else None
+
+
+def where(log: str) -> str:
+    """Where the evaluator actors ran (the Ray start line), or the local run's device."""
+    found = re.search(r"evaluator actor\(s\) on (.*?); (\d+) evaluations at once", log)
+    if found:
+        return f"{found.group(1)} ({found.group(2)} at once on each)"
+    local = re.search(r"\[kernelevo\] problem .*?; (GPU [^;]*);", log)
+    return f"local, {local.group(1)}" if local else "?"
+
+
+def phase(folder: Path) -> dict:
+    gpus, backend = PHASES[folder.name]
+    t0, t1, rc = (folder / "wall.txt").read_text().split()
+    out = {"phase": folder.name, "gpus": gpus, "backend": backend, "wall_s": float(t1) - float(t0), "rc": int(rc),
+           "busy": busy(folder), "where": where((folder / "log.txt").read_text(errors="replace"))}
+    summary_file = folder / "summary.json"
+    if summary_file.is_file():
+        s = json.loads(summary_file.read_text())
+        out.update(evaluations=s["evaluations"], rate=s["evaluations_per_hour"] or 0.0, search_s=s["search_wall_s"],
+                   budget_s=budget_s(s), cut=s.get("evaluations_cut", 0), before_s=(s.get("baseline_wall_s") or 0)
+                   + (s.get("seed_wall_s") or 0), window_busy=window_busy(folder, s.get("search_window") or []))
+    return out
+
+
+def table(root: Path) -> str:
+    got = {p.name: phase(p) for p in sorted(root.iterdir()) if p.name in PHASES and (p / "wall.txt").is_file()}
+    lines = ["| phase | GPUs | backend | wall s | search s (budget) | evaluations cut at the budget | baselines + "
+             "seeds s | evaluations | evaluations/hour | GPU busy % in the search window, per GPU | GPU busy % over "
+             "the phase (share of samples > 0) | peak memory GiB | where the evaluators ran |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for p in got.values():
+        name = p["phase"] if p["rc"] == 0 else f"{p['phase']} (exit code {p['rc']}: failed)"
+        whole = ", ".join(f"GPU {g}: {m:.0f} ({share:.0%})" for g, (m, share, _) in p["busy"].items())
+        peak = ", ".join(f"{gib:.1f}" for _, _, gib in p["busy"].values())
+        if "evaluations" not in p:
+            lines.append(f"| {name} | {p['gpus']} | {p['backend']} | {p['wall_s']:.1f} | no summary.json | | | | | | "
+                         f"{whole} | {peak} | {p['where']} |")
+            continue
+        inside = ", ".join(f"GPU {g}: {m:.0f}" for g, m in p["window_busy"].items()) or "no samples"
+        lines.append(f"| {name} | {p['gpus']} | {p['backend']} | {p['wall_s']:.1f} | {p['search_s']:.1f} "
+                     f"({p['budget_s'] or '?'}) | {p['cut']} | {p['before_s']:.1f} | {p['evaluations']} | "
+                     f"{p['rate']:,.0f} | {inside} | {whole} | {peak} | {p['where']} |")
+    checks = []
+    four = got.get("searchray4", {})
+    for one in ("search1", "searchray1"):
+        if four.get("rate") and got.get(one, {}).get("rate"):
+            r = four["rate"] / got[one]["rate"]
+            target = (f"target {RATE_TARGET}x: {'met' if r >= RATE_TARGET else 'missed'}" if one == "search1" else
+                      "like for like, Ray on both")
+            checks.append(f"- searchray4 against {one} (evaluations per hour, 4 GPUs / 1 GPU): **{r:.2f}x** ({target})")
+    if four.get("window_busy"):
+        low = {g: m for g, m in four["window_busy"].items() if m < BUSY_TARGET}
+        checks.append(f"- searchray4, GPU busy in the search window: every GPU >= {BUSY_TARGET:.0f} %: "
+                      f"{'met' if not low else 'missed (' + ', '.join(f'GPU {g} {m:.0f} %' for g, m in low.items()) + ')'}")
+    for p in got.values():
+        if p.get("budget_s"):
+            over = p["search_s"] - p["budget_s"]
+            checks.append(f"- {p['phase']}: ran {over:+.1f} s past its {p['budget_s']:g} s budget, {p['cut']} "
+                          f"evaluations cut (target: at most {OVERRUN_TARGET_S:g} s past: "
+                          f"{'met' if over <= OVERRUN_TARGET_S else 'missed'})")
+    return "\n".join(lines + [""] + checks) + "\n"
+
+
+if __name__ == "__main__":
+    print(table(Path(sys.argv[1])), end="")
