@@ -144,7 +144,10 @@ class RemoteEvaluator:
     def cut_running_at(self, deadline: float | None) -> None:
         """The search's cut (``time.perf_counter()`` here) to the actor, which kills its jobs still running then."""
         epoch = None if deadline is None else time.time() + deadline - time.perf_counter()
-        self._call(self.actor.cut_at, epoch)
+        try:
+            self._ray.get(self.actor.cut_at.remote(epoch))
+        except self._ray.exceptions.RayError:
+            pass  # a lost actor runs nothing more: its next call says so
 
     def baseline(self) -> Baseline:
         return self._baselines.get()

@@ -283,7 +283,12 @@ class Sandbox:
               compile_timeout_s: float | None = None, memory: MemoryWait | None = None,
               cut_at: float | None = None) -> JobOutcome:
         start = time.perf_counter()
-        started = handle.forked.wait(START_TIMEOUT_S)
+        if cut_at is not None and not handle.forked.wait(max(min(cut_at - start, START_TIMEOUT_S), 0.0)):
+            if time.perf_counter() >= cut_at:  # cut before its worker was even forked (a fork server starting)
+                handle.zygote.kill(handle)  # forked later, it is killed then
+                return JobOutcome("cancelled", None, None, "", time.perf_counter() - start, None,
+                                  stage="waiting for its worker process to start")
+        started = handle.forked.wait(max(START_TIMEOUT_S - (time.perf_counter() - start), 0.0))
         if not started:  # the zygote is stuck: restart it, its workers are lost
             with self._lock:
                 if self._zygote is handle.zygote and self._zygote is not None:

@@ -45,3 +45,48 @@ def test_a_search_whose_evaluation_outlives_its_budget_ends_at_the_budget_and_sa
     finally:
         service.close()
         store.close()
+
+
+def test_a_ray_actor_kills_its_running_evaluation_at_the_drivers_cut(tmp_path, monkeypatch):
+    """The driver's cut (its perf_counter) travels as wall-clock time to the actor, whose evaluator kills what still
+    runs then; a lost actor is no error at the cut. The actor's class without Ray (a Ray actor is this object)."""
+    import tempfile
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import evo.evaluation_ray as er
+    from conftest import SCALE_SHIFT
+    from fitness.policy import load_policy
+    from fitness.problem import resolve_problem
+    from fitness.settings import EvalSettings
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the actor's problem folder, inside the test's
+    spec = resolve_problem(SCALE_SHIFT, size_preset="test")
+    actor = er.EvaluatorActor(spec.to_dict(), Path(SCALE_SHIFT).read_text(), load_policy("triton"), "cpu_interpreter",
+                              EvalSettings(trials=1, timeout_s=120), "cpu", 1)
+    try:
+        sent = []
+
+        class Lost(Exception):
+            pass
+
+        def cut_at(epoch):
+            sent.append(epoch)
+            actor.cut_at(epoch)
+            if len(sent) > 1:
+                raise Lost("the actor died")
+
+        fake_ray = SimpleNamespace(get=lambda value: value, exceptions=SimpleNamespace(RayError=Lost))
+        remote = er.RemoteEvaluator.__new__(er.RemoteEvaluator)
+        remote._ray, remote.actor = fake_ray, SimpleNamespace(cut_at=SimpleNamespace(remote=cut_at))
+        deadline = time.perf_counter() + 1.5
+        remote.cut_running_at(deadline)
+        assert abs(sent[0] - (time.time() + 1.5)) < 0.2  # the driver's deadline as wall-clock time
+        assert abs(actor.evaluator.cut_at - deadline) < 0.2  # and as the actor's own clock (one host here)
+        started = time.perf_counter()
+        result = actor.evaluate(candidate("hang"), "child")
+        assert result.status == CANCELLED and time.perf_counter() - started < 20, result.reason
+        remote.cut_running_at(None)  # the actor is lost meanwhile: nothing to cut, no error
+        assert actor.evaluator.cut_at is None
+    finally:
+        actor.close()
