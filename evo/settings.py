@@ -42,12 +42,12 @@ class Population:
     islands: int = 1  # > 1: that many populations (mu and lambda_ each), the best migrating around a ring
     migration_interval: int = 2  # generations between migrations
     migration_size: int = 1  # individuals each island sends to the next (replacing its worst)
-    # children in flight at once (each: parents -> operator -> tuning -> folded in); null = lambda_ x islands. No
-    # generation barrier: a child starts as soon as one is folded in
+    # children in flight at once (each: parents -> operator -> tuning -> folded in); null = lambda_ x islands (x the
+    # evaluators: lambda_per_gpu). No generation barrier: a child starts as soon as one is folded in
     parallel: Optional[int] = None
     # child n is made from the population after child n - staleness was folded in (the same whatever the number in
-    # flight); null = lambda_ x islands (as a generation: its first child sees the last one's parents' generation),
-    # also the most children ever in flight
+    # flight); null = lambda_ x islands (x the evaluators: lambda_per_gpu; as a generation: its first child sees the
+    # last one's parents' generation), also the most children ever in flight
     staleness: Optional[int] = None
     # supply that follows the GPUs: lambda_ is per evaluator (GPU, or Ray actor), so a search on N of them makes
     # N x lambda_ children per island and generation, N times as many in flight, and tunes its seeds N times as
