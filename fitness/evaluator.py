@@ -127,7 +127,7 @@ class Evaluator:
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         self.memory_slots: int | None = None  # problem-sized device memory admitted N at a time (set_memory_slots)
-        self.cut_at: float | None = None  # perf_counter() at which a candidate's job still running is killed (cancelled)
+        self.cut_at: float | None = None  # perf_counter() at which a candidate's job still running is killed
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         if sandbox is not None and sandbox.device != self.device:
             raise ValueError(f"an evaluator on {self.device} cannot run its jobs in a sandbox on {sandbox.device}")

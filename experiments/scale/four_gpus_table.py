@@ -95,9 +95,9 @@ def table(root: Path) -> str:
                       "like for like, Ray on both")
             checks.append(f"- searchray4 against {one} (evaluations per hour, 4 GPUs / 1 GPU): **{r:.2f}x** ({target})")
     if four.get("window_busy"):
-        low = {g: m for g, m in four["window_busy"].items() if m < BUSY_TARGET}
+        low = ", ".join(f"GPU {g} {m:.0f} %" for g, m in four["window_busy"].items() if m < BUSY_TARGET)
         checks.append(f"- searchray4, GPU busy in the search window: every GPU >= {BUSY_TARGET:.0f} %: "
-                      f"{'met' if not low else 'missed (' + ', '.join(f'GPU {g} {m:.0f} %' for g, m in low.items()) + ')'}")
+                      f"{f'missed ({low})' if low else 'met'}")
     for p in got.values():
         if p.get("budget_s"):
             over = p["search_s"] - p["budget_s"]
