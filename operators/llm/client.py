@@ -28,6 +28,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
@@ -188,7 +189,7 @@ class LLMClient:
         self.settings = settings
         self.recorder = recorder
         self.budget = Budget(max_calls, max_cost_usd)
-        self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
+        self.cache = ResponseCache(Path(settings.cache_dir) / settings.cache_namespace) if settings.cache_dir else None
         self._slots = threading.Semaphore(settings.concurrency)
         self.failures = FailureCount(settings.max_consecutive_failures)
         self._deadline: float | None = None  # time.perf_counter() after which nothing is sent (cut_at)
