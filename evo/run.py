@@ -77,10 +77,13 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     client = LLMClient(LLMSettings.from_config(llm), recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
+    from operators.llm.figures import judged_inputs
+
     context = ContextBuilder(ContextSettings(**llm["context"]), evaluator.target,
-                             Path(evaluator.problem.path).read_text())
+                             Path(evaluator.problem.path).read_text(), judged_inputs(evaluator.problem))
     return LLMTeam(client, context, TeamSettings.of(llm), evaluator.policy.to_dict(),
-                   on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts))
+                   on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts),
+                   tuner_trials=cfg.search.tuner.trials)
 
 
 def _record_llm_call(store: RunStore, call: dict) -> None:

@@ -18,7 +18,7 @@ from core.genome import TUNABLE_NAME, Genome, GenomeError
 from core.individual import Individual
 from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
-from operators.llm.figures import measured_text, ran_where
+from operators.llm.figures import allowed_torch_text, measured_text, ran_where, tuning_text
 from operators.llm.history import unified_diff
 from operators.llm.edits import apply_edits, parse_edits
 from operators.llm.parsing import ParseError, extract_code, extract_plan
@@ -61,8 +61,12 @@ def _usable(source: str) -> str:
 
 
 class LLMTeam:
-    def __init__(self, client, context: ContextBuilder, settings: TeamSettings, policy: dict, on_prompt=None):
+    def __init__(self, client, context: ContextBuilder, settings: TeamSettings, policy: dict, on_prompt=None,
+                 tuner_trials: int | None = None):
+        """`tuner_trials`: the tuner's trials per kernel on a GPU (``search.tuner.trials``), which the agents are
+        told."""
         self.client = client
+        self.tuner_trials = tuner_trials
         self.context = context
         self.settings = settings
         self._system = template("system")
@@ -76,7 +80,9 @@ class LLMTeam:
         """Send `prompt` to the agent of `role`; `parse(reply)` turns its reply into the result or raises ParseError.
         `parts`: characters of the prompt taken by each named piece (context parts, template slots)."""
         system = self._system.substitute(role=role, policy=self._policy.get("name", "?"),
-                                         policy_description=self._policy.get("description", ""))
+                                         policy_description=self._policy.get("description", ""),
+                                         allowed_torch=allowed_torch_text(),
+                                         tuning=tuning_text(self.context.target, self.tuner_trials))
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         if self.on_prompt is not None:
             sizes = {"system": len(system), **parts, "instructions": len(prompt) - sum(parts.values())}
