@@ -61,6 +61,9 @@ def test_twelve_calls_with_eight_in_flight_code_every_plan_and_a_tree_goes_deep(
     children = [ind for ind in individuals if ind.generation > 0]
     assert len(children) >= 4 and {ind.id for ind in children} == set(per_child)  # each reached the evaluator
     assert depth(individuals) >= 2  # a child of a child: the tree went deeper than sampling can
+    report = (run_dir / "report.md").read_text()  # the calls of each child, per role, where the LLM figures are
+    assert "| child | initialiser | planner | coder | debugger | crossover | calls | kernel |" in report
+    assert all(f"| {ind.id} | 0 | 1 | 1 | 0 | 0 | 2 | ok |" in report for ind in children), report
 
 
 def test_a_child_waits_for_the_calls_children_in_flight_give_back_and_the_last_gets_what_is_left():
