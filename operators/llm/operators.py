@@ -6,7 +6,7 @@ They reach the agents through ``OperatorContext.team`` (built from the `llm` con
 from __future__ import annotations
 
 import random
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -62,38 +62,21 @@ def _budget_guard(call):
         return None
 
 
-def _reserve(team, needs: dict, least: int):
-    """The child's reservation of its calls (a context manager yielding its ``Allowance``), or None when the budget
-    cannot carry another child (raised as the search's BudgetExhausted). A team without a client (a test's fake):
-    no reservation."""
+def _reserve(team, needs: dict, least: int, stack: ExitStack):
+    """Reserve the child's calls for as long as `stack` is open: its ``Allowance``; None for a team without a client
+    (a test's fake: nothing to reserve); False when the wall-time deadline cut the wait. When the budget cannot carry
+    another child, the search's BudgetExhausted."""
     client = getattr(team, "client", None)
     if client is None or not hasattr(client, "child_budget"):
-        return nullcontext()
+        return None
     from operators.llm.client import LLMBudgetExceeded, LLMCut
 
     try:
-        reserved = client.child_budget(needs, least)
-        reserved.__enter__()  # the wait for a reservation happens here
+        return stack.enter_context(client.child_budget(needs, least))  # waits for calls given back
     except LLMBudgetExceeded as exc:
         raise BudgetExhausted(str(exc)) from exc
     except LLMCut:
-        return None
-    return _Entered(reserved)
-
-
-class _Entered:
-    """A context manager already entered: leaving it leaves the reservation."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def __enter__(self):
-        from operators.llm.ledger import ALLOWANCE
-
-        return ALLOWANCE.get()
-
-    def __exit__(self, *exc):
-        return self.inner.__exit__(*exc)
+        return False
 
 
 def calls_per_child(operators) -> int:
@@ -126,11 +109,9 @@ class LLMMutation(Operator):
         team, parent = _team(context), parents[0]
         if _unfit_parents(parents, context, team):
             return []
-        reserved = _reserve(team, self.calls, least=int(self.use_planner) + 1)
-        if reserved is None:
-            return []
-        with reserved as allowance:
-            return self._make(team, parent, context, allowance)
+        with ExitStack() as stack:
+            allowance = _reserve(team, self.calls, int(self.use_planner) + 1, stack)
+            return [] if allowance is False else self._make(team, parent, context, allowance)
 
     def _make(self, team, parent: Individual, context: OperatorContext, allowance) -> list[Genome]:
         profiles = _profiles(parent, context)
@@ -177,10 +158,9 @@ class LLMCrossover(Operator):
         team = _team(context)
         if a.key == b.key or _unfit_parents(parents, context, team):
             return []
-        reserved = _reserve(team, self.calls, least=1)
-        if reserved is None:
-            return []
-        with reserved:
+        with ExitStack() as stack:
+            if _reserve(team, self.calls, 1, stack) is False:
+                return []
             source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates_of(self.name)))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
         return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
