@@ -61,7 +61,7 @@ def command(url: str, run_dir: Path, overrides: list[str]) -> list[str]:
     return [sys.executable, "-m", "kernelevo.cli", "run", f"hydra.run.dir={run_dir}", "problem=row_softmax",
             "operators=llm_mutation", "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={url}",
             "llm.budget.max_calls=10", "search.mu=2", "search.lambda_=2", "search.generations=3",
-            "search.patience=null", "search.wall_time_s=150", "fitness.profile=ncu",
+            "search.patience=null", "search.wall_time_s=120", "fitness.profile=ncu",
             "fitness.baselines=[eager,compile]", *overrides]
 
 
