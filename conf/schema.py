@@ -98,7 +98,10 @@ class LLMConfig(TeamSettings, LLMSettings):
     """``llm`` (null with llm=none): the model's client (LLMSettings), the agents (TeamSettings), the run's own."""
     model: str = MISSING  # the preset's (conf/llm/)
     provider: str = MISSING  # the preset's name, as the run records it
-    cache_dir: Optional[str] = "${oc.env:HOME,/tmp}/.cache/kernelevo/llm"  # replies keyed by the full request
+    # replies keyed by the full request: the run's own directory, or in a multirun the sweep's, each run in its own
+    # namespace (its folder's name); a replay of a run or sweep points here at the earlier one's (DIR/llm_cache)
+    cache_dir: Optional[str] = "${llm_cache_home:}"
+    cache_namespace: str = "${llm_cache_namespace:}"
     # before a run: key set, server answering (GET /models, else one tiny request: a few tokens, not counted in the
     # budget), model known; false: skip (cached replies replay)
     check: bool = True

@@ -58,6 +58,7 @@ class RunReport:
     policy_facts: list  # (setting, value)
     statuses: Counter
     plot_png: bytes = b""
+    llm_children: list = field(default_factory=list)  # rows of LLM_CHILD_HEADER
     prompt_sizes: dict = field(default_factory=dict)  # RunStore.prompt_sizes: per LLM role
     profiles: dict = field(default_factory=dict)  # RunStore.profiles: profiler feedback per kernel
     manifest: list = field(default_factory=list)  # (fact, value): what the figures were measured on (evo.manifest)
@@ -70,6 +71,19 @@ GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "m
 OPERATOR_HEADER = ("operator", "children", "correct", "improved on parent", "correct %", "improved %", "LLM calls",
                    "LLM cost")
 LLM_HEADER = ("role", "model", "requests", "cache replays", "prompt tokens", "completion tokens", "cost")
+LLM_ROLES = ("initialiser", "planner", "coder", "debugger", "crossover")
+LLM_CHILD_HEADER = ("child", *LLM_ROLES, "calls", "kernel")
+
+
+def llm_child_rows(calls: list, individuals: list) -> list:
+    """Per child (the requests of no child under "-"): its LLM calls per role (replays included) and what became of
+    it: its kernel's status, or "no kernel" when it made none."""
+    status = {ind.id: ind.status for ind in individuals}
+    per: dict = {}
+    for call in calls:
+        per.setdefault(call["individual"] or "-", Counter())[call["role"]] += 1
+    return [[child, *[roles.get(role, 0) for role in LLM_ROLES], sum(roles.values()),
+             status.get(child, "" if child == "-" else "no kernel")] for child, roles in per.items()]
 POLICY_HEADER = ("dtype", "atol", "rtol", "max relative L2 error")
 
 
@@ -240,6 +254,7 @@ def collect(store: RunStore) -> RunReport:
                      operators=operator_rows(individuals), llm=llm, policy=tolerances, policy_facts=facts,
                      statuses=Counter(r.status for r in store.evaluations().values()),
                      plot_png=plot_fitness(state.logbook, individuals, interpreter),
+                     llm_children=llm_child_rows(store.llm_calls(), individuals),
                      prompt_sizes=store.prompt_sizes(), profiles=store.profiles(),
                      manifest=manifest_rows(summary.manifest), anytime=summary.anytime,
                      anytime_png=plot_anytime([("", summary.anytime)], "best speed-up so far")
@@ -271,7 +286,8 @@ def markdown(report: RunReport) -> str:
                   *_md_tree(report.lineage), ""]
     lines += ["## Operators", "", *_md_table(OPERATOR_HEADER, report.operators)]
     if report.llm:
-        lines += ["## LLM calls and cost", "", *_md_table(LLM_HEADER, report.llm)]
+        lines += ["## LLM calls and cost", "", *_md_table(LLM_HEADER, report.llm),
+                  "LLM calls per child and role:", "", *_md_table(LLM_CHILD_HEADER, report.llm_children)]
     lines += prompt_size_lines(report.prompt_sizes) + profiler_lines(report.profiles) + [""]
     lines += ["## Precision policy", "", *[f"- {k}: {v}" for k, v in report.policy_facts], "",
               *_md_table(POLICY_HEADER, report.policy),

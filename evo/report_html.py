@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from evo.page import render as render_page
 from evo.anytime import curve_header, curve_rows
-from evo.report import (ANYTIME_NONE, GENERATION_HEADER, LLM_HEADER, OPERATOR_HEADER, PLOT_FILE, POLICY_HEADER,
-                        REPORT_FILE, RunReport, profiler_lines)
+from evo.report import (ANYTIME_NONE, GENERATION_HEADER, LLM_CHILD_HEADER, LLM_HEADER, OPERATOR_HEADER, PLOT_FILE,
+                        POLICY_HEADER, REPORT_FILE, RunReport, profiler_lines)
 
 
 def diff_kind(line: str) -> str:
@@ -31,4 +31,5 @@ def render(report: RunReport) -> str:
         anytime_rows=curve_rows(report.anytime) if report.anytime_png else (),
         prompt_sizes=prompt_size_rows(report.prompt_sizes or {}), profiler=profiler,
         generation_header=GENERATION_HEADER, operator_header=OPERATOR_HEADER, llm_header=LLM_HEADER,
+        llm_child_header=LLM_CHILD_HEADER,
         policy_header=POLICY_HEADER, anytime_none=ANYTIME_NONE, report_file=REPORT_FILE, plot_file=PLOT_FILE)

@@ -9,6 +9,7 @@ seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -77,10 +78,13 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     client = LLMClient(LLMSettings.from_config(llm), recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
+    from operators.llm.figures import judged_inputs
+
     context = ContextBuilder(ContextSettings(**llm["context"]), evaluator.target,
-                             Path(evaluator.problem.path).read_text())
+                             Path(evaluator.problem.path).read_text(), judged_inputs(evaluator.problem))
     return LLMTeam(client, context, TeamSettings.of(llm), evaluator.policy.to_dict(),
-                   on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts))
+                   on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts),
+                   tuner_trials=cfg.search.tuner.trials)
 
 
 def _record_llm_call(store: RunStore, call: dict) -> None:
@@ -111,10 +115,23 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
               + ", ".join(f"{name} {state}" for name, state in baseline.status.items()), flush=True)
 
 
+def within_llm_budget(settings: SearchSettings, operators: list, cfg: DictConfig) -> SearchSettings:
+    """Fewer children in flight where the LLM call budget cannot carry them all, each reserving its calls (plan,
+    code, debugger's tries: ``operators.llm.operators.children_in_flight``); each then sees every child before those
+    in flight (staleness no larger), so a small budget buys depth, not more plans."""
+    from operators.llm.operators import children_in_flight
+
+    cap = children_in_flight(operators, cfg.llm.budget.max_calls) if cfg.llm is not None else None
+    if cap is None or cap >= settings.children_in_flight:
+        return settings
+    return replace(settings, parallel=cap, staleness=min(settings.window, cap))
+
+
 def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     """Everything about a run's config that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
+    settings = within_llm_budget(settings, operators, cfg)
     strategy = build_strategy(cfg)
     strategy.check(settings), strategy.usable(operators)
     tuner_options(cfg.search.tuner)
@@ -145,6 +162,12 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
         print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale),
               flush=True)
+        if settings.children_in_flight < search_settings(cfg).children_in_flight:
+            from operators.llm.operators import calls_per_child
+
+            print(f"[kernelevo] llm.budget.max_calls={cfg.llm.budget.max_calls} carries "
+                  f"{settings.children_in_flight} children in flight (of {search_settings(cfg).children_in_flight}),"
+                  f" each reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)", flush=True)
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
         seeds = make_seeds(cfg, team, service, run_dir)

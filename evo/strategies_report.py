@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
@@ -72,22 +73,56 @@ def _call_cost(call: dict, llm: dict) -> float:
             + (call["completion_tokens"] or 0) * (llm.get("output_cost_per_token") or 0.0))
 
 
+@dataclass(frozen=True)
+class NoKernel:
+    """A child that spent LLM calls and made no kernel (no usable reply, or its plan's code failed to parse): it
+    counts as a child, not correct."""
+    id: str
+    generation: int
+    parents: tuple = ()
+    ok: bool = False
+    time_s: float = math.inf
+    tuning: dict = field(default_factory=dict)
+    key: str = ""
+
+
+def _order(ind) -> tuple:
+    generation, _, slot = ind.id.partition(".")
+    return int(generation), int(slot or 0)
+
+
 def lineage_steps(individuals: list, evaluations: dict, calls: list, llm: dict, seed_s: float | None):
-    """Each individual in fold order as an anytime step (Individual, Step): the LLM requests its operator sent and
-    their cost (at the run's prices, `llm`), the evaluations its tuning was the first to ask for and their seconds,
-    and its speed-up over the tuned seed's time `seed_s` (none when the seed or the kernel failed)."""
+    """Each child in fold order -- every individual, and every child that spent calls but made no kernel
+    (``NoKernel``) -- as an anytime step (child, Step): the LLM requests its operator sent and their cost (at the
+    run's prices, `llm`; the requests of no child, the initialiser's, go to the first seed), the evaluations its
+    tuning was the first to ask for and their seconds, and its speed-up over the tuned seed's time `seed_s` (none
+    when the seed or the kernel failed)."""
     by_child: dict[str, list] = {}
     for call in calls:
-        by_child.setdefault(call["individual"], []).append(call)
+        by_child.setdefault(call["individual"] or "", []).append(call)
+    known = {ind.id for ind in individuals}
+    failed = [NoKernel(child, _order(SimpleNamespace(id=child))[0]) for child in by_child
+              if child and child not in known and not child.startswith("0.")]
     paid: set = set()
-    for ind in individuals:
-        own = by_child.get(ind.id, [])
+    for index, ind in enumerate(sorted([*individuals, *failed], key=_order)):
+        own = by_child.get(ind.id, []) + (by_child.get("", []) if index == 0 else [])
         keys = [trial["key"] for trial in ind.tuning.get("trials", []) if trial.get("key")] + [ind.key]
-        new = [key for key in dict.fromkeys(keys) if key not in paid and key in evaluations]
+        new = [key for key in dict.fromkeys(keys) if key and key not in paid and key in evaluations]
         paid.update(new)
-        gain = {SEED_COLUMN: seed_s / ind.time_s} if seed_s and math.isfinite(ind.time_s) else {}
+        gain = {SEED_COLUMN: seed_s / ind.time_s} if seed_s and ind.ok and math.isfinite(ind.time_s) else {}
         yield ind, Step(gain, len(new), sum(evaluations[key].eval_wall_s or 0.0 for key in new), len(own),
                         sum(_call_cost(call, llm) for call in own))
+
+
+def depth_reached(children: list) -> int:
+    """The longest chain of children, each made from the one before (1: every child made from a seed)."""
+    by_id, depth = {ind.id: ind for ind in children}, {}
+
+    def of(ind) -> int:
+        if ind.id not in depth:
+            depth[ind.id] = 1 + max((of(by_id[p]) for p in ind.parents if p in by_id), default=0)
+        return depth[ind.id]
+    return max((of(ind) for ind in children), default=0)
 
 
 def within(steps, budget: dict) -> list:
@@ -115,7 +150,12 @@ class StrategyRun:
     budget: dict
     children: int
     correct: int
+    depth: int
     curve: dict
+
+    @property
+    def interpreter(self) -> bool:
+        return "interpreter" in (self.outcome.timer or "")
 
     @property
     def problem(self) -> str:
@@ -128,9 +168,13 @@ class StrategyRun:
 
     def to_dict(self) -> dict:
         """For strategies.json: what a replay of the run gives again (none of the outcome's wall times)."""
+        seconds = seconds_key(self.outcome.timer)
+        curve = {**self.curve, "points": [{(seconds if k == "gpu_s" else k): v for k, v in point.items()}
+                                          for point in self.curve["points"]]}
         return {"run": self.run, "problem": self.problem, "strategy": self.strategy, "seed": self.seed,
                 "budget": self.budget, "timer": self.outcome.timer, "children": self.children,
-                "correct": self.correct, "curve": self.curve}
+                "correct": self.correct, "depth": self.depth, "llm_calls": self.end["llm_calls"] if self.end else 0,
+                "curve": curve}
 
 
 def run_record(run_dir: Path, sweep_dir: Path | None = None) -> StrategyRun:
@@ -151,7 +195,8 @@ def run_record(run_dir: Path, sweep_dir: Path | None = None) -> StrategyRun:
     children = [ind for ind, _ in counted if ind.generation > 0]
     return StrategyRun(str(run_dir.relative_to(sweep_dir)) if sweep_dir else run_dir.name, outcome,
                        strategy_name(config), _get(config, ("search", "seed")), budget, len(children),
-                       sum(ind.ok for ind in children), best_so_far((step for _, step in counted), [SEED_COLUMN]))
+                       sum(ind.ok for ind in children), depth_reached(children),
+                       best_so_far((step for _, step in counted), [SEED_COLUMN]))
 
 
 def _per_gain(spent: float, speedup: float | None) -> float | None:
@@ -181,6 +226,14 @@ class Row:
     calls_per_gain: float | None
     cost_per_gain: float | None
     runs_with_gain: int
+    depth: float | None  # the longest chain of children reached, median over seeds
+
+    def to_dict(self, timer: str) -> dict:
+        """For strategies.json: the evaluation seconds under the name of what they are (gpu_s on a GPU,
+        interpreter_s on the CPU)."""
+        row = asdict(self)
+        row[seconds_key(timer)] = row.pop("gpu_s")
+        return row
 
 
 def summary_rows(runs: list[StrategyRun]) -> list[Row]:
@@ -199,33 +252,55 @@ def summary_rows(runs: list[StrategyRun]) -> list[Row]:
                                                                           "gpu_s")],
                         _median(_per_gain(end["llm_calls"], end[SEED_COLUMN]) for end in ends),
                         _median(_per_gain(end["llm_cost_usd"], end[SEED_COLUMN]) for end in ends),
-                        sum(1 for s in speedups if s > 1.0)))
+                        sum(1 for s in speedups if s > 1.0), _median(run.depth for run in group)))
     return rows
 
 
-HEADER = ("problem", "strategy", "seeds", "best speed-up", "correct rate", "LLM calls", "cost (USD)", "evaluations",
-          "eval seconds", "calls per gain", "cost per gain")
+def seconds_key(timer: str) -> str:
+    """What the evaluations' seconds are: GPU time on a GPU, the interpreter's CPU wall-clock on the CPU."""
+    return "interpreter_s" if "interpreter" in (timer or "") else "gpu_s"
 
 
-def _cells(r: Row) -> list[str]:
-    return [r.problem, r.strategy, str(r.seeds), r.speedup.text() if r.speedup else DASH,
-            f"{percent(r.correct_rate)} ({r.children})", number(r.llm_calls, "{:g}"),
-            number(r.llm_cost_usd, "{:.4f}"), number(r.evaluations, "{:g}"), number(r.gpu_s, "{:.1f}"),
-            number(r.calls_per_gain, "{:.3g}"), number(r.cost_per_gain, "{:.4f}")]
+def header(timer: str) -> tuple:
+    """The table's columns: on the CPU no speed-up (the interpreter's times say nothing of a GPU's), on a GPU the
+    best speed-up, GPU time and what a unit of gain cost."""
+    if "interpreter" in (timer or ""):
+        return ("problem", "strategy", "seeds", "correct rate", "LLM calls", "cost (USD)", "evaluations",
+                "interpreter seconds", "depth reached")
+    return ("problem", "strategy", "seeds", "best speed-up", "correct rate", "LLM calls", "cost (USD)",
+            "evaluations", "GPU seconds", "depth reached", "calls per gain", "cost per gain")
+
+
+def _cells(r: Row, timer: str = "") -> list[str]:
+    cells = {"problem": r.problem, "strategy": r.strategy, "seeds": str(r.seeds),
+             "best speed-up": r.speedup.text() if r.speedup else DASH,
+             "correct rate": f"{percent(r.correct_rate)} ({r.children})", "LLM calls": number(r.llm_calls, "{:g}"),
+             "cost (USD)": number(r.llm_cost_usd, "{:.4f}"), "evaluations": number(r.evaluations, "{:g}"),
+             "GPU seconds": number(r.gpu_s, "{:.1f}"), "interpreter seconds": number(r.gpu_s, "{:.1f}"),
+             "depth reached": number(r.depth, "{:g}"), "calls per gain": number(r.calls_per_gain, "{:.3g}"),
+             "cost per gain": number(r.cost_per_gain, "{:.4f}")}
+    return [cells[column] for column in header(timer)]
 
 
 def caption(budget: dict, timer: str) -> str:
     budget_text = ", ".join(f"{unit.removeprefix('llm_')} {limit:g}" for unit, limit in budget.items()) \
         or "search.generations only"
-    return (f"Budget per run: {budget_text}. Speed-up: the best kernel's time over the tuned seed's ({timer or '?'}"
-            f"{'; interpreter wall-clock, not GPU figures' if 'interpreter' in timer else ''}); median over seeds "
-            f"[{Bootstrap.default().describe()} interval; none for one seed]. Correct rate: of the children (how "
-            f"many). Per gain: spent / (speed-up - 1), median over the runs that gained.")
+    counted = ("Correct rate: of every child (how many), those that made no kernel included. LLM calls: every call "
+               "of the run, replays from the cache included. Depth reached: the longest chain of children, each made "
+               "from the one before (median over seeds).")
+    if "interpreter" in (timer or ""):
+        return (f"Budget per run: {budget_text}. On the CPU ({timer}; interpreter wall-clock, not GPU figures): no "
+                f"speed-up column -- the interpreter's times say nothing of a GPU's; correctness, calls, children and "
+                f"depth compare the strategies. {counted}")
+    return (f"Budget per run: {budget_text}. Speed-up: the best kernel's time over the tuned seed's ({timer or '?'}); "
+            f"median over seeds [{Bootstrap.default().describe()} interval; none for one seed]. GPU seconds: the "
+            f"evaluations' own GPU time. {counted} Per gain: spent / (speed-up - 1), median over the runs that gained.")
 
 
 def markdown(rows: list[Row], budget: dict, timer: str) -> str:
-    lines = [caption(budget, timer), "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    columns = header(timer)
+    lines = [caption(budget, timer), "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cells(r, timer)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -261,11 +336,11 @@ def write_strategies_report(sweep_dir: Path) -> Path | None:
     text = "".join(f"**{warning}**\n\n" for warning in warnings) + text
     (sweep_dir / f"{STEM}.md").write_text(text)
     (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer, "unfinished": unfinished,
-                                                        "rows": [asdict(row) for row in rows],
+                                                        "rows": [row.to_dict(timer) for row in rows],
                                                         "runs": [run.to_dict() for run in runs]}, indent=1) + "\n")
     head = "".join(f"<p><b>{esc(warning)}</b></p>" for warning in warnings) + \
         f"<p class='note'>{esc(caption(budget, timer))}</p>"
-    sections = [(None, Raw(head + table(HEADER, map(_cells, rows))))]
+    sections = [(None, Raw(head + table(header(timer), [_cells(row, timer) for row in rows])))]
     sections += [(f"Anytime curves: {problem}", png_img(curves_png(runs, problem), problem))
                  for problem in dict.fromkeys(run.problem for run in runs)]
     html = sweep_dir / f"{STEM}.html"

@@ -110,11 +110,13 @@ def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
 
 
 def test_llm_call_budget_stops_the_search_mid_generation(tmp_path):
-    with ScriptedLLMServer([reply(PLAN), reply(f"```python\n{IMPROVED}```")]) as server:
-        proc = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=1", api_base=server.url)
-        assert len(server.requests) == 1  # the coder's request was never sent
+    with ScriptedLLMServer([reply(PLAN), reply(f"```python\n{IMPROVED}```"), reply(PLAN)]) as server:
+        proc = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=3", "search.generations=2", api_base=server.url)
+        # issue 42: a child starts only when the budget can carry its plan and code; the second child's one call
+        # left could not (before, it was spent on a plan that was never coded)
+        assert len(server.requests) == 2
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "operator budget spent" in proc.stdout and "budget" in proc.stdout
+    assert "operator budget spent" in proc.stdout and "a child needs at least 2" in proc.stdout
 
 
 def test_children_ask_the_llm_concurrently(tmp_path):

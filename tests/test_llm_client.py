@@ -142,12 +142,17 @@ def test_cache_replays_without_server(tmp_path):
     assert second.cached and second.cost_usd == 0.0 and second.text == "cached text"
     assert second.request_hash == first.request_hash and (second.prompt_tokens, second.completion_tokens) == (30, 40)
     assert [r["cached"] for r in records] == [False, True] and records[1]["role"] == "debugger"
-    assert client.totals == {"calls": 1, "cost_usd": pytest.approx(first.cost_usd)}
+    # issue 42: a replay from the cache counts toward the call budget (it costs nothing)
+    assert client.totals == {"calls": 2, "cost_usd": pytest.approx(first.cost_usd)} and client.budget.paid == 1
     assert len(ResponseCache(cache)) == 1
 
-    # The server is gone: a fresh client with the same configuration replays from disk, even with a spent budget.
-    replay = LLMClient(settings(url, cache_dir=str(cache)), max_calls=0).complete(ask(), role="coder")
-    assert replay.cached and replay.text == "cached text" and replay.cost_usd == 0.0
+    # The server is gone: a fresh client with the same configuration replays from disk, within its budget; a spent
+    # budget refuses even a cached call (a replayed sweep makes the same calls at the same budget).
+    replay = LLMClient(settings(url, cache_dir=str(cache)), max_calls=1)
+    reply = replay.complete(ask(), role="coder")
+    assert reply.cached and reply.text == "cached text" and reply.cost_usd == 0.0
+    with pytest.raises(LLMBudgetExceeded):
+        replay.complete(ask(), role="coder")
     # A different request is not in the cache and the server is gone: it fails after its retries.
     with pytest.raises(LLMError):
         LLMClient(settings(url, cache_dir=str(cache), max_retries=1)).complete(ask("other"), role="coder")
@@ -242,7 +247,7 @@ def test_identical_concurrent_requests_are_sent_once(tmp_path):
         assert len(server.requests) == 1
     assert [r.text for r in replies] == ["only once"] * 4
     assert sorted(r.cached for r in replies) == [False, True, True, True]
-    assert client.totals["calls"] == 1
+    assert client.budget.paid == 1 and client.totals["calls"] == 4  # issue 42: the budget counts the replays too
 
 
 def test_key_is_sent_but_never_stored_recorded_or_logged(tmp_path, caplog):

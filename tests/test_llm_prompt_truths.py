@@ -127,6 +127,21 @@ def test_5_siblings_get_distinct_prompts_and_never_a_siblings_cached_reply(serve
     assert len(server.requests) == 4
 
 
+def test_5b_sixteen_siblings_of_one_parent_get_sixteen_distinct_planner_prompts(server, tmp_path):
+    """Issue 42: with up to 16 children in flight from one parent and one context, no two planner prompts of a
+    generation are byte-identical (the old rank, slot % 3, gave children 2.0, 2.3, 2.6 the same prompt)."""
+    team = live_team(server, tmp_path)
+    parent = ind("1.0", PARENT_GENOME, 0.02, parents=("0.0",), note=PLAN)
+    archive = [ind("0.0", PARENT_GENOME, 0.03, "seed"), parent]
+    for slot in range(16):
+        mutate(team, parent, archive, child=f"2.{slot}")
+    planners = [body["messages"] for _, _, body in server.requests
+                if "Your role: planner." in body["messages"][0]["content"]]
+    assert len(planners) == 16 and len({repr(messages) for messages in planners}) == 16
+    assert "Yours is 16: plan the change you rank 16th" in planners[15][1]["content"]
+    assert "first list your 16 best ideas under `## Ideas`" in planners[15][1]["content"]
+
+
 def test_6_notes_are_told_to_the_operator_that_caused_them(server, tmp_path):
     team = live_team(server, tmp_path)
     a = ind("1.0", PARENT_GENOME, 0.02, parents=("0.0",), note=PLAN)

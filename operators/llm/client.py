@@ -28,6 +28,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
@@ -188,7 +189,7 @@ class LLMClient:
         self.settings = settings
         self.recorder = recorder
         self.budget = Budget(max_calls, max_cost_usd)
-        self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
+        self.cache = ResponseCache(Path(settings.cache_dir) / settings.cache_namespace) if settings.cache_dir else None
         self._slots = threading.Semaphore(settings.concurrency)
         self.failures = FailureCount(settings.max_consecutive_failures)
         self._deadline: float | None = None  # time.perf_counter() after which nothing is sent (cut_at)
@@ -209,7 +210,8 @@ class LLMClient:
 
     @property
     def totals(self) -> dict:
-        """Uncached calls made by this client and their cost: {"calls": int, "cost_usd": float}."""
+        """Calls made by this client (replays from the cache included: the budget counts them) and their cost:
+        {"calls": int, "cost_usd": float}."""
         return self.budget.totals
 
     def complete(self, messages: list[dict], role: str, temperature: float | None = None,
@@ -224,10 +226,21 @@ class LLMClient:
         temperature = self.settings.temperature if temperature is None else temperature
         payload = request_payload(self.settings, copy.deepcopy(messages), temperature, model, sample)
         key = request_hash(payload)
-        reply = self._cached_or_fetched(key, payload, model)
+        drawn = self.budget.reserve(model, role)  # every call counts, from the cache or not
+        try:
+            reply = self._cached_or_fetched(key, payload, model)
+        except BaseException:
+            self.budget.release(role, drawn)
+            raise
+        self.budget.commit(reply.cost_usd, reply.cached)
         if self.recorder is not None:
             self.recorder(reply.record(role))
         return reply
+
+    def child_budget(self, needs: dict, least: int):
+        """Reserve a child's calls before it starts (``ledger.Budget.child``), waiting for children in flight to
+        give back what they do not use; cut at the wall-time deadline."""
+        return self.budget.child(needs, least, check=lambda: self._left_s(self.settings.model))
 
     def _cached_or_fetched(self, key: str, payload: dict, model: str) -> LLMReply:
         """The cached reply, else a fresh one (identical requests in flight, in this process or another sharing the
@@ -249,27 +262,18 @@ class LLMClient:
                         cost_usd=0.0, cached=True, request_hash=key)
 
     def _fetch(self, key: str, payload: dict) -> LLMReply:
-        """Send the request within the budget, then store the reply in the cache. A failure (no key, no reply after
-        the retries) is counted: the one that makes too many in a row raises LLMUnavailable."""
+        """Send the request (its call reserved in the budget by ``complete``), then store the reply in the cache. A
+        failure (no key, no reply after the retries) is counted: the one that makes too many in a row raises
+        LLMUnavailable."""
         self.failures.check()
         try:
             api_key = self.api_key(payload["model"])
-        except LLMError as exc:
-            raise self.failures.failed(exc) from None
-        self.budget.reserve(payload["model"])
-        try:
             reply = self._send_with_retries(key, payload, api_key)
         except (LLMCut, LLMUnavailable):
-            self.budget.release()
             raise
         except LLMError as exc:
-            self.budget.release()
             raise self.failures.failed(exc) from None
-        except BaseException:
-            self.budget.release()
-            raise
         self.failures.succeeded()
-        self.budget.commit(reply.cost_usd)
         if self.cache is not None:
             self._store(key, payload, reply)
         return reply

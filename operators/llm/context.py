@@ -63,10 +63,12 @@ class Context:
 
 
 class ContextBuilder:
-    def __init__(self, settings: ContextSettings, target: Target, problem_source: str):
+    def __init__(self, settings: ContextSettings, target: Target, problem_source: str, judged_inputs: tuple = ()):
+        """`judged_inputs`: the inputs at the sizes candidates are judged at (``figures.judged_inputs``)."""
         self.settings = settings
         self.target = target
         self.problem_source = problem_source
+        self.judged_inputs = judged_inputs
 
     def baked(self, individuals) -> frozenset:
         """The ids of those of `individuals` that hold the test sizes as literals (converted from torch.compile's
@@ -94,7 +96,8 @@ class ContextBuilder:
         wanted = {part for part in ROLE_PARTS[role] if self.settings.enabled(part)}
         parts = {"problem": f"## PyTorch reference\n```python\n{self.problem_source.strip()}\n```",
                  "hardware": hardware_text(self.target),
-                 "cost_model": cost_model_text(self.target, hardware=self.settings.enabled("hardware"))}
+                 "cost_model": cost_model_text(self.target, hardware=self.settings.enabled("hardware"),
+                                               judged=self.judged_inputs)}
         baked = self.baked([*archive, *([parent] if parent is not None else [])])
         if parent is not None:
             parts["parent"] = self._parent(role, parent, parent.id in baked)

@@ -12,7 +12,8 @@ Every figure has two significant digits and no exponent, so re-measuring the sam
 from __future__ import annotations
 
 from fitness.formatting import short_seconds as fmt_time, two_digits
-from fitness.target import Target
+from fitness.guards import DATA_MOVEMENT_OPS
+from fitness.target import Target, target_for
 
 TERA = 1e12
 
@@ -84,12 +85,21 @@ def judged_text(target: Target) -> str:
     return f"Candidates are judged on this GPU ({target.device}) at the sizes below."
 
 
-def cost_model_text(target: Target, hardware: bool = True) -> str:
-    """The problem at its full sizes and its cost there; with `hardware`, the speed of light and the bound on the
-    target GPU."""
+def judged_inputs(spec) -> tuple:
+    """The forward inputs at the sizes candidates are judged at (`spec`'s: "x: float32[2, 64]"), described as the
+    target's are; () where the meta device cannot run the reference."""
+    return target_for(spec, "cuda", None, False).inputs
+
+
+def cost_model_text(target: Target, hardware: bool = True, judged: tuple = ()) -> str:
+    """The problem at its full sizes and its cost there, every input's full shape (and, on the interpreter, its
+    shape at the test sizes, `judged`); with `hardware`, the speed of light and the bound on the target GPU."""
     lines = [f"## Problem at full size\nSizes: {fmt_sizes(target.sizes) or 'as in the reference'}."]
     if target.inputs:
-        lines.append(f"Inputs {', '.join(target.inputs)}; outputs {', '.join(target.outputs)}.")
+        lines.append(f"Inputs at full size {', '.join(target.inputs)}; outputs {', '.join(target.outputs)}.")
+    if target.interpreter and judged and judged != target.inputs:
+        lines.append(f"Inputs at the test sizes the interpreter judges: {', '.join(judged)}. Read every size from "
+                     f"the inputs' shapes: the kernel must run at both.")
     cost = target.cost
     if cost is None:
         return "\n".join(lines)
@@ -104,6 +114,24 @@ def cost_model_text(target: Target, hardware: bool = True) -> str:
                      f"{fmt_time(target.memory_s)}{compute}): {target.bound} bound (its ridge point is "
                      f"{two_digits(target.ridge)} FLOP/byte at the {target.peak_key} peak).")
     return "\n".join(lines)
+
+
+def allowed_torch_text() -> str:
+    """The torch calls `forward` may make besides launching its kernels (``fitness.guards.DATA_MOVEMENT_OPS``, as
+    torch functions or tensor methods)."""
+    names = sorted(op for op in DATA_MOVEMENT_OPS if not op.startswith(("_", "sym_")))
+    return ", ".join(f"`{name}`" for name in names)
+
+
+def tuning_text(target: Target, trials: int | None) -> str:
+    """What the tuner does with the launch parameters a module declares, on this device."""
+    if target.interpreter:
+        return ("on this machine (Triton's CPU interpreter) no kernel an LLM writes is tuned: it is judged once, "
+                "with its constants as written (1 trial), since the interpreter's times say nothing of a GPU's; "
+                "write the values you mean for the target GPU")
+    count = f"{trials} trials" if trials else "its trials"
+    return (f"an Optuna study then tunes the constants declared in `TUNABLE` on this GPU ({count} per kernel, the "
+            f"first with your values), each timed at full size")
 
 
 # measured figures ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import os
 import sqlite3
 import threading
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 logger = logging.getLogger("operators.llm.client")
@@ -127,43 +128,141 @@ class ResponseCache:
 # ------------------------------------------------------------------------------------------------- budget
 
 
+class Allowance:
+    """The calls one child has reserved, per role (``Budget.child``): its own calls draw on them first, so a planned
+    child is always coded and its debugger's tries are there. What it does not use goes back to the budget."""
+
+    def __init__(self, calls: dict):
+        self.calls = {role: n for role, n in calls.items() if n > 0}
+        self.used: dict = {}
+
+    @property
+    def held(self) -> int:
+        return sum(self.calls.values())
+
+    def take(self, role: str) -> bool:
+        """Draw one call for `role` from its own reservation, else (for any role but the debugger) from the
+        debugger's: never from the coder's, so planner retries cannot leave a plan uncoded."""
+        for source in (role, "debugger"):
+            if self.calls.get(source, 0) > 0:
+                self.calls[source] -= 1
+                self.used[role] = self.used.get(role, 0) + 1
+                return True
+        return False
+
+    def give_back(self, role: str) -> None:
+        """A drawn call gave no reply: it is the child's again."""
+        self.calls[role] = self.calls.get(role, 0) + 1
+        self.used[role] -= 1
+
+    def left(self, role: str) -> int:
+        return self.calls.get(role, 0)
+
+
+ALLOWANCE: ContextVar[Allowance | None] = ContextVar("kernelevo_llm_allowance", default=None)
+
+
 class Budget:
-    """Thread-safe count of uncached calls and their cost, with optional limits checked before sending."""
+    """Thread-safe count of calls and their cost, with optional limits checked before sending. Every call counts,
+    answered by the server or replayed from the cache (a replay costs nothing): a rerun or a replayed sweep makes the
+    same calls within the same budget. Children reserve their calls (``child``) before they start."""
 
     def __init__(self, max_calls: int | None = None, max_cost_usd: float | None = None):
         self.max_calls = max_calls
         self.max_cost_usd = max_cost_usd
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._calls = 0
+        self._paid = 0
         self._cost = 0.0
         self._in_flight = 0
+        self._held = 0  # calls reserved by children in flight and not yet drawn
 
-    def reserve(self, model: str) -> None:
-        """Claim one call, or raise LLMBudgetExceeded (calls in flight count as made)."""
+    def _free(self) -> int | None:
+        return None if self.max_calls is None else self.max_calls - self._calls - self._in_flight - self._held
+
+    def reserve(self, model: str, role: str = "") -> bool:
+        """Claim one call, or raise LLMBudgetExceeded (calls in flight count as made). A call of a child with an
+        allowance (``child``) draws on it first; returns whether it did."""
+        allowance = ALLOWANCE.get()
         with self._lock:
-            if self.max_calls is not None and self._calls + self._in_flight >= self.max_calls:
+            if allowance is not None and allowance.take(role):
+                self._held -= 1
+                self._in_flight += 1
+                return True
+            free = self._free()
+            if free is not None and free <= 0:
                 raise LLMBudgetExceeded(f"LLM call budget spent ({self.max_calls} calls); not calling {model}")
             if self.max_cost_usd is not None and self._cost >= self.max_cost_usd:
                 raise LLMBudgetExceeded(f"LLM cost budget spent (${self._cost:.4f} of ${self.max_cost_usd:.4f});"
                                         f" not calling {model}")
             self._in_flight += 1
+            return False
 
-    def commit(self, cost_usd: float) -> None:
-        """A reserved call succeeded at this cost."""
+    def commit(self, cost_usd: float, cached: bool = False) -> None:
+        """A reserved call was answered (by the server at this cost, or from the cache)."""
         with self._lock:
             self._in_flight -= 1
             self._calls += 1
+            self._paid += not cached
             self._cost += cost_usd
+            self._lock.notify_all()
 
-    def release(self) -> None:
-        """A reserved call failed: it gave no reply and is not counted."""
+    def release(self, role: str = "", drawn: bool = False) -> None:
+        """A reserved call failed: it gave no reply and is not counted (one drawn from a child's allowance is the
+        child's again)."""
         with self._lock:
             self._in_flight -= 1
+            allowance = ALLOWANCE.get()
+            if drawn and allowance is not None:
+                allowance.give_back(role)
+                self._held += 1
+            self._lock.notify_all()
+
+    @contextmanager
+    def child(self, needs: dict, least: int, check=lambda: None):
+        """Reserve a child's calls (`needs`: role -> calls, in order of importance) before it starts: wait while
+        children in flight hold what it needs (what they leave goes back); when none holds any and fewer are left,
+        the child gets what is left if that is at least `least` (its last roles cut first), else LLMBudgetExceeded:
+        the budget cannot carry another child. `check()` is called while waiting (it raises to stop the wait)."""
+        wanted = sum(needs.values())
+        with self._lock:
+            while True:
+                free = self._free()
+                if self.max_cost_usd is not None and self._cost >= self.max_cost_usd:
+                    raise LLMBudgetExceeded(f"LLM cost budget spent (${self._cost:.4f} of "
+                                            f"${self.max_cost_usd:.4f}): no child can start")
+                if free is None or free >= wanted or (self._held == 0 and self._in_flight == 0):
+                    break
+                self._lock.wait(0.2)
+                check()
+            if free is not None and free < least:
+                raise LLMBudgetExceeded(f"LLM call budget spent: {self.max_calls - free} of {self.max_calls} calls "
+                                        f"made or held, {free} left, a child needs at least {least}")
+            grant, left = {}, wanted if free is None else min(free, wanted)
+            for role, n in needs.items():
+                grant[role] = min(n, left)
+                left -= grant[role]
+            allowance = Allowance(grant)
+            self._held += allowance.held
+        token = ALLOWANCE.set(allowance)
+        try:
+            yield allowance
+        finally:
+            ALLOWANCE.reset(token)
+            with self._lock:
+                self._held -= allowance.held
+                self._lock.notify_all()
 
     @property
     def totals(self) -> dict:
+        """Calls made (replays from the cache included: what the budget counts), those paid, and their cost."""
         with self._lock:
             return {"calls": self._calls, "cost_usd": self._cost}
+
+    @property
+    def paid(self) -> int:
+        with self._lock:
+            return self._paid
 
 
 # ----------------------------------------------------------------------------------------------- failures

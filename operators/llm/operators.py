@@ -6,6 +6,7 @@ They reach the agents through ``OperatorContext.team`` (built from the `llm` con
 from __future__ import annotations
 
 import random
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -61,6 +62,34 @@ def _budget_guard(call):
         return None
 
 
+def _reserve(team, needs: dict, least: int, stack: ExitStack):
+    """Reserve the child's calls for as long as `stack` is open: its ``Allowance``; None for a team without a client
+    (a test's fake: nothing to reserve); False when the wall-time deadline cut the wait. When the budget cannot carry
+    another child, the search's BudgetExhausted."""
+    client = getattr(team, "client", None)
+    if client is None or not hasattr(client, "child_budget"):
+        return None
+    from operators.llm.client import LLMBudgetExceeded, LLMCut
+
+    try:
+        return stack.enter_context(client.child_budget(needs, least))  # waits for calls given back
+    except LLMBudgetExceeded as exc:
+        raise BudgetExhausted(str(exc)) from exc
+    except LLMCut:
+        return False
+
+
+def calls_per_child(operators) -> int:
+    """The most LLM calls one child of `operators` reserves (0: none asks an LLM)."""
+    return max((sum(op.calls.values()) for op in operators if isinstance(op, LLM_OPERATORS)), default=0)
+
+
+def children_in_flight(operators, max_calls: int | None) -> int | None:
+    """How many children an LLM call budget carries at once, each reserving its calls (None: no limit)."""
+    per = calls_per_child(operators)
+    return None if not per or max_calls is None else max(1, max_calls // per)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LLMMutation(Operator):
     """Planner -> coder -> debugger (up to `debug_tries` repairs) on one parent."""
@@ -70,11 +99,21 @@ class LLMMutation(Operator):
     use_planner: bool = True
     debug_tries: int = 2
 
+    @property
+    def calls(self) -> dict:
+        """The calls one child needs, by role, in order of importance: what it reserves before it starts."""
+        return {"planner": int(self.use_planner), "coder": 1, "debugger": self.debug_tries}
+
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         (genome,) = self.check_arity(parents)
         team, parent = _team(context), parents[0]
         if _unfit_parents(parents, context, team):
             return []
+        with ExitStack() as stack:
+            allowance = _reserve(team, self.calls, int(self.use_planner) + 1, stack)
+            return [] if allowance is False else self._make(team, parent, context, allowance)
+
+    def _make(self, team, parent: Individual, context: OperatorContext, allowance) -> list[Genome]:
         profiles = _profiles(parent, context)
         plan, made_before = "", context.duplicates_of(self.name)
         if self.use_planner:
@@ -87,13 +126,15 @@ class LLMMutation(Operator):
         if source is None:
             return []
         parent_profile = {label: record for label, record in profiles.items() if label.startswith("parent")}
-        source = self._repair(team, source, parent, plan, context, parent_profile)
+        source = self._repair(team, source, parent, plan, context, parent_profile, allowance)
         child = _budget_guard(lambda: Genome.from_source(source, note=plan))
         return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
 
     def _repair(self, team, source: str, parent: Individual, plan: str, context: OperatorContext,
-                profiles: dict) -> str:
-        for _ in range(self.debug_tries if context.evaluate else 0):
+                profiles: dict, allowance) -> str:
+        """Up to `debug_tries` repairs: those the child's allowance holds (fewer where the budget left was short)."""
+        tries = self.debug_tries if allowance is None else min(self.debug_tries, allowance.left("debugger"))
+        for _ in range(tries if context.evaluate else 0):
             outcome = context.evaluate(source)
             if outcome.status not in REPAIRABLE:
                 break
@@ -110,13 +151,17 @@ class LLMCrossover(Operator):
 
     name: ClassVar[str] = "llm_crossover"
     arity: ClassVar[int] = 2
+    calls: ClassVar[dict] = {"crossover": 1}  # what one child reserves
 
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         a, b = self.check_arity(parents)
         team = _team(context)
         if a.key == b.key or _unfit_parents(parents, context, team):
             return []
-        source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates_of(self.name)))
+        with ExitStack() as stack:
+            if _reserve(team, self.calls, 1, stack) is False:
+                return []
+            source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates_of(self.name)))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None
         return [child] if child is not None else []  # a copy of a kernel is the search's to catch: it tells the LLM
 

@@ -29,6 +29,7 @@ class LLMSettings:
     backoff_s: float = 1.0
     concurrency: int = 4
     cache_dir: Optional[str] = None  # replies keyed by the full request: reruns replay (None: no cache)
+    cache_namespace: str = ""  # a folder of cache_dir of this run's own (a sweep's runs share no reply)
     input_cost_per_token: Optional[float] = None  # USD; only for models litellm has no price for
     output_cost_per_token: Optional[float] = None
     max_consecutive_failures: Optional[int] = 3  # calls failed in a row (after their retries) that stop the run,

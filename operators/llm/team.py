@@ -18,34 +18,37 @@ from core.genome import TUNABLE_NAME, Genome, GenomeError
 from core.individual import Individual
 from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
-from operators.llm.figures import measured_text, ran_where
+from operators.llm.figures import allowed_torch_text, measured_text, ran_where, tuning_text
 from operators.llm.history import unified_diff
 from operators.llm.edits import apply_edits, parse_edits
 from operators.llm.parsing import ParseError, extract_code, extract_plan
 from operators.llm.settings import TeamSettings
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
-# Sibling children (one generation's, planned at once, maybe from one parent with one context) take different ranks
-# of the planner's ideas by their slot: ranks 1..SIBLING_RANKS, so no two of SIBLING_RANKS siblings plan alike.
-SIBLING_RANKS = 3
 
 
 def template(name: str) -> string.Template:
     return string.Template((PROMPTS / f"{name}.md").read_text())
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def siblings_text() -> str:
-    """The planner's rank among its siblings, by the slot of the child it plans (``CURRENT_CHILD``: ``g.s``): the
-    same for a rerun whatever order siblings run in, and different for siblings that see the same context."""
+    """The planner's rank among its siblings: its child's slot in the generation (``CURRENT_CHILD``: ``g.s``) plus
+    one, so the siblings of a generation -- however many are in flight, maybe from one parent with one context --
+    never get the same prompt, and a rerun asks the same whatever order they run in. Past the first, the planner
+    lists its ideas up to its rank (best first) and plans the last: the rank is one of its own ranking."""
     child = CURRENT_CHILD.get()
-    rank = int(child.id.split(".")[1]) % SIBLING_RANKS + 1 if child is not None and "." in child.id else 1
-    ordinal = {1: "1st", 2: "2nd", 3: "3rd"}.get(rank, f"{rank}th")
-    which = ("the change with the largest expected gain on the target GPU" if rank == 1 else
-             f"the change you rank {ordinal} by expected gain on the target GPU (those ranked above it are left to "
-             f"siblings)")
+    rank = int(child.id.split(".")[1]) + 1 if child is not None and "." in child.id else 1
+    which = ("plan the change with the largest expected gain on the target GPU" if rank == 1 else
+             f"plan the change you rank {_ordinal(rank)} by expected gain on the target GPU (those ranked above it "
+             f"are left to siblings): first list your {rank} best ideas under `## Ideas`, one line each, best "
+             f"first, then plan idea {rank}")
     return (f"Sibling children are planned at the same time, maybe from this parent with this same context; so that "
             f"they do not make the same kernel, each takes another rank of your ideas by its number. Yours is "
-            f"{rank}: plan {which}.\n")
+            f"{rank}: {which}.\n")
 
 
 def _usable(source: str) -> str:
@@ -58,8 +61,12 @@ def _usable(source: str) -> str:
 
 
 class LLMTeam:
-    def __init__(self, client, context: ContextBuilder, settings: TeamSettings, policy: dict, on_prompt=None):
+    def __init__(self, client, context: ContextBuilder, settings: TeamSettings, policy: dict, on_prompt=None,
+                 tuner_trials: int | None = None):
+        """`tuner_trials`: the tuner's trials per kernel on a GPU (``search.tuner.trials``), which the agents are
+        told."""
         self.client = client
+        self.tuner_trials = tuner_trials
         self.context = context
         self.settings = settings
         self._system = template("system")
@@ -73,7 +80,9 @@ class LLMTeam:
         """Send `prompt` to the agent of `role`; `parse(reply)` turns its reply into the result or raises ParseError.
         `parts`: characters of the prompt taken by each named piece (context parts, template slots)."""
         system = self._system.substitute(role=role, policy=self._policy.get("name", "?"),
-                                         policy_description=self._policy.get("description", ""))
+                                         policy_description=self._policy.get("description", ""),
+                                         allowed_torch=allowed_torch_text(),
+                                         tuning=tuning_text(self.context.target, self.tuner_trials))
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         if self.on_prompt is not None:
             sizes = {"system": len(system), **parts, "instructions": len(prompt) - sum(parts.values())}

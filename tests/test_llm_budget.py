@@ -1,0 +1,111 @@
+"""What an LLM call budget buys (issue 42): a child is a unit of work that reserves its plan, code and debugger calls
+before it starts, so every plan is coded and a small budget runs fewer children in flight -- and goes deeper --
+instead of planning more; replays from the cache count as calls. Through litellm's real HTTP client against the
+scripted server (replies chosen by the role asked: a plan, or a correct kernel of its own)."""
+import itertools
+import threading
+
+import pytest
+
+from conftest import read_store, run_dir_of
+from llm_server import ScriptedLLMServer
+from operators.llm.client import LLMBudgetExceeded
+from operators.llm.ledger import ALLOWANCE, Budget
+from test_llm_agents import GOOD, reply, run
+
+
+def role_of(body) -> str:
+    return body["messages"][0]["content"].split("Your role: ", 1)[1].split(".", 1)[0]
+
+
+class Replies:
+    """A plan for a planner, a new correct kernel (its own BLOCK and VARIANT) for a coder."""
+
+    def __init__(self):
+        self.made, self.lock = itertools.count(), threading.Lock()
+
+    def __call__(self, body):
+        if role_of(body) == "planner":
+            return reply("## Plan\nIdea: raise BLOCK\n1. [constant BLOCK, line 7] raise BLOCK: fewer programs.")
+        with self.lock:
+            n = next(self.made)
+        block = (256, 512, 1024, 2048)[n % 4]
+        kernel = GOOD.replace('BLOCK = 128\nTUNABLE = {"BLOCK": [64, 128, 256]}',
+                              f'BLOCK = {block}\nVARIANT = {n}\nTUNABLE = {{"BLOCK": [{block}]}}')
+        return reply(f"```python\n{kernel}```")
+
+
+def depth(individuals) -> int:
+    by_id = {ind.id: ind for ind in individuals}
+
+    def of(ind):
+        return 0 if ind.generation == 0 or not ind.parents else 1 + of(by_id[ind.parents[0]])
+    return max(of(ind) for ind in individuals)
+
+
+@pytest.mark.slow
+def test_twelve_calls_with_eight_in_flight_code_every_plan_and_a_tree_goes_deep(tmp_path):
+    with ScriptedLLMServer(Replies()) as server:
+        done = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=12", "search/strategy=tree",
+                   "search.generations=4", "llm.timeout_s=30", api_base=server.url, children=8, in_flight=8)
+        sent = len(server.requests)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "llm.budget.max_calls=12 carries 3 children in flight (of 8)" in done.stdout
+    run_dir = run_dir_of(done.stdout)
+    calls, individuals = read_store(run_dir, lambda store: (store.llm_calls(), store.individuals()))
+    assert sent == len(calls) == 12  # the whole budget, every call recorded
+    per_child: dict = {}
+    for call in calls:
+        per_child.setdefault(call["individual"], []).append(call["role"])
+    assert all(roles == ["planner", "coder"] for roles in per_child.values()), per_child  # every plan coded
+    children = [ind for ind in individuals if ind.generation > 0]
+    assert len(children) >= 4 and {ind.id for ind in children} == set(per_child)  # each reached the evaluator
+    assert depth(individuals) >= 2  # a child of a child: the tree went deeper than sampling can
+    report = (run_dir / "report.md").read_text()  # the calls of each child, per role, where the LLM figures are
+    assert "| child | initialiser | planner | coder | debugger | crossover | calls | kernel |" in report
+    assert all(f"| {ind.id} | 0 | 1 | 1 | 0 | 0 | 2 | ok |" in report for ind in children), report
+
+
+def test_a_child_waits_for_the_calls_children_in_flight_give_back_and_the_last_gets_what_is_left():
+    budget = Budget(max_calls=10)
+    needs = {"planner": 1, "coder": 1, "debugger": 2}
+    first, second = budget.child(needs, 2), budget.child(needs, 2)
+    a, b = first.__enter__(), second.__enter__()
+    assert (a.held, b.held) == (4, 4)
+    started = threading.Event()
+
+    def third():
+        with budget.child(needs, 2) as c:
+            started.set()
+            third.held = c.calls
+    waiter = threading.Thread(target=third)
+    waiter.start()
+    assert not started.wait(0.5)  # 2 left, children in flight hold 8: it waits
+    token = ALLOWANCE.set(a)
+    for role in ("planner", "coder"):
+        assert budget.reserve("m", role)
+        budget.commit(0.0)
+    ALLOWANCE.reset(token)
+    first.__exit__(None, None, None)  # the first child used 2 of its 4: 2 go back, 4 are free
+    assert started.wait(5)
+    waiter.join(5)
+    assert third.held == needs  # 4 free once the first child gave back its unused 2
+    second.__exit__(None, None, None)
+    assert budget.totals["calls"] == 2
+    with budget.child(needs, 2) as last:  # 8 left, no child in flight: all of it
+        assert last.calls == needs
+    budget._calls = 8  # two calls left and nobody holds any: the next child gets plan and code, no debugger try
+    with budget.child(needs, 2) as short:
+        assert short.calls == {"planner": 1, "coder": 1}
+    budget._calls = 9
+    with pytest.raises(LLMBudgetExceeded, match="a child needs at least 2"):
+        budget.child(needs, 2).__enter__()
+
+
+def test_a_planners_retries_never_take_the_coders_call():
+    budget = Budget(max_calls=4)
+    with budget.child({"planner": 1, "coder": 1, "debugger": 1}, 2) as allowance:
+        assert budget.reserve("m", "planner") and budget.reserve("m", "planner")  # a retry: the debugger's try
+        with pytest.raises(LLMBudgetExceeded):  # the one free call taken, then none: never the coder's
+            budget.reserve("m", "planner"), budget.reserve("m", "planner")
+        assert allowance.left("coder") == 1 and budget.reserve("m", "coder")
