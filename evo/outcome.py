@@ -75,6 +75,7 @@ class RunOutcome:
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
+    generation0_s: float | None = None  # the search's generation 0: the seeds judged and tuned (None: not recorded)
     search_window: list = field(default_factory=list)  # [start, end] (time.time()) of the last call's search
     gpu_busy: float | None = None  # share of the last call's search time a kernel ran on its GPUs (NVML)
     stop_reason: str = ""
@@ -199,7 +200,9 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
         search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
-        manifest=store.get_meta("manifest"), anytime=run_curve(store))
+        manifest=store.get_meta("manifest"), anytime=run_curve(store),
+        generation0_s=next((row.get("elapsed_s") for row in (checkpoint.logbook if checkpoint else [])
+                            if row.get("gen") == 0), None))
 
 
 def run_tuner(config: dict) -> str:
