@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evo import full_size
-from evo.anytime import run_curve
+from evo.anytime import interpreter_curve, run_curve
 from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from evo.tuner import describe_tuner
@@ -88,6 +88,7 @@ class RunOutcome:
     other_sizes_failed: dict = field(default_factory=dict)
     manifest: dict | None = None  # what the figures were measured on and with (evo.manifest; None: an older run)
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime.curve)
+    interpreter_curve: list | None = None  # on the interpreter: correct kernels, best time so far per evaluation
 
     @property
     def ok(self) -> bool:
@@ -201,6 +202,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),
+        interpreter_curve=interpreter_curve(store.evaluation_history()) or None,
         generation0_s=next((row.get("elapsed_s") for row in (checkpoint.logbook if checkpoint else [])
                             if row.get("gen") == 0), None))
 

@@ -208,7 +208,7 @@ def bench(cfg: DictConfig) -> None:
     from hydra.utils import instantiate
 
     from evo.bench import BenchError, execute_bench, select, with_seeds
-    from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
+    from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
 
     own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
@@ -224,9 +224,7 @@ def bench(cfg: DictConfig) -> None:
         fail(str(exc))
     bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
     try:  # every finished problem's row is saved as it comes: an error here loses none
-        rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(
-            f"[bench] {row.label}: {row.status} ({row.wall_s:.0f} s)"  # with --seeds: its search seed too
-            f"{' ' + row.reason[:200] if row.status != 'ok' else ''}", flush=True))
+        rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(row_line(row), flush=True))
     except BenchError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
