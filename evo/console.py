@@ -22,7 +22,8 @@ def print_generation(report: GenerationReport, interpreter: bool = False, tag: s
     median = "n/a" if math.isinf(report.median_s) else seconds(report.median_s)
     mark = " *" if report.improved else ""
     label = f"{INTERPRETER_TIMES}: " if interpreter else ""
-    print(f"[kernelevo{' ' + tag if tag else ''}] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
+    who = f"kernelevo {tag}" if tag else "kernelevo"
+    print(f"[{who}] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
           f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
 
 
