@@ -208,11 +208,15 @@ def _cpu_plots(rows: list[Row]) -> bytes:
     height = max(3.2, 0.22 * len(rows) + 1.2)
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, height), gridspec_kw={"width_ratios": (3, 2)})
     labels = [r.label for r in rows][::-1]
-    correct = [((r.summary.interpreter_curve or [{}])[-1].get("correct") or 0) for r in rows][::-1]
+    curves = [r.summary.interpreter_curve for r in rows][::-1]
+    correct = [curve[-1]["correct"] if curve else 0 for curve in curves]
     total = [r.summary.evaluations or 0 for r in rows][::-1]
     left.barh(labels, correct, color=colours[0], label="correct")
-    left.barh(labels, [t - c for t, c in zip(total, correct)], left=correct, color=colours[2],
-              label="not correct")
+    left.barh(labels, [t - c if curve else 0 for t, c, curve in zip(total, correct, curves)], left=correct,
+              color=colours[2], label="not correct")
+    if any(t and not curve for t, curve in zip(total, curves)):  # a summary.json of before the curve was kept
+        left.barh(labels, [0 if curve else t for t, curve in zip(total, curves)], color=colours[3],
+                  label="correct ones not recorded")
     left.set(xlabel="evaluations", title="evaluations per run")
     left.tick_params(axis="y", labelsize=7)
     left.legend(fontsize=7)
