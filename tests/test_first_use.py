@@ -79,6 +79,18 @@ def test_on_a_gpu_the_reference_check_makes_no_tensor_and_runs_no_forward(tmp_pa
         check_reference(load_problem(resolve_problem(str(wrong))), run_forward=False)
 
 
+def test_a_reference_failing_in_the_worker_is_the_problems_fault_not_the_candidates(tmp_path, sandbox):
+    """On a GPU the reference's forward is not run before the search (full sizes): where it fails in the worker,
+    the verdict names the problem file and says the evaluation failed outside the candidate."""
+    path = problem_file(tmp_path / "p", forward="raise RuntimeError('broken reference')")
+    path.write_text(path.read_text().replace("    def forward", "    def __init__(self, scale):\n        super()"
+                                             ".__init__()\n\n    def forward").replace("return []", "return [2.0]"))
+    with make_evaluator(problem=str(path), sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate("good"))
+    assert result.status == "runtime_error" and result.reason.startswith("evaluation failed outside the candidate")
+    assert f"{path}: the reference Model.forward failed: RuntimeError: broken reference" in result.reason
+
+
 @pytest.mark.parametrize("command", ["evaluate", "run"])
 def test_a_command_on_a_broken_reference_fails_at_once_naming_the_problem_not_the_candidate(cli, tmp_path, command):
     path = problem_file(tmp_path / "p", forward="raise RuntimeError('broken reference')")
