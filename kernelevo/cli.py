@@ -113,7 +113,9 @@ def _main(argv: list[str] | None) -> None:
             check_locations(name, cfg, *validator.output_dir(flags))
     except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
-    sys.argv = [f"kernelevo {name}", *flags, *overrides, *help_text(name, flags), LOG_ONLY_WHEN_LOGGED]
+    own_logging = any("job_logging" in o for o in overrides)  # hydra/job_logging=...: the user's handlers as given
+    sys.argv = [f"kernelevo {name}", *flags, *overrides, *help_text(name, flags),
+                *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])]
     hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
 
 
