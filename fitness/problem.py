@@ -191,15 +191,23 @@ def check_reference(problem: LoadedProblem, run_forward: bool) -> None:
     Model builds and its forward returns a tensor or a tuple of them. A ProblemError names the file and what is
     wrong, so no candidate is blamed for the problem's fault. Without `run_forward` (a GPU, full sizes) the inputs
     are made on the meta device: no memory, no values."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+        torch.manual_seed(0)
+        _check_reference(problem, run_forward)
+
+
+def _check_reference(problem: LoadedProblem, run_forward: bool) -> None:
     import inspect
 
     import torch
 
     path = problem.spec.path
     with torch.device("cpu" if run_forward else "meta"):
-        torch.manual_seed(0)
         inputs = call_get_inputs(problem)
         init_inputs = call_get_init_inputs(problem)
+        model = _reference(problem, init_inputs) if run_forward else None
     odd = [f"item {i + 1} is a {type(x).__name__}" for i, x in enumerate(inputs)
            if not isinstance(x, (torch.Tensor, numbers.Number, type(None)))]
     if odd:
@@ -212,13 +220,8 @@ def check_reference(problem: LoadedProblem, run_forward: bool) -> None:
                            f"them ({exc}); make get_inputs() return one item per forward argument") from exc
     except ValueError:  # a forward without a Python signature: its call below says what is wrong
         pass
-    if not run_forward:
+    if model is None:
         return
-    try:
-        model = problem.Model(*init_inputs).eval()
-    except Exception as exc:
-        raise ProblemError(f"{path}: constructing the reference Model(*get_init_inputs()) failed: "
-                           f"{type(exc).__name__}: {exc}") from exc
     try:
         with torch.no_grad():
             output = model(*inputs)
@@ -229,3 +232,12 @@ def check_reference(problem: LoadedProblem, run_forward: bool) -> None:
     if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
         raise ProblemError(f"{path}: the reference Model.forward returned {type(output).__name__}; it must return "
                            f"a tensor or a tuple of tensors")
+
+
+def _reference(problem: LoadedProblem, init_inputs: list):
+    """The reference Model built from get_init_inputs(), in eval mode; a ProblemError naming the file if it fails."""
+    try:
+        return problem.Model(*init_inputs).eval()
+    except Exception as exc:
+        raise ProblemError(f"{problem.spec.path}: constructing the reference Model(*get_init_inputs()) failed: "
+                           f"{type(exc).__name__}: {exc}") from exc
