@@ -88,6 +88,57 @@ def run_curve(store) -> dict:
     return curve(store.evaluation_history(), store.llm_spend())
 
 
+def interpreter_curve(history: list) -> list[dict]:
+    """What a run on Triton's CPU interpreter has instead of speed-ups, against its evaluations (`history` as for
+    ``curve``): the correct kernels so far and the best interpreter wall-clock time so far (None before the first
+    correct one), a point at the first evaluation, at each that changed either, and at the last. Empty on a GPU."""
+    if not any(result.timer == "interpreter" for _, result in history):
+        return []
+    points, correct, best = [], 0, None
+    for count, (_, result) in enumerate(history, 1):
+        changed = count == 1
+        if result.ok:
+            correct, changed = correct + 1, True
+            if result.time_s is not None and (best is None or result.time_s < best):
+                best = result.time_s
+        if changed:
+            points.append({"evaluations": count, "correct": correct, "best_s": best})
+    if points and points[-1]["evaluations"] != len(history):
+        points.append({"evaluations": len(history), "correct": correct, "best_s": best})
+    return points
+
+
+def plot_interpreter(curves: list[tuple[str, list]], title: str) -> bytes:
+    """Interpreter curves (``interpreter_curve``, each labelled: a search seed or '') side by side: correct kernels
+    so far, and the best interpreter wall-clock time so far, against evaluations; where no kernel was correct, the
+    second panel says so instead of drawing empty axes. PNG."""
+    from matplotlib.ticker import MaxNLocator
+
+    timed = any(p["best_s"] is not None for _, points in curves for p in points)
+    fig, axes = pyplot().subplots(1, 2 if timed else 1, figsize=(10 if timed else 5.5, 3.0), squeeze=False)
+    left = axes[0][0]
+    for tag, points in curves:
+        xs = [p["evaluations"] for p in points]
+        left.step(xs, [p["correct"] for p in points], where="post", marker=".", label=tag or None)
+        best = [(p["evaluations"], p["best_s"] * 1e3) for p in points if p["best_s"] is not None]
+        if best:
+            axes[0][1].step(*zip(*best), where="post", marker=".", label=tag or None)
+    most = max((p["correct"] for _, points in curves for p in points), default=0)
+    last = max((p["evaluations"] for _, points in curves for p in points), default=1)
+    left.set(xlabel="evaluations", ylabel="correct kernels so far", ylim=(0, max(most, 1) * 1.05), xlim=(0, last),
+             title=f"{title}: correct kernels" + ("" if timed else " (none correct)"))
+    left.yaxis.set_major_locator(MaxNLocator(integer=True))
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if timed:
+        axes[0][1].set(xlabel="evaluations", ylabel="ms (interpreter wall-clock)", title=f"{title}: best time so far")
+        axes[0][1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    for axis in axes[0]:
+        axis.grid(alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=7)
+    return figure_png(fig, dpi=90)
+
+
 def llm_axis(curves: list[dict]) -> tuple[str, str] | None:
     """What the LLM axis counts for these curves: dollars where any call had a price, else calls; None when no LLM
     call was made (offline operators)."""

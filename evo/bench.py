@@ -123,11 +123,17 @@ def select(root: str | None, level: int | None, problems, overrides: tuple = ())
                          f"folder")
     if isinstance(problems, str):
         listing = Path(problems).expanduser()
-        if not listing.is_file():
-            raise BenchError(f"bench.problems={problems} is neither a list nor an existing list file; give "
-                             f"bench.problems=[a,b] or the path of a file with one problem per line")
-        problems = [line.strip() for line in listing.read_text().splitlines()
-                    if line.strip() and not line.strip().startswith("#")]
+        if listing.is_file() and listing.suffix != ".py":
+            problems = [line.strip() for line in listing.read_text().splitlines()
+                        if line.strip() and not line.strip().startswith("#")]
+        else:  # one problem's name, id or path: a list of one
+            try:
+                _one(base, problems, level)
+            except BenchError as exc:
+                raise BenchError(f"bench.problems={problems}: not a problem ({exc}), and neither a list nor an "
+                                 f"existing list file; give bench.problems=NAME, bench.problems=[a,b] or the path "
+                                 f"of a file with one problem per line") from None
+            problems = [problems]
     if problems:
         tasks = [_one(base, str(p), level) for p in problems]
     elif level is not None and base is not None:

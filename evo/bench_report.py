@@ -9,9 +9,10 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from evo.anytime import plot as plot_anytime
+from evo.anytime import plot as plot_anytime, plot_interpreter
 from evo.bench import RUNS, Row, slug
-from evo.outcome import INTERPRETER, RunOutcome
+from evo.full_size import BAKED
+from evo.outcome import INTERPRETER, OK, RunOutcome
 from evo.manifest import combine, manifest_rows
 from evo.intervals import Bootstrap, interval_lines, interval_table, seed_summary
 from evo.page import figure_png, link, pyplot, render
@@ -31,13 +32,15 @@ def _geomean(values: list[float]) -> float | None:
 
 def summarise(rows: list[Row]) -> dict:
     n = len(rows)
-    ok = [r.summary for r in rows if r.status == "ok"]
+    ok = [r.summary for r in rows if r.status == OK]
+    baked = sum(1 for r in rows if r.status == BAKED)  # correct at the interpreter's test sizes only
     fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.speedup(base) or 0) > p) / n if n else 0.0
             for base in AGAINST for p in FAST_P}  # a problem whose baseline was not measured counts as not fast
     sol = [s.sol_fraction for s in ok if s.sol_fraction is not None]
     rates = [r.summary.evaluations_per_hour for r in rows if r.summary.evaluations_per_hour]
     labelled = Counter(label for s in ok for label in s.labels)
-    return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0,
+    return {"problems": n, "correct": len(ok) + baked, "correct_rate": (len(ok) + baked) / n if n else 0.0,
+            "baked": baked,
             "labelled": dict(sorted(labelled.items())), **fast,
             **{f"geomean_vs_{base}": _geomean([s.speedup(base) for s in ok]) for base in AGAINST},
             # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
@@ -74,12 +77,16 @@ def summary_lines(summary: dict) -> list[str]:
     runs = f" runs ({problems} problems x up to {seeds} search seeds)" if seeds > 1 else ""
     if summary["device"] == "GPU" and "intervals" in summary:
         speed += interval_lines(summary["intervals"])
-    return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}",
+    baked = (f"; {summary['baked']} of them correct at the test sizes only (baked there: they failed at other "
+             f"sizes)" if summary.get("baked") else "")
+    return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}"
+            f"{baked}",
             *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
 
 
+STATUS = {BAKED: "correct at test sizes only (baked)"}  # a status as a table says it (summary.json keeps the key)
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
           *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts",
           "cut", "LLM calls", "LLM cost", "wall (s)", "note")
@@ -104,8 +111,9 @@ def cells(r: Row) -> list[str]:
     s = r.summary
     note = (r.reason if r.status != "ok" else s.stop_reason).replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
-    status = ", ".join([r.status, *s.labels])  # ok, uses-torch-compute: the policy allowed it
-    return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + interp, _t(s.seed_s),
+    status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
+    return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + (interp if s.best_s else ""),
+            _t(s.seed_s),
             *baseline_cells(s), percent(s.sol_fraction), number(s.evaluations, "{}"),
             number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
             number(s.timeouts if s.evaluations is not None else None, "{}"),
@@ -113,13 +121,40 @@ def cells(r: Row) -> list[str]:
             f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:160]]
 
 
+def row_line(r: Row) -> str:
+    """A finished run as the bench prints it: its label, its status as the tables say it, and why where the run found
+    no correct kernel."""
+    why = f" {r.reason[:200]}" if r.status not in (OK, BAKED) else ""
+    return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}"
+
+
+GPU_ONLY = (*(SHORT[b] for b in BASELINES), *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "GPU busy")
+LLM = ("LLM calls", "LLM cost")
+MAIN = ("problem", "status", "best", "seed (tuned)", *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations",
+        "wall (s)")  # the page's table; the other columns are folded under it
+
+
+def columns(rows: list[Row], summary: dict) -> list[str]:
+    """The columns of HEADER that say something of these rows: none of a GPU's on the CPU interpreter (no baseline,
+    speed-up or GPU figure there), no LLM columns where no run called one."""
+    dropped = (GPU_ONLY if summary["device"] == "CPU" else ()) + \
+        (LLM if not any(r.summary.llm_calls or r.summary.llm_cost_usd for r in rows) else ())
+    return [h for h in HEADER if h not in dropped]
+
+
+def pick(row: list, header: list[str]) -> list:
+    """A row of HEADER's cells cut to `header`'s columns."""
+    return [row[HEADER.index(h)] for h in header]
+
+
 def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = None,
              manifest: dict | None = None) -> str:
     reports = reports or {}
     name = lambda r: f"[{r.label}]({reports[r.label]})" if r.label in reports else r.label  # noqa: E731
+    header = columns(rows, summary)
     lines = [f"# {title}", "", *[f"- {line}" for line in summary_lines(summary)], "",
-             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join([name(r), *cells(r)[1:]]) + " |" for r in rows]
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(pick([name(r), *cells(r)[1:]], header)) + " |" for r in rows]
     if _with_intervals(summary):
         header, table_rows = interval_table(summary["intervals"])
         lines += ["", f"## Speed-ups over {summary['intervals']['seeds']} search seeds", "",
@@ -142,6 +177,57 @@ def _anytime(rows: list[Row]) -> list[tuple[str, bytes]]:
             by_problem.setdefault(r.name, []).append(("" if r.search_seed is None else f"seed {r.search_seed}",
                                                       r.summary.anytime))
     return [(name, plot_anytime(curves, name)) for name, curves in by_problem.items()]
+
+
+def _interpreter_curves(rows: list[Row]) -> list[tuple[str, bytes]]:
+    """Each problem's interpreter curves (correct kernels and best time so far against evaluations), one line per
+    search seed (``evo.anytime.interpreter_curve``)."""
+    by_problem: dict[str, list] = {}
+    for r in rows:
+        if r.summary.interpreter_curve:
+            by_problem.setdefault(r.name, []).append(("" if r.search_seed is None else f"seed {r.search_seed}",
+                                                      r.summary.interpreter_curve))
+    return [(name, plot_interpreter(curves, name)) for name, curves in by_problem.items()]
+
+
+def verdict_of(r: Row) -> str:
+    """A row's kind, for the CPU page's plot: correct, correct at the test sizes only, incorrect, or no run."""
+    if r.status == OK:
+        return "correct"
+    if r.status == BAKED:
+        return "correct at test sizes only"
+    return "no correct kernel" if r.summary.evaluations else "run failed"
+
+
+def _cpu_plots(rows: list[Row]) -> bytes:
+    """What a bench on the CPU interpreter has, as one PNG: each run's evaluations, the correct ones apart, and
+    how many runs ended correct, correct at the test sizes only, incorrect or failed."""
+    from matplotlib.ticker import MaxNLocator
+
+    kinds = ("correct", "correct at test sizes only", "no correct kernel", "run failed")
+    colours = ("#2a9d8f", "#e9c46a", "#e76f51", "#999999")
+    height = max(3.2, 0.22 * len(rows) + 1.2)
+    fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, height), gridspec_kw={"width_ratios": (3, 2)})
+    labels = [r.label for r in rows][::-1]
+    curves = [r.summary.interpreter_curve for r in rows][::-1]
+    correct = [curve[-1]["correct"] if curve else 0 for curve in curves]
+    total = [r.summary.evaluations or 0 for r in rows][::-1]
+    left.barh(labels, correct, color=colours[0], label="correct")
+    left.barh(labels, [t - c if curve else 0 for t, c, curve in zip(total, correct, curves)], left=correct,
+              color=colours[2], label="not correct")
+    if any(t and not curve for t, curve in zip(total, curves)):  # a summary.json of before the curve was kept
+        left.barh(labels, [0 if curve else t for t, curve in zip(total, curves)], color=colours[3],
+                  label="correct ones not recorded")
+    left.set(xlabel="evaluations", title="evaluations per run")
+    left.tick_params(axis="y", labelsize=7)
+    left.legend(fontsize=7)
+    counts = Counter(verdict_of(r) for r in rows)
+    right.bar(range(len(kinds)), [counts.get(k, 0) for k in kinds], color=colours)
+    right.set_xticks(range(len(kinds)), [k.replace(" ", "\n", 2) for k in kinds], fontsize=7)
+    right.set(ylabel="runs", title="runs by outcome (CPU interpreter)")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return figure_png(fig, dpi=90)
 
 
 def _plots(rows: list[Row]) -> bytes:
@@ -169,10 +255,15 @@ def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: di
     if _with_intervals(summary):
         header, interval_rows = interval_table(summary["intervals"])
         intervals = {"seeds": summary["intervals"]["seeds"], "header": header, "rows": interval_rows}
-    return render("bench.html.j2", title=title, lines=summary_lines(summary), plots_png=_plots(rows), header=HEADER,
-                  rows=[[link(reports[r.label], r.label) if r.label in reports else r.label, *cells(r)[1:]]
-                        for r in rows],
-                  intervals=intervals, anytime=_anytime(rows), manifest=manifest_rows(manifest))
+    header = columns(rows, summary)
+    main = [h for h in header if h in MAIN]
+    full = [[link(reports[r.label], r.label) if r.label in reports else r.label, *cells(r)[1:]] for r in rows]
+    cpu = summary["device"] == "CPU"
+    return render("bench.html.j2", title=title, lines=summary_lines(summary),
+                  plots_png=_cpu_plots(rows) if cpu else _plots(rows), header=main,
+                  rows=[pick(row, main) for row in full], details_header=header,
+                  details=[pick(row, header) for row in full], intervals=intervals, cpu=cpu,
+                  anytime=_interpreter_curves(rows) if cpu else _anytime(rows), manifest=manifest_rows(manifest))
 
 
 SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), "SoL")

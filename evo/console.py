@@ -16,12 +16,14 @@ if TYPE_CHECKING:
     from evo.search import GenerationReport
 
 
-def print_generation(report: GenerationReport, interpreter: bool = False) -> None:
+def print_generation(report: GenerationReport, interpreter: bool = False, tag: str = "") -> None:
+    """One line per generation; `tag` names the run among others printing beside it (a sweep's search seed)."""
     best = "n/a" if math.isinf(report.best_s) else seconds(report.best_s)
     median = "n/a" if math.isinf(report.median_s) else seconds(report.median_s)
     mark = " *" if report.improved else ""
     label = f"{INTERPRETER_TIMES}: " if interpreter else ""
-    print(f"[kernelevo] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
+    who = f"kernelevo {tag}" if tag else "kernelevo"
+    print(f"[{who}] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
           f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
 
 
@@ -31,8 +33,12 @@ def time_text(o: RunOutcome) -> str:
     busy = f", GPU busy {percent(o.gpu_busy)}" if o.gpu_busy is not None else ""
     timeouts = f", {o.timeouts} timed out" if o.timeouts else ""
     timeouts += f", {o.evaluations_cut} cut running at its budget" if o.evaluations_cut else ""
-    return (f"search {o.search_wall_s or 0.0:.1f} s{rate}{busy}{timeouts}; before it: baselines "
-            f"{o.baseline_wall_s or 0.0:.1f} s, seeds {o.seed_wall_s or 0.0:.1f} s")
+    gen0 = (f", of which generation 0 (the seeds judged and tuned) {o.generation0_s:.1f} s"
+            if o.generation0_s is not None else "")
+    baselines = ("no baselines (CPU interpreter)" if o.interpreter
+                 else f"measuring the baselines {o.baseline_wall_s or 0.0:.1f} s")
+    return (f"search {o.search_wall_s or 0.0:.1f} s{gen0}{rate}{busy}{timeouts}; before it: making the seeds "
+            f"{o.seed_wall_s or 0.0:.1f} s, {baselines}")
 
 
 def evaluations_text(o: RunOutcome) -> str:

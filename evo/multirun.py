@@ -87,7 +87,7 @@ def write_multirun_report(sweep_dir: Path, boot=None) -> Path | None:
                                                         f"with kernelevo resume run_dir={d}", search_seed=seeds[d]))
             continue
         o = outcomes[d]
-        wall = (o.search_wall_s or 0.0) + (o.baseline_wall_s or 0.0)
+        wall = (o.search_wall_s or 0.0) + (o.baseline_wall_s or 0.0) + (o.seed_wall_s or 0.0)
         rows.append(Row(named[d] or same, o.status, o.stop_reason, wall, "", o, seeds[d]))
     reports = run_reports(sweep_dir, {r.label: d for d, r in zip(dirs, rows)})
     title = f"kernelevo multirun: {len(rows)} runs" + (f" ({' '.join(common)})" if common else "")

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evo import full_size
-from evo.anytime import run_curve
+from evo.anytime import interpreter_curve, run_curve
 from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from evo.tuner import describe_tuner
@@ -76,6 +76,7 @@ class RunOutcome:
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
+    generation0_s: float | None = None  # the search's generation 0: the seeds judged and tuned (None: not recorded)
     search_window: list = field(default_factory=list)  # [start, end] (time.time()) of the last call's search
     gpu_busy: float | None = None  # share of the last call's search time a kernel ran on its GPUs (NVML)
     stop_reason: str = ""
@@ -88,6 +89,7 @@ class RunOutcome:
     other_sizes_failed: dict = field(default_factory=dict)
     manifest: dict | None = None  # what the figures were measured on and with (evo.manifest; None: an older run)
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.anytime.curve)
+    interpreter_curve: list | None = None  # on the interpreter: correct kernels, best time so far per evaluation
 
     @property
     def ok(self) -> bool:
@@ -201,7 +203,10 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
         search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
-        manifest=store.get_meta("manifest"), anytime=run_curve(store))
+        manifest=store.get_meta("manifest"), anytime=run_curve(store),
+        interpreter_curve=interpreter_curve(store.evaluation_history()) or None,
+        generation0_s=next((row.get("elapsed_s") for row in (checkpoint.logbook if checkpoint else [])
+                            if row.get("gen") == 0), None))
 
 
 def run_tuner(config: dict) -> str:

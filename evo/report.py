@@ -20,7 +20,7 @@ from evo import full_size
 from evo.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.page import figure_png, pyplot
 from evo.manifest import manifest_rows
-from evo.console import evaluations_text, seed_rows
+from evo.console import evaluations_text, seed_rows, time_text
 from evo.outcome import REWRITTEN_SEED, RunOutcome, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
@@ -121,7 +121,7 @@ def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
              ("best kernel descends from", o.best_from or "?"),
              ("evaluations", evaluations_text(o)),
              ("LLM calls / cost", f"{o.llm_calls} / ${o.llm_cost_usd:.4f}"),
-             ("search wall time", f"{o.search_wall_s or 0.0:.1f} s"), ("tuning", o.tuner or "?"),
+             ("time", time_text(o)), ("tuning", o.tuner or "?"),
              ("stopped because", o.stop_reason or "-"),
              ("best kernel file", o.best_file)]
     return rows

@@ -146,9 +146,9 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
     return settings, operators
 
 
-def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
+def execute(cfg: DictConfig, run_dir: Path, tag: str = "") -> RunOutcome:
     """Run or resume the search stored in run_dir, print progress and the outcome, write the best kernel, the
-    outcome (summary.json) and the report."""
+    outcome (summary.json) and the report. `tag`: what names this run in its progress lines (a sweep's seed)."""
     settings, operators = check_run_config(cfg)  # bad config fails before anything starts
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
@@ -174,7 +174,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
         sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [s.made_by for s in seeds]) if not evaluator.on_gpu \
             else None
         search = Search(seeds, operators, tuner, store, settings,
-                        partial(print_generation, interpreter=not evaluator.on_gpu),
+                        partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
                         selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))

@@ -280,9 +280,9 @@ class Search:
             self._cut_at(0.0)  # children still running were dropped: nothing more of theirs begins
             self._children.shutdown(wait=True)
             self._cut_at(None)
-        folded = max(self._snapshots)
-        if folded != self._state.get("children"):  # children folded since the last generation's checkpoint
-            self._checkpoint(self._state["generation"], folded)
+        # the state at the stop, also with no child folded since the last checkpoint: the search's time then counts
+        # what it spent since (children dropped, an LLM's retries and waits), not the time at that checkpoint
+        self._checkpoint(self._state["generation"], max(self._snapshots))
         self._state["stop_reason"] = stop
         self.store.set_meta("stop_reason", stop)
         return self._state
@@ -308,7 +308,7 @@ class Search:
         population = [ind for island in self.islands for ind in island]
         record = self.stats.compile(population)
         self.logbook.record(gen=generation, nevals=self._state["offspring"],
-                            evaluations=self.store.evaluation_count(), **record)
+                            evaluations=self.store.evaluation_count(), elapsed_s=round(self._elapsed(), 3), **record)
         improved = record["best"] < self._state["best_s"]
         self._state.update(best_s=min(record["best"], self._state["best_s"]), offspring=0,
                            stale=0 if improved else self._state["stale"] + 1)

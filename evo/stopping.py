@@ -17,14 +17,18 @@ class Stop:
     spent: float  # what was spent against the budget: generations, stale generations, evaluations, seconds
 
 
+def _generations(n: int) -> str:
+    return f"{n} generation" + ("" if n == 1 else "s")
+
+
 def ended(budget, next_generation: int, generation: int, stale: int) -> list[Stop]:
     """The budgets on generations that end the search before a child of `next_generation`, given the last whole
     generation folded in and how many generations in a row brought no improvement (the same whatever the timing)."""
     stops = []
     if next_generation > budget.generations:  # generation 0 is the seed
-        stops.append(Stop("generations", f"{budget.generations} generations done", next_generation - 1))
+        stops.append(Stop("generations", f"{_generations(budget.generations)} done", next_generation - 1))
     if budget.patience is not None and stale >= budget.patience and generation > 0:
-        stops.append(Stop("patience", f"no improvement for {budget.patience} generations", stale))
+        stops.append(Stop("patience", f"no improvement for {_generations(budget.patience)}", stale))
     return stops
 
 

@@ -14,15 +14,21 @@ from fitness.policy import PrecisionPolicy, Tolerance
 class Comparison:
     ok: bool
     reason: str = ""
-    max_abs_err: float = 0.0
-    max_rel_err: float = 0.0
-    rel_l2: float = 0.0
+    max_abs_err: float | None = 0.0  # None: no error measured (outputs of another shape, dtype or count)
+    max_rel_err: float | None = 0.0
+    rel_l2: float | None = 0.0
 
     def worst(self, other: "Comparison") -> "Comparison":
         """The comparison that reports the larger errors; a failure always wins."""
         if self.ok != other.ok:
             return self if not self.ok else other
         return self if self.max_abs_err >= other.max_abs_err else other
+
+
+def mismatch(reason: str) -> Comparison:
+    """A failure before any element is compared (another type, shape, dtype or number of outputs): no error
+    figures, so no verdict says "max abs err 0" of an output it could not compare."""
+    return Comparison(False, reason, None, None, None)
 
 
 def as_tensor_list(output) -> list:
@@ -119,11 +125,11 @@ def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output"
     the tests; False: never), else in torch a chunk of ``CHUNK_ELEMENTS`` at a time (a KernelBench output of 7.5 GB
     would need 15 GB per float64 temporary at once). Both give the same verdict and message."""
     if not isinstance(out, torch.Tensor):
-        return Comparison(False, f"{label} is a {type(out).__name__}, expected a torch.Tensor")
+        return mismatch(f"{label} is a {type(out).__name__}, expected a torch.Tensor")
     if tuple(out.shape) != tuple(ref.shape):
-        return Comparison(False, f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        return mismatch(f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
     if out.dtype != ref.dtype:
-        return Comparison(False, f"{label} has dtype {out.dtype}, expected {ref.dtype}")
+        return mismatch(f"{label} has dtype {out.dtype}, expected {ref.dtype}")
     flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
     count = flat_ref.numel()
     if count:
@@ -153,7 +159,7 @@ def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output"
 def compare_outputs(output, refs: list, policy: PrecisionPolicy) -> Comparison:
     outs = as_tensor_list(output)
     if len(outs) != len(refs):
-        return Comparison(False, f"forward returned {len(outs)} outputs, the reference returns {len(refs)}")
+        return mismatch(f"forward returned {len(outs)} outputs, the reference returns {len(refs)}")
     result = Comparison(True)
     for i, (out, ref) in enumerate(zip(outs, refs)):
         label = "output" if len(refs) == 1 else f"output #{i}"

@@ -88,11 +88,13 @@ def fitness_parts(cfg: DictConfig) -> FitnessParts:
 def check_fitness_config(cfg: DictConfig) -> ProblemSpec:
     """What an evaluator would be built from, checked without starting anything; the problem spec. Raises
     ValueError naming the fix."""
-    from fitness.problem import load_problem
+    from fitness.problem import check_reference, load_problem
 
-    spec = fitness_parts(cfg).problem
-    load_problem(spec)  # the file defines Model, get_inputs, get_init_inputs; its size overrides exist
-    return spec
+    parts = fitness_parts(cfg)
+    # the file defines Model, get_inputs, get_init_inputs; its size overrides exist; its reference works (forward
+    # run on the interpreter, at the test sizes): a problem's fault is never blamed on a candidate
+    check_reference(load_problem(parts.problem), run_forward=parts.device == "cpu")
+    return parts.problem
 
 
 def build_evaluator(cfg: DictConfig) -> Evaluator:
@@ -109,7 +111,13 @@ def read_candidate(path: str | None, problem: ProblemSpec) -> tuple[str, str]:
                              f"problem={problem.path} out=seed.py`")
         return problem.seed_source(), "seed"
     file = Path(path).expanduser()
+    if file.is_dir():
+        raise ValueError(f"candidate={path} is a directory; pass candidate=PATH to a Python file defining ModelNew")
     if not file.is_file():
         raise ValueError(f"candidate file {path!r} not found; pass candidate=PATH to a module defining ModelNew, "
                          f"or leave it out to evaluate the problem's bundled seed")
-    return file.read_text(), file.name
+    try:
+        return file.read_text(encoding="utf-8"), file.name
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"candidate file {path!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start}): is it a binary? pass a Python source file defining ModelNew") from None

@@ -8,7 +8,7 @@ import torch
 
 from fitness import memory, timing
 from fitness.correctness import as_tensor_list
-from fitness.problem import call_get_inputs
+from fitness.problem import ProblemError, call_get_inputs
 
 
 def make_inputs(problem, seed: int, device: str) -> list:
@@ -64,7 +64,11 @@ def synchronize(device: str) -> None:
 def reference_output_specs(reference, problem, job, input_seed: int) -> list:
     """Shapes and dtypes of the reference outputs, from a probe input that is scrubbed afterwards."""
     probe = make_inputs(problem, input_seed + 10_000, job["device"])
-    outputs = as_tensor_list(reference(*probe))
+    try:
+        outputs = as_tensor_list(reference(*probe))
+    except Exception as exc:  # the problem's fault, never the candidate's (fitness.problem.check_reference)
+        raise ProblemError(f"{problem.spec.path}: the reference Model.forward failed: {type(exc).__name__}: "
+                           f"{exc}; fix the problem file") from exc
     specs = [(tuple(o.shape), o.dtype) for o in outputs]
     scrub(outputs)
     return specs

@@ -163,11 +163,16 @@ def load_problem(spec: ProblemSpec) -> LoadedProblem:
 
 
 def call_get_inputs(problem: LoadedProblem) -> list:
-    """get_inputs(), with any failure reported as a ProblemError naming the file."""
+    """get_inputs(), with any failure reported as a ProblemError naming the file: it must return a list (or tuple)
+    of the forward's arguments, not one tensor (whose rows would become the arguments)."""
     try:
-        return problem.get_inputs()
+        inputs = problem.module.get_inputs()
     except Exception as exc:
         raise ProblemError(f"{problem.spec.path}: get_inputs() failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(inputs, (list, tuple)):
+        raise ProblemError(f"{problem.spec.path}: get_inputs() returned a {type(inputs).__name__}; it must return "
+                           f"a list of Model.forward's arguments, e.g. [torch.randn(...)]")
+    return list(inputs)
 
 
 def call_get_init_inputs(problem: LoadedProblem) -> list:
@@ -175,3 +180,64 @@ def call_get_init_inputs(problem: LoadedProblem) -> list:
         return problem.get_init_inputs()
     except Exception as exc:
         raise ProblemError(f"{problem.spec.path}: get_init_inputs() failed: {type(exc).__name__}: {exc}") from exc
+
+
+ARGUMENT_TYPES = "tensors or plain numbers"  # what get_inputs() may return (``check_reference``)
+
+
+def check_reference(problem: LoadedProblem, run_forward: bool) -> None:
+    """The problem itself checked once, before any candidate is judged: get_inputs() returns a list of tensors or
+    plain numbers, as many as Model.forward takes, and (`run_forward`: at the interpreter's test sizes) the reference
+    Model builds and its forward returns a tensor or a tuple of them. A ProblemError names the file and what is
+    wrong, so no candidate is blamed for the problem's fault. Without `run_forward` (a GPU, full sizes) the inputs
+    are made on the meta device: no memory, no values."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+        torch.manual_seed(0)
+        _check_reference(problem, run_forward)
+
+
+def _check_reference(problem: LoadedProblem, run_forward: bool) -> None:
+    import inspect
+
+    import torch
+
+    path = problem.spec.path
+    with torch.device("cpu" if run_forward else "meta"):
+        inputs = call_get_inputs(problem)
+        init_inputs = call_get_init_inputs(problem)
+        model = _reference(problem, init_inputs) if run_forward else None
+    odd = [f"item {i + 1} is a {type(x).__name__}" for i, x in enumerate(inputs)
+           if not isinstance(x, (torch.Tensor, numbers.Number, type(None)))]
+    if odd:
+        raise ProblemError(f"{path}: get_inputs() must return {ARGUMENT_TYPES} (Model.forward's arguments), but "
+                           f"{'; '.join(odd)}")
+    try:
+        inspect.signature(problem.Model.forward).bind(None, *inputs)
+    except TypeError as exc:
+        raise ProblemError(f"{path}: get_inputs() returns {len(inputs)} argument(s) but Model.forward does not take "
+                           f"them ({exc}); make get_inputs() return one item per forward argument") from exc
+    except ValueError:  # a forward without a Python signature: its call below says what is wrong
+        pass
+    if model is None:
+        return
+    try:
+        with torch.no_grad():
+            output = model(*inputs)
+    except Exception as exc:
+        raise ProblemError(f"{path}: the reference Model.forward failed on get_inputs(): {type(exc).__name__}: "
+                           f"{exc}; fix the problem file (no candidate can match a reference that fails)") from exc
+    outputs = list(output) if isinstance(output, (list, tuple)) else [output]
+    if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
+        raise ProblemError(f"{path}: the reference Model.forward returned {type(output).__name__}; it must return "
+                           f"a tensor or a tuple of tensors")
+
+
+def _reference(problem: LoadedProblem, init_inputs: list):
+    """The reference Model built from get_init_inputs(), in eval mode; a ProblemError naming the file if it fails."""
+    try:
+        return problem.Model(*init_inputs).eval()
+    except Exception as exc:
+        raise ProblemError(f"{problem.spec.path}: constructing the reference Model(*get_init_inputs()) failed: "
+                           f"{type(exc).__name__}: {exc}") from exc

@@ -114,6 +114,9 @@ class EvalResult:
         if self.max_abs_err is not None:
             lines.append(f"correctness: {self.trials_passed}/{self.trials} trials, max abs err {self.max_abs_err:.3g},"
                          f" rel L2 {self.rel_l2:.3g}")
+        elif self.status == "incorrect":  # outputs of another shape, dtype or count: no error to measure (reason)
+            lines.append(f"correctness: {self.trials_passed}/{self.trials} trials passed; no error measured: the "
+                         f"output could not be compared (see reason)")
         if self.time_s is not None and self.timer == "interpreter":  # wall-clock of the CPU interpreter: no baselines
             lines.append(f"time (interpreter wall-clock): {format_seconds(self.time_s)}")
         elif self.time_s is not None:

@@ -58,7 +58,7 @@ from fitness.memory import spec_bytes  # noqa: E402
 from fitness.timed_inputs import FreshInputs  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
-from fitness.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
+from fitness.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
 from fitness.stage import CompileStage, stage  # noqa: E402
@@ -97,21 +97,21 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
                 output = model_new(*buffers)
                 synchronize(device)
             with phase("trial_judge"):
-                verify(f"trial {trial}", guards=guards, trials_passed=trial)
-                check_output_types(output, f"trial {trial}", guards=guards, trials_passed=trial)
-                check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial}",
+                verify(f"trial {trial + 1}", guards=guards, trials_passed=trial)
+                check_output_types(output, f"trial {trial + 1}", guards=guards, trials_passed=trial)
+                check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial + 1}",
                              trials_passed=trial)
             with phase("trial_compare"):
                 changed = changed_inputs(buffers, saved)
                 if changed:
-                    raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial}); inputs "
+                    raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial + 1}); inputs "
                                   f"must be left unchanged", guards=guards, trials_passed=trial)
                 with phase("trial_reference"):
                     refs = as_tensor_list(reference(*saved))
                 comparison = compare_outputs(output, refs, policy)
                 scrub(as_tensor_list(output) + refs)
         if not comparison.ok:
-            raise Verdict("incorrect", f"trial {trial} (input seed {input_seed + trial}): {comparison.reason}",
+            raise Verdict("incorrect", f"trial {trial + 1} (input seed {input_seed + trial}): {comparison.reason}",
                           guards=guards, trials_passed=trial, max_abs_err=comparison.max_abs_err,
                           max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
         worst = comparison if worst is None else worst.worst(comparison)
@@ -244,7 +244,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                     verdict.fields.setdefault(key, result[key])
             verdict.fields.setdefault("guards", {})["compile_pass"] = compile_how
             raise
-        except CandidateError:
+        except (CandidateError, ProblemError):  # a ProblemError: the reference failed (run_job: internal_error)
             raise
         except Exception as exc:
             verify("candidate error")  # before the judge's code describes it

@@ -20,6 +20,9 @@ from kernelevo.listing import LISTS, print_list
 from kernelevo.locations import check_locations
 from kernelevo.validate import Validator, split_flags, wants_info
 
+# Hydra's log file (commands.log, named after this module) opened at the first record logged, not at the start: a
+# command that logs nothing leaves no empty file in its output directory
+LOG_ONLY_WHEN_LOGGED = "++hydra.job_logging.handlers.file.delay=true"
 USAGE = "usage: kernelevo {" + ",".join([*COMMANDS, "list"]) + "} [key=value ...]"
 
 
@@ -56,6 +59,18 @@ def seed_sweep(first: int, seeds: int, flags: list[str], overrides: list[str]) -
     kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] != "search.seed"]
     multirun = [] if any(flag in ("--multirun", "-m") for flag in flags) else ["--multirun"]
     return [*multirun, *flags], [*kept, "search.seed=" + ",".join(str(first + i) for i in range(seeds))]
+
+
+def help_text(name: str, flags: list[str]) -> list[str]:
+    """`kernelevo NAME --help`: Hydra's help page opening with what the command does (Hydra's own header names the
+    module and says it "is powered by Hydra"), its footer how to read the keys' meanings."""
+    if not any(flag in ("--help", "-h") for flag in flags):
+        return []
+    quote = lambda text: "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"  # noqa: E731 - Hydra's quoting
+    header = f"kernelevo {name}: {COMMANDS[name].help}\nkeys are set as key=value; groups as group=option\n"
+    footer = ("every key's meaning and default: docs/configuration.md; the composed config: kernelevo "
+              f"{name} --cfg job")
+    return [f"hydra.help.header={quote(header)}", f"hydra.help.footer={quote(footer)}"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,7 +113,9 @@ def _main(argv: list[str] | None) -> None:
             check_locations(name, cfg, *validator.output_dir(flags))
     except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
-    sys.argv = [f"kernelevo {name}", *flags, *overrides]
+    own_logging = any("job_logging" in o for o in overrides)  # hydra/job_logging=...: the user's handlers as given
+    sys.argv = [f"kernelevo {name}", *flags, *overrides, *help_text(name, flags),
+                *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])]
     hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
 
 

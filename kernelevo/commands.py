@@ -190,8 +190,9 @@ def run(cfg: DictConfig) -> None:
     taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked then
     if taken is not None:
         fail(taken)
-    try:
-        summary = execute(cfg, run_dir)
+    swept = {o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task} if multirun else set()
+    try:  # runs of a sweep over search seeds (--seeds N) name theirs in every progress line
+        summary = execute(cfg, run_dir, tag=f"seed {cfg.search.seed}" if "search.seed" in swept else "")
     except ValueError as exc:
         fail(str(exc))
     except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
@@ -207,7 +208,7 @@ def bench(cfg: DictConfig) -> None:
     from hydra.utils import instantiate
 
     from evo.bench import BenchError, execute_bench, select, with_seeds
-    from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
+    from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
 
     own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
@@ -223,9 +224,7 @@ def bench(cfg: DictConfig) -> None:
         fail(str(exc))
     bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
     try:  # every finished problem's row is saved as it comes: an error here loses none
-        rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(
-            f"[bench] {row.name}: {row.status} ({row.wall_s:.0f} s)"
-            f"{' ' + row.reason[:200] if row.status != 'ok' else ''}", flush=True))
+        rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(row_line(row), flush=True))
     except BenchError as exc:
         fail(str(exc))
     except KeyboardInterrupt:

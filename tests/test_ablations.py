@@ -20,7 +20,7 @@ def test_offline_ablations_run_as_a_multirun_and_are_tabulated(tmp_path):
     table = (tmp_path / "sweep" / "ablations.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("| offline_only") or
             line.startswith("| random_selection")]
-    assert len(rows) == 2 and all("1 generations done" in row for row in rows)
+    assert len(rows) == 2 and all("1 generation done" in row for row in rows)
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == ["0-offline_only",
                                                                                    "1-random_selection"]
 

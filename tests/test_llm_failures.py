@@ -146,6 +146,21 @@ def test_an_llm_gone_mid_run_stops_it_at_once_naming_why_and_a_resume_loses_noth
     assert len(made) == 8 and {ind.operator for ind in made} == {"llm_mutation"}
 
 
+def test_an_llms_failed_calls_and_waits_count_in_the_search_time(tmp_path):
+    """Issue 44: a run that spent ~50 s on LLM retries reported "search 5.8 s": the time of its last checkpoint
+    (generation 0), no child having been folded in since. The stop saves the state with the time it took."""
+    with ScriptedLLMServer(lambda body: {"status": 503, "delay_s": 0.4}) as server:
+        s, store = search(tmp_path, LLMClient(settings(server.url, max_retries=0, max_consecutive_failures=3)))
+        started = time.perf_counter()
+        state = s.run()
+        took = time.perf_counter() - started
+    assert state["stop_reason"].startswith("LLM unavailable") and store.latest_checkpoint().children == 0
+    generation0 = store.latest_checkpoint().logbook[0]["elapsed_s"]
+    elapsed = store.latest_checkpoint().elapsed_s
+    assert elapsed >= generation0 + 0.8 and elapsed <= took + 0.01  # two rounds of 0.4 s failures, at least
+    store.close()
+
+
 def test_the_wall_budget_stops_a_search_that_llm_calls_hold(tmp_path):
     """Was: a generation of 663 s under a wall budget of 900 s, its LLM calls waiting out time-outs and retries."""
     with ScriptedLLMServer(lambda body: {**ok(SOURCE.format(v=7)), "delay_s": 20}) as server:

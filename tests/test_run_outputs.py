@@ -74,7 +74,7 @@ def test_resume_extends_the_generation_budget_repeating_nothing(tmp_path):
     assert first.returncode == 0, first.stdout + first.stderr
     run_dir = tmp_path / "run"
     done = read_store(run_dir, lambda store: (store.evaluation_count(), set(store.evaluations())))
-    assert "1 generations done" in first.stdout
+    assert "1 generation done" in first.stdout
 
     resumed = kernelevo("resume", f"run_dir={run_dir}", "search.generations=3", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
