@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 PROFILERS = ("none", "ncu")
+BASELINES = ("eager", "compile", "max_autotune")  # every known baseline, in the order tables show them (fitness.baselines)
 
 
 @dataclass
@@ -76,8 +77,6 @@ class EvalSettings:
     profile_timeout_s: float = 300.0  # one kernel's run under the profiler
 
     def __post_init__(self):
-        from fitness.baselines import check_names  # imports torch: only when settings are built
-
         if isinstance(self.timing, dict):  # a partial dict (tests, a stored run): the rest at their defaults
             self.timing = TimingSettings(**self.timing)
         if self.profile not in PROFILERS:
@@ -92,7 +91,10 @@ class EvalSettings:
         if self.spares is not None and self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
                              f"{self.spares}")
-        self.baselines = check_names(list(self.baselines))
+        self.baselines = list(self.baselines or [])
+        if set(self.baselines) - set(BASELINES) or len(set(self.baselines)) < len(self.baselines):
+            raise ValueError(f"fitness.baselines={self.baselines}: name each baseline once, from {list(BASELINES)} "
+                             f"(e.g. fitness.baselines=[eager,compile] to skip max-autotune)")
         if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
             raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
                              f"own), got {self.baseline_compile_timeout_s}")
