@@ -22,7 +22,7 @@ from evo.console import print_generation, start_line, table
 from evo.manifest import run_manifest
 from evo.outcome import INTERPRETER_TIMES, RunOutcome, summarise
 from evo.progress import Progress
-from evo.report import write_report
+from evo.report_html import write_report
 from evo.search import Search, SearchSettings
 from evo.seeding import make_seeds
 from evo.store import RunStore

@@ -272,7 +272,7 @@ def resume(cfg: DictConfig) -> None:
 
 def report(cfg: DictConfig) -> None:
     """Write a run's report: report.html (self-contained), report.md and fitness.png."""
-    from evo.report import write_report
+    from evo.report_html import write_report
 
     try:
         path = write_report(Path(cfg.run_dir))
