@@ -111,12 +111,19 @@ class EvalSettings:
         return max(int(in_flight if self.spares is None else self.spares), 0)
 
     @classmethod
-    def from_config(cls, cfg: dict) -> "EvalSettings":
-        """From a resolved ``fitness`` config (its policy and backend left out)."""
+    def migrated(cls, cfg: dict) -> dict:
+        """A ``fitness`` config with its legacy keys in today's form (the one place they are read): a run saved
+        before ``fitness.baselines`` has ``compile_baseline`` (false: eager only; null: the default)."""
         cfg = dict(cfg)
-        if "compile_baseline" in cfg:  # replaced by fitness.baselines; a run saved before has it (null: the default)
+        if "compile_baseline" in cfg:
             if cfg.pop("compile_baseline") is False:
                 cfg["baselines"] = [n for n in cfg.get("baselines", cls().baselines) if n == "eager"]
+        return cfg
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "EvalSettings":
+        """From a resolved ``fitness`` config (its policy and backend left out)."""
+        cfg = cls.migrated(cfg)
         known = set(cls.__dataclass_fields__)
         unknown = set(cfg) - known - {"policy", "backend"}
         if unknown:

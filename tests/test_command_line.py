@@ -180,3 +180,44 @@ def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift
            "improvement in its last 3 generations (lift it: search.patience=null, or a value above 3)" in text
     kept = read_store(tmp_path / "D", lambda store: (store.get_meta("config"), store.latest_checkpoint()))
     assert kept == (config, Checkpoint(5, stale=3, elapsed_s=10.0))  # no budget changed, nothing resumed
+
+
+def a_stopped_run(run_dir, config=None):
+    """A run store as a run that stopped on patience after 5 generations leaves it: its config (`config`, or the
+    search's budgets alone) and checkpoint."""
+    from evo.checkpoint import Checkpoint
+    from evo.store import RunStore
+
+    store = RunStore(run_dir)
+    config = config or {"problem": {"name": "elementwise_chain"}}
+    config["search"] = {**config.get("search", {}), "generations": 5, "patience": 3, "max_evaluations": None,
+                        "wall_time_s": None}
+    store.set_meta("config", config)
+    store.save_checkpoint(Checkpoint(5, stale=3, elapsed_s=10.0))
+    store.close()
+
+
+def test_resume_takes_every_budget_key_its_messages_name(cli, tmp_path):
+    """Issue 46: `kernelevo resume run_dir=D search.max_gpu_s=10` was refused as an unknown key, while resume's own
+    message told the user to raise search.max_gpu_s. Every budget key a message names (kernelevo.resuming.LIFT) and
+    every field of the budgets is a key resume takes: here each one reaches the resume's own check (which refuses a
+    resume that would run nothing, naming the value it was given), none is an unknown key."""
+    from dataclasses import fields
+
+    from evo.settings import Budget
+    from kernelevo.resuming import LIFT
+    from operators.llm.settings import LLMBudget
+
+    a_stopped_run(tmp_path / "D", {"problem": {"name": "elementwise_chain"},
+                                   "llm": {"provider": "openai", "model": "openai/gpt-4o"}})
+    a_stopped_run(tmp_path / "offline")
+    keys = [f"search.{f.name}" for f in fields(Budget)] + [f"llm.budget.{f.name}" for f in fields(LLMBudget)]
+    assert {f"search.{key}" for key in LIFT} <= set(keys)
+    assert ("llm.budget.max_calls: the run in offline has no llm settings to change (llm=none); leave "
+            "llm.budget.max_calls out") in refused(cli("resume", "run_dir=offline", "llm.budget.max_calls=7"))
+    for key in keys:
+        text = refused(cli("resume", "run_dir=D", f"{key}=7"))
+        assert f"resuming D with {key}=7" in text and "would run nothing" in text, text
+    assert "search.max_gpu_s=10.0 would run nothing: its 5 generations are done" in refused(
+        cli("resume", "run_dir=D", "search.max_gpu_s=10"))
+
