@@ -9,8 +9,10 @@ seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -109,9 +111,17 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
               + ", ".join(f"{name} {state}" for name, state in status.items()), flush=True)
 
 
-def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run's config as ``check_run_config`` checked it: the parts it built, handed to ``execute`` (built once)."""
+    settings: SearchSettings
+    operators: list
+    strategy: Any
+
+
+def check_run_config(cfg: DictConfig) -> CheckedRun:
     """Everything about a run's config that can be checked before anything is written or started (the command line
-    runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
+    runs it before Hydra makes the run directory, once per command); what the run is made of. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
     strategy = build_strategy(cfg)
     strategy.check(settings), strategy.usable(operators)
@@ -124,13 +134,13 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
 
     uses_llm(operators, OmegaConf.to_container(cfg.llm) if llm is not None else {},
              llm.initialise if llm is not None else False)
-    return settings, operators
+    return CheckedRun(settings, operators, strategy)
 
 
-def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
-    """Run or resume the search stored in run_dir, print progress and the outcome, write the best kernel, the
-    outcome (summary.json) and the report."""
-    settings, operators = check_run_config(cfg)  # bad config fails before anything starts
+def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun) -> RunOutcome:
+    """Run or resume the search stored in run_dir (its config `cfg`, as `check_run_config` found it: `checked`),
+    print progress and the outcome, write the best kernel, the outcome (summary.json) and the report."""
+    settings, operators = checked.settings, checked.operators
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
@@ -146,7 +156,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> RunOutcome:
             else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu),
-                        selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
+                        selection=instantiate(cfg.search.selection), team=team, strategy=checked.strategy)
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox

@@ -71,10 +71,23 @@ def check_seed(cfg: DictConfig) -> None:
     check_fitness_config(cfg)
 
 
+CHECKED: dict = {}  # the configs `check_run` checked (as YAML) -> what it built, for the `run` task of that config
+
+
 def check_run(cfg: DictConfig) -> None:
     from evo.run import check_run_config
 
-    check_llm(cfg, check_run_config(cfg)[1])
+    checked = check_run_config(cfg)
+    check_llm(cfg, checked.operators)
+    CHECKED[OmegaConf.to_yaml(cfg)] = checked
+
+
+def checked_run(cfg: DictConfig):
+    """What `check_run` built from this config before Hydra started (the run's config is checked once); a job of a
+    sweep with other values than the first, which the command line checked, is checked here."""
+    from evo.run import check_run_config
+
+    return CHECKED.pop(OmegaConf.to_yaml(cfg), None) or check_run_config(cfg)
 
 
 def check_llm(cfg: DictConfig, operators: list, warn: bool = False) -> None:
@@ -191,7 +204,7 @@ def run(cfg: DictConfig) -> None:
     if taken is not None:
         fail(taken)
     try:
-        summary = execute(cfg, run_dir)
+        summary = execute(cfg, run_dir, checked_run(cfg))
     except ValueError as exc:
         fail(str(exc))
     except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
@@ -259,8 +272,9 @@ def resume(cfg: DictConfig) -> None:
         config = resume_config(run_dir, changes)
         if note:
             print(note, flush=True)
-        check_llm(config, check_run_config(config)[1], warn=True)
-        summary = execute(config, run_dir)
+        checked = check_run_config(config)
+        check_llm(config, checked.operators, warn=True)
+        summary = execute(config, run_dir, checked)
     except ValueError as exc:
         fail(str(exc))
     except LLMError as exc:

@@ -221,3 +221,43 @@ def test_resume_takes_every_budget_key_its_messages_name(cli, tmp_path):
     assert "search.max_gpu_s=10.0 would run nothing: its 5 generations are done" in refused(
         cli("resume", "run_dir=D", "search.max_gpu_s=10"))
 
+
+class Stop(ValueError):
+    """Raised where a counted command has done what is counted: it ends as a config error would (exit 2)."""
+
+
+def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
+    """Issue 46: `kernelevo run` checked its config before Hydra started and again in evo.run.execute, building the
+    search strategy twice more. The command line's check is the one: its strategy is the search's."""
+    import evo.run
+
+    calls = {"check": 0, "strategy": 0}
+    check, strategy = evo.run.check_run_config, evo.run.build_strategy
+
+    def counted(name, real):
+        def call(*args):
+            calls[name] += 1
+            return real(*args)
+        return call
+
+    def execute(cfg, run_dir, checked):  # evo.run.execute, stopped where it opens the run store
+        assert isinstance(checked, evo.run.CheckedRun) and checked.strategy.name == "evolution"
+        with monkeypatch.context() as patch:
+            patch.setattr(evo.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
+            return real_execute(cfg, run_dir, checked)
+
+    real_execute = evo.run.execute
+    monkeypatch.setattr(evo.run, "check_run_config", counted("check", check))
+    monkeypatch.setattr(evo.run, "build_strategy", counted("strategy", strategy))
+    monkeypatch.setattr(evo.run, "execute", execute)
+    assert "stopped at the store" in refused(cli("run", "hydra.run.dir=R"))
+    assert calls == {"check": 1, "strategy": 1}
+
+    calls.update(check=0, strategy=0)
+    from kernelevo.validate import Validator
+    from omegaconf import OmegaConf
+
+    a_stopped_run(tmp_path / "D", OmegaConf.to_container(Validator("run", "config").check([])[0], resolve=True))
+    code, out, err = cli("resume", "run_dir=D", "search.patience=null", "search.generations=8")
+    assert code == 2 and "search.generations 5 -> 8" in out and err == "kernelevo: error: stopped at the store\n"
+    assert calls == {"check": 1, "strategy": 1}
