@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 PROFILERS = ("none", "ncu")
-BASELINES = ("eager", "compile", "max_autotune")  # every known baseline, in the order tables show them (fitness.baselines)
+# every known baseline, in the order tables show them (what each one is: fitness.baselines)
+BASELINES = ("eager", "compile", "max_autotune")
 
 
 @dataclass

@@ -162,7 +162,8 @@ def test_the_graph_counts_every_import_that_can_run(toy):
                      "high": {"high.x"}, "high.x": {"low.a"}, "high.y": {"high.x"}}
     assert cycles(graph) == []
     (toy / "low/c.py").write_text("def f():\n    if True:\n        from low import a\n")  # runs when f is called
-    (toy / "high/y.py").write_text("import typing\nif typing.TYPE_CHECKING:\n    import low.c\nelse:\n    import low.b\n")
+    (toy / "high/y.py").write_text("import typing\nif typing.TYPE_CHECKING:\n    import low.c\n"
+                                   "else:\n    import low.b\n")
     graph = import_graph(toy, ["low", "high"])
     assert graph["low.c"] == {"low.a"} and graph["high.y"] == {"low.b"}
     assert cycles(graph) == [["low.a", "low.b", "low.c"]]
