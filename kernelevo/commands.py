@@ -71,7 +71,7 @@ def check_seed(cfg: DictConfig) -> None:
     check_fitness_config(cfg)
 
 
-CHECKED: dict = {}  # the configs `check_run` checked (as YAML) -> what it built, for the `run` task of that config
+CHECKED: dict = {}  # the config `check_run` checked last (as YAML) -> what it built, for the `run` task of it
 
 
 def check_run(cfg: DictConfig) -> None:
@@ -79,6 +79,7 @@ def check_run(cfg: DictConfig) -> None:
 
     checked = check_run_config(cfg)
     check_llm(cfg, checked.operators)
+    CHECKED.clear()  # one command line, one check: nothing a command refused later is kept for another
     CHECKED[OmegaConf.to_yaml(cfg)] = checked
 
 
