@@ -16,8 +16,8 @@ spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, Dict, List, Optional, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -180,25 +180,28 @@ class SeedConfig(JudgeConfig):
     out: str = "seed_inductor.py"  # relative to the output directory, or an absolute path
 
 
-@dataclass
-class ResumeSearch:
-    """The budgets a resume may change; null here means "not given" (the run's own value stays)."""
-    generations: Optional[int] = None
-    max_evaluations: Optional[int] = None
-    wall_time_s: Optional[float] = None
-    patience: Optional[int] = None
+def not_given(settings: type) -> type:
+    """The budgets a resume may change: every field of `settings` (``Budget``, ``LLMBudget``), typed as there and
+    null here, meaning "not given" (the run's own value stays). Made from the class, so a budget's new key is one a
+    resume takes, and every key resume's messages name (``kernelevo.resuming.LIFT``) is one."""
+    hints = get_type_hints(settings)
+    return make_dataclass(f"Resume{settings.__name__}", [(f.name, Optional[hints[f.name]], field(default=None))
+                                                         for f in fields(settings)])
+
+
+ResumeBudget, ResumeLLMBudget = not_given(Budget), not_given(LLMBudget)
 
 
 @dataclass
 class ResumeLLM:
-    budget: Dict[str, Optional[float]] = field(default_factory=lambda: {"max_calls": None, "max_cost_usd": None})
+    budget: ResumeLLMBudget = field(default_factory=ResumeLLMBudget)
 
 
 @dataclass
 class ResumeConfig:
     """`kernelevo resume` (conf/resume.yaml)."""
     run_dir: str = MISSING
-    search: ResumeSearch = field(default_factory=ResumeSearch)
+    search: ResumeBudget = field(default_factory=ResumeBudget)
     llm: ResumeLLM = field(default_factory=ResumeLLM)
 
 
@@ -225,12 +228,8 @@ def run_config(saved: dict) -> DictConfig:
     from omegaconf.errors import OmegaConfBaseException
 
     saved = dict(saved)
-    fitness = saved.get("fitness")
-    if isinstance(fitness, dict) and "compile_baseline" in fitness:  # replaced by fitness.baselines
-        fitness = dict(fitness)
-        if fitness.pop("compile_baseline") is False:
-            fitness["baselines"] = ["eager"]
-        saved["fitness"] = fitness
+    if isinstance(saved.get("fitness"), dict):
+        saved["fitness"] = EvalSettings.migrated(saved["fitness"])
     try:
         return OmegaConf.merge(OmegaConf.structured(RunConfig), saved)
     except OmegaConfBaseException as exc:

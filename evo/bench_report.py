@@ -4,11 +4,10 @@ markdown, JSON and a static HTML page with plots."""
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections import Counter
 from pathlib import Path
 
+from core.stats import geometric_mean, median
 from evo.anytime import plot as plot_anytime, plot_interpreter
 from evo.bench import RUNS, Row, slug
 from evo.full_size import BAKED
@@ -25,11 +24,6 @@ AGAINST = (*BASELINES, BEST)  # what fast_p and the geometric mean are computed 
 SHORT = {"eager": "eager", "compile": "compile", "max_autotune": "max-autotune", BEST: "best"}  # column names
 
 
-def _geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
-
-
 def summarise(rows: list[Row]) -> dict:
     n = len(rows)
     ok = [r.summary for r in rows if r.status == OK]
@@ -42,11 +36,11 @@ def summarise(rows: list[Row]) -> dict:
     return {"problems": n, "correct": len(ok) + baked, "correct_rate": (len(ok) + baked) / n if n else 0.0,
             "baked": baked,
             "labelled": dict(sorted(labelled.items())), **fast,
-            **{f"geomean_vs_{base}": _geomean([s.speedup(base) for s in ok]) for base in AGAINST},
+            **{f"geomean_vs_{base}": geometric_mean([s.speedup(base) for s in ok]) for base in AGAINST},
             # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
             **{f"measured_vs_{base}": sum(1 for s in ok if s.speedup(base)) for base in AGAINST},
-            "median_sol_fraction": statistics.median(sol) if sol else None,
-            "median_evaluations_per_hour": statistics.median(rates) if rates else None,
+            "median_sol_fraction": median(sol),
+            "median_evaluations_per_hour": median(rates),
             "min_evaluations_per_hour": min(rates) if rates else None,
             "device": "GPU" if any(r.gpu or r.summary.timer not in ("", INTERPRETER) for r in rows) else "CPU",
             "device_hours": sum(r.wall_s for r in rows) / 3600,  # each search holds one device for its wall time

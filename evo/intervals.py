@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from core.stats import geometric_mean, median
+
 SPEEDUP_PREFIX = "speedup_vs_"  # a run summary's speed-up columns: speedup_vs_eager, speedup_vs_compile, ...
 
 
@@ -71,13 +73,13 @@ def median_interval(values, boot: Bootstrap) -> Interval | None:
     values = np.asarray([v for v in values], dtype=float)
     if values.size == 0:
         return None
-    median = float(np.median(values))
+    middle = median(values.tolist())
     if values.size == 1:
-        return Interval(median, None, None, 1)
+        return Interval(middle, None, None, 1)
     rng = np.random.default_rng(boot.seed)
     medians = np.median(values[rng.integers(0, values.size, size=(boot.resamples, values.size))], axis=1)
     low, high = np.percentile(medians, boot.percentiles)
-    return Interval(median, float(low), float(high), int(values.size))
+    return Interval(middle, float(low), float(high), int(values.size))
 
 
 def geomean_interval(groups, boot: Bootstrap) -> Interval | None:
@@ -88,7 +90,7 @@ def geomean_interval(groups, boot: Bootstrap) -> Interval | None:
     logs = [np.log(np.asarray(g, dtype=float)) for g in groups if len(g)]
     if not logs:
         return None
-    value = float(np.exp(np.mean([g.mean() for g in logs])))
+    value = geometric_mean([geometric_mean(g) for g in groups if len(g)])
     count = sum(g.size for g in logs)
     if max(g.size for g in logs) < 2:
         return Interval(value, None, None, count)

@@ -319,19 +319,3 @@ def profiler_lines(profiles: dict) -> list[str]:
              f"kernels profiled" + (f"; {sum(timed) / len(timed):.1f} s per profiling run" if timed else "")]
             + [f"- {note}" for note in notes])
 
-
-def write_report(run_dir: Path) -> Path:
-    """report.html, report.md and fitness.png in `run_dir`; the path of report.html."""
-    from evo.report_html import render  # it draws this module's RunReport, so it imports this module
-
-    run_dir = Path(run_dir)
-    store = RunStore(run_dir, create=False)
-    try:
-        report = collect(store)
-    finally:
-        store.close()
-    (run_dir / PLOT_FILE).write_bytes(report.plot_png)
-    (run_dir / REPORT_FILE).write_text(markdown(report))
-    path = run_dir / HTML_FILE
-    path.write_text(render(report))
-    return path

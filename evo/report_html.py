@@ -1,11 +1,15 @@
 """A run's report as one self-contained HTML page (report.html): the data `evo.report.collect` gathered, drawn by
-the template evo/templates/report.html.j2 (through the shared page helper, `evo/page.py`)."""
+the template evo/templates/report.html.j2 (through the shared page helper, `evo/page.py`); ``write_report`` writes
+it with report.md and fitness.png (this module imports `evo.report`, never the other way)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from evo.page import render as render_page
 from evo.anytime import curve_header, curve_rows
-from evo.report import (ANYTIME_NONE, GENERATION_HEADER, LLM_CHILD_HEADER, LLM_HEADER, OPERATOR_HEADER, PLOT_FILE,
-                        POLICY_HEADER, REPORT_FILE, RunReport, profiler_lines)
+from evo.report import (ANYTIME_NONE, GENERATION_HEADER, HTML_FILE, LLM_CHILD_HEADER, LLM_HEADER, OPERATOR_HEADER,
+                        PLOT_FILE, POLICY_HEADER, REPORT_FILE, RunReport, collect, markdown, profiler_lines)
+from evo.store import RunStore
 
 
 def diff_kind(line: str) -> str:
@@ -33,3 +37,18 @@ def render(report: RunReport) -> str:
         generation_header=GENERATION_HEADER, operator_header=OPERATOR_HEADER, llm_header=LLM_HEADER,
         llm_child_header=LLM_CHILD_HEADER,
         policy_header=POLICY_HEADER, anytime_none=ANYTIME_NONE, report_file=REPORT_FILE, plot_file=PLOT_FILE)
+
+
+def write_report(run_dir: Path) -> Path:
+    """report.html, report.md and fitness.png in `run_dir`; the path of report.html."""
+    run_dir = Path(run_dir)
+    store = RunStore(run_dir, create=False)
+    try:
+        report = collect(store)
+    finally:
+        store.close()
+    (run_dir / PLOT_FILE).write_bytes(report.plot_png)
+    (run_dir / REPORT_FILE).write_text(markdown(report))
+    path = run_dir / HTML_FILE
+    path.write_text(render(report))
+    return path

@@ -9,9 +9,10 @@ seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -23,7 +24,7 @@ from evo.console import print_generation, start_line, table
 from evo.manifest import run_manifest
 from evo.outcome import INTERPRETER_TIMES, RunOutcome, summarise
 from evo.progress import Progress
-from evo.report import write_report
+from evo.report_html import write_report
 from evo.search import Search, SearchSettings
 from evo.seeding import make_seeds
 from evo.store import RunStore
@@ -127,9 +128,17 @@ def within_llm_budget(settings: SearchSettings, operators: list, cfg: DictConfig
     return replace(settings, parallel=cap, staleness=min(settings.window, cap))
 
 
-def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run's config as ``check_run_config`` checked it: the parts it built, handed to ``execute`` (built once)."""
+    settings: SearchSettings
+    operators: list
+    strategy: Any
+
+
+def check_run_config(cfg: DictConfig) -> CheckedRun:
     """Everything about a run's config that can be checked before anything is written or started (the command line
-    runs it before Hydra makes the run directory); the search settings and operators. Raises ValueError."""
+    runs it before Hydra makes the run directory, once per command); what the run is made of. Raises ValueError."""
     settings, operators = search_settings(cfg), build_operators(cfg)
     settings = within_llm_budget(settings, operators, cfg)
     strategy = build_strategy(cfg)
@@ -143,13 +152,14 @@ def check_run_config(cfg: DictConfig) -> tuple[SearchSettings, list]:
 
     uses_llm(operators, OmegaConf.to_container(cfg.llm) if llm is not None else {},
              llm.initialise if llm is not None else False)
-    return settings, operators
+    return CheckedRun(settings, operators, strategy)
 
 
-def execute(cfg: DictConfig, run_dir: Path, tag: str = "") -> RunOutcome:
-    """Run or resume the search stored in run_dir, print progress and the outcome, write the best kernel, the
-    outcome (summary.json) and the report. `tag`: what names this run in its progress lines (a sweep's seed)."""
-    settings, operators = check_run_config(cfg)  # bad config fails before anything starts
+def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") -> RunOutcome:
+    """Run or resume the search stored in run_dir (its config `cfg`, as `check_run_config` found it: `checked`),
+    print progress and the outcome, write the best kernel, the outcome (summary.json) and the report. `tag`: what
+    names this run in its progress lines (a sweep's seed)."""
+    settings, operators = checked.settings, checked.operators
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
@@ -175,7 +185,7 @@ def execute(cfg: DictConfig, run_dir: Path, tag: str = "") -> RunOutcome:
             else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
-                        selection=instantiate(cfg.search.selection), team=team, strategy=build_strategy(cfg))
+                        selection=instantiate(cfg.search.selection), team=team, strategy=checked.strategy)
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox

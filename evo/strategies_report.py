@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,6 +29,7 @@ from types import SimpleNamespace
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from core.stats import median
 from evo.anytime import GPU_AXIS, Step, best_so_far, plot
 from evo.intervals import Bootstrap, Interval, median_interval
 from evo.outcome import SUMMARY_FILE, RunOutcome
@@ -204,11 +204,6 @@ def _per_gain(spent: float, speedup: float | None) -> float | None:
     return spent / (speedup - 1.0) if spent and speedup is not None and speedup > 1.0 else None
 
 
-def _median(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 @dataclass
 class Row:
     """One problem and strategy over its seeds: the best speed-up's median and interval, the correct rate of the
@@ -248,11 +243,11 @@ def summary_rows(runs: list[StrategyRun]) -> list[Row]:
         children = sum(run.children for run in group)
         rows.append(Row(problem, strategy, len(group), median_interval(speedups, Bootstrap.default()),
                         sum(run.correct for run in group) / children if children else None, children,
-                        *[_median(end[unit] for end in ends) for unit in ("llm_calls", "llm_cost_usd", "evaluations",
+                        *[median(end[unit] for end in ends) for unit in ("llm_calls", "llm_cost_usd", "evaluations",
                                                                           "gpu_s")],
-                        _median(_per_gain(end["llm_calls"], end[SEED_COLUMN]) for end in ends),
-                        _median(_per_gain(end["llm_cost_usd"], end[SEED_COLUMN]) for end in ends),
-                        sum(1 for s in speedups if s > 1.0), _median(run.depth for run in group)))
+                        median(_per_gain(end["llm_calls"], end[SEED_COLUMN]) for end in ends),
+                        median(_per_gain(end["llm_cost_usd"], end[SEED_COLUMN]) for end in ends),
+                        sum(1 for s in speedups if s > 1.0), median(run.depth for run in group)))
     return rows
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import sys
 import tempfile
 import time
@@ -26,6 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from core.stats import geometric_mean  # noqa: E402
 from fitness.formatting import microseconds, ratio  # noqa: E402
 
 
@@ -67,7 +66,7 @@ def table(rows: list[dict], command: str, manifest: dict) -> str:
                      f"{r['best'] or '-'} | {r['status'].get('max_autotune', '-')} | {r['wall_s']:.0f} | "
                      f"{r.get('source', 'this script')} |")
     if ratios:
-        geo = math.exp(statistics.fmean(math.log(x) for x in ratios))
+        geo = geometric_mean(ratios)
         lines += ["", f"max-autotune vs default torch.compile: geometric mean {geo:.3f}x over {len(ratios)} problems "
                       f"(above 1: max-autotune faster)"]
     lines += ["", "## Manifest", "", *[f"- {k}: {v}" for k, v in manifest_rows(manifest)]]

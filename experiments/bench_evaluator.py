@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from core.stats import geometric_mean  # noqa: E402
 from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
 from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
 from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
@@ -139,11 +140,6 @@ def problem_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v]
-    return statistics.geometric_mean(values) if values else None
-
-
 def table(paths: list[str]) -> str:
     runs = load_runs(paths)
     rows = [r for run_ in runs for r in run_["problems"]]
@@ -162,8 +158,8 @@ def table(paths: list[str]) -> str:
               "Baselines (eager, torch.compile) are measured once per problem and excluded from eval wall.", ""]
     lines += problem_table(rows)
     lines += ["", "Geometric mean speed-up of the seeds: "
-              f"{speedup(geomean([r['speedup_vs_eager'] for r in rows]))} vs eager, "
-              f"{speedup(geomean([r['speedup_vs_compile'] for r in rows]))} vs torch.compile.",
+              f"{speedup(geometric_mean([r['speedup_vs_eager'] for r in rows]))} vs eager, "
+              f"{speedup(geometric_mean([r['speedup_vs_compile'] for r in rows]))} vs torch.compile.",
               f"Evaluation wall time per candidate, warm worker (every evaluation after a problem's first, as in a "
               f"search): median {statistics.median(warm):.2f} s, max {max(warm):.2f} s over {len(warm)} evaluations; "
               f"the first evaluation of each problem, which waits for its worker's start-up: median "

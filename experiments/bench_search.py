@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from core.stats import geometric_mean  # noqa: E402
 from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
 from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
 from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
@@ -53,14 +54,14 @@ def phase_medians(results) -> dict:
 def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     from hydra import compose, initialize_config_module
 
-    from evo.run import execute
+    from evo.run import check_run_config, execute
     from evo.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"problem={name}", *BUDGET, *overrides])
     run_dir = root / name
     cpu_before, load_before = cpu_times(), os.getloadavg()[0]
-    outcome = execute(cfg, run_dir)
+    outcome = execute(cfg, run_dir, check_run_config(cfg))
     start, end = outcome.search_window
     cpu_after = cpu_times()
     busy_cpu = (cpu_after[0] - cpu_before[0]) / max(cpu_after[1] - cpu_before[1], 1.0)
@@ -155,8 +156,7 @@ def table(paths: list[str]) -> str:
                      f"{number(r.get('baseline_wall_s'), '{:.1f}')} | {r['stop_reason']} |")
 
     def geo(key_fn):
-        values = [v for v in map(key_fn, rows) if v]
-        return statistics.geometric_mean(values) if values else None
+        return geometric_mean(map(key_fn, rows))
 
     beats = [r for r in rows if (_ratio(r, "seed_s") or 0) > 1.0]
     total_evals, total_wall = sum(r["evaluations"] for r in rows), sum(r["wall_s"] for r in rows)

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fitness.formatting import NA, speedup
+from fitness.settings import BASELINES
+from fitness.stage import BASELINE_COMPILE_STAGE
 from fitness.timing import TimingStats, fastest_baselines
-from fitness.zygote import BASELINE_COMPILE_STAGE
 
-BASELINES = ("eager", "compile", "max_autotune")  # every known baseline, in the order tables show them
 COMPILED = {"compile": {}, "max_autotune": {"mode": "max-autotune-no-cudagraphs"}}  # torch.compile's arguments
 LABELS = {"eager": "eager", "compile": "torch.compile", "max_autotune": "torch.compile max-autotune",
           "best": "the best baseline"}
@@ -30,16 +30,6 @@ OK, FAILED, COMPILE_TIMEOUT, NOT_MEASURED = "ok", "failed", "compile_timeout", "
 STATUS_TEXT = {FAILED: "failed", COMPILE_TIMEOUT: "too slow to compile", NOT_MEASURED: "not measured"}
 BASELINE_PROCESSES = 2  # fresh workers that time the baselines on a GPU, one after the other (the fastest is kept)
 TIE = 0.01  # a speed-up over the best baseline within this of 1 is a tie: timing noise on a GPU is about 1 %
-
-
-def check_names(names) -> list[str]:
-    """`fitness.baselines` as a list; ValueError naming the known ones for anything else."""
-    names = list(names or [])
-    unknown = [n for n in names if n not in BASELINES]
-    if unknown or len(set(names)) < len(names):
-        raise ValueError(f"fitness.baselines={names}: name each baseline once, from {list(BASELINES)} (e.g. "
-                         f"fitness.baselines=[eager,compile] to skip max-autotune)")
-    return names
 
 
 def measured_here(names: list[str], on_gpu: bool) -> list[str]:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 
 from fitness.gpu_lock import memory_slot_files
-from fitness.zygote import BASELINE_COMPILE_STAGE, COMPILE_STAGE
+from fitness.stage import BASELINE_COMPILE_STAGE, COMPILE_STAGE, MEMORY_STAGE
 
 POLL_S = 0.25  # how often the stage of a watched job is read
-MEMORY_STAGE = "waiting for a GPU memory slot"
 
 
 class CompileClock:

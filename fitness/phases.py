@@ -8,8 +8,7 @@ from contextlib import contextmanager
 
 from fitness.gpu_lock import DeviceLock, memory_slot
 from fitness.inputs import synchronize
-from fitness.job_clock import MEMORY_STAGE
-from fitness.stage import stage
+from fitness.stage import MEMORY_STAGE, stage
 
 PHASES: dict = {}
 SPANS: list = []  # [phase, wall start, wall end] of the stages below, in the order they ended

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from core.resources import package_folder
+
 TORCH_COMPUTE_MODES = ("reject", "label")
 
 
@@ -58,15 +60,12 @@ class PrecisionPolicy:
 
 
 def policy_dir():
-    from pathlib import Path
-
-    import conf
-
-    return Path(conf.__file__).resolve().parent / "fitness" / "policy"
+    """conf/fitness/policy/, found without importing ``conf`` (which would import every layer)."""
+    return package_folder("conf") / "fitness" / "policy"
 
 
 def available_policies() -> list[str]:
-    return sorted(p.stem for p in policy_dir().glob("*.yaml"))
+    return sorted(p.name.removesuffix(".yaml") for p in policy_dir().iterdir() if p.name.endswith(".yaml"))
 
 
 def load_policy(name: str) -> PrecisionPolicy:

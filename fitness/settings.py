@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 PROFILERS = ("none", "ncu")
+# every known baseline, in the order tables show them (what each one is: fitness.baselines)
+BASELINES = ("eager", "compile", "max_autotune")
 
 
 @dataclass
@@ -76,8 +78,6 @@ class EvalSettings:
     profile_timeout_s: float = 300.0  # one kernel's run under the profiler
 
     def __post_init__(self):
-        from fitness.baselines import check_names  # imports torch: only when settings are built
-
         if isinstance(self.timing, dict):  # a partial dict (tests, a stored run): the rest at their defaults
             self.timing = TimingSettings(**self.timing)
         if self.profile not in PROFILERS:
@@ -92,7 +92,10 @@ class EvalSettings:
         if self.spares is not None and self.spares < 0:
             raise ValueError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
                              f"{self.spares}")
-        self.baselines = check_names(list(self.baselines))
+        self.baselines = list(self.baselines or [])
+        if set(self.baselines) - set(BASELINES) or len(set(self.baselines)) < len(self.baselines):
+            raise ValueError(f"fitness.baselines={self.baselines}: name each baseline once, from {list(BASELINES)} "
+                             f"(e.g. fitness.baselines=[eager,compile] to skip max-autotune)")
         if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
             raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
                              f"own), got {self.baseline_compile_timeout_s}")
@@ -109,12 +112,19 @@ class EvalSettings:
         return max(int(in_flight if self.spares is None else self.spares), 0)
 
     @classmethod
-    def from_config(cls, cfg: dict) -> "EvalSettings":
-        """From a resolved ``fitness`` config (its policy and backend left out)."""
+    def migrated(cls, cfg: dict) -> dict:
+        """A ``fitness`` config with its legacy keys in today's form (the one place they are read): a run saved
+        before ``fitness.baselines`` has ``compile_baseline`` (false: eager only; null: the default)."""
         cfg = dict(cfg)
-        if "compile_baseline" in cfg:  # replaced by fitness.baselines; a run saved before has it (null: the default)
+        if "compile_baseline" in cfg:
             if cfg.pop("compile_baseline") is False:
                 cfg["baselines"] = [n for n in cfg.get("baselines", cls().baselines) if n == "eager"]
+        return cfg
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "EvalSettings":
+        """From a resolved ``fitness`` config (its policy and backend left out)."""
+        cfg = cls.migrated(cfg)
         known = set(cls.__dataclass_fields__)
         unknown = set(cfg) - known - {"policy", "backend"}
         if unknown:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from fitness.problem import LoadedProblem, size_constants
+from fitness.problem_spec import LoadedProblem, size_constants
 
 MAX_ELEMENTS = 16384  # elements of the largest tensor on the interpreter (bundled test sizes: 6k-13k)
 MIN_SHRINKABLE = 16  # integer constants below this are kept (kernel sizes, strides, axes); halving stops at 8
@@ -63,7 +63,7 @@ class OtherSizes:
 
 
 def int_constants(module: ModuleType) -> dict[str, int]:
-    """The problem's integer size constants (``fitness.problem.size_constants`` less floats): what the shrink rule
+    """The problem's integer size constants (``fitness.problem_spec.size_constants`` less floats): what the shrink rule
     may halve, and the sizes a start line shows."""
     return {k: v for k, v in size_constants(module).items() if type(v) is int}
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from fitness.correctness import as_tensor_list
-from fitness.problem import LoadedProblem, call_get_init_inputs, call_get_inputs
+from fitness.problem_spec import LoadedProblem, call_get_init_inputs, call_get_inputs
 from hardware_profiles import HardwareProfile
 
 PEAK_KEY = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",

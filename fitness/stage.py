@@ -1,10 +1,15 @@
 """What a worker's job is doing now, in its directory's STAGE_FILE: a timeout's reason says what was running, and
 the sandbox times the stages spent compiling (those beginning with COMPILE_STAGE: fitness.compile_timeout_s,
-``fitness.job_clock.CompileClock``)."""
+``fitness.job_clock.CompileClock``). The stage names every side reads are here: the worker writes them, the fork
+server (``fitness.zygote``) and the sandbox's clocks (``fitness.job_clock``) read them."""
 from __future__ import annotations
 
 from fitness.atomic import write_atomic
-from fitness.zygote import COMPILE_STAGE, STAGE_FILE
+
+STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now
+COMPILE_STAGE = "compiling the candidate's kernels"  # how every stage spent compiling begins (fitness.sandbox)
+BASELINE_COMPILE_STAGE = "compiling the baseline"  # how a baseline job's compile stages begin (fitness.baselines)
+MEMORY_STAGE = "waiting for a GPU memory slot"  # the sandbox stops a job's clock while others hold every slot
 
 STAGE = [""]  # what stage() said last
 

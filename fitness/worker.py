@@ -61,8 +61,7 @@ from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
-from fitness.stage import CompileStage, stage  # noqa: E402
-from fitness.zygote import COMPILE_STAGE  # noqa: E402
+from fitness.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
 JOB_POLL_S = 0.005

@@ -36,6 +36,8 @@ import traceback
 import warnings
 from pathlib import Path
 
+from fitness.stage import STAGE_FILE
+
 PR_SET_PDEATHSIG = 1
 CHILD_FAILED = 70  # exit code of a child that could not become a worker
 
@@ -213,11 +215,6 @@ def main() -> None:
         os._exit(1)
     Server().serve()
     os._exit(0)
-
-
-STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now (fitness.stage)
-COMPILE_STAGE = "compiling the candidate's kernels"  # how every stage spent compiling begins (fitness.sandbox)
-BASELINE_COMPILE_STAGE = "compiling the baseline"  # how a baseline job's compile stages begin (fitness.baselines)
 
 
 # the Sandbox's side -------------------------------------------------------------------------------------------

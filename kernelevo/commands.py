@@ -71,10 +71,24 @@ def check_seed(cfg: DictConfig) -> None:
     check_fitness_config(cfg)
 
 
+CHECKED: dict = {}  # the config `check_run` checked last (as YAML) -> what it built, for the `run` task of it
+
+
 def check_run(cfg: DictConfig) -> None:
     from evo.run import check_run_config
 
-    check_llm(cfg, check_run_config(cfg)[1])
+    checked = check_run_config(cfg)
+    check_llm(cfg, checked.operators)
+    CHECKED.clear()  # one command line, one check: nothing a command refused later is kept for another
+    CHECKED[OmegaConf.to_yaml(cfg)] = checked
+
+
+def checked_run(cfg: DictConfig):
+    """What `check_run` built from this config before Hydra started (the run's config is checked once); a job of a
+    sweep with other values than the first, which the command line checked, is checked here."""
+    from evo.run import check_run_config
+
+    return CHECKED.pop(OmegaConf.to_yaml(cfg), None) or check_run_config(cfg)
 
 
 def check_llm(cfg: DictConfig, operators: list, warn: bool = False) -> None:
@@ -192,7 +206,8 @@ def run(cfg: DictConfig) -> None:
         fail(taken)
     swept = {o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task} if multirun else set()
     try:  # runs of a sweep over search seeds (--seeds N) name theirs in every progress line
-        summary = execute(cfg, run_dir, tag=f"seed {cfg.search.seed}" if "search.seed" in swept else "")
+        summary = execute(cfg, run_dir, checked_run(cfg),
+                          tag=f"seed {cfg.search.seed}" if "search.seed" in swept else "")
     except ValueError as exc:
         fail(str(exc))
     except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
@@ -258,8 +273,9 @@ def resume(cfg: DictConfig) -> None:
         config = resume_config(run_dir, changes)
         if note:
             print(note, flush=True)
-        check_llm(config, check_run_config(config)[1], warn=True)
-        summary = execute(config, run_dir)
+        checked = check_run_config(config)
+        check_llm(config, checked.operators, warn=True)
+        summary = execute(config, run_dir, checked)
     except ValueError as exc:
         fail(str(exc))
     except LLMError as exc:
@@ -271,7 +287,7 @@ def resume(cfg: DictConfig) -> None:
 
 def report(cfg: DictConfig) -> None:
     """Write a run's report: report.html (self-contained), report.md and fitness.png."""
-    from evo.report import write_report
+    from evo.report_html import write_report
 
     try:
         path = write_report(Path(cfg.run_dir))

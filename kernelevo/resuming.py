@@ -73,6 +73,10 @@ def check_resume(run_dir: Path, given: dict) -> str:
         return ""
     cfg = saved_config(run_dir)
     for key, value in given.items():
+        top = key.partition(".")[0]
+        if OmegaConf.select(cfg, top) is None:  # llm.budget.* of a run without an LLM
+            raise ValueError(f"{key}: the run in {run_dir} has no {top} settings to change ({top}=none); leave "
+                             f"{key} out")
         OmegaConf.update(cfg, key, value, force_add=True)
     settings = search_settings(cfg)
     store = RunStore(run_dir, create=False)

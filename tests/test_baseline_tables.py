@@ -12,7 +12,7 @@ from evo.bench import Row
 from evo.checkpoint import Checkpoint
 from evo.bench_report import HEADER, baseline_cells, console_table, write_bench_report
 from evo.manifest import FIELDS, build_manifest, combine, git_commit, manifest_rows
-from evo.report import write_report
+from evo.report_html import write_report
 from evo.outcome import outcome_of, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, Baseline

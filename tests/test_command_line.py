@@ -180,3 +180,84 @@ def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift
            "improvement in its last 3 generations (lift it: search.patience=null, or a value above 3)" in text
     kept = read_store(tmp_path / "D", lambda store: (store.get_meta("config"), store.latest_checkpoint()))
     assert kept == (config, Checkpoint(5, stale=3, elapsed_s=10.0))  # no budget changed, nothing resumed
+
+
+def a_stopped_run(run_dir, config=None):
+    """A run store as a run that stopped on patience after 5 generations leaves it: its config (`config`, or the
+    search's budgets alone) and checkpoint."""
+    from evo.checkpoint import Checkpoint
+    from evo.store import RunStore
+
+    store = RunStore(run_dir)
+    config = config or {"problem": {"name": "elementwise_chain"}}
+    config["search"] = {**config.get("search", {}), "generations": 5, "patience": 3, "max_evaluations": None,
+                        "wall_time_s": None}
+    store.set_meta("config", config)
+    store.save_checkpoint(Checkpoint(5, stale=3, elapsed_s=10.0))
+    store.close()
+
+
+def test_resume_takes_every_budget_key_its_messages_name(cli, tmp_path):
+    """Issue 46: `kernelevo resume run_dir=D search.max_gpu_s=10` was refused as an unknown key, while resume's own
+    message told the user to raise search.max_gpu_s. Every budget key a message names (kernelevo.resuming.LIFT) and
+    every field of the budgets is a key resume takes: here each one reaches the resume's own check (which refuses a
+    resume that would run nothing, naming the value it was given), none is an unknown key."""
+    from dataclasses import fields
+
+    from evo.settings import Budget
+    from kernelevo.resuming import LIFT
+    from operators.llm.settings import LLMBudget
+
+    a_stopped_run(tmp_path / "D", {"problem": {"name": "elementwise_chain"},
+                                   "llm": {"provider": "openai", "model": "openai/gpt-4o"}})
+    a_stopped_run(tmp_path / "offline")
+    keys = [f"search.{f.name}" for f in fields(Budget)] + [f"llm.budget.{f.name}" for f in fields(LLMBudget)]
+    assert {f"search.{key}" for key in LIFT} <= set(keys)
+    assert ("llm.budget.max_calls: the run in offline has no llm settings to change (llm=none); leave "
+            "llm.budget.max_calls out") in refused(cli("resume", "run_dir=offline", "llm.budget.max_calls=7"))
+    for key in keys:
+        text = refused(cli("resume", "run_dir=D", f"{key}=7"))
+        assert f"resuming D with {key}=7" in text and "would run nothing" in text, text
+    assert "search.max_gpu_s=10.0 would run nothing: its 5 generations are done" in refused(
+        cli("resume", "run_dir=D", "search.max_gpu_s=10"))
+
+
+class Stop(ValueError):
+    """Raised where a counted command has done what is counted: it ends as a config error would (exit 2)."""
+
+
+def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
+    """Issue 46: `kernelevo run` checked its config before Hydra started and again in evo.run.execute, building the
+    search strategy twice more. The command line's check is the one: its strategy is the search's."""
+    import evo.run
+
+    calls = {"check": 0, "strategy": 0}
+    check, strategy = evo.run.check_run_config, evo.run.build_strategy
+
+    def counted(name, real):
+        def call(*args):
+            calls[name] += 1
+            return real(*args)
+        return call
+
+    def execute(cfg, run_dir, checked):  # evo.run.execute, stopped where it opens the run store
+        assert isinstance(checked, evo.run.CheckedRun) and checked.strategy.name == "evolution"
+        with monkeypatch.context() as patch:
+            patch.setattr(evo.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
+            return real_execute(cfg, run_dir, checked)
+
+    real_execute = evo.run.execute
+    monkeypatch.setattr(evo.run, "check_run_config", counted("check", check))
+    monkeypatch.setattr(evo.run, "build_strategy", counted("strategy", strategy))
+    monkeypatch.setattr(evo.run, "execute", execute)
+    assert "stopped at the store" in refused(cli("run", "hydra.run.dir=R"))
+    assert calls == {"check": 1, "strategy": 1}
+
+    calls.update(check=0, strategy=0)
+    from kernelevo.validate import Validator
+    from omegaconf import OmegaConf
+
+    a_stopped_run(tmp_path / "D", OmegaConf.to_container(Validator("run", "config").check([])[0], resolve=True))
+    code, out, err = cli("resume", "run_dir=D", "search.patience=null", "search.generations=8")
+    assert code == 2 and "search.generations 5 -> 8" in out and err == "kernelevo: error: stopped at the store\n"
+    assert calls == {"check": 1, "strategy": 1}

@@ -18,8 +18,8 @@ from fitness.problem import load_problem, resolve_problem
 from fitness.result import COMPILE_FAILURES, STATUSES
 from fitness.job_clock import CompileClock
 from fitness.sandbox import Sandbox
-from fitness.stage import CompileStage, stage
-from fitness.zygote import COMPILE_STAGE, STAGE_FILE, WorkerHandle
+from fitness.stage import COMPILE_STAGE, STAGE_FILE, CompileStage, stage
+from fitness.zygote import WorkerHandle
 
 
 # the compile time limit ------------------------------------------------------------------------------------------

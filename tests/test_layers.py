@@ -2,10 +2,11 @@
 
 Layers, bottom up: the data model and the facts (``core``, ``hardware_profiles``), the judge (``fitness``), what
 makes candidates (``operators``: variation operators; ``seeds``: seed sources), the search (``evo``), the config
-schema (``conf``: it gathers each layer's settings classes into the commands' configs), the command (``kernelevo``). Only imports that run when a module is imported count (module level, class
-bodies, module-level ``if``/``try``; not ``if TYPE_CHECKING:``): an import inside a function runs when it is called,
-after every module is loaded, which is how the judge reaches a config helper without depending on it. The graph is
-read from the source with ``ast``; nothing is imported.
+schema (``conf``: it gathers each layer's settings classes into the commands' configs), the command (``kernelevo``).
+Every import that can run counts: at module level, in class bodies and inside functions alike (an import deferred
+into a function is still a dependency: the judge reaching ``conf`` from a function pulled the whole search in); only
+``if TYPE_CHECKING:`` blocks, which never run, are left out. The graph is read from the source with ``ast``; nothing
+is imported.
 """
 from __future__ import annotations
 
@@ -23,31 +24,34 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _loaded_at_import(body):
-    """The import statements among `body` that run when the module is imported."""
-    for node in body:
+def _type_checking(node) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in {getattr(node.test, "id", None),
+                                                             getattr(node.test, "attr", None)}
+
+
+def _imports(tree):
+    """Every import statement in `tree` that can run: module level, class bodies, functions (not under
+    ``if TYPE_CHECKING:``; its ``else`` does run)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        elif isinstance(node, ast.If):
-            if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
-                yield from _loaded_at_import(node.body)
-            yield from _loaded_at_import(node.orelse)
-        elif isinstance(node, (ast.Try, ast.With, ast.ClassDef)):
-            for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])):
-                yield from _loaded_at_import(block)
-            for handler in getattr(node, "handlers", []):
-                yield from _loaded_at_import(handler.body)
+        elif _type_checking(node):
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def import_graph(root: Path, packages) -> dict[str, set[str]]:
-    """Module -> the project modules it imports when it is imported (a `from package import name` counts as the
+    """Module -> the project modules it imports, anywhere in it (a `from package import name` counts as the
     submodule `name` where there is one, else as the package)."""
     paths = {module_name(root, p): p for package in packages for p in (root / package).rglob("*.py")}
     graph = {}
     for name, path in paths.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         found = set()
-        for node in _loaded_at_import(ast.parse(path.read_text(), str(path)).body):
+        for node in _imports(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -145,18 +149,24 @@ def toy(tmp_path):
         "low/__init__.py": "",
         "low/a.py": "from low import b\n",
         "low/b.py": "import low.c\n",
-        "low/c.py": "def f():\n    from low import a\n",  # in a function: runs after loading, no cycle
+        "low/c.py": "import os\n",
         "high/__init__.py": "from .x import X\n",
         "high/x.py": "from typing import TYPE_CHECKING\nimport low.a\nif TYPE_CHECKING:\n    import high.y\nX = 1\n",
         "high/y.py": "class Y:\n    from high import x\n",
     })
 
 
-def test_the_graph_counts_what_runs_at_import(toy):
+def test_the_graph_counts_every_import_that_can_run(toy):
     graph = import_graph(toy, ["low", "high"])
     assert graph == {"low": set(), "low.a": {"low.b"}, "low.b": {"low.c"}, "low.c": set(),
                      "high": {"high.x"}, "high.x": {"low.a"}, "high.y": {"high.x"}}
     assert cycles(graph) == []
+    (toy / "low/c.py").write_text("def f():\n    if True:\n        from low import a\n")  # runs when f is called
+    (toy / "high/y.py").write_text("import typing\nif typing.TYPE_CHECKING:\n    import low.c\n"
+                                   "else:\n    import low.b\n")
+    graph = import_graph(toy, ["low", "high"])
+    assert graph["low.c"] == {"low.a"} and graph["high.y"] == {"low.b"}
+    assert cycles(graph) == [["low.a", "low.b", "low.c"]]
 
 
 def test_a_cycle_and_an_upward_import_are_found(toy):
@@ -166,3 +176,25 @@ def test_a_cycle_and_an_upward_import_are_found(toy):
     assert cycles(graph) == [["low.a", "low.b", "low.c"]]
     assert upward(graph, [("low",), ("high",)]) == ["low.d imports high"]
     assert upward(graph, [("low", "high")]) == ["high.x imports low.a", "low.d imports high"]  # peers: neither way
+
+
+def test_the_judge_reads_the_config_folder_without_importing_the_search():
+    """Issue 46: `fitness.policy.load_policy` and `operators.llm.check.presets` did `import conf` to find a YAML
+    folder, and `conf` registers the schema, which imports every layer: loading a policy pulled in the search. They
+    find the folder without running `conf`'s `__init__` (core.resources)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from fitness.policy import available_policies, load_policy; "
+            "from operators.llm.check import presets; "
+            "print(json.dumps([load_policy('strict-fp32').name, available_policies(), presets(), "
+            "sorted({m.split('.')[0] for m in sys.modules} & {'conf', 'evo', 'kernelevo', 'hydra'})]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    policy, policies, presets, imported = json.loads(done.stdout)
+    assert imported == [] and policy == "strict-fp32"
+    assert policies == sorted(p.stem for p in (REPO / "conf/fitness/policy").glob("*.yaml"))
+    assert presets == sorted(p.stem for p in (REPO / "conf/llm").glob("*.yaml") if p.stem != "none") != []

@@ -8,7 +8,8 @@ import time
 from conftest import candidate, make_evaluator
 from evo.evaluation import auto_parallel, memory_slots
 from fitness.gpu_lock import create_lock_files, memory_slot, memory_slot_files
-from fitness.job_clock import MEMORY_STAGE, MemoryWait, slot_holders
+from fitness.job_clock import MemoryWait, slot_holders
+from fitness.stage import MEMORY_STAGE
 
 GIB = 1 << 30
 

@@ -15,7 +15,7 @@ from evo import console
 from evo.checkpoint import Checkpoint
 from evo.bench_report import write_bench_report
 from evo.multirun import write_multirun_report
-from evo.report import write_report
+from evo.report_html import write_report
 from evo.outcome import descends_from, summarise
 from evo.store import RunStore
 from core.genome import Genome, evaluation_key

@@ -14,8 +14,8 @@ import json
 import socket
 import urllib.error
 import urllib.request
-from pathlib import Path
 
+from core.resources import package_folder
 from operators.llm.client import LLMClient, LLMSettings
 from operators.llm.diagnosis import cause
 from operators.llm.ledger import LLMError
@@ -31,9 +31,9 @@ class LLMCheckFailed(ValueError):
 
 def presets() -> list[str]:
     """The `llm=` options that choose an LLM (conf/llm/*.yaml but none)."""
-    import conf
-
-    return sorted(path.stem for path in (Path(conf.__file__).parent / "llm").glob("*.yaml") if path.stem != "none")
+    names = (path.name.removesuffix(".yaml") for path in (package_folder("conf") / "llm").iterdir()
+             if path.name.endswith(".yaml"))
+    return sorted(name for name in names if name != "none")
 
 
 def uses_llm(operators: list, llm: dict, initialise=False) -> bool:

@@ -5,8 +5,7 @@ import time
 
 import torch.nn as nn
 
-from fitness.stage import stage
-from fitness.zygote import COMPILE_STAGE
+from fitness.stage import COMPILE_STAGE, stage
 
 stage(f"{COMPILE_STAGE}: build 1, endless_kernel (num_warps=1)")
 time.sleep(120)
