@@ -240,11 +240,11 @@ def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
             return real(*args)
         return call
 
-    def execute(cfg, run_dir, checked):  # evo.run.execute, stopped where it opens the run store
+    def execute(cfg, run_dir, checked, **kwargs):  # evo.run.execute, stopped where it opens the run store
         assert isinstance(checked, evo.run.CheckedRun) and checked.strategy.name == "evolution"
         with monkeypatch.context() as patch:
             patch.setattr(evo.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
-            return real_execute(cfg, run_dir, checked)
+            return real_execute(cfg, run_dir, checked, **kwargs)
 
     real_execute = evo.run.execute
     monkeypatch.setattr(evo.run, "check_run_config", counted("check", check))
