@@ -35,6 +35,7 @@ def summarise(rows: list[Row]) -> dict:
     fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.speedup(base) or 0) > p) / n if n else 0.0
             for base in AGAINST for p in FAST_P}  # a problem whose baseline was not measured counts as not fast
     sol = [s.sol_fraction for s in ok if s.sol_fraction is not None]
+    floor = [s.floor_fraction for s in ok if s.floor_fraction is not None]
     rates = [r.summary.evaluations_per_hour for r in rows if r.summary.evaluations_per_hour]
     labelled = Counter(label for s in ok for label in s.labels)
     return {"problems": n, "correct": len(ok), "correct_rate": len(ok) / n if n else 0.0,
@@ -42,7 +43,8 @@ def summarise(rows: list[Row]) -> dict:
             **{f"geomean_vs_{base}": _geomean([s.speedup(base) for s in ok]) for base in AGAINST},
             # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
             **{f"measured_vs_{base}": sum(1 for s in ok if s.speedup(base)) for base in AGAINST},
-            "median_sol_fraction": statistics.median(sol) if sol else None,
+            "median_sol_fraction": statistics.median(sol) if sol else None,  # the reference algorithm's roofline
+            "median_floor_fraction": statistics.median(floor) if floor else None,  # the data floor
             "median_evaluations_per_hour": statistics.median(rates) if rates else None,
             "min_evaluations_per_hour": min(rates) if rates else None,
             "device": "GPU" if any(r.gpu or r.summary.timer not in ("", INTERPRETER) for r in rows) else "CPU",
@@ -61,7 +63,8 @@ def summary_lines(summary: dict) -> list[str]:
     speed = [f"vs {LABELS[base]}: {fast(base)}; geometric mean {speedup(summary[f'geomean_vs_{base}'])} over "
              f"{summary[f'measured_vs_{base}']} of {summary['correct']} correct kernels" for base in AGAINST
              if f"geomean_vs_{base}" in summary]
-    speed.append(f"median fraction of the speed of light: {percent(sol)}")
+    speed.append(f"median fraction of the data floor: {percent(summary.get('median_floor_fraction'))}; of the "
+                 f"reference algorithm's roofline: {percent(sol)} (over 100 %: fewer FLOPs than the reference)")
     if summary["device"] == "CPU":
         speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed; no baseline "
                  "measured)"]
@@ -81,7 +84,8 @@ def summary_lines(summary: dict) -> list[str]:
 
 
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
-          *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts",
+          *(f"vs {SHORT[b]}" for b in AGAINST), "data floor %", "ref. roofline %", "evaluations", "evals/h",
+          "search (s)", "GPU busy", "timeouts",
           "LLM calls", "LLM cost", "wall (s)", "note")
 
 
@@ -106,7 +110,8 @@ def cells(r: Row) -> list[str]:
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([r.status, *s.labels])  # ok, uses-torch-compute: the policy allowed it
     return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + interp, _t(s.seed_s),
-            *baseline_cells(s), percent(s.sol_fraction), number(s.evaluations, "{}"),
+            *baseline_cells(s), percent(s.floor_fraction), percent(s.sol_fraction),
+            number(s.evaluations, "{}"),
             number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
             number(s.timeouts if s.evaluations is not None else None, "{}"), str(s.llm_calls),
             f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:160]]
@@ -174,7 +179,7 @@ def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: di
                   intervals=intervals, anytime=_anytime(rows), manifest=manifest_rows(manifest))
 
 
-SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), "SoL")
+SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), "data floor %", "ref. roofline %")
 CONSOLE = ("problem", "status", "best", "seed (tuned)", *SPEED, "evaluations")
 
 

@@ -12,9 +12,11 @@ trials or, skipping at most about the tolerance's share of the work, is within t
 
 The element and the sign of the change come from the job's secret input seed; the change keeps the input in its
 domain: added (never subtracted) where the input is nonnegative, and for rows that are distributions (nonnegative,
-summing to 1 along the last dimension) the row is renormalised. The amount starts from the input's mean magnitude
+summing to 1 along the last dimension) the row is renormalised; an input of small whole numbers (labels, masks) is
+not changed (reported as not covered). The amount starts from the input's mean magnitude
 and grows (the response's exponent estimated from the last two calls) until the move is reached, the output stays
-finite and the amount representable; an element that moves nothing is replaced by another. Per input: a few
+finite and the amount representable; an element whose change moves nothing or saturates (a clamp, a max) is
+replaced by another. Per input: a few
 reference calls to calibrate (their outputs scrubbed before the candidate runs), then one candidate call checked
 like a trial (guards, judge state, inputs unchanged) and the reference on a saved copy of its inputs after it.
 """
@@ -31,8 +33,9 @@ TARGET = 1e5  # the reference's output moves by this many times the policy's tol
 ENOUGH = 2e4  # calibration stops once the move is this large (1 % relative tolerance: 1e4 needed for k = 100)
 OVERSHOOT = 100.0  # a move this far past TARGET is brought back (huge values only cost an honest kernel precision)
 USABLE = 10.0  # a smaller move than this covers nothing: the input is reported as not covered
-MAX_REFERENCE_CALLS = 8  # per input, to calibrate the amount
-POSITIONS = 3  # elements tried per input when a change moves nothing
+MAX_REFERENCE_CALLS = 10  # per input, to calibrate the amount
+POSITIONS = 5  # elements tried per input when a change moves nothing or saturates
+DISCRETE_MAX = 1000  # an input of whole numbers at most this large is discrete (labels, masks): not changed
 CHUNK = 1 << 24
 
 
@@ -99,6 +102,12 @@ def _kind(x: torch.Tensor) -> tuple:
     return nonneg, distribution
 
 
+def discrete(x: torch.Tensor) -> bool:
+    """Whether a floating-point input holds only small whole numbers (labels such as +-1, masks, classes): no
+    amount can be added to one of its elements without leaving its domain."""
+    return bool(((x == x.round()) & (x.abs() <= DISCRETE_MAX)).all())
+
+
 def calibrate(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator) -> tuple:
     """(the change of input `index`, the move it makes in tolerance units, the amount) with the largest move found,
     up to TARGET; (None, 0, 0) when no element tried moves the output."""
@@ -110,7 +119,7 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
     for _ in range(POSITIONS):
         flat = int(torch.randint(x.numel(), (1,), generator=generator))
         sign = 1.0 if nonneg else (1.0 if torch.rand((), generator=generator) < 0.5 else -1.0)
-        change, amount, last, good = Change(x, flat, sign, distribution), scale * 10, None, 0.0
+        change, amount, last, good = Change(x, flat, sign, distribution), scale * 100, None, 0.0
         while calls < MAX_REFERENCE_CALLS:
             calls += 1
             change.apply(amount)
@@ -130,10 +139,13 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
                 continue
             if moved >= ENOUGH or amount >= cap:
                 return best
-            if moved == 0:
-                break  # this element moves nothing: another one
+            if moved == 0 and amount < 1e8 * scale:  # below the output's resolution (a mean of 1e9 elements)?
+                last, amount = None, min(cap, amount * 1e4)
+                continue
+            if moved == 0 or (last is not None and moved < 2 * last[1]):
+                break  # this element moves nothing, or its effect saturates (a clamp, a max): another one
             exponent = 1.0
-            if last is not None and last[1] > 0 and moved != last[1]:
+            if last is not None and last[1] > 0:
                 exponent = min(max(math.log(moved / last[1]) / math.log(amount / last[0]), 0.25), 4.0)
             last = (amount, moved)
             amount = min(cap, amount * min(max((TARGET / moved) ** (1 / exponent), 2.0), 1e8))
@@ -156,8 +168,9 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
         base = [o.detach().clone() for o in as_tensor_list(reference(*buffers))]
     chosen, summary = [], {"inputs": {}, "not_covered": []}
     for i in indices:
-        change, moved, amount = (calibrate(reference, buffers, i, base, policy, generator)
-                                 if buffers[i].is_contiguous() else (None, 0.0, 0.0))
+        usable = buffers[i].is_contiguous() and not discrete(buffers[i])
+        change, moved, amount = (calibrate(reference, buffers, i, base, policy, generator) if usable
+                                 else (None, 0.0, 0.0))
         if change is None or moved < USABLE:
             summary["not_covered"].append(name(i))
         else:
