@@ -33,8 +33,9 @@ TARGET = 1e5  # the reference's output moves by this many times the policy's tol
 ENOUGH = 2e4  # calibration stops once the move is this large (1 % relative tolerance: 1e4 needed for k = 100)
 OVERSHOOT = 100.0  # a move this far past TARGET is brought back (huge values only cost an honest kernel precision)
 USABLE = 10.0  # a smaller move than this covers nothing: the input is reported as not covered
-MAX_REFERENCE_CALLS = 10  # per input, to calibrate the amount
-POSITIONS = 5  # elements tried per input when a change moves nothing or saturates
+MAX_REFERENCE_CALLS = 24  # per input, to calibrate the amount (3-4 when the first element responds)
+POSITIONS = 12  # elements tried per input when a change moves nothing or saturates (a hinge: half the elements)
+SATURATED = 0.1  # the move grows slower than amount ** this: the element's effect saturates
 DISCRETE_MAX = 1000  # an input of whole numbers at most this large is discrete (labels, masks): not changed
 CHUNK = 1 << 24
 
@@ -142,11 +143,12 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
             if moved == 0 and amount < 1e8 * scale:  # below the output's resolution (a mean of 1e9 elements)?
                 last, amount = None, min(cap, amount * 1e4)
                 continue
-            if moved == 0 or (last is not None and moved < 2 * last[1]):
-                break  # this element moves nothing, or its effect saturates (a clamp, a max): another one
             exponent = 1.0
             if last is not None and last[1] > 0:
-                exponent = min(max(math.log(moved / last[1]) / math.log(amount / last[0]), 0.25), 4.0)
+                exponent = math.log(max(moved, 1e-300) / last[1]) / math.log(amount / last[0])
+            if moved == 0 or exponent < SATURATED:
+                break  # this element moves nothing, or its effect saturates (a clamp, a max): another one
+            exponent = min(max(exponent, 0.25), 4.0)
             last = (amount, moved)
             amount = min(cap, amount * min(max((TARGET / moved) ** (1 / exponent), 2.0), 1e8))
         if calls >= MAX_REFERENCE_CALLS:
