@@ -14,14 +14,14 @@ TUNABLE = {"BLOCK": [1024, 2048, 4096]}
 @triton.jit
 def row_hinge_kernel(p_ptr, t_ptr, part_ptr, D, SKIP: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
-    keep = True
+    limit = D  # a skipped row reads nothing
     if SKIP > 0:
-        keep = row % SKIP != 0
+        limit = D * (row % SKIP != 0).to(tl.int32)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     base = row.to(tl.int64) * D
     for start in range(0, D, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        mask = (cols < D) & keep
+        mask = cols < limit
         p = tl.load(p_ptr + base + cols, mask=mask, other=0.0)
         t = tl.load(t_ptr + cols, mask=mask, other=0.0)
         acc += tl.where(mask, tl.maximum(1.0 - p * t, 0.0), 0.0)
