@@ -146,8 +146,10 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
             exponent = 1.0
             if last is not None and last[1] > 0:
                 exponent = math.log(max(moved, 1e-300) / last[1]) / math.log(amount / last[0])
+            if exponent < SATURATED and best[1] >= USABLE:
+                return best  # a bounded output (a softmax, a norm): as far as it moves
             if moved == 0 or exponent < SATURATED:
-                break  # this element moves nothing, or its effect saturates (a clamp, a max): another one
+                break  # this element moves nothing, or its effect saturates (a clamp): another one
             exponent = min(max(exponent, 0.25), 4.0)
             last = (amount, moved)
             amount = min(cap, amount * min(max((TARGET / moved) ** (1 / exponent), 2.0), 1e8))

@@ -19,6 +19,7 @@ from fitness.correctness import as_tensor_list, same_bits
 from fitness.problem import LoadedProblem, ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
 
 DRAWS = 2  # random draws of the inputs; a tensor counts if it changes the output in any of them
+MAX_ELEMENTS = 1 << 22  # a problem whose largest tensor at its test sizes is larger is not run here (16 MiB fp32)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def _differs(new: torch.Tensor, old: torch.Tensor, generator: torch.Generator) -
 def find_dependence(problem: LoadedProblem, names: tuple = ()) -> Dependence:
     """The reference's dependence on each input and parameter, by perturbation on the CPU (module docstring)."""
     torch.manual_seed(0)
-    model = problem.Model(*call_get_init_inputs(problem))
+    model = problem.Model(*call_get_init_inputs(problem)).eval()  # as the judge builds it (fitness.candidate)
     generator = torch.Generator().manual_seed(1)
     used_inputs: list[bool] | None = None
     state = dict(model.state_dict())
@@ -110,8 +111,15 @@ def small_spec(spec: ProblemSpec) -> ProblemSpec:
 def dependence_of(spec: ProblemSpec, names: tuple = ()) -> Dependence:
     """``find_dependence`` at the test sizes of `spec`; where the reference cannot be run there, every tensor counts
     (the note says why)."""
+    from fitness.sizes import largest_tensor
+
     try:
-        return find_dependence(load_problem(small_spec(spec)), names)
+        small = load_problem(small_spec(spec))
+        largest = largest_tensor(small)
+        if largest > MAX_ELEMENTS:  # a shape the shrink rule cannot change (a tuple): too large for the CPU here
+            return Dependence((), (), names, f"not decided: at its smallest sizes a tensor has {largest:,} elements "
+                                             f"(over {MAX_ELEMENTS:,}); every tensor counts")
+        return find_dependence(small, names)
     except Exception as exc:  # noqa: BLE001 - a reference the CPU cannot run at small size: no refinement
         return Dependence((), (), names, f"not decided ({type(exc).__name__}: {str(exc)[:160]}): every tensor "
                                          f"counts")
