@@ -38,6 +38,8 @@ POSITIONS = 12  # elements tried per input when a change moves nothing or satura
 SATURATED = 0.1  # the move grows slower than amount ** this: the element's effect saturates
 DISCRETE_MAX = 1000  # an input of whole numbers at most this large is discrete (labels, masks): not changed
 CHUNK = 1 << 24
+SAMPLE = 1 << 20  # elements read to judge an input's domain and scale
+SAMPLE_ROWS = 1024
 
 
 def move_ratio(outputs: list, base: list, policy) -> float:
@@ -94,11 +96,18 @@ class Change:
         return tuple(reversed(index))
 
 
+def sample(x: torch.Tensor) -> torch.Tensor:
+    """At most SAMPLE elements of `x`, evenly strided: what the checks of its domain read (no full-size temporary)."""
+    flat = x.reshape(-1)
+    return flat[::max(1, flat.numel() // SAMPLE)]
+
+
 def _kind(x: torch.Tensor) -> tuple:
-    """(nonnegative, rows are distributions) of an input draw."""
-    nonneg = bool((x >= 0).all())
-    distribution = nonneg and x.dim() >= 1 and x.shape[-1] > 1 and bool(
-        torch.allclose(x.sum(-1, dtype=torch.float64), torch.ones((), dtype=torch.float64, device=x.device),
+    """(nonnegative, rows are distributions) of an input draw, from a sample of its elements and rows."""
+    nonneg = bool((sample(x) >= 0).all())
+    rows = x.reshape(-1, x.shape[-1])[:SAMPLE_ROWS] if x.dim() >= 1 and x.shape[-1] > 1 else None
+    distribution = nonneg and rows is not None and bool(
+        torch.allclose(rows.sum(-1, dtype=torch.float64), torch.ones((), dtype=torch.float64, device=x.device),
                        atol=1e-3))
     return nonneg, distribution
 
@@ -106,7 +115,8 @@ def _kind(x: torch.Tensor) -> tuple:
 def discrete(x: torch.Tensor) -> bool:
     """Whether a floating-point input holds only small whole numbers (labels such as +-1, masks, classes): no
     amount can be added to one of its elements without leaving its domain."""
-    return bool(((x == x.round()) & (x.abs() <= DISCRETE_MAX)).all())
+    part = sample(x)
+    return bool(((part == part.round()) & (part.abs() <= DISCRETE_MAX)).all())
 
 
 def calibrate(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator) -> tuple:
@@ -114,7 +124,7 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
     up to TARGET; (None, 0, 0) when no element tried moves the output."""
     x = inputs[index]
     nonneg, distribution = _kind(x)
-    scale = float(x.abs().to(torch.float64).mean()) or 1.0
+    scale = float(sample(x).abs().to(torch.float64).mean()) or 1.0
     cap = math.sqrt(torch.finfo(x.dtype).max) * (scale if distribution else 1.0)
     best, calls = (None, 0.0, 0.0), 0
     for _ in range(POSITIONS):
@@ -161,13 +171,17 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
 def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, names: list, policy,
                    generator: torch.Generator, prepare) -> dict:
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input
-    in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where)` calls forward with
-    every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs and poisons
-    the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]}, with "failure"
-    (the reason) and the errors when the candidate's output did not follow: the caller gives the verdict."""
+    in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls
+    forward with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs
+    and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
+    with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
+    verdict."""
     indices = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.is_floating_point()
                and x.numel() and (wanted is None or i in wanted)]
-    name = (lambda i: names[i] if i < len(names) else f"input {i}")
+
+    def name(i: int) -> str:
+        return names[i] if i < len(names) else f"input {i}"
+
     with torch.no_grad():
         base = [o.detach().clone() for o in as_tensor_list(reference(*buffers))]
     chosen, summary = [], {"inputs": {}, "not_covered": []}
@@ -184,7 +198,7 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
         change.apply(amount)
         saved = prepare(buffers)
         where = f"coverage trial, {name(i)}{list(change.where())}"
-        output = judged_call(buffers, saved, where)
+        output = judged_call(buffers, saved, where, name="coverage_call")
         with torch.no_grad():
             refs = as_tensor_list(reference(*saved))
         comparison = compare_outputs(output, refs, policy)

@@ -28,12 +28,12 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     buffers, worst, guards = None, None, empty_guards()
     passed = [0]
 
-    def judged_call(inputs: list, saved: list, where: str, first: bool = False):
-        """forward on `inputs`, traced and its launches counted, the judge's state and guards checked and its
-        inputs verified unchanged (against `saved`): its output."""
+    def judged_call(inputs: list, saved: list, where: str, first: bool = False, name: str = "trial_calls"):
+        """forward on `inputs`, traced and its launches counted (the phase `name`, or first_call), the judge's state
+        and guards checked and its inputs verified unchanged (against `saved`): its output."""
         launches.reset()
         trace = TorchOpTrace(launches) if settings["trace_torch_ops"] else None
-        with phase("first_call" if first else "trial_calls"), trace or nullcontext():
+        with phase("first_call" if first else name), trace or nullcontext():
             output = model_new(*inputs)
             synchronize(device)
         with phase("trial_judge"):

@@ -21,8 +21,8 @@ job, write the result and leave with ``os._exit``. Jobs:
 cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
 server), wait_memory (for a GPU memory slot, when slots admit memory: the compile pass then runs before it, on a
 model built on the meta device), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs,
-first_call, trial_calls, trial_judge, trial_compare with its trial_reference), coverage (the coverage trial:
-``fitness.coverage``), wait_exclusive, timing (of which
+first_call, trial_calls, trial_judge, trial_compare with its trial_reference), coverage (the coverage trial,
+``fitness.coverage``: of which coverage_call, the candidate's calls), wait_exclusive, timing (of which
 timed_inputs: the fresh draws of the timed calls' inputs, and verify_timed: the checks of the sampled calls).
 ``spans`` of a result: [phase, start, end] in wall-clock seconds (``time.time``) of the stages in SPAN_PHASES, so
 a benchmark can lay the evaluations of a run on one timeline (who held the GPU when; ``experiments/bench_search.py``).

@@ -124,7 +124,8 @@ def test_without_the_coverage_trial_a_subsample_passes(sandbox):
 def test_a_problem_whose_output_no_input_moves_says_so_in_its_start_line(sandbox, tmp_path):
     problem = tmp_path / "constant.py"
     problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                       "    def __init__(self):\n        super().__init__()\n        self.w = nn.Parameter(torch.randn(8))\n\n"
+                       "    def __init__(self):\n        super().__init__()\n"
+                       "        self.w = nn.Parameter(torch.randn(8))\n\n"
                        "    def forward(self, x):\n        return self.w * 2.0\n\n\n"
                        "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return []\n")
     with make_evaluator(str(problem), sandbox=sandbox) as ev:

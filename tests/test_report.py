@@ -96,7 +96,8 @@ def test_the_page_holds_summary_plot_lineage_diff_operators_llm_and_policy(tmp_p
         for figure in ("best kernel time2.000 ms", "seed kernel time (as written)5.000 ms",
                        "seed kernel time (tuned)4.000 ms", "speed-up vs seed (as written)2.50x",
                        "speed-up vs eager5.00x", "speed-up vs torch.compile4.00x", "fraction of the data floor25.0%",
-                       "fraction of the reference algorithm's roofline (over 100 %: fewer FLOPs than the reference)50.0%",
+                       "fraction of the reference algorithm's roofline (over 100 %: fewer FLOPs than the "
+                       "reference)50.0%",
                        "device / hardware profile / timercuda:0 / h100_sxm / cuda-events"):
             assert figure in text
     else:  # the interpreter: correct or not and its wall-clock times, labelled; no speed-up anywhere
