@@ -74,7 +74,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
                           max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
         worst = comparison if worst is None else worst.worst(comparison)
         passed[0] = trial + 1
-    if settings.get("coverage", True):
+    if settings["coverage"]:
         stage("coverage trial")
         with gpu_lock(job, exclusive=False), phase("coverage"):
             refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
