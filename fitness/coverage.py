@@ -12,8 +12,8 @@ trials or, skipping at most about the tolerance's share of the work, is within t
 
 The element and the sign of the change come from the job's secret input seed; the change keeps the input in its
 domain: added (never subtracted) where the input is nonnegative, and for rows that are distributions (nonnegative,
-summing to 1 along the last dimension) the row is renormalised; an input of small whole numbers (labels, masks) is
-not changed (reported as not covered). The amount starts from the input's mean magnitude
+summing to 1 along the last dimension) the row is renormalised; an integer input, or one of small whole numbers
+(labels, masks), is not changed (reported as not covered). The amount starts from the input's mean magnitude
 and grows (the response's exponent estimated from the last two calls) until the move is reached, the output stays
 finite and the amount representable; an element whose change moves nothing or saturates (a clamp, a max) is
 replaced by another. Per input: a few
@@ -176,15 +176,16 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
     and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
     with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
     verdict."""
-    indices = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.is_floating_point()
-               and x.numel() and (wanted is None or i in wanted)]
+    tensors = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.numel()
+               and (wanted is None or i in wanted)]
+    indices = [i for i in tensors if buffers[i].is_floating_point()]
 
     def name(i: int) -> str:
         return names[i] if i < len(names) else f"input {i}"
 
     with torch.no_grad():
         base = [o.detach().clone() for o in as_tensor_list(reference(*buffers))]
-    chosen, summary = [], {"inputs": {}, "not_covered": []}
+    chosen, summary = [], {"inputs": {}, "not_covered": [name(i) for i in tensors if i not in indices]}
     for i in indices:
         usable = buffers[i].is_contiguous() and not discrete(buffers[i])
         change, moved, amount = (calibrate(reference, buffers, i, base, policy, generator) if usable
