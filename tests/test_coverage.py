@@ -132,3 +132,42 @@ def test_a_problem_whose_output_no_input_moves_says_so_in_its_start_line(sandbox
         assert "no coverage trial: no change of an input moves the reference's output (the output ignores x)" \
             in ev.describe()
         assert ev.cost.data_bytes == 8 * 4 + 8 * 4  # the parameter read, the output written; not x
+
+
+def _hinge(p, t):
+    return torch.mean(torch.clamp(1 - p * t, min=0))
+
+
+def _mse(p, t):
+    return torch.mean((p - t) ** 2)
+
+
+def _subsampled(loss, skip: int):
+    """`loss` over the rows r with r % skip != 0 only (skip 0: every row), as an estimate of the mean would."""
+    def call(inputs, saved, where, name=""):
+        p, t = inputs
+        rows = torch.arange(p.shape[0]) % skip != 0 if skip else torch.ones(p.shape[0], dtype=torch.bool)
+        return loss(p[rows], t[rows] if t.dim() == 2 else t)
+    return call
+
+
+@pytest.mark.parametrize("loss, targets", [(_mse, "rand"), (_hinge, "sign")], ids=["mse", "hinge"])
+def test_the_coverage_trial_catches_every_subsample_on_every_seed(loss, targets):
+    """The coverage logic alone, on 20 secret seeds each (torch in place of a candidate): a subsample of 1/2, 9/10 or
+    99/100 of the rows always fails, the whole never does -- for the hinge loss, whose +-1 targets are left alone and
+    half of whose elements saturate, too."""
+    from fitness.coverage import coverage_trial
+
+    policy = load_policy("triton")
+    for seed in range(20):
+        torch.manual_seed(seed)
+        p = torch.rand(300, 64)
+        t = torch.rand(300, 64) if targets == "rand" else torch.randint(0, 2, (64,)).float() * 2 - 1
+        for skip in (0, 2, 10, 100):
+            found = coverage_trial(lambda *x: loss(*x), _subsampled(loss, skip), [p.clone(), t.clone()], None,
+                                   ["predictions", "targets"], policy, torch.Generator().manual_seed(seed),
+                                   lambda inputs: [x.clone() for x in inputs])
+            assert ("failure" in found) == (skip != 0), (seed, skip, found)
+            assert found["inputs"]["predictions"] >= 2e4
+            if targets == "sign":
+                assert found["not_covered"] == ["targets"]
