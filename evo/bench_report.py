@@ -31,6 +31,7 @@ def summarise(rows: list[Row]) -> dict:
     fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.speedup(base) or 0) > p) / n if n else 0.0
             for base in AGAINST for p in FAST_P}  # a problem whose baseline was not measured counts as not fast
     sol = [s.sol_fraction for s in ok if s.sol_fraction is not None]
+    floor = [s.floor_fraction for s in ok if s.floor_fraction is not None]
     rates = [r.summary.evaluations_per_hour for r in rows if r.summary.evaluations_per_hour]
     labelled = Counter(label for s in ok for label in s.labels)
     return {"problems": n, "correct": len(ok) + baked, "correct_rate": (len(ok) + baked) / n if n else 0.0,
@@ -39,7 +40,8 @@ def summarise(rows: list[Row]) -> dict:
             **{f"geomean_vs_{base}": geometric_mean([s.speedup(base) for s in ok]) for base in AGAINST},
             # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
             **{f"measured_vs_{base}": sum(1 for s in ok if s.speedup(base)) for base in AGAINST},
-            "median_sol_fraction": median(sol),
+            "median_sol_fraction": median(sol),  # the reference algorithm's roofline
+            "median_floor_fraction": median(floor),  # the data floor
             "median_evaluations_per_hour": median(rates),
             "min_evaluations_per_hour": min(rates) if rates else None,
             "device": "GPU" if any(r.gpu or r.summary.timer not in ("", INTERPRETER) for r in rows) else "CPU",
@@ -58,7 +60,8 @@ def summary_lines(summary: dict) -> list[str]:
     speed = [f"vs {LABELS[base]}: {fast(base)}; geometric mean {speedup(summary[f'geomean_vs_{base}'])} over "
              f"{summary[f'measured_vs_{base}']} of {summary['correct']} correct kernels" for base in AGAINST
              if f"geomean_vs_{base}" in summary]
-    speed.append(f"median fraction of the speed of light: {percent(sol)}")
+    speed.append(f"median fraction of the data floor: {percent(summary.get('median_floor_fraction'))}; of the "
+                 f"reference algorithm's roofline: {percent(sol)} (over 100 %: fewer FLOPs than the reference)")
     if summary["device"] == "CPU":
         speed = ["no speed-ups: Triton's CPU interpreter (its times are wall-clock, not kernel speed; no baseline "
                  "measured)"]
@@ -82,8 +85,8 @@ def summary_lines(summary: dict) -> list[str]:
 
 STATUS = {BAKED: "correct at test sizes only (baked)"}  # a status as a table says it (summary.json keeps the key)
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
-          *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations", "evals/h", "search (s)", "GPU busy", "timeouts",
-          "cut", "LLM calls", "LLM cost", "wall (s)", "note")
+          *(f"vs {SHORT[b]}" for b in AGAINST), "data floor %", "ref. roofline %", "evaluations", "evals/h",
+          "search (s)", "GPU busy", "timeouts", "cut", "LLM calls", "LLM cost", "wall (s)", "note")
 
 
 def _missing(s: RunOutcome, base: str) -> str:
@@ -108,7 +111,7 @@ def cells(r: Row) -> list[str]:
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
     return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + (interp if s.best_s else ""),
             _t(s.seed_s),
-            *baseline_cells(s), percent(s.sol_fraction), number(s.evaluations, "{}"),
+            *baseline_cells(s), percent(s.floor_fraction), percent(s.sol_fraction), number(s.evaluations, "{}"),
             number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
             number(s.timeouts if s.evaluations is not None else None, "{}"),
             number(s.evaluations_cut if s.evaluations is not None else None, "{}"), str(s.llm_calls),
@@ -122,9 +125,10 @@ def row_line(r: Row) -> str:
     return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}"
 
 
-GPU_ONLY = (*(SHORT[b] for b in BASELINES), *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "GPU busy")
+SOL = ("data floor %", "ref. roofline %")  # the fractions of the data floor and of the reference's roofline
+GPU_ONLY = (*(SHORT[b] for b in BASELINES), *(f"vs {SHORT[b]}" for b in AGAINST), *SOL, "GPU busy")
 LLM = ("LLM calls", "LLM cost")
-MAIN = ("problem", "status", "best", "seed (tuned)", *(f"vs {SHORT[b]}" for b in AGAINST), "SoL", "evaluations",
+MAIN = ("problem", "status", "best", "seed (tuned)", *(f"vs {SHORT[b]}" for b in AGAINST), *SOL, "evaluations",
         "wall (s)")  # the page's table; the other columns are folded under it
 
 
@@ -260,7 +264,7 @@ def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: di
                   anytime=_interpreter_curves(rows) if cpu else _anytime(rows), manifest=manifest_rows(manifest))
 
 
-SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), "SoL")
+SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), *SOL)
 CONSOLE = ("problem", "status", "best", "seed (tuned)", *SPEED, "evaluations")
 
 

@@ -64,7 +64,8 @@ class RunOutcome:
     speedup_vs_best: float | None = None
     best_baseline: str = ""
     baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
-    sol_fraction: float | None = None
+    sol_fraction: float | None = None  # of the reference algorithm's roofline (fitness.speed_of_light): may pass 1
+    floor_fraction: float | None = None  # of the data floor (absent before issue 41: None)
     evaluations: int | None = None  # evaluator calls, repeats included
     distinct_evaluations: int | None = None
     infrastructure_failures: int = 0  # evaluations that ended with no verdict (twice), none of them stored
@@ -173,7 +174,8 @@ def outcome_of(best: Individual | None, seed_written: EvalResult | None, tuned_s
         **{f"{name}_s": getattr(r, f"{name}_s") if r is not None else None for name in BASELINES},
         **{f"speedup_vs_{name}": getattr(r, f"speedup_vs_{name}") if ok else None for name in (*BASELINES, "best")},
         best_baseline=r.best_baseline if ok else "", baseline_status=r.baseline_status if r is not None else {},
-        sol_fraction=r.sol_fraction if ok else None, sizes_check=sizes_check,
+        sol_fraction=r.sol_fraction if ok else None, floor_fraction=r.floor_fraction if ok else None,
+        sizes_check=sizes_check,
         baked_seeds=check.get("baked_seeds", []), other_sizes=check.get("other_sizes") or None,
         other_sizes_tried=[t["id"] for t in check.get("tried", [])],
         other_sizes_failed={t["id"]: f"{t['status']}: {t['reason']}" for t in check.get("tried", [])

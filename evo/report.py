@@ -20,7 +20,7 @@ from evo import full_size
 from evo.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.page import figure_png, pyplot
 from evo.manifest import manifest_rows
-from evo.console import evaluations_text, seed_rows, time_text
+from evo.console import ROOFLINE_LABEL, evaluations_text, seed_rows, time_text
 from evo.outcome import REWRITTEN_SEED, RunOutcome, summarise
 from evo.store import RunStore
 from fitness.baselines import BASELINES, LABELS, speedup_rows, speedup_text
@@ -113,7 +113,8 @@ def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
         rows += [("best kernel time", seconds(o.best_s)), *seed_rows(o),
                  ("speed-up vs seed (as written)", speedup(o.seed_speedup, NA)),
                  *baseline_time_rows(o), *speedup_rows(vars(o)),
-                 ("fraction of speed of light", percent(o.sol_fraction, 1, NA))]
+                 ("fraction of the data floor", percent(o.floor_fraction, 1, NA)),
+                 (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA))]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
              ("precision policy", o.policy or "?"),
              ("seed from", (f"{o.seed}, rewritten by the {o.seed_rewritten_by}" if o.seed_rewritten_by

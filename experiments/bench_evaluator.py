@@ -129,8 +129,8 @@ def run(args) -> None:
 
 # table ---------------------------------------------------------------------------------------------------------
 def problem_table(rows: list[dict]) -> list[str]:
-    lines = ["| problem | status | seed (us) | eager (us) | compile (us) | vs eager | vs compile | speed of light (us) "
-             "| SoL fraction | eval wall (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| problem | status | seed (us) | eager (us) | compile (us) | vs eager | vs compile | ref. roofline (us) "
+             "| ref. roofline fraction | eval wall (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         walls = ", ".join(f"{w:.1f}" for w in r["eval_wall_s_all"])
         lines.append(f"| {r['problem']} | {r['status']} | {microseconds(r['time_s'])} | "

@@ -141,7 +141,7 @@ def table(paths: list[str]) -> str:
     lines = [f"# Search benchmark on {env['gpu']}", "",
              f"torch {env['torch']}, triton {env['triton']}, {env['date']}. Offline operators, policy `triton`, "
              f"budget: `{' '.join(runs[0]['budget'])}`.", "",
-             "| problem | best (us) | seed as written (us) | vs seed | vs eager | vs compile | SoL fraction "
+             "| problem | best (us) | seed as written (us) | vs seed | vs eager | vs compile | ref. roofline fraction "
              "| evaluations | evals/hour | children / evals in flight | GPU busy | CPU busy | load avg | search wall (s) "
              "| baselines (s) | stopped |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

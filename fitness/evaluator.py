@@ -32,7 +32,7 @@ from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerResult
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.worker_env import is_secret_variable
 from fitness.sizes import int_constants
-from fitness.speed_of_light import ProblemCost, measure_cost, speed_of_light_s
+from fitness.speed_of_light import ProblemCost, data_floor_s, measure_cost, speed_of_light_s
 from fitness.static_check import check_source
 from fitness.target import target_for
 from fitness.settings import EvalSettings
@@ -59,12 +59,15 @@ def start_up_under_lock(settings: EvalSettings, profile: HardwareProfile) -> boo
     return profile.start_up_disturbs_timing is not False
 
 
-def implausibility(time_s: float, sol_s: float, margin: float, profile: HardwareProfile) -> str:
-    """Why a measured time is physically impossible on this hardware, or "" when it is plausible."""
-    if time_s >= margin * sol_s:
+def implausibility(time_s: float, floor_s: float, margin: float, profile: HardwareProfile) -> str:
+    """Why a measured time is physically impossible on this hardware, or "" when it is plausible: below `margin` x
+    the data floor (what the output depends on read once and the output written, over bandwidth). The reference's
+    FLOPs never count: an exact rewrite of its algebra need not do them."""
+    if time_s >= margin * floor_s:
         return ""
-    return (f"implausible time: {time_s * 1e6:.1f} us is below the speed of light {sol_s * 1e6:.1f} us on "
-            f"{profile.display_name} (bytes over bandwidth, FLOPs over peak): the timed call cannot have done the work")
+    return (f"implausible time: {time_s * 1e6:.1f} us is below the data floor {floor_s * 1e6:.1f} us on "
+            f"{profile.display_name} (the bytes the output depends on, read once, and the output written, over "
+            f"bandwidth): the timed call cannot have read its inputs")
 
 
 SECRET_PLACEHOLDER = "[secret removed]"
@@ -123,8 +126,10 @@ class Evaluator:
         self.sizes_used = int_constants(loaded.module)  # the size constants in effect (file's, preset, overrides)
         self.target = target_for(problem, self.device, profile, policy.tf32, loaded)  # what kernels are written for
         # the cost model at the judged sizes: on a GPU those are the target's (the same forward on the meta device)
+        self.dependence = self.target.dependence  # which inputs the output depends on (fitness.dependence)
         self.cost = self.target.cost if self.on_gpu else self._measure_cost(loaded)
         self.sol_s = speed_of_light_s(self.cost, profile, policy.tf32) if (self.cost and self.on_gpu) else None
+        self.floor_s = data_floor_s(self.cost, profile) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         self.memory_slots: int | None = None  # problem-sized device memory admitted N at a time (set_memory_slots)
         self.cut_at: float | None = None  # perf_counter() at which a candidate's job still running is killed
@@ -169,7 +174,26 @@ class Evaluator:
         target = "" if self.on_gpu else f"; {self.target.describe()}"
         profiler = f"; profiler: {self.profiler_note() or 'ncu'}" if self.settings.profile != "none" else ""
         return (f"problem {self.problem.name} at {self.sizes_text()}; policy {self.policy.name}; {where}{target}"
-                f"{profiler}")
+                f"; {self.coverage_text()}{profiler}")
+
+    def coverage_inputs(self) -> list[int] | None:
+        """The forward arguments the coverage trial changes: those the output depends on (None: not decided, every
+        floating-point tensor; ``fitness.coverage``)."""
+        if self.dependence is None or not self.dependence.inputs:
+            return None
+        return [i for i, used in enumerate(self.dependence.inputs) if used]
+
+    def coverage_text(self) -> str:
+        """What the coverage trial covers, for the start line."""
+        if not self.settings.coverage:
+            return "coverage trial off (fitness.coverage=false)"
+        wanted, dep = self.coverage_inputs(), self.dependence
+        if wanted is None:
+            return "coverage trial on every floating-point input"
+        ignored = f" (the output ignores {', '.join(dep.ignored_inputs)})" if dep.ignored_inputs else ""
+        if not wanted:
+            return f"no coverage trial: no change of an input moves the reference's output{ignored}"
+        return f"coverage trial on {', '.join(dep.name(i) for i in wanted)}{ignored}"
 
     def sizes_text(self) -> str:
         """The sizes actually used, and where they come from: `batch_size=5, dim=519 (test sizes of ...)`."""
@@ -179,7 +203,7 @@ class Evaluator:
     # jobs ------------------------------------------------------------------------------------------------------
     def _measure_cost(self, loaded) -> ProblemCost | None:
         try:
-            return measure_cost(loaded)
+            return measure_cost(loaded, self.dependence)
         except Exception:  # a reference the meta device cannot run: no speed-of-light figure
             return None
 
@@ -188,7 +212,8 @@ class Evaluator:
         return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
                 "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device),
-                "memory_slots": self.memory_slots, **extra}
+                "memory_slots": self.memory_slots, "coverage_inputs": self.coverage_inputs(),
+                "input_names": list(self.dependence.input_names) if self.dependence else [], **extra}
 
     @property
     def baseline_wall_s(self) -> float:
@@ -296,12 +321,13 @@ class Evaluator:
             setattr(result, name, value)
         result.timing.update({name: s.to_dict() for name in BASELINES
                               if (s := baseline.stats(name)) is not None})
-        if self.sol_s is None:
-            result.notes.append("speed of light unknown for this problem or hardware profile")
+        if self.sol_s is not None:  # reported only: may exceed 100 % for an algorithm cheaper than the reference's
+            result.sol_s, result.sol_fraction = self.sol_s, self.sol_s / stats.median_s
+        if self.floor_s is None:
+            result.notes.append("data floor unknown for this problem or hardware profile: no plausibility check")
             return waited
-        result.sol_s = self.sol_s
-        result.sol_fraction = self.sol_s / stats.median_s
-        reason = implausibility(stats.median_s, self.sol_s, self.settings.plausibility_margin, self.profile)
+        result.floor_s, result.floor_fraction = self.floor_s, self.floor_s / stats.median_s
+        reason = implausibility(stats.median_s, self.floor_s, self.settings.plausibility_margin, self.profile)
         if self.settings.plausibility and reason:
             result.status, result.reason = "rejected", reason
         return waited

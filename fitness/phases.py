@@ -13,7 +13,7 @@ from fitness.stage import MEMORY_STAGE, stage
 PHASES: dict = {}
 SPANS: list = []  # [phase, wall start, wall end] of the stages below, in the order they ended
 SPAN_PHASES = frozenset({"cuda_init", "warm_judge", "setup", "compile", "wait_memory", "wait_shared", "trials",
-                         "wait_exclusive", "timing", "profile"})
+                         "coverage", "wait_exclusive", "timing", "profile"})
 WALL = time.time  # bound before any candidate code exists
 
 

@@ -63,8 +63,14 @@ class EvalResult:
     speedup_vs_best: float | None = None  # over the fastest baseline measured, named by best_baseline
     best_baseline: str = ""
     baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
+    # two speed-of-light figures (fitness.speed_of_light): the reference algorithm's roofline (max(all bytes over
+    # bandwidth, the reference's FLOPs over peak): reported only, over 100 % for an algorithm cheaper than the
+    # reference's; what sol_* meant in every earlier store) and the data floor (what the output depends on, read
+    # once, and the output written, over bandwidth: the plausibility bound; absent from stores before issue 41)
     sol_s: float | None = None
     sol_fraction: float | None = None
+    floor_s: float | None = None
+    floor_fraction: float | None = None
     cost: dict = field(default_factory=dict)
     timing: dict = field(default_factory=dict)  # full TimingStats of candidate / eager / compile / max_autotune
     notes: list = field(default_factory=list)
@@ -132,9 +138,12 @@ class EvalResult:
                 f"{LABELS[name]}" for name in BASELINES) + f"; {best_text(record)} vs the best")
             said = verdict(record)
             lines += [f"verdict: {said}"] if said else []
+        if self.floor_fraction is not None:
+            lines.append(f"data floor: {format_seconds(self.floor_s)}  fraction of the data floor: "
+                         f"{self.floor_fraction:.1%}")
         if self.sol_fraction is not None:
-            lines.append(f"speed of light: {format_seconds(self.sol_s)}  "
-                         f"fraction reached: {self.sol_fraction:.1%}")
+            lines.append(f"reference algorithm's roofline: {format_seconds(self.sol_s)}  fraction of the reference "
+                         f"algorithm's roofline: {self.sol_fraction:.1%} (over 100 %: fewer FLOPs than the reference)")
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(f"evaluation wall time: {self.eval_wall_s:.2f} s")
         return "\n".join(lines)

@@ -52,8 +52,11 @@ class EvalSettings:
     baseline_compile_timeout_s: Optional[float] = 300.0
     static_check: bool = True  # reject process/network/FFI/introspection/monkey-patching before running
     require_triton_launch: bool = True
+    # after the trials, one trial per input the output depends on with one element changed so far that the
+    # reference's output moves far beyond the tolerance: the candidate's output must follow (fitness/coverage.py)
+    coverage: bool = True
     trace_torch_ops: bool = True  # dispatch-mode trace of forward's aten ops on the first trial
-    plausibility: bool = True  # reject times below plausibility_margin x speed of light
+    plausibility: bool = True  # reject times below plausibility_margin x the data floor (fitness/speed_of_light.py)
     plausibility_margin: float = 0.9
     prestart_worker: bool = True  # keep warm spare workers (forked, CUDA initialised) ready for the next jobs
     # how many warm spares per evaluator; null: as many as evaluations in flight on its device (the run's

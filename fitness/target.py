@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from fitness.dependence import Dependence, dependence_of
 from fitness.problem import LoadedProblem, ProblemSpec, load_problem
 from fitness.speed_of_light import ProblemCost, cost_of, meta_run, peak_key
 from hardware_profiles import HardwareProfile
@@ -30,6 +31,7 @@ class Target:
     tf32: bool = False  # the precision policy lets fp32 matmuls run as TF32
     device: str = "cpu"  # where candidates are judged: cuda:N, or cpu (Triton's interpreter)
     evaluated_sizes: dict = field(default_factory=dict)  # the sizes candidates are judged at
+    dependence: Dependence | None = None  # which inputs and parameters the output depends on (the data floor)
 
     @property
     def interpreter(self) -> bool:
@@ -66,8 +68,17 @@ class Target:
         return self.cost.flops / self.peak if self.cost and self.peak else None
 
     @property
+    def floor_s(self) -> float | None:
+        """The data floor at the target: what the output depends on, read once, and the output written, over
+        bandwidth (``fitness.speed_of_light.data_floor_s``)."""
+        if not self.cost or self.cost.data_bytes is None or not self.bandwidth:
+            return None
+        return self.cost.data_bytes / self.bandwidth
+
+    @property
     def sol_s(self) -> float | None:
-        """The speed of light at the target: max(bytes / bandwidth, FLOPs / peak)."""
+        """The reference algorithm's roofline at the target: max(bytes / bandwidth, FLOPs / peak). Not a bound on
+        a kernel: an exact rewrite may need fewer FLOPs."""
         return max(self.memory_s or 0.0, self.compute_s or 0.0) or None
 
     @property
@@ -106,9 +117,9 @@ def target_sizes_spec(spec: ProblemSpec, device: str) -> ProblemSpec:
 
 
 def target_for(spec: ProblemSpec, device: str, profile: HardwareProfile | None, tf32: bool,
-               judged: LoadedProblem | None = None) -> Target:
+               judged: LoadedProblem | None = None, dependence: Dependence | None = None) -> Target:
     """The target of a search over `spec` judged on `device`, for the hardware `profile` it was given (`judged`:
-    `spec` loaded already)."""
+    `spec` loaded already; `dependence`: ``fitness.dependence.dependence_of(spec)`` made already)."""
     gpu = profile if profile is not None and profile.kind == "gpu" else None
     judged = judged or load_problem(spec)
     full = target_sizes_spec(spec, device)
@@ -119,5 +130,6 @@ def target_for(spec: ProblemSpec, device: str, profile: HardwareProfile | None, 
     except Exception:  # a reference the meta device cannot run: sizes only, no cost model
         return Target(gpu, loaded.sizes, tf32=tf32, device=device, evaluated_sizes=evaluated)
     names = [p for p in inspect.signature(loaded.Model.forward).parameters if p != "self"]
-    return Target(gpu, loaded.sizes, _shapes(run.inputs, names), _shapes(run.outputs), cost_of(run), tf32,
-                  device, evaluated)
+    dependence = dependence or dependence_of(spec, tuple(names))
+    return Target(gpu, loaded.sizes, _shapes(run.inputs, names), _shapes(run.outputs), cost_of(run, dependence), tf32,
+                  device, evaluated, dependence)

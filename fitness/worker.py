@@ -21,7 +21,8 @@ job, write the result and leave with ``os._exit``. Jobs:
 cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
 server), wait_memory (for a GPU memory slot, when slots admit memory: the compile pass then runs before it, on a
 model built on the meta device), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs,
-first_call, trial_calls, trial_judge, trial_compare with its trial_reference), wait_exclusive, timing (of which
+first_call, trial_calls, trial_judge, trial_compare with its trial_reference), coverage (the coverage trial,
+``fitness.coverage``: of which coverage_call, the candidate's calls), wait_exclusive, timing (of which
 timed_inputs: the fresh draws of the timed calls' inputs, and verify_timed: the checks of the sampled calls).
 ``spans`` of a result: [phase, start, end] in wall-clock seconds (``time.time``) of the stages in SPAN_PHASES, so
 a benchmark can lay the evaluations of a run on one timeline (who held the GPU when; ``experiments/bench_search.py``).
@@ -39,8 +40,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from fitness import timing  # binds the clocks first
-from fitness.checks import TimedCalls, Verdict, check_guards, check_output_types, empty_guards  # noqa: E402
-from fitness.guards import LaunchCounter, TorchOpTrace
+from fitness.checks import TimedCalls, Verdict  # noqa: E402
+from fitness.guards import LaunchCounter
 
 import torch  # noqa: E402
 
@@ -49,11 +50,9 @@ from fitness.baselines import COMPILED, stage_of as baseline_stage  # noqa: E402
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
 from fitness.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
-from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs  # noqa: E402
 from fitness.confine import become_unprivileged  # noqa: E402
 from fitness.gpu_lock import DeviceLock, start_up  # noqa: E402
-from fitness.inputs import (clone_all, make_inputs, meta_inputs, poison_allocator,  # noqa: E402
-                            reference_output_specs, refill, scrub, synchronize, timing_inputs)
+from fitness.inputs import make_inputs, meta_inputs, reference_output_specs, timing_inputs  # noqa: E402
 from fitness.memory import spec_bytes  # noqa: E402
 from fitness.timed_inputs import FreshInputs  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
@@ -61,6 +60,7 @@ from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
+from fitness.trials import run_trials  # noqa: E402
 from fitness.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
@@ -72,52 +72,6 @@ KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no f
 
 
 # candidate job ---------------------------------------------------------------------------------------------------
-def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs) -> dict:
-    """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
-    trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
-    state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes."""
-    device, settings = job["device"], job["settings"]
-    buffers, worst, guards = None, None, empty_guards()
-    for trial in range(settings["trials"]):
-        stage(f"correctness trial {trial + 1}/{settings['trials']}")
-        with gpu_lock(job, exclusive=False), phase("trials"):
-            with phase("trial_inputs"):
-                fresh = make_inputs(problem, input_seed + trial, device)
-                if buffers is None:
-                    buffers = fresh
-                else:
-                    refill(buffers, fresh)
-                saved = clone_all(buffers)
-                poison_allocator(specs, device)
-                synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
-            LAUNCHES.reset()
-            trace = TorchOpTrace(LAUNCHES) if settings["trace_torch_ops"] else None
-            with phase("first_call" if trial == 0 else "trial_calls"), trace or nullcontext():
-                output = model_new(*buffers)
-                synchronize(device)
-            with phase("trial_judge"):
-                verify(f"trial {trial + 1}", guards=guards, trials_passed=trial)
-                check_output_types(output, f"trial {trial + 1}", guards=guards, trials_passed=trial)
-                check_guards(guards, trace, LAUNCHES, module_name, policy, settings, f"trial {trial + 1}",
-                             trials_passed=trial)
-            with phase("trial_compare"):
-                changed = changed_inputs(buffers, saved)
-                if changed:
-                    raise Verdict("rejected", f"forward modified its input(s) {changed} (trial {trial + 1}); inputs "
-                                  f"must be left unchanged", guards=guards, trials_passed=trial)
-                with phase("trial_reference"):
-                    refs = as_tensor_list(reference(*saved))
-                comparison = compare_outputs(output, refs, policy)
-                scrub(as_tensor_list(output) + refs)
-        if not comparison.ok:
-            raise Verdict("incorrect", f"trial {trial + 1} (input seed {input_seed + trial}): {comparison.reason}",
-                          guards=guards, trials_passed=trial, max_abs_err=comparison.max_abs_err,
-                          max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
-        worst = comparison if worst is None else worst.worst(comparison)
-    return {"guards": guards, "trials_passed": settings["trials"], "max_abs_err": worst.max_abs_err,
-            "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}
-
-
 def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
     """Time forward through `timed`, which counts each call's launches, on the inputs of `feed`, which draws them
     fresh for every call and checks a sample of the calls."""
@@ -227,7 +181,8 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             stage("running the reference once (output shapes)")
             with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
                 specs = reference_output_specs(reference, problem, job, input_seed)
-            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs)
+            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
+                                LAUNCHES)
             timed = TimedCalls(model_new, LAUNCHES, module_name, job["settings"]["require_triton_launch"])
             feed = FreshInputs(problem, device, input_seed, reference, policy,
                                checked={**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["checked_calls"])

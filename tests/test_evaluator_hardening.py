@@ -40,17 +40,17 @@ def test_every_trial_is_traced_and_must_launch(evaluator):
 def test_every_timed_call_must_launch_the_candidates_kernel(evaluator):
     result = evaluator.evaluate(candidate("torch_when_timed"))
     assert result.status == "rejected"
-    if COMPILE_PASS_CALLS:  # turns during the last trial
-        assert "launched no Triton kernel of its own (trial 3)" in result.reason and result.trials_passed == 2
+    if COMPILE_PASS_CALLS:  # turns during the coverage trial, the last correctness call
+        assert "launched no Triton kernel of its own (coverage trial" in result.reason and result.trials_passed == 3
     else:
         assert "timed calls launched no Triton kernel" in result.reason
-        assert result.trials_passed == 3 and result.guards["triton_launches"] == 3
+        assert result.trials_passed == 3 and result.guards["triton_launches"] == 4  # 3 trials and the coverage trial
 
 
 def test_a_stale_answer_in_the_timed_calls_is_incorrect(evaluator):
     result = evaluator.evaluate(candidate("stale_when_timed"))
     assert result.status == "incorrect"
-    expected = "trial 3 (input seed" if COMPILE_PASS_CALLS else "output of a timed call differs from the reference"
+    expected = "coverage trial: " if COMPILE_PASS_CALLS else "output of a timed call differs from the reference"
     assert expected in result.reason
 
 
@@ -112,5 +112,8 @@ def test_a_softmax_within_atol_everywhere_but_wrong_as_a_whole_is_incorrect():
         result = ev.evaluate(source)
         assert result.status == "incorrect" and "normwise relative error" in result.reason, result.reason
         assert 0.015 < result.rel_l2 < 0.1  # every element within atol=1e-2: only the normwise bound sees it
-    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1) as ev:
+    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1, coverage=False) as ev:
         assert ev.evaluate(source).ok  # KernelBench's own rules (elementwise only) let it through
+    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1) as ev:
+        result = ev.evaluate(source)  # but not the coverage trial: one large element makes the guessed sum wrong
+        assert result.status == "incorrect" and result.reason.startswith("coverage trial: "), result.reason

@@ -33,10 +33,10 @@ def rejected_for(result, what: str) -> None:
 def test_replacing_the_comparison_inside_forward_is_caught_before_the_output_is_compared(evaluator):
     source = with_attack("wrong_math", in_forward="""
 from fitness.correctness import Comparison
-for judge in ('fitness.worker', 'fitness.checks'):
+for judge in ('fitness.trials', 'fitness.checks'):
     sys.modules[judge].compare_outputs = lambda *args, **kwargs: Comparison(True)
 """)
-    rejected_for(evaluator.evaluate(source), "fitness.worker.compare_outputs replaced")
+    rejected_for(evaluator.evaluate(source), "fitness.trials.compare_outputs replaced")
 
 
 def test_rebinding_the_timers_statistics_is_caught(evaluator):

@@ -55,8 +55,10 @@ def test_prompts_describe_the_target_gpu_and_the_full_size_cost_model_not_the_te
     text = ContextBuilder(ContextSettings(), gemm, PROBLEM).build("initialiser").text
     assert "Sizes: M=4096, K=4096, N=4096." in text and "A: float32[4096, 4096]" in text
     assert "137 GFLOP" in text and "arithmetic intensity 683 FLOP/byte" in text
-    assert "compute bound (its ridge point is 148 FLOP/byte at the tf32 peak)" in text
-    assert "speed of light 278 us" in text and "at small test sizes (M=97, K=45, N=83)" in text
+    assert "compute bound as the reference computes it (its ridge point is 148 FLOP/byte at the tf32 peak)" in text
+    assert "reference algorithm's roofline is 278 us" in text and "at small test sizes (M=97, K=45, N=83)" in text
+    assert "the data floor is 60 us" in text and "all of which the output depends on" in text  # A, B and C: 201 MB
+    assert "exact rewrite of the reference's algebra" in text and "floating-point reassociation" in text
     unnamed = ContextBuilder(ContextSettings(), target(profile="cpu_interpreter"), PROBLEM).build("planner", PARENT)
     assert "No target GPU was named" in unnamed.text and "Triton CPU interpreter: 1 SMs" not in unnamed.text
     without = ContextBuilder(ContextSettings(parts={"hardware": False}), gemm, PROBLEM).build("planner", PARENT).text
@@ -71,8 +73,8 @@ def test_measured_figures_say_where_they_were_measured():
         sol_fraction=0.84, timer="cuda-events", device="cuda:0", hardware_profile="h100_sxm"))
     text = builder().build("planner", on_gpu).text
     assert "95 us (CUDA events on h100_sxm at full size); PyTorch eager 142 us (1.49x faster)" in text
-    assert ("torch.compile 92 us (1.03x slower), torch.compile max-autotune 76 us (1.25x slower); 84% of the speed "
-            "of light (80 us)") in text
+    assert ("torch.compile 92 us (1.03x slower), torch.compile max-autotune 76 us (1.25x slower); 84% of the "
+            "reference algorithm's roofline (80 us;") in text
 
 
 def test_the_parent_appears_once_and_other_kernels_as_changes_against_it():

@@ -1,8 +1,8 @@
 """The figures an agent is shown, each labelled with where it came from.
 
 * the target (``fitness.target.Target``): the GPU the kernels are written for and the problem at its full sizes,
-  with the cost model there (bytes, FLOPs, intensity, speed of light, memory or compute bound from the GPU's
-  bandwidth and peak), computed, not measured;
+  with the cost model there (bytes, FLOPs, intensity, the data floor and the reference algorithm's roofline, memory
+  or compute bound from the GPU's bandwidth and peak), computed, not measured;
 * measured times (an ``EvalResult``): CUDA events on a GPU, or the CPU interpreter's wall-clock at test sizes,
   which is no GPU time and says so;
 * profiler metrics (``fitness.ncu``'s record): Nsight Compute's, for one forward call on the GPU.
@@ -91,6 +91,16 @@ def judged_inputs(spec) -> tuple:
     return target_for(spec, "cuda", None, False).inputs
 
 
+def _depends_text(target: Target) -> str:
+    """What of it the output depends on (the data floor's bytes), naming what the reference ignores."""
+    cost, dep = target.cost, target.dependence
+    if cost is None or cost.data_bytes is None or cost.data_bytes == cost.bytes:
+        return ", all of which the output depends on" if cost is not None and cost.data_bytes is not None else ""
+    ignored = ", ".join((dep.ignored_inputs if dep else []) + list(dep.ignored_parameters if dep else []))
+    return (f", of which the output depends on {fmt_bytes(cost.data_bytes)}"
+            + (f" (it ignores {ignored})" if ignored else ""))
+
+
 def cost_model_text(target: Target, hardware: bool = True, judged: tuple = ()) -> str:
     """The problem at its full sizes and its cost there, every input's full shape (and, on the interpreter, its
     shape at the test sizes, `judged`); with `hardware`, the speed of light and the bound on the target GPU."""
@@ -105,14 +115,22 @@ def cost_model_text(target: Target, hardware: bool = True, judged: tuple = ()) -
         return "\n".join(lines)
     flops = (f"{two_digits(cost.flops / 1e9)} GFLOP" if cost.flops else
              "0 FLOP counted (only matmul, convolution and attention FLOPs are counted; elementwise work is not)")
-    lines.append(f"Cost model at these sizes: {fmt_bytes(cost.bytes)} moved at least (inputs, outputs and "
-                 f"parameters once each), {flops}, arithmetic intensity {two_digits(target.intensity or 0)} "
-                 f"FLOP/byte.")
+    lines.append(f"Cost model at these sizes: the reference moves {fmt_bytes(cost.bytes)} (inputs, outputs and "
+                 f"parameters once each){_depends_text(target)}; the reference algorithm does {flops}, arithmetic "
+                 f"intensity {two_digits(target.intensity or 0)} FLOP/byte.")
+    if hardware and target.floor_s is not None:
+        lines.append(f"On the target GPU the data floor is {fmt_time(target.floor_s)}: what the output depends on, "
+                     f"read once, and the output written, over bandwidth. No kernel can be faster; a time below it is "
+                     f"rejected as implausible.")
     if hardware and target.sol_s is not None:
-        compute = f", FLOPs / {target.peak_key} peak {fmt_time(target.compute_s)}" if target.compute_s else ""
-        lines.append(f"On the target GPU: speed of light {fmt_time(target.sol_s)} (bytes / bandwidth "
-                     f"{fmt_time(target.memory_s)}{compute}): {target.bound} bound (its ridge point is "
-                     f"{two_digits(target.ridge)} FLOP/byte at the {target.peak_key} peak).")
+        compute = f", its FLOPs / {target.peak_key} peak {fmt_time(target.compute_s)}" if target.compute_s else ""
+        lines.append(f"The reference algorithm's roofline is {fmt_time(target.sol_s)} (bytes / bandwidth "
+                     f"{fmt_time(target.memory_s)}{compute}): {target.bound} bound as the reference computes it (its "
+                     f"ridge point is {two_digits(target.ridge)} FLOP/byte at the {target.peak_key} peak). It is not a "
+                     f"floor: an exact rewrite of the reference's algebra -- the same result up to floating-point "
+                     f"reassociation, within the policy's tolerance (e.g. sum_h(x W^T) = x colsum(W)) -- may remove "
+                     f"FLOPs and beat it. Estimates are not exact: every element the output depends on must be read "
+                     f"(the judge changes single input elements and the output must follow).")
     return "\n".join(lines)
 
 
@@ -173,8 +191,11 @@ def measured_text(result, target: Target | None = None) -> str:
                      f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})"
                      + (f", torch.compile max-autotune {fmt_time(result.max_autotune_s)} "
                         f"({ratio(result.max_autotune_s, result.time_s)})" if result.max_autotune_s else ""))
+    if getattr(result, "floor_fraction", None) is not None:
+        parts.append(f"{result.floor_fraction:.0%} of the data floor ({fmt_time(result.floor_s)})")
     if result.sol_fraction is not None:
-        parts.append(f"{result.sol_fraction:.0%} of the speed of light ({fmt_time(result.sol_s)})")
+        parts.append(f"{result.sol_fraction:.0%} of the reference algorithm's roofline ({fmt_time(result.sol_s)}; "
+                     f"over 100 % where fewer FLOPs than the reference's)")
     return "; ".join(parts)
 
 

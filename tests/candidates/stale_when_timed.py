@@ -1,4 +1,5 @@
-"""Cheat: honest for the correctness trials (3 in the tests), then copies its last answer (stale) when timed."""
+"""Cheat: honest for the correctness calls (3 trials and the coverage trial in the tests), then copies its last
+answer (stale) when timed."""
 import torch
 import torch.nn as nn
 import triton
@@ -31,7 +32,7 @@ class ModelNew(nn.Module):
         CALLS[0] += 1
         n = x.numel()
         y = torch.empty_like(x)
-        if CALLS[0] <= 3:
+        if CALLS[0] <= 4:
             scale_shift_kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128)
             CACHE[:] = [y.clone()]
         else:

@@ -1,0 +1,218 @@
+"""The coverage trial: inputs built so that skipped work shows (inside the worker's correctness gate).
+
+A kernel that reads only a sample of its input (every k-th row) and rescales passes ordinary trials on i.i.d.
+inputs: the sample's estimate is within the policy's tolerance. The coverage trial changes ONE element of an input
+the output depends on (``fitness.dependence``) by an amount scaled from the reference's own response, so that the
+reference's output moves by ``TARGET`` times the policy's tolerance: that element then dominates the output
+elements it affects. A kernel that skips the element misses the whole move; one that reads it but rescales a
+sample (k/(k-1) for skipping 1/k of the work) overshoots by 1/(k-1) of the move, which is more than the policy's
+relative tolerance (1 % for ``triton``) for every k up to 100 once the move dwarfs the rest of the output. So a
+rescaled subsample fails whatever its fraction, and one that does not rescale is either caught by the ordinary
+trials or, skipping at most about the tolerance's share of the work, is within the tolerance on every input.
+
+The element and the sign of the change come from the job's secret input seed; the change keeps the input in its
+domain: added (never subtracted) where the input is nonnegative, and for rows that are distributions (nonnegative,
+summing to 1 along the last dimension) the row is renormalised; an integer input, or one of small whole numbers
+(labels, masks), is not changed (reported as not covered). The amount starts from the input's mean magnitude
+and grows (the response's exponent estimated from the last two calls) until the move is reached, the output stays
+finite and the amount representable; an element whose change moves nothing or saturates (a clamp, a max) is
+replaced by another. Per input: a few
+reference calls to calibrate (their outputs scrubbed before the candidate runs), then one candidate call checked
+like a trial (guards, judge state, inputs unchanged) and the reference on a saved copy of its inputs after it.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from fitness.correctness import as_tensor_list, compare_outputs
+from fitness.inputs import scrub
+
+TARGET = 1e5  # the reference's output moves by this many times the policy's tolerance (elementwise, at its worst)
+ENOUGH = 2e4  # calibration stops once the move is this large (1 % relative tolerance: 1e4 needed for k = 100)
+OVERSHOOT = 100.0  # a move this far past TARGET is brought back (huge values only cost an honest kernel precision)
+USABLE = 10.0  # a smaller move than this covers nothing: the input is reported as not covered
+MAX_REFERENCE_CALLS = 24  # per input, to calibrate the amount (3-4 when the first element responds)
+POSITIONS = 12  # elements tried per input when a change moves nothing or saturates (a hinge: half the elements)
+SATURATED = 0.1  # the move grows slower than amount ** this: the element's effect saturates
+DISCRETE_MAX = 1000  # an input of whole numbers at most this large is discrete (labels, masks): not changed
+CHUNK = 1 << 24
+SAMPLE = 1 << 20  # elements read to judge an input's domain and scale
+SAMPLE_ROWS = 1024
+
+
+def move_ratio(outputs: list, base: list, policy) -> float:
+    """The largest change of an output element in units of the policy's tolerance at the base output; inf when an
+    element finite in the base is not finite any more."""
+    worst = 0.0
+    for out, ref in zip(outputs, base):
+        tol = policy.tolerance_for(ref.dtype)
+        flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
+        for start in range(0, flat_ref.numel(), CHUNK):
+            o = flat_out[start:start + CHUNK].to(torch.float64)
+            r = flat_ref[start:start + CHUNK].to(torch.float64)
+            finite = torch.isfinite(r)
+            if not bool(torch.isfinite(o[finite]).all()):
+                return math.inf
+            ratio = ((o - r).abs() / (tol.atol + tol.rtol * r.abs()))[finite]
+            worst = max(worst, float(ratio.max()) if ratio.numel() else 0.0)
+    return worst
+
+
+class Change:
+    """One element of one input changed in place (and restored): its row renormalised where rows are
+    distributions."""
+
+    def __init__(self, tensor: torch.Tensor, flat: int, sign: float, distribution: bool):
+        self.tensor, self.flat, self.sign, self.distribution = tensor, flat, sign, distribution
+        self.row_len = tensor.shape[-1] if tensor.dim() else 1
+        self.row = flat // self.row_len
+        self.saved = self._view()[self.row].clone()
+        self.old = float(tensor.reshape(-1)[flat])
+        self.new = self.old
+
+    def _view(self) -> torch.Tensor:
+        return self.tensor.view(-1, self.row_len)
+
+    def apply(self, amount: float) -> None:
+        with torch.no_grad():
+            row = self._view()[self.row]
+            row.copy_(self.saved)
+            row[self.flat % self.row_len] += self.sign * amount
+            if self.distribution:
+                row /= row.sum()
+        self.new = float(self.tensor.reshape(-1)[self.flat])
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            self._view()[self.row].copy_(self.saved)
+
+    def where(self) -> tuple:
+        index, flat = [], self.flat
+        for n in reversed(self.tensor.shape):
+            index.append(flat % n)
+            flat //= n
+        return tuple(reversed(index))
+
+
+def sample(x: torch.Tensor) -> torch.Tensor:
+    """At most SAMPLE elements of `x`, evenly strided: what the checks of its domain read (no full-size temporary)."""
+    flat = x.reshape(-1)
+    return flat[::max(1, flat.numel() // SAMPLE)]
+
+
+def _kind(x: torch.Tensor) -> tuple:
+    """(nonnegative, rows are distributions) of an input draw, from a sample of its elements and rows."""
+    nonneg = bool((sample(x) >= 0).all())
+    rows = x.reshape(-1, x.shape[-1])[:SAMPLE_ROWS] if x.dim() >= 1 and x.shape[-1] > 1 else None
+    distribution = nonneg and rows is not None and bool(
+        torch.allclose(rows.sum(-1, dtype=torch.float64), torch.ones((), dtype=torch.float64, device=x.device),
+                       atol=1e-3))
+    return nonneg, distribution
+
+
+def discrete(x: torch.Tensor) -> bool:
+    """Whether a floating-point input holds only small whole numbers (labels such as +-1, masks, classes): no
+    amount can be added to one of its elements without leaving its domain."""
+    part = sample(x)
+    return bool(((part == part.round()) & (part.abs() <= DISCRETE_MAX)).all())
+
+
+def calibrate(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator) -> tuple:
+    """(the change of input `index`, the move it makes in tolerance units, the amount) with the largest move found,
+    up to TARGET; (None, 0, 0) when no element tried moves the output."""
+    x = inputs[index]
+    nonneg, distribution = _kind(x)
+    scale = float(sample(x).abs().to(torch.float64).mean()) or 1.0
+    cap = math.sqrt(torch.finfo(x.dtype).max) * (scale if distribution else 1.0)
+    best, calls = (None, 0.0, 0.0), 0
+    for _ in range(POSITIONS):
+        flat = int(torch.randint(x.numel(), (1,), generator=generator))
+        sign = 1.0 if nonneg else (1.0 if torch.rand((), generator=generator) < 0.5 else -1.0)
+        change, amount, last, good = Change(x, flat, sign, distribution), scale * 100, None, 0.0
+        while calls < MAX_REFERENCE_CALLS:
+            calls += 1
+            change.apply(amount)
+            with torch.no_grad():
+                outputs = as_tensor_list(reference(*inputs))
+            moved = move_ratio(outputs, base, policy)
+            scrub(outputs)
+            change.restore()
+            if math.isinf(moved) or math.isnan(moved):  # overflow: back off towards the last finite amount
+                amount = math.sqrt(amount * good) if good else amount / 1e3
+                continue
+            if moved > best[1] or (best[0] is change and ENOUGH <= moved):  # the largest, or back near TARGET
+                best, good = (change, moved, amount), amount
+            if moved > OVERSHOOT * TARGET and last is not None and last[1] > 0 and moved != last[1]:
+                exponent = min(max(math.log(moved / last[1]) / math.log(amount / last[0]), 0.25), 4.0)
+                last, amount = None, amount * (TARGET / moved) ** (1 / exponent)  # back to about TARGET
+                continue
+            if moved >= ENOUGH or amount >= cap:
+                return best
+            if moved == 0 and amount < 1e8 * scale:  # below the output's resolution (a mean of 1e9 elements)?
+                last, amount = None, min(cap, amount * 1e4)
+                continue
+            exponent = 1.0
+            if last is not None and last[1] > 0:
+                exponent = math.log(max(moved, 1e-300) / last[1]) / math.log(amount / last[0])
+            if exponent < SATURATED and best[1] >= USABLE:
+                return best  # a bounded output (a softmax, a norm): as far as it moves
+            if moved == 0 or exponent < SATURATED:
+                break  # this element moves nothing, or its effect saturates (a clamp): another one
+            exponent = min(max(exponent, 0.25), 4.0)
+            last = (amount, moved)
+            amount = min(cap, amount * min(max((TARGET / moved) ** (1 / exponent), 2.0), 1e8))
+        if calls >= MAX_REFERENCE_CALLS:
+            break
+    return best
+
+
+def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, names: list, policy,
+                   generator: torch.Generator, prepare) -> dict:
+    """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input
+    in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls
+    forward with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs
+    and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
+    with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
+    verdict."""
+    tensors = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.numel()
+               and (wanted is None or i in wanted)]
+    indices = [i for i in tensors if buffers[i].is_floating_point()]
+
+    def name(i: int) -> str:
+        return names[i] if i < len(names) else f"input {i}"
+
+    with torch.no_grad():
+        base = [o.detach().clone() for o in as_tensor_list(reference(*buffers))]
+    chosen, summary = [], {"inputs": {}, "not_covered": [name(i) for i in tensors if i not in indices]}
+    for i in indices:
+        usable = buffers[i].is_contiguous() and not discrete(buffers[i])
+        change, moved, amount = (calibrate(reference, buffers, i, base, policy, generator) if usable
+                                 else (None, 0.0, 0.0))
+        if change is None or moved < USABLE:
+            summary["not_covered"].append(name(i))
+        else:
+            chosen.append((i, change, moved, amount))
+    scrub(base)  # no reference output is in memory while the candidate runs
+    for i, change, moved, amount in chosen:
+        change.apply(amount)
+        saved = prepare(buffers)
+        where = f"coverage trial, {name(i)}{list(change.where())}"
+        output = judged_call(buffers, saved, where, name="coverage_call")
+        with torch.no_grad():
+            refs = as_tensor_list(reference(*saved))
+        comparison = compare_outputs(output, refs, policy)
+        scrub(as_tensor_list(output) + refs + [t for t in saved if isinstance(t, torch.Tensor)])
+        change.restore()
+        summary["inputs"][name(i)] = round(moved, 1)
+        if not comparison.ok:
+            summary["failure"] = (
+                f"coverage trial: {name(i)}{list(change.where())} changed from {change.old:.6g} to {change.new:.6g}"
+                f" (the reference's output moved by up to {moved:.3g}x the policy's tolerance); the candidate's "
+                f"output did not follow: {comparison.reason}. A kernel must read every element its output depends "
+                f"on: an estimate from a subsample, rescaled or not, is not the problem's result")
+            summary.update(max_abs_err=comparison.max_abs_err, max_rel_err=comparison.max_rel_err,
+                           rel_l2=comparison.rel_l2)
+            return summary
+    return summary

@@ -1,0 +1,173 @@
+"""The coverage trial and the data floor (issue 41): an exact rewrite that skips the reference's FLOPs passes and is
+plausible; kernels that estimate from a subsample of the rows (1/2, 1/10, 1/100 skipped, rescaled) pass every
+ordinary trial and fail for the coverage trial; an input the reference ignores may be ignored (CPU interpreter)."""
+import pytest
+import torch
+
+from conftest import PROBLEMS, candidate, make_evaluator
+from fitness.coverage import Change, move_ratio
+from fitness.dependence import dependence_of
+from fitness.evaluator import implausibility
+from fitness.policy import load_policy
+from fitness.problem import load_problem, resolve_problem
+from fitness.result import EvalResult
+from fitness.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
+from hardware_profiles import load_profile
+
+GEMM_SUM, ROW_LOSS, ROW_MEAN = (str(PROBLEMS / f"{name}.py") for name in ("gemm_sum", "row_loss", "row_mean"))
+
+
+def skipping(name: str, skip: int) -> str:
+    return candidate(name).replace("SKIP = 0", f"SKIP = {skip}")
+
+
+# the data floor -------------------------------------------------------------------------------------------------
+def test_dependence_finds_the_input_the_reference_ignores():
+    dep = dependence_of(resolve_problem(ROW_MEAN), ("x", "unused"))
+    assert dep.inputs == (True, False) and dep.ignored_inputs == ["unused"] and dep.note == ""
+    gemm = dependence_of(resolve_problem(GEMM_SUM), ("x",))
+    assert gemm.inputs == (True,) and gemm.ignored_parameters == ()
+
+
+def test_the_data_floor_counts_only_what_the_output_depends_on():
+    spec = resolve_problem(ROW_MEAN)
+    cost = measure_cost(load_problem(spec), dependence_of(spec))
+    assert cost.bytes == (2 * 32 * 512 + 32) * 4  # every input and the output
+    assert cost.data_bytes == (32 * 512 + 32) * 4  # not `unused`
+
+
+def test_an_exact_rewrite_beating_the_reference_roofline_is_plausible_on_a_gpu_profile():
+    """KernelBench level2/14's sizes: the reference's GEMM (137 GFLOP) sets a roofline of about 278 us on an H100; x
+    and W read once and the output written, about 87 us. A 106.9 us rewrite (measured on an H200) is plausible."""
+    sizes = {"batch_size": 1024, "input_size": 8192, "hidden_size": 8192}
+    spec = resolve_problem(GEMM_SUM, sizes=sizes)
+    cost = measure_cost(load_problem(spec), dependence_of(spec))
+    h100 = load_profile("h100_sxm")
+    floor, roofline = data_floor_s(cost, h100), speed_of_light_s(cost, h100, tf32=True)
+    assert cost.flops == 2 * 1024 * 8192 * 8192
+    assert cost.data_bytes == (1024 * 8192 + 8192 * 8192 + 1024) * 4
+    assert floor == pytest.approx(cost.data_bytes / h100.memory_bandwidth_bytes_per_s)
+    assert floor < 106.9e-6 < roofline  # the old bound rejected it
+    assert implausibility(106.9e-6, floor, 0.9, h100) == ""
+    reason = implausibility(0.5 * floor, floor, 0.9, h100)
+    assert reason.startswith("implausible time") and "data floor" in reason and "FLOPs" not in reason
+
+
+def test_old_results_without_the_data_floor_still_read():
+    old = EvalResult(status="ok", sol_s=2e-4, sol_fraction=0.5).to_dict()
+    del old["floor_s"], old["floor_fraction"]
+    result = EvalResult.from_dict(old)
+    assert result.floor_fraction is None and "reference algorithm's roofline" in result.summary()
+
+
+# the coverage trial's inputs ------------------------------------------------------------------------------------
+def test_a_change_keeps_the_input_in_its_domain_and_restores_it():
+    rows = torch.softmax(torch.randn(4, 8), dim=-1)
+    before = rows.clone()
+    change = Change(rows, 13, 1.0, distribution=True)
+    change.apply(1e3)
+    assert (rows >= 0).all() and torch.allclose(rows.sum(-1), torch.ones(4)) and change.new > 0.99
+    assert change.where() == (1, 5)
+    change.restore()
+    assert torch.equal(rows, before)
+
+
+def test_the_move_is_counted_in_tolerance_units():
+    policy = load_policy("triton")
+    base = [torch.tensor([1.0, 0.0])]
+    assert move_ratio([torch.tensor([1.0, 2.0])], base, policy) == pytest.approx(200.0)
+    assert move_ratio([torch.tensor([float("inf"), 0.0])], base, policy) == float("inf")
+
+
+# evaluations ------------------------------------------------------------------------------------------------------
+def test_an_exact_rewrite_of_a_gemm_then_a_sum_passes(sandbox):
+    with make_evaluator(GEMM_SUM, sandbox=sandbox) as ev:
+        assert "coverage trial on x" in ev.describe()
+        result = ev.evaluate(candidate("gemm_sum_rewrite"))
+    assert result.status == "ok", result.reason
+    assert result.guards["coverage"]["inputs"]["x"] >= 1e4 and "coverage" in result.phases_s
+
+
+@pytest.mark.parametrize("problem, name", [(ROW_LOSS, "row_loss_subsample"), (ROW_MEAN, "row_mean_subsample")],
+                         ids=["loss", "row_wise"])
+def test_the_full_kernels_pass_and_ignoring_an_ignored_input_is_allowed(sandbox, problem, name):
+    with make_evaluator(problem, sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate(name))
+        described = ev.describe()
+    assert result.status == "ok", result.reason
+    if problem == ROW_MEAN:  # ModelNew never reads `unused`, nor does the reference
+        assert "coverage trial on x (the output ignores unused)" in described
+        assert list(result.guards["coverage"]["inputs"]) == ["x"]
+
+
+@pytest.mark.parametrize("skip", [2, 10, 100])
+@pytest.mark.parametrize("problem, name", [(ROW_LOSS, "row_loss_subsample"), (ROW_MEAN, "row_mean_subsample")],
+                         ids=["loss", "row_wise"])
+def test_a_kernel_skipping_part_of_the_rows_fails_for_the_coverage_trial(sandbox, problem, name, skip):
+    with make_evaluator(problem, sandbox=sandbox) as ev:
+        result = ev.evaluate(skipping(name, skip))
+    assert result.status == "incorrect"
+    assert result.trials_passed == 3  # every ordinary trial passed: only the coverage trial tells
+    assert result.reason.startswith("coverage trial: ") and "did not follow" in result.reason
+    assert "changed from" in result.reason and "exceed" in result.reason  # the input, the position, the difference
+
+
+def test_without_the_coverage_trial_a_subsample_passes(sandbox):
+    """The cases bite: the ordinary trials alone accept the estimate from half the rows."""
+    with make_evaluator(ROW_LOSS, sandbox=sandbox, coverage=False) as ev:
+        assert "coverage trial off" in ev.describe()
+        result = ev.evaluate(skipping("row_loss_subsample", 2))
+    assert result.status == "ok", result.reason
+    assert "coverage" not in result.guards
+
+
+def test_a_problem_whose_output_no_input_moves_says_so_in_its_start_line(sandbox, tmp_path):
+    problem = tmp_path / "constant.py"
+    problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                       "    def __init__(self):\n        super().__init__()\n"
+                       "        self.w = nn.Parameter(torch.randn(8))\n\n"
+                       "    def forward(self, x):\n        return self.w * 2.0\n\n\n"
+                       "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return []\n")
+    with make_evaluator(str(problem), sandbox=sandbox) as ev:
+        assert "no coverage trial: no change of an input moves the reference's output (the output ignores x)" \
+            in ev.describe()
+        assert ev.cost.data_bytes == 8 * 4 + 8 * 4  # the parameter read, the output written; not x
+
+
+def _hinge(p, t):
+    return torch.mean(torch.clamp(1 - p * t, min=0))
+
+
+def _mse(p, t):
+    return torch.mean((p - t) ** 2)
+
+
+def _subsampled(loss, skip: int):
+    """`loss` over the rows r with r % skip != 0 only (skip 0: every row), as an estimate of the mean would."""
+    def call(inputs, saved, where, name=""):
+        p, t = inputs
+        rows = torch.arange(p.shape[0]) % skip != 0 if skip else torch.ones(p.shape[0], dtype=torch.bool)
+        return loss(p[rows], t[rows] if t.dim() == 2 else t)
+    return call
+
+
+@pytest.mark.parametrize("loss, targets", [(_mse, "rand"), (_hinge, "sign")], ids=["mse", "hinge"])
+def test_the_coverage_trial_catches_every_subsample_on_every_seed(loss, targets):
+    """The coverage logic alone, on 20 secret seeds each (torch in place of a candidate): a subsample of 1/2, 9/10 or
+    99/100 of the rows always fails, the whole never does -- for the hinge loss, whose +-1 targets are left alone and
+    half of whose elements saturate, too."""
+    from fitness.coverage import coverage_trial
+
+    policy = load_policy("triton")
+    for seed in range(20):
+        torch.manual_seed(seed)
+        p = torch.rand(300, 64)
+        t = torch.rand(300, 64) if targets == "rand" else torch.randint(0, 2, (64,)).float() * 2 - 1
+        for skip in (0, 2, 10, 100):
+            found = coverage_trial(lambda *x: loss(*x), _subsampled(loss, skip), [p.clone(), t.clone()], None,
+                                   ["predictions", "targets"], policy, torch.Generator().manual_seed(seed),
+                                   lambda inputs: [x.clone() for x in inputs])
+            assert ("failure" in found) == (skip != 0), (seed, skip, found)
+            assert found["inputs"]["predictions"] >= 2e4
+            if targets == "sign":
+                assert found["not_covered"] == ["targets"]
