@@ -182,23 +182,52 @@ def run(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from evo.claim import Claim
     from evo.run import execute
-    from kernelevo.locations import run_taken
+    from kernelevo.locations import held, run_taken
     from operators.llm.ledger import LLMError
 
     run_dir, multirun = _output_dir(), HydraConfig.get().mode == RunMode.MULTIRUN
-    taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked then
-    if taken is not None:
-        fail(taken)
+    own = held(run_dir)  # claimed before Hydra started; a job of --multirun claims its directory now
     try:
-        summary = execute(cfg, run_dir)
+        own = own or Claim(run_dir, "wait for it to end, or start this sweep in another hydra.sweep.dir",
+                           "kernelevo run").__enter__()
     except ValueError as exc:
         fail(str(exc))
-    except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
-        fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
-    except KeyboardInterrupt:
-        _interrupted_run(run_dir)
-    llm_stop(run_dir, summary.stop_reason)
+    try:
+        taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked
+        if taken is not None:
+            fail(taken)
+        try:
+            summary = execute(cfg, run_dir)
+        except ValueError as exc:
+            fail(str(exc) + _discarded(run_dir, own))
+        except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
+            fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
+        except KeyboardInterrupt:
+            _interrupted_run(run_dir)
+        llm_stop(run_dir, summary.stop_reason)
+    finally:
+        if not held(run_dir):  # a job's own claim (the command line releases the one it made)
+            own.release()
+
+
+def _discarded(run_dir: Path, own) -> str:
+    """After a run failed: when it had evaluated nothing (a bad problem, a failed seed capture), the directory as
+    it was before the run (none, when the run made it), so that nothing blocks running it there again; what to add
+    to the error saying so ('' when the run kept its evaluations)."""
+    from evo.store import DB_NAME, RunStore
+
+    if (run_dir / DB_NAME).is_file():
+        store = RunStore(run_dir, create=False)
+        try:
+            evaluated = store.evaluation_count()
+        finally:
+            store.close()
+        if evaluated:
+            return ""
+    own.undo()
+    return f" (nothing evaluated: nothing kept in {run_dir}; run it again there once fixed)"
 
 
 def bench(cfg: DictConfig) -> None:
