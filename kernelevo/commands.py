@@ -235,9 +235,10 @@ def bench(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import instantiate
 
-    from evo.bench import BenchError, execute_bench, select, with_seeds
+    from evo.bench import BenchError, BenchInterrupted, execute_bench, select, with_seeds
     from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
+    from kernelevo.benching import interrupted_line, interrupted_rows
 
     own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
     overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
@@ -251,12 +252,16 @@ def bench(cfg: DictConfig) -> None:
     except ValueError as exc:
         fail(str(exc))
     bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
+    stopped = ""
     try:  # every finished problem's row is saved as it comes: an error here loses none
         rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(
             f"[bench] {row.name}: {row.status} ({row.wall_s:.0f} s)"
             f"{' ' + row.reason[:200] if row.status != 'ok' else ''}", flush=True))
     except BenchError as exc:
         fail(str(exc))
+    except BenchInterrupted as exc:  # Ctrl-C: its searches ended at their checkpoints; the table of what there is
+        rows = interrupted_rows(tasks, exc.rows, bench_dir)
+        stopped = interrupted_line(rows, bench_dir)
     except KeyboardInterrupt:
         interrupted(f"kernelevo: interrupted; {bench_dir} keeps every finished problem: continue with the same "
                     f"command and bench.dir={bench_dir}")
@@ -268,7 +273,9 @@ def bench(cfg: DictConfig) -> None:
     print(console_table(rows, bench_reports(bench_dir, rows), bench_dir))
     print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
     print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
-          f"kernelevo bench ... bench.dir={bench_dir}")
+          f"kernelevo bench ... bench.dir={bench_dir}", flush=True)
+    if stopped:
+        interrupted(stopped)
 
 
 def resume(cfg: DictConfig) -> None:
