@@ -124,11 +124,15 @@ def check_bench(cfg: DictConfig) -> None:
     from evo.bench import select, with_seeds
     from evo.intervals import Bootstrap
 
+    from kernelevo.benching import check_rerun
+
     problems = cfg.bench.problems
-    with_seeds(select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems)
-                      if OmegaConf.is_config(problems) else problems), cfg.bench.seeds, cfg.search.seed)
+    tasks = with_seeds(select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems)
+                              if OmegaConf.is_config(problems) else problems), cfg.bench.seeds, cfg.search.seed)
     Bootstrap.from_config(cfg.intervals)
     check_run(cfg)
+    if cfg.bench.dir:  # its runs' settings against the command's (no bench.dir: a new one, nothing to compare)
+        check_rerun(cfg, tasks, Path(cfg.bench.dir).expanduser().resolve())
 
 
 def evaluate(cfg: DictConfig) -> None:
@@ -238,7 +242,7 @@ def bench(cfg: DictConfig) -> None:
     from evo.bench import BenchError, BenchInterrupted, execute_bench, select, with_seeds
     from evo.bench_report import bench_reports, console_table, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
-    from kernelevo.benching import interrupted_line, interrupted_rows
+    from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
     own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
     overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
@@ -252,6 +256,13 @@ def bench(cfg: DictConfig) -> None:
     except ValueError as exc:
         fail(str(exc))
     bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
+    try:  # again, now that the bench directory is this command's
+        replaced = set_aside(bench_dir, list(check_rerun(cfg, tasks, bench_dir)))
+    except ValueError as exc:
+        fail(str(exc))
+    if replaced is not None:
+        print(f"[bench] bench.rerun=changed: the runs made with other settings are kept under {replaced}; their "
+              f"problems run again", flush=True)
     stopped = ""
     try:  # every finished problem's row is saved as it comes: an error here loses none
         rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(
@@ -265,8 +276,13 @@ def bench(cfg: DictConfig) -> None:
     except KeyboardInterrupt:
         interrupted(f"kernelevo: interrupted; {bench_dir} keeps every finished problem: continue with the same "
                     f"command and bench.dir={bench_dir}")
+    kept = kept_rows(bench_dir, tasks)  # problems this selection leaves out: their rows stay in the table
+    if kept:
+        print(f"[bench] {bench_dir} keeps {len(kept)} more problem{'s' if len(kept) > 1 else ''}, outside this "
+              f"selection, in its table: {', '.join(r.label for r in kept)}", flush=True)
+        rows = [*rows, *kept]
     seeds = f" x {cfg.bench.seeds} search seeds" if cfg.bench.seeds > 1 else ""
-    title = cfg.bench.title or f"kernelevo bench: {len({t.name for t in tasks})} problems{seeds}"
+    title = cfg.bench.title or f"kernelevo bench: {len({r.name for r in rows})} problems{seeds}"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
                                                           "backend": backend.describe(), "seeds": cfg.bench.seeds},
                                  boot=boot)

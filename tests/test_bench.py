@@ -271,3 +271,39 @@ def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_reru
     calls, distinct = read_store(bench_dir / "runs" / "rmsnorm", lambda s: (s.evaluation_count(),
                                                                            s.distinct_evaluation_count()))
     assert calls == distinct  # nothing evaluated twice across the interrupt
+
+
+@pytest.mark.slow
+def test_a_rerun_with_other_settings_is_refused_naming_them_or_runs_again_when_asked(finished, cli, tmp_path):
+    """Issue 44 point 3: `bench.dir=B fitness/policy=strict-fp32` after a `triton` bench kept the triton runs as
+    finished and overwrote the 3-row table with 1 row. Each stored run's settings are compared with the command's."""
+    import shutil
+
+    bench_dir = tmp_path / "b"
+    shutil.copytree(finished[1], bench_dir)  # the module's bench stays as it is for the other tests
+    table = (bench_dir / "bench.md").read_text()
+    both = ["bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY]
+    code, out, err = cli("bench", *both, "fitness/policy=strict-fp32")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"bench.dir={bench_dir} holds 2 runs made with other settings than this command's: rmsnorm " \
+           "(fitness.policy.name: triton -> strict-fp32; " in err
+    assert "start a fresh bench in another bench.dir" in err and "bench.rerun=changed" in err
+    assert (bench_dir / "bench.md").read_text() == table and not (bench_dir / "replaced").exists()
+    code, _, err = cli("bench", *both, "bench.rerun=everything")
+    assert code == 2 and "bench.rerun=everything: use bench.rerun=changed" in err
+
+    fewer = bench("bench.problems=[rmsnorm]", f"bench.dir={bench_dir}", *TINY, cwd=tmp_path)  # same settings
+    assert fewer.returncode == 0, fewer.stdout + fewer.stderr
+    assert "1 problems, 1 finished before" in fewer.stdout and "keeps 1 more problem" in fewer.stdout
+    rows = json.loads((bench_dir / "bench.json").read_text())["rows"]
+    assert [(r["name"], r["status"]) for r in rows] == [("rmsnorm", "ok"), ("row_softmax", "ok")]  # none dropped
+
+    again = bench("bench.problems=[rmsnorm]", f"bench.dir={bench_dir}", *TINY, "fitness/policy=strict-fp32",
+                  "bench.rerun=changed", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    replaced = next((bench_dir / "replaced").iterdir())
+    assert f"the runs made with other settings are kept under {replaced}" in again.stdout
+    for name in ("rmsnorm", "row_softmax"):  # both triton runs kept, with their rows and logs
+        assert (replaced / "runs" / name / "run.db").is_file() and (replaced / "rows" / f"{name}.json").is_file()
+    rows = json.loads((bench_dir / "bench.json").read_text())["rows"]
+    assert [(r["name"], r["status"], r["summary"]["policy"]) for r in rows] == [("rmsnorm", "ok", "strict-fp32")]
