@@ -34,6 +34,10 @@ def interrupted(line: str) -> None:
     command (its `finally` blocks closed the store, the evaluators and their processes), so it leaves at once: a
     thread the interrupt left waiting must not hold the exit (one did, 1 run in 8); a second Ctrl-C meanwhile too."""
     signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+    from kernelevo.locations import CLAIMS
+
+    for held in list(CLAIMS.values()):  # its directory given back (the kernel would drop the lock, not the file)
+        held.release()
     print(line, file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(INTERRUPTED)

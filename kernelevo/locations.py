@@ -95,7 +95,7 @@ CLAIMS: dict[Path, Claim] = {}  # the directories this process holds (a run's ta
 def _pinned(key: str, path: Path) -> str:
     """`key=path` as a Hydra override (quoted where the grammar needs it)."""
     text = str(path)
-    return f"{key}={text}" if re.fullmatch(r"[\w./@%+,-]+", text) else "{}='{}'".format(key, text.replace("'", "\\'"))
+    return f"{key}={text}" if re.fullmatch(r"[\w./@+-]+", text) else "{}='{}'".format(key, text.replace("'", "\\'"))
 
 
 def claim(command: str, cfg: DictConfig, output_dir: Path | None, multirun: bool) -> tuple[Claim | None, list[str]]:
