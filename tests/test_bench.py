@@ -261,6 +261,7 @@ def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_reru
     assert "resumable" in report["rows"][1]["reason"]
     assert "| rmsnorm | interrupted |" in (bench_dir / "bench.md").read_text()
     assert not (bench_dir / "rows" / "rmsnorm.json").exists()  # not finished: a re-run resumes it
+    assert not list(bench_dir.rglob(".kernelevo.lock"))  # the bench and its search gave their directories back
     again = bench(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "3 problems, 1 finished before" in again.stdout
