@@ -242,13 +242,14 @@ class LocalBackend:
         gpus = visible_gpus()
         return f"local: {len(gpus)} GPU(s) x {self.per_gpu}" if gpus else f"local: CPU interpreter x {self.per_gpu}"
 
-    def run(self, tasks: list[BenchTask], bench_dir: Path, done, searches: Searches | None = None) -> None:
+    def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
         """Run every task; `done(task, row)` as each finishes (from a worker thread). Ctrl-C: no task starts after
-        it, the running searches are interrupted (``searches``) and waited for, then KeyboardInterrupt again."""
+        it, the running searches are interrupted (``evo.bench_interrupt``) and waited for, then KeyboardInterrupt
+        again."""
         gpus = visible_gpus() or [None]
         slots = [g for g in gpus for _ in range(self.per_gpu)]
         queue = list(tasks)
-        searches = searches or Searches()
+        searches = Searches()
 
         def worker(gpu):
             while not searches.interrupted:
@@ -293,11 +294,9 @@ def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None)
         if on_row is not None:
             on_row(row)
 
-    searches = Searches()
     try:
         if todo:
-            backend.run(todo, bench_dir, done, searches)
+            backend.run(todo, bench_dir, done)
     except KeyboardInterrupt:  # the backend has interrupted its searches and waited for them
-        searches.interrupt()
         raise BenchInterrupted(rows) from None
     return [rows[t.slug] for t in tasks]

@@ -66,7 +66,7 @@ class RayBackend:
                              f"{self.num_gpus}: start Ray on GPU nodes, or set bench.backend.num_gpus=0 to run on "
                              f"the CPU interpreter")
 
-    def run(self, tasks: list[BenchTask], bench_dir: Path, done, searches=None) -> None:
+    def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
         """Every task a Ray task; `done(task, row)` as each comes back. Ctrl-C cancels the tasks not back (their
         searches die with their Ray workers; a started run that did not come back starts again on a re-run)."""
         ray = import_ray("bench/backend=ray", BenchError)

@@ -209,7 +209,7 @@ def test_an_interrupted_search_is_no_finished_row_and_a_rerun_resumes_it(tmp_pat
         def describe(self):
             return "fake"
 
-        def run(self, tasks, bench_dir, done, searches=None):
+        def run(self, tasks, bench_dir, done):
             for t in tasks:
                 done(t, bench.run_task(t, bench_dir, None))
 
