@@ -30,6 +30,7 @@ from fitness.problem import suite_names
 
 RUNS, ROWS, LOGS = "runs", "rows", "logs"
 INTERRUPTED = "interrupted"  # a row's status when its search was stopped by Ctrl-C or a signal (not saved)
+RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an interrupted row's reason says so
 NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
 
 
@@ -198,8 +199,8 @@ def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float
         summary = RunOutcome.read(run_dir)
         return Row(task.name, summary.status, summary.stop_reason, wall, gpu or "", summary)
     if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it
-        return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code}); resumable: the same "
-                   f"command with this bench.dir continues it", wall, gpu or "")
+        return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code}); {RESUMABLE}", wall,
+                   gpu or "")
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
     why = "timed out" if code is None else f"exit code {code}"
     reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),

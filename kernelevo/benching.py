@@ -10,7 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from evo.bench import INTERRUPTED, LOGS, NOT_STARTED, ROWS, RUNS, BenchTask, Row, started
+from evo.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
 
 REPLACED = "replaced"  # where bench.rerun=changed keeps the runs it makes again
 
@@ -22,8 +22,7 @@ def interrupted_rows(tasks: list[BenchTask], rows: dict, bench_dir: Path) -> lis
         if rows.get(task.slug) is not None:
             return rows[task.slug]
         if started(bench_dir / RUNS / task.slug):
-            return Row(task.name, INTERRUPTED, "its search was interrupted; resumable: the same command with this "
-                                               "bench.dir continues it", search_seed=task.seed)
+            return Row(task.name, INTERRUPTED, f"its search was interrupted; {RESUMABLE}", search_seed=task.seed)
         return Row(task.name, NOT_STARTED, "the bench was interrupted before it began", search_seed=task.seed)
     return [row(task) for task in tasks]
 
