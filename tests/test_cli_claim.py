@@ -138,3 +138,14 @@ def test_a_run_that_fails_before_its_first_evaluation_leaves_its_directory_as_it
         assert again.returncode == 2 and "holds a run already" not in again.stderr, again.stderr
         assert f"nothing evaluated: nothing kept in {tmp_path / 'E'}; run it again there once fixed" in again.stderr
         assert [p.name for p in (tmp_path / "E").iterdir()] == ["notes.txt"]  # as it was: no .hydra/, no run.db
+
+
+def test_looking_for_a_run_writes_nothing_into_a_store_being_made(tmp_path):
+    """The check before the claim reads another process's store, which may be being made: it must not write to it
+    (the tables and schema version are its maker's to write)."""
+    from evo.store import DB_NAME, RunStore
+
+    (tmp_path / DB_NAME).write_bytes(b"")  # connected to, nothing written yet
+    assert RunStore.saved_run(tmp_path) is None and (tmp_path / DB_NAME).read_bytes() == b""
+    a_run(tmp_path / "D")
+    assert RunStore.saved_run(tmp_path / "D") == {"problem": {"name": "elementwise_chain"}}
