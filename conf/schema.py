@@ -158,6 +158,10 @@ class BenchSettings:
     # problem's median speed-up and the geometric mean with their confidence intervals (`intervals`)
     seeds: int = 1
     backend: Any = None  # where the searches run: the bench/backend option's plug-in (evo.bench, evo.bench_ray)
+    # a re-run into a bench.dir whose runs were made with other settings than the command's: null refuses, naming
+    # the keys that differ; changed runs those problems again with the command's settings (their old runs, rows
+    # and logs kept under bench.dir/replaced/)
+    rerun: Optional[str] = None
 
 
 @dataclass

@@ -21,14 +21,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from evo.bench_interrupt import BenchInterrupted, Searches
 from evo.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
-from evo.store import DB_NAME
+from evo.store import RunStore
 from fitness.atomic import write_atomic
 from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names
 
 RUNS, ROWS, LOGS = "runs", "rows", "logs"
 INTERRUPTED = "interrupted"  # a row's status when its search was stopped by Ctrl-C or a signal (not saved)
+RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an interrupted row's reason says so
+NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
 
 
 class BenchError(ValueError):
@@ -164,8 +167,9 @@ def with_seeds(tasks: list[BenchTask], seeds: int, first: int) -> list[BenchTask
 
 # one problem -----------------------------------------------------------------------------------------------------
 def started(run_dir: Path) -> bool:
-    """Whether a run directory holds a run store (a run began there: resume it)."""
-    return (run_dir / DB_NAME).is_file()
+    """Whether a run began in a run directory (its store holds the run's config: resume it). A store without one
+    (the search was interrupted as it made it) is no run: the bench runs it again."""
+    return RunStore.saved_run(run_dir) is not None
 
 
 def run_command(task: BenchTask, run_dir: Path) -> list[str]:
@@ -176,8 +180,10 @@ def run_command(task: BenchTask, run_dir: Path) -> list[str]:
     return [*cli, "run", f"problem={task.problem}", *task.overrides, f"hydra.run.dir={run_dir}"]
 
 
-def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None) -> Row:
-    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed. The process
+def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None,
+             searches: Searches | None = None) -> Row | None:
+    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed; None when
+    the bench was interrupted before it started (`searches`: the bench's, ``evo.bench_interrupt``). The process
     dies with this one, even when this one is killed (``fitness.lifeline``: it is started and waited for by this
     thread, which the lifeline needs), and takes its workers with it: a killed bench leaves no search running."""
     run_dir = bench_dir / RUNS / task.slug
@@ -186,21 +192,21 @@ def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float
     env = lifeline_env()
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
+    searches = searches or Searches()
     started = time.time()
     with open(log, "a") as out:
-        try:
-            done = subprocess.run(run_command(task, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env,
-                                  timeout=timeout_s)
-            code = done.returncode
-        except subprocess.TimeoutExpired:
-            code = None
+        proc = searches.start(run_command(task, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env)
+        if proc is None:
+            return None
+        code = searches.wait(proc, timeout_s)
     wall = time.time() - started
     summary_file = run_dir / SUMMARY_FILE
     if code == 0 and summary_file.is_file():
         summary = RunOutcome.read(run_dir)
         return Row(task.name, summary.status, summary.stop_reason, wall, gpu or "", summary)
     if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it
-        return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code})", wall, gpu or "")
+        return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code}); {RESUMABLE}", wall,
+                   gpu or "")
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
     why = "timed out" if code is None else f"exit code {code}"
     reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
@@ -244,22 +250,36 @@ class LocalBackend:
         return f"local: {len(gpus)} GPU(s) x {self.per_gpu}" if gpus else f"local: CPU interpreter x {self.per_gpu}"
 
     def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
-        """Run every task; `done(task, row)` as each finishes (from a worker thread)."""
+        """Run every task; `done(task, row)` as each finishes (from a worker thread). Ctrl-C: no task starts after
+        it, the running searches are interrupted (``evo.bench_interrupt``) and waited for, then KeyboardInterrupt
+        again."""
         gpus = visible_gpus() or [None]
         slots = [g for g in gpus for _ in range(self.per_gpu)]
         queue = list(tasks)
+        searches = Searches()
 
         def worker(gpu):
-            while True:
+            while not searches.interrupted:
                 try:
                     task = queue.pop(0)  # list.pop is atomic under the GIL
                 except IndexError:
                     return
-                done(task, run_task(task, bench_dir, gpu, self.timeout_s))
+                row = run_task(task, bench_dir, gpu, self.timeout_s, searches)
+                if row is not None:
+                    done(task, row)
 
-        with ThreadPoolExecutor(len(slots)) as pool:
-            for future in [pool.submit(worker, gpu) for gpu in slots]:
+        pool = ThreadPoolExecutor(len(slots))
+        futures = [pool.submit(worker, gpu) for gpu in slots]
+        try:
+            for future in futures:
                 future.result()
+        except KeyboardInterrupt:
+            searches.interrupt()
+            for future in futures:  # each search ends at its checkpoint (a second Ctrl-C ends the bench at once)
+                future.result()
+            raise
+        finally:
+            pool.shutdown(wait=False)
 
 
 # the bench ---------------------------------------------------------------------------------------------------------
@@ -281,6 +301,9 @@ def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None)
         if on_row is not None:
             on_row(row)
 
-    if todo:
-        backend.run(todo, bench_dir, done)
+    try:
+        if todo:
+            backend.run(todo, bench_dir, done)
+    except KeyboardInterrupt:  # the backend has interrupted its searches and waited for them
+        raise BenchInterrupted(rows) from None
     return [rows[t.slug] for t in tasks]

@@ -67,6 +67,8 @@ class RayBackend:
                              f"the CPU interpreter")
 
     def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
+        """Every task a Ray task; `done(task, row)` as each comes back. Ctrl-C cancels the tasks not back (their
+        searches die with their Ray workers; a started run that did not come back starts again on a re-run)."""
         ray = import_ray("bench/backend=ray", BenchError)
         self._connect(ray)
         run = ray.remote(num_gpus=self.num_gpus, num_cpus=self.num_cpus, max_retries=0)(remote_run)
@@ -75,6 +77,15 @@ class RayBackend:
             run_dir = bench_dir / RUNS / task.slug
             begun = pack(bench_dir, [run_dir]) if started(run_dir) else b""
             pending[run.remote(task, begun, self.timeout_s)] = task
+        try:
+            self._gather(ray, pending, bench_dir, done)
+        except KeyboardInterrupt:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+
+    @staticmethod
+    def _gather(ray, pending: dict, bench_dir: Path, done) -> None:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             task = pending.pop(ready[0])

@@ -86,13 +86,17 @@ class RunStore:
     def saved_run(run_dir: Path) -> dict | None:
         """The config of the run that run_dir holds (a run began there: its config is the first thing it stores),
         or None when it holds none (no store, or one of measurements only); creates nothing."""
-        if not (Path(run_dir) / DB_NAME).is_file():
+        path = Path(run_dir) / DB_NAME
+        if not path.is_file():
             return None
-        store = RunStore(run_dir, create=False)
+        db = sqlite3.connect(path, timeout=60)  # reads only: the store may be another process's, being made
         try:
-            return store.get_meta("config")
+            rows = db.execute("SELECT value FROM meta WHERE key = 'config'").fetchall()
+        except sqlite3.OperationalError:  # no meta table yet: its run has not begun
+            return None
         finally:
-            store.close()
+            db.close()
+        return json.loads(rows[0][0]) if rows else None
 
     @property
     def optuna_url(self) -> str:

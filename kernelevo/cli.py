@@ -17,7 +17,7 @@ import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) befor
 from fitness.lifeline import arm
 from kernelevo.commands import COMMANDS, fail, interrupted
 from kernelevo.listing import LISTS, print_list
-from kernelevo.locations import check_locations
+from kernelevo.locations import check_locations, claim, release
 from kernelevo.validate import Validator, split_flags, wants_info
 
 # Hydra's log file (commands.log, named after this module) opened at the first record logged, not at the start: a
@@ -107,16 +107,21 @@ def _main(argv: list[str] | None) -> None:
         cfg, overrides = validator.check(expand_problem_paths(overrides))
         if seeds is not None and name == "run":
             flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
+        held, pins = None, []
         if not wants_info(flags):
             if command.check is not None:
                 command.check(cfg)
             check_locations(name, cfg, *validator.output_dir(flags))
+            held, pins = claim(name, cfg, *validator.output_dir(flags))  # the directory is this command's
     except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
     own_logging = any("job_logging" in o for o in overrides)  # hydra/job_logging=...: the user's handlers as given
-    sys.argv = [f"kernelevo {name}", *flags, *overrides, *help_text(name, flags),
-                *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])]
-    hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
+    sys.argv = [f"kernelevo {name}", *flags, *[o for o in overrides if not pins or not o.startswith("hydra.run.dir=")],
+                *pins, *help_text(name, flags), *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])]
+    try:
+        hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
+    finally:
+        release(held)
 
 
 if __name__ == "__main__":

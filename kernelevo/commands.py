@@ -34,6 +34,10 @@ def interrupted(line: str) -> None:
     command (its `finally` blocks closed the store, the evaluators and their processes), so it leaves at once: a
     thread the interrupt left waiting must not hold the exit (one did, 1 run in 8); a second Ctrl-C meanwhile too."""
     signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+    from kernelevo.locations import CLAIMS
+
+    for held in list(CLAIMS.values()):  # its directory given back (the kernel would drop the lock, not the file)
+        held.release()
     print(line, file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(INTERRUPTED)
@@ -138,11 +142,15 @@ def check_bench(cfg: DictConfig) -> None:
     from evo.bench import select, with_seeds
     from evo.intervals import Bootstrap
 
+    from kernelevo.benching import check_rerun
+
     problems = cfg.bench.problems
-    with_seeds(select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems)
-                      if OmegaConf.is_config(problems) else problems), cfg.bench.seeds, cfg.search.seed)
+    tasks = with_seeds(select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems)
+                              if OmegaConf.is_config(problems) else problems), cfg.bench.seeds, cfg.search.seed)
     Bootstrap.from_config(cfg.intervals)
     check_run(cfg)
+    if cfg.bench.dir:  # its runs' settings against the command's (no bench.dir: a new one, nothing to compare)
+        check_rerun(cfg, tasks, Path(cfg.bench.dir).expanduser().resolve())
 
 
 def evaluate(cfg: DictConfig) -> None:
@@ -196,25 +204,54 @@ def run(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from evo.claim import Claim
     from evo.run import execute
-    from kernelevo.locations import run_taken
+    from kernelevo.locations import held, run_taken
     from operators.llm.ledger import LLMError
 
     run_dir, multirun = _output_dir(), HydraConfig.get().mode == RunMode.MULTIRUN
-    taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked then
-    if taken is not None:
-        fail(taken)
-    swept = {o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task} if multirun else set()
-    try:  # runs of a sweep over search seeds (--seeds N) name theirs in every progress line
-        summary = execute(cfg, run_dir, checked_run(cfg),
-                          tag=f"seed {cfg.search.seed}" if "search.seed" in swept else "")
+    own = held(run_dir)  # claimed before Hydra started; a job of --multirun claims its directory now
+    try:
+        own = own or Claim(run_dir, "wait for it to end, or start this sweep in another hydra.sweep.dir",
+                           "kernelevo run").__enter__()
     except ValueError as exc:
         fail(str(exc))
-    except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
-        fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
-    except KeyboardInterrupt:
-        _interrupted_run(run_dir)
-    llm_stop(run_dir, summary.stop_reason)
+    try:
+        taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked
+        if taken is not None:
+            fail(taken)
+        swept = {o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task} if multirun else set()
+        try:  # runs of a sweep over search seeds (--seeds N) name theirs in every progress line
+            summary = execute(cfg, run_dir, checked_run(cfg),
+                              tag=f"seed {cfg.search.seed}" if "search.seed" in swept else "")
+        except ValueError as exc:
+            fail(str(exc) + _discarded(run_dir, own))
+        except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
+            fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
+        except KeyboardInterrupt:
+            _interrupted_run(run_dir)
+        llm_stop(run_dir, summary.stop_reason)
+    finally:
+        if not held(run_dir):  # a job's own claim (the command line releases the one it made)
+            own.release()
+
+
+def _discarded(run_dir: Path, own) -> str:
+    """After a run failed: when it had evaluated nothing (a bad problem, a failed seed capture), the directory as
+    it was before the run (none, when the run made it), so that nothing blocks running it there again; what to add
+    to the error saying so ('' when the run kept its evaluations)."""
+    from evo.store import DB_NAME, RunStore
+
+    if (run_dir / DB_NAME).is_file():
+        store = RunStore(run_dir, create=False)
+        try:
+            evaluated = store.evaluation_count()
+        finally:
+            store.close()
+        if evaluated:
+            return ""
+    own.undo()
+    return f" (nothing evaluated: nothing kept in {run_dir}; run it again there once fixed)"
 
 
 def bench(cfg: DictConfig) -> None:
@@ -222,9 +259,10 @@ def bench(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import instantiate
 
-    from evo.bench import BenchError, execute_bench, select, with_seeds
+    from evo.bench import BenchError, BenchInterrupted, execute_bench, select, with_seeds
     from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
+    from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
     own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
     overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
@@ -238,22 +276,40 @@ def bench(cfg: DictConfig) -> None:
     except ValueError as exc:
         fail(str(exc))
     bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
+    try:  # again, now that the bench directory is this command's
+        replaced = set_aside(bench_dir, list(check_rerun(cfg, tasks, bench_dir)))
+    except ValueError as exc:
+        fail(str(exc))
+    if replaced is not None:
+        print(f"[bench] bench.rerun=changed: the runs made with other settings are kept under {replaced}; their "
+              f"problems run again", flush=True)
+    stopped = ""
     try:  # every finished problem's row is saved as it comes: an error here loses none
         rows = execute_bench(tasks, backend, bench_dir, on_row=lambda row: print(row_line(row), flush=True))
     except BenchError as exc:
         fail(str(exc))
+    except BenchInterrupted as exc:  # Ctrl-C: its searches ended at their checkpoints; the table of what there is
+        rows = interrupted_rows(tasks, exc.rows, bench_dir)
+        stopped = interrupted_line(rows, bench_dir)
     except KeyboardInterrupt:
         interrupted(f"kernelevo: interrupted; {bench_dir} keeps every finished problem: continue with the same "
                     f"command and bench.dir={bench_dir}")
+    kept = kept_rows(bench_dir, tasks)  # problems this selection leaves out: their rows stay in the table
+    if kept:
+        print(f"[bench] {bench_dir} keeps {len(kept)} more problem{'s' if len(kept) > 1 else ''}, outside this "
+              f"selection, in its table: {', '.join(r.label for r in kept)}", flush=True)
+        rows = [*rows, *kept]
     seeds = f" x {cfg.bench.seeds} search seeds" if cfg.bench.seeds > 1 else ""
-    title = cfg.bench.title or f"kernelevo bench: {len({t.name for t in tasks})} problems{seeds}"
+    title = cfg.bench.title or f"kernelevo bench: {len({r.name for r in rows})} problems{seeds}"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
                                                           "backend": backend.describe(), "seeds": cfg.bench.seeds},
                                  boot=boot)
     print(console_table(rows, bench_reports(bench_dir, rows), bench_dir))
     print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
     print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
-          f"kernelevo bench ... bench.dir={bench_dir}")
+          f"kernelevo bench ... bench.dir={bench_dir}", flush=True)
+    if stopped:
+        interrupted(stopped)
 
 
 def resume(cfg: DictConfig) -> None:

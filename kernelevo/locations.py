@@ -9,13 +9,21 @@ one line naming the location and the fix, exit code 2, nothing computed first.
 * the run directory of ``kernelevo run`` must not hold a run (``RunStore.saved_run``): a second run there would
   mix its individuals and evaluations into the first's store. The task checks its directory again (``run_taken``),
   for a directory known only once Hydra made it (a job of ``--multirun``, ``${hydra:...}``).
+
+Then the command claims the directory it will write into (``claim``: ``evo.claim.Claim``, a lock held for the
+command's life), before Hydra writes anything there: the run directory of ``run``, the ``run_dir`` of ``resume``,
+the bench directory of ``bench`` (a job of ``--multirun`` claims its own once Hydra made it). Two commands started
+together into one directory: the second gets one line naming the first, exit code 2, and writes nothing.
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from omegaconf import DictConfig
+
+from evo.claim import Claim
 
 
 class LocationError(ValueError):
@@ -79,3 +87,52 @@ def check_locations(command: str, cfg: DictConfig, output_dir: Path | None, mult
         taken = run_taken(output_dir, setting)
         if taken is not None:
             raise LocationError(taken)
+
+
+CLAIMS: dict[Path, Claim] = {}  # the directories this process holds (a run's task undoes its own: ``held``)
+
+
+def _pinned(key: str, path: Path) -> str:
+    """`key=path` as a Hydra override (quoted where the grammar needs it)."""
+    text = str(path)
+    return f"{key}={text}" if re.fullmatch(r"[\w./@+-]+", text) else "{}='{}'".format(key, text.replace("'", "\\'"))
+
+
+def claim(command: str, cfg: DictConfig, output_dir: Path | None, multirun: bool) -> tuple[Claim | None, list[str]]:
+    """Claim the directory `command` writes into, before Hydra writes anything: (the claim, or None where the
+    command claims nothing here; the overrides that pin Hydra's output directory to the one claimed, whose
+    ``${now:...}`` would otherwise be resolved again, a second later). Raises ValueError (``DirectoryInUse``, or the
+    directory holds a run already) naming the way out."""
+    setting = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    pins: list[str] = []
+    if command == "run" and output_dir is not None and not multirun:
+        folder, pins = output_dir, [_pinned("hydra.run.dir", output_dir)]
+        fix = f"wait for it to end, or start this run in another directory ({setting}=NEW_DIR)"
+    elif command == "resume":
+        folder, fix = Path(cfg.run_dir), "resume it once that process has ended"
+    elif command == "bench" and (cfg.bench.dir or output_dir is not None):
+        folder = Path(cfg.bench.dir).expanduser() if cfg.bench.dir else output_dir
+        pins = [] if cfg.bench.dir else [_pinned("hydra.run.dir", output_dir)]
+        fix = "wait for it to end, or give this bench another bench.dir"
+    else:
+        return None, []
+    held = Claim(folder, fix, f"kernelevo {command}")
+    held.acquire()
+    if command == "run":  # it may have finished between the check before and the claim
+        taken = run_taken(folder, setting)
+        if taken is not None:
+            held.release()
+            raise LocationError(taken)
+    CLAIMS[held.folder] = held
+    return held, pins
+
+
+def release(held: Claim | None) -> None:
+    if held is not None:
+        CLAIMS.pop(held.folder, None)
+        held.release()
+
+
+def held(folder: Path) -> Claim | None:
+    """This process's claim on `folder` (made by ``claim`` before Hydra started), or None."""
+    return CLAIMS.get(Path(folder).absolute())

@@ -190,11 +190,18 @@ def test_a_missing_ray_says_how_to_install_it(tmp_path):
 
 def test_an_interrupted_search_is_no_finished_row_and_a_rerun_resumes_it(tmp_path, monkeypatch):
     """A search that ended by Ctrl-C (exit 130) or a signal is not a failed problem: no row is saved for it."""
-    from evo import bench
+    from evo import bench, bench_interrupt
+
+    class Ended:  # the search's process, ended with `code`
+        def __init__(self, code):
+            self.code = code
+
+        def wait(self, timeout=None):
+            return self.code
 
     task = bench.BenchTask("rmsnorm", "rmsnorm")
     for code in (130, -9):
-        monkeypatch.setattr(bench.subprocess, "run", lambda *a, code=code, **k: subprocess.CompletedProcess(a, code))
+        monkeypatch.setattr(bench_interrupt.subprocess, "Popen", lambda *a, code=code, **k: Ended(code))
         row = bench.run_task(task, tmp_path, None)
         assert row.status == bench.INTERRUPTED and str(code) in row.reason
 
@@ -208,3 +215,96 @@ def test_an_interrupted_search_is_no_finished_row_and_a_rerun_resumes_it(tmp_pat
 
     rows = bench.execute_bench([task], Backend(), tmp_path)
     assert rows[0].status == bench.INTERRUPTED and bench.saved_row(tmp_path, task) is None
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_rerun_continues_it(tmp_path):
+    """Issue 44 point 2: Ctrl-C stopped only the current problem; the bench went on through the next ones, and the
+    interrupted problem got no row. Now the bench ends: its finished problem keeps its row, the interrupted one gets
+    a row saying it is resumable (its run keeps its checkpoint), the one not begun says so, and one line says how
+    to continue; the same command continues it, repeating nothing."""
+    from evo.store import RunStore
+    from test_search import _interruptible
+
+    bench_dir = tmp_path / "b"
+    args = ["bench.problems=[row_softmax,rmsnorm,layernorm]", f"bench.dir={bench_dir}", *TINY]
+    proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=tmp_path,
+                            env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_interruptible)
+    seen, deadline = {}, time.time() + 300
+    try:
+        while proc.poll() is None and time.time() < deadline:  # until rmsnorm's search has begun its run
+            seen = processes_under(proc.pid)
+            if (bench_dir / "rows" / "row_softmax.json").is_file() and RunStore.saved_run(bench_dir / "runs" /
+                                                                                          "rmsnorm"):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the bench ended before rmsnorm's search began"
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: its whole process group
+        out, err = proc.communicate(timeout=120)
+        seen.update(processes_under(proc.pid))
+    finally:  # a failure leaves nothing of this test running
+        proc.kill()
+        for pid, (_, start) in seen.items():
+            if alive(pid, start):
+                os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, out + err
+    assert err.strip().splitlines()[-1] == (
+        f"kernelevo: interrupted; {bench_dir} keeps 1 of 3 problems finished (interrupted, resumable: rmsnorm): "
+        f"continue with the same command and bench.dir={bench_dir}"), err
+    assert "Traceback" not in out + err and "layernorm" not in " ".join(command_of(p) for p in seen)
+    assert not (bench_dir / "runs" / "layernorm").exists()  # no problem began after the Ctrl-C
+    report = json.loads((bench_dir / "bench.json").read_text())
+    assert [(r["name"], r["status"]) for r in report["rows"]] == [
+        ("row_softmax", "ok"), ("rmsnorm", "interrupted"), ("layernorm", "not started")]
+    assert "resumable" in report["rows"][1]["reason"]
+    assert "| rmsnorm | interrupted |" in (bench_dir / "bench.md").read_text()
+    assert not (bench_dir / "rows" / "rmsnorm.json").exists()  # not finished: a re-run resumes it
+    assert not list(bench_dir.rglob(".kernelevo.lock"))  # the bench and its search gave their directories back
+    again = bench(*args, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "3 problems, 1 finished before" in again.stdout
+    assert "resuming" in (bench_dir / "logs" / "rmsnorm.log").read_text()
+    report = json.loads((bench_dir / "bench.json").read_text())
+    assert [(r["name"], r["status"]) for r in report["rows"]] == [(n, "ok") for n in ("row_softmax", "rmsnorm",
+                                                                                       "layernorm")]
+    calls, distinct = read_store(bench_dir / "runs" / "rmsnorm", lambda s: (s.evaluation_count(),
+                                                                           s.distinct_evaluation_count()))
+    assert calls == distinct  # nothing evaluated twice across the interrupt
+
+
+@pytest.mark.slow
+def test_a_rerun_with_other_settings_is_refused_naming_them_or_runs_again_when_asked(finished, cli, tmp_path):
+    """Issue 44 point 3: `bench.dir=B fitness/policy=strict-fp32` after a `triton` bench kept the triton runs as
+    finished and overwrote the 3-row table with 1 row. Each stored run's settings are compared with the command's."""
+    import shutil
+
+    bench_dir = tmp_path / "b"
+    shutil.copytree(finished[1], bench_dir)  # the module's bench stays as it is for the other tests
+    table = (bench_dir / "bench.md").read_text()
+    both = ["bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY]
+    code, out, err = cli("bench", *both, "fitness/policy=strict-fp32")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"bench.dir={bench_dir} holds 2 runs made with other settings than this command's: rmsnorm " \
+           "(fitness.policy.name: triton -> strict-fp32; " in err
+    assert "start a fresh bench in another bench.dir" in err and "bench.rerun=changed" in err
+    assert (bench_dir / "bench.md").read_text() == table and not (bench_dir / "replaced").exists()
+    code, _, err = cli("bench", *both, "bench.rerun=everything")
+    assert code == 2 and "bench.rerun=everything: use bench.rerun=changed" in err
+
+    fewer = bench("bench.problems=[rmsnorm]", f"bench.dir={bench_dir}", *TINY, cwd=tmp_path)  # same settings
+    assert fewer.returncode == 0, fewer.stdout + fewer.stderr
+    assert "1 problems, 1 finished before" in fewer.stdout and "keeps 1 more problem" in fewer.stdout
+    rows = json.loads((bench_dir / "bench.json").read_text())["rows"]
+    assert [(r["name"], r["status"]) for r in rows] == [("rmsnorm", "ok"), ("row_softmax", "ok")]  # none dropped
+
+    again = bench("bench.problems=[rmsnorm]", f"bench.dir={bench_dir}", *TINY, "fitness/policy=strict-fp32",
+                  "bench.rerun=changed", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    replaced = next((bench_dir / "replaced").iterdir())
+    assert f"the runs made with other settings are kept under {replaced}" in again.stdout
+    for name in ("rmsnorm", "row_softmax"):  # both triton runs kept, with their rows and logs
+        assert (replaced / "runs" / name / "run.db").is_file() and (replaced / "rows" / f"{name}.json").is_file()
+    rows = json.loads((bench_dir / "bench.json").read_text())["rows"]
+    assert [(r["name"], r["status"], r["summary"]["policy"]) for r in rows] == [("rmsnorm", "ok", "strict-fp32")]

@@ -1,0 +1,151 @@
+"""Issue 44: a run directory is claimed for a command's life (two runs started together: one runs, the other is
+refused in one line and writes nothing; also `resume`), a claim left by a dead process blocks nothing, and a run that
+fails before its first evaluation leaves its directory as it found it."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import kernelevo, read_store
+
+TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
+
+
+def a_run(run_dir, problem="elementwise_chain"):
+    """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
+    from evo.store import RunStore
+    from fitness.result import EvalResult
+
+    store = RunStore(run_dir)
+    store.set_meta("config", {"problem": {"name": problem}})
+    store.add_evaluation("k", EvalResult(status="ok", time_s=1.0))
+    store.close()
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_into_one_directory_one_runs_and_the_other_writes_nothing(tmp_path):
+    """Issue 44 point 1: both finished and mixed their stores (run A's table was run B's)."""
+    procs = {problem: kernelevo("run", f"problem={problem}", *TINY, "hydra.run.dir=D", cwd=tmp_path, wait=False)
+             for problem in ("row_softmax", "rmsnorm")}  # started together, before either has written anything
+    outs = {problem: proc.communicate(timeout=600)[0] for problem, proc in procs.items()}
+    codes = {problem: proc.returncode for problem, proc in procs.items()}
+    assert sorted(codes.values()) == [0, 2], outs
+    winner = next(problem for problem, code in codes.items() if code == 0)
+    loser = next(problem for problem, code in codes.items() if code == 2)
+    lines = outs[loser].strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in outs[loser], outs[loser]
+    assert lines[0].startswith(f"kernelevo: error: {tmp_path / 'D'} is in use by another kernelevo process "
+                               f"(pid {procs[winner].pid}, kernelevo run, since ")
+    assert lines[0].endswith("wait for it to end, or start this run in another directory (hydra.run.dir=NEW_DIR)")
+    # the store is the winner's alone: its config, its kernels, its table
+    assert read_store(tmp_path / "D", lambda store: store.get_meta("config")["problem"]["name"]) == winner
+    assert json.loads((tmp_path / "D" / "summary.json").read_text())["problem"] == winner
+    assert not (tmp_path / "D" / ".kernelevo.lock").exists()  # given back at the end
+    again = kernelevo("run", f"problem={loser}", *TINY, "hydra.run.dir=D", cwd=tmp_path)
+    assert again.returncode == 2 and "holds a run already" in again.stderr  # the old refusal, once it has ended
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from evo.claim import Claim
+    Claim(sys.argv[1], what="kernelevo resume").acquire()
+    print("held", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_claim_blocks_a_resume_while_its_process_lives_and_nothing_once_it_is_dead(cli, tmp_path):
+    """`resume` claims its run_dir too; the lock of a process killed with -9 (no handler ran, its file stays) is
+    the kernel's to drop: it blocks nobody."""
+    from evo.claim import CLAIM_FILE, Claim, DirectoryInUse
+
+    run_dir = tmp_path / "D"
+    a_run(run_dir)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = sorted(p.name for p in run_dir.iterdir())
+        code, out, err = cli("resume", f"run_dir={run_dir}")
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert (f"{run_dir} is in use by another kernelevo process (pid {holder.pid}, kernelevo resume, since "
+                in err and err.strip().endswith("resume it once that process has ended"))
+        assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing written
+        assert read_store(run_dir, lambda store: store.evaluation_count()) == 1
+        with pytest.raises(DirectoryInUse, match=f"pid {holder.pid}"):
+            Claim(run_dir).acquire()
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    assert (run_dir / CLAIM_FILE).is_file()  # the dead process's lock file is still there...
+    with Claim(run_dir) as claim:  # ...and blocks nothing
+        assert f"pid {os.getpid()}" in (run_dir / CLAIM_FILE).read_text()
+        assert claim.folder == run_dir
+    assert not (run_dir / CLAIM_FILE).exists()
+
+
+def test_undo_puts_a_directory_back_as_the_claim_found_it(tmp_path):
+    from evo.claim import Claim
+
+    with Claim(tmp_path / "new") as claim:
+        (tmp_path / "new" / "run.db").write_text("x")
+        claim.undo()
+    assert not (tmp_path / "new").exists()  # the claim made it: removed
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "notes.txt").write_text("mine")
+    with Claim(tmp_path / "old") as claim:
+        (tmp_path / "old" / ".hydra").mkdir()
+        (tmp_path / "old" / "run.db").write_text("x")
+        claim.undo()
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["notes.txt"]
+
+
+BROKEN = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("this reference is broken")
+
+
+    def get_inputs():
+        return [torch.randn(8, 8)]
+
+
+    def get_init_inputs():
+        return []
+""")
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_before_its_first_evaluation_leaves_its_directory_as_it_found_it(tmp_path):
+    """Issue 44 point 6: a run whose seed capture failed left a run.db behind, which then blocked the same
+    directory ("holds a run already") and had nothing to report."""
+    problem = tmp_path / "broken.py"
+    problem.write_text(BROKEN)
+    failed = kernelevo("run", f"problem={problem}", *TINY, "hydra.run.dir=D", cwd=tmp_path)
+    assert failed.returncode == 2 and "holds a run already" not in failed.stderr, failed.stdout + failed.stderr
+    assert not (tmp_path / "D").exists()  # the run made it: nothing left
+    (tmp_path / "E").mkdir()
+    (tmp_path / "E" / "notes.txt").write_text("mine")
+    for _ in range(2):  # the same directory again: the same error, not "holds a run already"
+        again = kernelevo("run", f"problem={problem}", *TINY, "hydra.run.dir=E", cwd=tmp_path)
+        assert again.returncode == 2 and "holds a run already" not in again.stderr, again.stderr
+        assert f"nothing evaluated: nothing kept in {tmp_path / 'E'}; run it again there once fixed" in again.stderr
+        assert [p.name for p in (tmp_path / "E").iterdir()] == ["notes.txt"]  # as it was: no .hydra/, no run.db
+
+
+def test_looking_for_a_run_writes_nothing_into_a_store_being_made(tmp_path):
+    """The check before the claim reads another process's store, which may be being made: it must not write to it
+    (the tables and schema version are its maker's to write)."""
+    from evo.store import DB_NAME, RunStore
+
+    (tmp_path / DB_NAME).write_bytes(b"")  # connected to, nothing written yet
+    assert RunStore.saved_run(tmp_path) is None and (tmp_path / DB_NAME).read_bytes() == b""
+    a_run(tmp_path / "D")
+    assert RunStore.saved_run(tmp_path / "D") == {"problem": {"name": "elementwise_chain"}}
