@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from conftest import SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
+from conftest import PROBLEMS, SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
 from core.genome import Genome
 from fitness.problem import resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convert import SeedError, convert
+from test_inductor_fixtures import FIXTURES
 from test_search import TINY
 
 
@@ -65,6 +66,34 @@ def test_library_calls_left_by_inductor_are_refused_under_policy_triton_with_the
     with make_evaluator(problem="matmul_bias_relu", policy="kernelbench", size_preset="test") as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
+
+
+def test_nn_sequential_parameters_and_buffers_are_bound_by_their_qualified_names(tmp_path):
+    spec = resolve_problem(str(PROBLEMS / "sequential_norms.py"))
+    source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
+    assert "self.get_parameter('block.0.weight')" in source and "self.get_buffer('block.1.scale')" in source
+    with make_evaluator(problem=spec.path) as ev:
+        result = ev.evaluate(source, label="inductor")
+    assert result.status == "ok", result.reason
+
+
+def test_level3_mlps_sequential_of_linear_layers_converts_and_its_library_calls_are_named(tmp_path):
+    spec = resolve_problem(str(PROBLEMS / "sequential_mlp.py"))  # level3/1_MLP at interpreter sizes
+    with pytest.raises(SeedError, match=r"calls library kernels \(torch.addmm\)"):
+        seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
+    source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path, torch_compute_allowed=True)
+    assert "self.get_parameter('network.4.weight')" in source
+    with make_evaluator(problem=spec.path, policy="kernelbench") as ev:
+        result = ev.evaluate(source, label="inductor")
+    assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
+
+
+def test_a_converter_failure_is_a_seed_error_with_its_reason_not_a_traceback():
+    captured = json.loads((FIXTURES / "layernorm.json").read_text())
+    spec = resolve_problem(captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"])
+    captured["args"] = [{"kind": "param"} for _ in captured["args"]]  # a parameter without its name
+    with pytest.raises(SeedError, match=r"the converter failed on Inductor's code for layernorm \(KeyError: 'name'\)"):
+        convert(captured, open(spec.path).read(), spec.name)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import math
 
 from core import pyast
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
+from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
                                                template_grid, template_kernel)
 
@@ -160,15 +161,12 @@ class CallRewriter(ast.NodeTransformer):
                                     for name, a in zip(info["runtime"], call.args[:count]))
             grid = template_grid(kernel, info, call.args[count:])
             return ast.parse(f"{kernel}[({grid})]({launch_args}, {config})", mode="eval").body
-        values = dict(zip(info["runtime"], call.args))
-        dims = [("x", "XBLOCK"), ("y", "YBLOCK"), ("z", "ZBLOCK")]
-        grid = [f"triton.cdiv({ast.unparse(values[d + 'numel'])}, {info['constants'][block]})"
-                for d, block in dims if d + "numel" in values and block in info["constants"]]
-        if info["grid_type"] not in ("Grid1D", "Grid2D", "Grid3D") or not grid:
-            raise SeedError(f"kernel {kernel}: Inductor's grid type {info['grid_type']!r} is not supported by the "
-                            f"converter; {OTHER_SEEDS}")
-        launch_args = ", ".join(ast.unparse(a) for a in call.args)
-        return ast.parse(f"{kernel}[({', '.join(grid)},)]({launch_args}, {config})", mode="eval").body
+        count = len(info["runtime"])
+        numels = {name: ast.unparse(a) for name, a in zip(info["runtime"], call.args) if name.endswith("numel")}
+        grid = launch_grid(kernel, info["grid_type"], numels, info["constants"],
+                           [ast.unparse(a) for a in call.args[count:]], info["meta"])
+        launch_args = ", ".join(ast.unparse(a) for a in call.args[:count])
+        return ast.parse(f"{kernel}[{grid}]({launch_args}, {config})", mode="eval").body
 
 
 # the module ----------------------------------------------------------------------------------------------------------
@@ -180,12 +178,6 @@ def kernel_sources(code_tree: ast.Module) -> list[tuple[str, str]]:
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
             found.append((node.args[0].value, node.args[1].value))
     return found
-
-
-def _grid_type(source: str) -> str:
-    marker = "'grid_type': '"
-    start = source.find(marker)
-    return source[start + len(marker):source.index("'", start + len(marker))] if start >= 0 else "Grid1D"
 
 
 def _literal_numel(function: ast.FunctionDef, name: str) -> int | None:
@@ -236,16 +228,38 @@ def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
                         decorator_list=[])
 
 
+def bound(arg: dict, inputs: list[str]) -> str:
+    """What forward binds one of Inductor's call() arguments to: a parameter or buffer of the module (by its
+    qualified name: ``network.0.weight`` of an ``nn.Sequential`` through ``get_parameter``), or an input."""
+    if arg["kind"] == "input":
+        return inputs[arg["index"]]
+    if all(part.isidentifier() for part in arg["name"].split(".")):
+        return f"self.{arg['name']}"
+    getter = "get_parameter" if arg["kind"] == "param" else "get_buffer"
+    return f"self.{getter}({arg['name']!r})"
+
+
 def convert(captured: dict, problem_source: str, title: str, interpreter: bool | None = None) -> str:
     """The candidate module's source (see the module docstring). `interpreter`: write it for Triton's CPU
-    interpreter (default: when it was captured on the CPU)."""
+    interpreter (default: when it was captured on the CPU). Any failure is a SeedError saying what failed."""
+    try:
+        return _convert(captured, problem_source, title, interpreter)
+    except SeedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a converter bug is a seed's failure with its reason, not a traceback
+        raise SeedError(f"the converter failed on Inductor's code for {title} ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''}); {OTHER_SEEDS}") from exc
+
+
+def _convert(captured: dict, problem_source: str, title: str, interpreter: bool | None) -> str:
     interpreter = captured.get("device") == "cpu" if interpreter is None else interpreter
     code_tree = pyast.parse(captured["code"])
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
     for index, (name, source) in enumerate(kernel_sources(code_tree)):
         function = kernel_function(name, source, interpreter=interpreter)
         helpers.update(jit_helpers(source, name))
-        template = is_template(inductor_meta(source, name))
+        meta = inductor_meta(source, name)
+        template = is_template(meta)
         names, extra = {}, {}
         if template:
             defaults, choices, sizes = template_kernel(function)
@@ -273,7 +287,8 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
             names[key] = f"K{index}_{key.upper()}"
             constants.append((names[key], config[key]))
             tunable[names[key]] = sorted(set(choices) | {config[key]})
-        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": _grid_type(source), **extra}
+        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": meta.get("grid_type", "Grid1D"),
+                         "meta": meta, **extra}
         functions.append(function)
     if not functions:
         raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only): "
@@ -288,8 +303,7 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
         raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
                         f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
-    bind = [f"{n} = self.{a['name']}" if a["kind"] != "input" else f"{n} = {inputs[a['index']]}"
-            for n, a in zip(arg_names, captured["args"])]
+    bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, captured["args"])]
     body = CallRewriter(kernels, f"{arg_names[0]}.device" if arg_names else "'cuda'").visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
     last = body[-1] if body else None
@@ -320,5 +334,6 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
     parts += [K_MAJOR_COPY.strip()] if copied else []
+    parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
