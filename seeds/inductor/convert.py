@@ -28,6 +28,25 @@ INTERPRETER_LIBDEVICE = {"tanh": "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"}  # lib
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
+# what the seed's docstring says of its sizes (evo.full_size reads it: a seed that says SIZE_GENERIC is not
+# presumed baked at the sizes it was captured at; the check at other sizes still judges it)
+SIZE_GENERIC = "Captured with dynamic shapes: the sizes Inductor did not specialise are read from the inputs."
+SIZES_BAKED = "Sizes are baked in, as Inductor compiled them."
+
+
+def sizes_note(captured: dict) -> str:
+    """The docstring's sentence on the seed's sizes: SIZE_GENERIC only where Dynamo kept no size a literal."""
+    if not captured.get("dynamic"):
+        return SIZES_BAKED
+    if captured.get("specialised"):
+        return (f"Captured with dynamic shapes, but Dynamo specialised {', '.join(captured['specialised'][:6])}: "
+                + SIZES_BAKED)
+    return SIZE_GENERIC
+
+
+def size_generic(source: str) -> bool:
+    """Whether a seed's docstring says it reads its sizes from its inputs (``sizes_note``)."""
+    return SIZE_GENERIC in source
 
 
 # kernels -----------------------------------------------------------------------------------------------------------
@@ -303,8 +322,11 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
                         f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
-    bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, captured["args"])]
-    body = CallRewriter(kernels, f"{arg_names[0]}.device" if arg_names else "'cuda'").visit(
+    args = captured["args"]
+    bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, args) if a["kind"] != "size"]
+    bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
+    tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
+    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'").visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
     last = body[-1] if body else None
     if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
@@ -328,7 +350,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'(torch {versions.get("torch", "?")}, triton {versions.get("triton", "?")}, captured on '
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
-           f'grids. Sizes are baked in, as Inductor compiled them.' + (K_MAJOR_NOTE if copied else '') + '"""')
+           f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
