@@ -6,18 +6,24 @@ search runs on, so the search process never imports Inductor or compiles anythin
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
 {"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
 
-    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}, ...],
+    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}
+                                                 | {"kind": "size", "of": position, "dim": d}, ...],
      "kernels": {name: {"configs": [{"kwargs": {...}, "num_warps": n, "num_stages": n}, ...]}},
-     "single_output": bool, "versions": {"torch": ..., "triton": ...}, "options": {...}}
+     "single_output": bool, "dynamic": bool, "specialised": [...], "fell_back": [...],
+     "versions": {"torch": ..., "triton": ...}, "options": {...}}
 
 or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured).
 
 ``args`` says what each argument of Inductor's ``call(args)`` is (found by identity of the tensors Dynamo hands the
-backend). ``configs`` are the launch configurations Inductor's heuristics offer for each kernel, in its order; on a
-GPU the kernels are also run once and the first entry is the configuration Inductor's own autotuning picked.
-On the CPU (tests) Inductor is asked for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
+backend; with dynamic shapes a size argument is a size of another argument). ``configs`` are the launch
+configurations Inductor's heuristics offer for each kernel, in its order; on a GPU the kernels are also run once
+and the first entry is the configuration Inductor's own autotuning picked. On the CPU (tests) Inductor is asked
+for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
+``dynamic``: compiled with dynamic shapes, so the code reads its sizes from its inputs (``specialised``: the sizes
+Dynamo kept as literals all the same); ``fell_back``: why earlier captures were not kept (``_first_that_converts``).
 ``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
-calls; on a GPU only (Inductor writes no Triton template for the CPU). ``tf32``: fp32 matmuls may use TF32 (the
+calls, and convolutions as its conv2d/conv3d templates where it has one (else as it chooses: a library call); on a
+GPU only (Inductor's templates fail to build for the CPU here). ``tf32``: fp32 matmuls may use TF32 (the
 precision policy's choice; torch.compile's baseline runs under the same setting), so the templates do too.
 """
 from __future__ import annotations
@@ -117,13 +123,12 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
             variants: dict | None = None, dynamic: bool = False) -> dict:
     """Inductor's code for the problem under each named set of options (default: its defaults only). `dynamic`:
     compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
-    where Inductor or the converter cannot (``dynamic_failed`` says why)."""
+    where Inductor or the converter cannot (``_first_that_converts``)."""
     _prepare(device, templates, tf32)
     import torch
     import torch._inductor.config as inductor_config
 
     from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
-    from seeds.inductor.convert import convert
 
     spec = ProblemSpec.from_dict(spec_dict)
     problem = load_problem(spec)
@@ -135,18 +140,40 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     for name, options in (variants or {"default": {}}).items():
         try:
             with inductor_config.patch(flat_options(options)):
-                got, why = None, ""
-                if dynamic:
-                    try:
-                        got = _capture_one(model, inputs, device, dynamic=True)
-                        convert(got, Path(spec.path).read_text(), spec.name)  # a SeedError: the static capture
-                    except Exception as exc:  # noqa: BLE001 - the sizes as literals are still a seed
-                        got, why = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
-                got = got or {**_capture_one(model, inputs, device), **({"dynamic_failed": why} if why else {})}
-                captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
+                captured[name] = {**_first_that_converts(model, inputs, device, spec, dynamic, templates),
+                                  "templates": templates, "tf32": tf32, "options": options}
         except Exception as exc:  # noqa: BLE001 - one variant Inductor cannot build leaves the others
             captured[name] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
     return captured
+
+
+def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool) -> dict:
+    """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
+    asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
+    chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
+    it; ``fell_back`` says why each earlier one was not kept."""
+    import torch._inductor.config as inductor_config
+
+    from seeds.inductor.convert import convert
+
+    attempts = [(d, c) for d in ([True, False] if dynamic else [False]) for c in ([True, False] if templates
+                                                                                   else [False])]
+    why = []
+    for index, (dynamic_shapes, triton_convs) in enumerate(attempts):
+        last = index == len(attempts) - 1
+        try:
+            with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
+                got = _capture_one(model, inputs, device, dynamic=dynamic_shapes)
+            if not last:
+                convert(got, Path(spec.path).read_text(), spec.name)
+            return {**got, **({"fell_back": why} if why else {})}
+        except Exception as exc:  # noqa: BLE001 - the next capture may still make a seed
+            if last:
+                raise
+            what = ("dynamic shapes" if dynamic_shapes else "static shapes") + \
+                (", convolutions as Triton templates" if triton_convs else "")
+            why.append(f"{what}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 @contextlib.contextmanager

@@ -14,8 +14,8 @@ import math
 from core import pyast
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
-from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
-                                               template_grid, template_kernel)
+from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
+                                      k_major_loads, template_grid, template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
                    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
@@ -278,7 +278,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         function = kernel_function(name, source, interpreter=interpreter)
         helpers.update(jit_helpers(source, name))
         meta = inductor_meta(source, name)
-        template = is_template(meta)
+        template = is_template(meta) and is_gemm_template(function)  # another template: a fixed grid (templates.py)
         names, extra = {}, {}
         if template:
             defaults, choices, sizes = template_kernel(function)
