@@ -150,12 +150,13 @@ def test_inductor_variants_that_write_other_kernels_join_generation_0_after_the_
     run_dir = run_dir_of(proc.stdout)
     first = read_store(run_dir, lambda store: {i.id: (i.operator, i.result.status) for i in store.individuals()
                                                if i.generation == 0})
-    # conf/inductor/variants.yaml: on the interpreter two of its four variants change sum_reduction's kernel
-    assert first == {"0.0": ("inductor", "ok"), "0.1": ("inductor:nd_tiling", "ok"),
-                     "0.2": ("inductor:looped_reductions", "ok")}
+    # conf/inductor/variants.yaml: on the interpreter one of its four variants changes sum_reduction's kernel (issue
+    # 43: captured with dynamic shapes, looped_reductions writes the default's kernel, which loops over a reduction of
+    # unknown length anyway)
+    assert first == {"0.0": ("inductor", "ok"), "0.1": ("inductor:nd_tiling", "ok")}
     written = {p.name: p.read_text() for p in run_dir.glob("seed_inductor*.py")}
-    assert sorted(written) == ["seed_inductor.py", "seed_inductor_looped_reductions.py", "seed_inductor_nd_tiling.py"]
-    assert len(set(written.values())) == 3
+    assert sorted(written) == ["seed_inductor.py", "seed_inductor_nd_tiling.py"]
+    assert len(set(written.values())) == 2
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["seed"] == "inductor"  # speed-ups over the seed are over Inductor's default kernels
     assert summary["best_from"] and set(summary["best_from"].split("+")) <= {op for op, _ in first.values()}
