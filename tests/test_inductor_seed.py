@@ -4,13 +4,14 @@ policy `triton` get a clear way out; a KernelBench-format file without a seed ru
 variants of Inductor's options that write other kernels are more seeds of generation 0.
 On the CPU, Inductor is asked for Triton code, which Triton's interpreter runs."""
 import ast
+import importlib
 import json
 
 import pytest
 
 from conftest import PROBLEMS, SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
 from core.genome import Genome
-from fitness.problem import resolve_problem
+from fitness.problem import load_problem, resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convert import SeedError, convert
 from test_inductor_fixtures import FIXTURES
@@ -160,3 +161,12 @@ def test_inductor_variants_that_write_other_kernels_join_generation_0_after_the_
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["seed"] == "inductor"  # speed-ups over the seed are over Inductor's default kernels
     assert summary["best_from"] and set(summary["best_from"].split("+")) <= {op for op, _ in first.values()}
+
+
+def test_only_sizes_that_other_sizes_change_make_a_dynamic_capture_specialised(tmp_path):
+    problem_file = tmp_path / "conv_like.py"
+    problem_file.write_text((PROBLEMS / "sequential_norms.py").read_text() + "\nkernel_size = 3\nin_channels = 3\n"
+                            "features = 32\n")
+    problem = load_problem(resolve_problem(str(problem_file), sizes={"dim": 12}))
+    # dim: set for this run; batch_size 16 and features 32: at least MIN_SHRINKABLE; not the 3s, which never change
+    assert importlib.import_module("seeds.inductor.capture")._varying_sizes(problem) == {12, 16, 32}

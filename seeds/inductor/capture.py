@@ -20,7 +20,8 @@ configurations Inductor's heuristics offer for each kernel, in its order; on a G
 and the first entry is the configuration Inductor's own autotuning picked. On the CPU (tests) Inductor is asked
 for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
 ``dynamic``: compiled with dynamic shapes, so the code reads its sizes from its inputs (``specialised``: the sizes
-Dynamo kept as literals all the same); ``fell_back``: why earlier captures were not kept (``_first_that_converts``).
+Dynamo kept as literals all the same, where they are a size constant's value that other sizes change);
+``fell_back``: why earlier captures were not kept (``_first_that_converts``).
 ``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
 calls, and convolutions as its conv2d/conv3d templates where it has one (else as it chooses: a library call); on a
 GPU only (Inductor's templates fail to build for the CPU here). ``tf32``: fp32 matmuls may use TF32 (the
@@ -136,15 +137,27 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     model = problem.Model(*call_get_init_inputs(problem)).to(device).eval()
     with torch.device(device):
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in call_get_inputs(problem)]
+    varying = _varying_sizes(problem)
     captured = {}
     for name, options in (variants or {"default": {}}).items():
         try:
             with inductor_config.patch(flat_options(options)):
-                captured[name] = {**_first_that_converts(model, inputs, device, spec, dynamic, templates),
-                                  "templates": templates, "tf32": tf32, "options": options}
+                got = _first_that_converts(model, inputs, device, spec, dynamic, templates)
+                if "specialised" in got:  # only sizes that change with the problem's sizes bake it
+                    got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
+                captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
         except Exception as exc:  # noqa: BLE001 - one variant Inductor cannot build leaves the others
             captured[name] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
     return captured
+
+
+def _varying_sizes(problem) -> set[int]:
+    """The values of the problem's size constants that other sizes change (those set for it, and the file's integers
+    of at least fitness.sizes.MIN_SHRINKABLE; not kernel sizes, strides, a 3 of RGB channels)."""
+    from fitness.sizes import MIN_SHRINKABLE
+
+    return {v for k, v in problem.sizes.items() if isinstance(v, int) and (k in problem.spec.sizes
+                                                                          or v >= MIN_SHRINKABLE)}
 
 
 def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool) -> dict:
