@@ -170,3 +170,11 @@ def test_only_sizes_that_other_sizes_change_make_a_dynamic_capture_specialised(t
     problem = load_problem(resolve_problem(str(problem_file), sizes={"dim": 12}))
     # dim: set for this run; batch_size 16 and features 32: at least MIN_SHRINKABLE; not the 3s, which never change
     assert importlib.import_module("seeds.inductor.capture")._varying_sizes(problem) == {12, 16, 32}
+
+
+def test_a_variant_asking_for_max_autotune_is_left_out_off_a_gpu_with_a_line_saying_so(capsys):
+    variants = {"nd_tiling": ND_TILING["nd_tiling"], "max_autotune": {"max_autotune": True},
+                "pointwise": {"max_autotune_pointwise": False}}
+    assert seeds.gpu_variants(variants, "cuda") == variants
+    assert seeds.gpu_variants(variants, "cpu") == {k: v for k, v in variants.items() if k != "max_autotune"}
+    assert "variant 'max_autotune' (max_autotune) needs a GPU: no seed from it on cpu" in capsys.readouterr().out

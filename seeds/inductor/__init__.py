@@ -30,12 +30,14 @@ from fitness.atomic import write_atomic
 from core.genome import short_hash
 from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
+from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import OTHER_SEEDS, SeedError, convert
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
 DEFAULT = "default"  # the capture under Inductor's own options
 CAPTURE_TIMEOUT_S = 900
+GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # Inductor options a variant needs a GPU for
 
 
 def _versions() -> str:
@@ -116,6 +118,7 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
                         f"rename it in inductor.variants")
     templates = device.startswith("cuda") and not torch_compute_allowed
     dynamic = not device.startswith("cuda") if dynamic is None else dynamic
+    variants = gpu_variants(variants, device)
     wanted = {DEFAULT: {}, **(variants or {})}
     files = {name: Path(cache_dir) / "inductor-seeds" / f"{spec.name}-"
              f"{cache_key(spec, device, profile, templates, tf32, options, dynamic)}.json"
@@ -155,6 +158,22 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     if run_dir is not None:
         write_seeds(sources, Path(run_dir))
     return sources
+
+
+def gpu_variants(variants: dict | None, device: str) -> dict | None:
+    """`variants` less, off a GPU, those asking for max-autotune (``GPU_ONLY``: Inductor benchmarks its choices on
+    the GPU; on the CPU it builds no template), each said in a line."""
+    if device.startswith("cuda") or not variants:
+        return variants
+    kept = {}
+    for name, options in variants.items():
+        asks = sorted(set(flat_options(options)) & GPU_ONLY)
+        if asks and any(flat_options(options)[key] for key in asks):
+            print(f"[kernelevo] Inductor's variant {name!r} ({', '.join(asks)}) needs a GPU: no seed from it on "
+                  f"{device}", flush=True)
+        else:
+            kept[name] = options
+    return kept
 
 
 def seed_file(made_by: str, base: str = SEED_FILE) -> str:
