@@ -178,3 +178,15 @@ def test_a_variant_asking_for_max_autotune_is_left_out_off_a_gpu_with_a_line_say
     assert seeds.gpu_variants(variants, "cuda") == variants
     assert seeds.gpu_variants(variants, "cpu") == {k: v for k, v in variants.items() if k != "max_autotune"}
     assert "variant 'max_autotune' (max_autotune) needs a GPU: no seed from it on cpu" in capsys.readouterr().out
+
+
+def test_a_library_call_left_after_inductors_triton_templates_were_tried_says_so():
+    captured = json.loads((FIXTURES / "layernorm.json").read_text())
+    spec = resolve_problem(captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"])
+    captured["code"] = captured["code"].replace("        return (", "        extern_kernels.convolution(buf0)\n"
+                                                "        return (", 1)  # as if a convolution were left
+    captured["fell_back"] = ["static shapes, convolutions as Triton templates: NoValidChoicesError: no choices"]
+    with pytest.raises(SeedError, match=r"calls library kernels \(torch.convolution\) for which it has no Triton "
+                                        r"form here \(its Triton templates were tried: static shapes, convolutions as "
+                                        r"Triton templates: NoValidChoicesError"):
+        seeds._checked_source(spec, captured, torch_compute_allowed=False)

@@ -204,8 +204,10 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
     source = convert(captured, Path(spec.path).read_text(), spec.name)
     library = library_calls(source)
     if library and not torch_compute_allowed:
+        tried = "; ".join(t for t in captured.get("fell_back", []) if "Triton templates" in t)
         raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}) for which it "
-                        f"has no Triton form here: policy 'triton' rejects torch compute in forward. Run it under "
+                        f"has no Triton form here" + (f" (its Triton templates were tried: {tried})" if tried else "")
+                        + f": policy 'triton' rejects torch compute in forward. Run it under "
                         f"fitness/policy=kernelbench (labelled uses-torch-compute), or {OTHER_SEEDS}.")
     return source
 
