@@ -190,3 +190,15 @@ def test_a_library_call_left_after_inductors_triton_templates_were_tried_says_so
                                         r"form here \(its Triton templates were tried: static shapes, convolutions as "
                                         r"Triton templates: NoValidChoicesError"):
         seeds._checked_source(spec, captured, torch_compute_allowed=False)
+
+
+def test_sizes_inductors_code_asserts_as_literals_count_as_specialised():
+    # level2/18: Dynamo's graph had the Linear's sizes symbolic; Inductor's guards specialised them while compiling
+    code = ("class Runner:\n    def call(self, args):\n        arg0_1, arg1_1, arg2_1 = args\n"
+            "        assert_size_stride(arg0_1, (128, 64), (64, 1), 'input')\n"
+            "        assert_size_stride(arg2_1, (s77, 1), (1, 1), 'input')\n")
+    mapping = [{"kind": "param", "name": "linear.weight"}, {"kind": "size", "of": 2, "dim": 0},
+               {"kind": "input", "index": 0}]
+    specialised = importlib.import_module("seeds.inductor.capture")._specialised
+    assert specialised(code, mapping, ["input 0 dim 1 = 8"]) == ["input 0 dim 1 = 8", "linear.weight dim 0 = 128",
+                                                                 "linear.weight dim 1 = 64"]

@@ -225,6 +225,28 @@ def _size_args(graph_module, mapping: list[dict]) -> tuple[list[dict], list[str]
     return mapping, static
 
 
+def _specialised(code: str, mapping: list[dict], static: list[str]) -> list[str]:
+    """`static` (the literal sizes of Dynamo's graph) and those Inductor's code asserts its arguments have as
+    literals (``assert_size_stride(arg0_1, (128, 128), ...)``: guards specialised them while compiling)."""
+    import ast
+
+    from core import pyast
+
+    call = next((n for n in ast.walk(pyast.parse(code)) if isinstance(n, ast.FunctionDef) and n.name == "call"), None)
+    unpack = call.body[0] if call is not None and call.body else None
+    names = [ast.unparse(e) for e in unpack.targets[0].elts] if isinstance(unpack, ast.Assign) and \
+        isinstance(unpack.targets[0], ast.Tuple) else []
+    found = list(static)
+    for node in ast.walk(call) if call is not None else []:
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("assert_size_stride") and \
+                len(node.args) >= 2 and isinstance(node.args[1], ast.Tuple) and ast.unparse(node.args[0]) in names:
+            arg = mapping[names.index(ast.unparse(node.args[0]))] if len(mapping) == len(names) else {}
+            who = arg.get("name") or f"input {arg.get('index', '?')}"
+            found += [f"{who} dim {d} = {e.value}" for d, e in enumerate(node.args[1].elts)
+                      if isinstance(e, ast.Constant) and isinstance(e.value, int) and e.value > 1]
+    return list(dict.fromkeys(found))
+
+
 def _code_of(compiled, inputs) -> list[str]:
     """Inductor's output modules for a call of `compiled`, nothing compiled or run (torch's ``get_code``, which
     fails after the code is written where dynamic shapes meet its stand-in module)."""
@@ -283,7 +305,7 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
                          "autotuned": picked is not None}
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
             "single_output": isinstance(reference, torch.Tensor), "dynamic": dynamic,
-            **({"specialised": seen.get("static", [])} if dynamic else {}),
+            **({"specialised": _specialised(code, seen.get("args", []), seen.get("static", []))} if dynamic else {}),
             "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
 
 
