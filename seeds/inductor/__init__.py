@@ -36,7 +36,7 @@ from seeds.inductor.convert import OTHER_SEEDS, SeedError, convert
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
 DEFAULT = "default"  # the capture under Inductor's own options
-CAPTURE_TIMEOUT_S = 900
+CAPTURE_TIMEOUT_S = 900  # per compilation (default or variant) of one capture process
 GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # Inductor options a variant needs a GPU for
 
 
@@ -127,7 +127,8 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     missing = {name: options for name, options in wanted.items() if name not in captured}
     if missing:
         try:
-            got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic)
+            got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic,  # each its own time
+                                       timeout_s=CAPTURE_TIMEOUT_S * len(missing))
         except SeedError as exc:  # the process died (a variant can crash it): the cached default still stands
             if DEFAULT in missing:
                 raise
