@@ -4,7 +4,9 @@ On Triton's CPU interpreter a run judges its candidates at small test sizes (``f
 children by the interpreter's wall-clock time (no GPU timing). A kernel that reads its sizes from its inputs runs
 at any size; a kernel converted from torch.compile's capture at the test sizes (``seeds.inductor``) holds
 those sizes as literals, and so do its descendants by offline operators, which change launch constants only: it is
-baked at the test sizes and cannot run at the full sizes the target GPU would see. So, when the test sizes are not
+baked at the test sizes and cannot run at the full sizes the target GPU would see -- unless it was captured with
+dynamic shapes and Dynamo kept no size a literal (its docstring says so: ``seeds.inductor.convert.size_generic``),
+as the interpreter's captures are where Inductor and the converter can. So, when the test sizes are not
 the full sizes, the end of an interpreter run judges the fastest distinct correct kernels again (``TRIES`` at most,
 fastest first, as many at once as the run evaluates, until one passes), with an evaluator of their own, at other
 sizes that differ from the test sizes in every size constant (``fitness.sizes.other_sizes``); the run's best
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from omegaconf import DictConfig
 
@@ -32,6 +34,7 @@ from core.individual import Individual
 from fitness.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.sandbox import Sandbox
 from fitness.sizes import other_sizes
+from seeds.inductor.convert import size_generic
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
 META = "sizes_check"  # the run store's meta key of the verdict
@@ -49,6 +52,14 @@ def compiler_seeds(made_by: list[str]) -> list[str]:
     return [m for m in made_by if m == INDUCTOR or m.startswith(f"{INDUCTOR}:")]
 
 
+def baked_and_generic(seeds: list) -> tuple[list[str], list[str]]:
+    """Generation 0's compiler seeds (``evo.seeding.Seed``: made_by, genome), split: those with the sizes they were
+    captured at baked in, and those that read their sizes from their inputs (``size_generic``)."""
+    compiler = set(compiler_seeds([s.made_by for s in seeds]))
+    generic = [s.made_by for s in seeds if s.made_by in compiler and size_generic(s.genome.source)]
+    return [s.made_by for s in seeds if s.made_by in compiler and s.made_by not in generic], generic
+
+
 @dataclass
 class SizesCheck:
     """What an interpreter run knows before its search: the sizes judged, the full sizes, the other sizes."""
@@ -57,12 +68,13 @@ class SizesCheck:
     full_sizes: dict  # the same constants at the full sizes
     other: ProblemSpec | None  # the problem at the other sizes (None: no check)
     other_sizes: dict  # the changed constants' values there
-    baked_seeds: list  # generation 0's compiler seeds, captured at the test sizes
+    baked_seeds: list  # generation 0's compiler seeds, captured at the test sizes and baked there
     why_not: str = ""  # why there is no check
+    generic_seeds: list = field(default_factory=list)  # generation 0's compiler seeds that read their sizes
 
     @classmethod
-    def plan(cls, cfg: DictConfig, evaluator, made_by: list[str]) -> "SizesCheck":
-        """The check for a run judged by `evaluator` (on the interpreter) whose generation 0 was made by `made_by`."""
+    def plan(cls, cfg: DictConfig, evaluator, seeds: list) -> "SizesCheck":
+        """The check for a run judged by `evaluator` (on the interpreter) whose generation 0 is `seeds`."""
         target, spec = evaluator.target, evaluator.problem
         judged = {k: v for k, v in target.evaluated_sizes.items() if target.sizes.get(k) != v}
         full = {k: target.sizes.get(k) for k in judged}
@@ -71,7 +83,8 @@ class SizesCheck:
         other = other_sizes(load_problem(spec))
         note = f"other sizes for the check of kernels baked at the test sizes: {other.describe()}"
         spec_other = None if other.why_not else replace(spec, sizes=other.sizes, size_note=note)
-        return cls(cfg, judged, full, spec_other, other.changed, compiler_seeds(made_by), other.why_not)
+        baked, generic = baked_and_generic(seeds)
+        return cls(cfg, judged, full, spec_other, other.changed, baked, other.why_not, generic)
 
     def start_line(self) -> str:
         """The run's one line on how it chooses, at its start."""
@@ -83,6 +96,9 @@ class SizesCheck:
             line += (f"; generation 0's compiler seeds ({', '.join(self.baked_seeds)}) were captured at the test "
                      f"sizes: they and their offline descendants are baked at those sizes and cannot run at the full "
                      f"sizes")
+        if self.generic_seeds:
+            line += (f"; generation 0's compiler seeds ({', '.join(self.generic_seeds)}) were captured with dynamic "
+                     f"shapes: they read their sizes from their inputs")
         if self.other is None:
             return f"{line}; no other sizes to check kernels at ({self.why_not})"
         return (f"{line}; at the end the fastest correct kernels are judged again at other sizes "
@@ -95,7 +111,8 @@ class SizesCheck:
         serves this check too (None: a sandbox of its own)."""
         fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
         record = {"fastest": fastest, "test_sizes": self.test_sizes, "full_sizes": self.full_sizes,
-                  "other_sizes": self.other_sizes, "baked_seeds": self.baked_seeds, "tried": [], "kept": None,
+                  "other_sizes": self.other_sizes, "baked_seeds": self.baked_seeds,
+                  "generic_seeds": self.generic_seeds, "tried": [], "kept": None,
                   "why_not": self.why_not}
         tries = candidates(store, fastest) if self.other is not None else []
         if tries:
@@ -184,6 +201,9 @@ def rows(record: dict | None) -> list[tuple[str, str]]:
     if record["baked_seeds"]:
         lines.append(("compiler seeds", f"{', '.join(record['baked_seeds'])}: captured at the test sizes; they and "
                                         f"their offline descendants are baked there"))
+    if record.get("generic_seeds"):
+        lines.append(("compiler seeds", f"{', '.join(record['generic_seeds'])}: captured with dynamic shapes; they "
+                                        f"read their sizes from their inputs"))
     return lines + [(label, text)]
 
 

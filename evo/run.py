@@ -181,7 +181,7 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
         seeds = make_seeds(cfg, team, service, run_dir)
-        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, [s.made_by for s in seeds]) if not evaluator.on_gpu \
+        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, seeds) if not evaluator.on_gpu \
             else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),

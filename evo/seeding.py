@@ -2,9 +2,10 @@
 
 The seed: torch.compile's kernels with problem.seed=inductor or when the problem has no seed of its own (then also
 one seed per variant of Inductor's options, ``inductor.variants``, that writes other kernels), else the problem's
-seed. With an LLM team, ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference
-alone; from_seed, it rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed
-as it is.
+seed; a compiler seed incorrect with TF32 dot products is replaced by its rewrite with IEEE fp32 dot products
+where that is correct. With an LLM team, ``llm.initialise``: true, the initialiser agent writes the first kernel from
+the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts from compile's kernels too);
+false, the seed as it is.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from core.genome import Genome, evaluation_key
 from fitness.problem import INDUCTOR
 from fitness.result import EvalResult
 from operators.base import CURRENT_CHILD, ChildUsage
+from seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
     from evo.evaluation import EvaluationService
@@ -53,13 +55,33 @@ def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Pat
     if mode is True:
         return [Seed.from_source(_initialise(team), "initialiser")]
     if cfg.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
-        captured = [Seed.from_source(source, by) for by, source in
-                    evaluator.inductor_seeds(run_dir, variants_from_config(cfg)).items()]
+        sources = evaluator.inductor_seeds(run_dir, variants_from_config(cfg))
+        captured = ieee_where_tf32_fails(service, [Seed.from_source(source, by) for by, source in sources.items()])
     else:
         captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]
     if mode == "from_seed":
         captured[0] = _rewritten(team, service, captured[0])
     return captured
+
+
+def ieee_where_tf32_fails(service: EvaluationService, seeds: list[Seed]) -> list[Seed]:
+    """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
+    dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
+    evaluation is the one the search would make (the run store keeps it)."""
+    kept = []
+    for seed in seeds:
+        ieee = ieee_dots(seed.genome.source)
+        result = service.evaluate(seed.genome.rendered(), label=seed.made_by)[1] if ieee is not None else None
+        if result is not None and result.status == "incorrect":
+            rewrite = Seed.from_source(ieee, seed.made_by)
+            again = service.evaluate(rewrite.genome.rendered(), label=f"{seed.made_by} (IEEE fp32 dots)")[1]
+            print(f"[kernelevo] {seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products "
+                  + ("it is correct: the search starts from that" if again.ok else
+                     f"it is {again.status} too: {again.reason.strip().splitlines()[0][:200] if again.reason else ''}"),
+                  flush=True)
+            seed = rewrite if again.ok else seed
+        kept.append(seed)
+    return kept
 
 
 def _rewritten(team, service: EvaluationService, seed: Seed) -> Seed:

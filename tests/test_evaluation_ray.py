@@ -197,7 +197,7 @@ def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written
                      f"fitness.backend.address={ray_head}", "hydra.run.dir=ray", cwd=tmp_path, process=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     written = sorted(p.name for p in (tmp_path / "ray").glob("seed_inductor*.py"))
-    assert written == ["seed_inductor.py", "seed_inductor_looped_reductions.py", "seed_inductor_nd_tiling.py"]
+    assert written == ["seed_inductor.py", "seed_inductor_nd_tiling.py"]  # (dynamic shapes, issue 43: one variant)
     first = read_store(tmp_path / "ray", lambda store: sorted((i.id, i.operator) for i in store.individuals()
                                                             if i.generation == 0))
-    assert first == [("0.0", "inductor"), ("0.1", "inductor:nd_tiling"), ("0.2", "inductor:looped_reductions")]
+    assert first == [("0.0", "inductor"), ("0.1", "inductor:nd_tiling")]

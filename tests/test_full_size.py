@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
+from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from evo.full_size import TRIES
 from core.genome import code_hash
 from fitness.problem import load_problem, resolve_problem, suite_manifest
@@ -107,15 +107,32 @@ def test_a_baked_fastest_kernel_is_not_kept_when_a_slower_one_runs_at_other_size
 
 
 @pytest.mark.slow
+def test_a_compiler_seed_captured_with_dynamic_shapes_runs_at_other_sizes_and_is_not_called_baked(tmp_path):
+    # a file without a seed starts from torch.compile's kernels, captured at the test sizes (4 x 60) with dynamic
+    # shapes: every size is read from the input, so the best runs at the other sizes (and the file's own)
+    output, run_dir, summary = run(f"problem={SCALE_SHIFT}", "problem.sizes.dim=60", "inductor=none", cwd=tmp_path)
+    fastest, _ = fastest_and_individuals(run_dir)
+    assert "compiler seeds (inductor) were captured with dynamic shapes" in output
+    assert summary["status"] == "ok" and summary["baked_seeds"] == []
+    assert summary["other_sizes_tried"][0] == fastest and summary["other_sizes_failed"] == {}
+    forward = (run_dir / "seed_inductor.py").read_text().split("def forward")[1]
+    assert ".size(1)" in forward and "60" not in forward  # the input's width, not the captured literal
+    assert not (run_dir / "best_kernel.py").read_text().startswith("# kernelevo: BAKED")
+
+
+@pytest.mark.slow
 def test_when_every_kernel_tried_is_baked_the_best_is_flagged(tmp_path):
-    # a file without a seed starts from torch.compile's kernels, captured at the test sizes (4 x 60)
-    _, run_dir, summary = run(f"problem={SCALE_SHIFT}", "problem.sizes.dim=60", "inductor=none", cwd=tmp_path)
+    # (issue 43 changed this test's problem: scale_shift's compiler seed now reads its sizes from its input.) Here
+    # Dynamo specialises the LayerNorm's sizes even with dynamic shapes: the seed, captured at 16 x 48, is baked there
+    _, run_dir, summary = run(f"problem={PROBLEMS / 'sequential_norms.py'}", "problem.sizes.dim=48", "inductor=none",
+                              cwd=tmp_path)
     fastest, individuals = fastest_and_individuals(run_dir)
+    assert "Dynamo specialised block.0.weight dim 0 = 48" in (run_dir / "seed_inductor.py").read_text()
     assert summary["status"] == "baked-at-test-sizes" and summary["baked_seeds"] == ["inductor"]
     tried = summary["other_sizes_tried"]
     correct = {ind.key for ind in individuals.values() if ind.ok}
     assert tried[0] == fastest and len(tried) == min(TRIES, len(correct))
     assert set(summary["other_sizes_failed"]) == set(tried)
     best = (run_dir / "best_kernel.py").read_text()
-    assert best.startswith("# kernelevo: BAKED AT THE TEST SIZES dim=60")
+    assert best.startswith("# kernelevo: BAKED AT THE TEST SIZES dim=48")
     assert code_hash(best) == code_hash(individuals[fastest].genome.rendered())  # still written: the fastest

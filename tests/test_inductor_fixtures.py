@@ -131,3 +131,19 @@ def test_a_transposed_a_inlined_in_its_load_is_found_too():
     assert "if A_KMAJOR:\n            a = tl.load(A + (idx_n + 64 * idx_m))" in body
     assert "if B_KMAJOR:\n            b = tl.load(B + (idx_m + 64 * idx_n))" in body
     assert [a.arg for a in function.args.args][-2:] == ["A_KMAJOR", "B_KMAJOR"]
+
+
+def test_a_template_whose_sizes_are_not_a_gemms_runs_on_its_captured_grid_with_its_rendered_block_sizes(sandbox):
+    # a convolution's template (max-autotune's conv2d/conv3d) has no literal M, N, K: here a GEMM template whose M
+    # is not a literal stands in for one
+    captured, spec, _ = fixture("matmul_template")
+    captured["code"] = captured["code"].replace("\n    M = 64\n", "\n    ROWS = 64\n    M = ROWS\n")
+    source = convert(captured, Path(spec.path).read_text(), spec.name, interpreter=True)
+    genome = Genome.from_source(source)
+    assert "BLOCK_M: tl.constexpr = 64" in source and not any("BLOCK" in name for name in genome.space)
+    assert sorted(genome.space) == ["K0_NUM_STAGES", "K0_NUM_WARPS"]
+    assert "triton_tem_fused_mm_0[2, 1, 1](" in source  # the grid Inductor launched it on
+    with make_evaluator(problem=captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"],
+                        sandbox=sandbox) as ev:
+        result = ev.evaluate(source, label="inductor")
+    assert result.status == "ok", result.reason

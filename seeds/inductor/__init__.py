@@ -30,12 +30,14 @@ from fitness.atomic import write_atomic
 from core.genome import short_hash
 from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
+from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import OTHER_SEEDS, SeedError, convert
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
 DEFAULT = "default"  # the capture under Inductor's own options
-CAPTURE_TIMEOUT_S = 900
+CAPTURE_TIMEOUT_S = 900  # per compilation (default or variant) of one capture process
+GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # Inductor options a variant needs a GPU for
 
 
 def _versions() -> str:
@@ -49,14 +51,15 @@ def _versions() -> str:
 
 
 def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False,
-              options: dict | None = None) -> str:
+              options: dict | None = None, dynamic: bool = False) -> str:
     problem = Path(spec.path).read_text()
     parts = [problem, spec.sizes, device.split(":")[0], profile, _versions(), templates, tf32]
+    parts += ["dynamic"] if dynamic else []
     return short_hash(json.dumps(parts + [options] if options else parts, sort_keys=True))
 
 
 def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
-                     variants: dict | None = None, timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
+                     variants: dict | None = None, timeout_s: float = CAPTURE_TIMEOUT_S, dynamic: bool = False) -> dict:
     """Run ``capture.py`` in its own process, compiling once per variant (name -> Inductor options; default: its
     defaults only): name -> what it captured, or ``{"error": why}``. SeedError with the output's tail when the
     process fails."""
@@ -70,7 +73,8 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
         try:
             done = subprocess.run([sys.executable, "-m", "seeds.inductor.capture", str(spec_file),
                                    str(out_file), device, *(["templates"] if templates else []),
-                                   *(["tf32"] if tf32 else []), f"variants={variants_file}"], cwd=REPO, env=env,
+                                   *(["tf32"] if tf32 else []), *(["dynamic"] if dynamic else []),
+                                   f"variants={variants_file}"], cwd=REPO, env=env,
                                   capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise SeedError(f"torch.compile of {spec.name} did not finish within {timeout_s:.0f} s") from exc
@@ -80,9 +84,9 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
 
 
 def capture(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
-            timeout_s: float = CAPTURE_TIMEOUT_S) -> dict:
+            timeout_s: float = CAPTURE_TIMEOUT_S, dynamic: bool = False) -> dict:
     """What Inductor writes for the problem under its default options; SeedError when it fails."""
-    captured = capture_variants(spec, device, templates, tf32, timeout_s=timeout_s)[DEFAULT]
+    captured = capture_variants(spec, device, templates, tf32, timeout_s=timeout_s, dynamic=dynamic)[DEFAULT]
     if "error" in captured:
         raise SeedError(_failed(spec, captured["error"]))
     return captured
@@ -102,22 +106,29 @@ def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path,
 
 
 def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path, run_dir: Path | None = None,
-                   torch_compute_allowed: bool = False, tf32: bool = False, variants: dict | None = None) -> dict:
+                   torch_compute_allowed: bool = False, tf32: bool = False, variants: dict | None = None,
+                   dynamic: bool | None = None) -> dict:
     """The Inductor seed (``"inductor"``, first) and one more seed per variant of Inductor's options (name ->
     options) whose kernels differ from it (``"inductor:<name>"``), each converted, cached and written into run_dir
-    as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note."""
+    as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note.
+    `dynamic` (default: off a GPU, where candidates are judged at the interpreter's sizes, not the file's): captured
+    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can."""
     if DEFAULT in (variants or {}):
         raise SeedError(f"an Inductor variant may not be called {DEFAULT!r} (that name is Inductor's own options); "
                         f"rename it in inductor.variants")
     templates = device.startswith("cuda") and not torch_compute_allowed
+    dynamic = not device.startswith("cuda") if dynamic is None else dynamic
+    variants = gpu_variants(variants, device)
     wanted = {DEFAULT: {}, **(variants or {})}
     files = {name: Path(cache_dir) / "inductor-seeds" / f"{spec.name}-"
-             f"{cache_key(spec, device, profile, templates, tf32, options)}.json" for name, options in wanted.items()}
+             f"{cache_key(spec, device, profile, templates, tf32, options, dynamic)}.json"
+             for name, options in wanted.items()}
     captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
     missing = {name: options for name, options in wanted.items() if name not in captured}
     if missing:
         try:
-            got_all = capture_variants(spec, device, templates, tf32, missing)
+            got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic,  # each its own time
+                                       timeout_s=CAPTURE_TIMEOUT_S * len(missing))
         except SeedError as exc:  # the process died (a variant can crash it): the cached default still stands
             if DEFAULT in missing:
                 raise
@@ -150,6 +161,22 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     return sources
 
 
+def gpu_variants(variants: dict | None, device: str) -> dict | None:
+    """`variants` less, off a GPU, those asking for max-autotune (``GPU_ONLY``: Inductor benchmarks its choices on
+    the GPU; on the CPU it builds no template), each said in a line."""
+    if device.startswith("cuda") or not variants:
+        return variants
+    kept = {}
+    for name, options in variants.items():
+        asks = sorted(set(flat_options(options)) & GPU_ONLY)
+        if asks and any(flat_options(options)[key] for key in asks):
+            print(f"[kernelevo] Inductor's variant {name!r} ({', '.join(asks)}) needs a GPU: no seed from it on "
+                  f"{device}", flush=True)
+        else:
+            kept[name] = options
+    return kept
+
+
 def seed_file(made_by: str, base: str = SEED_FILE) -> str:
     """`base` for the default seed, ``<base's stem>_<variant><suffix>`` for a variant's
     (seed_inductor_nd_tiling.py)."""
@@ -178,8 +205,10 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
     source = convert(captured, Path(spec.path).read_text(), spec.name)
     library = library_calls(source)
     if library and not torch_compute_allowed:
+        tried = "; ".join(t for t in captured.get("fell_back", []) if "Triton templates" in t)
         raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}) for which it "
-                        f"has no Triton form here: policy 'triton' rejects torch compute in forward. Run it under "
+                        f"has no Triton form here" + (f" (its Triton templates were tried: {tried})" if tried else "")
+                        + f": policy 'triton' rejects torch compute in forward. Run it under "
                         f"fitness/policy=kernelbench (labelled uses-torch-compute), or {OTHER_SEEDS}.")
     return source
 

@@ -1,27 +1,35 @@
 """Capture what torch.compile (Inductor) writes for a problem's Model: run as its own process, on the device the
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
-    python -m seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [variants=V.json]
+    python -m seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [dynamic] [variants=V.json]
 
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
 {"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
 
-    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}, ...],
+    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}
+                                                 | {"kind": "size", "of": position, "dim": d}, ...],
      "kernels": {name: {"configs": [{"kwargs": {...}, "num_warps": n, "num_stages": n}, ...]}},
-     "single_output": bool, "versions": {"torch": ..., "triton": ...}, "options": {...}}
+     "single_output": bool, "dynamic": bool, "specialised": [...], "fell_back": [...],
+     "versions": {"torch": ..., "triton": ...}, "options": {...}}
 
 or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured).
 
 ``args`` says what each argument of Inductor's ``call(args)`` is (found by identity of the tensors Dynamo hands the
-backend). ``configs`` are the launch configurations Inductor's heuristics offer for each kernel, in its order; on a
-GPU the kernels are also run once and the first entry is the configuration Inductor's own autotuning picked.
-On the CPU (tests) Inductor is asked for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
+backend; with dynamic shapes a size argument is a size of another argument). ``configs`` are the launch
+configurations Inductor's heuristics offer for each kernel, in its order; on a GPU the kernels are also run once
+and the first entry is the configuration Inductor's own autotuning picked. On the CPU (tests) Inductor is asked
+for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
+``dynamic``: compiled with dynamic shapes, so the code reads its sizes from its inputs (``specialised``: the sizes
+Dynamo kept as literals all the same, where they are a size constant's value that other sizes change);
+``fell_back``: why earlier captures were not kept (``_first_that_converts``).
 ``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
-calls; on a GPU only (Inductor writes no Triton template for the CPU). ``tf32``: fp32 matmuls may use TF32 (the
+calls, and convolutions as its conv2d/conv3d templates where it has one (else as it chooses: a library call); on a
+GPU only (Inductor's templates fail to build for the CPU here). ``tf32``: fp32 matmuls may use TF32 (the
 precision policy's choice; torch.compile's baseline runs under the same setting), so the templates do too.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -49,7 +57,9 @@ def _prepare(device: str, templates: bool, tf32: bool) -> None:
         inductor_config.max_autotune_gemm_backends = "TRITON"
 
 
-def _arg_map(model, inputs, example_inputs) -> list[dict]:
+def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]:
+    import torch
+
     named = [("param", n, p) for n, p in model.named_parameters()] + [("buffer", n, b) for n, b in
                                                                      model.named_buffers()]
     mapping = []
@@ -57,6 +67,8 @@ def _arg_map(model, inputs, example_inputs) -> list[dict]:
         kind = next(({"kind": k, "name": n} for k, n, t in named if t is tensor), None)
         if kind is None:
             kind = next(({"kind": "input", "index": i} for i, x in enumerate(inputs) if x is tensor), None)
+        if kind is None and dynamic and not isinstance(tensor, torch.Tensor):
+            kind = {"kind": "size"}  # a size argument: _size_args says whose
         if kind is None:
             raise RuntimeError("Inductor's graph takes a tensor that is neither a parameter, a buffer nor an input "
                                "of forward (a constant made in forward?); this problem needs a hand-written seed")
@@ -109,48 +121,179 @@ def flat_options(options: dict, prefix: str = "") -> dict:
 
 
 def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False,
-            variants: dict | None = None) -> dict:
-    """Inductor's code for the problem under each named set of options (default: its defaults only)."""
+            variants: dict | None = None, dynamic: bool = False) -> dict:
+    """Inductor's code for the problem under each named set of options (default: its defaults only). `dynamic`:
+    compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
+    where Inductor or the converter cannot (``_first_that_converts``)."""
     _prepare(device, templates, tf32)
     import torch
     import torch._inductor.config as inductor_config
 
     from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
 
-    problem = load_problem(ProblemSpec.from_dict(spec_dict))
+    spec = ProblemSpec.from_dict(spec_dict)
+    problem = load_problem(spec)
     torch.manual_seed(0)
     model = problem.Model(*call_get_init_inputs(problem)).to(device).eval()
     with torch.device(device):
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in call_get_inputs(problem)]
+    varying = _varying_sizes(problem)
     captured = {}
     for name, options in (variants or {"default": {}}).items():
         try:
             with inductor_config.patch(flat_options(options)):
-                captured[name] = {**_capture_one(model, inputs, device), "templates": templates, "tf32": tf32,
-                                  "options": options}
+                got = _first_that_converts(model, inputs, device, spec, dynamic, templates)
+                if "specialised" in got:  # only sizes that change with the problem's sizes bake it
+                    got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
+                captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
         except Exception as exc:  # noqa: BLE001 - one variant Inductor cannot build leaves the others
             captured[name] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
     return captured
 
 
-def _capture_one(model, inputs, device: str) -> dict:
+def _varying_sizes(problem) -> set[int]:
+    """The values of the problem's size constants that other sizes change (those set for it, and the file's integers
+    of at least fitness.sizes.MIN_SHRINKABLE; not kernel sizes, strides, a 3 of RGB channels)."""
+    from fitness.sizes import MIN_SHRINKABLE
+
+    return {v for k, v in problem.sizes.items() if isinstance(v, int) and (k in problem.spec.sizes
+                                                                          or v >= MIN_SHRINKABLE)}
+
+
+def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool) -> dict:
+    """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
+    asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
+    chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
+    it; ``fell_back`` says why each earlier one was not kept."""
+    import torch._inductor.config as inductor_config
+
+    from seeds.inductor.convert import convert
+
+    attempts = [(d, c) for d in ([True, False] if dynamic else [False]) for c in ([True, False] if templates
+                                                                                   else [False])]
+    why = []
+    for index, (dynamic_shapes, triton_convs) in enumerate(attempts):
+        last = index == len(attempts) - 1
+        try:
+            with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
+                got = _capture_one(model, inputs, device, dynamic=dynamic_shapes)
+            if not last:
+                convert(got, Path(spec.path).read_text(), spec.name)
+            return {**got, **({"fell_back": why} if why else {})}
+        except Exception as exc:  # noqa: BLE001 - the next capture may still make a seed
+            if last:
+                raise
+            what = ("dynamic shapes" if dynamic_shapes else "static shapes") + \
+                (", convolutions as Triton templates" if triton_convs else "")
+            why.append(f"{what}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+@contextlib.contextmanager
+def _shapes(dynamic: bool):
+    """Dynamic shapes where asked: every size of the inputs and parameters a symbol of its own (no duck sizing:
+    two sizes equal at the captured sizes need not be equal at others)."""
+    if not dynamic:
+        yield
+        return
+    import torch._dynamo.config as dynamo_config
+    import torch.fx.experimental._config as fx_config
+
+    with dynamo_config.patch(force_parameter_static_shapes=False, specialize_float=True), \
+            fx_config.patch(use_duck_shape=False):
+        yield
+
+
+def _size_args(graph_module, mapping: list[dict]) -> tuple[list[dict], list[str]]:
+    """`mapping` (``_arg_map``) with each size argument of a dynamic graph (a SymInt placeholder) said to be a size
+    of one of the graph's tensor arguments (``{"kind": "size", "of": position, "dim": d}``), and the sizes over 1
+    that Dynamo kept as literals all the same (``ln.weight dim 0 = 16``: specialised, so baked into the code)."""
+    import torch
+
+    placeholders = [n.meta.get("example_value") for n in graph_module.graph.nodes if n.op == "placeholder"]
+    shapes = [[str(d) for d in v.shape] if isinstance(v, torch.Tensor) else None for v in placeholders]
+    for position, value in enumerate(placeholders):
+        if isinstance(value, torch.SymInt):
+            found = next(((j, d) for j, shape in enumerate(shapes) if shape for d, s in enumerate(shape)
+                          if s == str(value)), None)
+            if found is None:
+                raise RuntimeError(f"the size argument {value} of Inductor's graph is no tensor argument's size")
+            mapping[position] = {"kind": "size", "of": found[0], "dim": found[1]}
+    static = [f"{arg['name'] if 'name' in arg else 'input %d' % arg.get('index', -1)} dim {d} = {size}"
+              for arg, shape in zip(mapping, shapes) if shape for d, size in enumerate(shape)
+              if size.isdigit() and int(size) > 1]
+    return mapping, static
+
+
+def _specialised(code: str, mapping: list[dict], static: list[str]) -> list[str]:
+    """`static` (the literal sizes of Dynamo's graph) and those Inductor's code asserts its arguments have as
+    literals (``assert_size_stride(arg0_1, (128, 128), ...)``: guards specialised them while compiling)."""
+    import ast
+
+    from core import pyast
+
+    call = next((n for n in ast.walk(pyast.parse(code)) if isinstance(n, ast.FunctionDef) and n.name == "call"), None)
+    unpack = call.body[0] if call is not None and call.body else None
+    names = [ast.unparse(e) for e in unpack.targets[0].elts] if isinstance(unpack, ast.Assign) and \
+        isinstance(unpack.targets[0], ast.Tuple) else []
+    found = list(static)
+    for node in ast.walk(call) if call is not None else []:
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("assert_size_stride") and \
+                len(node.args) >= 2 and isinstance(node.args[1], ast.Tuple) and ast.unparse(node.args[0]) in names:
+            arg = mapping[names.index(ast.unparse(node.args[0]))] if len(mapping) == len(names) else {}
+            who = arg.get("name") or f"input {arg.get('index', '?')}"
+            found += [f"{who} dim {d} = {e.value}" for d, e in enumerate(node.args[1].elts)
+                      if isinstance(e, ast.Constant) and isinstance(e.value, int) and e.value > 1]
+    return list(dict.fromkeys(found))
+
+
+def _code_of(compiled, inputs) -> list[str]:
+    """Inductor's output modules for a call of `compiled`, nothing compiled or run (torch's ``get_code``, which
+    fails after the code is written where dynamic shapes meet its stand-in module)."""
+    from unittest import mock
+
+    from torch._inductor.graph import GraphLowering
+
+    codes: list[str] = []
+
+    def compile_to_module(graph):
+        codes.append(graph.codegen()[0].value)
+        raise _Written()
+
+    with mock.patch.object(GraphLowering, "compile_to_module", compile_to_module):
+        try:
+            compiled(*inputs)
+        except Exception as exc:  # noqa: BLE001 - ours, wrapped by Dynamo's and Inductor's own errors
+            if not codes:
+                raise
+            del exc
+    return codes
+
+
+class _Written(Exception):
+    """Raised once Inductor's code is written: nothing is compiled or run."""
+
+
+def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
     import torch
     import triton
     from torch._inductor.compile_fx import compile_fx
-    from torch._inductor.utils import get_code, run_and_get_code
+    from torch._inductor.utils import run_and_get_code
 
     seen: dict = {}
 
     def backend(graph_module, example_inputs):
-        seen["args"] = _arg_map(model, inputs, example_inputs)
+        seen["args"] = _arg_map(model, inputs, example_inputs, dynamic)
+        if dynamic:
+            seen["args"], seen["static"] = _size_args(graph_module, seen["args"])
         return compile_fx(graph_module, example_inputs)
 
     torch._dynamo.reset()
-    with torch.no_grad():
+    with torch.no_grad(), _shapes(dynamic):
         reference = model(*inputs)
-        compiled = torch.compile(model, backend=backend, fullgraph=True)
+        compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic or None)
         # on a GPU the compiled model runs once (Inductor autotunes its kernels); the interpreter only generates
-        codes = get_code(compiled, *inputs) if device == "cpu" else run_and_get_code(compiled, *inputs)[1]
+        codes = _code_of(compiled, inputs) if device == "cpu" else run_and_get_code(compiled, *inputs)[1]
     if not codes:
         raise RuntimeError("torch.compile generated no code for this problem")
     code = codes[0]
@@ -161,7 +304,8 @@ def _capture_one(model, inputs, device: str) -> dict:
         kernels[name] = {"configs": [picked] + [c for c in configs if c != picked] if picked else configs,
                          "autotuned": picked is not None}
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
-            "single_output": isinstance(reference, torch.Tensor),
+            "single_output": isinstance(reference, torch.Tensor), "dynamic": dynamic,
+            **({"specialised": _specialised(code, seen.get("args", []), seen.get("static", []))} if dynamic else {}),
             "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
 
 
@@ -175,7 +319,8 @@ def main() -> None:
         spec = json.load(fh)
     variants_file = next((f.split("=", 1)[1] for f in flags if f.startswith("variants=")), None)
     variants = json.loads(Path(variants_file).read_text()) if variants_file else None
-    result = capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants)
+    result = capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants,
+                     dynamic="dynamic" in flags)
     with open(out_path, "w") as fh:
         json.dump(result, fh)
 

@@ -13,8 +13,9 @@ import math
 
 from core import pyast
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
-from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_template, k_major_loads,
-                                               template_grid, template_kernel)
+from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
+from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
+                                      k_major_loads, template_grid, template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
                    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
@@ -27,6 +28,25 @@ INTERPRETER_LIBDEVICE = {"tanh": "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"}  # lib
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
+# what the seed's docstring says of its sizes (evo.full_size reads it: a seed that says SIZE_GENERIC is not
+# presumed baked at the sizes it was captured at; the check at other sizes still judges it)
+SIZE_GENERIC = "Captured with dynamic shapes: the sizes Inductor did not specialise are read from the inputs."
+SIZES_BAKED = "Sizes are baked in, as Inductor compiled them."
+
+
+def sizes_note(captured: dict) -> str:
+    """The docstring's sentence on the seed's sizes: SIZE_GENERIC only where Dynamo kept no size a literal."""
+    if not captured.get("dynamic"):
+        return SIZES_BAKED
+    if captured.get("specialised"):
+        return (f"Captured with dynamic shapes, but Dynamo specialised {', '.join(captured['specialised'][:6])}: "
+                + SIZES_BAKED)
+    return SIZE_GENERIC
+
+
+def size_generic(source: str) -> bool:
+    """Whether a seed's docstring says it reads its sizes from its inputs (``sizes_note``)."""
+    return SIZE_GENERIC in source
 
 
 # kernels -----------------------------------------------------------------------------------------------------------
@@ -160,15 +180,12 @@ class CallRewriter(ast.NodeTransformer):
                                     for name, a in zip(info["runtime"], call.args[:count]))
             grid = template_grid(kernel, info, call.args[count:])
             return ast.parse(f"{kernel}[({grid})]({launch_args}, {config})", mode="eval").body
-        values = dict(zip(info["runtime"], call.args))
-        dims = [("x", "XBLOCK"), ("y", "YBLOCK"), ("z", "ZBLOCK")]
-        grid = [f"triton.cdiv({ast.unparse(values[d + 'numel'])}, {info['constants'][block]})"
-                for d, block in dims if d + "numel" in values and block in info["constants"]]
-        if info["grid_type"] not in ("Grid1D", "Grid2D", "Grid3D") or not grid:
-            raise SeedError(f"kernel {kernel}: Inductor's grid type {info['grid_type']!r} is not supported by the "
-                            f"converter; {OTHER_SEEDS}")
-        launch_args = ", ".join(ast.unparse(a) for a in call.args)
-        return ast.parse(f"{kernel}[({', '.join(grid)},)]({launch_args}, {config})", mode="eval").body
+        count = len(info["runtime"])
+        numels = {name: ast.unparse(a) for name, a in zip(info["runtime"], call.args) if name.endswith("numel")}
+        grid = launch_grid(kernel, info["grid_type"], numels, info["constants"],
+                           [ast.unparse(a) for a in call.args[count:]], info["meta"])
+        launch_args = ", ".join(ast.unparse(a) for a in call.args[:count])
+        return ast.parse(f"{kernel}[{grid}]({launch_args}, {config})", mode="eval").body
 
 
 # the module ----------------------------------------------------------------------------------------------------------
@@ -180,12 +197,6 @@ def kernel_sources(code_tree: ast.Module) -> list[tuple[str, str]]:
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
             found.append((node.args[0].value, node.args[1].value))
     return found
-
-
-def _grid_type(source: str) -> str:
-    marker = "'grid_type': '"
-    start = source.find(marker)
-    return source[start + len(marker):source.index("'", start + len(marker))] if start >= 0 else "Grid1D"
 
 
 def _literal_numel(function: ast.FunctionDef, name: str) -> int | None:
@@ -236,16 +247,38 @@ def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
                         decorator_list=[])
 
 
+def bound(arg: dict, inputs: list[str]) -> str:
+    """What forward binds one of Inductor's call() arguments to: a parameter or buffer of the module (by its
+    qualified name: ``network.0.weight`` of an ``nn.Sequential`` through ``get_parameter``), or an input."""
+    if arg["kind"] == "input":
+        return inputs[arg["index"]]
+    if all(part.isidentifier() for part in arg["name"].split(".")):
+        return f"self.{arg['name']}"
+    getter = "get_parameter" if arg["kind"] == "param" else "get_buffer"
+    return f"self.{getter}({arg['name']!r})"
+
+
 def convert(captured: dict, problem_source: str, title: str, interpreter: bool | None = None) -> str:
     """The candidate module's source (see the module docstring). `interpreter`: write it for Triton's CPU
-    interpreter (default: when it was captured on the CPU)."""
+    interpreter (default: when it was captured on the CPU). Any failure is a SeedError saying what failed."""
+    try:
+        return _convert(captured, problem_source, title, interpreter)
+    except SeedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a converter bug is a seed's failure with its reason, not a traceback
+        raise SeedError(f"the converter failed on Inductor's code for {title} ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''}); {OTHER_SEEDS}") from exc
+
+
+def _convert(captured: dict, problem_source: str, title: str, interpreter: bool | None) -> str:
     interpreter = captured.get("device") == "cpu" if interpreter is None else interpreter
     code_tree = pyast.parse(captured["code"])
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
     for index, (name, source) in enumerate(kernel_sources(code_tree)):
         function = kernel_function(name, source, interpreter=interpreter)
         helpers.update(jit_helpers(source, name))
-        template = is_template(inductor_meta(source, name))
+        meta = inductor_meta(source, name)
+        template = is_template(meta) and is_gemm_template(function)  # another template: a fixed grid (templates.py)
         names, extra = {}, {}
         if template:
             defaults, choices, sizes = template_kernel(function)
@@ -273,7 +306,8 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
             names[key] = f"K{index}_{key.upper()}"
             constants.append((names[key], config[key]))
             tunable[names[key]] = sorted(set(choices) | {config[key]})
-        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": _grid_type(source), **extra}
+        kernels[name] = {"runtime": runtime, "constants": names, "grid_type": meta.get("grid_type", "Grid1D"),
+                         "meta": meta, **extra}
         functions.append(function)
     if not functions:
         raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only): "
@@ -288,9 +322,11 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
         raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
                         f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
-    bind = [f"{n} = self.{a['name']}" if a["kind"] != "input" else f"{n} = {inputs[a['index']]}"
-            for n, a in zip(arg_names, captured["args"])]
-    body = CallRewriter(kernels, f"{arg_names[0]}.device" if arg_names else "'cuda'").visit(
+    args = captured["args"]
+    bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, args) if a["kind"] != "size"]
+    bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
+    tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
+    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'").visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
     last = body[-1] if body else None
     if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
@@ -314,11 +350,12 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
            f'(torch {versions.get("torch", "?")}, triton {versions.get("triton", "?")}, captured on '
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
-           f'grids. Sizes are baked in, as Inductor compiled them.' + (K_MAJOR_NOTE if copied else '') + '"""')
+           f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
     parts += [K_MAJOR_COPY.strip()] if copied else []
+    parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"

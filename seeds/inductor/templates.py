@@ -2,9 +2,11 @@
 
 A template kernel (``triton_tem_*``) is rendered for one configuration: its block sizes are ``tl.constexpr``
 assignments in the body (``BLOCK_M : tl.constexpr = 64``), the matrix sizes are literals (``M = 1024``) and the
-launch passes a fixed grid (``grid_type: FixedGrid``). Here the block sizes become the kernel's constexpr
-parameters, declared in ``TUNABLE`` with Inductor's choice as the default, and the grid is computed from them
-(``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)`` programs on axis 0, the captured extent on the other axes).
+launch passes a fixed grid (``grid_type: FixedGrid``). For a GEMM's template the block sizes become the kernel's
+constexpr parameters, declared in ``TUNABLE`` with Inductor's choice as the default, and the grid is computed from
+them (``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)`` programs on axis 0, the captured extent on the other axes). Any other
+template (a convolution's: max-autotune's conv2d/conv3d templates) is launched on its captured grid with its block
+sizes as Inductor rendered them; only its warps and stages are tunable.
 """
 from __future__ import annotations
 
@@ -53,6 +55,15 @@ def inductor_meta(source: str, name: str) -> dict:
 
 def is_template(meta: dict) -> bool:
     return meta.get("grid_type") == "FixedGrid" and bool(meta.get("config_args"))
+
+
+def is_gemm_template(function: ast.FunctionDef) -> bool:
+    """A template whose matrix sizes are literals ``M``, ``N``, ``K`` (a GEMM's, whose grid ``template_grid``
+    computes); any other (a convolution's) keeps its block sizes as rendered and its captured grid."""
+    try:
+        return all(_literal(function, d) for d in ("M", "N", "K"))
+    except SeedError:
+        return False
 
 
 def _literal(function: ast.FunctionDef, name: str) -> int:
