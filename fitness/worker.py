@@ -209,7 +209,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
     result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
     if allowance.passed:  # the trials' record, and the checked timed calls' since
         result["guards"]["rounding_allowance"] = allowance.summary()
-        result["notes"] = [allowance.note()]
+        result.setdefault("notes", []).append(allowance.note())
     KEEP_ALIVE.append((module, model_new, timed, feed))
     verify("end of judging")  # from here to the result file, no candidate code runs
     return {"status": "ok", **result}
