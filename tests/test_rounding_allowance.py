@@ -4,6 +4,7 @@ comparison, passes against the float64 reference within K x the reference's rms 
 kernel wrong by a small but real amount still fails with the ordinary message (CPU interpreter)."""
 import copy
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -12,6 +13,7 @@ from fitness.correctness import compare_outputs
 from fitness.policy import load_policy
 from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
 from fitness.rounding import RoundingAllowance, compare_with_allowance
+from fitness.settings import EvalSettings
 
 CANCEL = str(PROBLEMS / "gemm_sum_cancel.py")
 K = 8.0
@@ -109,6 +111,12 @@ def test_a_mismatch_of_shape_or_a_nan_gets_no_second_opinion():
         plain = compare_outputs(bad, [ref], policy)
         assert allowance.judge(plain, bad, [ref], [x], "trial 1") is plain
     assert allowance.model is None  # never computed
+
+
+def test_a_negative_allowance_is_refused_with_what_to_give_instead():
+    with pytest.raises(ValueError, match=r"fitness.rounding_allowance must be at least 0 .*or null for no second"):
+        EvalSettings(rounding_allowance=-1.0)
+    assert EvalSettings(rounding_allowance=None).rounding_allowance is None
 
 
 # evaluations ------------------------------------------------------------------------------------------------------
