@@ -103,10 +103,11 @@ class TimedCalls:
                           f"forward must compute its output with the candidate's kernels")
 
 
-def check_timed_output(output, inputs: list, saved: list, reference, policy, where: str) -> None:
+def check_timed_output(output, inputs: list, saved: list, reference, policy, where: str, allowance=None) -> None:
     """One timed call, just returned: its output types, its inputs unchanged (against `saved`, the copy taken before
     the call) and its output against the reference, computed now on `saved` (and scrubbed after: no later
-    allocation of the candidate's finds it). Verdict on any failure."""
+    allocation of the candidate's finds it); a failed comparison gets the second opinion of `allowance`
+    (``fitness.rounding``), when given. Verdict on any failure."""
     check_output_types(output, where)
     changed = changed_inputs(inputs, saved)
     if changed:
@@ -114,6 +115,8 @@ def check_timed_output(output, inputs: list, saved: list, reference, policy, whe
                       f"left unchanged")
     refs = as_tensor_list(reference(*saved))
     comparison = compare_outputs(output, refs, policy)
+    if allowance is not None:
+        comparison = allowance.judge(comparison, output, refs, saved, where)
     scrub(refs)
     if not comparison.ok:
         raise Verdict("incorrect", f"the output of a timed call differs from the reference ({where}): "

@@ -169,13 +169,13 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
 
 
 def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, names: list, policy,
-                   generator: torch.Generator, prepare) -> dict:
+                   generator: torch.Generator, prepare, allowance=None) -> dict:
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input
     in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls
     forward with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs
     and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
     with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
-    verdict."""
+    verdict. A failed comparison gets the second opinion of `allowance` (``fitness.rounding``), when given."""
     tensors = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.numel()
                and (wanted is None or i in wanted)]
     indices = [i for i in tensors if buffers[i].is_floating_point()]
@@ -203,6 +203,8 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
         with torch.no_grad():
             refs = as_tensor_list(reference(*saved))
         comparison = compare_outputs(output, refs, policy)
+        if allowance is not None:
+            comparison = allowance.judge(comparison, output, refs, saved, where)
         scrub(as_tensor_list(output) + refs + [t for t in saved if isinstance(t, torch.Tensor)])
         change.restore()
         summary["inputs"][name(i)] = round(moved, 1)

@@ -55,6 +55,10 @@ class EvalSettings:
     # after the trials, one trial per input the output depends on with one element changed so far that the
     # reference's output moves far beyond the tolerance: the candidate's output must follow (fitness/coverage.py)
     coverage: bool = True
+    # K of the second opinion on a failed comparison (fitness/rounding.py): the output is compared again against the
+    # reference computed in float64, within atol + rtol |exact| + K x the rms of the fp32 reference's own rounding
+    # error (an exact rewrite of a long cancelling sum differs from the fp32 reference by its rounding); null: none
+    rounding_allowance: Optional[float] = 8.0
     trace_torch_ops: bool = True  # dispatch-mode trace of forward's aten ops on the first trial
     plausibility: bool = True  # reject times below plausibility_margin x the data floor (fitness/speed_of_light.py)
     plausibility_margin: float = 0.9
@@ -102,6 +106,9 @@ class EvalSettings:
         if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
             raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
                              f"own), got {self.baseline_compile_timeout_s}")
+        if self.rounding_allowance is not None and not self.rounding_allowance >= 0:
+            raise ValueError(f"fitness.rounding_allowance must be at least 0 (K times the fp32 reference's rms rounding "
+                             f"error), or null for no second opinion, got {self.rounding_allowance}")
         checked = self.timing.checked_calls
         if not isinstance(checked, int) or checked < 0:
             raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "

@@ -39,11 +39,12 @@ _perf_counter = time.perf_counter
 
 class FreshInputs:
     """A timing feed (``fitness.timing``): a fresh draw of the inputs before every call, a sample of the measured
-    calls checked against `reference` under `policy`. `draw_s` and `check_s` say what that cost."""
+    calls checked against `reference` under `policy` (a failed check gets the second opinion of `allowance`,
+    ``fitness.rounding``, when given). `draw_s` and `check_s` say what that cost."""
 
-    def __init__(self, problem, device: str, input_seed: int, reference, policy, checked: int):
+    def __init__(self, problem, device: str, input_seed: int, reference, policy, checked: int, allowance=None):
         self.problem, self.device, self.seed = problem, device, input_seed + SEED_OFFSET
-        self.reference, self.policy, self.checked = reference, policy, checked
+        self.reference, self.policy, self.checked, self.allowance = reference, policy, checked, allowance
         self.rng = random.Random(input_seed)
         self.inputs: list | None = None
         self.saved: list | None = None  # a copy of a checked call's inputs, taken before the call (allocated once)
@@ -76,7 +77,7 @@ class FreshInputs:
         if self._checking():
             start = _perf_counter()
             check_timed_output(output, self.inputs, self.saved, self.reference, self.policy,
-                               f"measured timed call {self.measured}")
+                               f"measured timed call {self.measured}", self.allowance)
             self.checked_calls.append(self.measured)
             self.check_s += _perf_counter() - start
         if self.measured is not None:

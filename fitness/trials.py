@@ -18,12 +18,13 @@ COVERAGE_SEED = 30_000  # the coverage trial's inputs and element choice: input_
 
 
 def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs,
-               launches) -> dict:
+               launches, allowance=None) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
     trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
     state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes;
     `launches`: the worker's launch counter.
-    Then the coverage trial (``fitness.coverage``), timed as its own phase."""
+    Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
+    opinion of `allowance` (``fitness.rounding.RoundingAllowance``), when given."""
     device, settings = job["device"], job["settings"]
     buffers, worst, guards = None, None, empty_guards()
     passed = [0]
@@ -67,6 +68,8 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
                 with phase("trial_reference"):
                     refs = as_tensor_list(reference(*saved))
                 comparison = compare_outputs(output, refs, policy)
+                if allowance is not None:
+                    comparison = allowance.judge(comparison, output, refs, saved, f"trial {trial + 1}")
                 scrub(as_tensor_list(output) + refs)
         if not comparison.ok:
             raise Verdict("incorrect", f"trial {trial + 1} (input seed {input_seed + trial}): {comparison.reason}",
@@ -80,11 +83,14 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
             refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
             generator = torch.Generator().manual_seed(input_seed + COVERAGE_SEED)
             guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.get("coverage_inputs"),
-                                                job.get("input_names") or [], policy, generator, prepare)
+                                                job.get("input_names") or [], policy, generator, prepare,
+                                                allowance)
         if "failure" in guards["coverage"]:
             found = guards["coverage"]
             raise Verdict("incorrect", f"{found['failure']} (input seed {input_seed + COVERAGE_SEED})",
                           guards=guards, trials_passed=settings["trials"], max_abs_err=found["max_abs_err"],
                           max_rel_err=found["max_rel_err"], rel_l2=found["rel_l2"])
+    if allowance is not None and allowance.passed:
+        guards["rounding_allowance"] = allowance.summary()
     return {"guards": guards, "trials_passed": settings["trials"], "max_abs_err": worst.max_abs_err,
             "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}

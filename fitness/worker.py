@@ -58,6 +58,7 @@ from fitness.timed_inputs import FreshInputs  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
+from fitness.rounding import RoundingAllowance  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
 from fitness.trials import run_trials  # noqa: E402
@@ -169,6 +170,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
         compile_from, compile_how = (None, compiled_how) if compiled_how else prepare_compile_pass(model_new, problem,
                                                                                                  job)
     result: dict = {}
+    allowance = RoundingAllowance(reference, policy, job["settings"]["rounding_allowance"])
     with torch.no_grad():
         try:
             if compile_from is not None:
@@ -182,10 +184,11 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
                 specs = reference_output_specs(reference, problem, job, input_seed)
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
-                                LAUNCHES)
+                                LAUNCHES, allowance)
             timed = TimedCalls(model_new, LAUNCHES, module_name, job["settings"]["require_triton_launch"])
             feed = FreshInputs(problem, device, input_seed, reference, policy,
-                               checked={**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["checked_calls"])
+                               checked={**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["checked_calls"],
+                               allowance=allowance)
             stage("timing the candidate")
             with gpu_lock(job, exclusive=True), phase("timing"):
                 result["timing"] = {"candidate": time_candidate(timed, feed, job)}
@@ -204,6 +207,9 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
             verify("candidate error")  # before the judge's code describes it
             raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
     result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
+    if allowance.passed:  # the trials' record, and the checked timed calls' since
+        result["guards"]["rounding_allowance"] = allowance.summary()
+        result.setdefault("notes", []).append(allowance.note())
     KEEP_ALIVE.append((module, model_new, timed, feed))
     verify("end of judging")  # from here to the result file, no candidate code runs
     return {"status": "ok", **result}

@@ -1,0 +1,149 @@
+"""The rounding-aware second opinion (fitness/rounding.py): an exact rewrite of a sum whose large partial sums cancel
+differs from the fp32 reference by the reference's own rounding where the output is near zero; it fails the plain
+comparison, passes against the float64 reference within K x the reference's rms error, and the result records it. A
+kernel wrong by a small but real amount still fails with the ordinary message (CPU interpreter)."""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+
+from conftest import PROBLEMS, candidate, make_evaluator
+from fitness.correctness import compare_outputs
+from fitness.policy import load_policy
+from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
+from fitness.rounding import RoundingAllowance, compare_with_allowance
+from fitness.settings import EvalSettings
+
+CANCEL = str(PROBLEMS / "gemm_sum_cancel.py")
+K = 8.0
+
+
+def rewrite_scaled(factor: str) -> str:
+    """The exact rewrite with its result multiplied by `factor` (a wrong kernel when it is not 1)."""
+    return candidate("gemm_sum_rewrite").replace("self.scaling_factor / 2", f"self.scaling_factor / 2 * {factor}")
+
+
+def case(seed: int = 0):
+    """(the reference, its input, the fp32 reference's output, the float64 one, the exact rewrite's output in
+    fp32: x . colsum(W) * s / 2)."""
+    problem = load_problem(resolve_problem(CANCEL))
+    torch.manual_seed(seed)
+    model = problem.Model(*call_get_init_inputs(problem))
+    torch.manual_seed(seed + 100)
+    (x,) = problem.get_inputs()
+    with torch.no_grad():  # a test's own tensors: no autograd graph
+        ref = model(x)
+        exact = copy.deepcopy(model).double()(x.double())
+        out = (x @ model.weight.sum(0)).unsqueeze(1) * (model.scaling_factor / 2)
+    return model, x, ref, exact, out
+
+
+# the comparison -------------------------------------------------------------------------------------------------
+def test_the_exact_rewrite_fails_the_plain_comparison_and_passes_within_the_references_rounding():
+    policy = load_policy("triton")
+    tol = policy.tolerance_for(torch.float32)
+    for seed in range(3):
+        model, x, ref, exact, out = case(seed)
+        assert torch.equal(exact[:8], torch.zeros(8, 1, dtype=torch.float64))  # zero by construction
+        plain = compare_outputs(out, [ref], policy)
+        assert not plain.ok and "exceed atol=0.01, rtol=0.01" in plain.reason and "first at index (0, 0)" in plain.reason
+        assert (out[:8].double() - exact[:8]).abs().max() < 1e-3 < (ref[:8].double() - exact[:8]).abs().max()
+        second, rms = compare_with_allowance(out, ref, exact, tol, K)
+        assert second.ok, second.reason
+        assert rms == (ref.double() - exact).square().mean().sqrt().item() and 0.05 < rms < 2
+        # another summation order of the reference's own algebra, with rounding errors as large as the reference's:
+        # passes by the allowance only
+        flipped = (x @ model.weight.T / 2).flip(1).sum(1, keepdim=True) * model.scaling_factor
+        assert not compare_outputs(flipped, [ref], policy).ok
+        assert compare_with_allowance(flipped, ref, exact, tol, K)[0].ok
+        assert not compare_with_allowance(flipped, ref, exact, tol, 0.0)[0].ok  # without the allowance it fails
+        wrong, _ = compare_with_allowance(out * 1.02, ref, exact, tol, K)  # 2 % off: twice rtol
+        assert not wrong.ok and "elements exceed" in wrong.reason
+
+
+def test_the_second_opinion_records_what_passed_and_keeps_the_ordinary_failure_otherwise():
+    model, x, ref, _, out = case()
+    policy = load_policy("triton")
+    allowance = RoundingAllowance(model, policy, K)
+    plain = compare_outputs(out, [ref], policy)
+    judged = allowance.judge(plain, out, [ref], [x], "trial 1")
+    assert judged.ok and judged.max_abs_err == plain.max_abs_err  # the errors against the fp32 reference stand
+    assert allowance.passed == ["trial 1"]
+    summary = allowance.summary()
+    assert summary["k"] == K and 0.05 < summary["reference_rms_error"] < 2
+    assert summary["allowance"] == K * summary["reference_rms_error"]
+    assert allowance.note().startswith(f"passed within the fp32 reference's own rounding ({K:g} x its rms error")
+    wrong = out * 1.02
+    failed = compare_outputs(wrong, [ref], policy)
+    judged = allowance.judge(failed, wrong, [ref], [x], "trial 2")
+    assert not judged.ok and judged.reason.startswith(failed.reason) and "beyond the fp32 reference's own rounding" \
+        in judged.reason
+    assert allowance.passed == ["trial 1"]
+    assert torch.equal(x, case()[1])  # the saved inputs are left as they were
+    off = RoundingAllowance(model, policy, None)
+    assert off.judge(plain, out, [ref], [x], "trial 1") is plain and not off.passed
+
+
+def test_without_a_float64_reference_the_failure_stands_and_says_why():
+    class Float32Only(nn.Module):
+        def forward(self, x):
+            if x.dtype != torch.float32:
+                raise TypeError("this op has no float64 kernel")
+            return x * 3.0
+
+    policy = load_policy("triton")
+    x = torch.rand(4, 8)
+    ref, out = x * 3.0, x * 3.0 + 0.5
+    plain = compare_outputs(out, [ref], policy)
+    allowance = RoundingAllowance(Float32Only(), policy, K)
+    judged = allowance.judge(plain, out, [ref], [x], "trial 1")
+    assert not judged.ok and judged.reason == (f"{plain.reason} (no second opinion against a float64 reference: "
+                                               f"TypeError: this op has no float64 kernel)")
+    assert not allowance.passed
+
+
+def test_a_mismatch_of_shape_or_a_nan_gets_no_second_opinion():
+    model, x, ref, _, out = case()
+    policy = load_policy("triton")
+    allowance = RoundingAllowance(model, policy, K)
+    for bad in (out[:-1], torch.full_like(out, float("nan"))):
+        plain = compare_outputs(bad, [ref], policy)
+        assert allowance.judge(plain, bad, [ref], [x], "trial 1") is plain
+    assert allowance.model is None  # never computed
+
+
+def test_a_negative_allowance_is_refused_with_what_to_give_instead():
+    with pytest.raises(ValueError, match=r"fitness.rounding_allowance must be at least 0 .*or null for no second"):
+        EvalSettings(rounding_allowance=-1.0)
+    assert EvalSettings(rounding_allowance=None).rounding_allowance is None
+
+
+# evaluations ------------------------------------------------------------------------------------------------------
+def test_an_exact_rewrite_with_a_cancelling_sum_passes_and_the_result_says_so(sandbox):
+    with make_evaluator(CANCEL, sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate("gemm_sum_rewrite"))
+    assert result.status == "ok", result.reason
+    record = result.guards["rounding_allowance"]
+    assert record["trials"][:3] == ["trial 1", "trial 2", "trial 3"]  # every trial has its zero rows
+    assert any(t.startswith("coverage trial, x[") for t in record["trials"])
+    assert any(t.startswith("measured timed call") for t in record["trials"])  # the checked timed calls too
+    assert record["k"] == K and record["allowance"] == K * record["reference_rms_error"] > 0
+    assert any(n.startswith("passed within the fp32 reference's own rounding (8 x its rms error") for n in result.notes)
+
+
+def test_without_the_allowance_the_exact_rewrite_is_judged_incorrect(sandbox):
+    with make_evaluator(CANCEL, sandbox=sandbox, rounding_allowance=None) as ev:
+        result = ev.evaluate(candidate("gemm_sum_rewrite"))
+    assert result.status == "incorrect" and result.trials_passed == 0
+    assert result.reason.startswith("trial 1 (input seed ") and "exceed atol=0.01, rtol=0.01" in result.reason
+    assert "rounding" not in result.reason
+
+
+def test_a_kernel_wrong_by_two_percent_still_fails_with_the_ordinary_message(sandbox):
+    with make_evaluator(CANCEL, sandbox=sandbox) as ev:
+        result = ev.evaluate(rewrite_scaled("1.02"))
+    assert result.status == "incorrect" and result.trials_passed == 0
+    assert result.reason.startswith("trial 1 (input seed ") and "elements exceed atol=0.01, rtol=0.01" in result.reason
+    assert "beyond the fp32 reference's own rounding too" in result.reason
+    assert "rounding_allowance" not in (result.guards or {})
