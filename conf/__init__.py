@@ -22,7 +22,10 @@ def _job_dirs() -> tuple[str, str] | None:
     if not HydraConfig.initialized():
         return None
     hydra = HydraConfig.get()
-    output = Path(hydra.runtime.output_dir)
+    output_dir = OmegaConf.select(hydra, "runtime.output_dir", default=None, throw_on_missing=False)
+    if output_dir is None:  # composed by the command line's checks, before Hydra made the job's directory
+        return None
+    output = Path(output_dir)
     if hydra.mode == RunMode.MULTIRUN:
         sweep = Path(hydra.sweep.dir).resolve()
         try:
