@@ -118,6 +118,29 @@ def test_an_input_no_amount_passes_for_at_the_policy_s_precision_is_not_covered(
     assert "failure" not in found and found["inputs"] == {} and calls == []
 
 
+def test_another_element_is_tried_where_no_amount_of_the_first_passes_at_the_policy_s_precision():
+    """A reduced-precision reference disagreeing only while the first element tried is changed (a column whose
+    weights lie closer than TF32 resolves): the trial moves on to another element and covers the input there."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+    first = _changed_column(0, x)
+    calls = []
+
+    def only_first_disagrees(ref, inputs, policy):
+        column = int((inputs[0] != x).nonzero()[0, 1])
+        calls.append(column)
+        return [ref(*inputs) + (1.0 if column == first else 0.0)]
+
+    def candidate(x):
+        calls.append("candidate")
+        return reference(x)
+
+    found = run(candidate, [x], 0, reduced=only_first_disagrees)
+    assert "failure" not in found and found["not_covered"] == [] and found["inputs"]["x"] >= USABLE
+    assert "shrunk_for_precision" not in found and "not_covered_at_precision" not in found
+    assert calls[0] == first and calls[-2] != first and calls[-1] == "candidate"
+
+
 def _flags() -> tuple:
     return (torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32,
             torch.backends.cudnn.allow_tf32)
