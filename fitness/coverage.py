@@ -19,10 +19,20 @@ finite and the amount representable; an element whose change moves nothing or sa
 replaced by another. Per input: a few
 reference calls to calibrate (their outputs scrubbed before the candidate runs), then one candidate call checked
 like a trial (guards, judge state, inputs unchanged) and the reference on a saved copy of its inputs after it.
+
+Where the policy allows reduced-precision matmuls (TF32) the amount must not turn that allowed precision into a
+failure: a huge element makes a row's logits a multiple of one column of weights, and values that differ in fp32 can
+round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
+is computed once more at the policy's own precision (`reduced`, by default ``tf32_reference``: on CUDA under a TF32
+policy, None elsewhere) on the changed input; while it is not within the policy of the fp32 reference the amount is
+divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount
+passes another element is tried, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
 """
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 
@@ -40,6 +50,11 @@ DISCRETE_MAX = 1000  # an input of whole numbers at most this large is discrete 
 CHUNK = 1 << 24
 SAMPLE = 1 << 20  # elements read to judge an input's domain and scale
 SAMPLE_ROWS = 1024
+SHRINK = 10.0  # the amount is divided by this while the reference at the policy's precision disagrees
+PRECISION_STEPS = 16  # amounts tried per input at the policy's precision (two reference calls each)
+CLOSE = 1.2  # the bisection between an amount moving too little and one failing at the precision stops here
+PRECISION_POSITIONS = 4  # elements tried per input when no amount passes at the policy's precision (level2/66 at
+# full size on an H200: 2 of 8 elements of x had one, the top weights of a column lying closer than TF32 resolves)
 
 
 def move_ratio(outputs: list, base: list, policy) -> float:
@@ -119,7 +134,90 @@ def discrete(x: torch.Tensor) -> bool:
     return bool(((part == part.round()) & (part.abs() <= DISCRETE_MAX)).all())
 
 
-def calibrate(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator) -> tuple:
+@contextmanager
+def tf32_allowed():
+    """TF32 for fp32 matmuls and cuDNN convolutions inside, the judge's settings restored after (it runs the
+    reference at "highest")."""
+    precision, cudnn = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        yield
+    finally:
+        torch.set_float32_matmul_precision(precision)
+        torch.backends.cudnn.allow_tf32 = cudnn
+
+
+def tf32_reference(reference, inputs: list, policy) -> list | None:
+    """The reference's outputs on `inputs` at the policy's own precision (TF32 allowed), or None where that is the
+    fp32 reference itself: a policy without TF32, or inputs not on a CUDA device."""
+    if not policy.tf32 or not any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
+        return None
+    with tf32_allowed(), torch.no_grad():
+        return as_tensor_list(reference(*inputs))
+
+
+class Calibrated(NamedTuple):
+    """What ``calibrate`` chose for one input: the change (None: not covered), the reference's move in tolerance
+    units, the amount; `shrunk_from`: the amount before it was shrunk for the policy's precision; `imprecise`: no
+    amount moving the output USABLE tolerances passed at the policy's precision."""
+    change: Change | None
+    moved: float
+    amount: float
+    shrunk_from: float | None = None
+    imprecise: bool = False
+
+
+def calibrate(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator,
+              reduced=tf32_reference) -> Calibrated:
+    """The change of input `index` with the largest move found, up to TARGET, and an amount at which the reference
+    at the policy's own precision (`reduced(reference, inputs, policy)`, None: the fp32 one) is within the policy of
+    the fp32 reference (another element where none is, PRECISION_POSITIONS at most); change None when no element
+    tried moves the output."""
+    for _ in range(PRECISION_POSITIONS):
+        found = Calibrated(*_largest_move(reference, inputs, index, base, policy, generator))
+        if found.change is None or found.moved < USABLE:
+            return found
+        found = _at_policy_precision(reference, inputs, found, base, policy, reduced)
+        if not found.imprecise:
+            return found
+    return found
+
+
+def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list, policy, reduced) -> Calibrated:
+    """`found`, its amount divided by SHRINK (then bisected) until the reduced-precision reference passes against
+    the fp32 one with the move still at least USABLE; imprecise when none does. Unchanged where `reduced` gives
+    None."""
+    change, amount, moved = found.change, found.amount, found.moved
+    high = low = None  # the smallest amount failing at the precision, the largest moving too little
+    for _ in range(PRECISION_STEPS):
+        change.apply(amount)
+        try:
+            coarse = reduced(reference, inputs, policy)
+            if coarse is None:
+                return found
+            coarse = as_tensor_list(coarse)
+            with torch.no_grad():
+                outputs = as_tensor_list(reference(*inputs))
+            moved = move_ratio(outputs, base, policy)
+            ok = compare_outputs(coarse, outputs, policy).ok
+            scrub(coarse + outputs)
+        finally:
+            change.restore()
+        if math.isfinite(moved) and moved >= USABLE and ok:
+            return found._replace(moved=moved, amount=amount,
+                                  shrunk_from=None if amount == found.amount else found.amount)
+        if math.isfinite(moved) and moved < USABLE:
+            low = amount
+        else:
+            high = amount
+        if high is None or (low is not None and high / low < CLOSE):
+            break
+        amount = high / SHRINK if low is None else math.sqrt(high * low)
+    return Calibrated(None, 0.0, 0.0, imprecise=True)
+
+
+def _largest_move(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator) -> tuple:
     """(the change of input `index`, the move it makes in tolerance units, the amount) with the largest move found,
     up to TARGET; (None, 0, 0) when no element tried moves the output."""
     x = inputs[index]
@@ -169,13 +267,16 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
 
 
 def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, names: list, policy,
-                   generator: torch.Generator, prepare, allowance=None) -> dict:
+                   generator: torch.Generator, prepare, allowance=None, reduced=tf32_reference) -> dict:
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input
     in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls
     forward with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs
     and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
     with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
-    verdict. A failed comparison gets the second opinion of `allowance` (``fitness.rounding``), when given."""
+    verdict. A failed comparison gets the second opinion of `allowance` (``fitness.rounding``), when given.
+    `reduced` computes the reference at the policy's own precision (``calibrate``): "shrunk_for_precision" then
+    names each input whose amount was shrunk ({name: [amount found, amount used]}) and "not_covered_at_precision"
+    those no amount passed for (in "not_covered" too)."""
     tensors = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.numel()
                and (wanted is None or i in wanted)]
     indices = [i for i in tensors if buffers[i].is_floating_point()]
@@ -188,12 +289,17 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
     chosen, summary = [], {"inputs": {}, "not_covered": [name(i) for i in tensors if i not in indices]}
     for i in indices:
         usable = buffers[i].is_contiguous() and not discrete(buffers[i])
-        change, moved, amount = (calibrate(reference, buffers, i, base, policy, generator) if usable
-                                 else (None, 0.0, 0.0))
-        if change is None or moved < USABLE:
+        found = (calibrate(reference, buffers, i, base, policy, generator, reduced) if usable
+                 else Calibrated(None, 0.0, 0.0))
+        if found.imprecise:
+            summary.setdefault("not_covered_at_precision", []).append(name(i))
+        if found.change is None or found.moved < USABLE:
             summary["not_covered"].append(name(i))
-        else:
-            chosen.append((i, change, moved, amount))
+            continue
+        if found.shrunk_from is not None:
+            summary.setdefault("shrunk_for_precision", {})[name(i)] = [float(f"{found.shrunk_from:.6g}"),
+                                                                      float(f"{found.amount:.6g}")]
+        chosen.append((i, found.change, found.moved, found.amount))
     scrub(base)  # no reference output is in memory while the candidate runs
     for i, change, moved, amount in chosen:
         change.apply(amount)
