@@ -15,24 +15,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from core.stats import median  # noqa: E402
+
 
 def store_rows(db: Path) -> list[dict]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-        return [json.loads(r[0]) for r in con.execute("SELECT result FROM evaluations")]
+    """Every stored verdict of the run store `db` lives in, as records (read through the store: no SQL here)."""
+    from evo.store import RunStore
+
+    store = RunStore(db.parent, create=False)
+    try:
+        return [result.to_dict() for result in store.evaluations().values()]
+    finally:
+        store.close()
 
 
 def problem_of(db: Path) -> tuple[str, dict]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-        row = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
-    config = json.loads(row[0]) if row else {}
+    from evo.store import RunStore
+
+    store = RunStore(db.parent, create=False)
+    try:
+        config = store.get_meta("config") or {}
+    finally:
+        store.close()
     return (config.get("problem") or {}).get("name", db.parent.name), config
 
 
@@ -43,9 +53,9 @@ def summarise(db: Path) -> dict:
     shares = [r["phases_s"]["coverage"] / r["eval_wall_s"] for r in ok]
     return {"run": str(db.parent), "problem": problem_of(db)[0], "evaluations": len(results),
             "with_coverage": len(covered), "ok": len(ok),
-            "median_share": statistics.median(shares) if shares else None,
-            "median_coverage_s": statistics.median(r["phases_s"]["coverage"] for r in ok) if ok else None,
-            "median_eval_wall_s": statistics.median(r["eval_wall_s"] for r in ok) if ok else None,
+            "median_share": median(shares),
+            "median_coverage_s": median(r["phases_s"]["coverage"] for r in ok),
+            "median_eval_wall_s": median(r["eval_wall_s"] for r in ok),
             "rejected_by_coverage": sum(1 for r in results if str(r.get("reason", "")).startswith("coverage trial:"))}
 
 
@@ -92,7 +102,7 @@ def markdown(rows: list[dict], command: str) -> str:
                      f"{percent(r['median_share'])} | {r['rejected_by_coverage']} | {r.get('rejudged', '-')} | "
                      f"{percent(r.get('rejudged_share'))} |")
     lines += ["", f"Median over problems of the median coverage share: "
-                  f"{percent(statistics.median(shares) if shares else None)} (bound: 10 %)."]
+                  f"{percent(median(shares))} (bound: 10 %)."]
     if any("rejudged" in r for r in rows):
         passed = sum(1 for r in rows if r.get("rejudged") == "ok")
         lines.append(f"Best kernels passing the current judge: {passed} of {len(rows)}.")
