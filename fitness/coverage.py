@@ -23,15 +23,16 @@ like a trial (guards, judge state, inputs unchanged) and the reference on a save
 Where the policy allows reduced-precision matmuls (TF32) the amount must not turn that allowed precision into a
 failure: a huge element makes a row's logits a multiple of one column of weights, and values that differ in fp32 can
 round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
-is computed once more at the policy's own precision (`reduced`, by default ``tf32_reference``: on CUDA under a TF32
-policy, None elsewhere) on the changed input; while it is not within the policy of the fp32 reference the amount is
+is computed once more at the policy's own precision (`reduced`, by default ``tf32_reference``: under a TF32 policy
+the reference on inputs and weights rounded to TF32, on any device; None elsewhere) on the changed input; while it is not within the policy of the fp32 reference the amount is
 divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount
 passes another element is tried, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
 """
 from __future__ import annotations
 
+import copy
+import itertools
 import math
-from contextlib import contextmanager
 from typing import NamedTuple
 
 import torch
@@ -134,30 +135,35 @@ def discrete(x: torch.Tensor) -> bool:
     return bool(((part == part.round()) & (part.abs() <= DISCRETE_MAX)).all())
 
 
-@contextmanager
-def tf32_allowed():
-    """TF32 for fp32 matmuls and cuDNN convolutions inside, the judge's settings restored after (it runs the
-    reference at "highest")."""
-    precision, cudnn = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
-    try:
-        # also through the API the judge set "highest" with: with the legacy flag alone, level2/66's TF32 seeds still
-        # failed on an H100 (torch 2.11) and no amount was shrunk; whether this is why is not yet measured
-        torch.set_float32_matmul_precision("high")
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        yield
-    finally:
-        torch.set_float32_matmul_precision(precision)
-        torch.backends.cudnn.allow_tf32 = cudnn
+def tf32_rounded(value):
+    """An fp32 tensor's values rounded to nearest at TF32's 10 mantissa bits, what a TF32 matmul does to its operands
+    (anything else as it is)."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.float32:
+        return value
+    bits = value.detach().contiguous().view(torch.int32)
+    return ((bits + 0x1000) & -0x2000).view(torch.float32).view(value.shape)
+
+
+_ROUNDED: dict = {}  # id(reference) -> (the reference, its copy with TF32-rounded weights): one job, one reference
 
 
 def tf32_reference(reference, inputs: list, policy) -> list | None:
-    """The reference's outputs on `inputs` at the policy's own precision (TF32 allowed), or None where that is the
-    fp32 reference itself: a policy without TF32, or inputs not on a CUDA device."""
-    if not policy.tf32 or not any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
+    """The reference's outputs at the policy's own precision, or None where that is the fp32 reference itself (a
+    policy without TF32): the reference in fp32 on inputs and weights rounded to TF32 (a copy of the model, made once
+    per job), which emulates a TF32 matmul's operands the same way on any device and torch version. (torch's own
+    TF32, tried first, did not help on an H100: level2/66's reference with `allow_tf32` agreed with the fp32 one
+    while Inductor's TF32 seed split a row between weights that round to one TF32 value.)"""
+    if not policy.tf32:
         return None
-    with tf32_allowed(), torch.no_grad():
-        return as_tensor_list(reference(*inputs))
+    if id(reference) not in _ROUNDED:
+        rounded = copy.deepcopy(reference) if isinstance(reference, torch.nn.Module) else reference
+        if isinstance(rounded, torch.nn.Module):
+            with torch.no_grad():
+                for tensor in itertools.chain(rounded.parameters(), rounded.buffers()):
+                    tensor.copy_(tf32_rounded(tensor))
+        _ROUNDED[id(reference)] = (reference, rounded)
+    with torch.no_grad():
+        return as_tensor_list(_ROUNDED[id(reference)][1](*[tf32_rounded(x) for x in inputs]))
 
 
 class Calibrated(NamedTuple):
