@@ -144,6 +144,11 @@ def tf32_rounded(value):
     return ((bits + 0x1000) & -0x2000).view(torch.float32).view(value.shape)
 
 
+def no_reduced_reference(reference, inputs: list, policy) -> None:
+    """The reference at the policy's precision is the fp32 one (a reference without matmuls): nothing to compute."""
+    return None
+
+
 _ROUNDED: dict = {}  # id(reference) -> (the reference, its copy with TF32-rounded weights): one job, one reference
 
 

@@ -213,7 +213,9 @@ class Evaluator:
                 "settings": settings, "device": self.device, "seed": self.settings.seed,
                 "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device),
                 "memory_slots": self.memory_slots, "coverage_inputs": self.coverage_inputs(),
-                "input_names": list(self.dependence.input_names) if self.dependence else [], **extra}
+                "input_names": list(self.dependence.input_names) if self.dependence else [],
+                # the reference's matmuls (FLOPs counted; unknown: assumed): only they round differently under TF32
+                "reference_matmuls": self.cost is None or bool(self.cost.flops), **extra}
 
     @property
     def baseline_wall_s(self) -> float:

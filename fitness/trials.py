@@ -8,7 +8,7 @@ import torch
 
 from fitness.checks import Verdict, check_guards, check_output_types, empty_guards
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs
-from fitness.coverage import coverage_trial
+from fitness.coverage import coverage_trial, no_reduced_reference, tf32_reference
 from fitness.guards import TorchOpTrace
 from fitness.inputs import clone_all, make_inputs, poison_allocator, refill, scrub, synchronize
 from fitness.phases import gpu_lock, phase
@@ -82,9 +82,11 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         with gpu_lock(job, exclusive=False), phase("coverage"):
             refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
             generator = torch.Generator().manual_seed(input_seed + COVERAGE_SEED)
+            # a reference without matmuls computes the same at TF32: no second reference (nor its input copies)
+            reduced = tf32_reference if job.get("reference_matmuls", True) else no_reduced_reference
             guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.get("coverage_inputs"),
                                                 job.get("input_names") or [], policy, generator, prepare,
-                                                allowance)
+                                                allowance, reduced)
         if "failure" in guards["coverage"]:
             found = guards["coverage"]
             raise Verdict("incorrect", f"{found['failure']} (input seed {input_seed + COVERAGE_SEED})",

@@ -4,6 +4,7 @@ differ in fp32 but round to the same 10-bit mantissa then tie, and the softmax o
 the fp32 one does not (KernelBench level2/66 on an H200). A fake reduced-precision reference (the matmul's operands
 rounded to 10 mantissa bits, as TF32 does) stands in for the GPU's TF32 on the CPU."""
 import torch
+from conftest import PROBLEMS, make_evaluator
 
 from fitness.correctness import as_tensor_list
 from fitness.coverage import USABLE, coverage_trial, tf32_reference
@@ -148,3 +149,12 @@ def test_the_default_reduced_precision_reference_rounds_inputs_and_weights_to_tf
     assert torch.equal(tf32, torch.nn.functional.linear(round10(x), round10(weight), round10(model.bias)))
     assert not torch.equal(tf32, model(x)) and torch.equal(model.weight, weight)  # the judge's reference untouched
     assert tf32_reference(model, [x], load_policy("strict-fp32")) is None  # no TF32: the fp32 reference itself
+
+
+def test_the_job_says_whether_the_reference_has_matmuls_so_a_matmul_free_one_gets_no_second_reference(sandbox):
+    """Only matmuls round differently under TF32: a reference without them (FLOPs counted: none) gets no reference
+    at the policy's precision, nor the full-size rounded copies of its inputs that one would make."""
+    with make_evaluator(sandbox=sandbox) as ev:  # scale_shift: elementwise
+        assert ev._job("candidate")["reference_matmuls"] is False
+    with make_evaluator(str(PROBLEMS / "gemm_sum.py"), sandbox=sandbox) as ev:
+        assert ev._job("candidate")["reference_matmuls"] is True
