@@ -82,7 +82,8 @@ def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
     from operators.llm.figures import judged_inputs
 
     context = ContextBuilder(ContextSettings(**llm["context"]), evaluator.target,
-                             Path(evaluator.problem.path).read_text(), judged_inputs(evaluator.problem))
+                             Path(evaluator.problem.path).read_text(),
+                             judged_inputs(evaluator.problem, evaluator.target.dependence))
     return LLMTeam(client, context, TeamSettings.of(llm), evaluator.policy.to_dict(),
                    on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts),
                    tuner_trials=cfg.search.tuner.trials)

@@ -85,10 +85,11 @@ def judged_text(target: Target) -> str:
     return f"Candidates are judged on this GPU ({target.device}) at the sizes below."
 
 
-def judged_inputs(spec) -> tuple:
+def judged_inputs(spec, dependence=None) -> tuple:
     """The forward inputs at the sizes candidates are judged at (`spec`'s: "x: float32[2, 64]"), described as the
-    target's are; () where the meta device cannot run the reference."""
-    return target_for(spec, "cuda", None, False).inputs
+    target's are; () where the meta device cannot run the reference. `dependence`: the evaluator's
+    (``fitness.dependence``, decided at the test sizes whatever the spec's), so it is not decided again."""
+    return target_for(spec, "cuda", None, False, dependence=dependence).inputs
 
 
 def _depends_text(target: Target) -> str:
