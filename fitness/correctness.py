@@ -75,7 +75,8 @@ def _chunk_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> torch.
                         bad.sum().to(torch.float64)])
 
 
-def _unravel(flat: int, shape: tuple) -> tuple:
+def unravel(flat: int, shape: tuple) -> tuple:
+    """The index in `shape` of flat position `flat` (row-major)."""
     index = []
     for n in reversed(shape):
         index.append(flat % n)
@@ -146,7 +147,7 @@ def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output"
         flat = first_bad()
         return Comparison(False, (
             f"{label}: {int(n_bad)} of {count} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
-            f"max abs error {max_abs:.3g}; first at index {_unravel(flat, tuple(ref.shape))}: got "
+            f"max abs error {max_abs:.3g}; first at index {unravel(flat, tuple(ref.shape))}: got "
             f"{float(flat_out[flat]):.6g}, expected {float(flat_ref[flat]):.6g}"), max_abs, max_rel, rel_l2)
     if tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
         return Comparison(False, (f"{label}: normwise relative error ||out - ref|| / ||ref|| = {rel_l2:.3g} "

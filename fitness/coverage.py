@@ -23,7 +23,7 @@ like a trial (guards, judge state, inputs unchanged) and the reference on a save
 Where the policy allows reduced-precision matmuls (TF32) the amount must not turn that allowed precision into a
 failure: a huge element makes a row's logits a multiple of one column of weights, and values that differ in fp32 can
 round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
-is computed once more at the policy's own precision (`reduced`, by default ``tf32_reference``: under a TF32 policy
+is computed once more at the policy's own precision (`reduced`, by default a ``TF32Reference``: under a TF32 policy
 the reference on inputs and weights rounded to TF32, on any device; None elsewhere) on the changed input; while it is not within the policy of the fp32 reference the amount is
 divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount
 passes another element is tried, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import torch
 
-from fitness.correctness import as_tensor_list, compare_outputs
+from fitness.correctness import as_tensor_list, compare_outputs, unravel
 from fitness.inputs import scrub
 
 TARGET = 1e5  # the reference's output moves by this many times the policy's tolerance (elementwise, at its worst)
@@ -105,11 +105,7 @@ class Change:
             self._view()[self.row].copy_(self.saved)
 
     def where(self) -> tuple:
-        index, flat = [], self.flat
-        for n in reversed(self.tensor.shape):
-            index.append(flat % n)
-            flat //= n
-        return tuple(reversed(index))
+        return unravel(self.flat, tuple(self.tensor.shape))
 
 
 def sample(x: torch.Tensor) -> torch.Tensor:
@@ -149,26 +145,28 @@ def no_reduced_reference(reference, inputs: list, policy) -> None:
     return None
 
 
-_ROUNDED: dict = {}  # id(reference) -> (the reference, its copy with TF32-rounded weights): one job, one reference
+class TF32Reference:
+    """The reference's outputs at the policy's own precision (called as `reduced(reference, inputs, policy)`), or
+    None where that is the fp32 reference itself (a policy without TF32): the reference in fp32 on inputs and weights
+    rounded to TF32 (a copy of the model, made at the first call: one per coverage trial), which emulates a TF32
+    matmul's operands the same way on any device and torch version. (torch's own TF32, tried first, did not help on
+    an H100: level2/66's reference with `allow_tf32` agreed with the fp32 one while Inductor's TF32 seed split a row
+    between weights that round to one TF32 value.)"""
 
+    def __init__(self):
+        self.rounded = None  # the reference with its weights rounded to TF32
 
-def tf32_reference(reference, inputs: list, policy) -> list | None:
-    """The reference's outputs at the policy's own precision, or None where that is the fp32 reference itself (a
-    policy without TF32): the reference in fp32 on inputs and weights rounded to TF32 (a copy of the model, made once
-    per job), which emulates a TF32 matmul's operands the same way on any device and torch version. (torch's own
-    TF32, tried first, did not help on an H100: level2/66's reference with `allow_tf32` agreed with the fp32 one
-    while Inductor's TF32 seed split a row between weights that round to one TF32 value.)"""
-    if not policy.tf32:
-        return None
-    if id(reference) not in _ROUNDED:
-        rounded = copy.deepcopy(reference) if isinstance(reference, torch.nn.Module) else reference
-        if isinstance(rounded, torch.nn.Module):
-            with torch.no_grad():
-                for tensor in itertools.chain(rounded.parameters(), rounded.buffers()):
-                    tensor.copy_(tf32_rounded(tensor))
-        _ROUNDED[id(reference)] = (reference, rounded)
-    with torch.no_grad():
-        return as_tensor_list(_ROUNDED[id(reference)][1](*[tf32_rounded(x) for x in inputs]))
+    def __call__(self, reference, inputs: list, policy) -> list | None:
+        if not policy.tf32:
+            return None
+        if self.rounded is None:
+            self.rounded = copy.deepcopy(reference) if isinstance(reference, torch.nn.Module) else reference
+            if isinstance(self.rounded, torch.nn.Module):
+                with torch.no_grad():
+                    for tensor in itertools.chain(self.rounded.parameters(), self.rounded.buffers()):
+                        tensor.copy_(tf32_rounded(tensor))
+        with torch.no_grad():
+            return as_tensor_list(self.rounded(*[tf32_rounded(x) for x in inputs]))
 
 
 class Calibrated(NamedTuple):
@@ -183,11 +181,12 @@ class Calibrated(NamedTuple):
 
 
 def calibrate(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator,
-              reduced=tf32_reference) -> Calibrated:
+              reduced=None) -> Calibrated:
     """The change of input `index` with the largest move found, up to TARGET, and an amount at which the reference
     at the policy's own precision (`reduced(reference, inputs, policy)`, None: the fp32 one) is within the policy of
     the fp32 reference (another element where none is, PRECISION_POSITIONS at most); change None when no element
-    tried moves the output."""
+    tried moves the output. `reduced` None: a ``TF32Reference`` of its own."""
+    reduced = reduced or TF32Reference()
     for _ in range(PRECISION_POSITIONS):
         found = Calibrated(*_largest_move(reference, inputs, index, base, policy, generator))
         if found.change is None or found.moved < USABLE:
@@ -281,16 +280,17 @@ def _largest_move(reference, inputs: list, index: int, base: list, policy, gener
 
 
 def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, names: list, policy,
-                   generator: torch.Generator, prepare, allowance=None, reduced=tf32_reference) -> dict:
+                   generator: torch.Generator, prepare, allowance=None, reduced=None) -> dict:
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input
     in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls
     forward with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs
     and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
     with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
     verdict. A failed comparison gets the second opinion of `allowance` (``fitness.rounding``), when given.
-    `reduced` computes the reference at the policy's own precision (``calibrate``): "shrunk_for_precision" then
+    `reduced` computes the reference at the policy's own precision (``calibrate``; None: a ``TF32Reference``): "shrunk_for_precision" then
     names each input whose amount was shrunk ({name: [amount found, amount used]}) and "not_covered_at_precision"
     those no amount passed for (in "not_covered" too)."""
+    reduced = reduced or TF32Reference()  # one rounded copy of the reference for every input
     tensors = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.numel()
                and (wanted is None or i in wanted)]
     indices = [i for i in tensors if buffers[i].is_floating_point()]

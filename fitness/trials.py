@@ -8,7 +8,7 @@ import torch
 
 from fitness.checks import Verdict, check_guards, check_output_types, empty_guards
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs
-from fitness.coverage import coverage_trial, no_reduced_reference, tf32_reference
+from fitness.coverage import TF32Reference, coverage_trial, no_reduced_reference
 from fitness.guards import TorchOpTrace
 from fitness.inputs import clone_all, make_inputs, poison_allocator, refill, scrub, synchronize
 from fitness.phases import gpu_lock, phase
@@ -83,7 +83,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
             refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
             generator = torch.Generator().manual_seed(input_seed + COVERAGE_SEED)
             # a reference without matmuls computes the same at TF32: no second reference (nor its input copies)
-            reduced = tf32_reference if job.get("reference_matmuls", True) else no_reduced_reference
+            reduced = TF32Reference() if job.get("reference_matmuls", True) else no_reduced_reference
             guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.get("coverage_inputs"),
                                                 job.get("input_names") or [], policy, generator, prepare,
                                                 allowance, reduced)

@@ -7,7 +7,7 @@ import torch
 from conftest import PROBLEMS, make_evaluator
 
 from fitness.correctness import as_tensor_list
-from fitness.coverage import USABLE, coverage_trial, tf32_reference
+from fitness.coverage import USABLE, TF32Reference, coverage_trial
 from fitness.policy import load_policy
 
 POLICY = load_policy("triton")
@@ -145,10 +145,10 @@ def test_the_default_reduced_precision_reference_rounds_inputs_and_weights_to_tf
     torch.manual_seed(0)
     model, x = torch.nn.Linear(32, 8), torch.randn(4, 32)
     weight = model.weight.detach().clone()
-    (tf32,) = tf32_reference(model, [x], POLICY)
+    (tf32,) = TF32Reference()(model, [x], POLICY)
     assert torch.equal(tf32, torch.nn.functional.linear(round10(x), round10(weight), round10(model.bias)))
     assert not torch.equal(tf32, model(x)) and torch.equal(model.weight, weight)  # the judge's reference untouched
-    assert tf32_reference(model, [x], load_policy("strict-fp32")) is None  # no TF32: the fp32 reference itself
+    assert TF32Reference()(model, [x], load_policy("strict-fp32")) is None  # no TF32: the fp32 reference itself
 
 
 def test_the_job_says_whether_the_reference_has_matmuls_so_a_matmul_free_one_gets_no_second_reference(sandbox):

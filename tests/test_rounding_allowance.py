@@ -123,7 +123,7 @@ def test_a_negative_allowance_is_refused_with_what_to_give_instead():
 def test_an_exact_rewrite_with_a_cancelling_sum_passes_and_the_result_says_so(sandbox):
     # policy kernelbench: KernelBench's tolerances without TF32. Under `triton` the coverage trial's TF32 check finds
     # this problem's weights (multiples of 4096 and 1, cancelling) changed by TF32's rounding, so x is not covered
-    # there (``fitness.coverage.tf32_reference``) and the coverage trial needs no second opinion
+    # there (``fitness.coverage.TF32Reference``) and the coverage trial needs no second opinion
     with make_evaluator(CANCEL, policy="kernelbench", sandbox=sandbox) as ev:
         result = ev.evaluate(candidate("gemm_sum_rewrite"))
     assert result.status == "ok", result.reason
