@@ -5,21 +5,21 @@ the machine -- a bench's other seeds and resumes, the next bench, a `kernelevo r
 Stored under the kernelevo cache dir (``fitness.evaluator.default_cache_dir``) as ``baselines/<name>-<key>.json``,
 each file written whole (``fitness.atomic.write_atomic``); a key is the hash of everything the times depend on, so a
 changed problem file, size, GPU, policy, setting or version is a new key (measured again), never a stale time.
-Processes measuring the same key at once take turns on a lock file beside it (``flock``): the first measures, the
+Processes measuring the same key at once take turns on a lock file beside it (``filelock.FileLock``): the first measures, the
 others read what it wrote. Only a measurement in which every baseline was measured (or is not measured on this
 device) is kept: a failed or too-slow compile may be the machine's state that day, so it is measured again next
 time.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import time
-from contextlib import contextmanager
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
+
+from filelock import FileLock
 
 from core.genome import short_hash
 from fitness.atomic import write_atomic
@@ -86,23 +86,12 @@ def keepable(baseline: Baseline) -> bool:
     return bool(baseline.status) and all(state in (OK, NOT_MEASURED) for state in baseline.status.values())
 
 
-@contextmanager
-def _turn(path: Path):
-    """This process's turn at `path` (a lock file beside it), whoever else measures the same key."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def cached_or_measured(cache_dir: Path, found: dict, measure: Callable[[], Baseline]) -> Baseline:
     """The baselines of `found` (``facts``) from the cache, else `measure()`d now and kept (when ``keepable``).
     A cache file that cannot be read is measured again and replaced."""
     path = path_for(cache_dir, found)
-    with _turn(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.with_suffix(".lock")):  # whoever else measures the same key waits for this one
         try:
             return from_json(path.read_text(), path)
         except (OSError, ValueError, KeyError, TypeError):
