@@ -262,9 +262,9 @@ def bench(cfg: DictConfig) -> None:
     from evo.bench import BenchError, BenchInterrupted, execute_bench, select, with_seeds
     from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
-    from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
+    from kernelevo.benching import OWN, check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
-    own = ("bench.", "bench/", "problem", "hydra.", "intervals.")  # the bench's own settings; the rest: every run
+    own = (*(f"{key}." for key in OWN), "bench/", "problem")  # the bench's own settings; the rest: every run
     overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
     problems = cfg.bench.problems
     problems = OmegaConf.to_container(problems) if OmegaConf.is_config(problems) else problems
