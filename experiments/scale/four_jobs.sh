@@ -4,12 +4,12 @@
 # COMMAND" of a job file; COMMAND runs from the repository root with CUDA_VISIBLE_DEVICES=GPUS, its output in
 # $OUT/NAME.log, its exit status and seconds in $OUT/jobs.txt. Jobs may write under $OUT/NAME/.
 #   T=560 bash experiments/scale/four_jobs.sh JOB_FILE
-# The carried wheels (.whl: deap, optuna, hydra, and litellm for the LLM jobs) are installed once, first. Each job
+# The carried wheels (WHEELS, default .whl: deap, optuna, hydra, and litellm for the LLM jobs) are installed once, first. Each job
 # is stopped (SIGTERM, then SIGKILL) when T seconds have passed since the call began; nvidia-smi is sampled every 2 s.
 set -uo pipefail
 jobs_file=$1
-T=${T:-560}; start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+T=${T:-560}; WHEELS=${WHEELS:-.whl}; start=$(date +%s)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $WHEELS/*.whl \
   || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOME=/tmp/home
 mkdir -p $HOME
