@@ -24,7 +24,8 @@ Where the policy allows reduced-precision matmuls (TF32) the amount must not tur
 failure: a huge element makes a row's logits a multiple of one column of weights, and values that differ in fp32 can
 round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
 is computed once more at the policy's own precision (`reduced`, by default a ``TF32Reference``: under a TF32 policy
-the reference on inputs and weights rounded to TF32, on any device; None elsewhere) on the changed input; while it is not within the policy of the fp32 reference the amount is
+the reference on inputs and weights rounded to TF32, to nearest and toward zero, on any device; None elsewhere) on the
+changed input; while one of them is not within the policy of the fp32 reference the amount is
 divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount
 passes another element is tried, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
 """
@@ -131,13 +132,23 @@ def discrete(x: torch.Tensor) -> bool:
     return bool(((part == part.round()) & (part.abs() <= DISCRETE_MAX)).all())
 
 
-def tf32_rounded(value):
-    """An fp32 tensor's values rounded to nearest at TF32's 10 mantissa bits, what a TF32 matmul does to its operands
-    (anything else as it is)."""
+TF32_MODES = ("nearest", "toward zero")  # how a TF32 matmul may round its fp32 operands: cuBLAS converts to
+# nearest; a Triton dot on Hopper reads the fp32 bits and drops the low 13 (level2/66's seed on an H200 split a row
+# where only the truncated weights tie)
+
+
+def tf32_rounded(value, mode: str = "nearest"):
+    """An fp32 tensor's values at TF32's 10 mantissa bits, rounded as `mode` (one of TF32_MODES) says, what a TF32
+    matmul does to its operands (anything else as it is)."""
     if not isinstance(value, torch.Tensor) or value.dtype != torch.float32:
         return value
     bits = value.detach().contiguous().view(torch.int32)
-    return ((bits + 0x1000) & -0x2000).view(torch.float32).view(value.shape)
+    return ((bits + 0x1000 if mode == "nearest" else bits) & -0x2000).view(torch.float32).view(value.shape)
+
+
+class Precisions(list):
+    """The reference's outputs at each precision the policy allows (a list of output lists): the coverage trial's
+    amount must keep every one of them within the policy of the fp32 reference."""
 
 
 def no_reduced_reference(reference, inputs: list, policy) -> None:
@@ -146,27 +157,33 @@ def no_reduced_reference(reference, inputs: list, policy) -> None:
 
 
 class TF32Reference:
-    """The reference's outputs at the policy's own precision (called as `reduced(reference, inputs, policy)`), or
-    None where that is the fp32 reference itself (a policy without TF32): the reference in fp32 on inputs and weights
-    rounded to TF32 (a copy of the model, made at the first call: one per coverage trial), which emulates a TF32
-    matmul's operands the same way on any device and torch version. (torch's own TF32, tried first, did not help on
-    an H100: level2/66's reference with `allow_tf32` agreed with the fp32 one while Inductor's TF32 seed split a row
-    between weights that round to one TF32 value.)"""
+    """The reference's outputs at the policy's own precision (called as `reduced(reference, inputs, policy)`): under a
+    TF32 policy ``Precisions``, the reference in fp32 on inputs and weights rounded to TF32 in each of TF32_MODES (a
+    copy of the model per mode, made at the first call: one per coverage trial), which emulates a TF32 matmul's
+    operands the same way on any device and torch version; None where that is the fp32 reference itself (a policy
+    without TF32). (torch's own TF32, tried first, did not help on an H100: level2/66's reference with `allow_tf32`
+    agreed with the fp32 one while Inductor's TF32 seed split a row between weights that round to one TF32 value;
+    rounding to nearest alone missed one of two such positions on an H200.)"""
 
     def __init__(self):
-        self.rounded = None  # the reference with its weights rounded to TF32
+        self.rounded = {}  # mode: the reference with its weights rounded to TF32 that way
 
-    def __call__(self, reference, inputs: list, policy) -> list | None:
+    def _model(self, reference, mode: str):
+        if mode not in self.rounded:
+            model = copy.deepcopy(reference) if isinstance(reference, torch.nn.Module) else reference
+            if isinstance(model, torch.nn.Module):
+                with torch.no_grad():
+                    for tensor in itertools.chain(model.parameters(), model.buffers()):
+                        tensor.copy_(tf32_rounded(tensor, mode))
+            self.rounded[mode] = model
+        return self.rounded[mode]
+
+    def __call__(self, reference, inputs: list, policy) -> Precisions | None:
         if not policy.tf32:
             return None
-        if self.rounded is None:
-            self.rounded = copy.deepcopy(reference) if isinstance(reference, torch.nn.Module) else reference
-            if isinstance(self.rounded, torch.nn.Module):
-                with torch.no_grad():
-                    for tensor in itertools.chain(self.rounded.parameters(), self.rounded.buffers()):
-                        tensor.copy_(tf32_rounded(tensor))
         with torch.no_grad():
-            return as_tensor_list(self.rounded(*[tf32_rounded(x) for x in inputs]))
+            return Precisions(as_tensor_list(self._model(reference, mode)(*[tf32_rounded(x, mode) for x in inputs]))
+                              for mode in TF32_MODES)
 
 
 class Calibrated(NamedTuple):
@@ -209,12 +226,12 @@ def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list,
             coarse = reduced(reference, inputs, policy)
             if coarse is None:
                 return found
-            coarse = as_tensor_list(coarse)
+            coarse = coarse if isinstance(coarse, Precisions) else [as_tensor_list(coarse)]
             with torch.no_grad():
                 outputs = as_tensor_list(reference(*inputs))
             moved = move_ratio(outputs, base, policy)
-            ok = compare_outputs(coarse, outputs, policy).ok
-            scrub(coarse + outputs)
+            ok = all(compare_outputs(each, outputs, policy).ok for each in coarse)
+            scrub([t for each in coarse for t in each] + outputs)
         finally:
             change.restore()
         if math.isfinite(moved) and moved >= USABLE and ok:

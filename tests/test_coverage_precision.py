@@ -145,9 +145,11 @@ def test_the_default_reduced_precision_reference_rounds_inputs_and_weights_to_tf
     torch.manual_seed(0)
     model, x = torch.nn.Linear(32, 8), torch.randn(4, 32)
     weight = model.weight.detach().clone()
-    (tf32,) = TF32Reference()(model, [x], POLICY)
-    assert torch.equal(tf32, torch.nn.functional.linear(round10(x), round10(weight), round10(model.bias)))
-    assert not torch.equal(tf32, model(x)) and torch.equal(model.weight, weight)  # the judge's reference untouched
+    (nearest,), (toward_zero,) = TF32Reference()(model, [x], POLICY)
+    assert torch.equal(nearest, torch.nn.functional.linear(round10(x), round10(weight), round10(model.bias)))
+    truncated = torch.nn.functional.linear(truncated10(x), truncated10(weight), truncated10(model.bias))
+    assert torch.equal(toward_zero, truncated) and not torch.equal(nearest, toward_zero)
+    assert not torch.equal(nearest, model(x)) and torch.equal(model.weight, weight)  # the judge's reference untouched
     assert TF32Reference()(model, [x], load_policy("strict-fp32")) is None  # no TF32: the fp32 reference itself
 
 
@@ -158,3 +160,51 @@ def test_the_job_says_whether_the_reference_has_matmuls_so_a_matmul_free_one_get
         assert ev._job("candidate")["reference_matmuls"] is False
     with make_evaluator(str(PROBLEMS / "gemm_sum.py"), sandbox=sandbox) as ev:
         assert ev._job("candidate")["reference_matmuls"] is True
+
+
+def _with_low_bits(t: torch.Tensor, low: int) -> torch.Tensor:
+    return (t.contiguous().view(torch.int32) | low).view(torch.float32)
+
+
+def truncated10(t: torch.Tensor) -> torch.Tensor:
+    """fp32 values at 10 mantissa bits, toward zero (what a Triton TF32 dot on Hopper reads of its fp32 operands)."""
+    return (t.contiguous().view(torch.int32) & -0x2000).view(torch.float32)
+
+
+class SoftmaxLinear(torch.nn.Module):
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight, requires_grad=False)
+
+    def forward(self, x):
+        return torch.softmax(x @ self.weight.T, dim=-1)
+
+
+def test_weights_that_tie_only_when_truncated_to_tf32_do_not_fail_an_honest_truncating_kernel():
+    """Level2/66 on an H200: with the TF32 reference rounding to nearest only, one position in two still failed the
+    seed. Weights whose low bits differ across TF32's rounding point (0x0800 and 0x1800 of 0x2000) stay apart when
+    rounded to nearest and tie when truncated; the default reference checks both roundings, so the kernel that
+    truncates passes wherever the trial changes x, while a reference rounding to nearest only lets it fail."""
+    torch.manual_seed(1)
+    w = torch.rand(64, 32) * 0.1 - 0.05
+    top = round10(0.1 + 0.05 * torch.rand(32))
+    w[0], w[1] = _with_low_bits(top, 0x0800), _with_low_bits(top, 0x1800)
+    w[2], w[3] = -w[0], -w[1]
+    assert torch.equal(truncated10(w[0]), truncated10(w[1])) and not torch.equal(round10(w[0]), round10(w[1]))
+    model, x = SoftmaxLinear(w), torch.randn(4, 32)
+
+    def truncating(x):
+        return torch.softmax(truncated10(x) @ truncated10(w).T, dim=-1)
+
+    def nearest_only(ref, inputs, policy):
+        return [torch.softmax(round10(inputs[0]) @ round10(w).T, dim=-1)]
+
+    failed_with_nearest_only = 0
+    for seed in range(4):
+        found = run(truncating, [x], seed, ref=model, reduced=TF32Reference())
+        assert "failure" not in found and found["not_covered"] == [] and found["inputs"]["x"] >= USABLE, found
+        failed_with_nearest_only += "failure" in run(truncating, [x], seed, ref=model, reduced=nearest_only)
+        skipped = run(lambda x: truncating(x * (torch.arange(x.shape[1]) != _changed_column(seed, x))), [x], seed,
+                      ref=model, reduced=TF32Reference())
+        assert "failure" in skipped, skipped  # still bites: a kernel skipping the changed column fails
+    assert failed_with_nearest_only == 4
