@@ -26,6 +26,7 @@ BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)
 REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
+START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.run)
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -77,6 +78,9 @@ class RunOutcome:
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
+    # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
+    # (workers, the problem and its reference), baselines, seeds, other (None: an older run)
+    start_up_s: dict | None = None
     generation0_s: float | None = None  # the search's generation 0: the seeds judged and tuned (None: not recorded)
     search_window: list = field(default_factory=list)  # [start, end] (time.time()) of the last call's search
     gpu_busy: float | None = None  # share of the last call's search time a kernel ran on its GPUs (NVML)
@@ -203,7 +207,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         llm_calls=llm["calls"], llm_cost_usd=llm["cost_usd"], search_wall_s=search_s,
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
-        search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
+        start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),
         interpreter_curve=interpreter_curve(store.evaluation_history()) or None,

@@ -22,13 +22,14 @@ from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.console import print_generation, start_line, table
 from evo.manifest import run_manifest
-from evo.outcome import INTERPRETER_TIMES, RunOutcome, summarise
+from evo.outcome import INTERPRETER_TIMES, START_UP, RunOutcome, summarise
 from evo.progress import Progress
 from evo.report_html import write_report
 from evo.search import Search, SearchSettings
 from evo.seeding import make_seeds
 from evo.store import RunStore
 from evo.tuner import Tuner, tuner_options
+from core.resources import process_started
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
 from operators.base import CURRENT_CHILD
@@ -161,9 +162,11 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
     print progress and the outcome, write the best kernel, the outcome (summary.json) and the report. `tag`: what
     names this run in its progress lines (a sweep's seed)."""
     settings, operators = checked.settings, checked.operators
+    marks = {"process": process_started(), "run": time.time()}  # where the time before the search goes
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
+    marks["service"] = time.time()
     try:
         settings = supplied(settings, store, len(service.evaluators))
         options = tuner_options(cfg.search.tuner)
@@ -187,7 +190,10 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
                         selection=instantiate(cfg.search.selection), team=team, strategy=checked.strategy)
+        marks["search"] = time.time()
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
+        if store.get_meta(START_UP) is None:  # a resume keeps the first start's
+            store.set_meta(START_UP, start_up(marks, store))
         store.set_meta("manifest", run_manifest(cfg, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, getattr(evaluator, "sandbox", None))
@@ -199,6 +205,17 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
     print(table(outcome), flush=True)
     print(f"  report: {write_report(run_dir)}", flush=True)
     return outcome
+
+
+def start_up(marks: dict, store: RunStore) -> dict:
+    """Seconds from the process's start to the search's, by stage (``RunOutcome.start_up_s``): the interpreter, its
+    imports and the config; the evaluation service (workers started, the problem loaded and its reference run); the
+    baselines and the seeds (as stored: read from caches when warm); and the rest (the team, the search built)."""
+    stages = {"process": marks["run"] - marks["process"] if marks["process"] else None,
+              "service": marks["service"] - marks["run"],
+              "baselines": store.get_meta("baseline_wall_s", 0.0), "seeds": store.get_meta("seed_wall_s", 0.0)}
+    stages["other"] = marks["search"] - marks["service"] - stages["baselines"] - stages["seeds"]
+    return {name: None if seconds is None else round(seconds, 2) for name, seconds in stages.items()}
 
 
 def supplied(settings: SearchSettings, store: RunStore, evaluators: int) -> SearchSettings:

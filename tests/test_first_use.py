@@ -3,6 +3,7 @@ candidate, one clear line per mistake, honest time accounting, and CPU benches w
 CPU run has (correct at the test sizes, evaluations, curves over evaluations) instead of empty plots."""
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,10 @@ from evo.bench import Row, select
 from evo.bench_report import HEADER, row_line, write_bench_report
 from evo.console import print_generation, time_text
 from evo.full_size import BAKED
+from core.resources import process_started
 from evo.outcome import RunOutcome
+from evo.run import start_up
+from evo.store import RunStore
 from evo.search import GenerationReport
 from evo.settings import Budget
 from fitness.problem import ProblemError, check_reference, load_problem, resolve_problem
@@ -164,6 +168,22 @@ def test_the_time_line_says_generation_zero_and_the_seeds_making_apart():
     assert said.endswith("before it: making the seeds 0.3 s, no baselines (CPU interpreter)")
     gpu = RunOutcome(status="ok", timer="cuda-events", search_wall_s=50.0, baseline_wall_s=12.0)
     assert "measuring the baselines 12.0 s" in time_text(gpu) and "generation 0" not in time_text(gpu)
+
+
+def test_the_time_before_the_search_is_split_by_stage_from_the_process_s_start(tmp_path):
+    """Issue 45: a bench problem's wall time beyond its search budget, split by stage so it can be cut: the
+    interpreter and config, the evaluation service, the baselines and seeds (as the store has them), the rest."""
+    started = process_started()
+    assert started is not None and 0 <= time.time() - started < 24 * 3600  # this test's own process
+    store = RunStore(tmp_path)
+    store.set_meta("baseline_wall_s", 1.5)
+    store.set_meta("seed_wall_s", 0.25)
+    stages = start_up({"process": 100.0, "run": 104.0, "service": 107.0, "search": 110.0}, store)
+    assert stages == {"process": 4.0, "service": 3.0, "baselines": 1.5, "seeds": 0.25, "other": 1.25}
+    assert start_up({"process": None, "run": 4.0, "service": 7.0, "search": 10.0}, store)["process"] is None
+    said = time_text(RunOutcome(status="ok", timer="cuda-events", search_wall_s=15.0, start_up_s=stages))
+    assert said.endswith("from the process's start to the search's 10.0 s (process 4.0, service 3.0, baselines 1.5, "
+                         "seeds 0.2, other 1.2)")
 
 
 # 4. CPU benches: correct at the test sizes apart from incorrect; no empty plot; tables that fit ---------------------

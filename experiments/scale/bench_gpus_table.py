@@ -30,14 +30,16 @@ def main(out: Path) -> None:
     for phase in ("bench1", "benchN"):
         if phase not in phases:
             continue
-        print(f"\n## {phase}\n\n| problem | status | wall (s) | search (s) | baselines (s) | seed (s) | evaluations |")
-        print("|---|---|---|---|---|---|---|")
+        print(f"\n## {phase}\n\n| problem | status | wall (s) | search (s) | baselines (s) | seed (s) | evaluations "
+              "| before the search, by stage (s) |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in rows(out / phase / "bench"):
             s = r.get("summary") or {}
             f = {k: s.get(k) for k in ("search_wall_s", "baseline_wall_s", "seed_wall_s")}
             print(f"| {r['name']} | {r.get('status')} | {r.get('wall_s', 0):.1f} | "
                   + " | ".join("-" if v is None else f"{v:.1f}" for v in f.values())
-                  + f" | {s.get('evaluations', '-')} |")
+                  + f" | {s.get('evaluations', '-')} | "
+                  + ", ".join(f"{k} {v}" for k, v in (s.get("start_up_s") or {}).items()) + " |")
 
 
 if __name__ == "__main__":
