@@ -83,11 +83,35 @@ def largest_tensor(problem: LoadedProblem, with_outputs: bool = True) -> int:
     return max((t.numel() for t in tensors), default=0)
 
 
+
+def _slots(module: ModuleType) -> dict:
+    """Every size the shrink rule may halve, by slot: the integer constants, and the integer elements of the list
+    and tuple constants (level3/1_MLP's ``layer_sizes = [16384, 16384]``, level3/9's ``input_shape``)."""
+    slots = {(k, None): v for k, v in int_constants(module).items()}
+    for name, value in size_constants(module).items():
+        if isinstance(value, (list, tuple)):
+            slots.update({(name, i): x for i, x in enumerate(value) if type(x) is int})
+    return slots
+
+
+def _set(module: ModuleType, values: dict) -> None:
+    """Each slot of `values` set on the module (a list or tuple constant made anew, of its own type)."""
+    for (name, index), value in values.items():
+        if index is None:
+            setattr(module, name, value)
+        else:
+            items = list(getattr(module, name))
+            items[index] = value
+            setattr(module, name, type(getattr(module, name))(items))
+
+
 def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
     """The rule above, on a loaded problem whose user-set sizes (``fixed``) are already applied (its module's
-    constants are changed in place)."""
+    constants are changed in place). The rule's steps are on slots (``_slots``): an integer constant or an element
+    of a list or tuple of sizes; a slot that cannot halve alone is tried together with each other slot of the same
+    value, then with all of them (``bias_shape = (out_channels, 1, 1)`` follows ``out_channels``)."""
     module = problem.module
-    constants = int_constants(module)
+    slots, file_values = _slots(module), size_constants(module)
     try:
         largest, with_outputs = largest_tensor(problem), True
     except Exception:  # noqa: BLE001 - a forward the meta device cannot run: bound inputs and parameters only
@@ -96,26 +120,41 @@ def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
         except Exception as exc:  # noqa: BLE001
             return Shrunk(dict(fixed), None, why_not=f"its tensors cannot be built on torch's meta device "
                                                      f"({type(exc).__name__}: {str(exc)[:200]})")
-    shrinkable = {k for k, v in constants.items() if v >= MIN_SHRINKABLE and k not in fixed}
-    current = dict(constants)
+    shrinkable = {k for k, v in slots.items() if v >= MIN_SHRINKABLE and k[0] not in fixed}
+    current = dict(slots)
+
+    def halve(group: list) -> int | None:
+        """The largest tensor with the slots of `group` halved (kept so), or None (restored) where it fails."""
+        before = {k: current[k] for k in group}
+        _set(module, {k: v // 2 for k, v in before.items()})
+        try:
+            measured = largest_tensor(problem, with_outputs)
+        except Exception:  # noqa: BLE001 - these sizes do not make a problem
+            _set(module, before)
+            return None
+        current.update({k: v // 2 for k, v in before.items()})
+        return measured
+
     for _ in range(MAX_STEPS):
         if largest <= MAX_ELEMENTS or not shrinkable:
             break
-        name = max(sorted(shrinkable), key=lambda k: current[k])
-        setattr(module, name, current[name] // 2)
-        try:
-            measured = largest_tensor(problem, with_outputs)
-        except Exception:  # noqa: BLE001 - this constant cannot shrink: keep it
-            setattr(module, name, current[name])
-            shrinkable.discard(name)
+        slot = max(sorted(shrinkable, key=str), key=lambda k: current[k])
+        tied = sorted((k for k in shrinkable if current[k] == current[slot] and k != slot), key=str)
+        # alone; else with one other slot of its value (by name), else with all of them; else not at all
+        for group in ([slot], *([slot, k] for k in tied), *([[slot, *tied]] if len(tied) > 1 else [])):
+            measured = halve(group)
+            if measured is not None:
+                break
+        if measured is None:
+            shrinkable.discard(slot)
             continue
-        current[name], largest = current[name] // 2, measured
-        if current[name] < MIN_SHRINKABLE:
-            shrinkable.discard(name)
-    changed = {k: v for k, v in current.items() if v != constants[k]}
+        largest = measured
+        shrinkable -= {k for k in shrinkable if current[k] < MIN_SHRINKABLE}
+    names = sorted({name for (name, index), v in current.items() if v != slots[(name, index)]})
+    after = size_constants(module)
     why_not = "" if largest <= MAX_ELEMENTS else ("over the bound: its other sizes are not module-level "
                                                   "constants or cannot shrink")
-    return Shrunk({**fixed, **changed}, largest, {k: constants[k] for k in changed}, why_not)
+    return Shrunk({**fixed, **{k: after[k] for k in names}}, largest, {k: file_values[k] for k in names}, why_not)
 
 
 def other_value(value: int) -> int:
