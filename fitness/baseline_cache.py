@@ -8,7 +8,7 @@ changed problem file, size, GPU, policy, setting or version is a new key (measur
 Processes measuring the same key at once take turns on a lock file beside it (``filelock.FileLock``): the first measures, the
 others read what it wrote. Only a measurement in which every baseline was measured (or is not measured on this
 device) is kept: a failed or too-slow compile may be the machine's state that day, so it is measured again next
-time.
+time. A file written before the baselines' library kernels were recorded (no ``library``) is measured again once.
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def from_json(text: str, path: Path) -> Baseline:
     stats = {name: TimingStats.from_dict(data.get(name)) for name in BASELINES}
     return Baseline(stats["eager"], stats["compile"], list(data["notes"]), stats["max_autotune"],
                     dict(data["status"]), cached=f"{path} (measured {stamp} in {data['wall_s']:.1f} s)",
-                    library=dict(data.get("library") or {}))  # older files: not known
+                    library=dict(data["library"]))  # a file of before it was recorded: measured again
 
 
 def keepable(baseline: Baseline) -> bool:

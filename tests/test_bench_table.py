@@ -86,9 +86,15 @@ def test_the_baseline_jobs_library_kernels_reach_the_result_and_the_machines_cac
     path.write_text(baseline_cache.to_json(baseline, {"problem": "p"}, 1.0))
     assert baseline_cache.from_json(path.read_text(), path).library == baseline.library
     older = json.loads(path.read_text())
-    del older["library"]  # a file of before: not known, not "no library kernel"
-    path.write_text(json.dumps(older))
-    assert baseline_cache.from_json(path.read_text(), path).library == {}
+    del older["library"]  # a file of before: measured again (once), not read as "no library kernel"
+    cached = baseline_cache.path_for(tmp_path, {"problem": "p"})
+    cached.parent.mkdir(parents=True)
+    cached.write_text(json.dumps(older))
+    calls = []
+    again = baseline_cache.cached_or_measured(tmp_path, {"problem": "p"}, lambda: calls.append(1) or baseline)
+    assert calls == [1] and again.library == baseline.library
+    assert baseline_cache.cached_or_measured(tmp_path, {"problem": "p"}, lambda: calls.append(2)).library == \
+        baseline.library and calls == [1]  # kept with its library kernels: read back, not measured a third time
 
 
 def test_the_best_triton_expressible_baseline_leaves_out_library_calls_and_eager_follows_compile():
