@@ -5,19 +5,21 @@ The interpreter runs a kernel thousands of times slower than a GPU: at KernelBen
 (``shrink_sizes``; bundled problems use their hand-picked ``test_sizes`` from ``fitness/suite/suite.yaml``):
 
 * the *size constants* are the file's module-level integers of at least ``MIN_SHRINKABLE`` (batch sizes, dims,
-  channels); smaller ones (kernel sizes, strides, paddings, axes) are never changed, nor are those the user set
+  channels), and such elements of its module-level lists and tuples of sizes (level3/1_MLP's ``layer_sizes``,
+  ``input_shape = (32768,)``); smaller ones (kernel sizes, strides, paddings, axes) are never changed, nor are those the user set
   (``problem.sizes.NAME=N``);
 * the bound: the largest tensor among the inputs, the model's parameters and buffers, and the outputs holds at most
   ``MAX_ELEMENTS`` elements (about the bundled problems' test sizes), measured on torch's meta device (nothing is
   allocated, no kernel runs);
-* while the largest tensor is over the bound, the largest size constant (ties: by name) is halved; a constant whose
-  halving makes the problem fail to build or run on the meta device keeps its value and is not tried again.
+* while the largest tensor is over the bound, the largest size constant (ties: by name) is halved; one whose halving
+  makes the problem fail to build or run on the meta device is halved with one other constant of the same value,
+  then with all of them (``bias_shape = (out_channels, 1, 1)``), and else keeps its value and is not tried again.
 
 A second set of interpreter sizes (``other_sizes``), for judging whether a kernel reads its sizes from its inputs or
 has the test sizes baked in (as kernels converted from torch.compile's capture at those sizes do), differs from the
 test sizes in every size constant: those the test sizes set and the file's other integers of at least
-``MIN_SHRINKABLE``. Each moves to about three quarters of its value (at least one less; 1 and 2 gain one), so the
-interpreter's work stays about that of the test sizes; a change that makes the problem fail to build or run on the
+``MIN_SHRINKABLE`` (of a list or tuple of sizes, each such element). Each moves to about three quarters of its
+value (at least one less; 1 and 2 gain one), so the interpreter's work stays about that of the test sizes; a change that makes the problem fail to build or run on the
 meta device is left out (all are tried together, then one at a time by name).
 """
 from __future__ import annotations
@@ -165,8 +167,17 @@ def other_value(value: int) -> int:
 def other_sizes(problem: LoadedProblem) -> OtherSizes:
     """The rule above, on a problem loaded at its test sizes (its module's constants are changed and restored)."""
     module, spec = problem.module, problem.spec
-    constants = int_constants(module)
-    names = sorted(k for k, v in constants.items() if k in spec.sizes or v >= MIN_SHRINKABLE)
+    constants = size_constants(module)
+    eligible = lambda name, x: type(x) is int and (name in spec.sizes or x >= MIN_SHRINKABLE)  # noqa: E731
+
+    def moved(name: str, value):
+        """The other value of a constant: an integer's, or a list's or tuple's with each eligible element moved."""
+        if isinstance(value, (list, tuple)):
+            return type(value)(other_value(x) if eligible(name, x) else x for x in value)
+        return other_value(value)
+
+    names = sorted(k for k, v in constants.items()
+                   if (any(eligible(k, x) for x in v) if isinstance(v, (list, tuple)) else eligible(k, v)))
     try:
         largest_tensor(problem)
         with_outputs = True
@@ -189,7 +200,7 @@ def other_sizes(problem: LoadedProblem) -> OtherSizes:
         return OtherSizes(dict(spec.sizes), {}, why_not="the problem has no size constants to change")
     if not builds({}):
         return OtherSizes(dict(spec.sizes), {}, why_not="its tensors cannot be built on torch's meta device")
-    wanted = {name: other_value(constants[name]) for name in names}
+    wanted = {name: moved(name, constants[name]) for name in names}
     changed = wanted if builds(wanted) else {}
     if not changed:
         for name in names:

@@ -158,3 +158,16 @@ def test_a_tuple_that_repeats_a_size_shrinks_with_it_and_lists_are_overridable(t
     assert fixed.sizes["layer_sizes"] == [24, 40] and load_problem(fixed).module.layer_sizes == [24, 40]
     with pytest.raises(ProblemError, match=r"layer_sizes=8: the file's layer_sizes is \[16384, 16384\]; give a list"):
         load_problem(resolve_problem(str(mlp), sizes={"layer_sizes": 8}))
+
+
+def test_other_sizes_move_the_elements_of_a_list_of_sizes_too(tmp_path):
+    """The check at other sizes (is the best kernel baked at the test sizes?) changes level3/1_MLP's hidden widths
+    as it changes its integers: a kernel with the widths baked in fails there."""
+    from fitness.sizes import other_sizes, other_value
+
+    path = tmp_path / "1_MLP.py"
+    path.write_text(MLP)
+    spec = resolve_problem(str(path), size_preset="test")
+    other = other_sizes(load_problem(spec))
+    assert other.changed["layer_sizes"] == [other_value(v) for v in spec.sizes["layer_sizes"]]
+    assert other.changed["input_size"] == other_value(spec.sizes["input_size"]) and other.unchanged == []
