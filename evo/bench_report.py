@@ -77,9 +77,12 @@ def summary_lines(summary: dict) -> list[str]:
         speed += interval_lines(summary["intervals"])
     baked = (f"; {summary['baked']} of them correct at the test sizes only (baked there: they failed at other "
              f"sizes)" if summary.get("baked") else "")
+    causes = (summary.get("paper") or {}).get("failures") or {}
+    failing = (["without a correct kernel: " + "; ".join(f"{cause} {len(names)}" for cause, names in causes.items())]
+               if causes else [])
     return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}"
             f"{baked}",
-            *speed, *pace,
+            *failing, *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
 

@@ -6,8 +6,8 @@ The interpreter runs a kernel thousands of times slower than a GPU: at KernelBen
 
 * the *size constants* are the file's module-level integers of at least ``MIN_SHRINKABLE`` (batch sizes, dims,
   channels), and such elements of its module-level lists and tuples of sizes (level3/1_MLP's ``layer_sizes``,
-  ``input_shape = (32768,)``); smaller ones (kernel sizes, strides, paddings, axes) are never changed, nor are those the user set
-  (``problem.sizes.NAME=N``);
+  ``input_shape = (32768,)``); smaller ones (kernel sizes, strides, paddings, axes) are never changed, nor are
+  those the user set (``problem.sizes.NAME=N``);
 * the bound: the largest tensor among the inputs, the model's parameters and buffers, and the outputs holds at most
   ``MAX_ELEMENTS`` elements (about the bundled problems' test sizes), measured on torch's meta device (nothing is
   allocated, no kernel runs);
@@ -19,8 +19,9 @@ A second set of interpreter sizes (``other_sizes``), for judging whether a kerne
 has the test sizes baked in (as kernels converted from torch.compile's capture at those sizes do), differs from the
 test sizes in every size constant: those the test sizes set and the file's other integers of at least
 ``MIN_SHRINKABLE`` (of a list or tuple of sizes, each such element). Each moves to about three quarters of its
-value (at least one less; 1 and 2 gain one), so the interpreter's work stays about that of the test sizes; a change that makes the problem fail to build or run on the
-meta device is left out (all are tried together, then one at a time by name).
+value (at least one less; 1 and 2 gain one), so the interpreter's work stays about that of the test sizes; a change
+that makes the problem fail to build or run on the meta device is left out (all are tried together, then one at a
+time by name).
 """
 from __future__ import annotations
 

@@ -144,6 +144,8 @@ def test_fast_p_and_geometric_means_per_level_against_each_baseline(tmp_path):
         in table
     assert "| level1/1_Square_matrix_multiplication_.py | max-autotune (cuBLAS extern_kernels.mm) |" in table
     assert "<h2>Failures by cause</h2>" in (tmp_path / "bench.html").read_text()
+    assert "- without a correct kernel: converter: AttributeError 1; library call: torch.convolution 1" in table
+    assert "| library call: torch.convolution | 1 | level1/54_conv_standard_3D.py |" in table
     assert json.loads((tmp_path / "bench.json").read_text())["summary"]["paper"] == json.loads(json.dumps(
         summary["paper"]))
 
