@@ -215,8 +215,20 @@ class ReportConfig:
     run_dir: str = MISSING
 
 
+@dataclass
+class TableConfig:
+    """`kernelevo table` (conf/table.yaml): one table over several bench directories (kernelevo/tables.py)."""
+    bench_dirs: List[str] = MISSING  # the bench.dir of each part, e.g. [B/level1a, B/level1b, B/level2]
+    out: str = MISSING  # where table.md, table.json and table.html are written
+    title: Optional[str] = None  # null: made from the problems
+    # a KernelBench checkout's KernelBench/ folder: each level's problems counted there, for the correct rate over
+    # the whole level (null: as the benches recorded it, bench.root's, where they did)
+    root: Optional[str] = None
+    intervals: Bootstrap = field(default_factory=Bootstrap)  # the intervals over search seeds
+
+
 SCHEMAS = {"run": RunConfig, "bench": BenchConfig, "evaluate": EvaluateConfig, "seed": SeedConfig,
-           "resume": ResumeConfig, "report": ReportConfig}
+           "resume": ResumeConfig, "report": ReportConfig, "table": TableConfig}
 
 
 def register() -> None:

@@ -96,6 +96,15 @@ def _level_files(root: Path, level: int) -> list[Path]:
     return sorted(folder.glob("*.py"), key=lambda p: (int(re.match(r"\d*", p.name).group() or 0), p.name))
 
 
+def level_sizes(root: str | None) -> dict:
+    """Each level's problems under a KernelBench checkout's KernelBench/ folder ({"level1": 100, ...}; {} without
+    one): the whole level a table's correct rate is also given over."""
+    base = Path(root).expanduser() if root else None
+    if base is None or not base.is_dir():
+        return {}
+    return {p.name: len(list(p.glob("*.py"))) for p in sorted(base.glob("level*")) if p.is_dir()}
+
+
 def _one(root: Path | None, item: str, level: int | None) -> BenchTask:
     item = item.strip()
     if root is None or item in suite_names():

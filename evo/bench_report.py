@@ -10,13 +10,14 @@ from pathlib import Path
 from core.stats import geometric_mean, median
 from evo.anytime import plot as plot_anytime, plot_interpreter
 from evo.bench import RUNS, Row, slug
+from evo.bench_table import library_best, markdown_sections, paper_summary, sections
 from evo.full_size import BAKED
 from evo.outcome import INTERPRETER, OK, RunOutcome
 from evo.manifest import combine, manifest_rows
 from evo.intervals import Bootstrap, interval_lines, interval_table, seed_summary
 from evo.page import figure_png, link, pyplot, render
 from evo.report import HTML_FILE
-from fitness.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text
+from fitness.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text, triton_best
 from fitness.formatting import DASH, number, percent, seconds, speedup
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -76,9 +77,12 @@ def summary_lines(summary: dict) -> list[str]:
         speed += interval_lines(summary["intervals"])
     baked = (f"; {summary['baked']} of them correct at the test sizes only (baked there: they failed at other "
              f"sizes)" if summary.get("baked") else "")
+    causes = (summary.get("paper") or {}).get("failures") or {}
+    failing = (["without a correct kernel: " + "; ".join(f"{cause} {len(names)}" for cause, names in causes.items())]
+               if causes else [])
     return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}"
             f"{baked}",
-            *speed, *pace,
+            *failing, *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
 
@@ -104,9 +108,24 @@ def baseline_cells(s: RunOutcome) -> list[str]:
     return [*times, *speeds, best_text(vars(s)) if s.speedup_vs_best else _missing(s, BEST)]
 
 
+def library_note(s: RunOutcome) -> str:
+    """Where a run's best baseline calls a library kernel (policy triton forbids a candidate one): which, and the
+    speed-up over the best baseline a Triton kernel could be, where one is known ("": not a library call, or not
+    known)."""
+    library = library_best(s)
+    if not library or s.speedup_vs_best is None:
+        return ""
+    triton = triton_best(vars(s))
+    over = (f"; {speedup(triton[1])} over the best Triton-expressible baseline ({LABELS[triton[0]]})" if triton
+            else "; no baseline known to be Triton-expressible")
+    return f"best baseline: {library}{over}"
+
+
 def cells(r: Row) -> list[str]:
     s = r.summary
-    note = (r.reason if r.status != "ok" else s.stop_reason).replace("|", "/").replace("\n", " ")
+    note = "; ".join(filter(None, [library_note(s) if r.status == OK else "",
+                                   r.reason if r.status != "ok" else s.stop_reason]))
+    note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
     return [r.label, status, s.seed or "-", s.best_from or "-", _t(s.best_s) + (interp if s.best_s else ""),
@@ -115,7 +134,7 @@ def cells(r: Row) -> list[str]:
             number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
             number(s.timeouts if s.evaluations is not None else None, "{}"),
             number(s.evaluations_cut if s.evaluations is not None else None, "{}"), str(s.llm_calls),
-            f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:160]]
+            f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:240]]
 
 
 def row_line(r: Row) -> str:
@@ -158,6 +177,8 @@ def markdown(rows: list[Row], summary: dict, title: str, reports: dict | None = 
         lines += ["", f"## Speed-ups over {summary['intervals']['seeds']} search seeds", "",
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
                   *["| " + " | ".join(row) + " |" for row in table_rows]]
+    if "paper" in summary:
+        lines += markdown_sections(summary["paper"], summary["device"] == "GPU")
     lines += ["", "## Manifest", "", *[f"- {fact}: {value}" for fact, value in manifest_rows(manifest)]]
     return "\n".join(lines) + "\n"
 
@@ -261,7 +282,8 @@ def html(rows: list[Row], summary: dict, title: str, reports: dict, manifest: di
                   plots_png=_cpu_plots(rows) if cpu else _plots(rows), header=main,
                   rows=[pick(row, main) for row in full], details_header=header,
                   details=[pick(row, header) for row in full], intervals=intervals, cpu=cpu,
-                  anytime=_interpreter_curves(rows) if cpu else _anytime(rows), manifest=manifest_rows(manifest))
+                  anytime=_interpreter_curves(rows) if cpu else _anytime(rows), manifest=manifest_rows(manifest),
+                  sections=sections(summary["paper"], not cpu) if "paper" in summary else [])
 
 
 SPEED = (*(f"vs {SHORT[b]}" for b in AGAINST), *SOL)
@@ -294,8 +316,12 @@ def write_bench_report(bench_dir: Path, rows: list[Row], title: str, meta: dict,
                        stem: str = "bench", boot: Bootstrap | None = None) -> dict:
     """<stem>.md, .json and .html in `bench_dir` (`reports`: row label -> its run's report.html relative to
     `bench_dir`, linked from the page; by default the bench's runs/<problem>/report.html); returns the summary,
-    with the intervals over search seeds made as `boot` says (by default as conf/intervals.yaml does)."""
-    summary = {**summarise(rows), "intervals": seed_summary(rows, boot or Bootstrap.default())}
+    with the intervals over search seeds made as `boot` says (by default as conf/intervals.yaml does), and the
+    figures per KernelBench level and the failures by cause (``evo.bench_table``; `meta`'s ``level_sizes``: each
+    level's problems in KernelBench, for the correct rate over the whole level)."""
+    boot = boot or Bootstrap.default()
+    summary = {**summarise(rows), "intervals": seed_summary(rows, boot),
+               "paper": paper_summary(rows, meta.get("level_sizes"), boot)}
     reports = bench_reports(bench_dir, rows) if reports is None else reports
     manifest = combine([r.summary.manifest for r in rows])  # its runs' manifests, gathered
     (bench_dir / f"{stem}.md").write_text(markdown(rows, summary, title, reports, manifest))

@@ -65,6 +65,7 @@ class RunOutcome:
     speedup_vs_best: float | None = None
     best_baseline: str = ""
     baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
+    baseline_library: dict = field(default_factory=dict)  # compiled baseline -> its library kernels (unknown: absent)
     sol_fraction: float | None = None  # of the reference algorithm's roofline (fitness.speed_of_light): may pass 1
     floor_fraction: float | None = None  # of the data floor (absent before issue 41: None)
     evaluations: int | None = None  # evaluator calls, repeats included
@@ -178,6 +179,7 @@ def outcome_of(best: Individual | None, seed_written: EvalResult | None, tuned_s
         **{f"{name}_s": getattr(r, f"{name}_s") if r is not None else None for name in BASELINES},
         **{f"speedup_vs_{name}": getattr(r, f"speedup_vs_{name}") if ok else None for name in (*BASELINES, "best")},
         best_baseline=r.best_baseline if ok else "", baseline_status=r.baseline_status if r is not None else {},
+        baseline_library=r.baseline_library if r is not None else {},
         sol_fraction=r.sol_fraction if ok else None, floor_fraction=r.floor_fraction if ok else None,
         sizes_check=sizes_check,
         baked_seeds=check.get("baked_seeds", []), other_sizes=check.get("other_sizes") or None,

@@ -8,7 +8,7 @@ changed problem file, size, GPU, policy, setting or version is a new key (measur
 Processes measuring the same key at once take turns on a lock file beside it (``filelock.FileLock``): the first measures, the
 others read what it wrote. Only a measurement in which every baseline was measured (or is not measured on this
 device) is kept: a failed or too-slow compile may be the machine's state that day, so it is measured again next
-time.
+time. A file written before the baselines' library kernels were recorded (no ``library``) is measured again once.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def path_for(cache_dir: Path, found: dict) -> Path:
 
 def to_json(baseline: Baseline, found: dict, wall_s: float) -> str:
     return json.dumps({"facts": found, "measured_at": time.time(), "wall_s": wall_s, "notes": baseline.notes,
-                       "status": baseline.status,
+                       "status": baseline.status, "library": baseline.library,
                        **{name: s.to_dict() if (s := baseline.stats(name)) else None for name in BASELINES}},
                       indent=1, default=str)
 
@@ -78,7 +78,8 @@ def from_json(text: str, path: Path) -> Baseline:
     stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(data["measured_at"]))
     stats = {name: TimingStats.from_dict(data.get(name)) for name in BASELINES}
     return Baseline(stats["eager"], stats["compile"], list(data["notes"]), stats["max_autotune"],
-                    dict(data["status"]), cached=f"{path} (measured {stamp} in {data['wall_s']:.1f} s)")
+                    dict(data["status"]), cached=f"{path} (measured {stamp} in {data['wall_s']:.1f} s)",
+                    library=dict(data["library"]))  # a file of before it was recorded: measured again
 
 
 def keepable(baseline: Baseline) -> bool:

@@ -11,10 +11,15 @@ compiled ones only on a GPU. A baseline whose compilation fails has the status `
 ``fitness.baseline_compile_timeout_s`` has its worker stopped by the sandbox (as a candidate's compile time limit
 is), the status ``compile_timeout``, and the job is run again without it: either way with a note, and the others
 still stand. Every result gives the speed-up against each one measured and against the fastest of them (``best``,
-naming which it was).
+naming which it was). The baseline job also reads the code Inductor wrote for each compiled baseline as it compiled
+it (no second compilation) and keeps the library kernels it calls (``library_kernels``: cuBLAS, cuDNN...), which
+policy ``triton`` forbids a candidate: a row says when its best baseline is one, and gives the speed-up over the
+best baseline a Triton kernel could be (``triton_best``).
 """
 from __future__ import annotations
 
+import contextlib
+import re
 from dataclasses import dataclass, field
 
 from fitness.formatting import NA, speedup
@@ -30,6 +35,52 @@ OK, FAILED, COMPILE_TIMEOUT, NOT_MEASURED = "ok", "failed", "compile_timeout", "
 STATUS_TEXT = {FAILED: "failed", COMPILE_TIMEOUT: "too slow to compile", NOT_MEASURED: "not measured"}
 BASELINE_PROCESSES = 2  # fresh workers that time the baselines on a GPU, one after the other (the fastest is kept)
 TIE = 0.01  # a speed-up over the best baseline within this of 1 is a tie: timing noise on a GPU is about 1 %
+# the library behind an extern kernel of Inductor's code, by the operator's name (others: "library")
+LIBRARIES = {"mm": "cuBLAS", "addmm": "cuBLAS", "bmm": "cuBLAS", "baddbmm": "cuBLAS", "_int_mm": "cuBLAS",
+             "convolution": "cuDNN", "_convolution": "cuDNN", "_scaled_dot_product_flash_attention": "flash attention",
+             "_scaled_dot_product_efficient_attention": "memory-efficient attention",
+             "_scaled_dot_product_cudnn_attention": "cuDNN"}
+EXTERN = re.compile(r"\b(extern_kernels|aten|torch\.ops\.aten)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.default)?\(")
+NOT_LIBRARY = {"empty", "empty_strided", "as_strided", "view", "reshape", "_reinterpret_tensor", "copy_", "zeros",
+               "full", "resize_", "set_"}  # allocation and views in Inductor's wrapper: no compute
+
+
+def library_kernels(codes: list[str]) -> list[str]:
+    """The library kernels Inductor's output code calls (its wrapper's ``extern_kernels.mm(...)`` and direct ATen
+    operators), each as `<library> extern_kernels.<op>` (e.g. ``cuBLAS extern_kernels.mm``), sorted; [] for code
+    that is Triton only."""
+    found = {(kind, op) for code in codes for kind, op in EXTERN.findall(code) if op not in NOT_LIBRARY}
+    return sorted(f"{LIBRARIES.get(op, 'library')} {kind}.{op}" for kind, op in found)
+
+
+@contextlib.contextmanager
+def inductor_code():
+    """The output code Inductor writes (or reads from its cache) while the block compiles, gathered into the list
+    yielded: Inductor's own hook for it (``GraphLowering.save_output_code``, as ``torch._inductor.utils.
+    run_and_get_code`` uses), without resetting Dynamo, so the compiled model is the one timed."""
+    from unittest import mock
+
+    from torch._inductor.graph import GraphLowering
+
+    codes: list[str] = []
+    with mock.patch.object(GraphLowering, "save_output_code", codes.append):
+        yield codes
+
+
+def library_of(record: dict, name: str) -> list[str] | None:
+    """The library kernels baseline `name` runs, from a record with ``baseline_library`` (an EvalResult's fields, a
+    summary.json): [] for none; None where not known. Eager runs one exactly where torch.compile at its defaults
+    keeps one (Inductor keeps library calls for what eager sends to cuBLAS and cuDNN)."""
+    library = record.get("baseline_library") or {}
+    return library.get("compile") if name == "eager" else library.get(name)
+
+
+def triton_best(record: dict) -> tuple[str, float] | None:
+    """(name, speed-up) over the fastest baseline known to call no library kernel (a Triton kernel could be it),
+    from a record with the speed-up fields and ``baseline_library``; None where no baseline is known to be so."""
+    known = [(value, name) for name in BASELINES if library_of(record, name) == []
+             and (value := record.get(f"speedup_vs_{name}"))]
+    return (min(known)[1], min(known)[0]) if known else None
 
 
 def measured_here(names: list[str], on_gpu: bool) -> list[str]:
@@ -63,6 +114,7 @@ class Baseline:
     max_autotune: TimingStats | None = None
     status: dict = field(default_factory=dict)  # name -> ok, failed, compile_timeout, not_measured
     cached: str = ""  # where it was read from and when it was measured ("": measured by this run)
+    library: dict = field(default_factory=dict)  # compiled baseline -> its library kernels (library_kernels)
 
     def stats(self, name: str) -> TimingStats | None:
         return getattr(self, name)
@@ -75,7 +127,7 @@ class Baseline:
     def figures(self, time_s: float) -> dict:
         """A candidate's EvalResult fields against these baselines: each one's time and the speed-up over it (None
         where not measured), the speed-up over the best of them and its name, and the status of each."""
-        fields: dict = {"baseline_status": dict(self.status)}
+        fields: dict = {"baseline_status": dict(self.status), "baseline_library": dict(self.library)}
         for name in BASELINES:
             stats = self.stats(name)
             fields[f"{name}_s"] = stats.median_s if stats is not None else None
@@ -92,7 +144,7 @@ def measure(run, names: list[str], processes: int, failure_reason, compile_limit
     the job's own time), is dropped (a note and its status) and the job is run again without it; any other failure
     of a job ends the measurement with what was read."""
     left, readings, notes = list(names), [], []
-    status = {}
+    status, library = {}, {}
     while left and len(readings) < processes:
         outcome = run(list(left))
         result = outcome.result or {}
@@ -109,6 +161,7 @@ def measure(run, names: list[str], processes: int, failure_reason, compile_limit
             continue
         if result.get("status") == "ok":
             readings.append(result.get("timing", {}))
+            library.update(result.get("library") or {})
             for name, why in (result.get("failed") or {}).items():
                 status[name] = FAILED
                 notes.append(f"baseline {name} ({LABELS.get(name, name)}) failed: {why}"[:600])
@@ -121,7 +174,8 @@ def measure(run, names: list[str], processes: int, failure_reason, compile_limit
     for name in names:
         status[name] = OK if name in timings else status.get(name, FAILED)
     stats = {name: TimingStats.from_dict(timings.get(name)) for name in BASELINES}
-    return Baseline(stats["eager"], stats["compile"], notes + slower, stats["max_autotune"], status)
+    return Baseline(stats["eager"], stats["compile"], notes + slower, stats["max_autotune"], status,
+                    library={name: kernels for name, kernels in library.items() if status.get(name) == OK})
 
 
 def speedup_text(value: float | None, status: str | None = None) -> str:

@@ -89,9 +89,13 @@ def _apply_sizes(module: ModuleType, sizes: dict, path: Path) -> None:
     for key, value in sizes.items():
         if key not in constants:
             raise ProblemError(
-                f"{path}: size override {key!r} is not a module-level numeric constant of this problem; "
+                f"{path}: size override {key!r} is not a module-level numeric constant (or list of numbers) of "
+                f"this problem; "
                 f"overridable constants: {sorted(constants) or 'none'}"
             )
+        if isinstance(constants[key], (list, tuple)) != isinstance(value, (list, tuple)):
+            raise ProblemError(f"{path}: size override {key}={value!r}: the file's {key} is {constants[key]!r}; give "
+                               f"a {'list' if isinstance(constants[key], (list, tuple)) else 'number'} like it")
         setattr(module, key, type(constants[key])(value))
 
 

@@ -59,10 +59,15 @@ class LoadedProblem:
         return size_constants(self.module)
 
 
+def _number(value) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
 def size_constants(module: ModuleType) -> dict:
-    """The module-level numeric constants of a problem file: its sizes (what size overrides may change)."""
-    return {k: v for k, v in vars(module).items()
-            if not k.startswith("_") and isinstance(v, numbers.Number) and not isinstance(v, bool)}
+    """The module-level numeric constants of a problem file, and its lists and tuples of numbers (level3/1_MLP's
+    ``layer_sizes = [16384, 16384]``): its sizes (what size overrides may change)."""
+    return {k: v for k, v in vars(module).items() if not k.startswith("_") and (
+        _number(v) or isinstance(v, (list, tuple)) and v and all(_number(x) for x in v))}
 
 
 def call_get_inputs(problem: LoadedProblem) -> list:

@@ -63,6 +63,9 @@ class EvalResult:
     speedup_vs_best: float | None = None  # over the fastest baseline measured, named by best_baseline
     best_baseline: str = ""
     baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
+    # compiled baseline -> the library kernels (cuBLAS, cuDNN) its Inductor code calls, [] for none; a baseline not
+    # named: not known (not compiled here, or measured before this was recorded) (fitness.baselines.library_kernels)
+    baseline_library: dict = field(default_factory=dict)
     # two speed-of-light figures (fitness.speed_of_light): the reference algorithm's roofline (max(all bytes over
     # bandwidth, the reference's FLOPs over peak): reported only, over 100 % for an algorithm cheaper than the
     # reference's; what sol_* meant in every earlier store) and the data floor (what the output depends on, read
@@ -168,6 +171,7 @@ class WorkerResult:
     notes: list = field(default_factory=list)
     # the other jobs
     failed: dict | None = None  # baseline job: compiled baselines that failed, with why
+    library: dict | None = None  # baseline job: each compiled baseline's library kernels (fitness.baselines)
     profile: dict | None = None  # profile job: Nsight Compute's figures
     prewarm: str | None = None  # prewarm job: "ok"
     # the worker's own

@@ -46,7 +46,7 @@ from fitness.guards import LaunchCounter
 import torch  # noqa: E402
 
 from fitness.atomic import write_atomic  # noqa: E402
-from fitness.baselines import COMPILED, stage_of as baseline_stage  # noqa: E402
+from fitness.baselines import COMPILED, inductor_code, library_kernels, stage_of as baseline_stage  # noqa: E402
 from fitness.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                describe_exception, load_candidate, module_name_for)
 from fitness.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
@@ -226,8 +226,8 @@ def run_baseline_job(job: dict) -> dict:
     stage("setting up the reference (baselines)")
     problem = load_problem(ProblemSpec.from_dict(job["problem"]))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
-    result = {"status": "ok", "timing": {}, "failed": {}, "notes": [f"baselines at fp32 matmul precision "
-                                                                    f"'{policy.fp32_matmul_precision}'"]}
+    result = {"status": "ok", "timing": {}, "failed": {}, "library": {},
+              "notes": [f"baselines at fp32 matmul precision '{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
         reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
         with torch.no_grad():
@@ -242,8 +242,11 @@ def run_baseline_job(job: dict) -> dict:
                 stage(baseline_stage(name))  # the wait for the lock is no compile time
                 try:
                     compiled = torch.compile(reference, **COMPILED[name])
-                    compiled(*inputs[0])  # compiles (max-autotune: benchmarks its choices), then runs once: untimed
+                    with inductor_code() as codes:  # what it calls: cuBLAS, cuDNN or Triton (fitness.baselines)
+                        compiled(*inputs[0])  # compiles (max-autotune: benchmarks its choices), then runs once
                     models[name] = compiled
+                    if codes:
+                        result["library"][name] = library_kernels(codes)
                 except Exception as exc:  # a reference torch.compile cannot handle: the other baselines stand
                     result["failed"][name] = f"{type(exc).__name__}: {exc}"[:500]
         stage(f"timing the baselines {', '.join(models)}")

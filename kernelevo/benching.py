@@ -67,7 +67,7 @@ def stored_settings(saved: dict) -> dict:
             if key != "problem.name"}
 
 
-def _value(value) -> str:
+def value_text(value) -> str:
     text = "null" if value is None else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -101,7 +101,8 @@ def changed_runs(cfg: DictConfig, tasks: list[BenchTask], bench_dir: Path) -> di
         keys = sorted((key for key in now.keys() | stored.keys() if now.get(key, None) != stored.get(key, None)),
                       key=lambda key: (not key.endswith(".name"), key))  # a group's choice (its name) first
         if keys:
-            changed[run_dir.name] = [f"{key}: {_value(stored.get(key))} -> {_value(now.get(key))}" for key in keys]
+            changed[run_dir.name] = [f"{key}: {value_text(stored.get(key))} -> {value_text(now.get(key))}"
+                                     for key in keys]
     return changed
 
 

@@ -259,7 +259,7 @@ def bench(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import instantiate
 
-    from evo.bench import BenchError, BenchInterrupted, execute_bench, select, with_seeds
+    from evo.bench import BenchError, BenchInterrupted, execute_bench, level_sizes, select, with_seeds
     from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from evo.intervals import Bootstrap
     from kernelevo.benching import OWN, check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
@@ -302,8 +302,8 @@ def bench(cfg: DictConfig) -> None:
     seeds = f" x {cfg.bench.seeds} search seeds" if cfg.bench.seeds > 1 else ""
     title = cfg.bench.title or f"kernelevo bench: {len({r.name for r in rows})} problems{seeds}"
     summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
-                                                          "backend": backend.describe(), "seeds": cfg.bench.seeds},
-                                 boot=boot)
+                                                          "backend": backend.describe(), "seeds": cfg.bench.seeds,
+                                                          "level_sizes": level_sizes(cfg.bench.root)}, boot=boot)
     print(console_table(rows, bench_reports(bench_dir, rows), bench_dir))
     print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
     print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
@@ -352,6 +352,22 @@ def report(cfg: DictConfig) -> None:
     print(f"report written to {path}")
 
 
+def check_table(cfg: DictConfig) -> None:
+    from kernelevo.tables import check_table as check
+
+    check(cfg)
+
+
+def table(cfg: DictConfig) -> None:
+    """One table over several bench directories (a benchmark run in parts): kernelevo/tables.py."""
+    from kernelevo.tables import write_table
+
+    try:
+        write_table(cfg)
+    except ValueError as exc:
+        fail(str(exc))
+
+
 COMMANDS = {
     "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)",
                    check_run),
@@ -363,6 +379,8 @@ COMMANDS = {
                         check_evaluate),
     "bench": Command("bench", bench, "one search per problem over a KernelBench selection, one table: kernelevo "
                                      "bench bench.root=KB bench.problems=LIST", check_bench),
+    "table": Command("table", table, "one table over several bench directories (a benchmark run in parts): "
+                                     "kernelevo table bench_dirs=[A,B] out=DIR", check_table),
     "seed": Command("seed", seed, "write the seed converted from torch.compile's kernels: kernelevo seed "
                                   "problem=P [out=PATH]", check_seed),
 }

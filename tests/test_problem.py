@@ -102,3 +102,72 @@ def test_kernelbench_file_with_module_level_sizes_loads_unchanged(tmp_path):
         "def get_init_inputs():\n    return []  # No special initialization inputs needed\n")
     problem = load_problem(resolve_problem(str(path), sizes={"dim": 5}))
     assert tuple(call_get_inputs(problem)[0].shape) == (16, 5)
+
+
+MLP = ("import torch\nimport torch.nn as nn\n\n"  # KernelBench's level3/1_MLP: its hidden widths are a list
+       "class Model(nn.Module):\n    def __init__(self, input_size, layer_sizes, output_size):\n"
+       "        super().__init__()\n        layers, current = [], input_size\n"
+       "        for size in layer_sizes:\n            layers += [nn.Linear(current, size), nn.ReLU()]\n"
+       "            current = size\n        layers.append(nn.Linear(current, output_size))\n"
+       "        self.network = nn.Sequential(*layers)\n\n"
+       "    def forward(self, x):\n        return self.network(x)\n\n"
+       "batch_size = 128\ninput_size = 16384\nlayer_sizes = [16384, 16384]\noutput_size = 8192\n\n"
+       "def get_inputs():\n    return [torch.rand(batch_size, input_size)]\n\n"
+       "def get_init_inputs():\n    return [input_size, layer_sizes, output_size]\n")
+BIAS = ("import torch\nimport torch.nn as nn\n\n"  # level 2's shape: a tuple that repeats another size constant
+        "class Model(nn.Module):\n    def __init__(self, c_in, c_out, k, bias_shape):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(c_in, c_out, k)\n        self.bias = nn.Parameter(torch.randn(bias_shape))\n\n"
+        "    def forward(self, x):\n        return self.conv(x) + self.bias\n\n"
+        "batch_size = 64\nin_channels = 32\nout_channels = 128\nheight = width = 64\nkernel_size = 3\n"
+        "bias_shape = (out_channels, 1, 1)\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, in_channels, height, width)]\n\n"
+        "def get_init_inputs():\n    return [in_channels, out_channels, kernel_size, bias_shape]\n")
+
+
+def test_a_list_of_sizes_shrinks_with_the_rest(tmp_path):
+    """level3/1_MLP's hidden widths are a list constant: the rule halves its elements too, so its 16384 x 16384
+    weights fit the interpreter's bound (they kept their full size before: only integer constants shrank)."""
+    from fitness.sizes import MAX_ELEMENTS, largest_tensor
+
+    path = tmp_path / "1_MLP.py"
+    path.write_text(MLP)
+    spec = resolve_problem(str(path), size_preset="test")
+    problem = load_problem(spec)
+    assert 0 < largest_tensor(problem) <= MAX_ELEMENTS
+    assert isinstance(spec.sizes["layer_sizes"], list) and all(8 <= v < 16384 for v in spec.sizes["layer_sizes"])
+    assert problem.module.layer_sizes == spec.sizes["layer_sizes"]
+    weights = [p.shape for p in problem.Model(*problem.get_init_inputs()).parameters() if p.dim() == 2]
+    assert [w[0] for w in weights[:2]] == spec.sizes["layer_sizes"]  # the model is built at the shrunk widths
+    assert "layer_sizes=[16384, 16384]" in spec.size_note  # the file's own value, said
+    assert resolve_problem(str(path), size_preset="test") == spec
+
+
+def test_a_tuple_that_repeats_a_size_shrinks_with_it_and_lists_are_overridable(tmp_path):
+    """`bias_shape = (out_channels, 1, 1)` must follow out_channels: neither halves alone on the meta device, so
+    they halve together; a user sets a list constant with a list, and a number for it is refused, naming both."""
+    from fitness.sizes import MAX_ELEMENTS, largest_tensor
+
+    path = tmp_path / "conv_bias.py"
+    path.write_text(BIAS)
+    spec = resolve_problem(str(path), size_preset="test")
+    assert spec.sizes["bias_shape"] == (spec.sizes["out_channels"], 1, 1) and spec.sizes["out_channels"] < 128
+    assert 0 < largest_tensor(load_problem(spec)) <= MAX_ELEMENTS
+    mlp = tmp_path / "mlp.py"
+    mlp.write_text(MLP)
+    fixed = resolve_problem(str(mlp), sizes={"layer_sizes": [24, 40]}, size_preset="test")
+    assert fixed.sizes["layer_sizes"] == [24, 40] and load_problem(fixed).module.layer_sizes == [24, 40]
+    with pytest.raises(ProblemError, match=r"layer_sizes=8: the file's layer_sizes is \[16384, 16384\]; give a list"):
+        load_problem(resolve_problem(str(mlp), sizes={"layer_sizes": 8}))
+
+
+def test_other_sizes_move_the_elements_of_a_list_of_sizes_too(tmp_path):
+    """The check at other sizes (is the best kernel baked at the test sizes?) changes level3/1_MLP's hidden widths
+    as it changes its integers: a kernel with the widths baked in fails there."""
+    from fitness.sizes import other_sizes, other_value
+
+    path = tmp_path / "1_MLP.py"
+    path.write_text(MLP)
+    spec = resolve_problem(str(path), size_preset="test")
+    other = other_sizes(load_problem(spec))
+    assert other.changed["layer_sizes"] == [other_value(v) for v in spec.sizes["layer_sizes"]]
+    assert other.changed["input_size"] == other_value(spec.sizes["input_size"]) and other.unchanged == []

@@ -153,11 +153,12 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
 
 def _varying_sizes(problem) -> set[int]:
     """The values of the problem's size constants that other sizes change (those set for it, and the file's integers
-    of at least fitness.sizes.MIN_SHRINKABLE; not kernel sizes, strides, a 3 of RGB channels)."""
+    of at least fitness.sizes.MIN_SHRINKABLE, also in its lists and tuples of sizes; not kernel sizes, strides, a 3
+    of RGB channels)."""
     from fitness.sizes import MIN_SHRINKABLE
 
-    return {v for k, v in problem.sizes.items() if isinstance(v, int) and (k in problem.spec.sizes
-                                                                          or v >= MIN_SHRINKABLE)}
+    return {x for k, v in problem.sizes.items() for x in (v if isinstance(v, (list, tuple)) else [v])
+            if type(x) is int and (k in problem.spec.sizes or x >= MIN_SHRINKABLE)}
 
 
 def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool) -> dict:

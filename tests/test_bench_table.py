@@ -1,0 +1,239 @@
+"""The bench's table per KernelBench level (evo/bench_table.py): correct rates over the attempted runs and over the
+whole level, fast_p and geometric means against each baseline, the best and the best Triton-expressible one, the
+failures grouped by cause, the rows whose best baseline is a library call (fitness.baselines.library_kernels), and
+`kernelevo table` over several bench directories (kernelevo/tables.py). Rows are written by hand (fake baseline
+readings), at CPU speed; one test compiles a Linear with torch.compile to read Inductor's code."""
+import json
+
+import pytest
+
+from conftest import kernelevo
+from evo.bench import Row
+from evo.bench_report import write_bench_report
+from evo.bench_table import cause_of, failures, level_of, paper_summary
+from evo.outcome import RunOutcome, outcome_of
+from evo.store import RunStore
+from core.genome import Genome
+from core.individual import Individual
+from fitness import baseline_cache
+from fitness.baselines import Baseline, inductor_code, library_kernels, measure, triton_best
+from fitness.result import EvalResult
+from fitness.timing import TimingStats
+
+SEED = "import triton\n\nBLOCK = 64\n"
+CUBLAS = {"compile": ["cuBLAS extern_kernels.mm"], "max_autotune": ["cuBLAS extern_kernels.mm"]}
+
+
+def stats(seconds: float) -> TimingStats:
+    return TimingStats.from_samples("cuda-events", [seconds])
+
+
+def gpu_row(name: str, time_s: float, eager: float, compile_: float, max_autotune: float, library=None,
+            seed=None) -> Row:
+    """A correct run of `name` on a GPU: its kernel `time_s` against the three baselines (us), whose code calls
+    the library kernels `library` (None: not known)."""
+    baseline = Baseline(stats(eager * 1e-6), stats(compile_ * 1e-6), [], stats(max_autotune * 1e-6),
+                        dict.fromkeys(("eager", "compile", "max_autotune"), "ok"), library=library or {})
+    result = EvalResult(status="ok", problem=name, device="cuda:0", timer="cuda-events", time_s=time_s * 1e-6,
+                        policy={"name": "triton"}, **baseline.figures(time_s * 1e-6))
+    best = Individual("1.0", Genome.from_source(SEED), ("0.0",), "param_mutation", 1, result)
+    return Row(name, "ok", gpu="NVIDIA H100", summary=outcome_of(best, None, None, "seed"), search_seed=seed)
+
+
+def failed(name: str, reason: str, status: str = "failed", summary_reason: str = "") -> Row:
+    summary = RunOutcome(status=status, reason=summary_reason) if summary_reason else RunOutcome()
+    return Row(name, status, reason, summary=summary)
+
+
+def test_library_kernels_are_read_from_inductors_code_and_name_the_library():
+    code = ("from torch._inductor.select_algorithm import extern_kernels\naten = torch.ops.aten\n"
+            "buf0 = empty_strided_cuda((8, 8), (8, 1), torch.float32)\n"
+            "extern_kernels.mm(arg0_1, reinterpret_tensor(arg1_1, (8, 8), (1, 8), 0), out=buf0)\n"
+            "buf1 = extern_kernels.convolution(arg2_1, arg3_1, stride=(1, 1))\n"
+            "triton_poi_fused_relu_0.run(buf0, 64, stream=stream0)\n")
+    assert library_kernels([code]) == ["cuBLAS extern_kernels.mm", "cuDNN extern_kernels.convolution"]
+    assert library_kernels(["triton_poi_fused_relu_0.run(buf0, 64)\naten = torch.ops.aten\n"]) == []
+    assert library_kernels(["buf = torch.ops.aten._scaled_dot_product_flash_attention.default(q, k, v)"]) == \
+        ["flash attention torch.ops.aten._scaled_dot_product_flash_attention"]
+
+
+@pytest.mark.slow
+def test_the_code_torch_compile_writes_is_read_as_it_compiles():
+    """The baseline job's hook (GraphLowering.save_output_code) on a real compile: a Linear keeps its library GEMM
+    (addmm) in Inductor's code, a ReLU is Triton/C++ only."""
+    import torch
+
+    linear = torch.compile(torch.nn.Linear(8, 8))
+    with inductor_code() as codes:
+        linear(torch.randn(4, 8))
+    assert [k.split(" ", 1)[1] for k in library_kernels(codes)] == ["extern_kernels.addmm"]
+    relu = torch.compile(lambda x: torch.relu(x) * 2)
+    with inductor_code() as codes:
+        relu(torch.randn(4, 8))
+    assert codes and library_kernels(codes) == []
+
+
+def test_the_baseline_jobs_library_kernels_reach_the_result_and_the_machines_cache(tmp_path):
+    class Outcome:
+        status, stage = "ok", ""
+        result = {"status": "ok", "timing": {"eager": stats(30e-6).to_dict(), "compile": stats(20e-6).to_dict()},
+                  "library": {"compile": ["cuBLAS extern_kernels.mm"]}}
+
+    baseline = measure(lambda names: Outcome(), ["eager", "compile"], 1, lambda o: "", None)
+    assert baseline.library == {"compile": ["cuBLAS extern_kernels.mm"]}
+    assert baseline.figures(10e-6)["baseline_library"] == {"compile": ["cuBLAS extern_kernels.mm"]}
+    path = tmp_path / "b.json"
+    path.write_text(baseline_cache.to_json(baseline, {"problem": "p"}, 1.0))
+    assert baseline_cache.from_json(path.read_text(), path).library == baseline.library
+    older = json.loads(path.read_text())
+    del older["library"]  # a file of before: measured again (once), not read as "no library kernel"
+    cached = baseline_cache.path_for(tmp_path, {"problem": "p"})
+    cached.parent.mkdir(parents=True)
+    cached.write_text(json.dumps(older))
+    calls = []
+    again = baseline_cache.cached_or_measured(tmp_path, {"problem": "p"}, lambda: calls.append(1) or baseline)
+    assert calls == [1] and again.library == baseline.library
+    assert baseline_cache.cached_or_measured(tmp_path, {"problem": "p"}, lambda: calls.append(2)).library == \
+        baseline.library and calls == [1]  # kept with its library kernels: read back, not measured a third time
+
+
+def test_the_best_triton_expressible_baseline_leaves_out_library_calls_and_eager_follows_compile():
+    row = gpu_row("level1/1_Square_matrix_multiplication_.py", 10, 40, 20, 8, CUBLAS)
+    assert row.summary.best_baseline == "max_autotune" and row.summary.baseline_library == CUBLAS
+    assert triton_best(vars(row.summary)) is None  # eager calls cuBLAS where compile does: none is Triton
+    mixed = gpu_row("level2/9_Matmul.py", 10, 40, 20, 8, {"compile": ["cuBLAS extern_kernels.mm"],
+                                                          "max_autotune": []})
+    assert triton_best(vars(mixed.summary)) == ("max_autotune", pytest.approx(0.8))
+    fused = gpu_row("level1/19_ReLU.py", 10, 30, 20, 15, {"compile": [], "max_autotune": []})
+    assert triton_best(vars(fused.summary)) == ("max_autotune", pytest.approx(1.5))  # eager counts: no library
+    assert triton_best(vars(gpu_row("level1/23_Softmax.py", 10, 30, 20, 15).summary)) is None  # not known
+
+
+def test_fast_p_and_geometric_means_per_level_against_each_baseline(tmp_path):
+    rows = [gpu_row("level1/19_ReLU.py", 10, 30, 20, 15, {"compile": [], "max_autotune": []}),  # 1.5x over best
+            gpu_row("level1/1_Square_matrix_multiplication_.py", 10, 40, 20, 8, CUBLAS),  # 0.8x, best cuBLAS
+            failed("level1/54_conv_standard_3D.py", "exit code 2: Inductor's code for 54 calls library kernels "
+                   "(torch.convolution) for which it has no Triton form here: ..."),
+            gpu_row("level2/9_Matmul.py", 10, 12, 11, 9, {"compile": ["cuBLAS extern_kernels.mm"],
+                                                           "max_autotune": []}),  # 0.9x over max-autotune
+            failed("level3/1_MLP.py", "exit code 2: the converter failed on Inductor's code for 1_MLP "
+                   "(AttributeError: 'Sequential' object ...)")]
+    paper = paper_summary(rows, {"level1": 100, "level2": 100, "level3": 50})
+    one, two, three = paper["levels"]
+    assert (one["level"], one["attempted"], one["correct"], one["size"]) == ("level1", 3, 2, 100)
+    assert one["correct_of_attempted"] == pytest.approx(2 / 3) and one["correct_of_level"] == pytest.approx(0.02)
+    best = one["against"]["best"]
+    assert (best["fast_0"], best["fast_1"], best["fast_1.5"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3), 0.0)
+    assert best["geomean"]["value"] == pytest.approx((1.5 * 0.8) ** 0.5) and best["measured"] == 2
+    assert one["against"]["eager"]["fast_1.5"] == pytest.approx(2 / 3)  # 3x and 4x over eager
+    triton = one["against"]["triton_best"]  # ReLU 1.5x over max-autotune; the GEMM: no Triton baseline known
+    assert triton["measured"] == 1 and triton["geomean"]["value"] == pytest.approx(1.5)
+    assert triton["fast_1"] == pytest.approx(1 / 3)
+    assert one["library_best"] == {"level1/1_Square_matrix_multiplication_.py": "max-autotune (cuBLAS "
+                                                                                  "extern_kernels.mm)"}
+    assert two["against"]["best"]["fast_0"] == 1.0 and two["against"]["best"]["fast_1"] == 0.0
+    assert two["library_best"] == {}  # its best baseline, max-autotune, is Triton
+    assert (three["correct"], three["correct_of_level"]) == (0, 0.0)
+    summary = write_bench_report(tmp_path, rows, "three levels", {"level_sizes": {"level1": 100}})
+    table = (tmp_path / "bench.md").read_text()
+    assert "| level1 | 100 | 3 | 2 of 3 | 67% | 2% | 0 | 1 |" in table
+    assert "| level2 | ? | 1 | 1 of 1 | 100% | - | 0 | 0 |" in table  # its size not known: no rate over it
+    assert "| level1 | best baseline | 67% | 33% | 0% | 1.10x over 2 |" in table
+    assert "| level1 | best Triton-expressible baseline | 33% | 33% | 0% | 1.50x over 1 |" in table
+    assert "best baseline: max-autotune (cuBLAS extern_kernels.mm); no baseline known to be Triton-expressible" \
+        in table
+    assert "| level1/1_Square_matrix_multiplication_.py | max-autotune (cuBLAS extern_kernels.mm) |" in table
+    assert "<h2>Failures by cause</h2>" in (tmp_path / "bench.html").read_text()
+    assert "- without a correct kernel: converter: AttributeError 1; library call: torch.convolution 1" in table
+    assert "| library call: torch.convolution | 1 | level1/54_conv_standard_3D.py |" in table
+    assert json.loads((tmp_path / "bench.json").read_text())["summary"]["paper"] == json.loads(json.dumps(
+        summary["paper"]))
+
+
+def test_two_search_seeds_give_each_levels_geometric_mean_an_interval(tmp_path):
+    rows = [gpu_row(f"level1/{i}_P.py", 10, 30, 20, t, seed=s) for i, base in ((1, 11), (2, 14), (3, 9))
+            for s, t in ((0, base), (1, base + 1))]
+    level = paper_summary(rows)["levels"][0]
+    assert level["seeds"] == 2 and level["attempted"] == 3 and level["runs"] == 6
+    mean = level["against"]["max_autotune"]["geomean"]
+    assert mean["low"] is not None and mean["low"] <= mean["value"] <= mean["high"]
+
+
+def test_failures_are_grouped_by_a_short_cause_with_their_problems():
+    rows = [failed("level1/63_conv.py", "exit code 2: Inductor's code for 63 calls library kernels "
+                   "(torch.convolution) for which it has no Triton form here: policy 'triton' rejects ..."),
+            failed("level2/1_Conv2D.py", "exit code 2: Inductor's code for 1 calls library kernels "
+                   "(torch.convolution) for which ..."),
+            failed("level1/97_SDPA.py", "exit code 2: Inductor generated no Triton kernel for this problem (it "
+                   "calls library kernels only): pass a seed file"),
+            failed("level3/1_MLP.py", "exit code 2: the converter failed on Inductor's code for 1_MLP (KeyError: "
+                   "'network.0.weight'); pass a seed file"),
+            failed("level3/43_Attn.py", "exit code 2: kernel triton_red_0: Inductor's grid type Grid2DWithYZOverflow "
+                   "is not converted: ..."),
+            failed("level3/28_ViT.py", "exit code 2: Inductor calls the ATen operator aten._sdpa directly; ..."),
+            failed("level3/35_LSTM.py", "exit code 2: torch.compile of 35_LSTM failed, so there is no Inductor seed"),
+            failed("level2/14_Gemm.py", "5 generations done", "incorrect", "trial 1 (input seed 7): output: 3 of 8 "
+                   "elements exceed atol=0.01"),
+            failed("level1/94_MSE.py", "5 generations done", "incorrect", "coverage trial: predictions[3] changed"),
+            failed("level1/5_Big.py", "timed out: the search ran past the bench's limit"),
+            failed("level1/6_X.py", "implausible time: 5 us is below the data floor", "rejected",
+                   "implausible time: 5 us is below the data floor"),
+            failed("level1/7_Y.py", "exit code 1: baseline timing failed: CUDA out of memory"),
+            Row("level1/8_Z.py", "not started", "the bench was interrupted before it began"),
+            gpu_row("level1/19_ReLU.py", 10, 30, 20, 15)]
+    assert level_of("level3/1_MLP.py") == "level3" and level_of("row_softmax") == "other"
+    assert cause_of(rows[-1]) is None
+    groups = failures(rows)
+    assert list(groups)[0] == "library call: torch.convolution"  # the most frequent first
+    assert groups["library call: torch.convolution"] == ["level1/63_conv.py", "level2/1_Conv2D.py"]
+    assert groups["no Triton from Inductor"] == ["level1/97_SDPA.py"]
+    assert groups["converter: KeyError"] == ["level3/1_MLP.py"]
+    assert groups["converter: grid Grid2DWithYZOverflow"] == ["level3/43_Attn.py"]
+    assert groups["converter: ATen operator aten._sdpa"] == ["level3/28_ViT.py"]
+    assert groups["torch.compile failed"] == ["level3/35_LSTM.py"]
+    assert groups["incorrect: trial"] == ["level2/14_Gemm.py"]
+    assert groups["incorrect: coverage trial"] == ["level1/94_MSE.py"]
+    assert groups["timeout"] == ["level1/5_Big.py"] and groups["baseline failed"] == ["level1/7_Y.py"]
+    assert groups["rejected: implausible time"] == ["level1/6_X.py"] and groups["not started"] == ["level1/8_Z.py"]
+    assert sum(len(v) for v in groups.values()) == len(rows) - 1
+
+
+def bench_dir(folder, rows: list[Row], settings: dict | None = None, level_sizes: dict | None = None):
+    """A bench directory as `kernelevo bench` leaves it: rows/<slug>.json and, with `settings`, each problem's run
+    store holding that config."""
+    from evo.bench import slug
+
+    for row in rows:
+        (folder / "rows").mkdir(parents=True, exist_ok=True)
+        (folder / "rows" / f"{slug(row.name, row.search_seed)}.json").write_text(row.to_json())
+        if settings is not None:
+            store = RunStore(folder / "runs" / slug(row.name, row.search_seed))
+            store.set_meta("config", settings)
+            store.close()
+    if level_sizes:
+        (folder / "bench.json").write_text(json.dumps({"level_sizes": level_sizes}))
+    return folder
+
+
+def test_kernelevo_table_merges_bench_directories_and_refuses_a_problem_with_other_settings(tmp_path):
+    budget = {"search": {"wall_time_s": 15}}
+    relu = gpu_row("level1/19_ReLU.py", 10, 30, 20, 15)
+    a = bench_dir(tmp_path / "a", [relu, failed("level1/5_Big.py", "timed out")], budget, {"level1": 100})
+    b = bench_dir(tmp_path / "b", [gpu_row("level2/9_Matmul.py", 10, 12, 11, 9),
+                                   gpu_row("level1/5_Big.py", 10, 30, 20, 15)], budget, {"level2": 100})
+    done = kernelevo("table", f"bench_dirs=[{a},{b}]", f"out={tmp_path / 'all'}", cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "level1/5_Big.py: in " in out and "the later in bench_dirs) is kept" in out
+    merged = json.loads((tmp_path / "all" / "table.json").read_text())
+    assert sorted(r["name"] for r in merged["rows"]) == ["level1/19_ReLU.py", "level1/5_Big.py", "level2/9_Matmul.py"]
+    assert merged["level_sizes"] == {"level1": 100, "level2": 100} and merged["summary"]["correct"] == 3
+    assert "| level1 | 100 | 2 | 2 of 2 | 100% | 2% |" in (tmp_path / "all" / "table.md").read_text()
+    other = bench_dir(tmp_path / "c", [relu], {"search": {"wall_time_s": 60}})
+    done = kernelevo("table", f"bench_dirs=[{a},{other}]", f"out={tmp_path / 'clash'}", cwd=tmp_path)
+    err = done.stderr
+    assert done.returncode == 2 and err.count("\n") == 1
+    assert f"level1/19_ReLU.py is in {a} and {other} with other settings (search.wall_time_s: 15.0 -> 60.0)" in err
+    assert "leave one of those directories out of bench_dirs" in err and not (tmp_path / "clash").exists()
+    done = kernelevo("table", f"bench_dirs=[{a},{tmp_path / 'none'}]", f"out={tmp_path / 'x'}", cwd=tmp_path)
+    assert done.returncode == 2 and "holds no bench (no rows/ folder in it)" in done.stderr and not (tmp_path / "x").exists()
