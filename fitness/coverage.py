@@ -28,6 +28,13 @@ the reference on inputs and weights rounded to TF32, to nearest and toward zero,
 changed input; while one of them is not within the policy of the fp32 reference the amount is
 divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount
 passes another element is tried, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
+
+Both comparisons of the trial (the reference at the policy's precision against the fp32 one, and the candidate
+against the reference) are elementwise (atol, rtol), without the policy's normwise bound: the change concentrates the
+output's norm in the elements it moves, so the normwise bound would measure their allowed rounding against a norm
+they alone make (level2/66 at full size: one softmax row of 128, its TF32 rounding 0.1 % of an element, 40 % of the
+norm). The trial asks whether the output follows the move, which the elementwise tolerance answers: a skipped element
+misses the move at some element, a rescaled sample overshoots it there. The ordinary trials keep the normwise bound.
 """
 from __future__ import annotations
 
@@ -230,7 +237,7 @@ def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list,
             with torch.no_grad():
                 outputs = as_tensor_list(reference(*inputs))
             moved = move_ratio(outputs, base, policy)
-            ok = all(compare_outputs(each, outputs, policy).ok for each in coarse)
+            ok = all(compare_outputs(each, outputs, policy, normwise=False).ok for each in coarse)
             scrub([t for each in coarse for t in each] + outputs)
         finally:
             change.restore()
@@ -339,7 +346,7 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
         output = judged_call(buffers, saved, where, name="coverage_call")
         with torch.no_grad():
             refs = as_tensor_list(reference(*saved))
-        comparison = compare_outputs(output, refs, policy)
+        comparison = compare_outputs(output, refs, policy, normwise=False)
         if allowance is not None:
             comparison = allowance.judge(comparison, output, refs, saved, where)
         scrub(as_tensor_list(output) + refs + [t for t in saved if isinstance(t, torch.Tensor)])

@@ -6,7 +6,7 @@ rounded to 10 mantissa bits, as TF32 does) stands in for the GPU's TF32 on the C
 import torch
 from conftest import PROBLEMS, make_evaluator
 
-from fitness.correctness import as_tensor_list
+from fitness.correctness import as_tensor_list, compare_outputs
 from fitness.coverage import USABLE, TF32Reference, coverage_trial
 from fitness.policy import load_policy
 
@@ -208,3 +208,32 @@ def test_weights_that_tie_only_when_truncated_to_tf32_do_not_fail_an_honest_trun
                       ref=model, reduced=TF32Reference())
         assert "failure" in skipped, skipped  # still bites: a kernel skipping the changed column fails
     assert failed_with_nearest_only == 4
+
+
+def test_the_trial_compares_elementwise_so_the_moved_row_s_allowed_rounding_is_not_measured_against_its_own_norm():
+    """Level2/66 at full size: the change makes one softmax row peaked, so that row alone is the output's norm, and a
+    TF32 rounding within the elementwise tolerance of its peak exceeded the normwise bound (1e-2): no amount passed at
+    the policy's precision and x was not covered in 5 of 6 evaluations on an H200. The trial compares elementwise; a
+    candidate off by 1.5 % at the peak (within atol + rtol x |ref|) follows the change and passes, though its
+    normwise error there is over the bound; the ordinary trials keep the bound."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+
+    def off_at_the_peak(x):
+        out = reference(x)
+        return out + 0.015 * (out > 0.5)
+
+    seen = []
+
+    def judged(*inputs):
+        out = off_at_the_peak(*inputs)
+        seen.append(out.clone())  # the trial scrubs the output it was given
+        return out
+
+    for seed in range(3):
+        found = run(judged, [x], seed, reduced=lambda ref, inputs, policy: [ref(*inputs)])
+        assert "failure" not in found and found["inputs"]["x"] >= USABLE, found
+        assert bool((seen[-1] > 0.5).any())  # the changed input made a peak the candidate is off at
+    refs = [torch.softmax(torch.eye(4, 64) * 50, dim=-1)]  # rows peaked as under the change
+    assert not compare_outputs([refs[0] + 0.015 * (refs[0] > 0.5)], refs, POLICY).ok  # the normwise bound fails it
+    assert compare_outputs([refs[0] + 0.015 * (refs[0] > 0.5)], refs, POLICY, normwise=False).ok
