@@ -8,12 +8,14 @@ from concurrent.futures import Future
 import pytest
 
 from evo.run import SUPPLY_EVALUATORS, supplied
+from evo.seeding import Seed, ieee_where_tf32_fails
 from evo.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
+from fitness.result import EvalResult
 from test_steady_state import SOURCE, Cross, FakeTuner, Step, lineage
 from test_tuner import SEED, FakeService
 from experiments.scale.supply_cpu import measure
@@ -144,3 +146,39 @@ def test_the_lineage_is_a_function_of_the_evaluator_count_not_of_the_slots_or_th
     assert one.generation0_evaluations == 2 * 6 and first.generation0_evaluations == 2 * 24
     children = [sum(1 for ident, *_ in m.lineage if ident.startswith("1.")) for m in (one, first)]
     assert children[0] <= 4 < children[1] <= 16  # a generation: lambda_ (4) per evaluator
+
+
+class Precision:
+    """Judges a source with TF32 dots incorrect and one with IEEE dots correct, each after 0.1 s; records the most
+    judged at once."""
+
+    def __init__(self):
+        self.now = self.most = 0
+        self.guard = threading.Lock()
+
+    def submit(self, source, label=""):
+        with self.guard:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        done = Future()
+
+        def judge():
+            time.sleep(0.1)
+            with self.guard:
+                self.now -= 1
+            done.set_result(("key", EvalResult(status="incorrect" if "tf32" in source else "ok", time_s=1e-3)))
+
+        threading.Thread(target=judge).start()
+        return done
+
+
+def test_compiler_seeds_are_judged_for_their_tf32_dots_at_once_not_one_after_another(capsys):
+    seeds = [Seed.from_source(f"V = {v}\nc = tl.dot(a, b, input_precision='tf32')\n", f"inductor:{v}")
+             for v in range(3)] + [Seed.from_source("V = 9\n", "inductor:plain")]
+    service = Precision()
+    kept = ieee_where_tf32_fails(service, seeds)
+    assert service.most == 3  # the three with TF32 dots judged together, then their three rewrites together
+    assert [s.made_by for s in kept] == ["inductor:0", "inductor:1", "inductor:2", "inductor:plain"]
+    assert all("ieee" in s.genome.source for s in kept[:3]) and kept[3] == seeds[3]
+    lines = [line for line in capsys.readouterr().out.splitlines() if "IEEE fp32" in line]
+    assert [line.split("'")[0] for line in lines] == [f"[kernelevo] inductor:{v}" for v in range(3)]
