@@ -10,6 +10,11 @@ slot-seconds busy in a window (generation 0: from the search's start to the end 
 there to the search's end).
 
     PYTHONPATH=. python3 experiments/scale/supply_cpu.py            # occupancy on 1, 2, 4 evaluators; driver rate
+    PYTHONPATH=. python3 experiments/scale/supply_cpu.py --spread 3 --generations 6 --window 2   # a wider window
+
+"After it" ends when the search starts its last child (what follows drains the children in flight at the budget).
+The driver's rate: the same search with evaluations answered at once (the store's writes, Optuna's asks and tells,
+the operators and folding in, on the driver's threads).
 """
 from __future__ import annotations
 
@@ -149,7 +154,10 @@ class Measured:
         return self.evaluations / self.search_s if self.search_s else 0.0
 
 
-def measure(evaluators: int, per_evaluator: int = 6, seeds: int = 2, generations: int = 3, lambda_: int = 4,
+LAMBDA = 4  # search.lambda_ per evaluator
+
+
+def measure(evaluators: int, per_evaluator: int = 6, seeds: int = 2, generations: int = 3, lambda_: int = LAMBDA,
             hold_s: float = 0.05, spread: float = 1.0, tuner: TunerSettings = TunerSettings(), seed: int = 0,
             staleness: int | None = None, parallel: int | None = None, run_dir: Path | None = None) -> Measured:
     """One search on `evaluators` fake evaluators of `per_evaluator` slots each, from `seeds` seeds."""
@@ -194,7 +202,11 @@ def main(argv=None) -> None:
     parser.add_argument("--evaluators", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--per-evaluator", type=int, default=6, help="evaluation slots per evaluator")
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--hold-s", type=float, default=0.05, help="an evaluation's shortest duration")
+    parser.add_argument("--hold-s", type=float, default=0.3, help="an evaluation's shortest duration")
+    parser.add_argument("--spread", type=float, default=1.0, help="an evaluation takes hold-s x 1..1+spread")
+    parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--window", type=int, default=None,
+                        help="search.staleness as a multiple of a generation's children (default: one generation)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
     rows = []
@@ -202,7 +214,8 @@ def main(argv=None) -> None:
           "| after it: most in flight | slots busy | evaluations/s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for n in args.evaluators:
-        m = measure(n, args.per_evaluator, args.seeds, hold_s=args.hold_s)
+        m = measure(n, args.per_evaluator, args.seeds, args.generations, hold_s=args.hold_s, spread=args.spread,
+                    staleness=args.window * LAMBDA * n if args.window else None)
         rows.append({k: v for k, v in m.__dict__.items() if k != "lineage"})
         print(f"| {n} | {m.slots} | {m.generation0_s:.2f} | {m.generation0_evaluations} | {m.generation0_most} | "
               f"{m.generation0_occupancy:.0%} | {m.after_most} | {m.after_occupancy:.0%} | {m.results_per_s:.1f} |")
