@@ -13,7 +13,10 @@
 # On two GPUs (kind nvidia-h100-x2 / nvidia-h200-x2): "T=540 bash experiments/scale/four_gpus.sh warmup search1
 # searchray2 searchray1".
 # PHASE: warmup | searchN (local backend on GPUs 0..N-1) | searchrayN (fitness/backend=ray, N actors on GPUs
-# 0..N-1), N = 1..8: search1, searchray4, searchray2, search2, ... All phases share one cache (XDG_CACHE_HOME):
+# 0..N-1), N = 1..8: search1, searchray4, searchray2, search2, ...; a trailing w (searchray2w) runs it with a
+# staleness window of two generations (search.staleness = 2 x N x LAMBDA; experiments/results/supply_cpu.md).
+# The phases' folders come back in $OUT/four_gpus.tgz (the device returns at most 8 files), with $OUT/table.md.
+# All phases share one cache (XDG_CACHE_HOME):
 # `warmup` runs the problem once (a 5 s search) so that Inductor's seed (seeds/inductor cache) and the baselines
 # (fitness/baseline_cache.py) are on disk, and no measured phase pays for them; skipped when already warm (a machine
 # kept warm between calls). A phase whose estimate (EST) does not fit in the time left (T seconds from the start) is
@@ -28,11 +31,12 @@ OVERRIDES=${OVERRIDES:-}
 estimate() {  # seconds a phase may take: a search's budget plus start-up (Ray's more, and more with more actors)
   case $1 in
     warmup) echo 110 ;;
-    search[1-8]) echo $(( SEARCH_S + 35 )) ;;
-    searchray[1-8]) echo $(( SEARCH_S + 50 + 5 * ${1#searchray} )) ;;
+    search[1-8]|search[1-8]w) echo $(( SEARCH_S + 35 )) ;;
+    searchray[1-8]|searchray[1-8]w) n=${1#searchray}; echo $(( SEARCH_S + 50 + 5 * ${n%w} )) ;;
   esac
 }
 devices() { seq -s, 0 $(( $1 - 1 )); }  # 0,1,...,N-1
+window() { [ "${1: -1}" = w ] && echo search.staleness=$(( 2 * $2 * LAMBDA )); }  # PHASE N: a w phase's window
 if [ ! -d /tmp/site/deap ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
@@ -69,8 +73,10 @@ for phase in "$@"; do
   t0=$(date +%s.%N)
   case $phase in
     warmup)     search warmup 0 5 && touch $HOME/warm ;;
-    searchray*) n=${phase#searchray}; search $phase $(devices $n) $SEARCH_S "${ray[@]}" fitness.backend.gpus=$n ;;
-    search*)    n=${phase#search}; search $phase $(devices $n) $SEARCH_S parallel=$(( PARALLEL * n )) gpus=$n ;;
+    searchray*) n=${phase#searchray}; wide=$(window $phase ${n%w})
+                search $phase $(devices ${n%w}) $SEARCH_S "${ray[@]}" fitness.backend.gpus=${n%w} $wide ;;
+    search*)    n=${phase#search}; n=${n%w}; wide=$(window $phase $n)
+                search $phase $(devices $n) $SEARCH_S parallel=$(( PARALLEL * n )) gpus=$n $wide ;;
   esac > $OUT/$phase/log.txt 2>&1
   rc=$?; t1=$(date +%s.%N); kill $smi
   echo "$t0 $t1 $rc" > $OUT/$phase/wall.txt
@@ -80,3 +86,5 @@ for phase in "$@"; do
 done
 cat $OUT/phases.txt
 python3 experiments/scale/four_gpus_table.py $OUT > $OUT/table.md; cat $OUT/table.md
+phases=$(cd $OUT && ls -d warmup search* 2>/dev/null)
+[ -n "$phases" ] && tar czf $OUT/four_gpus.tgz -C $OUT $phases && (cd $OUT && rm -rf $phases)
