@@ -9,7 +9,7 @@ seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from evo.report_html import write_report
 from evo.search import Search, SearchSettings
 from evo.seeding import make_seeds
 from evo.store import RunStore
+from evo.settings import TunerSettings
 from evo.tuner import Tuner, tuner_options
 from core.resources import process_started
 from fitness.evaluator import Evaluator, start_up_under_lock
@@ -169,9 +170,8 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
     marks["service"] = time.time()
     try:
         settings = supplied(settings, store, len(service.evaluators))
-        options = tuner_options(cfg.search.tuner)
-        tuner = Tuner(service, store.optuna_url, seed=cfg.search.seed, store=store, **options,
-                      seed_parallel=settings.seed_batch(options["parallel"], options["trials"]))
+        tuner = supplied_tuner(service, store.optuna_url, settings, TunerSettings(**tuner_options(cfg.search.tuner)),
+                               cfg.search.seed, store)
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
         print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale),
@@ -229,6 +229,16 @@ def supplied(settings: SearchSettings, store: RunStore, evaluators: int) -> Sear
               f"supply it started with ({started} x search.lambda_ children a generation), so its lineage goes on",
               flush=True)
     return settings.on_evaluators(started or evaluators)
+
+
+def supplied_tuner(service: EvaluationService, storage_url: str | None, settings: SearchSettings,
+                   tuning: TunerSettings, seed: int, store: RunStore) -> Tuner:
+    """The run's tuner (``search.tuner``: `tuning`) with the search's supply on its evaluators (`settings`, as
+    ``supplied`` made them): each of generation 0's seeds tuned ``SearchSettings.seed_trials`` trials,
+    ``seed_batch`` at once."""
+    return Tuner(service, storage_url, seed=seed, store=store, **asdict(tuning),
+                 seed_trials=settings.seed_trials(tuning.trials),
+                 seed_parallel=settings.seed_batch(tuning.parallel, tuning.trials))
 
 
 def run_search(search: Search, service: EvaluationService, store: RunStore, settings: SearchSettings,

@@ -67,19 +67,25 @@ def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Pat
 def ieee_where_tf32_fails(service: EvaluationService, seeds: list[Seed]) -> list[Seed]:
     """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
     dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
-    evaluation is the one the search would make (the run store keeps it)."""
+    evaluation is the one the search would make (the run store keeps it). The seeds are judged at once, and so are
+    the rewrites, over the evaluators (not one seed after another); the lines keep the seeds' order."""
+    ieee = [ieee_dots(seed.genome.source) for seed in seeds]
+    judged = [service.submit(seed.genome.rendered(), label=seed.made_by) if rewrite is not None else None
+              for seed, rewrite in zip(seeds, ieee)]
+    incorrect = [future is not None and future.result()[1].status == "incorrect" for future in judged]
+    rewrites = [Seed.from_source(rewrite, seed.made_by) if bad else None
+                for seed, rewrite, bad in zip(seeds, ieee, incorrect)]
+    again = [service.submit(r.genome.rendered(), label=f"{r.made_by} (IEEE fp32 dots)") if r is not None else None
+             for r in rewrites]
     kept = []
-    for seed in seeds:
-        ieee = ieee_dots(seed.genome.source)
-        result = service.evaluate(seed.genome.rendered(), label=seed.made_by)[1] if ieee is not None else None
-        if result is not None and result.status == "incorrect":
-            rewrite = Seed.from_source(ieee, seed.made_by)
-            again = service.evaluate(rewrite.genome.rendered(), label=f"{seed.made_by} (IEEE fp32 dots)")[1]
+    for seed, rewrite, future in zip(seeds, rewrites, again):
+        if future is not None:
+            result = future.result()[1]
+            why = result.reason.strip().splitlines()[0][:200] if result.reason else ""
             print(f"[kernelevo] {seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products "
-                  + ("it is correct: the search starts from that" if again.ok else
-                     f"it is {again.status} too: {again.reason.strip().splitlines()[0][:200] if again.reason else ''}"),
+                  + ("it is correct: the search starts from that" if result.ok else f"it is {result.status} too: {why}"),
                   flush=True)
-            seed = rewrite if again.ok else seed
+            seed = rewrite if result.ok else seed
         kept.append(seed)
     return kept
 

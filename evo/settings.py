@@ -51,8 +51,9 @@ class Population:
     staleness: Optional[int] = None
     # supply that follows the GPUs: lambda_ is per evaluator (GPU, or Ray actor), so a search on N of them makes
     # N x lambda_ children per island and generation, N times as many in flight, and tunes its seeds N times as
-    # many trials at once (up to search.tuner.trials); the lineage is a function of config, seed, measurements and
-    # that N (kept from the run's start on resume). false: lambda_ and the seeds' batch whatever the GPUs
+    # many trials, as many at once (search.tuner.trials and .parallel per evaluator for a seed); the lineage is a
+    # function of config, seed, measurements and that N (kept from the run's start on resume). false: lambda_ and
+    # the seeds' trials whatever the GPUs
     lambda_per_gpu: bool = True
 
 
@@ -105,10 +106,16 @@ class SearchSettings(Population):
         """Children per generation: lambda_ (per evaluator) per island."""
         return self.offspring * self.islands
 
+    def seed_trials(self, trials: int) -> int:
+        """Trials of one seed in generation 0 (the seeds, tuned together before any child): the tuner's trials per
+        evaluator (``scale``), so generation 0 on N evaluators is N times generation 0 on one, in as many of the
+        tuner's batches (rounds of trials told before the next are asked)."""
+        return trials * self.scale
+
     def seed_batch(self, tuner_parallel: int, trials: int) -> int:
-        """Trials of one seed evaluated at once in generation 0 (the seeds are tuned together, before any child):
-        the tuner's batch per evaluator, at most every trial."""
-        return max(1, min(trials, tuner_parallel * self.scale))
+        """Trials of one seed evaluated at once in generation 0: the tuner's batch per evaluator, at most every one
+        of the seed's trials (``seed_trials``)."""
+        return max(1, min(self.seed_trials(trials), tuner_parallel * self.scale))
 
     @property
     def window(self) -> int:

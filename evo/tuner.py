@@ -84,12 +84,13 @@ class Tuner:
     def __init__(self, service: EvaluationService, storage_url: str | None, trials: int = TunerSettings.trials,
                  seed: int = 0, prune_factor: float = TunerSettings.prune_factor,
                  parallel: int = TunerSettings.parallel, *, sampler: str = TunerSettings.sampler,
-                 warm_start: bool = TunerSettings.warm_start, store=None, seed_parallel: int | None = None):
+                 warm_start: bool = TunerSettings.warm_start, store=None, seed_parallel: int | None = None,
+                 seed_trials: int | None = None):
         """`storage_url`: where finished studies are copied (None: nowhere; the individuals' records hold every
         trial). `store`: the run store (evo.store.RunStore), where the tuning records of individuals tuned before a
-        resume are read back (None: only those this tuner tuned). `seed_parallel`: trials asked at once for a
-        generation-0 individual (a seed; None: `parallel`), the search's supply on several GPUs
-        (``SearchSettings.seed_batch``)."""
+        resume are read back (None: only those this tuner tuned). `seed_trials`, `seed_parallel`: trials of a
+        generation-0 individual (a seed) and how many of them are asked at once (None: `trials`, `parallel`), the
+        search's supply on several GPUs (``SearchSettings.seed_trials``, ``seed_batch``)."""
         check_tuner_settings(trials, parallel, sampler)
         self.service = service
         self.storage = optuna.storages.InMemoryStorage()  # the studies being tuned (thread-safe)
@@ -101,6 +102,7 @@ class Tuner:
         self.prune_factor = prune_factor
         self.parallel = parallel
         self.seed_parallel = seed_parallel or parallel
+        self.seed_trials = seed_trials or trials
         self.sampler = sampler
         self.warm_start = warm_start and sampler == "tpe"  # random search learns nothing from them
         self.memory = TuningMemory(store)
@@ -112,19 +114,28 @@ class Tuner:
     def study_name(self, individual: Individual) -> str:
         return f"tune-{individual.id}"
 
-    def _sampler(self, individual: Individual) -> optuna.samplers.BaseSampler:
+    def _budget(self, individual: Individual) -> tuple[int, int]:
+        """(trials, how many at once) for `individual`: a seed's (generation 0) follow the evaluators; one that keeps
+        its written launch settings has one, its own."""
+        if keeps_written_launch(individual, self.on_gpu):
+            return 1, 1
+        if individual.generation == 0:
+            return self.seed_trials, self.seed_parallel
+        return self.trials, self.parallel
+
+    def _sampler(self, individual: Individual, trials: int) -> optuna.samplers.BaseSampler:
         seed = self.seed + int(individual.key[:6], 16)
         if self.sampler == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         # constant_liar: the trials of a batch, asked together, each see the others as running and spread out
-        return optuna.samplers.TPESampler(multivariate=True, n_startup_trials=startup_trials(self.trials),
+        return optuna.samplers.TPESampler(multivariate=True, n_startup_trials=startup_trials(trials),
                                           constant_liar=True, seed=seed)
 
-    def _fresh_study(self, individual: Individual, structure: str, ancestry: list) -> optuna.Study:
+    def _fresh_study(self, individual: Individual, structure: str, ancestry: list, trials: int) -> optuna.Study:
         name = self.study_name(individual)  # tuned once per process; an earlier run's study is replaced in run.db
         # when this one is copied there (_copy_to_run_storage)
         study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize",
-                                    sampler=self._sampler(individual))
+                                    sampler=self._sampler(individual, trials))
         genome = individual.genome
         warm = warm_trials(genome.space, ancestry) if self.warm_start else []
         study.add_trials(warm)
@@ -177,12 +188,12 @@ class Tuner:
             return tuned
         structure = genome.structure
         ancestry = self.memory.ancestry(individual, structure)
-        study = self._fresh_study(individual, structure, ancestry)
+        trials, at_once = self._budget(individual)
+        study = self._fresh_study(individual, structure, ancestry, trials)
         best, best_params, records = None, None, []
         known = {signature(t.params) for t in study.get_trials(deepcopy=False, states=(COMPLETE, PRUNED))}
         rng = Random(f"{self.seed}:{individual.key}")  # the draws in place of repeats
-        asked, trials = 0, 1 if keeps_written_launch(individual, self.on_gpu) else self.trials
-        at_once = self.seed_parallel if individual.generation == 0 else self.parallel
+        asked = 0
         while asked < trials:
             batch = [self._ask(study, genome.space, known, asked + i == 0, rng)
                      for i in range(min(at_once, trials - asked))]

@@ -8,24 +8,30 @@ from concurrent.futures import Future
 import pytest
 
 from evo.run import SUPPLY_EVALUATORS, supplied
+from evo.seeding import Seed, ieee_where_tf32_fails
 from evo.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
 from evo.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
+from fitness.result import EvalResult
 from test_steady_state import SOURCE, Cross, FakeTuner, Step, lineage
 from test_tuner import SEED, FakeService
+from experiments.scale.supply_cpu import measure
 
 
 def test_lambda_is_per_evaluator_unless_asked_otherwise():
     one = SearchSettings(mu=4, lambda_=8)
     four = one.on_evaluators(4)
     assert (one.per_generation, one.children_in_flight, one.window, one.seed_batch(3, 6)) == (8, 8, 8, 3)
-    assert (four.per_generation, four.children_in_flight, four.window, four.seed_batch(3, 6)) == (32, 32, 32, 6)
-    assert four.seed_batch(3, 20) == 12  # the tuner's batch per evaluator, at most every trial
+    assert (four.per_generation, four.children_in_flight, four.window) == (32, 32, 32)
+    # a seed's trials and its batch are the tuner's per evaluator: generation 0 in as many rounds as on one
+    assert (one.seed_trials(6), four.seed_trials(6), four.seed_batch(3, 6), four.seed_batch(3, 20)) == (6, 24, 12, 12)
+    assert four.seed_batch(8, 1) == 4  # at most every one of the seed's trials
     fixed = SearchSettings(mu=4, lambda_=8, lambda_per_gpu=False).on_evaluators(4)
-    assert (fixed.per_generation, fixed.children_in_flight, fixed.seed_batch(3, 6)) == (8, 8, 3)
+    assert (fixed.per_generation, fixed.children_in_flight, fixed.seed_trials(6), fixed.seed_batch(3, 6)) == \
+        (8, 8, 6, 3)
     assert SearchSettings(lambda_=8, islands=2, parallel=5).on_evaluators(4).children_in_flight == 5  # as set
     with pytest.raises(ValueError, match="at least one evaluator"):
         one.on_evaluators(0)
@@ -104,6 +110,15 @@ def test_a_seed_is_tuned_with_the_larger_batch_and_a_child_with_the_tuners_own()
     assert 1 <= child_service.most <= 3  # (a configuration beyond the profile's limits is skipped, not evaluated)
 
 
+def test_a_seed_on_four_evaluators_is_tuned_four_times_the_trials_in_as_many_rounds():
+    service = InFlight()
+    tuned = Tuner(service, None, trials=6, parallel=3, seed_trials=24, seed_parallel=12).tune(Individual("0.0", SEED))
+    trials = tuned.tuning["trials"]
+    assert len(trials) == tuned.trials == 24  # two rounds of 12, as one GPU's two of 3 (a configuration beyond the
+    assert 6 < service.most <= 12  # profile's limits is skipped, not evaluated)
+    assert len(service.evaluated) == sum(1 for t in trials if "skipped" not in t.get("note", ""))
+
+
 def test_a_resumed_run_keeps_the_evaluator_count_it_started_with(tmp_path, capsys):
     store = RunStore(tmp_path)
     settings = SearchSettings(lambda_=8)
@@ -111,3 +126,59 @@ def test_a_resumed_run_keeps_the_evaluator_count_it_started_with(tmp_path, capsy
     resumed = supplied(settings, store, 1)  # resumed on one GPU: the lineage it began goes on
     assert resumed.per_generation == 32 and "started on 4 evaluators and resumes on 1" in capsys.readouterr().out
     store.close()
+
+
+# occupancy: the search, tuner, store and evaluation service as a run wires them, over fake evaluators --------------
+def test_generation_0_and_after_it_keep_four_evaluators_slots_busy():
+    """Four evaluators of 6 slots (24), two seeds: generation 0 asks every slot at once (it asked 12 before its seeds'
+    trials followed the evaluators: at most half the slots busy) and after it the children keep them busy."""
+    m = measure(4, per_evaluator=6, seeds=2, generations=2, hold_s=0.6)  # long beside the driver's work per trial
+    assert m.generation0_occupancy >= 0.55 and m.generation0_most == 24
+    assert m.after_occupancy >= 0.4 and m.after_most == 24
+    assert m.generation0_evaluations == 2 * 24  # each seed: the tuner's 6 trials per evaluator
+
+
+def test_the_lineage_is_a_function_of_the_evaluator_count_not_of_the_slots_or_the_finishing_order():
+    first = measure(4, per_evaluator=6, seeds=2, generations=2, hold_s=0.02, spread=3.0)
+    again = measure(4, per_evaluator=2, seeds=2, generations=2, hold_s=0.02, spread=3.0)  # other slots and order
+    assert first.lineage == again.lineage and first.generation0_most >= 4
+    one = measure(1, per_evaluator=6, seeds=2, generations=2, hold_s=0.02, spread=3.0)
+    assert one.generation0_evaluations == 2 * 6 and first.generation0_evaluations == 2 * 24
+    children = [sum(1 for ident, *_ in m.lineage if ident.startswith("1.")) for m in (one, first)]
+    assert children[0] <= 4 < children[1] <= 16  # a generation: lambda_ (4) per evaluator
+
+
+class Precision:
+    """Judges a source with TF32 dots incorrect and one with IEEE dots correct, each after 0.1 s; records the most
+    judged at once."""
+
+    def __init__(self):
+        self.now = self.most = 0
+        self.guard = threading.Lock()
+
+    def submit(self, source, label=""):
+        with self.guard:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        done = Future()
+
+        def judge():
+            time.sleep(0.1)
+            with self.guard:
+                self.now -= 1
+            done.set_result(("key", EvalResult(status="incorrect" if "tf32" in source else "ok", time_s=1e-3)))
+
+        threading.Thread(target=judge).start()
+        return done
+
+
+def test_compiler_seeds_are_judged_for_their_tf32_dots_at_once_not_one_after_another(capsys):
+    seeds = [Seed.from_source(f"V = {v}\nc = tl.dot(a, b, input_precision='tf32')\n", f"inductor:{v}")
+             for v in range(3)] + [Seed.from_source("V = 9\n", "inductor:plain")]
+    service = Precision()
+    kept = ieee_where_tf32_fails(service, seeds)
+    assert service.most == 3  # the three with TF32 dots judged together, then their three rewrites together
+    assert [s.made_by for s in kept] == ["inductor:0", "inductor:1", "inductor:2", "inductor:plain"]
+    assert all("ieee" in s.genome.source for s in kept[:3]) and kept[3] == seeds[3]
+    lines = [line for line in capsys.readouterr().out.splitlines() if "IEEE fp32" in line]
+    assert [line.split("'")[0] for line in lines] == [f"[kernelevo] inductor:{v}" for v in range(3)]
