@@ -23,12 +23,13 @@ from pathlib import Path
 
 from evo.bench_interrupt import BenchInterrupted, Searches
 from evo.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
+from evo.start_gate import START_GATE, open_gate
 from evo.store import RunStore
 from fitness.atomic import write_atomic
 from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names
 
-RUNS, ROWS, LOGS = "runs", "rows", "logs"
+RUNS, ROWS, LOGS, GATES = "runs", "rows", "logs", "gates"
 INTERRUPTED = "interrupted"  # a row's status when its search was stopped by Ctrl-C or a signal (not saved)
 RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an interrupted row's reason says so
 NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
@@ -189,26 +190,48 @@ def run_command(task: BenchTask, run_dir: Path) -> list[str]:
     return [*cli, "run", f"problem={task.problem}", *task.overrides, f"hydra.run.dir={run_dir}"]
 
 
-def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None,
-             searches: Searches | None = None) -> Row | None:
-    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed; None when
-    the bench was interrupted before it started (`searches`: the bench's, ``evo.bench_interrupt``). The process
-    dies with this one, even when this one is killed (``fitness.lifeline``: it is started and waited for by this
-    thread, which the lifeline needs), and takes its workers with it: a killed bench leaves no search running."""
+@dataclass
+class Launched:
+    """A problem's search process, started; `gate`: the file that lets it begin (None: it began at once)."""
+    proc: subprocess.Popen
+    started: float  # time.time() its run began (the gate's opening, for a prestarted one)
+    log: Path
+    gate: Path | None = None
+
+    def open(self) -> None:
+        """Let a prestarted search begin: its wall time counts from now."""
+        if self.gate is not None:
+            open_gate(self.gate)
+            self.started = time.time()
+
+
+def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False) \
+        -> Launched | None:
+    """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
+    touches the GPU (``evo.start_gate``) until ``Launched.open``. None when the bench was interrupted first."""
     run_dir = bench_dir / RUNS / task.slug
     log = bench_dir / LOGS / f"{task.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = lifeline_env()
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    searches = searches or Searches()
-    started = time.time()
+    gate = bench_dir / GATES / task.slug if gated else None
+    if gate is not None:
+        gate.unlink(missing_ok=True)
+        env[START_GATE] = str(gate)
     with open(log, "a") as out:
         proc = searches.start(run_command(task, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env)
-        if proc is None:
-            return None
-        code = searches.wait(proc, timeout_s)
-    wall = time.time() - started
+    return None if proc is None else Launched(proc, time.time(), log, gate)
+
+
+def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None, timeout_s: float | None,
+           searches: Searches) -> Row:
+    """Wait for a launched search (`timeout_s` from now) and make its row, also when it failed."""
+    run_dir = bench_dir / RUNS / task.slug
+    code = searches.wait(launched.proc, timeout_s)
+    wall = time.time() - launched.started
+    if launched.gate is not None:
+        launched.gate.unlink(missing_ok=True)
     summary_file = run_dir / SUMMARY_FILE
     if code == 0 and summary_file.is_file():
         summary = RunOutcome.read(run_dir)
@@ -216,11 +239,23 @@ def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float
     if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it
         return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code}); {RESUMABLE}", wall,
                    gpu or "")
+    log = launched.log
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
     why = "timed out" if code is None else f"exit code {code}"
     reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
                   " | ".join(tail)[-600:])
     return Row(task.name, "failed", f"{why}: {reason}", wall, gpu or "")
+
+
+def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None,
+             searches: Searches | None = None) -> Row | None:
+    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed; None when
+    the bench was interrupted before it started (`searches`: the bench's, ``evo.bench_interrupt``). The process
+    dies with this one, even when this one is killed (``fitness.lifeline``: it is started and waited for by this
+    thread, which the lifeline needs), and takes its workers with it: a killed bench leaves no search running."""
+    searches = searches or Searches()
+    launched = launch(task, bench_dir, gpu, searches)
+    return None if launched is None else finish(task, launched, bench_dir, gpu, timeout_s, searches)
 
 
 def save_row(bench_dir: Path, task: BenchTask, row: Row) -> None:
@@ -247,35 +282,55 @@ def visible_gpus() -> list[str]:
 
 class LocalBackend:
     """This host: `per_gpu` searches at once on each visible GPU (on a host without one, `per_gpu` at once on the
-    CPU interpreter)."""
+    CPU interpreter). `prestart`: on a GPU, each slot starts its next problem's process while the current one
+    searches; that process waits at a gate before its first GPU work (``evo.start_gate``), so its start-up (the
+    interpreter, imports, config) overlaps the search before it."""
 
-    def __init__(self, per_gpu: int = 1, timeout_s: float | None = None):
+    def __init__(self, per_gpu: int = 1, timeout_s: float | None = None, prestart: bool = True):
         if per_gpu < 1:
             raise BenchError(f"bench.backend.per_gpu must be at least 1, got {per_gpu}")
-        self.per_gpu, self.timeout_s = per_gpu, timeout_s
+        self.per_gpu, self.timeout_s, self.prestart = per_gpu, timeout_s, prestart
 
     def describe(self) -> str:
         gpus = visible_gpus()
-        return f"local: {len(gpus)} GPU(s) x {self.per_gpu}" if gpus else f"local: CPU interpreter x {self.per_gpu}"
+        ahead = ", the next problem prestarted" if self.prestart else ""
+        return (f"local: {len(gpus)} GPU(s) x {self.per_gpu}{ahead}" if gpus
+                else f"local: CPU interpreter x {self.per_gpu}")
 
     def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
         """Run every task; `done(task, row)` as each finishes (from a worker thread). Ctrl-C: no task starts after
-        it, the running searches are interrupted (``evo.bench_interrupt``) and waited for, then KeyboardInterrupt
-        again."""
+        it, the running searches (and those prestarted) are interrupted (``evo.bench_interrupt``) and waited for,
+        then KeyboardInterrupt again; a prestarted one that had not begun leaves no row (a re-run starts it)."""
         gpus = visible_gpus() or [None]
         slots = [g for g in gpus for _ in range(self.per_gpu)]
         queue = list(tasks)
         searches = Searches()
 
+        def pop() -> BenchTask | None:
+            try:
+                return queue.pop(0)  # list.pop is atomic under the GIL
+            except IndexError:
+                return None
+
         def worker(gpu):
-            while not searches.interrupted:
-                try:
-                    task = queue.pop(0)  # list.pop is atomic under the GIL
-                except IndexError:
-                    return
-                row = run_task(task, bench_dir, gpu, self.timeout_s, searches)
-                if row is not None:
+            ahead = None  # (task, Launched): the slot's next problem, started, waiting at its gate
+            try:
+                while not searches.interrupted:
+                    if ahead is not None:
+                        (task, launched), ahead = ahead, None
+                        launched.open()
+                    elif (task := pop()) is None or (launched := launch(task, bench_dir, gpu, searches)) is None:
+                        return
+                    if self.prestart and gpu is not None and (following := pop()) is not None:
+                        started = launch(following, bench_dir, gpu, searches, gated=True)
+                        ahead = (following, started) if started is not None else None
+                    row = finish(task, launched, bench_dir, gpu, self.timeout_s, searches)
                     done(task, row)
+            finally:
+                if ahead is not None:  # interrupted before it began: stopped, no row
+                    searches.wait(ahead[1].proc, None)
+                    if ahead[1].gate is not None:
+                        ahead[1].gate.unlink(missing_ok=True)
 
         pool = ThreadPoolExecutor(len(slots))
         futures = [pool.submit(worker, gpu) for gpu in slots]

@@ -41,9 +41,12 @@ def time_text(o: RunOutcome) -> str:
             if o.generation0_s is not None else "")
     baselines = ("no baselines (CPU interpreter)" if o.interpreter
                  else f"measuring the baselines {o.baseline_wall_s or 0.0:.1f} s")
-    before = (f"; from the process's start to the search's {sum(v or 0.0 for v in o.start_up_s.values()):.1f} s ("
-              + ", ".join(f"{name} {seconds:.1f}" for name, seconds in o.start_up_s.items() if seconds is not None)
-              + ")") if o.start_up_s else ""
+    stages = {k: v for k, v in (o.start_up_s or {}).items() if k != "queued" and v is not None}
+    queued = (o.start_up_s or {}).get("queued")
+    before = (f"; from the process's start to the search's {sum(stages.values()):.1f} s ("
+              + ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items())
+              + (f"; queued behind the GPU's previous search {queued:.1f} s before that" if queued else "")
+              + ")") if stages else ""
     return (f"search {o.search_wall_s or 0.0:.1f} s{gen0}{rate}{busy}{timeouts}; before it: making the seeds "
             f"{o.seed_wall_s or 0.0:.1f} s, {baselines}{before}")
 

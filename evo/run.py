@@ -27,6 +27,7 @@ from evo.progress import Progress
 from evo.report_html import write_report
 from evo.search import Search, SearchSettings
 from evo.seeding import make_seeds
+from evo.start_gate import wait_for_gate
 from evo.store import RunStore
 from evo.settings import TunerSettings
 from evo.tuner import Tuner, tuner_options
@@ -163,7 +164,8 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
     print progress and the outcome, write the best kernel, the outcome (summary.json) and the report. `tag`: what
     names this run in its progress lines (a sweep's seed)."""
     settings, operators = checked.settings, checked.operators
-    marks = {"process": process_started(), "run": time.time()}  # where the time before the search goes
+    queued = wait_for_gate()  # a bench's prestarted search: until the GPU is free
+    marks = {"process": process_started(), "queued": queued, "run": time.time()}  # where the time before the search goes
     store = RunStore(run_dir)
     store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
     service, tuner = build_service(cfg, store), None
@@ -210,11 +212,14 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
 def start_up(marks: dict, store: RunStore) -> dict:
     """Seconds from the process's start to the search's, by stage (``RunOutcome.start_up_s``): the interpreter, its
     imports and the config; the evaluation service (workers started, the problem loaded and its reference run); the
-    baselines and the seeds (as stored: read from caches when warm); and the rest (the team, the search built)."""
-    stages = {"process": marks["run"] - marks["process"] if marks["process"] else None,
+    baselines and the seeds (as stored: read from caches when warm); and the rest (the team, the search built);
+    `queued`, for a bench's prestarted search, the wait at its gate (``evo.start_gate``) after the process's start."""
+    stages = {"process": marks["run"] - marks["process"] - marks["queued"] if marks["process"] else None,
               "service": marks["service"] - marks["run"],
               "baselines": store.get_meta("baseline_wall_s", 0.0), "seeds": store.get_meta("seed_wall_s", 0.0)}
     stages["other"] = marks["search"] - marks["service"] - stages["baselines"] - stages["seeds"]
+    if marks["queued"]:
+        stages["queued"] = marks["queued"]  # not in the run's time: the bench's row counts from the gate
     return {name: None if seconds is None else round(seconds, 2) for name, seconds in stages.items()}
 
 

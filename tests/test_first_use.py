@@ -178,12 +178,18 @@ def test_the_time_before_the_search_is_split_by_stage_from_the_process_s_start(t
     store = RunStore(tmp_path)
     store.set_meta("baseline_wall_s", 1.5)
     store.set_meta("seed_wall_s", 0.25)
-    stages = start_up({"process": 100.0, "run": 104.0, "service": 107.0, "search": 110.0}, store)
+    stages = start_up({"process": 100.0, "queued": 0.0, "run": 104.0, "service": 107.0, "search": 110.0}, store)
     assert stages == {"process": 4.0, "service": 3.0, "baselines": 1.5, "seeds": 0.25, "other": 1.25}
-    assert start_up({"process": None, "run": 4.0, "service": 7.0, "search": 10.0}, store)["process"] is None
+    assert start_up({"process": None, "queued": 0.0, "run": 4.0, "service": 7.0, "search": 10.0},
+                    store)["process"] is None
     said = time_text(RunOutcome(status="ok", timer="cuda-events", search_wall_s=15.0, start_up_s=stages))
     assert said.endswith("from the process's start to the search's 10.0 s (process 4.0, service 3.0, baselines 1.5, "
                          "seeds 0.2, other 1.2)")
+    # a bench's prestarted search: its wait at the gate is apart, not in the process's start-up
+    queued = start_up({"process": 100.0, "queued": 20.0, "run": 124.0, "service": 127.0, "search": 130.0}, store)
+    assert queued["process"] == 4.0 and queued["queued"] == 20.0
+    said = time_text(RunOutcome(status="ok", timer="cuda-events", search_wall_s=15.0, start_up_s=queued))
+    assert "search's 10.0 s (" in said and said.endswith("; queued behind the GPU's previous search 20.0 s before that)")
 
 
 # 4. CPU benches: correct at the test sizes apart from incorrect; no empty plot; tables that fit ---------------------

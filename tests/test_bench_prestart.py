@@ -1,0 +1,109 @@
+"""Issue 45: a bench problem's fresh process (interpreter, imports, config: 11-15 s per problem on an H200 bench with
+warm caches) is started while the GPU's previous search runs, and waits at a gate before its first GPU work, so a
+GPU still runs one search at a time and that start-up leaves the GPU's critical path."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evo import bench
+from evo.start_gate import START_GATE, open_gate, wait_for_gate
+
+
+def test_a_prestarted_process_waits_at_its_gate_until_the_bench_opens_it(tmp_path, monkeypatch):
+    gate = tmp_path / "gates" / "p"
+    code = "from evo.start_gate import wait_for_gate; print(round(wait_for_gate(), 2))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, START_GATE: str(gate)})
+    try:
+        time.sleep(1.5)
+        assert proc.poll() is None  # still waiting: its run has not begun
+        open_gate(gate)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and float(out) >= 1.0
+    monkeypatch.delenv(START_GATE, raising=False)
+    assert wait_for_gate() == 0.0  # no gate: a run of its own begins at once
+
+
+class FakeProc:
+    def __init__(self, name, events):
+        self.name, self.events = name, events
+
+    def wait(self, timeout=None):
+        self.events.append(("waited", self.name))
+        return 0
+
+
+def fake_bench(monkeypatch, events, gpus, interrupt_after=None):
+    """launch/finish replaced by fakes recording their order; `interrupt_after`: finish of that task interrupts."""
+    monkeypatch.setattr(bench, "visible_gpus", lambda: gpus)
+
+    def launch(task, bench_dir, gpu, searches, gated=False):
+        events.append(("launch", task.name, gated))
+        gate = Path(bench_dir) / bench.GATES / task.slug if gated else None
+        return bench.Launched(FakeProc(task.name, events), time.time(), Path(bench_dir) / "log", gate)
+
+    def finish(task, launched, bench_dir, gpu, timeout_s, searches):
+        assert launched.gate is None or launched.gate.exists()  # a gated search finishes only once let in
+        events.append(("finish", task.name))
+        if task.name == interrupt_after:
+            searches.interrupt()
+        return bench.Row(task.name, "ok", "", 1.0, gpu or "")
+
+    monkeypatch.setattr(bench, "launch", launch)
+    monkeypatch.setattr(bench, "finish", finish)
+
+
+TASKS = [bench.BenchTask(n, n) for n in ("a", "b", "c")]
+
+
+def test_each_gpu_slot_starts_its_next_problem_while_the_current_one_searches(tmp_path, monkeypatch):
+    events, done = [], []
+    fake_bench(monkeypatch, events, ["0"])
+    bench.LocalBackend(per_gpu=1).run(TASKS, tmp_path, lambda t, row: done.append(t.name))
+    assert events == [("launch", "a", False), ("launch", "b", True), ("finish", "a"),
+                      ("launch", "c", True), ("finish", "b"), ("finish", "c")]
+    assert done == ["a", "b", "c"]
+    events.clear()
+    bench.LocalBackend(per_gpu=1, prestart=False).run(TASKS, tmp_path, lambda t, row: None)
+    assert events == [("launch", "a", False), ("finish", "a"), ("launch", "b", False), ("finish", "b"),
+                      ("launch", "c", False), ("finish", "c")]
+
+
+def test_on_the_cpu_interpreter_nothing_is_prestarted(tmp_path, monkeypatch):
+    """Without a GPU the searches share the CPU: a prestarted process would slow the one running."""
+    events = []
+    fake_bench(monkeypatch, events, [])
+    bench.LocalBackend(per_gpu=1).run(TASKS[:2], tmp_path, lambda t, row: None)
+    assert [e for e in events if e[0] == "launch"] == [("launch", "a", False), ("launch", "b", False)]
+
+
+def test_an_interrupted_bench_stops_its_prestarted_search_before_it_begins_and_leaves_it_no_row(tmp_path,
+                                                                                                   monkeypatch):
+    events, done = [], []
+    fake_bench(monkeypatch, events, ["0"], interrupt_after="a")
+    bench.LocalBackend(per_gpu=1).run(TASKS, tmp_path, lambda t, row: done.append(t.name))
+    assert done == ["a"] and ("waited", "b") in events and ("finish", "b") not in events
+    assert not (tmp_path / bench.GATES / "b").exists()  # never opened: a re-run starts it afresh
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_gated_row_counts_its_wall_time_from_the_gate(tmp_path, monkeypatch, gated):
+    """The row's wall time is the GPU's: from the gate's opening (a search queued behind another is not slower)."""
+    class Ended:
+        def wait(self, timeout=None):
+            return 1
+
+    monkeypatch.setattr(bench.Searches, "start", lambda self, command, **popen: Ended())
+    task = bench.BenchTask("p", "p")
+    launched = bench.launch(task, tmp_path, "0", bench.Searches(), gated=gated)
+    time.sleep(1.0)
+    launched.open()
+    row = bench.finish(task, launched, tmp_path, "0", None, bench.Searches())
+    assert row.status == "failed" and (row.wall_s < 0.5 if gated else row.wall_s >= 1.0)
+    assert (launched.gate is not None) == gated and not (tmp_path / bench.GATES / "p").exists()
