@@ -4,6 +4,7 @@ rewritten into a tunable launch of it; a KernelBench-style transposed convolutio
 sizes) and a transposed 3D convolution with pointwise work after it (level2/3's form) get seeds that policy
 `triton` judges correct."""
 import ast
+import json
 import textwrap
 
 import pytest
@@ -11,12 +12,15 @@ import torch
 
 from conftest import kernelevo, make_evaluator
 from core.genome import Genome
+from fitness.evaluator import default_cache_dir
 from fitness.problem import resolve_problem
 from seeds import inductor as seeds
+from seeds.inductor.convert import convert
 from seeds.inductor.convolutions import Convolutions, kernel_source, launcher_defaults
 from seeds.inductor.errors import SeedError
 from seeds.inductor.templates import TILE_PARAMS, tile_starts
 from seeds.kernels.conv import conv_nd
+from test_inductor_fixtures import FIXTURES
 
 # dims, in channels, out channels, kernel, stride, padding, dilation, groups, transposed, output_padding, bias
 CASES = {
@@ -91,6 +95,62 @@ def test_a_library_convolution_becomes_a_tunable_launch_of_kernelevos_convolutio
         convolutions.launch("buf3", ast.parse("extern_kernels.convolution(buf0, buf1)", mode="eval").body)
 
 
+def test_a_library_convolution_kernelevos_cannot_take_is_named_in_one_line_with_why():
+    captured = json.loads((FIXTURES / "layernorm.json").read_text())
+    spec = resolve_problem(captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"])
+    call = "        buf9 = extern_kernels.convolution(buf0)\n"  # no weight, stride, ...: not torch.convolution's
+    captured["code"] = captured["code"].replace("        return (", call + "        return (", 1)
+    with pytest.raises(SeedError) as refused:
+        seeds._checked_source(spec, captured, torch_compute_allowed=False)
+    message = str(refused.value)
+    assert "\n" not in message and "calls library kernels (torch.convolution)" in message
+    assert message.endswith("kernelevo's Triton convolution could not take it: Inductor's extern_kernels."
+                            "convolution(buf0) does not give torch.convolution's weight, stride, padding, dilation, "
+                            "transposed, output_padding, groups as kernelevo's convolution needs them.")
+
+
+CONV_ONLY = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+def get_inputs():
+    return [torch.rand(2, 4, 7)]
+
+def get_init_inputs():
+    return []
+'''
+# what Inductor writes on a GPU for level1/75: the library call alone, no Triton kernel
+LIBRARY_ONLY = ("def call(args):\n    arg0_1, arg1_1 = args\n    args.clear()\n"
+                "    buf0 = extern_kernels.convolution(arg1_1, arg0_1, stride=(2,), padding=(1,), dilation=(2,), "
+                "transposed=True, output_padding=(0,), groups=2, bias=None)\n"
+                "    assert_size_stride(buf0, (2, 6, 15), (90, 15, 1), 'torch.ops.aten.convolution.default')\n"
+                "    return (buf0, )\n")
+
+
+@pytest.mark.parametrize("policy", ["triton", "kernelbench"])
+def test_a_problem_whose_inductor_code_is_the_library_convolution_alone_gets_kernelevos(tmp_path, policy, sandbox):
+    problem = tmp_path / "conv_only.py"
+    problem.write_text(textwrap.dedent(CONV_ONLY))
+    spec = resolve_problem(str(problem))
+    captured = {"code": LIBRARY_ONLY, "args": [{"kind": "param", "name": "conv.weight"}, {"kind": "input", "index": 0}],
+                "kernels": {}, "single_output": True, "device": "cpu"}
+    with pytest.raises(SeedError, match="Inductor generated no Triton kernel for this problem"):
+        convert(captured, problem.read_text(), spec.name)  # as before: no kernel to start from
+    source = seeds._checked_source(spec, captured, torch_compute_allowed=policy == "kernelbench")
+    assert seeds.library_calls(source) == [] and "out_stride=(90, 15, 1)" in source
+    with make_evaluator(problem=str(problem), policy=policy, sandbox=sandbox) as ev:
+        result = ev.evaluate(source, label="inductor")
+    assert result.status == "ok" and result.guards["torch_compute_ops"] == [], result.reason
+
+
 LEVEL1_57 = '''
 import torch
 import torch.nn as nn
@@ -159,7 +219,8 @@ def get_init_inputs():
 
 
 @pytest.mark.slow
-def test_kernelevo_seed_gives_a_transposed_convolution_alone_a_seed_that_policy_triton_judges_correct(tmp_path):
+def test_kernelevo_seed_gives_a_transposed_convolution_alone_a_seed_that_policy_triton_judges_correct(tmp_path,
+                                                                                                      monkeypatch):
     problem = tmp_path / "57_conv_transposed_2D_tiny.py"
     problem.write_text(textwrap.dedent(LEVEL1_57))
     proc = kernelevo("seed", f"problem={problem}", f"out={tmp_path / 'seed.py'}", "inductor=none", cwd=tmp_path)
@@ -171,6 +232,14 @@ def test_kernelevo_seed_gives_a_transposed_convolution_alone_a_seed_that_policy_
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
     assert result.guards["torch_compute_ops"] == []
+    monkeypatch.setattr(seeds, "capture_variants", lambda *a, **k: pytest.fail("captured again: not cached"))
+    assert 'input_precision="tf32"' in source  # policy triton allows TF32 dot products
+    # torch compute allowed (policy kernelbench's), from the capture `kernelevo seed` cached (its spec; TF32): on the
+    # CPU Inductor wrote Triton kernels around the convolution (layout copies), so the library's convolution stays
+    spec = resolve_problem(str(problem), size_preset="test")
+    library = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", default_cache_dir(), torch_compute_allowed=True,
+                                  tf32=True)
+    assert seeds.library_calls(library) == ["torch.convolution"] and "conv_nd" not in library
 
 
 @pytest.mark.slow
