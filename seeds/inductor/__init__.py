@@ -12,7 +12,8 @@ kernels that differ from the default's, it is another seed of generation 0 (``in
 starts from several of Inductor's code-generation choices, not only launch constants of one.
 
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
-(max-autotune over Triton's backend), under ``kernelbench`` as the library calls Inductor prefers.
+(max-autotune over Triton's backend), and the convolutions Inductor still leaves to the library become kernelevo's
+own Triton convolution (``convolutions.py``); under ``kernelbench`` as the library calls Inductor prefers.
 """
 from __future__ import annotations
 
