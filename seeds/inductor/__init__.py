@@ -12,7 +12,8 @@ kernels that differ from the default's, it is another seed of generation 0 (``in
 starts from several of Inductor's code-generation choices, not only launch constants of one.
 
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
-(max-autotune over Triton's backend), under ``kernelbench`` as the library calls Inductor prefers.
+(max-autotune over Triton's backend), and the convolutions Inductor still leaves to the library become kernelevo's
+own Triton convolution (``convolutions.py``); under ``kernelbench`` as the library calls Inductor prefers.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from core.genome import short_hash
 from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from seeds.inductor.capture import flat_options
-from seeds.inductor.convert import OTHER_SEEDS, SeedError, convert
+from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
@@ -140,12 +141,12 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
                 write_atomic(files[name], json.dumps(got))
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
-    sources = {INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed)}
+    sources = {INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}
     for name in variants or {}:
         try:
             if "error" in captured[name]:
                 raise SeedError(captured[name]["error"].strip().splitlines()[-1])
-            source = _checked_source(spec, captured[name], torch_compute_allowed)
+            source = _checked_source(spec, captured[name], torch_compute_allowed, tf32)
         except SeedError as exc:
             print(f"[kernelevo] no seed from Inductor's variant {name!r}: {str(exc).splitlines()[0][:300]}",
                   flush=True)
@@ -201,15 +202,34 @@ def variants_from_config(cfg) -> dict | None:
     return OmegaConf.to_container(variants) if variants else None
 
 
-def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool) -> str:
-    source = convert(captured, Path(spec.path).read_text(), spec.name)
+def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool, tf32: bool = False) -> str:
+    """The seed's source: under policy ``triton`` with Inductor's library convolutions as kernelevo's Triton
+    convolution (``convolutions.py``; `tf32`: its dot products in TF32), under ``kernelbench`` as Inductor wrote
+    them (kernelevo's convolution only where Inductor wrote no Triton kernel at all). SeedError naming any library
+    call left under ``triton``, with why kernelevo's convolution could not take it where it could not."""
+    problem = Path(spec.path).read_text()
+    if torch_compute_allowed:
+        try:
+            return convert(captured, problem, spec.name)
+        except SeedError as exc:
+            if NO_TRITON_KERNEL not in str(exc):
+                raise
+            return convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32)
+    try:
+        source, why = convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32), ""
+    except SeedError as exc:  # the library's convolution is named below, with this reason
+        why = f"; kernelevo's Triton convolution could not take it: {str(exc).splitlines()[0][:300]}"
+        try:
+            source = convert(captured, problem, spec.name)
+        except SeedError as plain:
+            raise SeedError(str(plain).splitlines()[0] + why) from plain
     library = library_calls(source)
-    if library and not torch_compute_allowed:
+    if library:
         tried = "; ".join(t for t in captured.get("fell_back", []) if "Triton templates" in t)
         raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}) for which it "
                         f"has no Triton form here" + (f" (its Triton templates were tried: {tried})" if tried else "")
                         + f": policy 'triton' rejects torch compute in forward. Run it under "
-                        f"fitness/policy=kernelbench (labelled uses-torch-compute), or {OTHER_SEEDS}.")
+                        f"fitness/policy=kernelbench (labelled uses-torch-compute), or {OTHER_SEEDS}{why}.")
     return source
 
 

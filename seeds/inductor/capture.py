@@ -179,7 +179,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
             with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
                 got = _capture_one(model, inputs, device, dynamic=dynamic_shapes)
             if not last:
-                convert(got, Path(spec.path).read_text(), spec.name)
+                convert(got, Path(spec.path).read_text(), spec.name, triton_convolutions=True)
             return {**got, **({"fell_back": why} if why else {})}
         except Exception as exc:  # noqa: BLE001 - the next capture may still make a seed
             if last:

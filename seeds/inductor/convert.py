@@ -4,7 +4,8 @@ The candidate has the problem's imports and constants, Inductor's ``@triton.jit`
 heuristics decorator dropped; its jit helpers imported from ``torch._inductor.runtime.triton_helpers``; libdevice
 calls written as the ``tl`` functions they are), each kernel's launch configuration as module-level constants
 declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem's ``Model`` constructor verbatim
-(same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches.
+(same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches; with
+``triton_convolutions``, its library convolutions as kernelevo's own Triton convolution (``convolutions.py``).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import ast
 import math
 
 from core import pyast
+from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
@@ -32,6 +34,7 @@ WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
 # presumed baked at the sizes it was captured at; the check at other sizes still judges it)
 SIZE_GENERIC = "Captured with dynamic shapes: the sizes Inductor did not specialise are read from the inputs."
 SIZES_BAKED = "Sizes are baked in, as Inductor compiled them."
+NO_TRITON_KERNEL = "Inductor generated no Triton kernel for this problem (it calls library kernels only)"
 
 
 def sizes_note(captured: dict) -> str:
@@ -117,8 +120,8 @@ def block_choices(default: int, numel: int | None, must_divide: bool) -> list[in
 class CallRewriter(ast.NodeTransformer):
     """Inductor's ``call`` body -> statements of ``forward``."""
 
-    def __init__(self, kernels: dict, device_expr: str):
-        self.kernels, self.device_expr = kernels, device_expr
+    def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None):
+        self.kernels, self.device_expr, self.convolutions = kernels, device_expr, convolutions
 
     def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
         kept = []
@@ -145,6 +148,8 @@ class CallRewriter(ast.NodeTransformer):
         value = node.value
         if isinstance(value, ast.Call) and ast.unparse(value.func) in DROPPED_CALLS:
             return None
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == LIBRARY_CALL and self.convolutions:
+            node.value = self.convolutions.launch(ast.unparse(node.targets[0]), value)
         return self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -258,11 +263,14 @@ def bound(arg: dict, inputs: list[str]) -> str:
     return f"self.{getter}({arg['name']!r})"
 
 
-def convert(captured: dict, problem_source: str, title: str, interpreter: bool | None = None) -> str:
+def convert(captured: dict, problem_source: str, title: str, interpreter: bool | None = None,
+            triton_convolutions: bool = False, tf32: bool = False) -> str:
     """The candidate module's source (see the module docstring). `interpreter`: write it for Triton's CPU
-    interpreter (default: when it was captured on the CPU). Any failure is a SeedError saying what failed."""
+    interpreter (default: when it was captured on the CPU); `triton_convolutions`: Inductor's library convolutions
+    as kernelevo's Triton convolution, its dot products in TF32 where `tf32`. Any failure is a SeedError saying
+    what failed."""
     try:
-        return _convert(captured, problem_source, title, interpreter)
+        return _convert(captured, problem_source, title, interpreter, triton_convolutions, tf32)
     except SeedError:
         raise
     except Exception as exc:  # noqa: BLE001 - a converter bug is a seed's failure with its reason, not a traceback
@@ -270,7 +278,8 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
                         f"{str(exc).splitlines()[0] if str(exc) else ''}); {OTHER_SEEDS}") from exc
 
 
-def _convert(captured: dict, problem_source: str, title: str, interpreter: bool | None) -> str:
+def _convert(captured: dict, problem_source: str, title: str, interpreter: bool | None, triton_convolutions: bool,
+             tf32: bool) -> str:
     interpreter = captured.get("device") == "cpu" if interpreter is None else interpreter
     code_tree = pyast.parse(captured["code"])
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
@@ -309,9 +318,6 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         kernels[name] = {"runtime": runtime, "constants": names, "grid_type": meta.get("grid_type", "Grid1D"),
                          "meta": meta, **extra}
         functions.append(function)
-    if not functions:
-        raise SeedError("Inductor generated no Triton kernel for this problem (it calls library kernels only): "
-                        f"{OTHER_SEEDS}")
 
     header, model = _model_parts(problem_source)
     call = _call_function(code_tree)
@@ -326,8 +332,14 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, args) if a["kind"] != "size"]
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
-    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'").visit(
+    convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
+    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions).visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
+    if not functions and not (convolutions and convolutions.count):
+        raise SeedError(f"{NO_TRITON_KERNEL}: {OTHER_SEEDS}")
+    if convolutions and convolutions.count:
+        constants += convolutions.constants
+        tunable.update(convolutions.tunable)
     last = body[-1] if body else None
     if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
             and len(last.value.elts) == 1:
@@ -350,12 +362,14 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'(torch {versions.get("torch", "?")}, triton {versions.get("triton", "?")}, captured on '
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
-           f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '') + '"""')
+           f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
+           + (NOTE if convolutions and convolutions.count else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
     parts += [K_MAJOR_COPY.strip()] if copied else []
+    parts += [kernel_source(tf32)] if convolutions and convolutions.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"

@@ -1,0 +1,87 @@
+"""Inductor's library convolutions as kernelevo's own Triton convolution (``seeds/kernels/conv.py``).
+
+Where Inductor has no Triton form for a convolution (transposed, 1D, 3D, grouped or dilated ones; any on the CPU)
+its code calls the library: ``buf2 = extern_kernels.convolution(buf0, buf1, arg1_1, stride=(2, 2), ...)``, usually
+followed by ``assert_size_stride(buf2, size, stride)``, the layout its later kernels read the output in. Under
+policy ``triton`` each such call becomes ``conv_nd(...)`` (the same arguments, the output allocated with the strides
+Inductor asserts) and the kernel's file is copied into the seed; Inductor's other kernels (the fused pointwise and
+reductions around the convolution) stay. Each call's launch parameters are constants of the seed
+(``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
+template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import torch
+
+from core import pyast
+from seeds.inductor.errors import SeedError
+from seeds.inductor.templates import BLOCK_CHOICES, TILE_PARAMS
+
+KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "conv.py"
+LAUNCHER = "conv_nd"
+LIBRARY_CALL = "extern_kernels.convolution"
+PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
+LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
+NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
+        "implicit GEMM; seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+
+
+def launcher_defaults() -> dict:
+    """The launch parameters of ``conv_nd`` (TILE_PARAMS' names) and their defaults, as its file writes them."""
+    function = next(n for n in pyast.parse(KERNEL_FILE.read_text()).body
+                    if isinstance(n, ast.FunctionDef) and n.name == LAUNCHER)
+    names = [a.arg for a in function.args.args][-len(function.args.defaults):]
+    found = {name: ast.literal_eval(value) for name, value in zip(names, function.args.defaults)}
+    return {param: found[LAUNCH_KEYWORDS.get(param, param)] for param in TILE_PARAMS}
+
+
+def kernel_source(tf32: bool = False) -> str:
+    """The kernel file's kernel and launcher (its docstring and imports left out: the seed has its own); with `tf32`,
+    its dot products in TF32 (the policy allows it; ``precision.ieee_dots`` takes them back to IEEE fp32)."""
+    text = KERNEL_FILE.read_text()
+    first = next(n for n in pyast.parse(text).body if isinstance(n, ast.FunctionDef))
+    start = min([first.lineno, *(d.lineno for d in first.decorator_list)])
+    code = "\n".join(text.splitlines()[start - 1:])
+    return code.replace('input_precision="ieee"', 'input_precision="tf32"') if tf32 else code
+
+
+class Convolutions:
+    """Rewrites the library convolutions of one ``call`` body (``launch``); what the seed then needs: ``constants``
+    (name, value), ``tunable`` (name -> choices), ``count`` (calls rewritten)."""
+
+    def __init__(self, call_body: list[ast.stmt], warps: list[int], stages: list[int]):
+        self.count, self.constants, self.tunable = 0, [], {}
+        self.choices = {**BLOCK_CHOICES, "NUM_WARPS": warps, "NUM_STAGES": stages}
+        self.defaults = launcher_defaults()
+        self.layouts = {}  # output buffer -> the strides Inductor asserts it has
+        for node in ast.walk(ast.Module(body=call_body, type_ignores=[])):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("assert_size_stride") and \
+                    len(node.args) >= 3:
+                self.layouts[ast.unparse(node.args[0])] = ast.unparse(node.args[2])
+
+    def launch(self, target: str, call: ast.Call) -> ast.Call:
+        """``conv_nd(...)`` for ``target = extern_kernels.convolution(...)``; SeedError where the call's arguments
+        are not torch.convolution's."""
+        given = dict(zip(PARAMETERS, call.args))
+        for keyword in call.keywords:
+            if keyword.arg not in PARAMETERS or keyword.arg in given:
+                raise SeedError(f"Inductor's {ast.unparse(call)[:200]} passes {keyword.arg or '**'}, which is not "
+                                f"an argument of torch.convolution {tuple(PARAMETERS)} (or passes it twice)")
+            given[keyword.arg] = keyword.value
+        missing = [p for p in PARAMETERS if p not in given and p != "bias"]
+        if missing or len(call.args) > len(PARAMETERS):
+            raise SeedError(f"Inductor's {ast.unparse(call)[:200]} does not give torch.convolution's "
+                            f"{', '.join(missing) or 'arguments'} as kernelevo's convolution needs them")
+        prefix = f"C{self.count}_"
+        self.count += 1
+        for param in TILE_PARAMS:
+            value = self.defaults[param]
+            self.constants.append((prefix + param, value))
+            self.tunable[prefix + param] = sorted(set(self.choices[param]) | {value})
+        arguments = [ast.unparse(given[p]) if p in given else "None" for p in PARAMETERS]
+        layout = [f"out_stride={self.layouts[target]}"] if target in self.layouts else []
+        launch = [f"{LAUNCH_KEYWORDS.get(p, p)}={prefix}{p}" for p in TILE_PARAMS]
+        return ast.parse(f"{LAUNCHER}({', '.join(arguments + layout + launch)})", mode="eval").body

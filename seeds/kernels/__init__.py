@@ -1,0 +1,2 @@
+"""kernelevo's own Triton kernels that seeds are made of where Inductor leaves a library call (``conv.py``: any
+``torch.convolution``). Each file is standalone (torch and triton only): a seed holds a copy of its text."""
