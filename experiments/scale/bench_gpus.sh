@@ -8,7 +8,8 @@
 # PHASE: warm (a bench with a 5 s search over every GPU, per_gpu=2: Inductor's seeds and the baselines cached on disk,
 # XDG_CACHE_HOME shared by the phases) | bench1 (CUDA_VISIBLE_DEVICES=0) | benchN (every GPU). Each measured phase is
 # a fresh bench.dir with search.wall_time_s=SEARCH_S (15), one search at a time per GPU. EXTRA_CMD, when set, runs
-# in the background on the last GPU during bench1 (that GPU is idle then), its output in $OUT/extra.log.
+# in the background during bench1 (it names its own GPUs, other than 0, with CUDA_VISIBLE_DEVICES; they are idle
+# then; bound its time with `timeout`), its output in $OUT/extra.log; benchN starts once it has ended.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; LIST=${LIST:?a list file of problems}; WHEELS=${WHEELS:-.whl}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $WHEELS/*.whl || exit 1
@@ -30,8 +31,9 @@ for phase in "$@"; do
   nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 1000 \
     > $OUT/$phase/smi.csv & smi=$!
   if [ $phase = bench1 ] && [ -n "${EXTRA_CMD:-}" ]; then
-    ( CUDA_VISIBLE_DEVICES=${all##*,} bash -c "$EXTRA_CMD" > $OUT/extra.log 2>&1 ) & extra_pid=$!
+    ( bash -c "$EXTRA_CMD" > $OUT/extra.log 2>&1 ) & extra_pid=$!
   fi
+  if [ $phase = benchN ] && [ -n "${extra_pid:-}" ]; then wait $extra_pid; extra_pid=; fi
   t0=$(date +%s.%N)
   CUDA_VISIBLE_DEVICES=$gpus python3 -m kernelevo.cli bench "${common[@]}" "${extra[@]}" bench.dir=$OUT/$phase/bench \
     bench.title=$phase > $OUT/$phase/log.txt 2>&1
