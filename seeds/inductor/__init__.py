@@ -192,15 +192,6 @@ def write_seeds(sources: dict, folder: Path, base: str = SEED_FILE) -> list[Path
     return paths
 
 
-def variants_from_config(cfg) -> dict | None:
-    """A run's ``inductor.variants`` (name -> Inductor options) as plain dicts; None where there are none
-    (inductor=none, or a run stored before variants existed)."""
-    from omegaconf import OmegaConf
-
-    variants = cfg.inductor.variants
-    return OmegaConf.to_container(variants) if variants else None
-
-
 def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool) -> str:
     source = convert(captured, Path(spec.path).read_text(), spec.name)
     library = library_calls(source)
@@ -228,4 +219,4 @@ def library_calls(source: str) -> list[str]:
 
 
 __all__ = ["SeedError", "inductor_seed", "inductor_seeds", "capture", "capture_variants", "cache_key",
-           "policy_options", "seed_file", "write_seeds", "variants_from_config", "SEED_FILE", "INDUCTOR"]
+           "policy_options", "seed_file", "write_seeds", "SEED_FILE", "INDUCTOR"]
