@@ -124,6 +124,8 @@ def _main(argv: list[str] | None) -> None:
                 command.check(plan)
             check_locations(name, cfg, output_dir, multirun)
             held, pins = claim(name, cfg, output_dir, multirun)  # the directory is this command's
+            if command.claimed is not None:
+                plan = claimed(command, plan, held)
     except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
     try:
@@ -136,6 +138,15 @@ def _main(argv: list[str] | None) -> None:
             hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(in_job(command))()
     finally:
         release(held)
+
+
+def claimed(command, plan, held):
+    """The command's plan completed once it holds its directory; the directory given back when that fails."""
+    try:
+        return command.claimed(plan)
+    except BaseException:
+        release(held)
+        raise
 
 
 def is_sweep(override: str) -> bool:
@@ -190,6 +201,7 @@ def in_job(command):
 
         try:
             plan = command.plan(cfg, list(HydraConfig.get().overrides.task))
+            plan = plan if command.claimed is None else command.claimed(plan)
         except ValueError as exc:
             fail(str(exc))
         return command.task(cfg, plan)

@@ -24,6 +24,9 @@ class Command:
     # writes anything (kernelevo.plans); `overrides`: the command line's, as Hydra is given them
     plan: Callable
     check: Callable | None = None  # check(plan): the checks that reach outside (an LLM's server), on the command line
+    # claimed(plan): the plan completed once the command holds its directory (a resume reads its run's store only
+    # then: another process may hold it); None: the plan is complete
+    claimed: Callable | None = None
 
 
 def fail(message: str, status: int = 2) -> None:
@@ -273,7 +276,8 @@ COMMANDS = {
     "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)",
                    plans.plan_run, plans.check_llm),
     "resume": Command("resume", resume, "continue a run, or extend its budget: kernelevo resume run_dir=DIR "
-                                        "[search.generations=N ...]", plans.plan_resume),
+                                        "[search.generations=N ...]", plans.request_resume,
+                      claimed=plans.plan_resume),
     "report": Command("report", report, "write a run's report (report.html): kernelevo report run_dir=DIR",
                       plans.plan_report),
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing",

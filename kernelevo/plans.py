@@ -88,6 +88,13 @@ def plan_bench(cfg: DictConfig, overrides: list[str]) -> BenchPlan:
 
 
 @dataclass(frozen=True)
+class ResumeRequest:
+    """What `kernelevo resume` is asked, before it holds the run directory: the run, the budgets given."""
+    run_dir: Path
+    changes: dict  # key -> value, e.g. search.generations -> 8
+
+
+@dataclass(frozen=True)
 class ResumePlan:
     run_dir: Path
     run: PlannedRun  # the plan of the config the run store kept, the budgets given applied
@@ -103,13 +110,21 @@ def given_keys(overrides: list[str]) -> list[str]:
     return [key for key in keys if key != "run_dir" and not key.startswith("hydra")]
 
 
-def plan_resume(cfg: DictConfig, overrides: list[str]) -> ResumePlan:
+def request_resume(cfg: DictConfig, overrides: list[str]) -> ResumeRequest:
+    """The run directory (it must hold a run: nothing is created where there is none) and the budgets given."""
     from evo.store import RunStore
-    from kernelevo.resuming import check_resume, resumed_config
 
     run_dir = Path(typed(cfg).run_dir)
     RunStore.check_exists(run_dir)
-    changes = {key: OmegaConf.select(cfg, key) for key in given_keys(overrides)}
+    return ResumeRequest(run_dir, {key: OmegaConf.select(cfg, key) for key in given_keys(overrides)})
+
+
+def plan_resume(request: ResumeRequest) -> ResumePlan:
+    """A resume's plan, made once the command holds the run directory (``Command.claimed``): from the config the
+    run's store kept, the budgets given applied."""
+    from kernelevo.resuming import check_resume, resumed_config
+
+    run_dir, changes = request.run_dir, request.changes
     config, line = resumed_config(run_dir, changes)
     # a resume that would run nothing is refused, first: its search's settings tell
     note = check_resume(search_settings(typed(config.search)), run_dir, changes)
