@@ -7,9 +7,10 @@ only group choices and what an option changes (``search/tiny.yaml``, ``llm/opena
 equals the schema's is a second home, which ``tests/test_config_schema.py`` refuses.
 
 The settings of each part live beside the code that uses them, and are these nodes' types:
-``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,
-``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``, ``ContextSettings``,
-``LLMBudget``), ``evo.intervals.Bootstrap``. Plug-ins (``_target_`` nodes: the selection, the strategy, the
+``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,
+``SearchSettings``, ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``,
+``ContextSettings``, ``LLMBudget``), ``evo.intervals.Bootstrap``. ``conf.plan`` turns a composed config into these
+settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
 evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
 has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
 spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.

@@ -1,9 +1,8 @@
 """How candidates are judged: the ``fitness`` settings of a run, each with its one default and what it means.
 
 These dataclasses are the schema of ``fitness.*`` (``conf/schema.py`` adds the policy and backend choices) and of
-``problem`` (``ProblemSettings``):
-``conf/fitness/default.yaml`` holds only group choices, and a key given on the command line is type-checked against
-the field here. No torch import: the command line reads this before anything heavy.
+``problem`` (``ProblemSettings``): ``conf/fitness/default.yaml`` holds only group choices, and a key given on the
+command line is type-checked against the field here. No torch import: the command line reads this before anything heavy.
 """
 from __future__ import annotations
 

@@ -110,3 +110,38 @@ def test_a_resume_is_composed_once_and_planned_once(cli, tmp_path, counted, monk
     assert counted == {"compose": 1, "typed": 3, "run_plan": 1, "check": 1}
     (plan,) = seen
     assert plan.search.budget.generations == 8 and plan.search.budget.patience is None
+
+
+def test_resume_takes_every_budget_key_into_the_run_plan(cli, tmp_path, monkeypatch):
+    """Issue 46: resume's keys are the budgets' own fields (conf.schema.not_given). Each key its messages name
+    (kernelevo.resuming.LIFT), and every other budget key, given with the generations and patience that let the
+    run go on, is accepted and reaches the search's plan typed, as the settings of a new run would."""
+    from dataclasses import fields
+
+    from omegaconf import OmegaConf
+
+    from evo.checkpoint import Checkpoint
+    from evo.settings import Budget
+    from evo.store import RunStore
+    from kernelevo.resuming import LIFT
+    from kernelevo.validate import Validator
+    from operators.llm.settings import LLMBudget
+
+    config = OmegaConf.to_container(Validator("run", "config").check(["llm=openai"])[0], resolve=True)
+    config["search"].update(generations=5, patience=3)
+    store = RunStore(tmp_path / "D")
+    store.set_meta("config", config)
+    store.save_checkpoint(Checkpoint(5, stale=3, elapsed_s=10.0))
+    store.close()
+    seen = []
+    stopped_at_the_store(monkeypatch, seen)
+    keys = [f"search.{f.name}" for f in fields(Budget)] + [f"llm.budget.{f.name}" for f in fields(LLMBudget)]
+    assert {f"search.{key}" for key in LIFT} <= set(keys)
+    for key in keys:
+        given = {"search.generations": 9, "search.patience": None, key: 1000 if key != "search.patience" else None}
+        code, out, err = cli("resume", "run_dir=D", *(f"{k}={'null' if v is None else v}" for k, v in given.items()))
+        assert code == 2 and err == "kernelevo: error: stopped at the store\n", (key, out + err)
+        plan = seen.pop()
+        budgets = {**{f"search.{k}": v for k, v in vars(plan.search.budget).items()},
+                   **{f"llm.budget.{k}": v for k, v in vars(plan.llm.budget).items()}}
+        assert {k: budgets[k] for k in given} == given, key
