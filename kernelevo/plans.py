@@ -10,6 +10,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from conf.plan import judge_plan, run_plan, search_settings, typed
+from conf.schema import BenchSettings
 from evo.intervals import Bootstrap
 from evo.plan import RunPlan
 from evo.run import CheckedRun
@@ -69,7 +70,7 @@ def plan_seed(cfg: DictConfig, overrides: list[str]) -> SeedPlan:
 @dataclass(frozen=True)
 class BenchPlan:
     run: PlannedRun  # what every problem's run is given
-    bench: object  # conf.schema.BenchSettings
+    bench: BenchSettings
     intervals: Bootstrap
     tasks: tuple  # evo.bench.BenchTask: the selection, each search seed
     overrides: tuple  # the command line's settings of every run (its own bench.*, problem and hydra.* left out)
