@@ -7,9 +7,10 @@ only group choices and what an option changes (``search/tiny.yaml``, ``llm/opena
 equals the schema's is a second home, which ``tests/test_config_schema.py`` refuses.
 
 The settings of each part live beside the code that uses them, and are these nodes' types:
-``fitness.settings`` (``EvalSettings``, ``TimingSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,
-``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``, ``ContextSettings``,
-``LLMBudget``), ``evo.intervals.Bootstrap``. Plug-ins (``_target_`` nodes: the selection, the strategy, the
+``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,
+``SearchSettings``, ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``,
+``ContextSettings``, ``LLMBudget``), ``evo.intervals.Bootstrap``. ``conf.plan`` turns a composed config into these
+settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
 evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
 has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
 spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
@@ -24,23 +25,13 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from evo.intervals import Bootstrap
 from evo.settings import Budget, Population, TunerSettings
-from fitness.settings import EvalSettings
+from fitness.settings import EvalSettings, ProblemSettings
 from operators.llm.settings import ContextSettings, LLMBudget, LLMSettings, TeamSettings
 
 INITIALISE_MODES = (True, False, "from_seed")
 
 
-@dataclass
-class ProblemConfig:
-    """``problem``: a bundled problem (``problem=NAME``) or a KernelBench-format file (``problem=PATH.py``)."""
-    name: str = MISSING  # a bundled problem's name (fitness/suite/), or a file's path (problem=file)
-    # auto: full sizes on a GPU; on the CPU interpreter a bundled problem's test sizes (suite.yaml), a file's shrunk
-    # by the rule of fitness/sizes.py (largest tensor at most 16,384 elements); or full / test
-    size_preset: str = "auto"
-    sizes: Dict[str, Any] = field(default_factory=dict)  # size-constant overrides, e.g. problem.sizes.batch_size=64
-    # seed kernel file; null: the bundled seed (a file has none: torch.compile's Triton kernels); inductor:
-    # torch.compile's Triton kernels (seeds/inductor)
-    seed: Optional[str] = None
+ProblemConfig = ProblemSettings  # ``problem``: its settings live with the judge (fitness.settings)
 
 
 @dataclass

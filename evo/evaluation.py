@@ -18,8 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from omegaconf import DictConfig
-
+from evo.plan import RunPlan
 from evo.store import RunStore
 from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import fitness_parts
@@ -244,14 +243,14 @@ class LocalEvaluators:
     """``fitness/backend=local`` (the default): one evaluator per GPU of this host (the run's `device` and `gpus`),
     or one on the CPU interpreter, with the run's `parallel` evaluations in flight over them."""
 
-    def service(self, cfg: DictConfig, store: RunStore) -> EvaluationService:
-        parts = fitness_parts(cfg)
-        devices = evaluation_devices(parts.device, cfg.gpus)
+    def service(self, plan: RunPlan, store: RunStore) -> EvaluationService:
+        parts = fitness_parts(plan.judge)
+        devices = evaluation_devices(parts.device, plan.gpus)
         shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
         evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
                                      baseline_slot=shared) for d in devices]
         totals = gpu_memory(devices)
-        parallel = evaluations_in_flight(cfg.parallel, totals)
+        parallel = evaluations_in_flight(plan.parallel, totals)
         per_device = max(1, -(-parallel // len(devices)))
         for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
             admit_problem_memory(evaluator, total, per_device)

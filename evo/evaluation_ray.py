@@ -20,13 +20,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from omegaconf import DictConfig
 
 from evo.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
 from evo.ray_cluster import connect, import_ray, placement
+from evo.plan import RunPlan
 from evo.store import RunStore
 from fitness.evaluator import Baseline, BaselineSlot, EvalSettings
-from fitness.from_config import policy_from_config, problem_from_config, profile_for, settings_from_config
+from fitness.from_config import problem_spec, profile_for
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec
 from fitness.result import EvalResult
@@ -217,18 +217,18 @@ class RayEvaluators:
         for actor in actors:
             self._ray.kill(actor)
 
-    def service(self, cfg: DictConfig, store: RunStore) -> EvaluationService:
+    def service(self, plan: RunPlan, store: RunStore) -> EvaluationService:
         ray = self._ray
         where = connect(ray, self.address, f"{SETTING}.address", self.local_cpus)
         gpus = self._gpu_actors(where)
         device = "cuda" if gpus else "cpu"  # an actor sees only its own GPU (Ray sets CUDA_VISIBLE_DEVICES)
-        problem = problem_from_config(cfg.problem, device)  # the size preset follows the actors' device
-        policy, settings = policy_from_config(cfg.fitness), settings_from_config(cfg.fitness)
+        problem = problem_spec(plan.judge.problem, device)  # the size preset follows the actors' device
+        policy, settings = plan.judge.policy, plan.judge.settings
         settings = replace(settings, spares=settings.warm_spares(self.per_gpu))
         actor_class = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1,
                                  max_concurrency=self.per_gpu + 2)(EvaluatorActor)
         text = Path(problem.path).read_text()
-        actors = [actor_class.remote(problem.to_dict(), text, policy, str(cfg.hardware.profile), settings, device,
+        actors = [actor_class.remote(problem.to_dict(), text, policy, str(plan.judge.profile), settings, device,
                                      self.per_gpu) for _ in range(max(gpus, 1))]
         facts = self._start(actors, where)
         baselines = SharedBaseline(ray, actors)

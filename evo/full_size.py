@@ -24,12 +24,12 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from omegaconf import DictConfig
 
 from evo.checkpoint import Checkpoint
 from evo.store import RunStore
 from fitness.evaluator import Evaluator
 from fitness.from_config import fitness_parts
+from fitness.plan import JudgePlan
 from core.individual import Individual
 from fitness.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.sandbox import Sandbox
@@ -63,7 +63,7 @@ def baked_and_generic(seeds: list) -> tuple[list[str], list[str]]:
 @dataclass
 class SizesCheck:
     """What an interpreter run knows before its search: the sizes judged, the full sizes, the other sizes."""
-    parts_cfg: DictConfig  # the run's config: the separate evaluator is built from its fitness parts
+    judge_plan: JudgePlan  # the run's: the separate evaluator is built from its parts
     test_sizes: dict  # the size constants judged at that differ from the full sizes ({}: the full sizes are judged)
     full_sizes: dict  # the same constants at the full sizes
     other: ProblemSpec | None  # the problem at the other sizes (None: no check)
@@ -73,18 +73,18 @@ class SizesCheck:
     generic_seeds: list = field(default_factory=list)  # generation 0's compiler seeds that read their sizes
 
     @classmethod
-    def plan(cls, cfg: DictConfig, evaluator, seeds: list) -> "SizesCheck":
+    def plan(cls, judge: JudgePlan, evaluator, seeds: list) -> "SizesCheck":
         """The check for a run judged by `evaluator` (on the interpreter) whose generation 0 is `seeds`."""
         target, spec = evaluator.target, evaluator.problem
         judged = {k: v for k, v in target.evaluated_sizes.items() if target.sizes.get(k) != v}
         full = {k: target.sizes.get(k) for k in judged}
         if not judged:
-            return cls(cfg, {}, {}, None, {}, [], "the test sizes are the problem's full sizes")
+            return cls(judge, {}, {}, None, {}, [], "the test sizes are the problem's full sizes")
         other = other_sizes(load_problem(spec))
         note = f"other sizes for the check of kernels baked at the test sizes: {other.describe()}"
         spec_other = None if other.why_not else replace(spec, sizes=other.sizes, size_note=note)
         baked, generic = baked_and_generic(seeds)
-        return cls(cfg, judged, full, spec_other, other.changed, baked, other.why_not, generic)
+        return cls(judge, judged, full, spec_other, other.changed, baked, other.why_not, generic)
 
     def start_line(self) -> str:
         """The run's one line on how it chooses, at its start."""
@@ -116,7 +116,7 @@ class SizesCheck:
                   "why_not": self.why_not}
         tries = candidates(store, fastest) if self.other is not None else []
         if tries:
-            parts = fitness_parts(self.parts_cfg)
+            parts = fitness_parts(self.judge_plan)
             settings = replace(parts.settings, spares=parts.settings.warm_spares(parallel))
             device = sandbox.device if sandbox is not None else parts.device
             with Evaluator(self.other, parts.policy, parts.profile, settings, device=device, sandbox=sandbox) \

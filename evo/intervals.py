@@ -10,7 +10,7 @@ medians and geometric means are over the seeds that found one (the table says ho
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -34,11 +34,6 @@ class Bootstrap:
         if int(self.resamples) != self.resamples or self.resamples < 100:
             raise ValueError(f"intervals.resamples={self.resamples} is too few for a percentile interval; give a "
                              f"whole number of at least 100, e.g. intervals.resamples=2000")
-
-    @classmethod
-    def from_config(cls, intervals) -> "Bootstrap":
-        """From an `intervals` config (a mapping with its keys)."""
-        return cls(**{f.name: intervals[f.name] for f in fields(cls)})
 
     @classmethod
     def default(cls) -> "Bootstrap":

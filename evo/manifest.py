@@ -81,17 +81,16 @@ def build_manifest(device: str, policy: str, seeds: dict, baselines: dict, gpu: 
             "commit": git_commit(), "policy": policy, "seeds": seeds, "baselines": dict(baselines)}
 
 
-def run_manifest(cfg, evaluator) -> dict:
-    """A run's manifest, from its config and its (first) evaluator: on the interpreter no baseline is measured; a
-    Ray actor's GPU, which this process cannot see, is named by its hardware profile."""
+def run_manifest(plan, evaluator) -> dict:
+    """A run's manifest, from its plan (``evo.plan.RunPlan``) and its (first) evaluator: on the interpreter no
+    baseline is measured; a Ray actor's GPU, which this process cannot see, is named by its hardware profile."""
     from fitness.baselines import NOT_MEASURED
     from fitness.evaluator import Evaluator
-    from fitness.from_config import settings_from_config
 
-    names = settings_from_config(cfg.fitness).baselines
+    names = plan.judge.settings.baselines
     statuses = evaluator.baseline().status if evaluator.on_gpu else dict.fromkeys(names, NOT_MEASURED)
     return build_manifest(evaluator.device, evaluator.policy.name,
-                          {"search": [cfg.search.seed], "fitness": cfg.fitness.seed}, statuses,
+                          {"search": [plan.search.seed], "fitness": plan.judge.settings.seed}, statuses,
                           gpu=None if isinstance(evaluator, Evaluator) else evaluator.profile.display_name)
 
 

@@ -19,9 +19,7 @@ SEED_KEY = "search.seed"  # a sweep over it is a table of several seeds per conf
 
 class MultirunReport(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        from evo.intervals import Bootstrap
-
-        boot = Bootstrap.from_config(config.intervals) if "intervals" in config else None
+        boot = OmegaConf.to_object(config.intervals) if "intervals" in config else None  # evo.intervals.Bootstrap
         write_multirun_report(Path(config.hydra.sweep.dir).resolve(), boot)
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig
 
 from evo.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight
+from evo.plan import RunPlan
 from evo.store import DB_NAME, RunStore
 from fitness.from_config import fitness_parts
 from core.genome import evaluation_key
@@ -81,8 +81,8 @@ class RecordedEvaluators:
                              f"sweep command as the recorded one (its jobs are matched by folder name)")
         return found
 
-    def service(self, cfg: DictConfig, store: RunStore) -> EvaluationService:
-        parts = fitness_parts(cfg)
+    def service(self, plan: RunPlan, store: RunStore) -> EvaluationService:
+        parts = fitness_parts(plan.judge)
         evaluator = LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device)
         recorded = RecordedEvaluator(evaluator, RunStore(self.recorded_run(store.run_dir), create=False))
-        return EvaluationService([recorded], store, evaluations_in_flight(cfg.parallel), local_gpus=[])
+        return EvaluationService([recorded], store, evaluations_in_flight(plan.parallel), local_gpus=[])

@@ -1,8 +1,8 @@
-"""A run, wired from a composed config: run store -> evaluation pool -> tuner -> operators -> seeds -> search ->
-outcome.
+"""A run, wired from its plan (``evo.plan.RunPlan``, made once per command from the composed config): run store ->
+evaluation pool -> tuner -> operators -> seeds -> search -> outcome.
 
-``execute`` runs the search stored in a run directory: a new run, or (with the config
-``kernelevo.resuming.resume_config`` reads back from the store, its budgets changed as asked) a resumed one. The
+``execute`` runs the search stored in a run directory: a new run, or (with the plan of the config the store kept,
+its budgets changed as asked: ``kernelevo.resuming``) a resumed one. The
 seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the outcome it ends with
 (``RunOutcome``, ``summary.json``), by ``evo.outcome``.
 """
@@ -16,13 +16,13 @@ from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
 
 from evo import full_size
 from evo.evaluation import EvaluationService, evaluations_in_flight
 from evo.console import print_generation, start_line, table
 from evo.manifest import run_manifest
 from evo.outcome import INTERPRETER_TIMES, START_UP, RunOutcome, summarise
+from evo.plan import RunPlan
 from evo.progress import Progress
 from evo.report_html import write_report
 from evo.search import Search, SearchSettings
@@ -30,66 +30,52 @@ from evo.seeding import make_seeds
 from evo.start_gate import wait_for_gate
 from evo.store import RunStore
 from evo.settings import TunerSettings
-from evo.tuner import Tuner, tuner_options
+from evo.tuner import Tuner
 from core.resources import process_started
 from fitness.evaluator import Evaluator, start_up_under_lock
-from fitness.from_config import check_fitness_config, settings_from_config
+from fitness.from_config import check_fitness_config
 from operators.base import CURRENT_CHILD
 
 LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
 SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
 
 
-def evaluation_backend(cfg: DictConfig):
+def evaluation_backend(plan: RunPlan):
     """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. ValueError with the
     backend's own message when it cannot be made (Ray missing, a bad setting)."""
     try:
-        return instantiate(cfg.fitness.backend or LOCAL_BACKEND)
+        return instantiate(plan.backend or LOCAL_BACKEND)
     except InstantiationException as exc:
         raise ValueError(str(exc.__cause__ or exc)) from exc
 
 
-def build_service(cfg: DictConfig, store: RunStore) -> EvaluationService:
-    return evaluation_backend(cfg).service(cfg, store)
-
-
-def search_settings(cfg: DictConfig) -> SearchSettings:
-    return SearchSettings.of(cfg.search)
-
-
-def build_operators(cfg: DictConfig) -> list:
-    return [instantiate(op) for op in cfg.operators.list]
-
-
-def build_strategy(cfg: DictConfig):
+def build_strategy(plan: RunPlan):
     """The `search/strategy` plug-in (evo.strategy); evolution for a run saved before strategies existed."""
     from evo.strategy import Evolution
 
-    return instantiate(cfg.search.strategy) if cfg.search.strategy else Evolution()
+    return instantiate(plan.strategy) if plan.strategy else Evolution()
 
 
-def build_team(cfg: DictConfig, store: RunStore, evaluator: Evaluator):
-    """The LLM agents from the `llm` config, or None for an offline run (litellm is imported only here)."""
-    if cfg.llm is None:
+def build_team(plan: RunPlan, store: RunStore, evaluator: Evaluator):
+    """The LLM agents of the plan's `llm` part, or None for an offline run (litellm is imported only here)."""
+    if plan.llm is None:
         return None
-    from operators.llm.client import LLMClient, LLMSettings
-    from operators.llm.context import ContextBuilder, ContextSettings
-    from operators.llm.team import LLMTeam, TeamSettings
+    from operators.llm.client import LLMClient
+    from operators.llm.context import ContextBuilder
+    from operators.llm.team import LLMTeam
 
-    llm = OmegaConf.to_container(cfg.llm, resolve=True)
-    budget, spent = llm["budget"], store.llm_totals()  # a resumed run counts what it already spent
-    max_calls, max_cost = budget["max_calls"], budget["max_cost_usd"]
-    client = LLMClient(LLMSettings.from_config(llm), recorder=lambda call: _record_llm_call(store, call),
+    llm, spent = plan.llm, store.llm_totals()  # a resumed run counts what it already spent
+    max_calls, max_cost = llm.budget.max_calls, llm.budget.max_cost_usd
+    client = LLMClient(llm.client, recorder=lambda call: _record_llm_call(store, call),
                        max_calls=None if max_calls is None else max_calls - spent["calls"],
                        max_cost_usd=None if max_cost is None else max_cost - spent["cost_usd"])
     from operators.llm.figures import judged_inputs
 
-    context = ContextBuilder(ContextSettings(**llm["context"]), evaluator.target,
-                             Path(evaluator.problem.path).read_text(),
+    context = ContextBuilder(llm.context, evaluator.target, Path(evaluator.problem.path).read_text(),
                              judged_inputs(evaluator.problem, evaluator.target.dependence))
-    return LLMTeam(client, context, TeamSettings.of(llm), evaluator.policy.to_dict(),
+    return LLMTeam(client, context, llm.team, evaluator.policy.to_dict(),
                    on_prompt=lambda role, chars, parts: _record_prompt(store, role, chars, parts),
-                   tuner_trials=cfg.search.tuner.trials)
+                   tuner_trials=plan.tuner.trials)
 
 
 def _record_llm_call(store: RunStore, call: dict) -> None:
@@ -120,13 +106,13 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
               + ", ".join(f"{name} {state}" for name, state in baseline.status.items()), flush=True)
 
 
-def within_llm_budget(settings: SearchSettings, operators: list, cfg: DictConfig) -> SearchSettings:
+def within_llm_budget(settings: SearchSettings, operators: list, plan: RunPlan) -> SearchSettings:
     """Fewer children in flight where the LLM call budget cannot carry them all, each reserving its calls (plan,
     code, debugger's tries: ``operators.llm.operators.children_in_flight``); each then sees every child before those
     in flight (staleness no larger), so a small budget buys depth, not more plans."""
     from operators.llm.operators import children_in_flight
 
-    cap = children_in_flight(operators, cfg.llm.budget.max_calls) if cfg.llm is not None else None
+    cap = children_in_flight(operators, plan.llm.budget.max_calls) if plan.llm is not None else None
     if cap is None or cap >= settings.children_in_flight:
         return settings
     return replace(settings, parallel=cap, staleness=min(settings.window, cap))
@@ -134,69 +120,65 @@ def within_llm_budget(settings: SearchSettings, operators: list, cfg: DictConfig
 
 @dataclass(frozen=True)
 class CheckedRun:
-    """A run's config as ``check_run_config`` checked it: the parts it built, handed to ``execute`` (built once)."""
+    """A run's plan as ``check_run_config`` checked it: the parts it built, handed to ``execute`` (built once)."""
     settings: SearchSettings
     operators: list
     strategy: Any
 
 
-def check_run_config(cfg: DictConfig) -> CheckedRun:
-    """Everything about a run's config that can be checked before anything is written or started (the command line
-    runs it before Hydra makes the run directory, once per command); what the run is made of. Raises ValueError."""
-    settings, operators = search_settings(cfg), build_operators(cfg)
-    settings = within_llm_budget(settings, operators, cfg)
-    strategy = build_strategy(cfg)
+def check_run_config(plan: RunPlan) -> CheckedRun:
+    """Everything about a run's plan that can be checked before anything is written or started (the command line
+    runs it before Hydra makes the run directory, once per command; the settings' own checks ran when the plan was
+    made); what the run is made of. Raises ValueError."""
+    operators = [instantiate(op) for op in plan.operators]
+    settings = within_llm_budget(plan.search, operators, plan)
+    strategy = build_strategy(plan)
     strategy.check(settings), strategy.usable(operators)
-    tuner_options(cfg.search.tuner)
-    evaluations_in_flight(cfg.parallel)
-    check_fitness_config(cfg)
-    evaluation_backend(cfg)  # its settings; Ray installed when chosen
-    llm = OmegaConf.to_object(cfg.llm) if cfg.llm is not None else None  # its checks (conf.schema.LLMConfig)
+    evaluations_in_flight(plan.parallel)
+    check_fitness_config(plan.judge)
+    evaluation_backend(plan)  # its settings; Ray installed when chosen
     from operators.llm.check import uses_llm  # LLM operators need an `llm=` (no litellm imported here)
 
-    uses_llm(operators, OmegaConf.to_container(cfg.llm) if llm is not None else {},
-             llm.initialise if llm is not None else False)
+    uses_llm(operators, plan.llm)
     return CheckedRun(settings, operators, strategy)
 
 
-def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") -> RunOutcome:
-    """Run or resume the search stored in run_dir (its config `cfg`, as `check_run_config` found it: `checked`),
+def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") -> RunOutcome:
+    """Run or resume the search stored in run_dir (its plan `plan`, as `check_run_config` found it: `checked`),
     print progress and the outcome, write the best kernel, the outcome (summary.json) and the report. `tag`: what
     names this run in its progress lines (a sweep's seed)."""
     settings, operators = checked.settings, checked.operators
     queued = wait_for_gate()  # a bench's prestarted search: until the GPU is free
     marks = {"process": process_started(), "queued": queued, "run": time.time()}  # where the time before the search goes
     store = RunStore(run_dir)
-    store.set_meta("config", OmegaConf.to_container(cfg, resolve=True))
-    service, tuner = build_service(cfg, store), None
+    store.set_meta("config", plan.config)
+    service, tuner = evaluation_backend(plan).service(plan, store), None
     marks["service"] = time.time()
     try:
         settings = supplied(settings, store, len(service.evaluators))
-        tuner = supplied_tuner(service, store.optuna_url, settings, TunerSettings(**tuner_options(cfg.search.tuner)),
-                               cfg.search.seed, store)
+        tuner = supplied_tuner(service, store.optuna_url, settings, plan.tuner, plan.search.seed, store)
         evaluator = service.evaluators[0]
-        store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
+        store.set_meta("start_up_under_lock", start_up_under_lock(plan.judge.settings, service.profile))
         print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale),
               flush=True)
-        if settings.children_in_flight < search_settings(cfg).children_in_flight:
+        if settings.children_in_flight < plan.search.children_in_flight:
             from operators.llm.operators import calls_per_child
 
-            print(f"[kernelevo] llm.budget.max_calls={cfg.llm.budget.max_calls} carries "
-                  f"{settings.children_in_flight} children in flight (of {search_settings(cfg).children_in_flight}),"
-                  f" each reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)", flush=True)
+            print(f"[kernelevo] llm.budget.max_calls={plan.llm.budget.max_calls} carries "
+                  f"{settings.children_in_flight} children in flight (of {plan.search.children_in_flight}), each "
+                  f"reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)", flush=True)
         measure_baselines(service, store)
-        team = build_team(cfg, store, evaluator)
-        seeds = make_seeds(cfg, team, service, run_dir)
-        sizes_check = full_size.SizesCheck.plan(cfg, evaluator, seeds) if not evaluator.on_gpu \
-            else None
+        team = build_team(plan, store, evaluator)
+        seeds = make_seeds(plan, team, service, run_dir)
+        sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
-                        selection=instantiate(cfg.search.selection), team=team, strategy=checked.strategy)
+                        selection=instantiate(plan.selection), team=team, strategy=checked.strategy)
         marks["search"] = time.time()
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         if store.get_meta(START_UP) is None:  # a resume keeps the first start's
             store.set_meta(START_UP, start_up(marks, store))
-        store.set_meta("manifest", run_manifest(cfg, evaluator))
+        store.set_meta("manifest", run_manifest(plan, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, getattr(evaluator, "sandbox", None))
     finally:

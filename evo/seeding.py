@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from omegaconf import DictConfig
-
 from evo.outcome import REWRITTEN_SEED
 from core.genome import Genome, evaluation_key
 from fitness.problem import INDUCTOR
@@ -24,6 +22,7 @@ from seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
     from evo.evaluation import EvaluationService
+    from evo.plan import RunPlan
 
 
 class Seed(NamedTuple):
@@ -36,26 +35,24 @@ class Seed(NamedTuple):
         return cls(Genome.from_source(source), made_by)
 
 
-def make_seeds(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+def make_seeds(plan: RunPlan, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
     resume makes them again from caches)."""
     started = time.perf_counter()
-    seeds = seed_genomes(cfg, team, service, run_dir)
+    seeds = seed_genomes(plan, team, service, run_dir)
     if service.store.get_meta("seed_wall_s") is None:
         service.store.set_meta("seed_wall_s", time.perf_counter() - started)
     return seeds
 
 
-def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+def seed_genomes(plan: RunPlan, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds (the module's docstring says which), the seed first."""
-    from seeds.inductor import variants_from_config
-
     evaluator = service.evaluators[0]
-    mode = cfg.llm.initialise if team is not None else False  # checked by check_run_config
+    mode = plan.llm.initialise if team is not None else False  # checked when the plan was made
     if mode is True:
         return [Seed.from_source(_initialise(team), "initialiser")]
-    if cfg.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
-        sources = evaluator.inductor_seeds(run_dir, variants_from_config(cfg))
+    if plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
+        sources = evaluator.inductor_seeds(run_dir, plan.variants)
         captured = ieee_where_tf32_fails(service, [Seed.from_source(source, by) for by, source in sources.items()])
     else:
         captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]

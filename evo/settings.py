@@ -6,7 +6,7 @@ budget side by side, as the command line names them, plus the tuner and the sele
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
@@ -78,12 +78,6 @@ class SearchSettings(Population):
         if self.staleness is not None and self.staleness < 1:
             raise ValueError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
                              f"{self.staleness}")
-
-    @classmethod
-    def of(cls, search) -> "SearchSettings":
-        """From a ``search`` config (``conf.schema.SearchConfig``, or any mapping with its keys)."""
-        return cls(**{f.name: search[f.name] for f in fields(Population)},
-                   budget=Budget(**{f.name: search[f.name] for f in fields(Budget)}))
 
     def on_evaluators(self, evaluators: int) -> "SearchSettings":
         """The settings of a search on `evaluators` evaluators (GPUs): its supply scaled to them (lambda_per_gpu)."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, fields
 from random import Random
 
 import optuna
@@ -61,11 +60,6 @@ def keeps_written_launch(individual: Individual, on_gpu: bool) -> bool:
 def check_tuner_settings(trials: int, parallel: int, sampler: str) -> None:
     """ValueError naming a bad ``search.tuner`` setting and its fix."""
     TunerSettings(trials=trials, parallel=parallel, sampler=sampler)
-
-
-def tuner_options(tuner_cfg) -> dict:
-    """The Tuner's keyword arguments from a run's ``search.tuner`` config (``evo.settings.TunerSettings``), checked."""
-    return asdict(TunerSettings(**{f.name: tuner_cfg[f.name] for f in fields(TunerSettings)}))
 
 
 def describe_tuner(sampler: str, warm_start: bool, trials: int, parallel: int) -> str:

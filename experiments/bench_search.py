@@ -54,14 +54,15 @@ def phase_medians(results) -> dict:
 def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     from hydra import compose, initialize_config_module
 
+    from conf.plan import run_plan
     from evo.run import check_run_config, execute
     from evo.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
-        cfg = compose("config", overrides=[f"problem={name}", *BUDGET, *overrides])
+        plan = run_plan(compose("config", overrides=[f"problem={name}", *BUDGET, *overrides]))
     run_dir = root / name
     cpu_before, load_before = cpu_times(), os.getloadavg()[0]
-    outcome = execute(cfg, run_dir, check_run_config(cfg))
+    outcome = execute(plan, run_dir, check_run_config(plan))
     start, end = outcome.search_window
     cpu_after = cpu_times()
     busy_cpu = (cpu_after[0] - cpu_before[0]) / max(cpu_after[1] - cpu_before[1], 1.0)

@@ -149,19 +149,20 @@ def problem_overrides(problem: str) -> list[str]:
 def run_problem(problem: str, args, root: Path) -> dict:
     from hydra import compose, initialize_config_module
 
-    from evo.run import build_service
+    from conf.plan import run_plan
+    from evo.run import evaluation_backend
     from evo.seeding import seed_genomes
     from evo.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
-        cfg = compose("config", overrides=[*problem_overrides(problem), *(QUICK if args.quick else []),
-                                           *args.overrides])
+        plan = run_plan(compose("config", overrides=[*problem_overrides(problem), *(QUICK if args.quick else []),
+                                                     *args.overrides]))
     run_dir = root / Path(problem).stem
     store = RunStore(run_dir)
-    service = build_service(cfg, store)
+    service = evaluation_backend(plan).service(plan, store)
     started = time.perf_counter()
     try:
-        (seed, made_by), *_ = seed_genomes(cfg, None, service, run_dir)
+        (seed, made_by), *_ = seed_genomes(plan, None, service, run_dir)
         if not seed.space:
             raise ValueError(f"{problem}: its seed ({made_by}) declares no TUNABLE space; nothing to tune")
         arms = compare(service, seed, args.seeds, args.generations, args.trials, args.parallel)

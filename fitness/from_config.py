@@ -1,14 +1,15 @@
-"""Builds an Evaluator from a Hydra config (the `fitness`, `hardware` and problem fields)."""
+"""An evaluator's parts resolved from a command's judge plan (``fitness.plan.JudgePlan``: the problem, fitness,
+hardware and device settings): the device, the hardware profile, the problem at the device's sizes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-
 from fitness.evaluator import EvalSettings, Evaluator, default_device
+from fitness.plan import JudgePlan
 from fitness.policy import PrecisionPolicy
 from fitness.problem import INDUCTOR, ProblemSpec, resolve_problem
+from fitness.settings import ProblemSettings
 from hardware_profiles import HardwareProfile, load_profile, resolve_profile
 
 
@@ -33,31 +34,18 @@ def resolve_size_preset(preset: str, device: str) -> str:
     return "full" if device.startswith("cuda") else "test"
 
 
-
-
-def problem_spec(name: str, sizes, size_preset: str, device: str, seed: str | None = None) -> ProblemSpec:
-    """The ProblemSpec a config names: bundled name or path, size preset and overrides, optional seed file."""
-    sizes = OmegaConf.to_container(sizes, resolve=True) if isinstance(sizes, DictConfig) else dict(sizes or {})
-    spec = resolve_problem(str(name), sizes=sizes, size_preset=resolve_size_preset(size_preset, device))
+def problem_spec(problem: ProblemSettings, device: str) -> ProblemSpec:
+    """The ProblemSpec the `problem` settings name: bundled name or path, size preset and overrides, optional seed
+    file."""
+    seed = problem.seed
+    spec = resolve_problem(str(problem.name), sizes=dict(problem.sizes or {}),
+                           size_preset=resolve_size_preset(problem.size_preset, device))
     if seed is None or seed == INDUCTOR:
         return spec  # the Inductor seed is made when the run starts (seeds.inductor)
     if not Path(seed).expanduser().is_file():
         raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
                          f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")
     return replace(spec, seed_path=str(Path(seed).expanduser().resolve()))
-
-
-def problem_from_config(problem_cfg: DictConfig, device: str) -> ProblemSpec:
-    """The spec for a `problem` config group entry (name, size_preset, sizes, seed)."""
-    return problem_spec(problem_cfg.name, problem_cfg.sizes, problem_cfg.size_preset, device, problem_cfg.seed)
-
-
-def policy_from_config(fitness_cfg: DictConfig) -> PrecisionPolicy:
-    return PrecisionPolicy.from_dict(OmegaConf.to_container(fitness_cfg.policy, resolve=True))
-
-
-def settings_from_config(fitness_cfg: DictConfig) -> EvalSettings:
-    return EvalSettings.from_config(OmegaConf.to_container(fitness_cfg, resolve=True))  # policy, backend left out
 
 
 def profile_for(profile_name: str, device: str) -> HardwareProfile:
@@ -77,28 +65,28 @@ class FitnessParts:
     settings: EvalSettings
 
 
-def fitness_parts(cfg: DictConfig) -> FitnessParts:
-    """The device, hardware profile, problem, policy and settings a config names (`device`, `hardware`, `problem`,
-    `fitness`). Raises ValueError naming the fix."""
-    device = resolve_device(str(cfg.device))
-    return FitnessParts(device, profile_for(cfg.hardware.profile, device), problem_from_config(cfg.problem, device),
-                        policy_from_config(cfg.fitness), settings_from_config(cfg.fitness))
+def fitness_parts(judge: JudgePlan) -> FitnessParts:
+    """The device, hardware profile, problem, policy and settings a judge plan names. Raises ValueError naming the
+    fix."""
+    device = resolve_device(str(judge.device))
+    return FitnessParts(device, profile_for(judge.profile, device), problem_spec(judge.problem, device), judge.policy,
+                        judge.settings)
 
 
-def check_fitness_config(cfg: DictConfig) -> ProblemSpec:
+def check_fitness_config(judge: JudgePlan) -> ProblemSpec:
     """What an evaluator would be built from, checked without starting anything; the problem spec. Raises
     ValueError naming the fix."""
     from fitness.problem import check_reference, load_problem
 
-    parts = fitness_parts(cfg)
+    parts = fitness_parts(judge)
     # the file defines Model, get_inputs, get_init_inputs; its size overrides exist; its reference works (forward
     # run on the interpreter, at the test sizes): a problem's fault is never blamed on a candidate
     check_reference(load_problem(parts.problem), run_forward=parts.device == "cpu")
     return parts.problem
 
 
-def build_evaluator(cfg: DictConfig) -> Evaluator:
-    parts = fitness_parts(cfg)
+def build_evaluator(judge: JudgePlan) -> Evaluator:
+    parts = fitness_parts(judge)
     return Evaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device)
 
 

@@ -1,17 +1,32 @@
 """How candidates are judged: the ``fitness`` settings of a run, each with its one default and what it means.
 
-These dataclasses are the schema of ``fitness.*`` (``conf/schema.py`` adds the policy and backend choices):
-``conf/fitness/default.yaml`` holds only group choices, and a key given on the command line is type-checked against
-the field here. No torch import: the command line reads this before anything heavy.
+These dataclasses are the schema of ``fitness.*`` (``conf/schema.py`` adds the policy and backend choices) and of
+``problem`` (``ProblemSettings``): ``conf/fitness/default.yaml`` holds only group choices, and a key given on the
+command line is type-checked against the field here. No torch import: the command line reads this before anything heavy.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
+
+from omegaconf import MISSING
 
 PROFILERS = ("none", "ncu")
 # every known baseline, in the order tables show them (what each one is: fitness.baselines)
 BASELINES = ("eager", "compile", "max_autotune")
+
+
+@dataclass
+class ProblemSettings:
+    """``problem``: a bundled problem (``problem=NAME``) or a KernelBench-format file (``problem=PATH.py``)."""
+    name: str = MISSING  # a bundled problem's name (fitness/suite/), or a file's path (problem=file)
+    # auto: full sizes on a GPU; on the CPU interpreter a bundled problem's test sizes (suite.yaml), a file's shrunk
+    # by the rule of fitness/sizes.py (largest tensor at most 16,384 elements); or full / test
+    size_preset: str = "auto"
+    sizes: Dict[str, Any] = field(default_factory=dict)  # size-constant overrides, e.g. problem.sizes.batch_size=64
+    # seed kernel file; null: the bundled seed (a file has none: torch.compile's Triton kernels); inductor:
+    # torch.compile's Triton kernels (seeds/inductor)
+    seed: Optional[str] = None
 
 
 @dataclass
@@ -123,20 +138,11 @@ class EvalSettings:
 
     @classmethod
     def migrated(cls, cfg: dict) -> dict:
-        """A ``fitness`` config with its legacy keys in today's form (the one place they are read): a run saved
-        before ``fitness.baselines`` has ``compile_baseline`` (false: eager only; null: the default)."""
+        """A stored ``fitness`` config with its legacy keys in today's form, read once where a stored run's config
+        is typed (``conf.schema.run_config``): a run saved before ``fitness.baselines`` has ``compile_baseline``
+        (false: eager only; null: the default)."""
         cfg = dict(cfg)
         if "compile_baseline" in cfg:
             if cfg.pop("compile_baseline") is False:
                 cfg["baselines"] = [n for n in cfg.get("baselines", cls().baselines) if n == "eager"]
         return cfg
-
-    @classmethod
-    def from_config(cls, cfg: dict) -> "EvalSettings":
-        """From a resolved ``fitness`` config (its policy and backend left out)."""
-        cfg = cls.migrated(cfg)
-        known = set(cls.__dataclass_fields__)
-        unknown = set(cfg) - known - {"policy", "backend"}
-        if unknown:
-            raise ValueError(f"unknown fitness settings {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**{k: v for k, v in cfg.items() if k in known})

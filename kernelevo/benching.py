@@ -8,9 +8,14 @@ import shutil
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from typing import TYPE_CHECKING
+
+from omegaconf import OmegaConf
 
 from evo.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
+
+if TYPE_CHECKING:
+    from kernelevo.plans import BenchPlan
 
 REPLACED = "replaced"  # where bench.rerun=changed keeps the runs it makes again
 
@@ -52,9 +57,10 @@ def _flat(node, prefix: str = "") -> dict:
     return found
 
 
-def run_settings(cfg: DictConfig) -> dict:
-    """The settings the bench gives each of its runs (flattened), its own and the problem's name left out."""
-    settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k not in OWN}
+def run_settings(config: dict) -> dict:
+    """The settings the bench gives each of its runs (flattened), its own and the problem's name left out; `config`:
+    the bench's composed config, resolved (its run plan's ``config``)."""
+    settings = {k: v for k, v in config.items() if k not in OWN}
     return {key: value for key, value in _flat(settings).items() if key != "problem.name"}
 
 
@@ -72,7 +78,7 @@ def value_text(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def changed_runs(cfg: DictConfig, tasks: list[BenchTask], bench_dir: Path) -> dict[str, list[str]]:
+def changed_runs(config: dict, tasks: list[BenchTask], bench_dir: Path) -> dict[str, list[str]]:
     """Every run the bench directory holds whose stored settings differ from the command's: its folder name ->
     the keys that differ, each `key: stored -> now`. A run of a task of this selection is compared on its search
     seed too; one outside it (a problem left out now) on the rest."""
@@ -81,7 +87,7 @@ def changed_runs(cfg: DictConfig, tasks: list[BenchTask], bench_dir: Path) -> di
     runs = bench_dir / RUNS
     if not runs.is_dir():
         return {}
-    expected, by_slug, changed = run_settings(cfg), {t.slug: t for t in tasks}, {}
+    expected, by_slug, changed = run_settings(config), {t.slug: t for t in tasks}, {}
     for run_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
         saved = RunStore.saved_run(run_dir)
         if saved is None:
@@ -106,14 +112,15 @@ def changed_runs(cfg: DictConfig, tasks: list[BenchTask], bench_dir: Path) -> di
     return changed
 
 
-def check_rerun(cfg: DictConfig, tasks: list[BenchTask], bench_dir: Path) -> dict[str, list[str]]:
+def check_rerun(plan: BenchPlan, bench_dir: Path) -> dict[str, list[str]]:
     """The runs to make again (``changed_runs``); ValueError naming them and the two ways on when there are any
     and bench.rerun does not ask for it."""
-    if cfg.bench.rerun not in (None, *RERUN):
-        raise ValueError(f"bench.rerun={cfg.bench.rerun}: use bench.rerun=changed (run again the problems whose "
+    rerun = plan.bench.rerun
+    if rerun not in (None, *RERUN):
+        raise ValueError(f"bench.rerun={rerun}: use bench.rerun=changed (run again the problems whose "
                          f"stored runs have other settings than the command's) or leave it out")
-    changed = changed_runs(cfg, tasks, bench_dir)
-    if changed and cfg.bench.rerun is None:
+    changed = changed_runs(plan.run.plan.config, list(plan.tasks), bench_dir)
+    if changed and rerun is None:
         first = [f"{name} ({'; '.join(keys[:SHOWN])}{f'; {len(keys) - SHOWN} more' if len(keys) > SHOWN else ''})"
                  for name, keys in list(changed.items())[:3]]
         more = f", and {len(changed) - 3} more" if len(changed) > 3 else ""

@@ -1,14 +1,18 @@
 """The `kernelevo` command: a Hydra app per sub-command (`kernelevo evaluate ...`), and `kernelevo list`.
 
 Each sub-command has its own config file in ``conf/`` and its own task function; everything after the
-sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The overrides
-are checked against the command's composed config, and the command's own checks run, before Hydra starts
-(``kernelevo.validate``), and so are the places it writes (``kernelevo.locations``): a command that fails them has
-written nothing. Ctrl-C ends a command in one line, exit code 130. ``--seeds N`` repeats the searches over N search
+sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The command
+line is composed once into the command's config, its overrides checked against it (``kernelevo.validate``), and the
+config turned once into the command's typed plan, checked (``Command.plan``, ``kernelevo.plans``), before Hydra
+starts; so are the places it writes (``kernelevo.locations``): a command that fails them has written nothing. A
+single job then runs on that config and plan (Hydra's ``run_job``: nothing is composed again); a sweep
+(``--multirun``), or ``--cfg``/``--help``, goes through ``hydra.main``, whose launcher composes each job's config,
+which the job plans. Ctrl-C ends a command in one line, exit code 130. ``--seeds N`` repeats the searches over N search
 seeds: a bench's ``bench.seeds=N``, a run's multirun over ``search.seed`` (their tables give confidence intervals).
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 import hydra
@@ -103,25 +107,105 @@ def _main(argv: list[str] | None) -> None:
         flags, overrides = split_flags(args)
         if seeds is not None and name == "bench":
             overrides.append(f"bench.seeds={seeds}")
+        own_logging = any("job_logging" in o for o in overrides)  # hydra/job_logging=...: the user's, as given
         validator = Validator(name, command.config)
-        cfg, overrides = validator.check(expand_problem_paths(overrides))
+        cfg, overrides = validator.check([*expand_problem_paths(overrides),
+                                          *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])])
         if seeds is not None and name == "run":
             flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
-        held, pins = None, []
+        output_dir, multirun = validator.output_dir(flags)
+        single = not flags and not multirun and output_dir is not None and not any(map(is_sweep, overrides))
+        held, pins, plan = None, [], None
         if not wants_info(flags):
+            if single:  # the job's Hydra config, as the plan resolves it (the LLM reply cache in its directory)
+                job_config(validator.composed, output_dir)
+            plan = command.plan(cfg, overrides)
             if command.check is not None:
-                command.check(cfg)
-            check_locations(name, cfg, *validator.output_dir(flags))
-            held, pins = claim(name, cfg, *validator.output_dir(flags))  # the directory is this command's
+                command.check(plan)
+            check_locations(name, cfg, output_dir, multirun)
+            held, pins = claim(name, cfg, output_dir, multirun)  # the directory is this command's
+            if command.claimed is not None:
+                plan = claimed(command, plan, held)
     except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
-    own_logging = any("job_logging" in o for o in overrides)  # hydra/job_logging=...: the user's handlers as given
-    sys.argv = [f"kernelevo {name}", *flags, *[o for o in overrides if not pins or not o.startswith("hydra.run.dir=")],
-                *pins, *help_text(name, flags), *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])]
     try:
-        hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(command.task)()
+        if single and plan is not None:
+            run_single(command, validator, plan)
+        else:
+            sys.argv = [f"kernelevo {name}", *flags,
+                        *[o for o in overrides if not pins or not o.startswith("hydra.run.dir=")], *pins,
+                        *help_text(name, flags)]
+            hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(in_job(command))()
     finally:
         release(held)
+
+
+def claimed(command, plan, held):
+    """The command's plan completed once it holds its directory; the directory given back when that fails."""
+    try:
+        return command.claimed(plan)
+    except BaseException:
+        release(held)
+        raise
+
+
+def is_sweep(override: str) -> bool:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_override(override).is_sweep_override()
+
+
+def job_config(config, output_dir) -> None:
+    """`config` (a composed config with Hydra's node) made the one its job runs on: its output directory the one
+    claimed (``${now:...}`` is not resolved again), and Hydra's config of the job set, as ``run_job`` sets it."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import open_dict, read_write
+
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.run.dir = str(output_dir)
+        config.hydra.runtime.output_dir = str(output_dir)
+        if config.hydra.mode is None:
+            config.hydra.mode = RunMode.RUN
+    HydraConfig.instance().set_config(config)
+
+
+def run_single(command, validator: Validator, plan) -> None:
+    """Run the command's one job on the config the command line composed and its plan, as Hydra's ``run`` would,
+    without composing the config again: its logging, its callbacks, its output directory (``run_job``)."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra._internal.utils import run_and_report
+    from hydra.core.utils import configure_log, run_job
+    from hydra.types import HydraContext
+
+    config = validator.composed
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    task = functools.wraps(command.task)(lambda cfg: command.task(cfg, plan))
+
+    def job():
+        callbacks = Callbacks(config)
+        callbacks.on_run_start(config=config, config_name=command.config)
+        done = run_job(hydra_context=HydraContext(config_loader=validator.loader, callbacks=callbacks),
+                       task_function=task, config=config, job_dir_key="hydra.run.dir", job_subdir_key=None)
+        callbacks.on_run_end(config=config, config_name=command.config, job_return=done)
+        return done.return_value  # the task's exception, raised again
+
+    run_and_report(job)
+
+
+def in_job(command):
+    """A job of ``hydra.main`` (a sweep's): the command's task on the plan of the config Hydra composed for it."""
+    @functools.wraps(command.task)  # Hydra names the job (and its log) after the task's module
+    def task(cfg):
+        from hydra.core.hydra_config import HydraConfig
+
+        try:
+            plan = command.plan(cfg, list(HydraConfig.get().overrides.task))
+            plan = plan if command.claimed is None else command.claimed(plan)
+        except ValueError as exc:
+            fail(str(exc))
+        return command.task(cfg, plan)
+    return task
 
 
 if __name__ == "__main__":

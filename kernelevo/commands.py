@@ -1,4 +1,5 @@
-"""Task functions behind the `kernelevo` sub-commands; each receives its composed Hydra config."""
+"""Task functions behind the `kernelevo` sub-commands; each receives its composed Hydra config and the command's one
+typed plan made from it (``kernelevo.plans``)."""
 from __future__ import annotations
 
 import os
@@ -8,17 +9,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from fitness.lifeline import INTERRUPTED_EXIT
+from kernelevo import plans
 
 
 @dataclass(frozen=True)
 class Command:
     config: str
-    task: Callable
+    task: Callable  # task(cfg, plan): the command's work, in Hydra's job
     help: str
-    check: Callable | None = None  # checks on the composed config, run before Hydra writes anything
+    # plan(cfg, overrides): the command's typed plan, made once from its composed config and checked, before Hydra
+    # writes anything (kernelevo.plans); `overrides`: the command line's, as Hydra is given them
+    plan: Callable
+    check: Callable | None = None  # check(plan): the checks that reach outside (an LLM's server), on the command line
+    # claimed(plan): the plan completed once the command holds its directory (a resume reads its run's store only
+    # then: another process may hold it); None: the plan is complete
+    claimed: Callable | None = None
 
 
 def fail(message: str, status: int = 2) -> None:
@@ -63,56 +71,6 @@ def _out_path(out: str) -> Path:
     return path
 
 
-def check_evaluate(cfg: DictConfig) -> None:
-    from fitness.from_config import check_fitness_config, read_candidate
-
-    read_candidate(cfg.candidate, check_fitness_config(cfg))
-
-
-def check_seed(cfg: DictConfig) -> None:
-    from fitness.from_config import check_fitness_config
-
-    check_fitness_config(cfg)
-
-
-CHECKED: dict = {}  # the config `check_run` checked last (as YAML) -> what it built, for the `run` task of it
-
-
-def check_run(cfg: DictConfig) -> None:
-    from evo.run import check_run_config
-
-    checked = check_run_config(cfg)
-    check_llm(cfg, checked.operators)
-    CHECKED.clear()  # one command line, one check: nothing a command refused later is kept for another
-    CHECKED[OmegaConf.to_yaml(cfg)] = checked
-
-
-def checked_run(cfg: DictConfig):
-    """What `check_run` built from this config before Hydra started (the run's config is checked once); a job of a
-    sweep with other values than the first, which the command line checked, is checked here."""
-    from evo.run import check_run_config
-
-    return CHECKED.pop(OmegaConf.to_yaml(cfg), None) or check_run_config(cfg)
-
-
-def check_llm(cfg: DictConfig, operators: list, warn: bool = False) -> None:
-    """The LLM the run would ask (``operators.llm.check``), checked as a user would: its key, its server, its model.
-    `warn`: a failure is a printed line, not an error (a resume: the replies it needs may all be in the cache)."""
-    from operators.llm.check import LLMCheckFailed, check_llm as check, uses_llm
-
-    llm = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.llm is not None else {}
-    if not uses_llm(operators, llm, llm["initialise"] if llm else False):
-        return
-    try:
-        line = check(llm)
-    except LLMCheckFailed as exc:
-        if not warn:
-            raise
-        line = f"warning: {exc} (replies in the LLM cache replay; failed calls in a row stop the run)"
-    if line:
-        print(f"[kernelevo] {line}", flush=True)
-
-
 def llm_stop(run_dir: Path, stop_reason: str) -> None:
     """After a run that its LLM stopped (too many failed calls in a row): the resume command; an error (exit 1) when
     no LLM child was made in the whole run."""
@@ -131,35 +89,13 @@ def llm_stop(run_dir: Path, stop_reason: str) -> None:
     print(f"[kernelevo] the LLM stopped the run after {made} LLM children: {then}", flush=True)
 
 
-def check_run_dir(cfg: DictConfig) -> None:
-    """resume and report: run_dir must hold a run (nothing is created where there is none)."""
-    from evo.store import RunStore
-
-    RunStore.check_exists(Path(cfg.run_dir))
-
-
-def check_bench(cfg: DictConfig) -> None:
-    from evo.bench import select, with_seeds
-    from evo.intervals import Bootstrap
-
-    from kernelevo.benching import check_rerun
-
-    problems = cfg.bench.problems
-    tasks = with_seeds(select(cfg.bench.root, cfg.bench.level, OmegaConf.to_container(problems)
-                              if OmegaConf.is_config(problems) else problems), cfg.bench.seeds, cfg.search.seed)
-    Bootstrap.from_config(cfg.intervals)
-    check_run(cfg)
-    if cfg.bench.dir:  # its runs' settings against the command's (no bench.dir: a new one, nothing to compare)
-        check_rerun(cfg, tasks, Path(cfg.bench.dir).expanduser().resolve())
-
-
-def evaluate(cfg: DictConfig) -> None:
+def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
     """Evaluate one candidate (default: the problem's bundled seed) and print the verdict."""
     from fitness.from_config import build_evaluator, read_candidate
 
     try:
-        evaluator = build_evaluator(cfg)
-        source, label = read_candidate(cfg.candidate, evaluator.problem)
+        evaluator = build_evaluator(plan.judge)
+        source, label = read_candidate(plan.candidate, evaluator.problem)
     except ValueError as exc:
         fail(str(exc))
     with evaluator:
@@ -167,39 +103,39 @@ def evaluate(cfg: DictConfig) -> None:
         result = evaluator.evaluate(source, label=label)
     print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
     try:
-        out = _out_path(cfg.out)
+        out = _out_path(plan.out)
         out.write_text(result.to_json())
     except OSError as exc:
-        fail(f"the verdict above could not be written to out={cfg.out}: {exc}")
+        fail(f"the verdict above could not be written to out={plan.out}: {exc}")
     print(f"result written to {out}")
     if not result.ok:
         sys.exit(1)
 
 
-def seed(cfg: DictConfig) -> None:
+def seed(cfg: DictConfig, plan: plans.SeedPlan) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
     from fitness.evaluator import default_cache_dir
     from fitness.from_config import fitness_parts
-    from seeds.inductor import inductor_seeds, policy_options, variants_from_config, write_seeds
+    from seeds.inductor import inductor_seeds, policy_options, write_seeds
 
     try:
-        parts = fitness_parts(cfg)
+        parts = fitness_parts(plan.judge)
         device, problem, policy = parts.device, parts.problem, parts.policy
         sources = inductor_seeds(problem, device, parts.profile.name, default_cache_dir(),
-                                 variants=variants_from_config(cfg), **policy_options(policy))
+                                 variants=plan.variants, **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))
     try:
-        out = _out_path(cfg.out)
+        out = _out_path(plan.out)
         written = write_seeds(sources, out.parent, out.name)  # the variants next to the seed
     except OSError as exc:  # out= was checked before anything was compiled: something changed since
-        fail(f"the seed could not be written to out={cfg.out}: {exc}")
+        fail(f"the seed could not be written to out={plan.out}: {exc}")
     for made_by, path in zip(sources, written):
         print(f"seed for {problem.name} ({made_by}; policy {policy.name}, {device}) written to {path}")
-    print(f"evaluate one: kernelevo evaluate problem={cfg.problem.name} candidate={out}")
+    print(f"evaluate one: kernelevo evaluate problem={plan.judge.problem.name} candidate={out}")
 
 
-def run(cfg: DictConfig) -> None:
+def run(cfg: DictConfig, planned: plans.PlannedRun) -> None:
     """Evolve a faster kernel for the configured problem; the run directory is Hydra's output directory."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -222,8 +158,8 @@ def run(cfg: DictConfig) -> None:
             fail(taken)
         swept = {o.lstrip("+~").split("=", 1)[0] for o in HydraConfig.get().overrides.task} if multirun else set()
         try:  # runs of a sweep over search seeds (--seeds N) name theirs in every progress line
-            summary = execute(cfg, run_dir, checked_run(cfg),
-                              tag=f"seed {cfg.search.seed}" if "search.seed" in swept else "")
+            summary = execute(planned.plan, run_dir, planned.checked,
+                              tag=f"seed {planned.plan.search.seed}" if "search.seed" in swept else "")
         except ValueError as exc:
             fail(str(exc) + _discarded(run_dir, own))
         except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
@@ -254,30 +190,22 @@ def _discarded(run_dir: Path, own) -> str:
     return f" (nothing evaluated: nothing kept in {run_dir}; run it again there once fixed)"
 
 
-def bench(cfg: DictConfig) -> None:
+def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
     """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
-    from hydra.core.hydra_config import HydraConfig
     from hydra.utils import instantiate
 
-    from evo.bench import BenchError, BenchInterrupted, execute_bench, level_sizes, select, with_seeds
+    from evo.bench import BenchError, BenchInterrupted, execute_bench, level_sizes
     from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
-    from evo.intervals import Bootstrap
-    from kernelevo.benching import OWN, check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
+    from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
-    own = (*(f"{key}." for key in OWN), "bench/", "problem")  # the bench's own settings; the rest: every run
-    overrides = tuple(o for o in HydraConfig.get().overrides.task if not o.lstrip("+~").startswith(own))
-    problems = cfg.bench.problems
-    problems = OmegaConf.to_container(problems) if OmegaConf.is_config(problems) else problems
+    tasks = list(plan.tasks)
     try:
-        tasks = with_seeds(select(cfg.bench.root, cfg.bench.level, problems, overrides), cfg.bench.seeds,
-                           cfg.search.seed)
-        boot = Bootstrap.from_config(cfg.intervals)
-        backend = instantiate(cfg.bench.backend)
+        backend = instantiate(cfg.bench.backend)  # the bench/backend plug-in, a node of its own
     except ValueError as exc:
         fail(str(exc))
-    bench_dir = Path(cfg.bench.dir).expanduser().resolve() if cfg.bench.dir else _output_dir().resolve()
-    try:  # again, now that the bench directory is this command's
-        replaced = set_aside(bench_dir, list(check_rerun(cfg, tasks, bench_dir)))
+    bench_dir = Path(plan.bench.dir).expanduser().resolve() if plan.bench.dir else _output_dir().resolve()
+    try:  # again, now that the bench directory is this command's: a bench may have written there since
+        replaced = set_aside(bench_dir, list(check_rerun(plan, bench_dir)))
     except ValueError as exc:
         fail(str(exc))
     if replaced is not None:
@@ -299,11 +227,12 @@ def bench(cfg: DictConfig) -> None:
         print(f"[bench] {bench_dir} keeps {len(kept)} more problem{'s' if len(kept) > 1 else ''}, outside this "
               f"selection, in its table: {', '.join(r.label for r in kept)}", flush=True)
         rows = [*rows, *kept]
-    seeds = f" x {cfg.bench.seeds} search seeds" if cfg.bench.seeds > 1 else ""
-    title = cfg.bench.title or f"kernelevo bench: {len({r.name for r in rows})} problems{seeds}"
-    summary = write_bench_report(bench_dir, rows, title, {"overrides": list(overrides),
-                                                          "backend": backend.describe(), "seeds": cfg.bench.seeds,
-                                                          "level_sizes": level_sizes(cfg.bench.root)}, boot=boot)
+    seeds = f" x {plan.bench.seeds} search seeds" if plan.bench.seeds > 1 else ""
+    title = plan.bench.title or f"kernelevo bench: {len({r.name for r in rows})} problems{seeds}"
+    summary = write_bench_report(bench_dir, rows, title, {"overrides": list(plan.overrides),
+                                                          "backend": backend.describe(), "seeds": plan.bench.seeds,
+                                                          "level_sizes": level_sizes(plan.bench.root)},
+                                 boot=plan.intervals)
     print(console_table(rows, bench_reports(bench_dir, rows), bench_dir))
     print("\n".join(f"[bench] {line}" for line in summary_lines(summary)))
     print(f"[bench] table: {bench_dir / 'bench.md'} (also bench.json, bench.html); to resume or extend: "
@@ -312,26 +241,18 @@ def bench(cfg: DictConfig) -> None:
         interrupted(stopped)
 
 
-def resume(cfg: DictConfig) -> None:
+def resume(cfg: DictConfig, plan: plans.ResumePlan) -> None:
     """Continue a run from its store, with the config it was started with and the budgets given now."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from evo.run import check_run_config, execute
-    from kernelevo.resuming import check_resume, resume_config
+    from evo.run import execute
     from operators.llm.ledger import LLMError
 
-    given = [o.key_or_group for o in OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))]
-    changes = {key: OmegaConf.select(cfg, key) for key in given if key != "run_dir" and not key.startswith("hydra")}
-    run_dir = Path(cfg.run_dir)
+    run_dir = plan.run_dir
+    print(plan.line, flush=True)
+    if plan.note:
+        print(plan.note, flush=True)
     try:
-        note = check_resume(run_dir, changes)  # a resume that would run nothing is refused, before it says anything
-        config = resume_config(run_dir, changes)
-        if note:
-            print(note, flush=True)
-        checked = check_run_config(config)
-        check_llm(config, checked.operators, warn=True)
-        summary = execute(config, run_dir, checked)
+        plans.check_llm(plan.run, warn=True)
+        summary = execute(plan.run.plan, run_dir, plan.run.checked)
     except ValueError as exc:
         fail(str(exc))
     except LLMError as exc:
@@ -341,46 +262,48 @@ def resume(cfg: DictConfig) -> None:
     llm_stop(run_dir, summary.stop_reason)
 
 
-def report(cfg: DictConfig) -> None:
+def report(cfg: DictConfig, run_dir: Path) -> None:
     """Write a run's report: report.html (self-contained), report.md and fitness.png."""
     from evo.report_html import write_report
 
     try:
-        path = write_report(Path(cfg.run_dir))
+        path = write_report(run_dir)
     except ValueError as exc:
         fail(str(exc))
     print(f"report written to {path}")
 
 
-def check_table(cfg: DictConfig) -> None:
+def check_table(cfg: DictConfig, overrides: list[str]):
+    """The table command's plan: its typed config, checked (``kernelevo.tables.check_table``)."""
     from kernelevo.tables import check_table as check
 
-    check(cfg)
+    return check(cfg)
 
 
-def table(cfg: DictConfig) -> None:
+def table(cfg: DictConfig, plan) -> None:
     """One table over several bench directories (a benchmark run in parts): kernelevo/tables.py."""
     from kernelevo.tables import write_table
 
     try:
-        write_table(cfg)
+        write_table(plan)
     except ValueError as exc:
         fail(str(exc))
 
 
 COMMANDS = {
     "run": Command("config", run, "evolve a faster Triton kernel (default: embedded problem, offline operators)",
-                   check_run),
+                   plans.plan_run, plans.check_llm),
     "resume": Command("resume", resume, "continue a run, or extend its budget: kernelevo resume run_dir=DIR "
-                                        "[search.generations=N ...]", check_run_dir),
+                                        "[search.generations=N ...]", plans.request_resume,
+                      claimed=plans.plan_resume),
     "report": Command("report", report, "write a run's report (report.html): kernelevo report run_dir=DIR",
-                      check_run_dir),
+                      plans.plan_report),
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing",
-                        check_evaluate),
+                        plans.plan_evaluate),
     "bench": Command("bench", bench, "one search per problem over a KernelBench selection, one table: kernelevo "
-                                     "bench bench.root=KB bench.problems=LIST", check_bench),
+                                     "bench bench.root=KB bench.problems=LIST", plans.plan_bench, plans.check_bench),
     "table": Command("table", table, "one table over several bench directories (a benchmark run in parts): "
                                      "kernelevo table bench_dirs=[A,B] out=DIR", check_table),
     "seed": Command("seed", seed, "write the seed converted from torch.compile's kernels: kernelevo seed "
-                                  "problem=P [out=PATH]", check_seed),
+                                  "problem=P [out=PATH]", plans.plan_seed),
 }

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 if TYPE_CHECKING:  # the CLI imports this module before any of the search's
     from evo.checkpoint import Checkpoint
-    from evo.search import Budget
+    from evo.search import Budget, SearchSettings
 
 
 def _generations(n: int, what: str = "") -> str:
@@ -63,22 +63,14 @@ def patience_note(budget: Budget, checkpoint: Checkpoint | None) -> str:
             f"search.patience=null lifts it")
 
 
-def check_resume(run_dir: Path, given: dict) -> str:
-    """Raise ValueError when a resume given budgets (`given`: key -> value, as ``resume_config`` applies
-    them) would run nothing; else the note on patience ('' when none). Prints nothing."""
-    from evo.run import search_settings
+def check_resume(settings: SearchSettings, run_dir: Path, given: dict) -> str:
+    """Raise ValueError when a resume given budgets (`given`: key -> value, applied in `settings`, the search's
+    settings of the config ``resumed_config`` made) would run nothing; else the note on patience ('' when none).
+    Prints nothing."""
     from evo.store import RunStore
 
     if not given:
         return ""
-    cfg = saved_config(run_dir)
-    for key, value in given.items():
-        top = key.partition(".")[0]
-        if OmegaConf.select(cfg, top) is None:  # llm.budget.* of a run without an LLM
-            raise ValueError(f"{key}: the run in {run_dir} has no {top} settings to change ({top}=none); leave "
-                             f"{key} out")
-        OmegaConf.update(cfg, key, value, force_add=True)
-    settings = search_settings(cfg)
     store = RunStore(run_dir, create=False)
     try:
         checkpoint = store.latest_checkpoint()
@@ -125,23 +117,27 @@ def saved_config(run_dir: Path) -> DictConfig:
     return run_config(config)
 
 
-def resume_config(run_dir: Path, changes: dict) -> DictConfig:
-    """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied; prints the
-    checkpoint the run resumes from and what changed."""
-    cfg = saved_config(run_dir)
+def resumed_config(run_dir: Path, changes: dict) -> tuple[DictConfig, str]:
+    """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied, and the line saying
+    which checkpoint the run resumes from and what changed. ValueError for a budget of settings the run has not
+    (``llm.budget.*`` of a run without an LLM)."""
     from evo.store import RunStore
 
+    cfg = saved_config(run_dir)
     store = RunStore(run_dir, create=False)
     checkpoint, calls = store.latest_checkpoint(), store.evaluation_count()
     store.close()
     changed = []
     for key, value in changes.items():
+        top = key.partition(".")[0]
+        if OmegaConf.select(cfg, top) is None:  # llm.budget.* of a run without an LLM
+            raise ValueError(f"{key}: the run in {run_dir} has no {top} settings to change ({top}=none); leave "
+                             f"{key} out")
         before = OmegaConf.select(cfg, key, default=None)
         if before != value:
             OmegaConf.update(cfg, key, value, force_add=True)
             changed.append(f"{key} {before} -> {value}")
     where = (f"its checkpoint of generation {checkpoint.generation}" if checkpoint is not None
              else "the start (no generation was finished)")
-    print(f"[kernelevo] resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not repeated)"
-          + (f"; {', '.join(changed)}" if changed else ""), flush=True)
-    return cfg
+    return cfg, (f"[kernelevo] resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not "
+                 f"repeated)" + (f"; {', '.join(changed)}" if changed else ""))

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from evo.bench import ROWS, RUNS, Row, level_sizes, slug
 from evo.bench_report import console_table, summary_lines, write_bench_report
-from evo.intervals import Bootstrap
+from conf.plan import typed
 from evo.report import HTML_FILE
 from evo.store import RunStore
 from kernelevo.benching import SHOWN, stored_settings, value_text
@@ -35,15 +35,16 @@ def bench_folder(text: str) -> Path:
     return folder
 
 
-def check_table(cfg: DictConfig) -> None:
+def check_table(cfg: DictConfig):
     """Before anything is written: each directory a bench's, none named twice, no problem held by two of them with
     other settings (``gather``)."""
-    dirs = [bench_folder(d) for d in cfg.bench_dirs]
+    plan = typed(cfg)  # the command's typed plan (conf.plan): TableConfig, its intervals a Bootstrap
+    dirs = [bench_folder(d) for d in plan.bench_dirs]
     if len(set(dirs)) != len(dirs):
-        raise ValueError(f"bench_dirs names a directory twice ({', '.join(str(d) for d in cfg.bench_dirs)}); give "
+        raise ValueError(f"bench_dirs names a directory twice ({', '.join(str(d) for d in plan.bench_dirs)}); give "
                          f"each bench directory once")
-    Bootstrap.from_config(cfg.intervals)
     gather(dirs)
+    return plan
 
 
 def _settings(run_dir: Path) -> dict | None:
@@ -107,7 +108,8 @@ def sizes_of(folders: list[Path], root: str | None) -> dict:
     return found
 
 
-def write_table(cfg: DictConfig) -> None:
+def write_table(cfg) -> None:
+    """`cfg`: the table command's plan (``check_table``)."""
     folders = [bench_folder(d) for d in cfg.bench_dirs]
     out = Path(cfg.out).expanduser().resolve()
     rows, run_dirs, lines = gather(folders)
@@ -118,7 +120,7 @@ def write_table(cfg: DictConfig) -> None:
     out.mkdir(parents=True, exist_ok=True)
     summary = write_bench_report(out, rows, title, {"bench_dirs": [str(f) for f in folders],
                                                     "level_sizes": sizes_of(folders, cfg.root)}, reports, stem=STEM,
-                                 boot=Bootstrap.from_config(cfg.intervals))
+                                 boot=cfg.intervals)
     print(console_table(rows, reports, out))
     print("\n".join(f"[table] {line}" for line in summary_lines(summary)))
     print(f"[table] {out / (STEM + '.md')} (also {STEM}.json, {STEM}.html)", flush=True)

@@ -26,11 +26,13 @@ validator also says where Hydra will write (``Validator.output_dir``), for the c
 """
 from __future__ import annotations
 
+import copy
 import difflib
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
+JOB_NAME = "commands"  # Hydra's job name, as hydra.main named it after the tasks' module (its log: commands.log)
 OPEN_SPOTS = ("problem.sizes", "inductor.variants")  # keys below these are free (see above)
 GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (kernelevo list problems)",
                "hardware": "; a hardware profile is hardware.profile=NAME (kernelevo list profiles)"}
@@ -143,6 +145,7 @@ class Validator:
         self.command, self.config_name = command, config_name
         self.output_dirs: dict[str, Path | None] = {}  # Hydra's output directory by mode (run, sweep), once checked
         self.multirun = False  # hydra.mode=MULTIRUN given
+        self.composed: DictConfig | None = None  # the config `check` composed, with Hydra's node
 
     def output_dir(self, flags: list[str]) -> tuple[Path | None, bool]:
         """(where Hydra will write, whether it runs several jobs): the run directory, or with --multirun the sweep
@@ -151,7 +154,10 @@ class Validator:
         return self.output_dirs.get("sweep" if multirun else "run"), multirun
 
     def check(self, overrides: list[str]) -> tuple[DictConfig, list[str]]:
-        """(the composed config, the overrides for Hydra); raises ConfigError."""
+        """(the composed config, the overrides for Hydra); raises ConfigError. The config is composed once when the
+        overrides are valid (``_at_once``); only a refused override composes the group choices alone first, to say
+        what is wrong with it (or to find a plug-in's parameter its node leaves out). ``composed`` keeps the config
+        with Hydra's node, which the command's job runs on (``kernelevo.cli``: Hydra composes nothing again)."""
         from hydra import compose, initialize_config_module
         from hydra.core.global_hydra import GlobalHydra
         from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -162,33 +168,58 @@ class Validator:
             parsed = OverridesParser.create().parse_overrides(overrides)
         except HydraException as exc:
             raise ConfigError(f"cannot read the overrides: {exc}") from exc
-        with initialize_config_module("conf", version_base="1.3"):
-            self._loader = GlobalHydra.instance().config_loader()
+        with initialize_config_module("conf", version_base="1.3", job_name=JOB_NAME):
+            self._loader = self.loader = GlobalHydra.instance().config_loader()
             self._hydra = [o.input_line for o in parsed if _is_hydra(o.key_or_group)]  # hydra.searchpath included
             groups = [o for o in parsed if not _is_hydra(o.key_or_group) and self._is_group(o.key_or_group)]
             for o in groups:
                 self._check_group(o)
-            first = [self._first(o) for o in parsed if o in groups or _is_hydra(o.key_or_group)]
-            try:
-                base = compose(self.config_name, overrides=first, return_hydra_config=True)
-            except HydraException as exc:
-                raise ConfigError(str(exc).splitlines()[0]) from exc
-            out = [self._normalise(o, base, groups) for o in parsed]
-            for o in parsed:  # the schema's type, said before OmegaConf's longer message
-                if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
-                    self._check_type(o, base)
-            try:
-                cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out],
-                              return_hydra_config=True)
-            except HydraException as exc:
-                raise ConfigError(str(exc).splitlines()[0]) from exc
+            cfg, out = self._at_once(parsed, groups)
+            if cfg is None:
+                first = [self._first(o) for o in parsed if o in groups or _is_hydra(o.key_or_group)]
+                try:
+                    base = compose(self.config_name, overrides=first, return_hydra_config=True)
+                except HydraException as exc:
+                    raise ConfigError(str(exc).splitlines()[0]) from exc
+                out = [self._normalise(o, base, groups) for o in parsed]
+                for o in parsed:  # the schema's type, said before OmegaConf's longer message
+                    if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
+                        self._check_type(o, base)
+                try:
+                    cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out],
+                                  return_hydra_config=True)
+                except HydraException as exc:
+                    raise ConfigError(str(exc).splitlines()[0]) from exc
         self.output_dirs = {mode: _resolved_dir(cfg, f"hydra.{mode}.dir") for mode in ("run", "sweep")}
         self.multirun = OmegaConf.select(cfg, "hydra.mode", default=None) == RunMode.MULTIRUN
+        self.composed, cfg = cfg, copy.deepcopy(cfg)
         with open_dict(cfg):  # as compose() without return_hydra_config leaves it
             del cfg["hydra"]
         missing = sorted(OmegaConf.missing_keys(cfg))
         if missing:
             raise ConfigError(f"`kernelevo {self.command}` needs {' and '.join(f'{k}=...' for k in missing)}")
+        return cfg, out
+
+    def _at_once(self, parsed: list, groups: list) -> tuple[DictConfig | None, list[str]]:
+        """The config composed once with every override as ``_normalise`` would give it to Hydra, when that is
+        valid: a key as ``key=value`` (its ``+`` dropped), in an open spot ``++key=value``. (None, []) when Hydra
+        refuses one of them or a value is not of its key's type: then ``check`` finds which and says why."""
+        from hydra import compose
+
+        def given(o) -> str:
+            if o in groups or _is_hydra(o.key_or_group) or o.is_delete():
+                return o.input_line
+            return ("++" if _is_open(o.key_or_group) else "") + o.input_line.lstrip("+~")
+
+        out = [given(o) for o in parsed]
+        try:
+            cfg = compose(self.config_name, overrides=[self._first_of(line) for line in out],
+                          return_hydra_config=True)
+            for o in parsed:
+                if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
+                    self._check_type(o, cfg)
+        except Exception:  # noqa: BLE001 - Hydra's refusal, OmegaConf's, an assertion of either: said by `check`
+            return None, []
         return cfg, out
 
     # groups ----------------------------------------------------------------------------------------------------

@@ -132,8 +132,10 @@ def test_the_baselines_are_one_setting_checked_with_a_clear_error():
         EvalSettings(baselines=["eager", "autotune"])
     with pytest.raises(ValueError, match="once"):
         EvalSettings(baselines=["eager", "eager"])
-    assert EvalSettings.from_config({"compile_baseline": False}).baselines == ["eager"]  # a run saved before
-    assert EvalSettings.from_config({"compile_baseline": None}).baselines == list(BASELINES)
+    from conf.schema import run_config  # a run saved before fitness.baselines: its config, typed (issue 46: one place)
+
+    assert run_config({"fitness": {"compile_baseline": False}}).fitness.baselines == ["eager"]
+    assert run_config({"fitness": {"compile_baseline": None}}).fitness.baselines == list(BASELINES)
     assert baselines.measured_here(list(BASELINES), on_gpu=False) == ["eager"]
 
 

@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from kernelevo import cli
-from kernelevo.commands import check_run
+from kernelevo.commands import COMMANDS
 from kernelevo.validate import Validator
 from llm_server import ScriptedLLMServer
 
@@ -124,8 +124,9 @@ def test_llm_operators_without_an_llm_fail_before_the_run_directory(capsys, tmp_
 
 def checked(args: list[str]) -> None:
     """The command line's check of `kernelevo run ARGS`, which must pass."""
-    cfg, _ = Validator("run", "config").check(args[1:])
-    check_run(cfg)
+    cfg, overrides = Validator("run", "config").check(args[1:])
+    run = COMMANDS["run"]  # its plan, then the check reaching its LLM (issue 46: the plan is what is checked)
+    run.check(run.plan(cfg, overrides))
 
 
 def test_a_server_that_answers_passes_in_one_line(capsys):

@@ -20,6 +20,7 @@ from operators.llm.client import LLMClient, LLMSettings
 from operators.llm.diagnosis import cause
 from operators.llm.ledger import LLMError
 from operators.llm.operators import LLM_OPERATORS
+from operators.llm.settings import LLMPlan
 
 MODELS_TIMEOUT_S = 15.0  # the most GET /models may take (a black-holed address answers nothing)
 SKIP = "llm.check=false skips this check"
@@ -36,29 +37,23 @@ def presets() -> list[str]:
     return sorted(name for name in names if name != "none")
 
 
-def uses_llm(operators: list, llm: dict, initialise=False) -> bool:
+def uses_llm(operators: list, llm: LLMPlan | None) -> bool:
     """Whether the run would ask an LLM (an LLM operator, or ``llm.initialise``); ValueError when it would and no
     LLM is chosen (``llm=none``): before anything is made, rather than after generation 0."""
     wanted = [op.name for op in operators if isinstance(op, LLM_OPERATORS)]
-    if wanted and not (llm or {}).get("provider"):
+    if wanted and not (llm is not None and llm.provider):
         raise ValueError(f"the operators {', '.join(sorted(set(wanted)))} need an LLM and none is chosen: add "
                          f"llm={'|'.join(presets())} (conf/llm/), or use operators=offline")
-    return bool(wanted) or initialise not in (False, None)
+    return bool(wanted) or (llm is not None and llm.initialise not in (False, None))
 
 
-def models_of(settings: LLMSettings, llm: dict) -> list[str]:
-    """Every model the run would ask: the default and each role's own."""
-    roles = [(role or {}).get("model") for role in (llm.get("roles") or {}).values()]
-    return list(dict.fromkeys([settings.model, *(model for model in roles if model)]))
-
-
-def check_llm(llm: dict) -> str:
-    """Check the `llm` config (resolved to a dict) as a user would; returns one line saying what answered, or ""
-    when ``llm.check`` is false. LLMCheckFailed naming the cause and the fix."""
-    if llm.get("check") is False:
+def check_llm(llm: LLMPlan) -> str:
+    """Check the run's LLM as a user would; returns one line saying what answered, or "" when ``llm.check`` is
+    false. LLMCheckFailed naming the cause and the fix."""
+    if llm.check is False:
         return ""
-    settings = LLMSettings.from_config(llm)
-    client, models = LLMClient(dataclasses.replace(settings, cache_dir=None)), models_of(settings, llm)
+    settings = llm.client
+    client, models = LLMClient(dataclasses.replace(settings, cache_dir=None)), llm.models
     try:
         listed = _listed(client, models) if settings.api_base else None
         if listed is not None:

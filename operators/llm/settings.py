@@ -6,7 +6,6 @@ preset chooses (provider, model, key, server). No litellm import here.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
@@ -44,11 +43,6 @@ class LLMSettings:
             raise ValueError(f"llm.max_consecutive_failures must be at least 1 (or null: never stop), got "
                              f"{self.max_consecutive_failures}")
 
-    @classmethod
-    def from_config(cls, llm) -> "LLMSettings":
-        """The settings of an `llm` config (a mapping with its keys); its other keys are ignored."""
-        return cls(**{f.name: llm[f.name] for f in dataclasses.fields(cls) if f.name in llm})
-
 
 @dataclass
 class RoleSettings:
@@ -77,13 +71,6 @@ class TeamSettings:
     def role(self, name: str) -> RoleSettings:
         return self.roles.get(name, RoleSettings())
 
-    @classmethod
-    def of(cls, llm) -> "TeamSettings":
-        """From an `llm` config (a mapping with its keys; roles as mappings or RoleSettings)."""
-        roles = {name: role if isinstance(role, RoleSettings) else RoleSettings(**(role or {}))
-                 for name, role in llm["roles"].items()}
-        return cls(roles=roles, **{f.name: llm[f.name] for f in dataclasses.fields(cls) if f.name != "roles"})
-
 
 @dataclass
 class ContextSettings:
@@ -104,3 +91,22 @@ class LLMBudget:
     """``llm.budget``: the run's limits on uncached LLM calls (``operators.llm.ledger.Budget`` counts them)."""
     max_calls: Optional[int] = 500  # uncached LLM calls in the run (null: no limit)
     max_cost_usd: Optional[float] = 10.0
+
+
+@dataclass(frozen=True)
+class LLMPlan:
+    """The ``llm`` part of a run's plan (``conf.plan`` makes it once from the composed config): the client's, the
+    team's, the context's and the budget's settings, and the run's own keys."""
+    client: LLMSettings
+    team: TeamSettings = field(default_factory=TeamSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    budget: LLMBudget = field(default_factory=LLMBudget)
+    provider: str = ""  # the preset's name (llm=openai, ...), as the run records it
+    check: bool = True  # ask the LLM before the run (operators.llm.check)
+    initialise: object = False  # false, true or from_seed (conf.schema.LLMConfig checks it)
+
+    @property
+    def models(self) -> list[str]:
+        """Every model the run would ask: the default and each role's own."""
+        return list(dict.fromkeys([self.client.model, *(role.model for role in self.team.roles.values()
+                                                        if role.model)]))

@@ -193,15 +193,6 @@ def write_seeds(sources: dict, folder: Path, base: str = SEED_FILE) -> list[Path
     return paths
 
 
-def variants_from_config(cfg) -> dict | None:
-    """A run's ``inductor.variants`` (name -> Inductor options) as plain dicts; None where there are none
-    (inductor=none, or a run stored before variants existed)."""
-    from omegaconf import OmegaConf
-
-    variants = cfg.inductor.variants
-    return OmegaConf.to_container(variants) if variants else None
-
-
 def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool, tf32: bool = False) -> str:
     """The seed's source: under policy ``triton`` with Inductor's library convolutions as kernelevo's Triton
     convolution (``convolutions.py``; `tf32`: its dot products in TF32), under ``kernelbench`` as Inductor wrote
@@ -248,4 +239,4 @@ def library_calls(source: str) -> list[str]:
 
 
 __all__ = ["SeedError", "inductor_seed", "inductor_seeds", "capture", "capture_variants", "cache_key",
-           "policy_options", "seed_file", "write_seeds", "variants_from_config", "SEED_FILE", "INDUCTOR"]
+           "policy_options", "seed_file", "write_seeds", "SEED_FILE", "INDUCTOR"]

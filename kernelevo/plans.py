@@ -1,0 +1,170 @@
+"""Each command's one typed plan (``Command.plan``): made once from the config the command line composed, and
+checked there, before Hydra writes anything; the command's task runs on it. A sweep's job (``--multirun``) makes
+its own from the config Hydra composed for it. The settings objects come from ``conf.plan``; what a command adds
+(its candidate, its bench selection, the run it resumes) is here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from conf.plan import judge_plan, run_plan, search_settings, typed
+from conf.schema import BenchSettings
+from evo.intervals import Bootstrap
+from evo.plan import RunPlan
+from evo.run import CheckedRun
+from fitness.plan import JudgePlan
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run's plan and what ``evo.run.check_run_config`` built checking it (its operators, its strategy)."""
+    plan: RunPlan
+    checked: CheckedRun
+
+
+def planned_run(cfg: DictConfig, run=None) -> PlannedRun:
+    from evo.run import check_run_config
+
+    plan = run_plan(cfg, run)
+    return PlannedRun(plan, check_run_config(plan))
+
+
+def plan_run(cfg: DictConfig, overrides: list[str]) -> PlannedRun:
+    return planned_run(cfg)
+
+
+@dataclass(frozen=True)
+class EvaluatePlan:
+    judge: JudgePlan
+    candidate: str | None  # a module defining ModelNew; None: the problem's seed
+    out: str
+
+
+def plan_evaluate(cfg: DictConfig, overrides: list[str]) -> EvaluatePlan:
+    from fitness.from_config import check_fitness_config, read_candidate
+
+    node = typed(cfg)
+    plan = EvaluatePlan(judge_plan(node), node.candidate, node.out)
+    read_candidate(plan.candidate, check_fitness_config(plan.judge))
+    return plan
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    judge: JudgePlan
+    variants: dict | None  # inductor.variants (None: Inductor's defaults only)
+    out: str
+
+
+def plan_seed(cfg: DictConfig, overrides: list[str]) -> SeedPlan:
+    from fitness.from_config import check_fitness_config
+
+    node = typed(cfg)
+    plan = SeedPlan(judge_plan(node), dict(node.inductor.variants) or None, node.out)
+    check_fitness_config(plan.judge)
+    return plan
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    run: PlannedRun  # what every problem's run is given
+    bench: BenchSettings
+    intervals: Bootstrap
+    tasks: tuple  # evo.bench.BenchTask: the selection, each search seed
+    overrides: tuple  # the command line's settings of every run (its own bench.*, problem and hydra.* left out)
+
+
+def plan_bench(cfg: DictConfig, overrides: list[str]) -> BenchPlan:
+    from evo.bench import select, with_seeds
+    from kernelevo.benching import OWN
+
+    node = typed(cfg)
+    own = (*(f"{key}." for key in OWN), "bench/", "problem")  # the bench's own settings; the rest: every run
+    kept = tuple(o for o in overrides if not o.lstrip("+~").startswith(own))
+    bench = node.bench
+    tasks = with_seeds(select(bench.root, bench.level, bench.problems, kept), bench.seeds, node.search.seed)
+    return BenchPlan(planned_run(cfg, node), bench, node.intervals, tuple(tasks), kept)
+
+
+@dataclass(frozen=True)
+class ResumeRequest:
+    """What `kernelevo resume` is asked, before it holds the run directory: the run, the budgets given."""
+    run_dir: Path
+    changes: dict  # key -> value, e.g. search.generations -> 8
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    run_dir: Path
+    run: PlannedRun  # the plan of the config the run store kept, the budgets given applied
+    line: str  # what the resume says it does: its checkpoint, the budgets it changes
+    note: str  # on patience ('' when none)
+
+
+def given_keys(overrides: list[str]) -> list[str]:
+    """The keys the command line sets (``hydra.*`` and run_dir left out)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    keys = [o.key_or_group for o in OverridesParser.create().parse_overrides(list(overrides))]
+    return [key for key in keys if key != "run_dir" and not key.startswith("hydra")]
+
+
+def request_resume(cfg: DictConfig, overrides: list[str]) -> ResumeRequest:
+    """The run directory (it must hold a run: nothing is created where there is none) and the budgets given."""
+    from evo.store import RunStore
+
+    run_dir = Path(typed(cfg).run_dir)
+    RunStore.check_exists(run_dir)
+    return ResumeRequest(run_dir, {key: OmegaConf.select(cfg, key) for key in given_keys(overrides)})
+
+
+def plan_resume(request: ResumeRequest) -> ResumePlan:
+    """A resume's plan, made once the command holds the run directory (``Command.claimed``): from the config the
+    run's store kept, the budgets given applied."""
+    from kernelevo.resuming import check_resume, resumed_config
+
+    run_dir, changes = request.run_dir, request.changes
+    config, line = resumed_config(run_dir, changes)
+    # a resume that would run nothing is refused, first: its search's settings tell
+    note = check_resume(search_settings(typed(config.search)), run_dir, changes)
+    plan = run_plan(config)
+    from evo.run import check_run_config
+
+    return ResumePlan(run_dir, PlannedRun(plan, check_run_config(plan)), line, note)
+
+
+def plan_report(cfg: DictConfig, overrides: list[str]) -> Path:
+    """The run directory (it must hold a run: nothing is created where there is none)."""
+    from evo.store import RunStore
+
+    run_dir = Path(typed(cfg).run_dir)
+    RunStore.check_exists(run_dir)
+    return run_dir
+
+
+def check_llm(run: PlannedRun, warn: bool = False) -> None:
+    """The LLM the run would ask (``operators.llm.check``), checked as a user would: its key, its server, its model.
+    `warn`: a failure is a printed line, not an error (a resume: the replies it needs may all be in the cache)."""
+    from operators.llm.check import LLMCheckFailed, check_llm as check, uses_llm
+
+    if not uses_llm(run.checked.operators, run.plan.llm):
+        return
+    try:
+        line = check(run.plan.llm)
+    except LLMCheckFailed as exc:
+        if not warn:
+            raise
+        line = f"warning: {exc} (replies in the LLM cache replay; failed calls in a row stop the run)"
+    if line:
+        print(f"[kernelevo] {line}", flush=True)
+
+
+def check_bench(plan: BenchPlan) -> None:
+    """A bench's checks that reach outside its config: the LLM, the runs a given bench.dir holds."""
+    from kernelevo.benching import check_rerun
+
+    check_llm(plan.run)
+    if plan.bench.dir:  # its runs' settings against the command's (no bench.dir: a new one, nothing to compare)
+        check_rerun(plan, Path(plan.bench.dir).expanduser().resolve())
