@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-from core.records import from_known_fields
+from core.records import from_record
 from fitness.formatting import seconds as format_seconds
 
 # infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
@@ -107,8 +107,8 @@ class EvalResult:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "EvalResult":
-        return cls(**data)
+    def from_dict(cls, data: dict, where: str = "a stored verdict") -> "EvalResult":
+        return from_record(cls, data, where)
 
     def summary(self) -> str:
         """A readable verdict for the terminal."""
@@ -179,9 +179,8 @@ class WorkerResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkerResult":
-        return from_known_fields(cls, data, lambda unknown, known: (
-            f"a worker's result has keys {unknown} that this kernelevo does not know (known: {known}); a worker of "
-            f"another version? add them to WorkerResult"))
+        """Written by a worker of this very install: a key it does not know is refused by name (``own``)."""
+        return from_record(cls, data, "a worker's result", own=True)
 
     def verdict(self) -> dict:
         """The fields an EvalResult takes over from a candidate job, those the worker set (notes: see ``notes``)."""

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from core.records import from_record
 from fitness.settings import TimingSettings
 
 # The timing settings with their defaults, for code that takes them as a dict (a worker's job); the defaults live in
@@ -92,7 +93,7 @@ class TimingStats:
     def from_dict(cls, data: dict | None) -> "TimingStats | None":
         if data is None:
             return None
-        return cls(**{k: v for k, v in data.items() if k != "spread"})
+        return from_record(cls, {k: v for k, v in data.items() if k != "spread"}, "a timing record")  # spread: derived
 
 
 class Rotation:
