@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig
 
+from evo.evaluation_protocol import RunEvaluator
 from evo.store import RunStore
 from fitness.evaluator import BaselineSlot, Evaluator
 from fitness.from_config import fitness_parts
@@ -90,8 +91,8 @@ def evaluations_in_flight(value, gpu_bytes: list[int] = ()) -> int:
 
 
 class LocalEvaluator(Evaluator):
-    """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging (the Ray
-    backend's remote evaluators answer the same calls)."""
+    """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging
+    (``RunEvaluator``; the Ray backend's remote evaluators and the replay's recorded ones answer the same calls)."""
 
     def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
         """torch.compile's kernels for the problem, converted, captured on this evaluator's device and profile:
@@ -109,7 +110,7 @@ class EvaluationService:
     returned as such, counted (`infrastructure_failures`, and in the store) and never stored as the kernel's verdict:
     asked again, the kernel is evaluated again."""
 
-    def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int,
+    def __init__(self, evaluators: list[RunEvaluator], store: RunStore, parallel: int,
                  local_gpus: list[str] | None = None):
         if not evaluators:
             raise ValueError("the evaluation pool needs at least one evaluator")
@@ -145,7 +146,7 @@ class EvaluationService:
         with self._guard:
             return self._key_locks.setdefault(key, threading.Lock())
 
-    def _call(self, call: Callable[[Evaluator], Any]) -> tuple[Evaluator, Any]:
+    def _call(self, call: Callable[[RunEvaluator], Any]) -> tuple[RunEvaluator, Any]:
         """(evaluator, answer): `call` on the least loaded evaluator, in one of the `parallel` slots (waiting for
         one when all are taken)."""
         with self._slots:
@@ -161,14 +162,11 @@ class EvaluationService:
     def cut_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()``) on, evaluations not begun are cut: `evaluate` answers
         ``cancelled`` (never stored: no verdict on the kernel) instead of starting them; and those still running in
-        a worker then are killed there and answer ``cancelled`` too (``Evaluator.cut_at``; a remote evaluator's
-        ``cut_running_at``), counted (`cut`, and in the store). None: no cut."""
+        a worker then are killed there and answer ``cancelled`` too (each evaluator's ``cut_running_at``: a local
+        one's sandbox, a remote one's actor on its node), counted (`cut`, and in the store). None: no cut."""
         self._cut_at = deadline
         for evaluator in self.evaluators:
-            if hasattr(evaluator, "cut_running_at"):  # a remote evaluator: its actor kills them on its node
-                evaluator.cut_running_at(deadline)
-            elif hasattr(evaluator, "cut_at"):  # a local evaluator: its sandbox kills them
-                evaluator.cut_at = deadline
+            evaluator.cut_running_at(deadline)
 
     def _cut(self, key: str, label: str) -> EvalResult | None:
         if self._cut_at is None or time.perf_counter() < self._cut_at:

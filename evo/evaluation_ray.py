@@ -74,9 +74,9 @@ class EvaluatorActor:
 
     def cut_at(self, deadline_epoch: float | None) -> None:
         """The search's cut (``time.time()`` on the driver: clocks of one host, or NTP-close ones) as this node's
-        ``time.perf_counter()``: candidates' jobs still running then are killed (``Evaluator.cut_at``)."""
-        self.evaluator.cut_at = None if deadline_epoch is None else \
-            time.perf_counter() + deadline_epoch - time.time()
+        ``time.perf_counter()``: candidates' jobs still running then are killed (``Evaluator.cut_running_at``)."""
+        self.evaluator.cut_running_at(None if deadline_epoch is None else
+                                      time.perf_counter() + deadline_epoch - time.time())
 
     def set_baseline(self, baseline: Baseline) -> None:
         with self._baselines.lock:
@@ -108,8 +108,8 @@ class SharedBaseline:
 
 
 class RemoteEvaluator:
-    """The driver's handle on one actor: the evaluator's calls, answered on the actor's node. `problem` and `policy`
-    are the driver's (the seed file and the LLM agents' context are read here)."""
+    """The driver's handle on one actor: the evaluator's calls (``RunEvaluator``), answered on the actor's node.
+    `problem` and `policy` are the driver's (the seed file and the LLM agents' context are read here)."""
 
     def __init__(self, ray, actor, problem: ProblemSpec, policy: PrecisionPolicy, facts: dict,
                  baselines: SharedBaseline):
@@ -124,6 +124,11 @@ class RemoteEvaluator:
 
     def describe(self) -> str:
         return f"{self._describe}; evaluated on {self.where}"
+
+    @property
+    def sandbox(self) -> None:
+        """None: its jobs run in the actor's sandbox, on the actor's node."""
+        return None
 
     def _call(self, method, *args):
         try:

@@ -190,7 +190,7 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         store.set_meta("manifest", run_manifest(cfg, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
-            sizes_check.judge(store, store.latest_checkpoint(), service.parallel, getattr(evaluator, "sandbox", None))
+            sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
     finally:
         if tuner is not None:
             tuner.close()

@@ -23,7 +23,7 @@ from operators.base import CURRENT_CHILD, ChildUsage
 from seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
-    from evo.evaluation import EvaluationService
+    from evo.evaluation_protocol import Evaluations
 
 
 class Seed(NamedTuple):
@@ -36,7 +36,7 @@ class Seed(NamedTuple):
         return cls(Genome.from_source(source), made_by)
 
 
-def make_seeds(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+def make_seeds(cfg: DictConfig, team, service: Evaluations, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
     resume makes them again from caches)."""
     started = time.perf_counter()
@@ -46,7 +46,7 @@ def make_seeds(cfg: DictConfig, team, service: EvaluationService, run_dir: Path)
     return seeds
 
 
-def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+def seed_genomes(cfg: DictConfig, team, service: Evaluations, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds (the module's docstring says which), the seed first."""
     from seeds.inductor import variants_from_config
 
@@ -64,7 +64,7 @@ def seed_genomes(cfg: DictConfig, team, service: EvaluationService, run_dir: Pat
     return captured
 
 
-def ieee_where_tf32_fails(service: EvaluationService, seeds: list[Seed]) -> list[Seed]:
+def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]:
     """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
     dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
     evaluation is the one the search would make (the run store keeps it)."""
@@ -84,7 +84,7 @@ def ieee_where_tf32_fails(service: EvaluationService, seeds: list[Seed]) -> list
     return kept
 
 
-def _rewritten(team, service: EvaluationService, seed: Seed) -> Seed:
+def _rewritten(team, service: Evaluations, seed: Seed) -> Seed:
     """The initialiser's rewrite of `seed` when it is correct (the seed, what made it and its time stay on record),
     else the seed."""
     origin = "torch.compile's Triton, converted" if seed.made_by == INDUCTOR else "the problem's seed kernel"

@@ -34,7 +34,7 @@ from random import Random
 
 import optuna
 
-from evo.evaluation import EvaluationService
+from evo.evaluation_protocol import Evaluations
 from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
 from core.individual import Individual
@@ -81,7 +81,7 @@ def startup_trials(trials: int) -> int:
 
 
 class Tuner:
-    def __init__(self, service: EvaluationService, storage_url: str | None, trials: int = TunerSettings.trials,
+    def __init__(self, service: Evaluations, storage_url: str | None, trials: int = TunerSettings.trials,
                  seed: int = 0, prune_factor: float = TunerSettings.prune_factor,
                  parallel: int = TunerSettings.parallel, *, sampler: str = TunerSettings.sampler,
                  warm_start: bool = TunerSettings.warm_start, store=None, seed_parallel: int | None = None):
@@ -104,7 +104,7 @@ class Tuner:
         self.sampler = sampler
         self.warm_start = warm_start and sampler == "tpe"  # random search learns nothing from them
         self.memory = TuningMemory(store)
-        self.on_gpu = all(getattr(e, "on_gpu", True) for e in getattr(service, "evaluators", ()))
+        self.on_gpu = all(e.on_gpu for e in service.evaluators)
 
     def describe(self) -> str:
         return describe_tuner(self.sampler, self.warm_start, self.trials, self.parallel)
