@@ -18,7 +18,7 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from fitness import baseline_cache, ncu
@@ -28,7 +28,7 @@ from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
-from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerResult
+from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.worker_env import is_secret_variable
 from fitness.sizes import int_constants
@@ -214,15 +214,15 @@ class Evaluator:
         except Exception:  # a reference the meta device cannot run: no speed-of-light figure
             return None
 
-    def _job(self, kind: str, **extra) -> dict:
-        settings = asdict(self.settings)
-        return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
-                "settings": settings, "device": self.device, "seed": self.settings.seed,
-                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device),
-                "memory_slots": self.memory_slots, "coverage_inputs": self.coverage_inputs(),
-                "input_names": list(self.dependence.input_names) if self.dependence else [],
-                # the reference's matmuls (FLOPs counted; unknown: assumed): only they round differently under TF32
-                "reference_matmuls": self.cost is None or bool(self.cost.flops), **extra}
+    def _job(self, kind: str, **extra) -> WorkerJob:
+        return WorkerJob(kind=kind, device=self.device, problem=self.problem.to_dict(), policy=self.policy.to_dict(),
+                         settings=self.settings, l2_bytes=self.profile.l2_cache_bytes,
+                         gpu_lock=lock_path(LOCK_DIR, self.device), memory_slots=self.memory_slots,
+                         coverage_inputs=self.coverage_inputs(),
+                         input_names=list(self.dependence.input_names) if self.dependence else [],
+                         # the reference's matmuls (FLOPs counted; unknown: assumed): only they round differently
+                         # under TF32
+                         reference_matmuls=self.cost is None or bool(self.cost.flops), **extra)
 
     @property
     def baseline_wall_s(self) -> float:

@@ -12,7 +12,7 @@ from evo.evaluation import EvaluationService
 from fakes import PacedEvaluator
 from evo.store import RunStore
 from core.genome import evaluation_key
-from fitness.result import INFRASTRUCTURE, EvalResult
+from fitness.result import INFRASTRUCTURE, EvalResult, WorkerJob
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.zygote import WorkerHandle
 
@@ -201,7 +201,7 @@ def never_started(monkeypatch, tmp_path) -> JobOutcome:
     stuck.handles.append(handle)
     monkeypatch.setattr(sandbox, "_fork", lambda trusted: handle)
     try:
-        return sandbox.run({"kind": "candidate"}, timeout_s=5)
+        return sandbox.run(WorkerJob("candidate", "cpu"), timeout_s=5)
     finally:
         sandbox.close()
 
@@ -211,7 +211,7 @@ def job_not_written(monkeypatch, tmp_path) -> JobOutcome:
     sandbox = Sandbox("cpu", spares=0, confine=False)
     monkeypatch.setattr(sandbox, "_fork", lambda trusted: WorkerHandle("w1", tmp_path / "gone", trusted=False))
     try:
-        return sandbox.run({"kind": "candidate"}, timeout_s=5)
+        return sandbox.run(WorkerJob("candidate", "cpu"), timeout_s=5)
     finally:
         sandbox.close()
 
