@@ -11,6 +11,7 @@ GPUs), ``evo.evaluation_ray.RayEvaluators`` (one Ray actor per GPU of a cluster)
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -28,6 +29,8 @@ from core.genome import evaluation_key
 from fitness.gpu_lock import physical_gpu
 from fitness.result import CANCELLED, EvalResult
 from seeds.inductor import inductor_seeds, policy_options
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 
 WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, caches and allocator slack, generously
@@ -206,8 +209,8 @@ class EvaluationService:
         with self._guard:
             self.infrastructure_failures += 1
         self.store.add_infrastructure_failure()
-        print(f"[kernelevo] infrastructure failure, not the kernel's verdict (twice; not stored, evaluated again if "
-              f"asked again): {label or 'kernel'} {key[:12]}: {result.reason.splitlines()[0][:300]}", flush=True)
+        log.info(f"infrastructure failure, not the kernel's verdict (twice; not stored, evaluated again if "
+                 f"asked again): {label or 'kernel'} {key[:12]}: {result.reason.splitlines()[0][:300]}")
 
     def profile_kernel(self, source: str) -> dict:
         """Profiler metrics of an evaluated kernel (``fitness.profile``; {} when off): from the store when it was
@@ -225,7 +228,7 @@ class EvaluationService:
                 self.store.add_profile(key, record)
             if record.get("note") and evaluator.on_gpu and not self._profiler_noted:  # once: why none
                 self._profiler_noted = True
-                print(f"[kernelevo] profiler: {record['note']}", flush=True)
+                log.info(f"profiler: {record['note']}")
             return record
 
     def submit(self, source: str, label: str = "") -> Future:

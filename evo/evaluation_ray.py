@@ -12,6 +12,7 @@ this backend is chosen.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from evo.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
+from core.log import configure as configure_logging
 from evo.ray_cluster import connect, import_ray, placement
 from evo.store import RunStore
 from fitness.evaluator import Baseline, BaselineSlot, EvalSettings
@@ -31,6 +33,8 @@ from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec
 from fitness.result import EvalResult
 from seeds.inductor import write_seeds
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 SETTING = "fitness.backend"
 START_TIMEOUT_S = 600.0  # actors not placed and started by then: the cluster lacks what they ask for
@@ -43,6 +47,7 @@ class EvaluatorActor:
 
     def __init__(self, problem: dict, problem_text: str, policy: PrecisionPolicy, profile: str,
                  settings: EvalSettings, device: str, in_flight: int):
+        configure_logging()  # a process of its own: its notes (the compiler seeds') reach the driver's output
         self._folder = tempfile.mkdtemp(prefix="kernelevo-ray-problem-")
         os.chmod(self._folder, 0o755)  # workers that drop to a user of their own read the problem file too
         path = Path(self._folder) / Path(problem["path"]).name
@@ -238,6 +243,6 @@ class RayEvaluators:
         facts = self._start(actors, where)
         baselines = SharedBaseline(ray, actors)
         evaluators = [RemoteEvaluator(ray, a, problem, policy, f, baselines) for a, f in zip(actors, facts)]
-        print(f"[kernelevo] Ray ({where}): {len(actors)} evaluator actor(s) on "
-              f"{', '.join(e.where for e in evaluators)}; {self.per_gpu} evaluations at once on each", flush=True)
+        log.info(f"Ray ({where}): {len(actors)} evaluator actor(s) on "
+                 f"{', '.join(e.where for e in evaluators)}; {self.per_gpu} evaluations at once on each")
         return EvaluationService(evaluators, store, len(actors) * self.per_gpu, local_gpus=[])

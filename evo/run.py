@@ -8,6 +8,7 @@ seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the 
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, replace
 from functools import partial
@@ -32,6 +33,8 @@ from evo.tuner import Tuner, tuner_options
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config, settings_from_config
 from operators.base import CURRENT_CHILD
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
 SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
@@ -113,8 +116,8 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
         baseline = evaluator.baseline()
         store.set_meta("baseline_wall_s", time.perf_counter() - start)
         how = f"read from {baseline.cached}" if baseline.cached else "measured"
-        print(f"[kernelevo] baselines {how} in {time.perf_counter() - start:.1f} s: "
-              + ", ".join(f"{name} {state}" for name, state in baseline.status.items()), flush=True)
+        log.info(f"baselines {how} in {time.perf_counter() - start:.1f} s: "
+                 + ", ".join(f"{name} {state}" for name, state in baseline.status.items()))
 
 
 def within_llm_budget(settings: SearchSettings, operators: list, cfg: DictConfig) -> SearchSettings:
@@ -171,14 +174,13 @@ def execute(cfg: DictConfig, run_dir: Path, checked: CheckedRun, tag: str = "") 
                       seed_parallel=settings.seed_batch(options["parallel"], options["trials"]))
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(settings_from_config(cfg.fitness), service.profile))
-        print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale),
-              flush=True)
+        log.info(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale))
         if settings.children_in_flight < search_settings(cfg).children_in_flight:
             from operators.llm.operators import calls_per_child
 
-            print(f"[kernelevo] llm.budget.max_calls={cfg.llm.budget.max_calls} carries "
-                  f"{settings.children_in_flight} children in flight (of {search_settings(cfg).children_in_flight}),"
-                  f" each reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)", flush=True)
+            log.info(f"llm.budget.max_calls={cfg.llm.budget.max_calls} carries "
+                     f"{settings.children_in_flight} children in flight (of {search_settings(cfg).children_in_flight}),"
+                     f" each reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)")
         measure_baselines(service, store)
         team = build_team(cfg, store, evaluator)
         seeds = make_seeds(cfg, team, service, run_dir)
@@ -208,9 +210,8 @@ def supplied(settings: SearchSettings, store: RunStore, evaluators: int) -> Sear
     if started is None:
         store.set_meta(SUPPLY_EVALUATORS, evaluators)
     elif started != evaluators and settings.lambda_per_gpu:
-        print(f"[kernelevo] this run started on {started} evaluators and resumes on {evaluators}: it keeps the "
-              f"supply it started with ({started} x search.lambda_ children a generation), so its lineage goes on",
-              flush=True)
+        log.info(f"this run started on {started} evaluators and resumes on {evaluators}: it keeps the "
+                 f"supply it started with ({started} x search.lambda_ children a generation), so its lineage goes on")
     return settings.on_evaluators(started or evaluators)
 
 
@@ -219,7 +220,7 @@ def run_search(search: Search, service: EvaluationService, store: RunStore, sett
     """Run the search with its progress shown: why it stopped, its (start, end) wall-clock times and the share of
     them its GPUs were busy (None: not sampled). `sizes_check`: on the interpreter, its plan (None on a GPU)."""
     if sizes_check is not None:
-        print(sizes_check.start_line(), flush=True)
+        log.info(sizes_check.start_line())
     started = time.time()
     with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
                   time_label=INTERPRETER_TIMES if sizes_check is not None else "") as progress:

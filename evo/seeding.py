@@ -9,6 +9,7 @@ false, the seed as it is.
 """
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -24,6 +25,8 @@ from seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
     from evo.evaluation_protocol import Evaluations
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 
 class Seed(NamedTuple):
@@ -75,10 +78,9 @@ def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]
         if result is not None and result.status == "incorrect":
             rewrite = Seed.from_source(ieee, seed.made_by)
             again = service.evaluate(rewrite.genome.rendered(), label=f"{seed.made_by} (IEEE fp32 dots)")[1]
-            print(f"[kernelevo] {seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products "
-                  + ("it is correct: the search starts from that" if again.ok else
-                     f"it is {again.status} too: {again.reason.strip().splitlines()[0][:200] if again.reason else ''}"),
-                  flush=True)
+            why = again.reason.strip().splitlines()[0][:200] if again.reason else ""
+            then = "it is correct: the search starts from that" if again.ok else f"it is {again.status} too: {why}"
+            log.info(f"{seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products {then}")
             seed = rewrite if again.ok else seed
         kept.append(seed)
     return kept
@@ -95,8 +97,8 @@ def _rewritten(team, service: Evaluations, seed: Seed) -> Seed:
     if check.ok:
         service.store.set_meta(REWRITTEN_SEED, {"made_by": seed.made_by, "key": evaluation_key(source)})
         return Seed.from_source(rewrite, "initialiser")
-    print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
-          f"{check.reason[:300]}); starting from the seed ({seed.made_by})", flush=True)
+    log.info(f"the initialiser's rewrite of the seed is not usable ({check.status}: "
+             f"{check.reason[:300]}); starting from the seed ({seed.made_by})")
     return seed
 
 

@@ -45,6 +45,7 @@ from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 logging.getLogger("optuna").setLevel(logging.WARNING)
+log = logging.getLogger(f"kernelevo.{__name__}")
 COMPLETE, PRUNED, FAIL = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL
 REASKS = 4  # asks in place of a configuration measured before, per trial, before a repeat is taken
 RANDOM_DRAWS = 64  # random draws looking for an unmeasured configuration in place of a repeat
@@ -255,5 +256,4 @@ class Tuner:
         self._archive.shutdown(wait=True)
         for copy in self._copies:
             if copy.exception() is not None:
-                logging.getLogger("kernelevo").warning("a tuning study was not copied into %s: %s", self.storage_url,
-                                                       copy.exception())
+                log.warning("a tuning study was not copied into %s: %s", self.storage_url, copy.exception())

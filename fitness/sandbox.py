@@ -16,6 +16,7 @@ alter the shared ones. Stubs are only ever copied from the trusted cache.
 """
 from __future__ import annotations
 
+import logging
 import json
 import os
 import secrets
@@ -36,6 +37,8 @@ from fitness.result import NOT_JUDGED, WorkerJob
 from fitness.worker_env import STUB_MARKER, copy_stubs, stub_files, triton_version, worker_environment
 from fitness.zygote import WorkerHandle, Zygote
 
+log = logging.getLogger(f"kernelevo.{__name__}")
+
 LOG_TAIL_CHARS = 3000
 START_TIMEOUT_S = 300.0  # a zygote that has not forked a requested worker by then is restarted
 KILL_WAIT_S = 30.0  # after a kill, how long to wait for the exit before reporting the timeout anyway
@@ -50,8 +53,8 @@ def warn_unconfined(missing: dict | None) -> None:
     for mechanism, why in (missing or {}).items():
         if mechanism not in _WARNED:
             _WARNED.add(mechanism)
-            print(f"[kernelevo] WARNING: candidate workers run without {mechanism} confinement ({why}); see "
-                  f"docs/evaluator.md, 'What the evaluator checks'", file=sys.stderr, flush=True)
+            log.warning(f"WARNING: candidate workers run without {mechanism} confinement ({why}); see "
+                        f"docs/evaluator.md, 'What the evaluator checks'")
 
 
 @dataclass

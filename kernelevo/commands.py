@@ -1,6 +1,7 @@
 """Task functions behind the `kernelevo` sub-commands; each receives its composed Hydra config."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -11,6 +12,8 @@ from typing import Callable
 from omegaconf import DictConfig, OmegaConf
 
 from fitness.lifeline import INTERRUPTED_EXIT
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def check_llm(cfg: DictConfig, operators: list, warn: bool = False) -> None:
             raise
         line = f"warning: {exc} (replies in the LLM cache replay; failed calls in a row stop the run)"
     if line:
-        print(f"[kernelevo] {line}", flush=True)
+        log.info(f"{line}")
 
 
 def llm_stop(run_dir: Path, stop_reason: str) -> None:
@@ -128,7 +131,7 @@ def llm_stop(run_dir: Path, stop_reason: str) -> None:
     then = f"fix it, then continue the run: kernelevo resume run_dir={run_dir}"
     if not made:
         fail(f"{stop_reason}; no LLM child was made: {then}", status=1)
-    print(f"[kernelevo] the LLM stopped the run after {made} LLM children: {then}", flush=True)
+    log.info(f"the LLM stopped the run after {made} LLM children: {then}")
 
 
 def check_run_dir(cfg: DictConfig) -> None:
@@ -163,7 +166,7 @@ def evaluate(cfg: DictConfig) -> None:
     except ValueError as exc:
         fail(str(exc))
     with evaluator:
-        print(f"[kernelevo] {evaluator.describe()}", flush=True)
+        log.info(f"{evaluator.describe()}")
         result = evaluator.evaluate(source, label=label)
     print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
     try:
@@ -328,7 +331,7 @@ def resume(cfg: DictConfig) -> None:
         note = check_resume(run_dir, changes)  # a resume that would run nothing is refused, before it says anything
         config = resume_config(run_dir, changes)
         if note:
-            print(note, flush=True)
+            log.info(note)
         checked = check_run_config(config)
         check_llm(config, checked.operators, warn=True)
         summary = execute(config, run_dir, checked)

@@ -36,10 +36,13 @@ os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".ca
 
 import pytest  # noqa: E402
 
+from core.log import configure as configure_logging  # noqa: E402
 from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
 from fitness.policy import load_policy  # noqa: E402
 from fitness.problem import resolve_problem  # noqa: E402
 from hardware_profiles import load_profile, resolve_profile  # noqa: E402
+
+configure_logging()  # the "[kernelevo] ..." lines of what the tests call in-process, as the command prints them
 
 TESTS = Path(__file__).resolve().parent
 CANDIDATES = TESTS / "candidates"

@@ -1,10 +1,12 @@
-"""The tests' shared fakes and helpers, in one module: tests import these, never each other.
+"""The tests' shared fakes and helpers: tests import them from here (or llm_fakes.py, conftest.py), never each other.
 
 The fakes of an evaluator and of the evaluation service implement the project's protocols
 (``fitness.evaluating.Evaluating``, ``evo.evaluation_protocol.RunEvaluator`` and ``Evaluations``);
 ``tests/test_fakes.py`` checks each against them (isinstance and the calls' signatures), so a fake cannot drift
 from what it stands for. Also here: the toy kernel world of the search's tests (``SOURCE``: a kernel that is a
-number V, its operators and tuner), and the LLM tests' scripted replies, settings and team.
+number V, its operators and tuner), the tuner's landscape, and a stored run made by hand (``write_run``). The LLM
+tests' own are in ``tests/llm_fakes.py``; the helpers of whole runs (``TINY``, ``lineage_of``, ...) in
+``tests/conftest.py``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, ClassVar
 
-
 from core.genome import Genome, evaluation_key
 from core.individual import Individual
 from evo.checkpoint import Checkpoint
@@ -28,7 +29,6 @@ from hardware_profiles import load_profile
 from operators.base import BudgetExhausted, Operator
 
 
-
 # evaluators (RunEvaluator) --------------------------------------------------------------------------------------
 def passed() -> EvalResult:
     return EvalResult("ok", time_s=1e-3)
@@ -36,10 +36,10 @@ def passed() -> EvalResult:
 
 class FakeEvaluator:
     """An evaluator (``RunEvaluator``) with nothing behind it, on the CPU interpreter (or, said to be, a GPU):
-    `judge(source)` gives each verdict (by default ok). Records the cut it was given (`cut`) and whether it was closed."""
+    `judge(source)` gives each verdict (by default ok). Records the cut it was given (`cut`) and whether it was
+    closed."""
 
     problem, policy, target, cost, memory_slots = None, None, None, None, None
-    device, on_gpu = "cpu", False
     profile = load_profile("cpu_interpreter")
 
     def __init__(self, judge: Callable[[str], EvalResult] | None = None, on_gpu: bool = False):

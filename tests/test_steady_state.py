@@ -211,7 +211,7 @@ def test_what_a_resume_says_of_patience_is_what_the_search_does(tmp_path):
     assert again.run()["stop_reason"] == "no improvement for 2 generations" and len(store.individuals()) == made
     assert stops_at_once(Budget(generations=30, patience=4), per, checkpoint, store) == []
     assert patience_note(Budget(generations=30, patience=4), checkpoint) == (
-        "[kernelevo] note: search.patience=4 ends it after 2 more generations without improvement (its last 2 "
+        "note: search.patience=4 ends it after 2 more generations without improvement (its last 2 "
         "generations brought none), before search.generations=30 would; search.patience=null lifts it")
     store.close()
     lifted, store = search(tmp_path, tuner=None, generations=30, patience=4)
