@@ -18,6 +18,7 @@ from evo.search import Budget
 from evo.seeding import Seed
 from evo.store import RunStore
 from core.genome import Genome
+from core.individual import Individual
 from core.records import from_record
 from fitness.baselines import BASELINES
 from fitness.problem_spec import ProblemSpec
@@ -87,6 +88,7 @@ def test_the_record_rule_takes_known_fields_defaults_missing_ones_and_drops_unkn
     (ProblemSpec.from_dict, {"name": "toy", "path": "toy.py"}),
     (Genome.from_dict, {"source": "X = 1\n"}),
     (lambda d: Row.from_dict(d), {"name": "toy", "status": "ok"}),
+    (lambda d: Individual.from_lineage_dict(d, None).lineage_dict(), {"id": "1.0", "genome": {"source": "X = 1\n"}}),
 ])
 def test_every_reader_follows_the_record_rule(read, data, capsys):
     assert read({**data, "from_tomorrow": 1}) == read(data)
