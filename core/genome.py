@@ -18,6 +18,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from core import pyast
+from core.records import from_record
 
 TUNABLE_NAME = "TUNABLE"
 
@@ -147,7 +148,7 @@ class Genome:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Genome":
-        return cls(source=data["source"], space=data["space"], params=data["params"], note=data.get("note", ""))
+        return from_record(cls, data, "a genome")
 
 
 def evaluation_key(rendered_source: str) -> str:

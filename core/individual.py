@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from deap import base
 
 from core.genome import Genome
+from core.records import from_record
 
 if TYPE_CHECKING:  # the judge's record, for annotations only: the data model does not import the judge
     from fitness.result import EvalResult
@@ -87,6 +88,6 @@ class Individual:
 
     @classmethod
     def from_lineage_dict(cls, data: dict, result: EvalResult | None) -> "Individual":
-        return cls(id=data["id"], genome=Genome.from_dict(data["genome"]), parents=tuple(data["parents"]),
-                   operator=data["operator"], generation=data["generation"], result=result,
-                   trials=data.get("trials", 0), llm=data.get("llm", {}), tuning=data.get("tuning", {}))
+        """The individual of a stored lineage row and its kernel's `result` (the record rule: ``from_record``)."""
+        return from_record(cls, {**data, "genome": Genome.from_dict(data["genome"]), "result": result},
+                           "an individual's lineage")

@@ -25,6 +25,7 @@ from evo.bench_interrupt import BenchInterrupted, Searches
 from evo.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
 from evo.start_gate import START_GATE, open_gate
 from evo.store import RunStore
+from core.records import from_record
 from fitness.atomic import write_atomic
 from fitness.lifeline import INTERRUPTED_EXIT, lifeline_env
 from fitness.problem import suite_names
@@ -81,7 +82,7 @@ class Row:
     @classmethod
     def from_dict(cls, data: dict, where: str = "a bench row") -> "Row":
         """A row as saved (its outcome a summary.json's fields; a failed row's, none)."""
-        return cls(**{**data, "summary": RunOutcome.from_dict(data.get("summary") or {}, where)})
+        return from_record(cls, {**data, "summary": RunOutcome.from_dict(data.get("summary") or {}, where)}, where)
 
     @classmethod
     def from_json(cls, text: str, where: str = "a bench row") -> "Row":

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
+
+from core.records import from_record
 
 
 @dataclass
@@ -39,8 +41,7 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Checkpoint":
-        known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        return from_record(cls, data, "a checkpoint")
 
     @classmethod
     def from_json(cls, text: str) -> "Checkpoint":

@@ -101,5 +101,5 @@ def start_line(evaluator, evaluations: int, children: int, run_dir, scale: int =
     stored."""
     memory = f" ({evaluator.memory_slots} at a time in the problem's GPU memory)" if evaluator.memory_slots else ""
     scaled = f" ({scale} x search.lambda_ a generation: one per evaluator)" if scale > 1 else ""
-    return (f"[kernelevo] {evaluator.describe()}; {evaluations} evaluations{memory} and {children} children in "
+    return (f"{evaluator.describe()}; {evaluations} evaluations{memory} and {children} children in "
             f"flight{scaled}; run dir {run_dir}")

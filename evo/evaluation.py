@@ -11,6 +11,7 @@ GPUs), ``evo.evaluation_ray.RayEvaluators`` (one Ray actor per GPU of a cluster)
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from evo.evaluation_protocol import RunEvaluator
 from evo.plan import RunPlan
 from evo.store import RunStore
 from fitness.evaluator import BaselineSlot, Evaluator
@@ -26,6 +28,8 @@ from core.genome import evaluation_key
 from fitness.gpu_lock import physical_gpu
 from fitness.result import CANCELLED, EvalResult
 from seeds.inductor import inductor_seeds, policy_options
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 
 WORKER_CONTEXT_BYTES = 1 << 30  # a worker's CUDA context, caches and allocator slack, generously
@@ -89,8 +93,8 @@ def evaluations_in_flight(value, gpu_bytes: list[int] = ()) -> int:
 
 
 class LocalEvaluator(Evaluator):
-    """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging (the Ray
-    backend's remote evaluators answer the same calls)."""
+    """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging
+    (``RunEvaluator``; the Ray backend's remote evaluators and the replay's recorded ones answer the same calls)."""
 
     def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
         """torch.compile's kernels for the problem, converted, captured on this evaluator's device and profile:
@@ -108,7 +112,7 @@ class EvaluationService:
     returned as such, counted (`infrastructure_failures`, and in the store) and never stored as the kernel's verdict:
     asked again, the kernel is evaluated again."""
 
-    def __init__(self, evaluators: list[Evaluator], store: RunStore, parallel: int,
+    def __init__(self, evaluators: list[RunEvaluator], store: RunStore, parallel: int,
                  local_gpus: list[str] | None = None):
         if not evaluators:
             raise ValueError("the evaluation pool needs at least one evaluator")
@@ -144,7 +148,7 @@ class EvaluationService:
         with self._guard:
             return self._key_locks.setdefault(key, threading.Lock())
 
-    def _call(self, call: Callable[[Evaluator], Any]) -> tuple[Evaluator, Any]:
+    def _call(self, call: Callable[[RunEvaluator], Any]) -> tuple[RunEvaluator, Any]:
         """(evaluator, answer): `call` on the least loaded evaluator, in one of the `parallel` slots (waiting for
         one when all are taken)."""
         with self._slots:
@@ -160,14 +164,11 @@ class EvaluationService:
     def cut_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()``) on, evaluations not begun are cut: `evaluate` answers
         ``cancelled`` (never stored: no verdict on the kernel) instead of starting them; and those still running in
-        a worker then are killed there and answer ``cancelled`` too (``Evaluator.cut_at``; a remote evaluator's
-        ``cut_running_at``), counted (`cut`, and in the store). None: no cut."""
+        a worker then are killed there and answer ``cancelled`` too (each evaluator's ``cut_running_at``: a local
+        one's sandbox, a remote one's actor on its node), counted (`cut`, and in the store). None: no cut."""
         self._cut_at = deadline
         for evaluator in self.evaluators:
-            if hasattr(evaluator, "cut_running_at"):  # a remote evaluator: its actor kills them on its node
-                evaluator.cut_running_at(deadline)
-            elif hasattr(evaluator, "cut_at"):  # a local evaluator: its sandbox kills them
-                evaluator.cut_at = deadline
+            evaluator.cut_running_at(deadline)
 
     def _cut(self, key: str, label: str) -> EvalResult | None:
         if self._cut_at is None or time.perf_counter() < self._cut_at:
@@ -207,8 +208,8 @@ class EvaluationService:
         with self._guard:
             self.infrastructure_failures += 1
         self.store.add_infrastructure_failure()
-        print(f"[kernelevo] infrastructure failure, not the kernel's verdict (twice; not stored, evaluated again if "
-              f"asked again): {label or 'kernel'} {key[:12]}: {result.reason.splitlines()[0][:300]}", flush=True)
+        log.info(f"infrastructure failure, not the kernel's verdict (twice; not stored, evaluated again if "
+                 f"asked again): {label or 'kernel'} {key[:12]}: {result.reason.splitlines()[0][:300]}")
 
     def profile_kernel(self, source: str) -> dict:
         """Profiler metrics of an evaluated kernel (``fitness.profile``; {} when off): from the store when it was
@@ -226,7 +227,7 @@ class EvaluationService:
                 self.store.add_profile(key, record)
             if record.get("note") and evaluator.on_gpu and not self._profiler_noted:  # once: why none
                 self._profiler_noted = True
-                print(f"[kernelevo] profiler: {record['note']}", flush=True)
+                log.info(f"profiler: {record['note']}")
             return record
 
     def submit(self, source: str, label: str = "") -> Future:

@@ -12,6 +12,7 @@ this backend is chosen.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -22,6 +23,7 @@ from pathlib import Path
 
 
 from evo.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
+from core.log import configure as configure_logging
 from evo.ray_cluster import connect, import_ray, placement
 from evo.plan import RunPlan
 from evo.store import RunStore
@@ -31,6 +33,8 @@ from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec
 from fitness.result import EvalResult
 from seeds.inductor import write_seeds
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 SETTING = "fitness.backend"
 START_TIMEOUT_S = 600.0  # actors not placed and started by then: the cluster lacks what they ask for
@@ -43,6 +47,7 @@ class EvaluatorActor:
 
     def __init__(self, problem: dict, problem_text: str, policy: PrecisionPolicy, profile: str,
                  settings: EvalSettings, device: str, in_flight: int):
+        configure_logging()  # a process of its own: its notes (the compiler seeds') reach the driver's output
         self._folder = tempfile.mkdtemp(prefix="kernelevo-ray-problem-")
         os.chmod(self._folder, 0o755)  # workers that drop to a user of their own read the problem file too
         path = Path(self._folder) / Path(problem["path"]).name
@@ -74,9 +79,9 @@ class EvaluatorActor:
 
     def cut_at(self, deadline_epoch: float | None) -> None:
         """The search's cut (``time.time()`` on the driver: clocks of one host, or NTP-close ones) as this node's
-        ``time.perf_counter()``: candidates' jobs still running then are killed (``Evaluator.cut_at``)."""
-        self.evaluator.cut_at = None if deadline_epoch is None else \
-            time.perf_counter() + deadline_epoch - time.time()
+        ``time.perf_counter()``: candidates' jobs still running then are killed (``Evaluator.cut_running_at``)."""
+        self.evaluator.cut_running_at(None if deadline_epoch is None else
+                                      time.perf_counter() + deadline_epoch - time.time())
 
     def set_baseline(self, baseline: Baseline) -> None:
         with self._baselines.lock:
@@ -108,8 +113,8 @@ class SharedBaseline:
 
 
 class RemoteEvaluator:
-    """The driver's handle on one actor: the evaluator's calls, answered on the actor's node. `problem` and `policy`
-    are the driver's (the seed file and the LLM agents' context are read here)."""
+    """The driver's handle on one actor: the evaluator's calls (``RunEvaluator``), answered on the actor's node.
+    `problem` and `policy` are the driver's (the seed file and the LLM agents' context are read here)."""
 
     def __init__(self, ray, actor, problem: ProblemSpec, policy: PrecisionPolicy, facts: dict,
                  baselines: SharedBaseline):
@@ -124,6 +129,11 @@ class RemoteEvaluator:
 
     def describe(self) -> str:
         return f"{self._describe}; evaluated on {self.where}"
+
+    @property
+    def sandbox(self) -> None:
+        """None: its jobs run in the actor's sandbox, on the actor's node."""
+        return None
 
     def _call(self, method, *args):
         try:
@@ -233,6 +243,6 @@ class RayEvaluators:
         facts = self._start(actors, where)
         baselines = SharedBaseline(ray, actors)
         evaluators = [RemoteEvaluator(ray, a, problem, policy, f, baselines) for a, f in zip(actors, facts)]
-        print(f"[kernelevo] Ray ({where}): {len(actors)} evaluator actor(s) on "
-              f"{', '.join(e.where for e in evaluators)}; {self.per_gpu} evaluations at once on each", flush=True)
+        log.info(f"Ray ({where}): {len(actors)} evaluator actor(s) on "
+                 f"{', '.join(e.where for e in evaluators)}; {self.per_gpu} evaluations at once on each")
         return EvaluationService(evaluators, store, len(actors) * self.per_gpu, local_gpus=[])

@@ -20,6 +20,7 @@ a line of the table saying no kernel that runs at other sizes was found.
 """
 from __future__ import annotations
 
+import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,8 @@ from fitness.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.sandbox import Sandbox
 from fitness.sizes import other_sizes
 from seeds.inductor.convert import size_generic
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
 META = "sizes_check"  # the run store's meta key of the verdict
@@ -88,7 +91,7 @@ class SizesCheck:
 
     def start_line(self) -> str:
         """The run's one line on how it chooses, at its start."""
-        line = "[kernelevo] selection among children: by interpreter wall-clock time (no GPU timing)"
+        line = "selection among children: by interpreter wall-clock time (no GPU timing)"
         if not self.test_sizes:
             return f"{line}, at the problem's full sizes (its test sizes): every kernel judged here runs at them"
         line += f", at the test sizes {_sizes(self.test_sizes)}, not the full sizes {_sizes(self.full_sizes)}"
@@ -132,7 +135,7 @@ class SizesCheck:
                         break
         store.set_meta(META, record)
         if self.other is not None:
-            print(f"[kernelevo] {verdict_text(record)}", flush=True)
+            log.info(f"{verdict_text(record)}")
         return record
 
 

@@ -19,7 +19,7 @@ from evo.tuner import describe_tuner
 from fitness.baselines import BASELINES
 from core.genome import evaluation_key
 from core.individual import Individual
-from core.records import from_known_fields
+from core.records import from_record
 from fitness.result import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
@@ -129,11 +129,9 @@ class RunOutcome:
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "a run's summary") -> "RunOutcome":
-        """The record of `data` (summary.json's fields; an older run's lacks some); ValueError naming the keys of
-        another version."""
-        return from_known_fields(cls, data, lambda unknown, _: (
-            f"{where} has fields this kernelevo version does not know ({', '.join(unknown)}): it was written by a "
-            f"newer version; read it with that version or run the run again"))
+        """The record of `data` (summary.json's fields) by the record rule (``core.records.from_record``: an older
+        run's lacks some, defaulted; a newer one's fields this version does not know are left out, with a note)."""
+        return from_record(cls, data, where)
 
     @classmethod
     def from_json(cls, text: str, where: str = "a run's summary") -> "RunOutcome":

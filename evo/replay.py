@@ -24,14 +24,22 @@ class ReplayMiss(ValueError):
 
 
 class RecordedEvaluator:
-    """An evaluator of the problem (its problem, target, policy: what a run reads of it) whose verdicts and profiles
-    are the record's."""
+    """An evaluator of the problem (``RunEvaluator``: its problem, target, policy, what a run reads of it, are
+    `evaluator`'s) whose verdicts and profiles are the record's."""
 
     def __init__(self, evaluator: LocalEvaluator, record: RunStore):
         self._evaluator, self._record = evaluator, record
+        self.problem, self.policy, self.profile = evaluator.problem, evaluator.policy, evaluator.profile
+        self.device, self.on_gpu, self.target = evaluator.device, evaluator.on_gpu, evaluator.target
+        self.cost, self.memory_slots = evaluator.cost, evaluator.memory_slots
 
-    def __getattr__(self, name):
-        return getattr(self._evaluator, name)
+    @property
+    def sandbox(self):
+        """The problem's evaluator's (the check at other sizes shares it)."""
+        return self._evaluator.sandbox
+
+    def cut_running_at(self, deadline: float | None) -> None:
+        """Nothing runs: a recorded verdict is read at once."""
 
     def evaluate(self, source: str, label: str = "") -> EvalResult:
         key = evaluation_key(source)
@@ -45,8 +53,9 @@ class RecordedEvaluator:
     def profile_kernel(self, source: str) -> dict:
         return self._record.profile(evaluation_key(source)) or {}
 
-    def baseline(self):
+    def baseline(self) -> None:
         """Eager and torch.compile are in the recorded verdicts: nothing is measured."""
+        return None
 
     def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
         """The recorded run's compiler seeds (its generation 0 made by Inductor), in order."""

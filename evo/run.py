@@ -8,6 +8,7 @@ seeds are made by ``evo.seeding``; what the run prints, by ``evo.console``; the 
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -35,6 +36,8 @@ from core.resources import process_started
 from fitness.evaluator import Evaluator, start_up_under_lock
 from fitness.from_config import check_fitness_config
 from operators.base import CURRENT_CHILD
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 LOCAL_BACKEND = {"_target_": "evo.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
 SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
@@ -102,8 +105,8 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
         baseline = evaluator.baseline()
         store.set_meta("baseline_wall_s", time.perf_counter() - start)
         how = f"read from {baseline.cached}" if baseline.cached else "measured"
-        print(f"[kernelevo] baselines {how} in {time.perf_counter() - start:.1f} s: "
-              + ", ".join(f"{name} {state}" for name, state in baseline.status.items()), flush=True)
+        log.info(f"baselines {how} in {time.perf_counter() - start:.1f} s: "
+                 + ", ".join(f"{name} {state}" for name, state in baseline.status.items()))
 
 
 def within_llm_budget(settings: SearchSettings, operators: list, plan: RunPlan) -> SearchSettings:
@@ -159,14 +162,13 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         tuner = supplied_tuner(service, store.optuna_url, settings, plan.tuner, plan.search.seed, store)
         evaluator = service.evaluators[0]
         store.set_meta("start_up_under_lock", start_up_under_lock(plan.judge.settings, service.profile))
-        print(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale),
-              flush=True)
+        log.info(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale))
         if settings.children_in_flight < plan.search.children_in_flight:
             from operators.llm.operators import calls_per_child
 
-            print(f"[kernelevo] llm.budget.max_calls={plan.llm.budget.max_calls} carries "
-                  f"{settings.children_in_flight} children in flight (of {plan.search.children_in_flight}), each "
-                  f"reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)", flush=True)
+            log.info(f"llm.budget.max_calls={plan.llm.budget.max_calls} carries "
+                     f"{settings.children_in_flight} children in flight (of {plan.search.children_in_flight}), each "
+                     f"reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)")
         measure_baselines(service, store)
         team = build_team(plan, store, evaluator)
         seeds = make_seeds(plan, team, service, run_dir)
@@ -180,7 +182,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
             store.set_meta(START_UP, start_up(marks, store))
         store.set_meta("manifest", run_manifest(plan, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
-            sizes_check.judge(store, store.latest_checkpoint(), service.parallel, getattr(evaluator, "sandbox", None))
+            sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
     finally:
         if tuner is not None:
             tuner.close()
@@ -212,9 +214,8 @@ def supplied(settings: SearchSettings, store: RunStore, evaluators: int) -> Sear
     if started is None:
         store.set_meta(SUPPLY_EVALUATORS, evaluators)
     elif started != evaluators and settings.lambda_per_gpu:
-        print(f"[kernelevo] this run started on {started} evaluators and resumes on {evaluators}: it keeps the "
-              f"supply it started with ({started} x search.lambda_ children a generation), so its lineage goes on",
-              flush=True)
+        log.info(f"this run started on {started} evaluators and resumes on {evaluators}: it keeps the "
+                 f"supply it started with ({started} x search.lambda_ children a generation), so its lineage goes on")
     return settings.on_evaluators(started or evaluators)
 
 
@@ -233,7 +234,7 @@ def run_search(search: Search, service: EvaluationService, store: RunStore, sett
     """Run the search with its progress shown: why it stopped, its (start, end) wall-clock times and the share of
     them its GPUs were busy (None: not sampled). `sizes_check`: on the interpreter, its plan (None on a GPU)."""
     if sizes_check is not None:
-        print(sizes_check.start_line(), flush=True)
+        log.info(sizes_check.start_line())
     started = time.time()
     with Progress(search, service, store, settings.budget, gpus=service.local_gpus,
                   time_label=INTERPRETER_TIMES if sizes_check is not None else "") as progress:

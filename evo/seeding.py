@@ -9,6 +9,7 @@ false, the seed as it is.
 """
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -21,8 +22,10 @@ from operators.base import CURRENT_CHILD, ChildUsage
 from seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
-    from evo.evaluation import EvaluationService
+    from evo.evaluation_protocol import Evaluations
     from evo.plan import RunPlan
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 
 class Seed(NamedTuple):
@@ -35,7 +38,7 @@ class Seed(NamedTuple):
         return cls(Genome.from_source(source), made_by)
 
 
-def make_seeds(plan: RunPlan, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
     resume makes them again from caches)."""
     started = time.perf_counter()
@@ -45,7 +48,7 @@ def make_seeds(plan: RunPlan, team, service: EvaluationService, run_dir: Path) -
     return seeds
 
 
-def seed_genomes(plan: RunPlan, team, service: EvaluationService, run_dir: Path) -> list[Seed]:
+def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds (the module's docstring says which), the seed first."""
     evaluator = service.evaluators[0]
     mode = plan.llm.initialise if team is not None else False  # checked when the plan was made
@@ -61,7 +64,7 @@ def seed_genomes(plan: RunPlan, team, service: EvaluationService, run_dir: Path)
     return captured
 
 
-def ieee_where_tf32_fails(service: EvaluationService, seeds: list[Seed]) -> list[Seed]:
+def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]:
     """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
     dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
     evaluation is the one the search would make (the run store keeps it). The seeds are judged at once, and so are
@@ -79,15 +82,14 @@ def ieee_where_tf32_fails(service: EvaluationService, seeds: list[Seed]) -> list
         if future is not None:
             result = future.result()[1]
             why = result.reason.strip().splitlines()[0][:200] if result.reason else ""
-            print(f"[kernelevo] {seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products "
-                  + ("it is correct: the search starts from that" if result.ok else f"it is {result.status} too: {why}"),
-                  flush=True)
+            then = "it is correct: the search starts from that" if result.ok else f"it is {result.status} too: {why}"
+            log.info(f"{seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products {then}")
             seed = rewrite if result.ok else seed
         kept.append(seed)
     return kept
 
 
-def _rewritten(team, service: EvaluationService, seed: Seed) -> Seed:
+def _rewritten(team, service: Evaluations, seed: Seed) -> Seed:
     """The initialiser's rewrite of `seed` when it is correct (the seed, what made it and its time stay on record),
     else the seed."""
     origin = "torch.compile's Triton, converted" if seed.made_by == INDUCTOR else "the problem's seed kernel"
@@ -98,8 +100,8 @@ def _rewritten(team, service: EvaluationService, seed: Seed) -> Seed:
     if check.ok:
         service.store.set_meta(REWRITTEN_SEED, {"made_by": seed.made_by, "key": evaluation_key(source)})
         return Seed.from_source(rewrite, "initialiser")
-    print(f"[kernelevo] the initialiser's rewrite of the seed is not usable ({check.status}: "
-          f"{check.reason[:300]}); starting from the seed ({seed.made_by})", flush=True)
+    log.info(f"the initialiser's rewrite of the seed is not usable ({check.status}: "
+             f"{check.reason[:300]}); starting from the seed ({seed.made_by})")
     return seed
 
 

@@ -33,7 +33,7 @@ from random import Random
 
 import optuna
 
-from evo.evaluation import EvaluationService
+from evo.evaluation_protocol import Evaluations
 from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning_memory import TuningMemory, signature, trial_record, warm_trials
 from core.individual import Individual
@@ -44,6 +44,7 @@ from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 logging.getLogger("optuna").setLevel(logging.WARNING)
+log = logging.getLogger(f"kernelevo.{__name__}")
 COMPLETE, PRUNED, FAIL = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL
 REASKS = 4  # asks in place of a configuration measured before, per trial, before a repeat is taken
 RANDOM_DRAWS = 64  # random draws looking for an unmeasured configuration in place of a repeat
@@ -75,7 +76,7 @@ def startup_trials(trials: int) -> int:
 
 
 class Tuner:
-    def __init__(self, service: EvaluationService, storage_url: str | None, trials: int = TunerSettings.trials,
+    def __init__(self, service: Evaluations, storage_url: str | None, trials: int = TunerSettings.trials,
                  seed: int = 0, prune_factor: float = TunerSettings.prune_factor,
                  parallel: int = TunerSettings.parallel, *, sampler: str = TunerSettings.sampler,
                  warm_start: bool = TunerSettings.warm_start, store=None, seed_parallel: int | None = None,
@@ -100,7 +101,7 @@ class Tuner:
         self.sampler = sampler
         self.warm_start = warm_start and sampler == "tpe"  # random search learns nothing from them
         self.memory = TuningMemory(store)
-        self.on_gpu = all(getattr(e, "on_gpu", True) for e in getattr(service, "evaluators", ()))
+        self.on_gpu = all(e.on_gpu for e in service.evaluators)
 
     def describe(self) -> str:
         return describe_tuner(self.sampler, self.warm_start, self.trials, self.parallel)
@@ -260,5 +261,4 @@ class Tuner:
         self._archive.shutdown(wait=True)
         for copy in self._copies:
             if copy.exception() is not None:
-                logging.getLogger("kernelevo").warning("a tuning study was not copied into %s: %s", self.storage_url,
-                                                       copy.exception())
+                log.warning("a tuning study was not copied into %s: %s", self.storage_url, copy.exception())

@@ -71,12 +71,11 @@ def load_seed(problem_name: str):
 
 
 def make_timer(**overrides):
-    from fitness.timing import TIMING_DEFAULTS, CudaEventTimer
+    from fitness.settings import TimingSettings
+    from fitness.timing import make_timer as timer_for
     from hardware_profiles import detect_profile
 
-    s = {**TIMING_DEFAULTS, **overrides}
-    return CudaEventTimer(detect_profile().l2_cache_bytes, warmup_ms=s["warmup_ms"], rep_ms=s["rep_ms"],
-                          min_reps=s["min_reps"], max_reps=s["max_reps"], flush_l2=s["flush_l2"])
+    return timer_for("cuda", detect_profile().l2_cache_bytes, TimingSettings(**overrides))
 
 
 def fixed_spin(timer, launch_s: float):

@@ -42,7 +42,8 @@ from fitness.inputs import make_inputs, synchronize  # noqa: E402
 from fitness.policy import load_policy  # noqa: E402
 from fitness.problem import call_get_init_inputs, load_problem, resolve_problem  # noqa: E402
 from fitness.timed_inputs import FreshInputs  # noqa: E402
-from fitness.timing import TIMING_DEFAULTS, CudaEventTimer, Rotation, WallClockTimer  # noqa: E402
+from fitness.settings import TimingSettings  # noqa: E402
+from fitness.timing import CudaEventTimer, Rotation, WallClockTimer  # noqa: E402
 from hardware_profiles import detect_profile  # noqa: E402
 
 PROBLEMS = ("elementwise_chain", "layernorm", "sum_reduction", "matmul", "small_attention")
@@ -85,15 +86,16 @@ def load_models(name: str, device: str):
 
 def one_timing(problem, reference, model, feed_name: str, run: int, device: str) -> dict:
     if device == "cuda":
-        timer = CudaEventTimer(detect_profile().l2_cache_bytes, **{k: TIMING_DEFAULTS[k] for k in (
-            "warmup_ms", "rep_ms", "min_reps", "max_reps", "flush_l2")})
+        s = TimingSettings()
+        timer = CudaEventTimer(detect_profile().l2_cache_bytes, warmup_ms=s.warmup_ms, rep_ms=s.rep_ms,
+                               min_reps=s.min_reps, max_reps=s.max_reps, flush_l2=s.flush_l2)
     else:
         timer = WallClockTimer(reps=5, warmup_calls=3)
     if feed_name == "rotation":
         feed = Rotation([make_inputs(problem, 1000 + j, device) for j in range(3)])
     else:
         feed = FreshInputs(problem, device, 12345 + run, reference, load_policy("triton"),
-                           checked=TIMING_DEFAULTS["checked_calls"])
+                           checked=TimingSettings().checked_calls)
     synchronize(device)
     start = time.perf_counter()
     stats = timer.measure(model, feed)

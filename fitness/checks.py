@@ -14,6 +14,7 @@ import torch
 
 from fitness.correctness import as_tensor_list, changed_inputs, compare_outputs
 from fitness.inputs import scrub
+from fitness.settings import EvalSettings
 
 
 class Verdict(Exception):
@@ -48,13 +49,13 @@ def empty_guards() -> dict:
             "labels": []}
 
 
-def check_guards(guards: dict, trace, launches, module_name: str, policy, settings: dict, where: str,
+def check_guards(guards: dict, trace, launches, module_name: str, policy, settings: EvalSettings, where: str,
                  **fields) -> dict:
     """Adds one correctness call's launches and torch ops to `guards`; Verdict when the call broke a guard."""
     own = launches.count(module_name)
     guards["triton_launches"] += own
     guards["other_triton_launches"] += sum(launches.launches.values()) - own
-    if settings["require_triton_launch"] and own == 0:
+    if settings.require_triton_launch and own == 0:
         raise Verdict("rejected", f"forward launched no Triton kernel of its own ({where}): the candidate must "
                       f"compute its output with @triton.jit kernels defined in its module, on every call",
                       guards=guards, **fields)

@@ -153,15 +153,15 @@ def drop_privileges(uid: int, readable: list[str], writable: list[str]) -> str:
     return f"uid {uid}" + (f"; masked {', '.join(masked)} but for what it needs" if masked else "")
 
 
-def become_unprivileged(job: dict, confinement: dict | None) -> None:
+def become_unprivileged(job, confinement: dict | None) -> None:
     """Before a candidate's code exists: a user id of the worker's own (`drop_privileges`), recorded
     in `confinement` as enforced "user", or missing with the reason."""
     if not confinement or "uid" not in confinement:
         return
-    problem, sandbox_root = job.get("problem") or {}, os.path.dirname(os.getcwd())
+    problem, sandbox_root = job.problem, os.path.dirname(os.getcwd())
     needed = (*sys.path, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), problem.get("path"),
-              problem.get("seed_path"), *lock_files(job.get("gpu_lock"), job.get("memory_slots")),
-              *job.get("readable", ()))
+              problem.get("seed_path"), *lock_files(job.gpu_lock, job.memory_slots),
+              *job.readable)
     readable = [p for p in needed
                 if p and os.path.exists(p) and not os.path.abspath(p).startswith(sandbox_root + os.sep)]
     try:

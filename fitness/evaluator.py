@@ -18,7 +18,7 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from fitness import baseline_cache, ncu
@@ -28,7 +28,7 @@ from fitness.candidate import source_hash
 from fitness.gpu_lock import create_lock_files, lock_path
 from fitness.policy import PrecisionPolicy
 from fitness.problem import ProblemSpec, load_problem
-from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerResult
+from fitness.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.worker_env import is_secret_variable
 from fitness.sizes import int_constants
@@ -108,6 +108,8 @@ def default_cache_dir() -> Path:
 
 
 class Evaluator:
+    """The evaluator of this host (``fitness.evaluating.Evaluating``): its jobs run in a sandbox here."""
+
     def __init__(self, problem: ProblemSpec, policy: PrecisionPolicy, profile: HardwareProfile,
                  settings: EvalSettings | None = None, device: str | None = None, cache_dir: Path | None = None,
                  baseline_slot: BaselineSlot | None = None, sandbox: Sandbox | None = None):
@@ -132,7 +134,7 @@ class Evaluator:
         self.floor_s = data_floor_s(self.cost, profile) if (self.cost and self.on_gpu) else None
         self._baselines = baseline_slot or BaselineSlot()
         self.memory_slots: int | None = None  # problem-sized device memory admitted N at a time (set_memory_slots)
-        self.cut_at: float | None = None  # perf_counter() at which a candidate's job still running is killed
+        self._cut_at: float | None = None  # perf_counter() at which a candidate's job still running is killed
         create_lock_files(lock_path(LOCK_DIR, self.device))  # workers cannot create files there
         if sandbox is not None and sandbox.device != self.device:
             raise ValueError(f"an evaluator on {self.device} cannot run its jobs in a sandbox on {sandbox.device}")
@@ -158,6 +160,11 @@ class Evaluator:
     def close(self) -> None:
         if self._owns_sandbox:
             self._sandbox.close()
+
+    def cut_running_at(self, deadline: float | None) -> None:
+        """From `deadline` (``time.perf_counter()``) on, a candidate's job still running is killed by the sandbox
+        and answers ``cancelled`` (``Sandbox.run``'s `cut_at`); None: no cut."""
+        self._cut_at = deadline
 
     def set_spares(self, in_flight: int) -> None:
         """Keep warm workers ready for `in_flight` evaluations at once on this evaluator's device (``spares``)."""
@@ -207,15 +214,15 @@ class Evaluator:
         except Exception:  # a reference the meta device cannot run: no speed-of-light figure
             return None
 
-    def _job(self, kind: str, **extra) -> dict:
-        settings = asdict(self.settings)
-        return {"kind": kind, "problem": self.problem.to_dict(), "policy": self.policy.to_dict(),
-                "settings": settings, "device": self.device, "seed": self.settings.seed,
-                "l2_bytes": self.profile.l2_cache_bytes, "gpu_lock": lock_path(LOCK_DIR, self.device),
-                "memory_slots": self.memory_slots, "coverage_inputs": self.coverage_inputs(),
-                "input_names": list(self.dependence.input_names) if self.dependence else [],
-                # the reference's matmuls (FLOPs counted; unknown: assumed): only they round differently under TF32
-                "reference_matmuls": self.cost is None or bool(self.cost.flops), **extra}
+    def _job(self, kind: str, **extra) -> WorkerJob:
+        return WorkerJob(kind=kind, device=self.device, problem=self.problem.to_dict(), policy=self.policy.to_dict(),
+                         settings=self.settings, l2_bytes=self.profile.l2_cache_bytes,
+                         gpu_lock=lock_path(LOCK_DIR, self.device), memory_slots=self.memory_slots,
+                         coverage_inputs=self.coverage_inputs(),
+                         input_names=list(self.dependence.input_names) if self.dependence else [],
+                         # the reference's matmuls (FLOPs counted; unknown: assumed): only they round differently
+                         # under TF32
+                         reference_matmuls=self.cost is None or bool(self.cost.flops), **extra)
 
     @property
     def baseline_wall_s(self) -> float:
@@ -364,7 +371,7 @@ class Evaluator:
         if self._pre_checks(source, result):
             outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s,
                                         compile_timeout_s=self.settings.compile_timeout_s,
-                                        cut_at=self.cut_at)
+                                        cut_at=self._cut_at)
             self._apply_outcome(outcome, result)
             if result.ok:
                 baseline_s = self._score(result)

@@ -6,7 +6,7 @@ import secrets
 
 import torch
 
-from fitness import memory, timing
+from fitness import memory
 from fitness.correctness import as_tensor_list
 from fitness.problem import ProblemError, call_get_inputs
 
@@ -63,7 +63,7 @@ def synchronize(device: str) -> None:
 
 def reference_output_specs(reference, problem, job, input_seed: int) -> list:
     """Shapes and dtypes of the reference outputs, from a probe input that is scrubbed afterwards."""
-    probe = make_inputs(problem, input_seed + 10_000, job["device"])
+    probe = make_inputs(problem, input_seed + 10_000, job.device)
     try:
         outputs = as_tensor_list(reference(*probe))
     except Exception as exc:  # the problem's fault, never the candidate's (fitness.problem.check_reference)
@@ -78,10 +78,10 @@ def timing_inputs(problem, job, input_seed: int, copies: int, output_bytes: int,
     """(input sets, note): as many sets as configured (3) that fit in the device's memory (``fitness.memory``),
     each counted `copies` times (with its saved copy) plus, when `kept_outputs`, the output kept for it; the note
     says how many sets were dropped and why."""
-    settings = {**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}
-    budget = memory.budget_bytes(job["device"], settings)
-    first = make_inputs(problem, input_seed + 1000, job["device"])
+    settings = job.settings.timing
+    budget = memory.budget_bytes(job.device, settings)
+    first = make_inputs(problem, input_seed + 1000, job.device)
     per_set = copies * memory.tensor_bytes(first) + (output_bytes if kept_outputs else 0)
-    count, note = memory.input_sets_that_fit(settings["input_sets"], per_set, 2 * output_bytes + 2 * job["l2_bytes"],
+    count, note = memory.input_sets_that_fit(settings.input_sets, per_set, 2 * output_bytes + 2 * job.l2_bytes,
                                              budget)
-    return [first] + [make_inputs(problem, input_seed + 1000 + j, job["device"]) for j in range(1, count)], note
+    return [first] + [make_inputs(problem, input_seed + 1000 + j, job.device) for j in range(1, count)], note

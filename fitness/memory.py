@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from fitness.settings import TimingSettings
+
 GiB = 1 << 30
 
 
@@ -32,17 +34,16 @@ def spec_bytes(specs: list) -> int:
     return total
 
 
-def budget_bytes(device: str, settings: dict) -> int | None:
+def budget_bytes(device: str, settings: TimingSettings) -> int | None:
     """Device memory the timing may use: `memory_budget_bytes` when set, else a fraction (`memory_fraction`) of
-    what is free now, counting what this process's allocator holds unused; None on the CPU (no limit).
-    `settings`: the timing settings with their defaults (``fitness.timing.TIMING_DEFAULTS``) filled in."""
-    if settings.get("memory_budget_bytes"):
-        return int(settings["memory_budget_bytes"])
+    what is free now, counting what this process's allocator holds unused; None on the CPU (no limit)."""
+    if settings.memory_budget_bytes:
+        return int(settings.memory_budget_bytes)
     if not device.startswith("cuda"):
         return None
     free, _ = torch.cuda.mem_get_info(torch.device(device))
     cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    return int((free + cached) * settings["memory_fraction"])
+    return int((free + cached) * settings.memory_fraction)
 
 
 def input_sets_that_fit(configured: int, per_set: int, reserve: int, budget: int | None) -> tuple[int, str]:

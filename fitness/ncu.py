@@ -147,18 +147,19 @@ def summarise(text: str) -> list[dict]:
 
 
 # running (inside a sandbox worker) ---------------------------------------------------------------------------
-def profile_in_worker(job: dict) -> dict:
+def profile_in_worker(job) -> dict:
     """Run the job's candidate once under ncu from this (confined) worker; the record stored with its evaluation:
     {"tool": "ncu", "kernels": [...], "wall_s": ...} or {"tool": "ncu", "note": why there are none}."""
     start = time.perf_counter()
-    Path(TARGET_JOB).write_text(json.dumps({k: job[k] for k in ("problem", "source", "seed", "device")}))
-    command = ncu_command(job["ncu"], sys.executable, TARGET_JOB, NCU_LOG)
+    Path(TARGET_JOB).write_text(json.dumps({"problem": job.problem, "source": job.source, "seed": job.settings.seed,
+                                            "device": job.device}))
+    command = ncu_command(job.ncu, sys.executable, TARGET_JOB, NCU_LOG)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=job["ncu_timeout_s"])
+        done = subprocess.run(command, capture_output=True, text=True, timeout=job.ncu_timeout_s)
         output = done.stdout + done.stderr
         log = Path(NCU_LOG).read_text() if Path(NCU_LOG).is_file() else ""
     except subprocess.TimeoutExpired:
-        return {"tool": "ncu", "note": f"ncu did not finish within {job['ncu_timeout_s']:g} s",
+        return {"tool": "ncu", "note": f"ncu did not finish within {job.ncu_timeout_s:g} s",
                 "wall_s": time.perf_counter() - start}
     except OSError as exc:
         return {"tool": "ncu", "note": f"ncu could not be started: {exc}", "wall_s": time.perf_counter() - start}

@@ -33,26 +33,26 @@ class phase:
 
 
 @contextmanager
-def gpu_lock(job: dict, exclusive: bool):
+def gpu_lock(job, exclusive: bool):
     """The job's GPU lock (none on the CPU interpreter), the wait for it counted as wait_shared / wait_exclusive."""
-    lock = DeviceLock(job.get("gpu_lock"), exclusive=exclusive)
+    lock = DeviceLock(job.gpu_lock, exclusive=exclusive)
     with phase("wait_exclusive" if exclusive else "wait_shared"):
         lock.__enter__()
     try:
         yield
     finally:
         try:  # the device is idle before the lock goes: nothing of this worker runs on once it is released
-            synchronize(job["device"])
+            synchronize(job.device)
         except Exception:  # noqa: BLE001 - a CUDA error is reported by the code that hit it
             pass
         lock.__exit__()
 
 
 @contextmanager
-def memory_held(job: dict):
+def memory_held(job):
     """The job's GPU memory slot (``gpu_lock.memory_slot``), the wait for it counted as wait_memory."""
-    slot = memory_slot(job.get("gpu_lock"), job.get("memory_slots"))
-    if job.get("memory_slots") and job.get("gpu_lock"):
+    slot = memory_slot(job.gpu_lock, job.memory_slots)
+    if job.memory_slots and job.gpu_lock:
         stage(MEMORY_STAGE)  # the sandbox stops this job's clock while others hold every slot
     with phase("wait_memory"):
         slot.__enter__()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from core.records import from_record
 from core.resources import package_folder
 
 TORCH_COMPUTE_MODES = ("reject", "label")
@@ -56,7 +57,7 @@ class PrecisionPolicy:
         data["tolerances"] = {k: v if isinstance(v, Tolerance) else Tolerance(**v)
                               for k, v in dict(data.get("tolerances", {})).items()}
         data["extra_allowed_ops"] = tuple(data.get("extra_allowed_ops") or ())
-        return cls(**data)
+        return from_record(cls, data, f"the precision policy {data.get('name', '')}".rstrip())
 
 
 def policy_dir():

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from core.records import from_record
+
 
 class ProblemError(ValueError):
     """A problem file or its size overrides cannot be used; the message names the file and the fix."""
@@ -30,7 +32,7 @@ class ProblemSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ProblemSpec":
-        return cls(**data)
+        return from_record(cls, data, "a problem's record")
 
     def seed_source(self) -> str:
         if self.seed_path is None:

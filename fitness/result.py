@@ -1,11 +1,13 @@
-"""The result record of one evaluation: what every search, report and paper table reads."""
+"""The records of one evaluation: the job a worker is sent (``WorkerJob``), what it writes back (``WorkerResult``), and
+the result every search, report and paper table reads (``EvalResult``)."""
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-from core.records import from_known_fields
+from core.records import from_record
 from fitness.formatting import seconds as format_seconds
+from fitness.settings import EvalSettings
 
 # infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
 # started, the job could not be written, CUDA failed before the job): never the kernel's verdict, never stored
@@ -110,8 +112,8 @@ class EvalResult:
         return json.dumps(self.to_dict(), indent=indent, default=str)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "EvalResult":
-        return cls(**data)
+    def from_dict(cls, data: dict, where: str = "a stored verdict") -> "EvalResult":
+        return from_record(cls, data, where)
 
     def summary(self) -> str:
         """A readable verdict for the terminal."""
@@ -153,6 +155,46 @@ class EvalResult:
 
 
 @dataclass
+class WorkerJob:
+    """What the evaluator sends a worker (``fitness.worker``): the one list of the keys that cross the process
+    boundary towards it, with their defaults here and in the judge's settings (``EvalSettings``, its timing's
+    included: a worker reads them filled in, never merges defaults back); serialised in one place (``to_json``,
+    ``from_dict``). Each kind reads its own fields: a candidate its `source`, a baseline job its `baselines`, a
+    profile job `source`, `ncu`, `ncu_timeout_s` and `readable`; a prewarm job only its device."""
+
+    kind: str  # candidate, baseline, profile, prewarm
+    device: str  # cpu (Triton's interpreter), cuda, cuda:N
+    problem: dict = field(default_factory=dict)  # ProblemSpec.to_dict()
+    policy: dict = field(default_factory=dict)  # PrecisionPolicy.to_dict()
+    settings: EvalSettings = field(default_factory=EvalSettings)  # trials, seed, timing, ...
+    l2_bytes: int = 0  # the device's L2 (a timer flushes twice that before each repetition)
+    gpu_lock: str | None = None  # the device's lock file (``fitness.gpu_lock``); None: no lock (the interpreter)
+    memory_slots: int | None = None  # jobs holding problem-sized memory at once (None: all)
+    coverage_inputs: list | None = None  # forward arguments the coverage trial changes (None: every float tensor)
+    input_names: list = field(default_factory=list)  # the forward's argument names (for the trial's messages)
+    reference_matmuls: bool = True  # the reference has matmuls (only they round differently under TF32)
+    source: str = ""  # the candidate's module (candidate, profile)
+    baselines: list = field(default_factory=list)  # the baselines to time (baseline)
+    ncu: str = ""  # Nsight Compute's executable (profile)
+    ncu_timeout_s: float = 0.0  # one kernel's run under it (profile)
+    readable: list = field(default_factory=list)  # paths a confined worker may read beside its own (profile: ncu's)
+    result_path: str = ""  # where the worker writes its result (the sandbox sets it)
+    token: str = ""  # returned with the result: proves it is the worker's (the sandbox sets it)
+
+    def __post_init__(self):
+        if isinstance(self.settings, dict):  # read back from JSON
+            self.settings = from_record(EvalSettings, self.settings, "a worker's job settings", own=True)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "WorkerJob":
+        """Written by the evaluator of this very install: a key it does not know is refused by name (``own``)."""
+        return from_record(cls, data, "a worker's job", own=True)
+
+
+@dataclass
 class WorkerResult:
     """What a worker writes for its job (``fitness.worker``): the one list of the keys that cross the process
     boundary. ``from_dict`` names a key it does not know (a worker and a reader of different versions, a typo) instead
@@ -183,9 +225,8 @@ class WorkerResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkerResult":
-        return from_known_fields(cls, data, lambda unknown, known: (
-            f"a worker's result has keys {unknown} that this kernelevo does not know (known: {known}); a worker of "
-            f"another version? add them to WorkerResult"))
+        """Written by a worker of this very install: a key it does not know is refused by name (``own``)."""
+        return from_record(cls, data, "a worker's result", own=True)
 
     def verdict(self) -> dict:
         """The fields an EvalResult takes over from a candidate job, those the worker set (notes: see ``notes``)."""

@@ -16,6 +16,7 @@ alter the shared ones. Stubs are only ever copied from the trusted cache.
 """
 from __future__ import annotations
 
+import logging
 import json
 import os
 import secrets
@@ -27,14 +28,16 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fitness.atomic import write_atomic
 from fitness.job_clock import POLL_S, CompileClock, MemoryWait
-from fitness.result import NOT_JUDGED
+from fitness.result import NOT_JUDGED, WorkerJob
 from fitness.worker_env import STUB_MARKER, copy_stubs, stub_files, triton_version, worker_environment
 from fitness.zygote import WorkerHandle, Zygote
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 LOG_TAIL_CHARS = 3000
 START_TIMEOUT_S = 300.0  # a zygote that has not forked a requested worker by then is restarted
@@ -50,8 +53,8 @@ def warn_unconfined(missing: dict | None) -> None:
     for mechanism, why in (missing or {}).items():
         if mechanism not in _WARNED:
             _WARNED.add(mechanism)
-            print(f"[kernelevo] WARNING: candidate workers run without {mechanism} confinement ({why}); see "
-                  f"docs/evaluator.md, 'What the evaluator checks'", file=sys.stderr, flush=True)
+            log.warning(f"WARNING: candidate workers run without {mechanism} confinement ({why}); see "
+                        f"docs/evaluator.md, 'What the evaluator checks'")
 
 
 @dataclass
@@ -235,18 +238,18 @@ class Sandbox:
             except (OSError, ValueError):
                 current = False
             if not current:
-                outcome = self.run({"kind": "prewarm", "device": self.device}, PREWARM_TIMEOUT_S, trusted=True)
+                outcome = self.run(WorkerJob("prewarm", self.device), PREWARM_TIMEOUT_S, trusted=True)
                 if (outcome.result or {}).get("prewarm") == "ok" and stub_files(cache):
                     write_atomic(marker, json.dumps({"triton": version}))
             self._stubs = stub_files(cache)
 
     # jobs ------------------------------------------------------------------------------------------------------
-    def run(self, job: dict, timeout_s: float, trusted: bool = False, compile_timeout_s: float | None = None,
+    def run(self, job: WorkerJob, timeout_s: float, trusted: bool = False, compile_timeout_s: float | None = None,
             cut_at: float | None = None) -> JobOutcome:
         """Run one job in its own process; never raises for anything the job does, nor when no worker can be made or
         given the job (an outcome with `unstarted`). Thread-safe. With `compile_timeout_s`, a worker whose stage says
         it has been compiling for longer is killed (status "compile_timeout"), whatever is left of `timeout_s`. Time
-        waiting for a GPU memory slot (``job["memory_slots"]``) held by others is not counted. Still running at
+        waiting for a GPU memory slot (``job.memory_slots``) held by others is not counted. Still running at
         `cut_at` (``time.perf_counter()``: the search's budget), waiting for memory or not, the worker is killed
         (status "cancelled"; its stage says where it was cut)."""
         if not trusted:
@@ -262,7 +265,7 @@ class Sandbox:
         try:
             job_file = handle.workdir / "job.json"
             try:  # the worker polls for it, and deletes it before running the job
-                write_atomic(job_file, json.dumps({**job, "result_path": str(result_path), "token": token}))
+                write_atomic(job_file, replace(job, result_path=str(result_path), token=token).to_json())
             except OSError as exc:
                 if handle.zygote is not None:
                     handle.zygote.kill(handle)  # it would wait for its job forever
@@ -273,7 +276,7 @@ class Sandbox:
                     self._replenish()
                 except OSError:
                     pass  # no spare for now: the next job forks its own worker (or reports why it cannot)
-            memory = MemoryWait(job.get("gpu_lock"), job.get("memory_slots"), handle.pid, cut_at)
+            memory = MemoryWait(job.gpu_lock, job.memory_slots, handle.pid, cut_at)
             return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory, cut_at)
         finally:
             result_path.unlink(missing_ok=True)

@@ -36,11 +36,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from core.records import from_record
 from fitness.settings import TimingSettings
-
-# The timing settings with their defaults, for code that takes them as a dict (a worker's job); the defaults live in
-# fitness.settings.TimingSettings (fitness.timing.* in a run's config).
-TIMING_DEFAULTS = asdict(TimingSettings())
 
 # device-wide time counts instead of the timed stream's when it is longer by more than this (absolute s, relative)
 DEVICE_WIDE_MARGIN = (10e-6, 0.10)
@@ -92,7 +89,7 @@ class TimingStats:
     def from_dict(cls, data: dict | None) -> "TimingStats | None":
         if data is None:
             return None
-        return cls(**{k: v for k, v in data.items() if k != "spread"})
+        return from_record(cls, {k: v for k, v in data.items() if k != "spread"}, "a timing record")  # spread: derived
 
 
 class Rotation:
@@ -249,13 +246,12 @@ def repetition_times(stream: list[float], all_streams: list[float]) -> list[floa
             for s, a in zip(stream, all_streams)]
 
 
-def make_timer(device: str, l2_bytes: int, settings: dict):
+def make_timer(device: str, l2_bytes: int, settings: TimingSettings):
     """The timer for a device: CUDA events on a GPU, wall-clock on the CPU interpreter."""
     if device.startswith("cuda"):
-        s = {**TIMING_DEFAULTS, **settings}
-        return CudaEventTimer(l2_bytes, warmup_ms=s["warmup_ms"], rep_ms=s["rep_ms"], min_reps=s["min_reps"],
-                              max_reps=s["max_reps"], flush_l2=s["flush_l2"])
-    return WallClockTimer(reps={**TIMING_DEFAULTS, **settings}["interpreter_reps"])
+        return CudaEventTimer(l2_bytes, warmup_ms=settings.warmup_ms, rep_ms=settings.rep_ms,
+                              min_reps=settings.min_reps, max_reps=settings.max_reps, flush_l2=settings.flush_l2)
+    return WallClockTimer(reps=settings.interpreter_reps)
 
 
 def settled_baselines(timer, models: dict, inputs: list, rounds: int = 2, tolerance: float = 0.05):

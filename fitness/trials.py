@@ -25,7 +25,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     `launches`: the worker's launch counter.
     Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
     opinion of `allowance` (``fitness.rounding.RoundingAllowance``), when given."""
-    device, settings = job["device"], job["settings"]
+    device, settings = job.device, job.settings
     buffers, worst, guards = None, None, empty_guards()
     passed = [0]
 
@@ -33,7 +33,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         """forward on `inputs`, traced and its launches counted (the phase `name`, or first_call), the judge's state
         and guards checked and its inputs verified unchanged (against `saved`): its output."""
         launches.reset()
-        trace = TorchOpTrace(launches) if settings["trace_torch_ops"] else None
+        trace = TorchOpTrace(launches) if settings.trace_torch_ops else None
         with phase("first_call" if first else name), trace or nullcontext():
             output = model_new(*inputs)
             synchronize(device)
@@ -53,8 +53,8 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
         return saved
 
-    for trial in range(settings["trials"]):
-        stage(f"correctness trial {trial + 1}/{settings['trials']}")
+    for trial in range(settings.trials):
+        stage(f"correctness trial {trial + 1}/{settings.trials}")
         with gpu_lock(job, exclusive=False), phase("trials"):
             with phase("trial_inputs"):
                 fresh = make_inputs(problem, input_seed + trial, device)
@@ -77,22 +77,22 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
                           max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
         worst = comparison if worst is None else worst.worst(comparison)
         passed[0] = trial + 1
-    if settings["coverage"]:
+    if settings.coverage:
         stage("coverage trial")
         with gpu_lock(job, exclusive=False), phase("coverage"):
             refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
             generator = torch.Generator().manual_seed(input_seed + COVERAGE_SEED)
             # a reference without matmuls computes the same at TF32: no second reference (nor its input copies)
-            reduced = TF32Reference() if job.get("reference_matmuls", True) else no_reduced_reference
-            guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.get("coverage_inputs"),
-                                                job.get("input_names") or [], policy, generator, prepare,
+            reduced = TF32Reference() if job.reference_matmuls else no_reduced_reference
+            guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.coverage_inputs,
+                                                job.input_names, policy, generator, prepare,
                                                 allowance, reduced)
         if "failure" in guards["coverage"]:
             found = guards["coverage"]
             raise Verdict("incorrect", f"{found['failure']} (input seed {input_seed + COVERAGE_SEED})",
-                          guards=guards, trials_passed=settings["trials"], max_abs_err=found["max_abs_err"],
+                          guards=guards, trials_passed=settings.trials, max_abs_err=found["max_abs_err"],
                           max_rel_err=found["max_rel_err"], rel_l2=found["rel_l2"])
     if allowance is not None and allowance.passed:
         guards["rounding_allowance"] = allowance.summary()
-    return {"guards": guards, "trials_passed": settings["trials"], "max_abs_err": worst.max_abs_err,
+    return {"guards": guards, "trials_passed": settings.trials, "max_abs_err": worst.max_abs_err,
             "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}

@@ -37,6 +37,7 @@ import secrets
 import sys
 import time
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 from fitness import timing  # binds the clocks first
@@ -58,6 +59,7 @@ from fitness.timed_inputs import FreshInputs  # noqa: E402
 from fitness.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.policy import PrecisionPolicy  # noqa: E402
 from fitness.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
+from fitness.result import WorkerJob  # noqa: E402
 from fitness.rounding import RoundingAllowance  # noqa: E402
 from fitness.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
@@ -76,13 +78,13 @@ KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no f
 def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
     """Time forward through `timed`, which counts each call's launches, on the inputs of `feed`, which draws them
     fresh for every call and checks a sample of the calls."""
-    timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
+    timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
     try:
         stats = timer.measure(timed, feed)
     finally:
         PHASES["timed_inputs"] = PHASES.get("timed_inputs", 0.0) + feed.draw_s
         PHASES["verify_timed"] = PHASES.get("verify_timed", 0.0) + feed.check_s
-    if job["device"].startswith("cuda") and timing.unseen_stream_work(stats):
+    if job.device.startswith("cuda") and timing.unseen_stream_work(stats):
         raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
                       f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
                       f"stream (all streams are timed; use the current stream)",
@@ -91,13 +93,13 @@ def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
 
 
 def compile_first(module, init_inputs, problem, job, verify) -> str | None:
-    """With memory admitted by slots (``job["memory_slots"]``), the compile pass before the slot is taken, on a model
+    """With memory admitted by slots (``job.memory_slots``), the compile pass before the slot is taken, on a model
     built on the meta device: its outcome, or None to compile once the model is on the device."""
-    if not (job.get("memory_slots") and job["device"].startswith("cuda")):
+    if not (job.memory_slots and job.device.startswith("cuda")):
         return None
     stage(COMPILE_STAGE)
     with phase("compile"):
-        how = compile_before_memory(lambda: build_model(module.ModelNew, init_inputs, job["seed"], "meta"),
+        how = compile_before_memory(lambda: build_model(module.ModelNew, init_inputs, job.settings.seed, "meta"),
                                     lambda: meta_inputs(problem), LAUNCHES)
     verify("compile pass")
     return how
@@ -106,7 +108,7 @@ def compile_first(module, init_inputs, problem, job, verify) -> str | None:
 def prepare_compile_pass(model_new, problem, job):
     """(what the compile pass starts from: ``fitness.compile_ahead.meta_pass``, how it went so far), made under the
     shared lock; None on the CPU interpreter (nothing to compile)."""
-    if not job["device"].startswith("cuda"):
+    if not job.device.startswith("cuda"):
         return None, "skipped: CPU interpreter"
     return meta_pass(model_new, lambda: meta_inputs(problem)), ""
 
@@ -116,12 +118,12 @@ def device_compile_pass(model_new, problem, job, input_seed: int) -> tuple:
     the lock is no compile time)."""
     stage("copying the model and making inputs for the compile pass (it failed on meta tensors)")
     with gpu_lock(job, exclusive=False):
-        made = copy_model(model_new), make_inputs(problem, input_seed + 20_000, job["device"])
+        made = copy_model(model_new), make_inputs(problem, input_seed + 20_000, job.device)
     stage(COMPILE_STAGE)
     return made
 
 
-def run_candidate_job(job: dict) -> dict:
+def run_candidate_job(job: WorkerJob) -> dict:
     """The candidate job, its verdict carrying the secret seed its inputs were drawn from (reported afterwards, so
     a failing trial can be reproduced). The seed is drawn before the candidate is imported and lives only in
     locals: the inputs cannot be regenerated in advance. Parameters are initialised from the configured seed."""
@@ -138,19 +140,19 @@ def run_candidate_job(job: dict) -> dict:
     return {**result, "input_seed": input_seed}
 
 
-def judge_candidate(job: dict, input_seed: int) -> dict:
-    policy = PrecisionPolicy.from_dict(job["policy"])
-    device, seed = job["device"], job["seed"]
+def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
+    policy = PrecisionPolicy.from_dict(job.policy)
+    device, seed = job.device, job.settings.seed
     LAUNCHES.on_compile = CompileStage()
     stage("importing the problem and the candidate")
     with phase("setup"):
-        problem = load_problem(ProblemSpec.from_dict(job["problem"]))
+        problem = load_problem(ProblemSpec.from_dict(job.problem))
         torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
         init_inputs = call_get_init_inputs(problem)
-        module_name = module_name_for(job["source"])
+        module_name = module_name_for(job.source)
         verify = judge_state_check(JudgeState.capture())  # a local: out of the candidate's reach
         try:
-            module = load_candidate(job["source"], Path.cwd())
+            module = load_candidate(job.source, Path.cwd())
         finally:
             verify("import")  # a rejection here replaces an import error the candidate's code described
     compiled_how = compile_first(module, init_inputs, problem, job, verify)
@@ -170,7 +172,7 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
         compile_from, compile_how = (None, compiled_how) if compiled_how else prepare_compile_pass(model_new, problem,
                                                                                                  job)
     result: dict = {}
-    allowance = RoundingAllowance(reference, policy, job["settings"]["rounding_allowance"])
+    allowance = RoundingAllowance(reference, policy, job.settings.rounding_allowance)
     with torch.no_grad():
         try:
             if compile_from is not None:
@@ -185,9 +187,9 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
                 specs = reference_output_specs(reference, problem, job, input_seed)
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
                                 LAUNCHES, allowance)
-            timed = TimedCalls(model_new, LAUNCHES, module_name, job["settings"]["require_triton_launch"])
+            timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)
             feed = FreshInputs(problem, device, input_seed, reference, policy,
-                               checked={**timing.TIMING_DEFAULTS, **job["settings"]["timing"]}["checked_calls"],
+                               checked=job.settings.timing.checked_calls,
                                allowance=allowance)
             stage("timing the candidate")
             with gpu_lock(job, exclusive=True), phase("timing"):
@@ -216,23 +218,23 @@ def judge_candidate(job: dict, input_seed: int) -> dict:
 
 
 # baseline job ----------------------------------------------------------------------------------------------------
-def run_baseline_job(job: dict) -> dict:
+def run_baseline_job(job: WorkerJob) -> dict:
     """Time the baselines the job names (``fitness.baselines``: the eager reference, torch.compile of it at its
     defaults and in max-autotune-no-cudagraphs mode) with the candidate's timer and inputs. A compiled baseline that
     fails to compile is left out and named in the result's `failed`; each compiles in a stage of its own
     (``fitness.baselines.stage_of``), so the sandbox stops a compilation past fitness.baseline_compile_timeout_s."""
-    policy = PrecisionPolicy.from_dict(job["policy"])
-    names = job["baselines"]  # the evaluator's baseline_names: fitness.baselines, the compiled ones on a GPU
+    policy = PrecisionPolicy.from_dict(job.policy)
+    names = job.baselines  # the evaluator's baseline_names: fitness.baselines, the compiled ones on a GPU
     stage("setting up the reference (baselines)")
-    problem = load_problem(ProblemSpec.from_dict(job["problem"]))
+    problem = load_problem(ProblemSpec.from_dict(job.problem))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
     result = {"status": "ok", "timing": {}, "failed": {}, "library": {},
               "notes": [f"baselines at fp32 matmul precision '{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
-        reference = build_model(problem.Model, call_get_init_inputs(problem), job["seed"], job["device"])
+        reference = build_model(problem.Model, call_get_init_inputs(problem), job.settings.seed, job.device)
         with torch.no_grad():
-            output_bytes = spec_bytes(reference_output_specs(reference, problem, job, job["seed"]))
-        inputs, note = timing_inputs(problem, job, job["seed"], copies=1, output_bytes=output_bytes,
+            output_bytes = spec_bytes(reference_output_specs(reference, problem, job, job.settings.seed))
+        inputs, note = timing_inputs(problem, job, job.settings.seed, copies=1, output_bytes=output_bytes,
                                      kept_outputs=False)
         result["notes"] += [note] if note else []
     models = {"eager": reference} if "eager" in names else {}
@@ -251,14 +253,14 @@ def run_baseline_job(job: dict) -> dict:
                     result["failed"][name] = f"{type(exc).__name__}: {exc}"[:500]
         stage(f"timing the baselines {', '.join(models)}")
         with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
-            timer = timing.make_timer(job["device"], job["l2_bytes"], job["settings"]["timing"])
+            timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
             result["timing"], notes = timing.settled_baselines(timer, models, inputs)
             result["notes"] += notes
     return result
 
 
 # profile job -----------------------------------------------------------------------------------------------------
-def run_profile_job(job: dict) -> dict:
+def run_profile_job(job: WorkerJob) -> dict:
     """A judged candidate run once more under Nsight Compute (``fitness.ncu``), the GPU held alone: ncu replays its
     kernels and locks the clocks, which would disturb anything timed beside it."""
     from fitness.ncu import profile_in_worker
@@ -268,12 +270,12 @@ def run_profile_job(job: dict) -> dict:
 
 
 # entry point -----------------------------------------------------------------------------------------------------
-def run_job(job: dict) -> dict:
+def run_job(job: WorkerJob) -> dict:
     runners = {"candidate": run_candidate_job, "baseline": run_baseline_job, "profile": run_profile_job,
-               "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j["device"])}}
+               "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j.device)}}
     try:
-        with memory_held(job) if job["kind"] in ("baseline", "profile") else nullcontext():
-            return runners[job["kind"]](job)
+        with memory_held(job) if job.kind in ("baseline", "profile") else nullcontext():
+            return runners[job.kind](job)
     except Verdict as verdict:
         return {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
     except CandidateError as exc:
@@ -302,10 +304,10 @@ def init_cuda(device: str) -> str:
         return f"{type(exc).__name__}: {exc}"
 
 
-def wait_for_job(path: Path) -> dict:
+def wait_for_job(path: Path) -> WorkerJob:
     while True:
         try:
-            return json.loads(path.read_text())
+            return WorkerJob.from_dict(json.loads(path.read_text()))
         except FileNotFoundError:
             time.sleep(JOB_POLL_S)
 
@@ -337,9 +339,9 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     ready = time.monotonic()
     job = wait_for_job(Path(JOB_FILE))
     Path(JOB_FILE).unlink(missing_ok=True)  # the token in it proves the result is ours: gone before candidate code
-    token = job.pop("token", None)
+    job, token = replace(job, token=""), job.token
     PHASES["idle"] = time.monotonic() - ready
-    if job["kind"] in ("candidate", "profile"):
+    if job.kind in ("candidate", "profile"):
         become_unprivileged(job, (origin or {}).get("confinement"))  # before the candidate's code exists
     if cuda_error:
         result = {"status": "runtime_error", "internal_error": True, "infrastructure": True,  # before the job
@@ -350,7 +352,7 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     result["spans"] = [list(span) for span in SPANS]
     result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid(), **(origin or {})}
     result["token"] = token
-    write_result(job["result_path"], result)
+    write_result(job.result_path, result)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown: nothing the candidate registered at exit may run

@@ -2,6 +2,7 @@
 typed plan made from it (``kernelevo.plans``)."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -13,6 +14,8 @@ from omegaconf import DictConfig
 
 from fitness.lifeline import INTERRUPTED_EXIT
 from kernelevo import plans
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def llm_stop(run_dir: Path, stop_reason: str) -> None:
     then = f"fix it, then continue the run: kernelevo resume run_dir={run_dir}"
     if not made:
         fail(f"{stop_reason}; no LLM child was made: {then}", status=1)
-    print(f"[kernelevo] the LLM stopped the run after {made} LLM children: {then}", flush=True)
+    log.info(f"the LLM stopped the run after {made} LLM children: {then}")
 
 
 def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
@@ -99,7 +102,7 @@ def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
     except ValueError as exc:
         fail(str(exc))
     with evaluator:
-        print(f"[kernelevo] {evaluator.describe()}", flush=True)
+        log.info(f"{evaluator.describe()}")
         result = evaluator.evaluate(source, label=label)
     print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
     try:
@@ -247,9 +250,9 @@ def resume(cfg: DictConfig, plan: plans.ResumePlan) -> None:
     from operators.llm.ledger import LLMError
 
     run_dir = plan.run_dir
-    print(plan.line, flush=True)
+    log.info(plan.line)
     if plan.note:
-        print(plan.note, flush=True)
+        log.info(plan.note)
     try:
         plans.check_llm(plan.run, warn=True)
         summary = execute(plan.run.plan, run_dir, plan.run.checked)

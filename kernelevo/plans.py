@@ -4,6 +4,8 @@ its own from the config Hydra composed for it. The settings objects come from ``
 (its candidate, its bench selection, the run it resumes) is here."""
 from __future__ import annotations
 
+import logging
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from evo.intervals import Bootstrap
 from evo.plan import RunPlan
 from evo.run import CheckedRun
 from fitness.plan import JudgePlan
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ def check_llm(run: PlannedRun, warn: bool = False) -> None:
             raise
         line = f"warning: {exc} (replies in the LLM cache replay; failed calls in a row stop the run)"
     if line:
-        print(f"[kernelevo] {line}", flush=True)
+        log.info(line)
 
 
 def check_bench(plan: BenchPlan) -> None:

@@ -8,6 +8,7 @@ patience will end a resumed run before its generations do, a note says so, and h
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 if TYPE_CHECKING:  # the CLI imports this module before any of the search's
     from evo.checkpoint import Checkpoint
     from evo.search import Budget, SearchSettings
+
+log = logging.getLogger(__name__)
 
 
 def _generations(n: int, what: str = "") -> str:
@@ -58,7 +61,7 @@ def patience_note(budget: Budget, checkpoint: Checkpoint | None) -> str:
     if allowed >= budget.generations - generation:
         return ""
     since = f" (its last {_generations(stale)} brought none)" if stale else ""
-    return (f"[kernelevo] note: search.patience={budget.patience} ends it after {_generations(allowed, 'more ')} "
+    return (f"note: search.patience={budget.patience} ends it after {_generations(allowed, 'more ')} "
             f"without improvement{since}, before search.generations={budget.generations} would; "
             f"search.patience=null lifts it")
 
@@ -139,5 +142,5 @@ def resumed_config(run_dir: Path, changes: dict) -> tuple[DictConfig, str]:
             changed.append(f"{key} {before} -> {value}")
     where = (f"its checkpoint of generation {checkpoint.generation}" if checkpoint is not None
              else "the start (no generation was finished)")
-    return cfg, (f"[kernelevo] resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not "
-                 f"repeated)" + (f"; {', '.join(changed)}" if changed else ""))
+    return cfg, (f"resuming {run_dir} from {where}, {calls} evaluations done (finished ones are not repeated)"
+                 + (f"; {', '.join(changed)}" if changed else ""))

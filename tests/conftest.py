@@ -8,6 +8,7 @@ import atexit
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,15 +36,20 @@ os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".ca
 
 import pytest  # noqa: E402
 
+from core.log import configure as configure_logging  # noqa: E402
 from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
 from fitness.policy import load_policy  # noqa: E402
 from fitness.problem import resolve_problem  # noqa: E402
 from hardware_profiles import load_profile, resolve_profile  # noqa: E402
 
+configure_logging()  # the "[kernelevo] ..." lines of what the tests call in-process, as the command prints them
+
 TESTS = Path(__file__).resolve().parent
 CANDIDATES = TESTS / "candidates"
 PROBLEMS = TESTS / "problems"
 SCALE_SHIFT = str(PROBLEMS / "scale_shift.py")
+FIXTURES = TESTS / "fixtures" / "inductor"  # torch.compile's captures on an H100, kept as files
+TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]  # the smallest whole run
 
 
 def candidate(name: str) -> str:
@@ -143,6 +149,37 @@ def read_store(run_dir, read):
         return read(store)
     finally:
         store.close()
+
+
+def log_counts(run_dir: Path) -> tuple[int, int]:
+    return read_store(run_dir, lambda store: (store.evaluation_count(), store.distinct_evaluation_count()))
+
+
+def assert_lineage_is_sound(individuals: list) -> None:
+    """Every lineage ends at the seed, has no cycle, and each parent is of an earlier generation."""
+    by_id = {ind.id: ind for ind in individuals}
+    assert [ind.id for ind in individuals if not ind.parents] == ["0.0"]
+    for ind in individuals:
+        for parent in ind.parents:
+            assert parent in by_id, f"{ind.id}: parent {parent} was never recorded"
+            assert by_id[parent].generation < ind.generation, f"{ind.id} is not younger than its parent {parent}"
+        current, seen = ind, set()
+        while current.parents:
+            assert current.id not in seen
+            seen.add(current.id)
+            current = by_id[current.parents[0]]
+        assert current.id == "0.0"
+
+
+def lineage_of(run_dir: Path) -> list[tuple]:
+    return [(ind.id, ind.parents, ind.operator, ind.key, ind.status)
+            for ind in read_store(run_dir, lambda store: store.individuals())]
+
+
+def interruptible() -> None:
+    """In the child before it starts: Ctrl-C as in a terminal, also when the suite itself runs where SIGINT is
+    ignored (a background job: the shell sets SIG_IGN, children inherit it and Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def process_stat(pid: int) -> list[str] | None:

@@ -2,8 +2,6 @@
 them: measured from baseline jobs (here fake ones), a compiled baseline that fails or is too slow to compile reported
 as such while the others stand, the speed-up over each and over the fastest named; the worker's baseline job on the
 CPU, and the evaluator's on the interpreter (no compiled baseline there: not measured)."""
-from dataclasses import asdict
-
 import pytest
 
 from conftest import SCALE_SHIFT
@@ -13,7 +11,7 @@ from fitness.baselines import (BASELINES, Baseline, best_text, compiling, measur
 from fitness.evaluator import EvalSettings, Evaluator
 from fitness.policy import load_policy
 from fitness.problem import resolve_problem
-from fitness.result import EvalResult
+from fitness.result import EvalResult, WorkerJob
 from fitness.sandbox import JobOutcome
 from fitness.timing import TimingStats
 from hardware_profiles import load_profile
@@ -139,11 +137,10 @@ def test_the_baselines_are_one_setting_checked_with_a_clear_error():
     assert baselines.measured_here(list(BASELINES), on_gpu=False) == ["eager"]
 
 
-def job(tmp_path, names) -> dict:
+def job(tmp_path, names) -> WorkerJob:
     spec = resolve_problem(SCALE_SHIFT, size_preset="test")
-    settings = asdict(EvalSettings(timing={"interpreter_reps": 1}))
-    return {"kind": "baseline", "problem": spec.to_dict(), "policy": load_policy("triton").to_dict(),
-            "settings": settings, "device": "cpu", "seed": 0, "l2_bytes": 0, "gpu_lock": None, "baselines": names}
+    return WorkerJob("baseline", "cpu", problem=spec.to_dict(), policy=load_policy("triton").to_dict(),
+                     settings=EvalSettings(timing={"interpreter_reps": 1}, seed=0), baselines=names)
 
 
 def test_the_workers_baseline_job_times_what_it_is_asked_and_names_a_compile_that_failed(tmp_path, monkeypatch):

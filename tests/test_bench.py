@@ -224,14 +224,14 @@ def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_reru
     a row saying it is resumable (its run keeps its checkpoint), the one not begun says so, and one line says how
     to continue; the same command continues it, repeating nothing."""
     from evo.store import RunStore
-    from test_search import _interruptible
+    from conftest import interruptible
 
     bench_dir = tmp_path / "b"
     args = ["bench.problems=[row_softmax,rmsnorm,layernorm]", f"bench.dir={bench_dir}", *TINY]
     proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=tmp_path,
                             env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_interruptible)
+                            preexec_fn=interruptible)
     seen, deadline = {}, time.time() + 300
     try:
         while proc.poll() is None and time.time() < deadline:  # until rmsnorm's search has begun its run

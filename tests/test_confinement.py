@@ -127,7 +127,7 @@ def test_the_worker_records_what_confined_it(evaluator):
     run = evaluator._sandbox.run
 
     def recording(job, *args, **kwargs):
-        outcomes.append((job["kind"], run(job, *args, **kwargs)))
+        outcomes.append((job.kind, run(job, *args, **kwargs)))
         return outcomes[-1][1]
 
     evaluator._sandbox.run = recording

@@ -157,9 +157,9 @@ def test_the_job_says_whether_the_reference_has_matmuls_so_a_matmul_free_one_get
     """Only matmuls round differently under TF32: a reference without them (FLOPs counted: none) gets no reference
     at the policy's precision, nor the full-size rounded copies of its inputs that one would make."""
     with make_evaluator(sandbox=sandbox) as ev:  # scale_shift: elementwise
-        assert ev._job("candidate")["reference_matmuls"] is False
+        assert ev._job("candidate").reference_matmuls is False
     with make_evaluator(str(PROBLEMS / "gemm_sum.py"), sandbox=sandbox) as ev:
-        assert ev._job("candidate")["reference_matmuls"] is True
+        assert ev._job("candidate").reference_matmuls is True
 
 
 def _with_low_bits(t: torch.Tensor, low: int) -> torch.Tensor:

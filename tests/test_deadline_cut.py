@@ -17,11 +17,11 @@ BUDGET_S = 3.0
 
 def test_an_evaluation_running_at_the_cut_is_killed_and_answers_cancelled_with_where_it_was():
     with make_evaluator(timeout_s=120) as ev:
-        ev.cut_at = time.perf_counter() + 1.5
+        ev.cut_running_at(time.perf_counter() + 1.5)
         started = time.perf_counter()
         result = ev.evaluate(candidate("hang"))  # loops for ever in forward: only the cut ends it before 120 s
         took = time.perf_counter() - started
-        ev.cut_at = None
+        ev.cut_running_at(None)
         assert ev.evaluate(candidate("good")).ok  # the next job, with no cut, is judged as ever
     assert result.status == CANCELLED and took < 20, (result.status, took)
     assert result.reason.startswith("cut: the search's budget was spent while it was ") and "killed" in result.reason
@@ -82,11 +82,11 @@ def test_a_ray_actor_kills_its_running_evaluation_at_the_drivers_cut(tmp_path, m
         deadline = time.perf_counter() + 1.5
         remote.cut_running_at(deadline)
         assert abs(sent[0] - (time.time() + 1.5)) < 0.2  # the driver's deadline as wall-clock time
-        assert abs(actor.evaluator.cut_at - deadline) < 0.2  # and as the actor's own clock (one host here)
+        assert abs(actor.evaluator._cut_at - deadline) < 0.2  # and as the actor's own clock (one host here)
         started = time.perf_counter()
         result = actor.evaluate(candidate("hang"), "child")
         assert result.status == CANCELLED and time.perf_counter() - started < 20, result.reason
         remote.cut_running_at(None)  # the actor is lost meanwhile: nothing to cut, no error
-        assert actor.evaluator.cut_at is None
+        assert actor.evaluator._cut_at is None
     finally:
         actor.close()

@@ -6,9 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import kernelevo, read_store, replay_measurements
+from conftest import assert_lineage_is_sound, kernelevo, lineage_of, log_counts, read_store, replay_measurements
 from evo.ray_cluster import connect
-from test_search import assert_lineage_is_sound, lineage_of, log_counts
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
           "fitness.timing.interpreter_reps=1"]

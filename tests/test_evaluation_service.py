@@ -3,16 +3,16 @@ whoever calls (evaluate, submit, profile_kernel), and infrastructure failures (n
 cannot cause) retried once and never served from the store; the fitness layer's classification of job outcomes."""
 import threading
 import time
-from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from conftest import candidate, make_evaluator
 from evo.evaluation import EvaluationService
+from fakes import PacedEvaluator
 from evo.store import RunStore
 from core.genome import evaluation_key
-from fitness.result import INFRASTRUCTURE, EvalResult
+from fitness.result import INFRASTRUCTURE, EvalResult, WorkerJob
 from fitness.sandbox import JobOutcome, Sandbox
 from fitness.zygote import WorkerHandle
 
@@ -32,56 +32,6 @@ def crashed() -> EvalResult:
     return EvalResult("crashed", reason=SEGFAULT.failure_reason(10))
 
 
-class FakeEvaluator:
-    """What the service uses of an evaluator. Records the most calls it saw at once and the calls per source; each
-    call lasts `hold_s`, and when `full_at` is set, until that many run at once (at most 1 s more); a source in
-    `after` until the call of the source it names has begun (at most 5 s). `verdicts`: source -> the results of its
-    calls, in order (then ok)."""
-
-    on_gpu, device, profile = False, "cpu", None
-
-    def __init__(self, hold_s: float = 0.05, full_at: int | None = None, verdicts: dict | None = None):
-        self.hold_s, self.full_at, self.verdicts = hold_s, full_at, verdicts or {}
-        self.lock = threading.Lock()
-        self.now = self.most = 0
-        self.calls: Counter = Counter()
-        self.full = threading.Event()
-        self.after: dict[str, str] = {}
-        self.begun: defaultdict = defaultdict(threading.Event)
-        self.gate_timed_out = False
-
-    def _call(self, source: str) -> None:
-        with self.lock:
-            self.now += 1
-            self.most = max(self.most, self.now)
-            self.calls[source] += 1
-            if self.full_at and self.now >= self.full_at:
-                self.full.set()
-        self.begun[source].set()
-        try:
-            time.sleep(self.hold_s)
-            if self.full_at:
-                self.full.wait(1)
-            if source in self.after and not self.begun[self.after[source]].wait(5):
-                self.gate_timed_out = True
-        finally:
-            with self.lock:
-                self.now -= 1
-
-    def evaluate(self, source: str, label: str = "") -> EvalResult:
-        self._call(source)
-        script = self.verdicts.get(source, [])
-        return script.pop(0) if script else ok()
-
-    def profile_kernel(self, source: str) -> dict:
-        self._call(source)
-        script = self.verdicts.get(source, [])
-        return script.pop(0) if script else {"tool": "ncu", "kernels": []}
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def store(tmp_path):
     store = RunStore(tmp_path / "run")
@@ -89,14 +39,14 @@ def store(tmp_path):
     store.close()
 
 
-def service_of(evaluator: FakeEvaluator, store: RunStore, parallel: int) -> EvaluationService:
+def service_of(evaluator: PacedEvaluator, store: RunStore, parallel: int) -> EvaluationService:
     return EvaluationService([evaluator], store, parallel)
 
 
 # at most `parallel` at once ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("parallel, full_at", [(1, None), (3, 3)])
 def test_evaluator_calls_never_exceed_parallel_whoever_makes_them(store, parallel, full_at):
-    fake = FakeEvaluator(full_at=full_at)
+    fake = PacedEvaluator(full_at=full_at)
     service = service_of(fake, store, parallel)
     start = threading.Barrier(8)
 
@@ -121,7 +71,7 @@ def test_evaluator_calls_never_exceed_parallel_whoever_makes_them(store, paralle
 
 
 def test_a_wait_on_an_identical_source_in_flight_holds_no_slot(store):
-    fake = FakeEvaluator(hold_s=0.0)
+    fake = PacedEvaluator(hold_s=0.0)
     fake.after["x = 1\n"] = "y = 2\n"  # X's evaluation ends once Y's has begun
     service = service_of(fake, store, parallel=2)
     try:
@@ -142,7 +92,7 @@ def test_a_wait_on_an_identical_source_in_flight_holds_no_slot(store):
 # infrastructure failures -------------------------------------------------------------------------------------------
 def test_an_infrastructure_failure_is_retried_once_and_a_passing_retry_is_cached(store, capsys):
     source = "retried = 1\n"
-    fake = FakeEvaluator(hold_s=0.0, verdicts={source: [infrastructure(), ok()]})
+    fake = PacedEvaluator(hold_s=0.0, verdicts={source: [infrastructure(), ok()]})
     service = service_of(fake, store, parallel=1)
     key, result = service.evaluate(source)
     assert result.ok and fake.calls[source] == 2
@@ -155,7 +105,7 @@ def test_an_infrastructure_failure_is_retried_once_and_a_passing_retry_is_cached
 
 def test_an_infrastructure_failure_twice_is_reported_as_such_and_never_cached(store, capsys):
     source = "unlucky = 1\n"
-    fake = FakeEvaluator(hold_s=0.0, verdicts={source: [infrastructure(), infrastructure()]})
+    fake = PacedEvaluator(hold_s=0.0, verdicts={source: [infrastructure(), infrastructure()]})
     service = service_of(fake, store, parallel=1)
     key, result = service.evaluate(source)
     assert result.infrastructure and result.status == INFRASTRUCTURE and not result.ok
@@ -174,7 +124,7 @@ def test_an_infrastructure_failure_twice_is_reported_as_such_and_never_cached(st
 def test_a_profiling_run_the_infrastructure_failed_is_not_stored(store):
     source = "profiled = 1\n"
     failed = {"tool": "ncu", "note": "the profiling run failed", "infrastructure": True}
-    fake = FakeEvaluator(hold_s=0.0, verdicts={source: [dict(failed), dict(failed)]})
+    fake = PacedEvaluator(hold_s=0.0, verdicts={source: [dict(failed), dict(failed)]})
     service = service_of(fake, store, parallel=1)
     assert service.profile_kernel(source).get("infrastructure") and fake.calls[source] == 2
     assert store.profile(evaluation_key(source)) is None
@@ -185,7 +135,7 @@ def test_a_profiling_run_the_infrastructure_failed_is_not_stored(store):
 
 def test_a_candidate_crashing_its_own_worker_is_its_verdict_and_cached(store):
     source = "segfaults = 1\n"
-    fake = FakeEvaluator(hold_s=0.0, verdicts={source: [crashed()]})
+    fake = PacedEvaluator(hold_s=0.0, verdicts={source: [crashed()]})
     service = service_of(fake, store, parallel=1)
     key, result = service.evaluate(source)
     assert result.status == "crashed" and not result.infrastructure and "SIGSEGV" in result.reason
@@ -203,7 +153,7 @@ def test_an_older_stores_not_judged_verdict_is_not_served(store, monkeypatch):
     store.add_evaluation(key, old)
     monkeypatch.undo()
     assert store.evaluation(key) is None and key not in store.evaluations()
-    fake = FakeEvaluator(hold_s=0.0)
+    fake = PacedEvaluator(hold_s=0.0)
     service = service_of(fake, store, parallel=1)
     assert service.evaluate(source)[1].ok and fake.calls[source] == 1
     assert store.evaluation(key).ok  # the verdict replaces the old record
@@ -251,7 +201,7 @@ def never_started(monkeypatch, tmp_path) -> JobOutcome:
     stuck.handles.append(handle)
     monkeypatch.setattr(sandbox, "_fork", lambda trusted: handle)
     try:
-        return sandbox.run({"kind": "candidate"}, timeout_s=5)
+        return sandbox.run(WorkerJob("candidate", "cpu"), timeout_s=5)
     finally:
         sandbox.close()
 
@@ -261,7 +211,7 @@ def job_not_written(monkeypatch, tmp_path) -> JobOutcome:
     sandbox = Sandbox("cpu", spares=0, confine=False)
     monkeypatch.setattr(sandbox, "_fork", lambda trusted: WorkerHandle("w1", tmp_path / "gone", trusted=False))
     try:
-        return sandbox.run({"kind": "candidate"}, timeout_s=5)
+        return sandbox.run(WorkerJob("candidate", "cpu"), timeout_s=5)
     finally:
         sandbox.close()
 
@@ -306,7 +256,7 @@ def test_a_never_started_worker_says_so(monkeypatch, tmp_path):
 
 # the search's deadline ---------------------------------------------------------------------------------------------
 def test_past_the_cut_no_evaluation_begins_and_none_is_stored_but_the_cache_still_answers(store):
-    fake = FakeEvaluator(hold_s=0.3)
+    fake = PacedEvaluator(hold_s=0.3)
     service = service_of(fake, store, 1)
     service.evaluate("done = 1\n")
     waiting = service.submit("queued = 1\n")  # waits for the slot the next call takes

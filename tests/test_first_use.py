@@ -157,6 +157,7 @@ def test_help_says_what_the_command_does_and_a_command_leaves_no_empty_log(tmp_p
                      "fitness.trials=1", "hydra.run.dir=out", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "result.json").is_file() and not (tmp_path / "out" / "commands.log").exists()
+    assert done.stdout.startswith("[kernelevo] problem scale_shift")  # its start line, logged (core.log)
 
 
 # 8. time accounting ------------------------------------------------------------------------------------------------

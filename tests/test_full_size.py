@@ -7,13 +7,12 @@ import json
 
 import pytest
 
-from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, kernelevo, read_store, run_dir_of
+from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, read_store, run_dir_of
 from evo.full_size import TRIES
 from core.genome import code_hash
 from fitness.problem import load_problem, resolve_problem, suite_manifest
 from fitness.sizes import MIN_SHRINKABLE, other_sizes, other_value
 from fitness.zygote import Zygote
-from test_search import TINY
 
 ZYGOTE_INIT = Zygote.__init__
 PAIRED = '''import torch

@@ -1,11 +1,11 @@
 """A hardware profile's GEMM tiles as the tuner's first configurations for a compiler seed's GEMM template kernels."""
-from concurrent.futures import Future
 from dataclasses import replace
 
 import optuna
 
 from evo.store import RunStore
 from evo.tuner import Tuner
+from fakes import FakeService
 from core.genome import Genome
 from core.individual import Individual
 from fitness.result import EvalResult
@@ -40,24 +40,20 @@ SOURCE = ("\n".join(f"K0_{n} = {SEED[n]}" for n in NAMES)
           + f"\nTUNABLE = {dict((f'K0_{n}', CHOICES[n]) for n in NAMES)!r}\n")
 
 
-class RecordingService:
-    """Answers every evaluation at once (time from the tile, so the study has something to rank), recording what
-    the tuner asked for, in order."""
+def by_tile(source: str) -> EvalResult:
+    """A time from the tile, so the study has something to rank."""
+    return EvalResult(status="ok", time_s=1e-3 / Genome.from_source(source).params["K0_BLOCK_N"])
 
-    def __init__(self, profile):
-        self.profile, self.asked = profile, []
 
-    def submit(self, source: str, label: str = "") -> Future:
-        self.asked.append(Genome.from_source(source).params)
-        future = Future()
-        future.set_result((str(len(self.asked)), EvalResult(status="ok", time_s=1e-3 / self.asked[-1]["K0_BLOCK_N"])))
-        return future
+def asked(service: FakeService) -> list[dict]:
+    """What the tuner asked the service for, in order."""
+    return [Genome.from_source(source).params for source in service.evaluated]
 
 
 def test_the_tuner_tries_the_seeds_own_configuration_then_the_profiles_tiles(tmp_path):
     profile = load_profile("h200")
     assert profile.gemm_tiles  # the H200's measured tiles
-    service = RecordingService(profile)
+    service = FakeService(by_tile, profile)
     store = RunStore(tmp_path)
     seed = Individual("0.0", Genome.from_source(SOURCE))
     tuner = Tuner(service, store.optuna_url, trials=4, parallel=2)
@@ -65,17 +61,17 @@ def test_the_tuner_tries_the_seeds_own_configuration_then_the_profiles_tiles(tmp
     tuner.close()  # the study is copied into run.db
     store.close()
     expected = [dict(zip((f"K0_{n}" for n in NAMES), tile)) for tile in profile.gemm_tiles]
-    assert service.asked[0] == seed.genome.params
-    assert service.asked[1:4] == expected[:3]
+    assert asked(service)[0] == seed.genome.params
+    assert asked(service)[1:4] == expected[:3]
     assert tuned.genome.params["K0_BLOCK_N"] == 256  # the fastest of them, as measured
     study = optuna.load_study(study_name="tune-0.0", storage=store.optuna_url)
-    assert [t.params for t in study.trials] == service.asked
+    assert [t.params for t in study.trials] == asked(service)
 
 
 def test_a_profile_without_tiles_tunes_as_before(tmp_path):
-    service = RecordingService(replace(load_profile("h200"), gemm_tiles=()))
+    service = FakeService(by_tile, replace(load_profile("h200"), gemm_tiles=()))
     store = RunStore(tmp_path)
     Tuner(service, store.optuna_url, trials=3, parallel=3).tune(Individual("0.0", Genome.from_source(SOURCE)))
     store.close()
-    assert service.asked[0] == Genome.from_source(SOURCE).params
-    assert service.asked[1] != dict(zip((f"K0_{n}" for n in NAMES), load_profile("h200").gemm_tiles[0]))  # TPE's
+    assert asked(service)[0] == Genome.from_source(SOURCE).params
+    assert asked(service)[1] != dict(zip((f"K0_{n}" for n in NAMES), load_profile("h200").gemm_tiles[0]))  # TPE's

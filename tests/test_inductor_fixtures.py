@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEVICE, make_evaluator
+from conftest import DEVICE, FIXTURES, make_evaluator
 from core.genome import Genome
 from fitness.problem import resolve_problem
 from seeds.inductor.convert import SeedError, convert
 from seeds.inductor.templates import template_grid
 
-FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="converted for Triton's interpreter")
 
 

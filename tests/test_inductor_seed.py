@@ -9,13 +9,11 @@ import json
 
 import pytest
 
-from conftest import PROBLEMS, SCALE_SHIFT, kernelevo, make_evaluator, read_store, run_dir_of
+from conftest import FIXTURES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, make_evaluator, read_store, run_dir_of
 from core.genome import Genome
 from fitness.problem import load_problem, resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convert import SeedError, convert
-from test_inductor_fixtures import FIXTURES
-from test_search import TINY
 
 
 @pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures

@@ -257,9 +257,8 @@ def test_the_anytime_curve_is_read_from_the_run_store(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("timer", ["cuda-events", "interpreter"])
 def test_a_run_s_report_draws_its_anytime_curve(tmp_path, timer):
-    from test_report import write_run
-
     from evo.report_html import write_report
+    from fakes import write_run
 
     write_run(tmp_path, timer)
     page, markdown = write_report(tmp_path).read_text(), (tmp_path / "report.md").read_text()

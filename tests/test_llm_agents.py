@@ -9,24 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
+from conftest import kernelevo, read_store, run_dir_of
 from core.genome import evaluation_key
+from llm_fakes import GOOD, reply, run
+from llm_fakes import RUN_KEY as KEY
+from llm_fakes import RUN_PLAN as PLAN
 from fitness.result import format_seconds
 from llm_server import ScriptedLLMServer
 
 pytestmark = pytest.mark.slow  # each test is a whole `kernelevo run` or two
 
-KEY = "sk-kernelevo-test-secret-0123456789"
-GOOD = (CANDIDATES / "good.py").read_text()
 IMPROVED = GOOD.replace("BLOCK = 128\nTUNABLE = {\"BLOCK\": [64, 128, 256]}", "BLOCK = 1024\nTUNABLE = {\"BLOCK\": [1024]}")
 BROKEN = GOOD.replace("BLOCK = 128\nTUNABLE = {\"BLOCK\": [64, 128, 256]}", "BLOCK = 64\nTUNABLE = {\"BLOCK\": [64]}") \
     .replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs, mask=mask) + undefined_thing")
 FIXED = BROKEN.replace(" + undefined_thing", "")
-PLAN = "## Plan\n1. [constant BLOCK, line 7] raise BLOCK so each program covers more elements: fewer programs."
-
-
-def reply(text: str, prompt_tokens: int = 900, completion_tokens: int = 300) -> dict:
-    return {"content": text, "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
 
 
 SCRIPT = [
@@ -39,21 +35,6 @@ SCRIPT = [
     reply(f"```python\n{BROKEN}```"),                    # coder: a kernel that does not compile
     reply(f"The name was undefined; fixed:\n```python\n{FIXED}```"),  # debugger: repaired
 ]
-
-
-def run(tmp_path: Path, cache: Path, *extra: str, api_base: str, key: str = KEY, children: int = 2,
-        in_flight: int = 1):
-    """A one-generation LLM run; `in_flight` children at once (1: the script's replies come in a fixed order)."""
-    args = [f"problem={SCALE_SHIFT}", f"problem.seed={CANDIDATES / 'good.py'}", "+problem.sizes.dim=4000",
-            "operators=llm_mutation", "llm=local", "llm.model=openai/scripted-model", f"llm.api_base={api_base}",
-            "llm.api_key_env=KERNELEVO_TEST_LLM_KEY", f"llm.cache_dir={cache}", "llm.timeout_s=1",
-            "llm.backoff_s=0.01", "llm.input_cost_per_token=1e-6", "llm.output_cost_per_token=2e-6",
-            # measured figures would make each run's prompts differ; without them a rerun's requests are identical
-            "llm.context.parts.profiling=false", "llm.context.parts.top_k=false",
-            "search.mu=1", f"search.lambda_={children}", f"search.parallel={in_flight}", "search.generations=1",
-            "search.patience=null",
-            "search.tuner.trials=1", "fitness.trials=2", "fitness.timing.interpreter_reps=1", *extra]
-    return kernelevo("run", *args, cwd=tmp_path, env={"KERNELEVO_TEST_LLM_KEY": key})
 
 
 def lineage(run_dir: Path) -> list[tuple]:

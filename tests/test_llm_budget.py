@@ -2,37 +2,15 @@
 before it starts, so every plan is coded and a small budget runs fewer children in flight -- and goes deeper --
 instead of planning more; replays from the cache count as calls. Through litellm's real HTTP client against the
 scripted server (replies chosen by the role asked: a plan, or a correct kernel of its own)."""
-import itertools
 import threading
 
 import pytest
 
 from conftest import read_store, run_dir_of
+from llm_fakes import Replies, run
 from llm_server import ScriptedLLMServer
 from operators.llm.client import LLMBudgetExceeded
 from operators.llm.ledger import ALLOWANCE, Budget
-from test_llm_agents import GOOD, reply, run
-
-
-def role_of(body) -> str:
-    return body["messages"][0]["content"].split("Your role: ", 1)[1].split(".", 1)[0]
-
-
-class Replies:
-    """A plan for a planner, a new correct kernel (its own BLOCK and VARIANT) for a coder."""
-
-    def __init__(self):
-        self.made, self.lock = itertools.count(), threading.Lock()
-
-    def __call__(self, body):
-        if role_of(body) == "planner":
-            return reply("## Plan\nIdea: raise BLOCK\n1. [constant BLOCK, line 7] raise BLOCK: fewer programs.")
-        with self.lock:
-            n = next(self.made)
-        block = (256, 512, 1024, 2048)[n % 4]
-        kernel = GOOD.replace('BLOCK = 128\nTUNABLE = {"BLOCK": [64, 128, 256]}',
-                              f'BLOCK = {block}\nVARIANT = {n}\nTUNABLE = {{"BLOCK": [{block}]}}')
-        return reply(f"```python\n{kernel}```")
 
 
 def depth(individuals) -> int:

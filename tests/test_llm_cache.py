@@ -9,7 +9,8 @@ import threading
 from llm_server import ScriptedLLMServer
 from operators.llm.client import LLMClient
 from operators.llm.ledger import ResponseCache
-from test_llm_client import api_key, ask, litellm_loaded, ok, settings  # noqa: F401 (the fixtures)
+from llm_fakes import ask, ok, settings
+from llm_fakes import api_key, litellm_loaded  # noqa: F401 (the fixtures)
 
 FORK = multiprocessing.get_context("fork")
 

@@ -12,6 +12,7 @@ import pytest
 from kernelevo import cli
 from kernelevo.commands import COMMANDS
 from kernelevo.validate import Validator
+from llm_fakes import refused_url
 from llm_server import ScriptedLLMServer
 
 KEY_ENV = "KERNELEVO_TEST_LLM_KEY"
@@ -28,14 +29,6 @@ def in_tmp(tmp_path, monkeypatch):
         raise AssertionError("the check passed and the run started")
 
     monkeypatch.setattr(cli.hydra, "main", no_run)
-
-
-def refused_url() -> str:
-    """A URL on 127.0.0.1 where nothing listens (a port just freed)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def local(url: str, *extra: str) -> list[str]:

@@ -15,44 +15,13 @@ import pytest
 
 from evo.store import RunStore
 from llm_server import ScriptedLLMServer
-from operators.llm.client import LLMBudgetExceeded, LLMClient, LLMError, LLMSettings
+from llm_fakes import IN_PRICE, KEY_ENV, MODEL, OUT_PRICE, SECRET, ask, ok, settings
+from llm_fakes import api_key, litellm_loaded  # noqa: F401 (the fixtures)
+from operators.llm.client import LLMBudgetExceeded, LLMClient, LLMError
 from operators.llm.ledger import ResponseCache
 
-SECRET = "sk-test-secret"
-KEY_ENV = "KERNELEVO_TEST_LLM_KEY"
-MODEL = "openai/scripted-model"
 ROOT = Path(__file__).resolve().parents[1]
-IN_PRICE, OUT_PRICE = 1e-6, 2e-6
 RECORD_KEYS = {"role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash"}
-
-
-def ok(content="hello", prompt_tokens=12, completion_tokens=7, **extra):
-    return {"content": content, "finish_reason": "stop",
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}, **extra}
-
-
-def ask(text="write a kernel"):
-    return [{"role": "system", "content": "You write Triton kernels."}, {"role": "user", "content": text}]
-
-
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, SECRET)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    """litellm imported once per module, before any test is timed or a process is forked (the import alone takes
-    seconds). Modules of LLM tests import this fixture and ``api_key`` from here."""
-    from operators.llm import client
-
-    client._load_litellm()
-
-
-def settings(server_url, **overrides) -> LLMSettings:
-    base = dict(model=MODEL, api_base=server_url, api_key_env=KEY_ENV, timeout_s=5.0, max_retries=3,
-                backoff_s=0.01, input_cost_per_token=IN_PRICE, output_cost_per_token=OUT_PRICE)
-    return LLMSettings(**{**base, **overrides})
 
 
 def test_plain_completion(tmp_path):

@@ -1,39 +1,18 @@
 """Role-specific context built to a token budget from named, switchable parts: the target GPU and the problem at
 full size with its cost model, measured figures labelled with where they were measured, the parent once and the
 rest told against it; hardware limits before compiling."""
-from conftest import SCALE_SHIFT, candidate
+from conftest import candidate
 from core.genome import Genome
 from core.individual import Individual
-from fitness.problem import resolve_problem
+from llm_fakes import PARENT, PARENT_GENOME, PROBLEM, builder, target
+from llm_fakes import interpreted as ind
 from fitness.result import EvalResult
-from fitness.target import target_for
 from hardware_profiles import load_profile
 from hardware_profiles.limits import limit_violation
 from operators.llm.context import ContextBuilder, ContextSettings
 from operators.llm.history import change_summary, plan_summary
 
-PROBLEM = open(SCALE_SHIFT).read()
 GOOD = candidate("good")
-PARENT_GENOME = Genome.from_source(GOOD)
-INTERPRETED = {"timer": "interpreter", "device": "cpu", "sizes": {"dim": 4000}, "hardware_profile": "h100_sxm"}
-
-
-def ind(name: str, genome: Genome, time_s: float | None, status: str = "ok", parents=(), note: str = "",
-        operator: str = "llm_mutation", reason: str = "") -> Individual:
-    return Individual(name, genome.with_note(note) if note else genome, parents=parents, operator=operator,
-                      result=EvalResult(status=status, time_s=time_s, reason=reason, **INTERPRETED))
-
-
-PARENT = ind("1.0", PARENT_GENOME, 0.012, parents=("0.0",), note="1. [constant BLOCK, line 7] raise BLOCK")
-
-
-def target(problem=SCALE_SHIFT, profile="h100_sxm", size_preset="full", sizes=None):
-    return target_for(resolve_problem(problem, sizes=sizes or {}, size_preset=size_preset), "cpu",
-                      load_profile(profile), tf32=True)
-
-
-def builder(**settings) -> ContextBuilder:
-    return ContextBuilder(ContextSettings(**settings), target(sizes={"dim": 4000}), PROBLEM)
 
 
 def test_each_role_gets_its_own_parts():

@@ -17,13 +17,13 @@ from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
 from core.genome import Genome
 from core.individual import Individual
+from fakes import SOURCE, FakeTuner, value
 from kernelevo.commands import llm_stop
+from llm_fakes import ask, ok, refused_url, settings
+from llm_fakes import api_key, litellm_loaded  # noqa: F401 (the fixtures)
 from llm_server import ScriptedLLMServer
 from operators.llm.client import LLMClient, LLMCut, LLMError, LLMUnavailable
 from operators.llm.operators import LLMMutation
-from test_llm_check import refused_url
-from test_llm_client import api_key, ask, litellm_loaded, ok, settings  # noqa: F401 (the fixtures)
-from test_steady_state import SOURCE, FakeTuner, value
 
 
 

@@ -5,65 +5,27 @@ test sizes (dim=4000) other than the full sizes (dim=100); the seed run of point
 import random
 import re
 from dataclasses import replace
-from types import SimpleNamespace
-
-import pytest
 
 from core.genome import Genome
 from core.individual import Individual
 from fitness.result import EvalResult
-from llm_server import ScriptedLLMServer
-from operators.base import CURRENT_CHILD, ChildUsage, Duplicate, OperatorContext
-from operators.llm.client import LLMClient, LLMSettings
+from fakes import FakeEvaluator, FakeService
+from hardware_profiles import load_profile
+from llm_fakes import GOOD, IDEA, PARENT_GENOME, PLAN, ind, live_team, mutate
+from llm_fakes import server  # noqa: F401 (the fixture)
+from operators.base import Duplicate, OperatorContext
 from operators.llm.history import code_change
 from operators.llm.ledger import ResponseCache
-from operators.llm.operators import LLMCrossover, LLMMutation
+from operators.llm.operators import LLMCrossover
 from operators.llm.parsing import extract_code
-from operators.llm.team import LLMTeam, TeamSettings
-from test_llm_agents import GOOD, reply
-from test_llm_context import INTERPRETED, PARENT_GENOME, builder
 
-IDEA = "one program per row with the whole row in registers"
-PLAN = f"## Plan\nIdea: {IDEA}\n1. [constant BLOCK, line 7] raise BLOCK so a program covers a whole row."
 REWRITE = GOOD.replace("x * scale + 1.0", "x * scale + 1.0 + 0.0 * x")  # another code structure
 GPU = {"timer": "cuda-events", "device": "cuda:0", "sizes": {}, "hardware_profile": "h100_sxm"}
-
-
-def ind(name, genome, time_s, operator="llm_mutation", parents=(), note="", status="ok", where=None):
-    generation = int(name.split(".")[0])
-    return Individual(name, genome.with_note(note) if note else genome, parents=parents, operator=operator,
-                      generation=generation, result=EvalResult(status=status, time_s=time_s, **(where or INTERPRETED)))
-
-
-def by_role(body: dict) -> dict:
-    role = re.search(r"Your role: (\w+)", body["messages"][0]["content"])[1]
-    return reply(PLAN if role == "planner" else f"```python\n{GOOD.replace('BLOCK = 128', 'BLOCK = 256')}```")
-
-
-@pytest.fixture
-def server():
-    with ScriptedLLMServer(by_role) as running:
-        yield running
-
-
-def live_team(server, tmp_path, **context) -> LLMTeam:
-    settings = LLMSettings(model="openai/scripted-model", api_base=server.url, max_retries=0, timeout_s=30,
-                           cache_dir=str(tmp_path / "cache"))
-    return LLMTeam(LLMClient(settings), builder(**context), TeamSettings(), {"name": "triton"})
 
 
 def prompts(server, role: str) -> list[str]:
     return [body["messages"][1]["content"] for _, _, body in server.requests
             if f"Your role: {role}." in body["messages"][0]["content"]]
-
-
-def mutate(team, parent, archive, child="2.0", duplicates=()):
-    token = CURRENT_CHILD.set(ChildUsage(child))
-    try:
-        context = OperatorContext(generation=2, team=team, archive=tuple(archive), duplicates=tuple(duplicates))
-        return LLMMutation()([parent], random.Random(0), context)
-    finally:
-        CURRENT_CHILD.reset(token)
 
 
 def test_1_kernels_baked_at_test_sizes_are_marked_and_not_handed_to_the_planner(server, tmp_path):
@@ -188,25 +150,14 @@ def test_8_missing_facts_residency_synchronisation_test_shapes_and_a_numbered_co
     assert extract_code(f"```python\n{numbered}\n```") == GOOD  # a reply copied with the numbers still parses
 
 
-class Measured:
-    """An evaluation service that times a kernel by its BLOCK (larger is faster), on a GPU or the interpreter."""
+def by_block(source: str) -> EvalResult:
+    """Times a kernel by its BLOCK (larger is faster)."""
+    return EvalResult(status="ok", time_s=1.0 / Genome.from_source(source).params["BLOCK"])
 
-    def __init__(self, on_gpu: bool):
-        from hardware_profiles import load_profile
 
-        self.profile, self.evaluators, self.sources = load_profile("h100_sxm"), [SimpleNamespace(on_gpu=on_gpu)], []
-
-    def evaluate(self, source: str, label: str = ""):
-        self.sources.append(source)
-        block = Genome.from_source(source).params["BLOCK"]
-        return str(len(self.sources)), EvalResult(status="ok", time_s=1.0 / block)
-
-    def submit(self, source: str, label: str = ""):
-        from concurrent.futures import Future
-
-        future = Future()
-        future.set_result(self.evaluate(source, label))
-        return future
+def measured(on_gpu: bool) -> FakeService:
+    """An evaluation service that times a kernel by its BLOCK, on a GPU or the interpreter."""
+    return FakeService(by_block, load_profile("h100_sxm"), evaluators=[FakeEvaluator(on_gpu=on_gpu)])
 
 
 def test_3_llm_written_launch_settings_are_kept_without_a_gpu(server, tmp_path):
@@ -216,11 +167,11 @@ def test_3_llm_written_launch_settings_are_kept_without_a_gpu(server, tmp_path):
     (genome,) = mutate(live_team(server, tmp_path), parent, [parent])  # the coder wrote BLOCK = 256
     written = Individual("2.0", genome, ("1.0",), "llm_mutation", 2)
     assert written.genome.params == {"BLOCK": 256} and written.genome.space == {"BLOCK": [64, 128, 256]}
-    interpreter = Measured(on_gpu=False)
+    interpreter = measured(on_gpu=False)
     tuned = Tuner(interpreter, None, trials=3, parallel=1).tune(written)
-    assert tuned.trials == 1 and len(interpreter.sources) == 1 and tuned.genome.params == {"BLOCK": 256}
-    gpu = Measured(on_gpu=True)
-    assert Tuner(gpu, None, trials=3, parallel=1).tune(written).trials == 3 and len(gpu.sources) == 3  # timed: tuned
-    offline = Measured(on_gpu=False)
+    assert tuned.trials == 1 and len(interpreter.evaluated) == 1 and tuned.genome.params == {"BLOCK": 256}
+    gpu = measured(on_gpu=True)
+    assert Tuner(gpu, None, trials=3, parallel=1).tune(written).trials == 3 and len(gpu.evaluated) == 3  # timed: tuned
+    offline = measured(on_gpu=False)
     Tuner(offline, None, trials=3, parallel=1).tune(replace(written, operator="param_mutation"))
-    assert len(offline.sources) == 3  # what an offline operator made is tuned, as before
+    assert len(offline.evaluated) == 3  # what an offline operator made is tuned, as before

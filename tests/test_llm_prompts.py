@@ -16,7 +16,8 @@ from conftest import kernelevo, read_store, run_dir_of
 from core.genome import evaluation_key
 from llm_server import ScriptedLLMServer
 from operators.llm.team import LLMTeam, TeamSettings
-from test_llm_agents import GOOD, PLAN, reply, run
+from llm_fakes import GOOD, reply, run
+from llm_fakes import RUN_PLAN as PLAN
 
 BROKEN_LOAD = "x = tl.load(x_ptr + offs, mask=mask) + undefined_thing"
 
@@ -129,14 +130,15 @@ class FakeClient:
 
 
 def team(client, sizes: list) -> LLMTeam:
-    from test_llm_context import builder
+    from llm_fakes import builder
 
     return LLMTeam(client, builder(), TeamSettings(), {"name": "triton"},
                    on_prompt=lambda role, chars, parts: sizes.append((role, chars, parts)))
 
 
 def test_a_crossover_that_repeated_a_kernel_asks_anew_and_a_bad_tunable_is_sent_back():
-    from test_llm_context import PARENT, PARENT_GENOME, ind
+    from llm_fakes import PARENT, PARENT_GENOME
+    from llm_fakes import interpreted as ind
 
     other = ind("1.1", PARENT_GENOME.with_params({"BLOCK": 256}), 0.01, parents=("0.0",))
     sizes: list = []

@@ -18,7 +18,9 @@ from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
 from evo.store import StoreError
 from llm_server import ScriptedLLMServer
 from operators.llm.ledger import ResponseCache
-from test_llm_agents import GOOD, KEY, PLAN, reply
+from llm_fakes import GOOD, reply
+from llm_fakes import RUN_KEY as KEY
+from llm_fakes import RUN_PLAN as PLAN
 
 pytestmark = pytest.mark.slow  # each test is a whole `kernelevo run` or two
 

@@ -6,6 +6,8 @@ from conftest import SCALE_SHIFT, candidate, make_evaluator
 from fitness.inputs import timing_inputs
 from fitness.memory import input_sets_that_fit, spec_bytes, tensor_bytes
 from fitness.problem import load_problem, resolve_problem
+from fitness.result import WorkerJob
+from fitness.settings import EvalSettings
 
 GiB = 1 << 30
 
@@ -25,10 +27,10 @@ def test_sizes_are_counted_from_tensors_and_output_specs():
 
 def test_a_timing_that_does_not_fit_uses_fewer_input_sets_and_says_so():
     problem = load_problem(resolve_problem(SCALE_SHIFT))
-    job = {"device": "cpu", "l2_bytes": 0, "settings": {"timing": {"memory_budget_bytes": 1}}}
+    job = WorkerJob("candidate", "cpu", settings=EvalSettings(timing={"memory_budget_bytes": 1}))
     sets, note = timing_inputs(problem, job, 0, copies=1, output_bytes=1600, kept_outputs=False)
     assert len(sets) == 1 and "timing rotated 1 input set(s) instead of 3" in note, note
-    job["settings"]["timing"] = {}  # the default budget: the CPU has no device limit
+    job = WorkerJob("candidate", "cpu")  # the default budget: the CPU has no device limit
     sets, note = timing_inputs(problem, job, 0, copies=1, output_bytes=1600, kept_outputs=False)
     assert len(sets) == 3 and note == ""
 

@@ -4,11 +4,13 @@ meanwhile. A worker waiting for a slot others hold is not on its clock, and is c
 import os
 import threading
 import time
+from dataclasses import replace
 
 from conftest import candidate, make_evaluator
 from evo.evaluation import auto_parallel, memory_slots
 from fitness.gpu_lock import create_lock_files, memory_slot, memory_slot_files
 from fitness.job_clock import MemoryWait, slot_holders
+from fitness.result import WorkerJob
 from fitness.stage import MEMORY_STAGE
 
 GIB = 1 << 30
@@ -68,16 +70,16 @@ def test_the_clock_pauses_only_while_every_slot_is_held_by_another_process(tmp_p
     assert not wait.cut(MEMORY_STAGE, 99.0) and wait.cut(MEMORY_STAGE, 100.0) and not wait.cut("timing", 100.0)
 
 
-def _baseline_job(ev, path: str) -> dict:
-    return {**ev._job("baseline", baselines=["eager"]), "gpu_lock": path, "memory_slots": 1}
+def _baseline_job(ev, path: str) -> WorkerJob:
+    return replace(ev._job("baseline", baselines=["eager"]), gpu_lock=path, memory_slots=1)
 
 
 def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancelled_past_the_cut(tmp_path):
     path = str(tmp_path / "gpu-0.lock")
     create_lock_files(path, 1)  # by the trusted side: confined workers cannot create files
     with make_evaluator(prestart_worker=False) as ev:
-        judged = ev._sandbox.run({**ev._job("candidate", source=candidate("good")), "gpu_lock": path,
-                                  "memory_slots": 1}, timeout_s=120.0)  # a candidate's job holds a slot too
+        judged = ev._sandbox.run(replace(ev._job("candidate", source=candidate("good")), gpu_lock=path,
+                                         memory_slots=1), timeout_s=120.0)  # a candidate's job holds a slot too
         assert judged.result["status"] == "ok" and "wait_memory" in judged.result["phases_s"], judged.result
         held = threading.Event()
 

@@ -87,7 +87,7 @@ def test_the_candidate_runs_under_ncu_from_a_sandbox_worker(tmp_path):
 
 
 def test_profiler_metrics_reach_the_planner_and_the_debugger():
-    from test_llm_context import PARENT, builder
+    from llm_fakes import PARENT, builder
 
     record = {"tool": "ncu", "kernels": ncu.summarise(FIXTURE)}
     for role in ("planner", "debugger"):

@@ -2,7 +2,9 @@
 multirun), a search's checkpoint (``Checkpoint``) and generation 0's seeds (``Seed``); the stop rule the search and
 a resume share (``evo.stopping``). In-process, on records made by hand."""
 import json
-from dataclasses import fields, replace
+import re
+from dataclasses import dataclass, fields, replace
+from dataclasses import field as dataclass_field
 
 import pytest
 
@@ -15,7 +17,13 @@ from evo.outcome import SUMMARY_FILE, RunOutcome
 from evo.search import Budget
 from evo.seeding import Seed
 from evo.store import RunStore
+from core.genome import Genome
+from core.individual import Individual
+from core.records import from_record
 from fitness.baselines import BASELINES
+from fitness.problem_spec import ProblemSpec
+from fitness.result import EvalResult
+from fitness.timing import TimingStats
 from kernelevo.resuming import stops_at_once
 
 OUTCOME = RunOutcome(status="ok", problem="toy", timer="cuda-events", seed="inductor", best_id="2.0", best_s=2e-6,
@@ -34,14 +42,57 @@ def test_the_outcome_has_a_field_per_baseline_and_survives_json(tmp_path):
     assert RunOutcome.read(tmp_path) == OUTCOME and OUTCOME.seed_speedup == pytest.approx(2.5)
 
 
-def test_an_older_summary_reads_with_defaults_and_a_newer_one_is_refused_by_name(tmp_path):
+def test_an_older_summary_reads_with_defaults_and_a_newer_ones_unknown_fields_are_left_out_with_a_note(tmp_path,
+                                                                                                      capsys):
+    """Issue 46 changed this: a newer summary was refused by name; by the one record rule (``core.records``) its
+    unknown fields are left out, with a note naming them and the file."""
     old = {"status": "ok", "problem": "toy", "best_s": 1e-3, "speedup_vs_eager": 2.0}  # before most fields existed
     (tmp_path / SUMMARY_FILE).write_text(json.dumps(old))
     read = RunOutcome.read(tmp_path)
     assert (read.best_s, read.speedup_vs_eager, read.evaluations, read.labels) == (1e-3, 2.0, None, [])
     (tmp_path / SUMMARY_FILE).write_text(json.dumps({**old, "speedup_vs_tomorrow": 9.0}))
-    with pytest.raises(ValueError, match=r"summary.json has fields .*\(speedup_vs_tomorrow\).*newer version"):
-        RunOutcome.read(tmp_path)
+    capsys.readouterr()
+    assert RunOutcome.read(tmp_path) == read
+    assert re.fullmatch(r"\[kernelevo\] note: \S*summary.json has fields this kernelevo version does not know "
+                        r"\(speedup_vs_tomorrow\), left out: written by another version\n", capsys.readouterr().out)
+
+
+@dataclass
+class Record:
+    name: str
+    count: int = 0
+    tags: list = dataclass_field(default_factory=list)
+
+
+def test_the_record_rule_takes_known_fields_defaults_missing_ones_and_drops_unknown_ones_with_a_note(capsys):
+    assert from_record(Record, {"name": "a", "count": 2, "tags": ["x"]}, "r.json") == Record("a", 2, ["x"])
+    assert capsys.readouterr().out == ""  # nothing to say about a record of this version
+    assert from_record(Record, {"name": "b"}, "r.json") == Record("b")  # an older record: defaults
+    assert from_record(Record, {"name": "c", "colour": "red", "age": 3}, "r.json") == Record("c")
+    assert capsys.readouterr().out == ("[kernelevo] note: r.json has fields this kernelevo version does not know "
+                                       "(age, colour), left out: written by another version\n")
+    with pytest.raises(ValueError, match=r"r.json has keys \['colour'\] .*known: \['count', 'name', 'tags'\].*"
+                                         r"add them to Record"):
+        from_record(Record, {"name": "c", "colour": "red"}, "r.json", own=True)  # written by this very code
+    with pytest.raises(TypeError, match="name"):
+        from_record(Record, {"count": 1})  # a field without a default cannot be made up
+
+
+@pytest.mark.parametrize("read, data", [
+    (RunOutcome.from_dict, {"status": "ok"}),
+    (Checkpoint.from_dict, {"generation": 1}),
+    (EvalResult.from_dict, {"status": "ok"}),
+    (TimingStats.from_dict, {"timer": "interpreter", "n": 1, "median_s": 1.0, "mean_s": 1.0, "min_s": 1.0,
+                             "max_s": 1.0, "p25_s": 1.0, "p75_s": 1.0, "stream_median_s": 1.0,
+                             "all_streams_median_s": 1.0}),
+    (ProblemSpec.from_dict, {"name": "toy", "path": "toy.py"}),
+    (Genome.from_dict, {"source": "X = 1\n"}),
+    (lambda d: Row.from_dict(d), {"name": "toy", "status": "ok"}),
+    (lambda d: Individual.from_lineage_dict(d, None).lineage_dict(), {"id": "1.0", "genome": {"source": "X = 1\n"}}),
+])
+def test_every_reader_follows_the_record_rule(read, data, capsys):
+    assert read({**data, "from_tomorrow": 1}) == read(data)
+    assert "(from_tomorrow), left out" in capsys.readouterr().out
 
 
 def test_report_bench_and_multirun_read_the_same_record(tmp_path):

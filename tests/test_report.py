@@ -19,66 +19,9 @@ from evo.multirun import write_multirun_report
 from evo.report_html import write_report
 from evo.outcome import descends_from, summarise
 from evo.store import RunStore
-from core.genome import Genome, evaluation_key
+from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
-
-SEED = '''import triton
-import triton.language as tl
-
-BLOCK = 64
-TUNABLE = {"BLOCK": [64, 128, 256]}
-
-
-@triton.jit
-def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
-'''
-POLICY = {"name": "triton", "tolerances": {"float32": {"atol": 0.01, "rtol": 0.01, "max_rel_l2": 0.01},
-                                           "bfloat16": {"atol": 0.01, "rtol": 0.01, "max_rel_l2": 0.02}},
-          "tf32": True, "torch_compute": "reject"}
-
-
-def result(time_s: float | None, timer: str, status: str = "ok") -> EvalResult:
-    gpu = timer == "cuda-events"
-    return EvalResult(status=status, reason="" if status == "ok" else "wrong values", problem="toy",
-                      sizes={"n": 1024}, policy=POLICY, device="cuda:0" if gpu else "cpu",
-                      hardware_profile="h100_sxm" if gpu else "cpu_interpreter", timer=timer, time_s=time_s,
-                      eager_s=0.010 if gpu else None, compile_s=0.008 if gpu else None,
-                      speedup_vs_eager=0.010 / time_s if gpu and time_s else None,
-                      speedup_vs_compile=0.008 / time_s if gpu and time_s else None,
-                      sol_fraction=0.5 if gpu else None, floor_fraction=0.25 if gpu else None)
-
-
-def write_run(run_dir, timer: str) -> None:
-    """A two-generation run: the seed (tuned), a param mutation, a failed space mutation and a crossover of the
-    mutation with the seed that is the best kernel."""
-    store = RunStore(run_dir)
-    seed = Genome.from_source(SEED)
-    made = [Individual("0.0", seed.with_params({"BLOCK": 128}), (), "seed", 0, result(0.004, timer)),
-            Individual("1.0", seed.with_params({"BLOCK": 256}), ("0.0",), "param_mutation", 1, result(0.003, timer)),
-            Individual("1.1", Genome.from_source(SEED.replace("mask=mask)\n", "mask=mask) * 2\n")), ("0.0",),
-                       "space_mutation", 1, result(None, timer, "incorrect")),
-            Individual("2.0", Genome.from_source(SEED.replace("offs < n", "(offs < n) & (offs >= 0)")).with_params(
-                {"BLOCK": 256}), ("1.0", "0.0"), "crossover", 2, result(0.002, timer),
-                       llm={"calls": 2, "cost_usd": 0.03})]
-    store.add_evaluation(evaluation_key(seed.source), result(0.005, timer))  # the seed as written
-    for ind in made:
-        store.add_individual(ind)
-        store.add_evaluation(ind.key, ind.result)
-    for role, cost, cached in (("planner", 0.01, False), ("coder", 0.02, False), ("coder", 0.02, True)):
-        store.add_llm_call({"role": role, "model": "openai/gpt-4o", "prompt_tokens": 100, "completion_tokens": 50,
-                            "cost_usd": cost, "cached": cached})
-    logbook = [{"gen": 0, "nevals": 1, "evaluations": 2, "best": 0.004, "median": 0.004, "correct": 1},
-               {"gen": 1, "nevals": 2, "evaluations": 4, "best": 0.003, "median": 0.0035, "correct": 2},
-               {"gen": 2, "nevals": 1, "evaluations": 5, "best": 0.002, "median": 0.003, "correct": 2}]
-    store.save_checkpoint(Checkpoint(2, logbook=logbook, hall_of_fame=["2.0", "1.0", "0.0"], elapsed_s=12.5,
-                                     best_s=0.002))
-    store.set_meta("stop_reason", "2 generations done")
-    store.close()
-
+from fakes import REPORT_SEED, result, write_run
 
 def text_of(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -131,7 +74,8 @@ def test_the_page_holds_summary_plot_lineage_diff_operators_llm_and_policy(tmp_p
 
 def test_a_run_whose_seed_fails_gets_a_page_saying_so(tmp_path):
     store = RunStore(tmp_path)
-    seed = Individual("0.0", Genome.from_source(SEED), (), "inductor", 0, result(None, "interpreter", "incorrect"))
+    seed = Individual("0.0", Genome.from_source(REPORT_SEED), (), "inductor", 0,
+                      result(None, "interpreter", "incorrect"))
     store.add_individual(seed)
     store.add_evaluation(seed.key, seed.result)
     store.save_checkpoint(Checkpoint(0, logbook=[{"gen": 0, "nevals": 1, "evaluations": 1, "best": float("inf"),
@@ -151,7 +95,7 @@ def test_a_run_without_a_finished_generation_has_no_report(tmp_path):
 
 def test_the_best_kernel_is_traced_to_every_seed_of_generation_0_it_descends_from(tmp_path):
     store = RunStore(tmp_path)
-    seed = Genome.from_source(SEED)
+    seed = Genome.from_source(REPORT_SEED)
     made = [Individual("0.0", seed, (), "inductor", 0, result(0.004, "cuda-events")),
             Individual("0.1", seed.with_params({"BLOCK": 128}), (), "inductor:nd_tiling", 0,
                        result(0.003, "cuda-events")),

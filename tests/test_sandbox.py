@@ -3,6 +3,7 @@ shared with untrusted workers only as copies."""
 import os
 from pathlib import Path
 
+from fitness.result import WorkerJob
 from fitness.sandbox import Sandbox
 from fitness.worker_env import copy_stubs, is_secret_variable, stub_files, worker_environment
 
@@ -29,11 +30,11 @@ def test_secret_names():
 def test_fork_server_is_single_threaded_has_no_secrets_and_forks_every_worker():
     base = {**os.environ, "OPENAI_API_KEY": "sk-not-for-candidates", "MY_DB_PASSWORD": "hunter2"}
     with Sandbox("cpu", base_env=base, spares=1) as sandbox:
-        outcome = sandbox.run({"kind": "prewarm", "device": "cpu"}, timeout_s=60)
+        outcome = sandbox.run(WorkerJob("prewarm", "cpu"), timeout_s=60)
         zygote = sandbox.zygote_pid
         environ = Path(f"/proc/{zygote}/environ").read_bytes()
         threads = len(os.listdir(f"/proc/{zygote}/task"))
-        trusted = sandbox.run({"kind": "prewarm", "device": "cpu"}, timeout_s=60, trusted=True)
+        trusted = sandbox.run(WorkerJob("prewarm", "cpu"), timeout_s=60, trusted=True)
     assert outcome.status == "finished" and outcome.result == {**outcome.result, "status": "ok", "prewarm": "skipped"}
     assert outcome.result["worker"]["forked_by"] == zygote == trusted.result["worker"]["forked_by"]
     assert outcome.result["phases_s"]["import"] == 0 and outcome.result["phases_s"]["fork"] < 5

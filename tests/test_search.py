@@ -11,8 +11,8 @@ import optuna
 import pytest
 from markupsafe import escape  # the page escapes as jinja2 autoescape does
 
-from conftest import (CANDIDATES, PROBLEMS, candidate, kernelevo, make_evaluator, read_store, replay_measurements,
-                      run_dir_of)
+from conftest import (CANDIDATES, PROBLEMS, TINY, assert_lineage_is_sound, candidate, interruptible, kernelevo,
+                      lineage_of, log_counts, make_evaluator, read_store, replay_measurements, run_dir_of)
 from evo.evaluation import EvaluationService
 from evo.report import collect
 from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
@@ -23,11 +23,6 @@ from core.individual import Individual
 from fitness.result import EvalResult
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = ["search=tiny", "fitness.trials=2", "fitness.timing.interpreter_reps=1"]
-
-
-def log_counts(run_dir: Path) -> tuple[int, int]:
-    return read_store(run_dir, lambda store: (store.evaluation_count(), store.distinct_evaluation_count()))
 
 
 def individual(genome: Genome, status: str, time_s: float | None, name: str = "1.0") -> Individual:
@@ -249,27 +244,6 @@ def test_islands_evolve_apart_and_the_best_migrate(tmp_path):
     assert all(best in island for island in islands)  # the best of its island migrated to the other one
 
 
-def assert_lineage_is_sound(individuals: list[Individual]) -> None:
-    """Every lineage ends at the seed, has no cycle, and each parent is of an earlier generation."""
-    by_id = {ind.id: ind for ind in individuals}
-    assert [ind.id for ind in individuals if not ind.parents] == ["0.0"]
-    for ind in individuals:
-        for parent in ind.parents:
-            assert parent in by_id, f"{ind.id}: parent {parent} was never recorded"
-            assert by_id[parent].generation < ind.generation, f"{ind.id} is not younger than its parent {parent}"
-        current, seen = ind, set()
-        while current.parents:
-            assert current.id not in seen
-            seen.add(current.id)
-            current = by_id[current.parents[0]]
-        assert current.id == "0.0"
-
-
-def lineage_of(run_dir: Path) -> list[tuple]:
-    return [(ind.id, ind.parents, ind.operator, ind.key, ind.status)
-            for ind in read_store(run_dir, lambda store: store.individuals())]
-
-
 @pytest.mark.slow
 def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_workers(tmp_path):
     """Children in flight and evaluation workers change nothing the search decides: a run with 4 evaluation
@@ -291,12 +265,6 @@ def test_the_same_seed_and_measurements_give_the_same_lineage_with_1_or_4_worker
     assert_lineage_is_sound(read_store(tmp_path / "wide", lambda store: store.individuals()))
 
 
-def _interruptible() -> None:
-    """In the child before it starts: Ctrl-C as in a terminal, also when the suite itself runs where SIGINT is
-    ignored (a background job: the shell sets SIG_IGN, children inherit it and Python then installs no handler)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.slow
 def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_its_checkpoint(tmp_path):
     """Issue 26: Ctrl-C printed a 17-frame traceback. Now: one line saying what the run directory keeps and the
@@ -309,7 +277,7 @@ def test_ctrl_c_ends_a_run_in_one_line_naming_resume_and_the_run_resumes_from_it
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "run", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_interruptible)
+                            preexec_fn=interruptible)
     guard = threading.Timer(120, proc.kill)  # a run that never gets there fails the test, not the suite
     guard.start()
     try:

@@ -6,10 +6,8 @@ import json
 import pytest
 
 import evo.evaluation
-from conftest import CANDIDATES, kernelevo, read_store, run_dir_of
+from conftest import CANDIDATES, FIXTURES, TINY, kernelevo, read_store, run_dir_of
 from seeds.inductor.precision import IEEE_NOTE, ieee_dots
-from test_inductor_fixtures import FIXTURES
-from test_search import TINY
 
 TF32_SEED = (CANDIDATES / "tf32_inexact_matmul.py").read_text()
 

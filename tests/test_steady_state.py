@@ -1,12 +1,9 @@
 """The steady-state search against fakes (no worker, no kernel): children start as slots free, are folded in order,
 every stop reason, dedupe, migration, checkpoint and resume, and the same lineage whatever the number in flight."""
 import math
-import random
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import ClassVar
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -15,8 +12,7 @@ from evo.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.store import RunStore
 from core.genome import Genome
-from fitness.result import EvalResult
-from operators.base import BudgetExhausted, Operator
+from fakes import CALLS, SOURCE, Cross, FakeTuner, Step, lineage
 
 
 # the loop alone --------------------------------------------------------------------------------------------------
@@ -87,86 +83,6 @@ def test_a_resumed_loop_starts_after_what_was_folded():
 
 
 # the search over fakes -------------------------------------------------------------------------------------------
-SOURCE = "V = {v}\nW = 0\nTUNABLE = {{'W': [0, 1]}}\n"
-
-
-def value(genome: Genome) -> int:
-    return int(genome.source.split("\n")[0].split("= ")[1])
-
-
-@dataclass(frozen=True, kw_only=True)
-class Step(Operator):
-    """A child with V moved by -4..+9: a landscape with somewhere to go and kernels often made twice."""
-    name: ClassVar[str] = "step"
-    arity: ClassVar[int] = 1
-    budget: int | None = None  # calls before BudgetExhausted
-
-    def __call__(self, parents, rng, context):
-        if self.budget is not None:
-            CALLS.append(1)
-            if len(CALLS) > self.budget:
-                raise BudgetExhausted("fake operator budget of calls")
-        return [Genome.from_source(SOURCE.format(v=value(parents[0].genome) + rng.randint(-4, 9)))]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Cross(Operator):
-    name: ClassVar[str] = "cross"
-    arity: ClassVar[int] = 2
-
-    def __call__(self, parents, rng, context):
-        return [Genome.from_source(SOURCE.format(v=(value(parents[0].genome) + value(parents[1].genome)) // 2 + 1))]
-
-
-CALLS: list = []
-
-
-class FakeService:
-    profile = None
-
-    def __init__(self, store):
-        self.store = store
-        self.cut = None
-
-    def evaluate(self, source, label=""):
-        raise AssertionError("offline fake operators evaluate nothing")
-
-    def profile_kernel(self, source):
-        return {}
-
-    def cut_at(self, deadline):
-        self.cut = deadline
-
-
-class FakeTuner:
-    """Tunes W in {0, 1}: two evaluations, each a measurement of the landscape, finishing after a random delay."""
-
-    def __init__(self, store, flat=False, jitter=0.01, seed=0, crash_at=None):
-        self.service, self.store, self.flat = FakeService(store), store, flat
-        self.rng, self.jitter, self.crash_at, self.tuned = random.Random(seed), jitter, crash_at, 0
-        self.lock = threading.Lock()
-
-    def time_of(self, genome):
-        return 1.0 if self.flat else 1.0 / (1 + abs(value(genome))) + 0.001 * genome.params["W"]
-
-    def tune(self, individual):
-        with self.lock:
-            delay, self.tuned = self.rng.random() * self.jitter, self.tuned + 1
-            if self.crash_at is not None and self.tuned > self.crash_at:
-                raise KeyboardInterrupt("killed")  # as a kill -9 would leave it: nothing after this is folded
-        time.sleep(delay)
-        best = None
-        for w in (0, 1):
-            genome = individual.genome.with_params({"W": w})
-            result = self.store.evaluation(genome.key)  # the run store is the cache, as the real service's
-            if result is None:
-                result = EvalResult(status="ok", time_s=self.time_of(genome))
-                self.store.add_evaluation(genome.key, result)
-            if best is None or result.time_s < best[1].time_s:
-                best = (genome, result)
-        return individual.tuned(best[0], best[1], 2)
-
-
 def search(tmp_path, in_flight=4, operators=None, tuner=None, **budget):
     store = RunStore(tmp_path)
     budget = {"generations": 4, "patience": None, **budget}
@@ -174,10 +90,6 @@ def search(tmp_path, in_flight=4, operators=None, tuner=None, **budget):
                               migration_interval=1, budget=Budget(**budget))
     seeds = [(Genome.from_source(SOURCE.format(v=0)), "seed")]
     return Search(seeds, operators or [Step(), Cross(weight=0.5)], tuner or FakeTuner(store), store, settings), store
-
-
-def lineage(store):
-    return [(ind.id, ind.parents, ind.operator, ind.key) for ind in store.individuals()]
 
 
 def test_the_same_lineage_with_one_or_four_children_in_flight(tmp_path):
@@ -299,7 +211,7 @@ def test_what_a_resume_says_of_patience_is_what_the_search_does(tmp_path):
     assert again.run()["stop_reason"] == "no improvement for 2 generations" and len(store.individuals()) == made
     assert stops_at_once(Budget(generations=30, patience=4), per, checkpoint, store) == []
     assert patience_note(Budget(generations=30, patience=4), checkpoint) == (
-        "[kernelevo] note: search.patience=4 ends it after 2 more generations without improvement (its last 2 "
+        "note: search.patience=4 ends it after 2 more generations without improvement (its last 2 "
         "generations brought none), before search.generations=30 would; search.patience=null lifts it")
     store.close()
     lifted, store = search(tmp_path, tuner=None, generations=30, patience=4)

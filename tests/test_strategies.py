@@ -1,5 +1,5 @@
-"""The search strategies (evo.strategy) against the fakes of test_steady_state (no worker, no kernel): each obeys the
-budget, records its lineage as it defines it, and resumes after a kill to the lineage of a run never killed."""
+"""The search strategies (evo.strategy) against the shared fakes of tests/fakes.py (no worker, no kernel): each obeys
+the budget, records its lineage as it defines it, and resumes after a kill to the lineage of a run never killed."""
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +15,7 @@ from core.genome import Genome
 from fitness.result import EvalResult
 from operators.llm.history import history_lines
 from operators.llm.operators import LLMMutation
-from test_steady_state import SOURCE, Cross, FakeTuner, Step, lineage, value
+from fakes import SOURCE, Cross, FakeTuner, Step, lineage, value
 
 STRATEGIES = {"evolution": Evolution, "sampling": Sampling, "refinement": Refinement, "tree": Tree}
 EVAL_S = 0.25  # each fake evaluation's own seconds

@@ -22,44 +22,17 @@ from evo.store import RunStore
 from evo.strategies_report import run_record, within, write_strategies_report
 from evo.tuner import Tuner
 from core.genome import Genome
-from fitness.result import EvalResult
-from hardware_profiles import load_profile
 from llm_server import ScriptedLLMServer
 from operators.base import CURRENT_CHILD
 from operators.llm.client import LLMClient
 from operators.llm.operators import LLMMutation
 from operators.llm.parsing import ParseError
-from test_llm_client import IN_PRICE, OUT_PRICE, ask, ok, settings
-from test_steady_state import SOURCE, value
+from fakes import SOURCE, FakeEvaluator, toy_verdict, value
+from llm_fakes import IN_PRICE, OUT_PRICE, ask, ok, settings
+from llm_fakes import api_key  # noqa: F401 (the fixture)
 
 STRATEGIES = ("sampling", "refinement", "evolution", "tree")
 TARGETS = {name: f"evo.strategy.{name.capitalize()}" for name in STRATEGIES}
-
-
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch):
-    monkeypatch.setenv("KERNELEVO_TEST_LLM_KEY", "sk-test-secret")
-
-
-class FakeEvaluator:
-    """Judges the toy kernel: V % 5 == 4 is incorrect, else faster the larger |V| (and W = 0); 0.5 s each."""
-    on_gpu = False
-    profile = load_profile("cpu_interpreter")
-
-    def evaluate(self, source, label=""):
-        v = value(Genome.from_source(source))
-        w = int(source.split("W = ")[1].split("\n")[0])
-        if v % 5 == 4:
-            return EvalResult(status="incorrect", reason="wrong values", problem="toy", timer="interpreter",
-                              eval_wall_s=0.5)
-        return EvalResult(status="ok", time_s=1.0 / (1 + abs(v)) + 0.01 * w, problem="toy", timer="interpreter",
-                          eval_wall_s=0.5)
-
-    def profile_kernel(self, source):
-        return {}
-
-    def close(self):
-        pass
 
 
 def replies(body):
@@ -102,8 +75,8 @@ def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strateg
         store.set_meta("config", {"problem": {"name": "toy"}, "llm": {"input_cost_per_token": IN_PRICE,
                                                                       "output_cost_per_token": OUT_PRICE},
                                   "search": {"seed": seed, "strategy": {"_target_": TARGETS[strategy]}, **budget}})
-        evaluator = FakeEvaluator() if record is None else \
-            RecordedEvaluator(FakeEvaluator(), RunStore(RecordedEvaluators(record).recorded_run(run_dir), False))
+        evaluator = FakeEvaluator(toy_verdict) if record is None else \
+            RecordedEvaluator(FakeEvaluator(toy_verdict), RunStore(RecordedEvaluators(record).recorded_run(run_dir), False))
         service = EvaluationService([evaluator], store, 2)
         tuner = Tuner(service, None, trials=2, seed=seed, parallel=2, store=store)
         from hydra.utils import get_class
@@ -150,7 +123,7 @@ def test_the_experiment_replays_to_the_same_table_with_no_server(tmp_path):
 
 def test_a_replay_that_goes_another_way_is_an_error_naming_the_kernel(tmp_path):
     store = RunStore(tmp_path / "record")
-    recorded = RecordedEvaluator(FakeEvaluator(), store)
+    recorded = RecordedEvaluator(FakeEvaluator(toy_verdict), store)
     with pytest.raises(ReplayMiss, match="never measured in the record .*went another way"):
         recorded.evaluate(SOURCE.format(v=3))
     with pytest.raises(ValueError, match="no recorded run 7-toy"):

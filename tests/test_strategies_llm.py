@@ -12,7 +12,7 @@ import pytest
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo
 from evo.store import RunStore
 from llm_server import ScriptedLLMServer
-from test_llm_budget import Replies
+from llm_fakes import Replies
 
 pytestmark = pytest.mark.slow
 

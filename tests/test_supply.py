@@ -16,8 +16,7 @@ from evo.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
 from fitness.result import EvalResult
-from test_steady_state import SOURCE, Cross, FakeTuner, Step, lineage
-from test_tuner import SEED, FakeService
+from fakes import SOURCE, TUNER_SEED, Cross, FakeService, FakeTuner, LandscapeService, Step, lineage
 from experiments.scale.supply_cpu import measure
 
 
@@ -76,7 +75,7 @@ def test_four_evaluators_keep_four_times_the_children_in_flight_with_one_lineage
     assert one[2] <= 2 < first[2] <= 8  # children in flight: lambda_ x evaluators
 
 
-class InFlight(FakeService):
+class InFlight(LandscapeService):
     """Records the most evaluations in flight at once (each takes 0.1 s)."""
 
     def __init__(self):
@@ -102,9 +101,9 @@ class InFlight(FakeService):
 
 def test_a_seed_is_tuned_with_the_larger_batch_and_a_child_with_the_tuners_own():
     seed_service, child_service = InFlight(), InFlight()
-    tuned = Tuner(seed_service, None, trials=6, parallel=3, seed_parallel=6).tune(Individual("0.0", SEED))
+    tuned = Tuner(seed_service, None, trials=6, parallel=3, seed_parallel=6).tune(Individual("0.0", TUNER_SEED))
     assert tuned.ok and seed_service.most == 6
-    child = Individual("1.0", SEED.with_params({"NUM_WARPS": 2}), parents=("0.0",), operator="param_mutation",
+    child = Individual("1.0", TUNER_SEED.with_params({"NUM_WARPS": 2}), parents=("0.0",), operator="param_mutation",
                        generation=1)
     assert Tuner(child_service, None, trials=6, parallel=3, seed_parallel=6).tune(child).ok
     assert 1 <= child_service.most <= 3  # (a configuration beyond the profile's limits is skipped, not evaluated)
@@ -112,7 +111,7 @@ def test_a_seed_is_tuned_with_the_larger_batch_and_a_child_with_the_tuners_own()
 
 def test_a_seed_on_four_evaluators_is_tuned_four_times_the_trials_in_as_many_rounds():
     service = InFlight()
-    tuned = Tuner(service, None, trials=6, parallel=3, seed_trials=24, seed_parallel=12).tune(Individual("0.0", SEED))
+    tuned = Tuner(service, None, trials=6, parallel=3, seed_trials=24, seed_parallel=12).tune(Individual("0.0", TUNER_SEED))
     trials = tuned.tuning["trials"]
     assert len(trials) == tuned.trials == 24  # two rounds of 12, as one GPU's two of 3 (a configuration beyond the
     assert 6 < service.most <= 12  # profile's limits is skipped, not evaluated)

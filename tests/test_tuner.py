@@ -1,11 +1,7 @@
 """The tuner on a fake evaluation service with a synthetic time landscape: samplers that learn (TPE leaves random
 sampling within the budget, studies warm-started by ancestors of the same structure only), configurations that
 failed to compile never evaluated again, and choices independent of the order evaluations finish in."""
-import math
 import threading
-import time
-from concurrent.futures import Future
-from dataclasses import replace
 
 import optuna
 import pytest
@@ -14,57 +10,11 @@ from evo.outcome import run_tuner
 from evo.store import RunStore
 from evo.tuner import Tuner, check_tuner_settings
 from experiments.tuner_compare import compare, summarise
-from core.genome import Genome, evaluation_key
+from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
-from hardware_profiles import load_profile
+from fakes import SPACE, TUNER_SEED, LandscapeService, source
 
-SPACE = {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [16, 32, 64, 128, 256], "NUM_WARPS": [1, 2, 4, 8],
-         "STAGES": [1, 2, 3]}
-
-
-def source(params: dict, body: str = "pass", space: dict = SPACE) -> str:
-    return "".join(f"{k} = {v!r}\n" for k, v in params.items()) + f"TUNABLE = {space!r}\n\ndef kernel():\n    {body}\n"
-
-
-SEED = Genome.from_source(source({"BLOCK_M": 16, "BLOCK_N": 16, "NUM_WARPS": 1, "STAGES": 1}))
-OTHER = Genome.from_source(source(SEED.params, body="return 1"))  # another structure, the same space
-
-
-def landscape(params: dict) -> float | None:
-    """A time with one optimum (BLOCK_M 128, BLOCK_N 64, 4 warps, 2 stages) and a corner that does not compile."""
-    if params["BLOCK_M"] * params["BLOCK_N"] >= 256 * 128:
-        return None
-    return 1e-3 * (1 + 0.4 * (math.log2(params["BLOCK_M"]) - 7) ** 2 + 0.3 * (math.log2(params["BLOCK_N"]) - 6) ** 2
-                   + 0.2 * (math.log2(params["NUM_WARPS"]) - 2) ** 2 + 0.1 * (params["STAGES"] - 2) ** 2)
-
-
-class FakeService:
-    """Evaluates by the landscape. `delay(n)`: seconds the n-th submission takes to finish, in its own thread (so
-    completion order can be shuffled); `spy(source)` runs at each submission. Records every source evaluated."""
-
-    def __init__(self, delay=None, spy=None):
-        self.profile = replace(load_profile("h200"), gemm_tiles=())
-        self.delay, self.spy = delay, spy
-        self.evaluated, self._lock = [], threading.Lock()
-
-    def evaluate(self, source: str, label: str = "") -> tuple[str, EvalResult]:
-        with self._lock:
-            self.evaluated.append(source)
-        time_s = landscape(Genome.from_source(source).params)
-        if time_s is None:
-            return evaluation_key(source), EvalResult(status="compile_error", reason="out of shared memory")
-        return evaluation_key(source), EvalResult(status="ok", time_s=time_s)
-
-    def submit(self, source: str, label: str = "") -> Future:
-        if self.spy is not None:
-            self.spy(source)
-        future, wait = Future(), self.delay(len(self.evaluated)) if self.delay else 0.0
-        if not wait:
-            future.set_result(self.evaluate(source, label))
-            return future
-        threading.Thread(target=lambda: (time.sleep(wait), future.set_result(self.evaluate(source, label)))).start()
-        return future
+OTHER = Genome.from_source(source(TUNER_SEED.params, body="return 1"))  # another structure, the same space
 
 
 def child(parent: Individual, ident: str, params: dict | None = None, genome: Genome | None = None,
@@ -86,19 +36,19 @@ def test_a_fresh_tpe_study_leaves_random_sampling_within_the_budget(monkeypatch)
     monkeypatch.setattr(optuna.samplers.TPESampler, "_sample",
                         lambda self, study, trial, space: modelled.append(trial.number) or sample(self, study, trial,
                                                                                                   space))
-    service = FakeService()
-    Tuner(service, None, trials=6, parallel=3).tune(Individual("0.0", SEED))
+    service = LandscapeService()
+    Tuner(service, None, trials=6, parallel=3).tune(Individual("0.0", TUNER_SEED))
     assert modelled and min(modelled) >= 3  # the first batch at random (told nothing yet), then the model
     modelled.clear()
-    tuned = Tuner(service, None, trials=6, parallel=3, sampler="random").tune(Individual("0.0", SEED))
+    tuned = Tuner(service, None, trials=6, parallel=3, sampler="random").tune(Individual("0.0", TUNER_SEED))
     assert not modelled and tuned.tuning["sampler"] == "random"
 
 
 def test_a_child_study_starts_from_its_ancestors_trials_of_the_same_structure_only():
     seen = {}
-    tuner = Tuner(FakeService(spy=lambda source: "armed" in seen and seen.setdefault(
+    tuner = Tuner(LandscapeService(spy=lambda source: "armed" in seen and seen.setdefault(
         "child", live_study(tuner, "tune-1.0").trials)), None, trials=6, parallel=3)
-    parent = tuner.tune(Individual("0.0", SEED))
+    parent = tuner.tune(Individual("0.0", TUNER_SEED))
     other = tuner.tune(Individual("0.1", OTHER))  # a crossover's other parent: another structure
     seen["armed"] = True
     kid = tuner.tune(child(parent, "1.0", parents=("0.1", "0.0")))
@@ -112,8 +62,8 @@ def test_a_child_study_starts_from_its_ancestors_trials_of_the_same_structure_on
     assert grandchild.tuning["warm_start_from"] == ["0.0", "1.0"]
     assert grandchild.tuning["warm_start"] == len(distinct(r["params"] for ind in (kid, parent)
                                                            for r in ind.tuning["trials"]))
-    cold = Tuner(FakeService(), None, trials=6, parallel=3, warm_start=False)
-    cold.tune(Individual("0.0", SEED))
+    cold = Tuner(LandscapeService(), None, trials=6, parallel=3, warm_start=False)
+    cold.tune(Individual("0.0", TUNER_SEED))
     assert cold.tune(child(parent, "1.0")).tuning["warm_start"] == 0
 
 
@@ -127,8 +77,8 @@ def distinct(configurations) -> list[dict]:
 
 def test_a_study_never_spends_a_trial_on_a_configuration_measured_before():
     """Warm-started TPE, sure of its parent's best, proposes it again; the tuner asks an unmeasured one instead."""
-    tuner = Tuner(FakeService(), None, trials=6, parallel=3)
-    parent = tuner.tune(Individual("0.0", SEED))
+    tuner = Tuner(LandscapeService(), None, trials=6, parallel=3)
+    parent = tuner.tune(Individual("0.0", TUNER_SEED))
     lineage = [parent]
     for generation in range(1, 5):
         lineage.append(tuner.tune(child(lineage[-1], f"{generation}.0", {"STAGES": 1 + generation % 3})))
@@ -146,8 +96,8 @@ def live_study(tuner: Tuner, name: str) -> optuna.Study:
 def test_the_choice_is_the_same_whatever_order_evaluations_finish_in():
     """Two tunings of a parent and two concurrent children, their evaluations finishing in opposite orders."""
     def lineage(delay):
-        tuner = Tuner(FakeService(delay=delay), None, trials=6, parallel=3, seed=7)
-        parent = tuner.tune(Individual("0.0", SEED))
+        tuner = Tuner(LandscapeService(delay=delay), None, trials=6, parallel=3, seed=7)
+        parent = tuner.tune(Individual("0.0", TUNER_SEED))
         kids = {}
         threads = [threading.Thread(target=lambda i=i: kids.setdefault(i, tuner.tune(
             child(parent, f"1.{i}", {"NUM_WARPS": 2 ** i})))) for i in range(2)]
@@ -163,12 +113,12 @@ def test_the_choice_is_the_same_whatever_order_evaluations_finish_in():
         assert a.genome == b.genome and a.result.time_s == b.result.time_s and own(a) == own(b)
 
 
-BROKEN = SEED.with_params({"BLOCK_M": 256, "BLOCK_N": 128, "NUM_WARPS": 8})  # within limits, does not compile
+BROKEN = TUNER_SEED.with_params({"BLOCK_M": 256, "BLOCK_N": 128, "NUM_WARPS": 8})  # within limits, does not compile
 WIDER = {**SPACE, "STAGES": [1, 2, 3, 4]}  # the same structure (TUNABLE is blanked in it), another kernel
 
 
 def test_a_configuration_that_failed_to_compile_is_not_evaluated_again_for_its_structure():
-    service = FakeService()
+    service = LandscapeService()
     tuner = Tuner(service, None, trials=3, parallel=3)
     first = tuner.tune(Individual("1.0", BROKEN))  # its own configuration fails to compile
     assert first.tuning["trials"][0]["status"] == "compile_error"
@@ -183,8 +133,8 @@ def test_a_configuration_that_failed_to_compile_is_not_evaluated_again_for_its_s
 
 def test_a_skipped_failure_tells_the_study_what_its_evaluation_would_have():
     """With or without a sibling's failures known, the same configurations are tried and the same one kept."""
-    alone = Tuner(FakeService(), None, trials=6, parallel=3).tune(Individual("1.1", BROKEN))
-    tuner = Tuner(FakeService(), None, trials=6, parallel=3)
+    alone = Tuner(LandscapeService(), None, trials=6, parallel=3).tune(Individual("1.1", BROKEN))
+    tuner = Tuner(LandscapeService(), None, trials=6, parallel=3)
     tuner.tune(Individual("1.0", BROKEN.with_space(WIDER)))
     informed = tuner.tune(Individual("1.1", BROKEN))
     assert informed.tuning["trials"][0]["note"].startswith("skipped")
@@ -194,19 +144,19 @@ def test_a_skipped_failure_tells_the_study_what_its_evaluation_would_have():
 def test_nothing_compiles_the_individual_keeps_its_own_configuration_and_failure():
     space = {"BLOCK_M": [256], "BLOCK_N": [128, 256], "NUM_WARPS": [1], "STAGES": [1]}
     genome = Genome.from_source(source({"BLOCK_M": 256, "BLOCK_N": 128, "NUM_WARPS": 1, "STAGES": 1}, space=space))
-    tuner = Tuner(FakeService(), None, trials=3, parallel=1)
+    tuner = Tuner(LandscapeService(), None, trials=3, parallel=1)
     tuned = tuner.tune(Individual("0.0", genome.with_params({"BLOCK_N": 256})))
     assert tuned.status == "compile_error" and tuned.genome.params["BLOCK_N"] == 256 and tuned.trials == 3
 
 
 def test_after_a_resume_the_warm_start_is_read_back_from_the_run_store(tmp_path):
     store = RunStore(tmp_path)
-    tuner = Tuner(FakeService(), store.optuna_url, trials=6, parallel=3, store=store)
-    parent = tuner.tune(Individual("0.0", SEED))
+    tuner = Tuner(LandscapeService(), store.optuna_url, trials=6, parallel=3, store=store)
+    parent = tuner.tune(Individual("0.0", TUNER_SEED))
     store.add_individual(parent)  # as the search records it
     kid = tuner.tune(child(parent, "1.0"))
     tuner.close()
-    resumed = Tuner(FakeService(), store.optuna_url, trials=6, parallel=3, store=store)  # a new process
+    resumed = Tuner(LandscapeService(), store.optuna_url, trials=6, parallel=3, store=store)  # a new process
     again = resumed.tune(child(store.individual("0.0"), "1.0"))
     resumed.close()
     assert again.tuning == kid.tuning and again.genome == kid.genome
@@ -217,7 +167,7 @@ def test_after_a_resume_the_warm_start_is_read_back_from_the_run_store(tmp_path)
 
 
 def test_sampler_names_reach_the_records_and_a_bad_one_is_refused():
-    tuned = Tuner(FakeService(), None, trials=2, parallel=2, sampler="random").tune(Individual("0.0", SEED))
+    tuned = Tuner(LandscapeService(), None, trials=2, parallel=2, sampler="random").tune(Individual("0.0", TUNER_SEED))
     assert tuned.tuning["sampler"] == "random"
     assert Individual.from_lineage_dict(tuned.lineage_dict(), None).tuning == tuned.tuning  # stored with it
     config = {"search": {"tuner": {"sampler": "random", "warm_start": True, "trials": 6, "parallel": 3}}}
@@ -232,7 +182,7 @@ def test_samplers_compared_on_a_synthetic_landscape():
     """The comparison the GPU experiment makes, on the fake service: equal trials per arm, the warm-started arm's
     children starting from their ancestors' trials, and (deterministically: seeded samplers, a fixed landscape) the
     warm-started TPE ahead of random search and of fresh TPE studies once the lineage has a second generation."""
-    arms = compare(FakeService(), SEED, seeds=12, generations=4, trials=6, parallel=3)
+    arms = compare(LandscapeService(), TUNER_SEED, seeds=12, generations=4, trials=6, parallel=3)
     assert {arm: {len(run["curve"]) for run in runs} for arm, runs in arms.items()} == \
         {arm: {24} for arm in ("random", "tpe", "tpe_warm")}
     for arm, runs in arms.items():

@@ -1,7 +1,11 @@
-"""``WorkerResult``: the keys a worker's result may carry, and the verdict an ``EvalResult`` takes over from it."""
+"""``WorkerResult``: the keys a worker's result may carry, and the verdict an ``EvalResult`` takes over from it;
+``WorkerJob``: the job a worker is sent."""
+import json
+
 import pytest
 
-from fitness.result import EvalResult, WorkerResult
+from fitness.result import EvalResult, WorkerJob, WorkerResult
+from fitness.settings import EvalSettings, TimingSettings
 
 
 def test_a_key_no_reader_knows_is_named_not_dropped():
@@ -26,3 +30,17 @@ def test_every_job_kind_reads_back():
                  {"status": "ok", "profile": {"kernels": []}}, {"status": "ok", "prewarm": "ok"},
                  {"status": "runtime_error", "internal_error": True, "infrastructure": True, "reason": "CUDA"}):
         assert WorkerResult.from_dict(data).status == data["status"]
+
+
+def test_the_job_crosses_to_the_worker_typed_with_its_defaults_filled_in_one_place():
+    """``WorkerJob``: what the evaluator sends, serialised by ``to_json`` and read by ``from_dict``; the judge's
+    settings arrive whole (the timing's defaults filled in by ``TimingSettings``, never merged back by a reader)."""
+    job = WorkerJob("candidate", "cpu", settings=EvalSettings(timing={"interpreter_reps": 1}), source="X = 1\n",
+                    coverage_inputs=[0], input_names=["x"])
+    read = WorkerJob.from_dict(json.loads(job.to_json()))
+    assert read == job and isinstance(read.settings, EvalSettings) and isinstance(read.settings.timing, TimingSettings)
+    assert read.settings.timing.interpreter_reps == 1
+    assert read.settings.timing.checked_calls == TimingSettings().checked_calls  # a default, from its one home
+    assert WorkerJob.from_dict({"kind": "prewarm", "device": "cpu"}).settings == EvalSettings()
+    with pytest.raises(ValueError, match=r"a worker's job has keys \['sede'\].*add them to WorkerJob"):
+        WorkerJob.from_dict({**json.loads(job.to_json()), "sede": 3})

@@ -17,6 +17,7 @@ own Triton convolution (``convolutions.py``); under ``kernelbench`` as the libra
 """
 from __future__ import annotations
 
+import logging
 import ast
 import json
 import os
@@ -33,6 +34,8 @@ from fitness.lifeline import lifeline_env
 from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
+
+log = logging.getLogger(f"kernelevo.{__name__}")
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
@@ -148,15 +151,13 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
                 raise SeedError(captured[name]["error"].strip().splitlines()[-1])
             source = _checked_source(spec, captured[name], torch_compute_allowed, tf32)
         except SeedError as exc:
-            print(f"[kernelevo] no seed from Inductor's variant {name!r}: {str(exc).splitlines()[0][:300]}",
-                  flush=True)
+            log.info(f"no seed from Inductor's variant {name!r}: {str(exc).splitlines()[0][:300]}")
             continue
         same = next((made_by for made_by, seen in sources.items() if seen == source), None)
         if same is None:
             sources[f"{INDUCTOR}:{name}"] = source
         else:  # options that change nothing here add no seed
-            print(f"[kernelevo] Inductor's variant {name!r} wrote the kernels of {same} here: no seed of its own",
-                  flush=True)
+            log.info(f"Inductor's variant {name!r} wrote the kernels of {same} here: no seed of its own")
     if run_dir is not None:
         write_seeds(sources, Path(run_dir))
     return sources
@@ -171,8 +172,8 @@ def gpu_variants(variants: dict | None, device: str) -> dict | None:
     for name, options in variants.items():
         asks = sorted(set(flat_options(options)) & GPU_ONLY)
         if asks and any(flat_options(options)[key] for key in asks):
-            print(f"[kernelevo] Inductor's variant {name!r} ({', '.join(asks)}) needs a GPU: no seed from it on "
-                  f"{device}", flush=True)
+            log.info(f"Inductor's variant {name!r} ({', '.join(asks)}) needs a GPU: no seed from it on "
+                     f"{device}")
         else:
             kept[name] = options
     return kept
