@@ -105,15 +105,16 @@ def test_only_secret_variables_of_eight_characters_or_more_are_scrubbed():
     assert result.log_tail == SECRET_PLACEHOLDER
 
 
-def test_a_softmax_within_atol_everywhere_but_wrong_as_a_whole_is_incorrect():
+def test_a_softmax_within_atol_everywhere_but_wrong_as_a_whole_is_incorrect(sandbox):
     source = candidate("softmax_no_max_no_sum")
     sizes = {"batch_size": 64, "dim": 2048}  # the guess is ~3 % off (2.2-4.2 % over 1000 seeds), no element > atol
-    with make_evaluator("row_softmax", sizes=sizes, trials=1) as ev:
+    with make_evaluator("row_softmax", sizes=sizes, trials=1, sandbox=sandbox) as ev:
         result = ev.evaluate(source)
         assert result.status == "incorrect" and "normwise relative error" in result.reason, result.reason
         assert 0.015 < result.rel_l2 < 0.1  # every element within atol=1e-2: only the normwise bound sees it
-    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1, coverage=False) as ev:
+    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1, coverage=False,
+                        sandbox=sandbox) as ev:
         assert ev.evaluate(source).ok  # KernelBench's own rules (elementwise only) let it through
-    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1) as ev:
+    with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1, sandbox=sandbox) as ev:
         result = ev.evaluate(source)  # but not the coverage trial: one large element makes the guessed sum wrong
         assert result.status == "incorrect" and result.reason.startswith("coverage trial: "), result.reason

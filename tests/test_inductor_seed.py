@@ -17,7 +17,7 @@ from seeds.inductor.convert import SeedError, convert
 
 
 @pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures
-def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launch_configuration(name):
+def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launch_configuration(name, sandbox):
     sizes = {"batch_size": 4, "dim": 256}  # small: the interpreter runs Inductor's reduction in seconds
     spec = resolve_problem(name, sizes=sizes)
     captured = seeds.capture(spec, "cpu")
@@ -35,7 +35,7 @@ def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launc
             if f"K{index}_{param}" in genome.space:
                 assert genome.params[f"K{index}_{param}"] == value and value in genome.space[f"K{index}_{param}"]
         assert genome.params[f"K{index}_NUM_WARPS"] == chosen["num_warps"]
-    with make_evaluator(problem=name, sizes=sizes) as ev:
+    with make_evaluator(problem=name, sizes=sizes, sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
 
@@ -55,34 +55,34 @@ def test_the_seed_is_cached_per_problem_and_written_into_the_run_directory(tmp_p
         seeds.inductor_seed(other_sizes, "cpu", "cpu_interpreter", tmp_path / "cache")
 
 
-def test_library_calls_left_by_inductor_are_refused_under_policy_triton_with_the_way_out(tmp_path):
+def test_library_calls_left_by_inductor_are_refused_under_policy_triton_with_the_way_out(tmp_path, sandbox):
     spec = resolve_problem("matmul_bias_relu", size_preset="test")
     with pytest.raises(SeedError, match="fitness/policy=kernelbench") as refused:
         seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
     assert "torch.addmm" in str(refused.value)
     source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path, torch_compute_allowed=True)
     assert seeds.library_calls(source) == ["torch.addmm"]
-    with make_evaluator(problem="matmul_bias_relu", policy="kernelbench", size_preset="test") as ev:
+    with make_evaluator(problem="matmul_bias_relu", policy="kernelbench", size_preset="test", sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
 
 
-def test_nn_sequential_parameters_and_buffers_are_bound_by_their_qualified_names(tmp_path):
+def test_nn_sequential_parameters_and_buffers_are_bound_by_their_qualified_names(tmp_path, sandbox):
     spec = resolve_problem(str(PROBLEMS / "sequential_norms.py"))
     source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
     assert "self.get_parameter('block.0.weight')" in source and "self.get_buffer('block.1.scale')" in source
-    with make_evaluator(problem=spec.path) as ev:
+    with make_evaluator(problem=spec.path, sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
 
 
-def test_level3_mlps_sequential_of_linear_layers_converts_and_its_library_calls_are_named(tmp_path):
+def test_level3_mlps_sequential_of_linear_layers_converts_and_its_library_calls_are_named(tmp_path, sandbox):
     spec = resolve_problem(str(PROBLEMS / "sequential_mlp.py"))  # level3/1_MLP at interpreter sizes
     with pytest.raises(SeedError, match=r"calls library kernels \(torch.addmm\)"):
         seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
     source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path, torch_compute_allowed=True)
     assert "self.get_parameter('network.4.weight')" in source
-    with make_evaluator(problem=spec.path, policy="kernelbench") as ev:
+    with make_evaluator(problem=spec.path, policy="kernelbench", sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
 
@@ -111,7 +111,7 @@ ND_TILING = {"nd_tiling": {"triton": {"prefer_nd_tiling": True, "tile_reductions
 
 
 def test_each_inductor_variant_is_cached_on_its_own_and_one_inductor_cannot_build_is_a_note(tmp_path, monkeypatch,
-                                                                                              capsys):
+                                                                                              capsys, sandbox):
     spec = resolve_problem("sum_reduction", size_preset="test")
     asked, real = [], seeds.capture_variants
 
@@ -137,7 +137,7 @@ def test_each_inductor_variant_is_cached_on_its_own_and_one_inductor_cannot_buil
     assert third == first and "no seed from Inductor's variant 'new'" in capsys.readouterr().out
     with pytest.raises(SeedError, match="may not be called 'default'"):
         seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants={"default": {}})
-    with make_evaluator(problem="sum_reduction", size_preset="test") as ev:
+    with make_evaluator(problem="sum_reduction", size_preset="test", sandbox=sandbox) as ev:
         result = ev.evaluate(first["inductor:nd_tiling"], label="inductor:nd_tiling")
     assert result.status == "ok", result.reason
 
