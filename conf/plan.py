@@ -19,8 +19,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from evo.plan import RunPlan
 from evo.settings import Budget, Population, SearchSettings
-from fitness.plan import JudgePlan
-from fitness.policy import PrecisionPolicy
+from fitness.evaluation.plan import JudgePlan
+from fitness.comparison.policy import PrecisionPolicy
 from fitness.settings import EvalSettings
 from operators.llm.settings import LLMPlan, LLMSettings, TeamSettings
 

@@ -1,8 +1,8 @@
 """The plug-ins' config nodes, made from their classes: a plug-in's keys and defaults live in its signature alone.
 
 A config group whose option picks a class (``search/selection``, ``search/strategy``, ``fitness/backend``,
-``bench/backend``) names it in its defaults list, ``- /plugin/evo.selection.Tournament@_here_``: the node stored
-here under ``plugin/<module.Class>`` gives ``_target_`` and every parameter of the class at its default (``???``
+``bench/backend``) names it in its defaults list, ``- /plugin/evo.evolution.selection.Tournament@_here_``: the node
+stored here under ``plugin/<module.Class>`` gives ``_target_`` and every parameter of the class at its default (``???``
 where it has none), typed as the signature says, so ``search.selection.size=3`` needs no ``+``, a wrong type is
 refused when the config is composed, and ``--cfg job`` shows every key. The option's YAML holds only what it
 changes. Operators are items of ``operators.list``, which a defaults list cannot fill: their YAML names
@@ -19,13 +19,13 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from evo.bench import LocalBackend
-from evo.bench_ray import RayBackend
-from evo.evaluation import LocalEvaluators
-from evo.evaluation_ray import RayEvaluators
-from evo.replay import RecordedEvaluators
-from evo.selection import EpsilonGreedy, Tournament, UniformRandom
-from evo.strategy import Evolution, Refinement, Sampling, Tree
+from evo.benchmark.bench import LocalBackend
+from evo.benchmark.bench_ray import RayBackend
+from evo.service.evaluation import LocalEvaluators
+from evo.service.evaluation_ray import RayEvaluators
+from evo.service.replay import RecordedEvaluators
+from evo.evolution.selection import EpsilonGreedy, Tournament, UniformRandom
+from evo.evolution.strategy import Evolution, Refinement, Sampling, Tree
 
 PLUGINS = (Tournament, EpsilonGreedy, UniformRandom, Evolution, Sampling, Refinement, Tree, LocalEvaluators,
            RayEvaluators, RecordedEvaluators, LocalBackend, RayBackend)

@@ -9,8 +9,8 @@ equals the schema's is a second home, which ``tests/test_config_schema.py`` refu
 The settings of each part live beside the code that uses them, and are these nodes' types:
 ``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,
 ``SearchSettings``, ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``,
-``ContextSettings``, ``LLMBudget``), ``evo.intervals.Bootstrap``. ``conf.plan`` turns a composed config into these
-settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
+``ContextSettings``, ``LLMBudget``), ``evo.reports.intervals.Bootstrap``. ``conf.plan`` turns a composed config into
+these settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
 evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
 has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
 spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from evo.intervals import Bootstrap
+from evo.reports.intervals import Bootstrap
 from evo.settings import Budget, Population, TunerSettings
 from fitness.settings import EvalSettings, ProblemSettings
 from operators.llm.settings import ContextSettings, LLMBudget, LLMSettings, TeamSettings
@@ -54,7 +54,7 @@ class ExperimentConfig:
 
 @dataclass
 class PolicyConfig:
-    """``fitness.policy``: a precision policy (fitness.policy.PrecisionPolicy); each option under
+    """``fitness.policy``: a precision policy (fitness.comparison.policy.PrecisionPolicy); each option under
     conf/fitness/policy/ gives every key."""
     name: str = MISSING
     description: str = MISSING
@@ -75,7 +75,7 @@ class FitnessConfig(EvalSettings):
 class SearchConfig(Budget, Population):
     """``search``: the population and the budget (evo.settings), the tuner, and the selection and strategy."""
     tuner: TunerSettings = field(default_factory=TunerSettings)
-    selection: Any = None  # parent selection: the search/selection option's plug-in (evo.selection)
+    selection: Any = None  # parent selection: the search/selection option's plug-in (evo.evolution.selection)
     strategy: Any = None  # what each child is made from: the search/strategy option's plug-in (null: evolution)
 
 
@@ -138,7 +138,7 @@ class RunConfig(JudgeConfig):
 
 @dataclass
 class BenchSettings:
-    """``bench``: one search per problem of a selection (`kernelevo bench`, evo/bench.py)."""
+    """``bench``: one search per problem of a selection (`kernelevo bench`, evo/benchmark/bench.py)."""
     root: Optional[str] = None  # a KernelBench checkout's KernelBench/ folder (level1/, ...); null: bundled problems
     level: Optional[int] = None  # 1, 2, 3: every problem of that level (when bench.problems is not given)
     # [a, b] (paths under root, ids like level1/23, bundled names) or a list file, one per line
@@ -148,7 +148,7 @@ class BenchSettings:
     # search seeds per problem (--seeds N): search.seed, search.seed + 1, ...; with 2 or more the table gives each
     # problem's median speed-up and the geometric mean with their confidence intervals (`intervals`)
     seeds: int = 1
-    backend: Any = None  # where the searches run: the bench/backend option's plug-in (evo.bench, evo.bench_ray)
+    backend: Any = None  # where the searches run: the bench/backend option's plug-in (evo.benchmark.bench, evo.benchmark.bench_ray)
     # a re-run into a bench.dir whose runs were made with other settings than the command's: null refuses, naming
     # the keys that differ; changed runs those problems again with the command's settings (their old runs, rows
     # and logs kept under bench.dir/replaced/)

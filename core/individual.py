@@ -21,7 +21,7 @@ from core.genome import Genome
 from core.records import from_record
 
 if TYPE_CHECKING:  # the judge's record, for annotations only: the data model does not import the judge
-    from fitness.result import EvalResult
+    from fitness.measure.result import EvalResult
 
 
 class KernelFitness(base.Fitness):
@@ -42,7 +42,7 @@ class Individual:
     result: EvalResult | None = None  # the evaluation of `genome.rendered()`; None until tuned
     trials: int = 0  # tuner configurations tried
     llm: dict = field(default_factory=dict)  # LLM usage of the operator call that made it: calls, tokens, cost_usd
-    tuning: dict = field(default_factory=dict)  # evo.tuner's record: sampler, configurations tried (for descendants)
+    tuning: dict = field(default_factory=dict)  # evo.tuning.tuner's record: sampler, configurations tried (for descendants)
 
     def __post_init__(self):
         self.parents = tuple(self.parents)

@@ -1,4 +1,4 @@
-"""A run's plan (``RunPlan``): everything ``evo.run`` is made of, as typed settings, made once per command from the
+"""A run's plan (``RunPlan``): everything ``evo.runs.run`` is made of, as typed settings, made once per command from the
 composed config (``conf.plan.run_plan``; a resume's from the config its run store kept). No layer below reads the
 config itself: each takes its part of the plan (the fitness layer ``JudgePlan``, the LLM team ``LLMPlan``, the search
 ``SearchSettings``, the tuner ``TunerSettings``). The plug-ins (``_target_`` nodes: the selection, the strategy, the
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evo.settings import SearchSettings, TunerSettings
-from fitness.plan import JudgePlan
+from fitness.evaluation.plan import JudgePlan
 from operators.llm.settings import LLMPlan
 
 
@@ -21,7 +21,7 @@ class RunPlan:
     operators: tuple = ()  # operators.list: each operator's node
     selection: Any = None  # search.selection's node (None: the search's default)
     strategy: Any = None  # search.strategy's node (None: evolution, as a run saved before strategies)
-    backend: Any = None  # fitness.backend's node (None: this host, evo.evaluation.LocalEvaluators)
+    backend: Any = None  # fitness.backend's node (None: this host, evo.service.evaluation.LocalEvaluators)
     llm: LLMPlan | None = None  # None: an offline run (llm=none)
     variants: dict | None = None  # inductor.variants: name -> Inductor options (None: its defaults only)
     gpus: Any = "auto"  # the local backend's GPUs (auto, or indices)

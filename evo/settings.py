@@ -59,7 +59,8 @@ class Population:
 
 @dataclass
 class SearchSettings(Population):
-    """The search's settings as ``evo.search.Search`` takes them: the population, and the budget in one part."""
+    """The search's settings as ``evo.evolution.search.Search`` takes them: the population, and the budget in one
+    part."""
     budget: Budget = field(default_factory=Budget)
     # evaluators the search was started with (GPUs, Ray actors; 1 on the interpreter): not a config key, the run sets
     # it (``on_evaluators``)
@@ -123,12 +124,12 @@ class SearchSettings(Population):
 
 @dataclass
 class TunerSettings:
-    """``search.tuner``: each individual's own Optuna study (``evo.tuner``)."""
+    """``search.tuner``: each individual's own Optuna study (``evo.tuning.tuner``)."""
     trials: int = 6  # Optuna trials per individual (its first trial is the operator's own choice)
     # trials of one individual asked at once and evaluated concurrently (told back in order). TPE learns between
     # batches, so this is part of the search: 3 gives its model a second batch (experiments/results/
     # tuner_compare_h100_8seeds.md measured the samplers so); six at once brought no more evaluations per hour
-    # (experiments/results/throughput_h100.md, run i)
+    # (experiments/results/throughput/throughput_h100.md, run i)
     parallel: int = 3
     sampler: str = "tpe"  # tpe: multivariate TPE, a third of the trials random start-up; random: seeded random search
     # tpe: each study starts from the trials of the individual's ancestors of the same kernel structure (same code

@@ -4,7 +4,8 @@ the evaluator exactly as a run measures them (``fitness.baselines``: trusted wor
 TF32 as the policy says), with each one's status and how much faster max-autotune is than the default.
 
     python3 experiments/baseline_table.py --root KB --list dev-20.txt --out experiments/results/baselines_dev20_h100
-    python3 experiments/baseline_table.py ... --keep experiments/results/baselines_dev20_h100.json  # go on
+    python3 experiments/baseline_table.py ... --keep experiments/results/baselines_dev20_h100/baselines_dev20_h100.json 
+    # go on
 
 Rows of --keep may name their `source` (e.g. a bench's rows, which measure the same baselines the same way); the
 table says which script measured each row.
@@ -25,13 +26,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from core.stats import geometric_mean  # noqa: E402
-from fitness.formatting import microseconds, ratio  # noqa: E402
+from fitness.common.formatting import microseconds, ratio  # noqa: E402
 
 
 def measure(path: str, policy: str, settings: dict, cache: Path) -> dict:
-    from fitness.evaluator import EvalSettings, Evaluator
-    from fitness.policy import load_policy
-    from fitness.problem import resolve_problem
+    from fitness.evaluation.evaluator import EvalSettings, Evaluator
+    from fitness.comparison.policy import load_policy
+    from fitness.problems.problem import resolve_problem
     from hardware_profiles import resolve_profile
 
     started = time.time()
@@ -48,8 +49,8 @@ def measure(path: str, policy: str, settings: dict, cache: Path) -> dict:
 
 
 def table(rows: list[dict], command: str, manifest: dict) -> str:
-    from evo.manifest import manifest_rows
-    from fitness.baselines import speedup_text
+    from evo.records.manifest import manifest_rows
+    from fitness.measure.baselines import speedup_text
 
     lines = ["# Baselines at full sizes: eager, torch.compile, torch.compile max-autotune", "", "    " + command, "",
              "| problem | eager (us) | compile (us) | max-autotune (us) | compile / max-autotune | eager / best | "
@@ -99,7 +100,7 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     command = "python3 experiments/baseline_table.py " + " ".join(sys.argv[1:])
-    from evo.manifest import build_manifest
+    from evo.records.manifest import build_manifest
 
     with tempfile.TemporaryDirectory() as cache:
         for path in (p for p in problems if p not in done):

@@ -22,7 +22,7 @@ def environment(**extra) -> dict:
 
 def problem_names(args) -> list[str]:
     """The problems of `run --problems a,b`; every suite problem when none are named."""
-    from fitness.problem import suite_names
+    from fitness.problems.problem import suite_names
 
     return args.problems.split(",") if args.problems else suite_names()
 

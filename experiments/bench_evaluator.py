@@ -23,10 +23,10 @@ sys.path.insert(0, str(REPO))
 
 from core.stats import geometric_mean  # noqa: E402
 from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
-from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
-from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
-from fitness.policy import load_policy  # noqa: E402
-from fitness.problem import resolve_problem  # noqa: E402
+from fitness.evaluation.evaluator import EvalSettings, Evaluator  # noqa: E402
+from fitness.common.formatting import microseconds, number, percent, speedup  # noqa: E402
+from fitness.comparison.policy import load_policy  # noqa: E402
+from fitness.problems.problem import resolve_problem  # noqa: E402
 from hardware_profiles import detect_profile  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "candidates"

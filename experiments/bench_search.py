@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from core.stats import geometric_mean  # noqa: E402
 from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
 from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
-from fitness.formatting import microseconds, number, percent, speedup  # noqa: E402
+from fitness.common.formatting import microseconds, number, percent, speedup  # noqa: E402
 
 BUDGET = ["search.generations=100", "search.mu=4", "search.lambda_=8", "search.tuner.trials=3",
           "search.patience=null", "search.wall_time_s=60"]
@@ -55,8 +55,8 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
     from hydra import compose, initialize_config_module
 
     from conf.plan import run_plan
-    from evo.run import check_run_config, execute
-    from evo.store import RunStore
+    from evo.runs.run import check_run_config, execute
+    from evo.records.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
         plan = run_plan(compose("config", overrides=[f"problem={name}", *BUDGET, *overrides]))
@@ -91,7 +91,7 @@ def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
 
 def store_best(run_dir: Path, best_id: str):
     """The run's best individual (None: none)."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     if not best_id:
         return None
@@ -106,8 +106,8 @@ def run(args) -> None:
     import torch
 
     out = {"environment": environment(), "budget": BUDGET + args.overrides, "problems": []}
-    from evo.progress import GpuBusySampler
-    from fitness.gpu_lock import physical_gpu
+    from evo.runs.progress import GpuBusySampler
+    from fitness.common.gpu_lock import physical_gpu
 
     root = Path(args.runs_dir)
     sampler = GpuBusySampler([physical_gpu(f"cuda:{i}") for i in range(torch.cuda.device_count())]

@@ -26,7 +26,7 @@ from core.stats import median  # noqa: E402
 
 def store_rows(db: Path) -> list[dict]:
     """Every stored verdict of the run store `db` lives in, as records (read through the store: no SQL here)."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     store = RunStore(db.parent, create=False)
     try:
@@ -36,7 +36,7 @@ def store_rows(db: Path) -> list[dict]:
 
 
 def problem_of(db: Path) -> tuple[str, dict]:
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     store = RunStore(db.parent, create=False)
     try:
@@ -61,9 +61,9 @@ def summarise(db: Path) -> dict:
 
 def rejudge(db: Path, kernelbench: Path | None) -> dict:
     """The run's best kernel judged again by the current judge at full size (eager baseline only)."""
-    from fitness.evaluator import Evaluator
-    from fitness.policy import load_policy
-    from fitness.problem import resolve_problem
+    from fitness.evaluation.evaluator import Evaluator
+    from fitness.comparison.policy import load_policy
+    from fitness.problems.problem import resolve_problem
     from fitness.settings import EvalSettings
     from hardware_profiles import resolve_profile
 

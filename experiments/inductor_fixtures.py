@@ -28,7 +28,7 @@ FIXTURES = {
 
 
 def main() -> None:
-    from fitness.problem import resolve_problem
+    from fitness.problems.problem import resolve_problem
     from seeds.inductor import capture
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

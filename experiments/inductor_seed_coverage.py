@@ -26,11 +26,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from fitness.formatting import microseconds, speedup  # noqa: E402
+from fitness.common.formatting import microseconds, speedup  # noqa: E402
 
 
 def shrunk_spec(path: str, cap: int):
-    from fitness.problem import load_problem, resolve_problem
+    from fitness.problems.problem import load_problem, resolve_problem
 
     module = load_problem(resolve_problem(path)).module
     sizes = {k: cap for k, v in vars(module).items()
@@ -39,9 +39,9 @@ def shrunk_spec(path: str, cap: int):
 
 
 def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only: bool) -> dict:
-    from fitness.evaluator import EvalSettings, Evaluator
-    from fitness.policy import load_policy
-    from fitness.problem import resolve_problem
+    from fitness.evaluation.evaluator import EvalSettings, Evaluator
+    from fitness.comparison.policy import load_policy
+    from fitness.problems.problem import resolve_problem
     from hardware_profiles import load_profile, resolve_profile
     from seeds.inductor import inductor_seed, library_calls, policy_options
     from seeds.inductor.convert import SeedError

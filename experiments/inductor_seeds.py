@@ -23,7 +23,7 @@ def check(name: str, cache: Path) -> dict:
     import torch
     import triton.testing
 
-    from fitness.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
+    from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
     from seeds.inductor import inductor_seed
 
     spec = resolve_problem(name)

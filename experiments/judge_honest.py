@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fitness.evaluator import BaselineSlot, Evaluator, default_device  # noqa: E402
-from fitness.policy import load_policy  # noqa: E402
-from fitness.problem import resolve_problem  # noqa: E402
+from fitness.evaluation.evaluator import BaselineSlot, Evaluator, default_device  # noqa: E402
+from fitness.comparison.policy import load_policy  # noqa: E402
+from fitness.problems.problem import resolve_problem  # noqa: E402
 from fitness.settings import EvalSettings  # noqa: E402
 from hardware_profiles import load_profile, resolve_profile  # noqa: E402
 

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the project (evo.store, read after the run) and the server
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the project (evo.records.store, read after the run) and the server
 from llm_server import ScriptedLLMServer  # noqa: E402
 
 ROLES = ("initialiser", "planner", "coder", "debugger", "crossover")
@@ -129,7 +129,7 @@ def main() -> int:
 
 def profiler_costs(run_dir: Path) -> list[str]:
     """A table row per profiling run of the run in run_dir (none when profiling was off)."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     store = RunStore(run_dir, create=False)
     try:

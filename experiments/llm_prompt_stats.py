@@ -8,7 +8,8 @@ one). What is counted is every chat request the server received: its characters 
 how many requests were sent per distinct prompt (byte-identical messages: siblings told the same thing ask the
 same question, and a model answers it alike).
 
-    python experiments/llm_prompt_stats.py --before /tmp/before --out experiments/results/llm_prompt_stats_cpu.md \
+    python experiments/llm_prompt_stats.py --before /tmp/before --out
+    experiments/results/llm_prompt_stats_cpu/llm_prompt_stats_cpu.md \
         -- hardware.profile=h100_sxm
 """
 from __future__ import annotations

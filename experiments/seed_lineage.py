@@ -12,12 +12,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from fitness.formatting import microseconds  # noqa: E402
+from fitness.common.formatting import microseconds  # noqa: E402
 
 
 def lineage_rows(bench_dir: Path) -> list[list[str]]:
-    from evo.outcome import summarise
-    from evo.store import RunStore
+    from evo.reports.outcome import summarise
+    from evo.records.store import RunStore
 
     rows = []
     for run_dir in sorted((bench_dir / "runs").iterdir()):

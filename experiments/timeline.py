@@ -104,7 +104,7 @@ def run_timeline(run_dir: Path) -> dict:
     """The timeline of a finished run, from its store: the window from its first evaluation's start to its last
     one's end."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     store = RunStore(Path(run_dir), create=False)
     try:

@@ -36,7 +36,7 @@ from random import Random
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evo.tuner import Tuner  # noqa: E402
+from evo.tuning.tuner import Tuner  # noqa: E402
 from core.genome import Genome  # noqa: E402
 from core.individual import Individual  # noqa: E402
 from operators.base import OperatorContext  # noqa: E402
@@ -150,9 +150,9 @@ def run_problem(problem: str, args, root: Path) -> dict:
     from hydra import compose, initialize_config_module
 
     from conf.plan import run_plan
-    from evo.run import evaluation_backend
-    from evo.seeding import seed_genomes
-    from evo.store import RunStore
+    from evo.runs.run import evaluation_backend
+    from evo.runs.seeding import seed_genomes
+    from evo.records.store import RunStore
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
         plan = run_plan(compose("config", overrides=[*problem_overrides(problem), *(QUICK if args.quick else []),

@@ -21,7 +21,7 @@ class ProblemSettings:
     """``problem``: a bundled problem (``problem=NAME``) or a KernelBench-format file (``problem=PATH.py``)."""
     name: str = MISSING  # a bundled problem's name (fitness/suite/), or a file's path (problem=file)
     # auto: full sizes on a GPU; on the CPU interpreter a bundled problem's test sizes (suite.yaml), a file's shrunk
-    # by the rule of fitness/sizes.py (largest tensor at most 16,384 elements); or full / test
+    # by the rule of fitness/problems/sizes.py (largest tensor at most 16,384 elements); or full / test
     size_preset: str = "auto"
     sizes: Dict[str, Any] = field(default_factory=dict)  # size-constant overrides, e.g. problem.sizes.batch_size=64
     # seed kernel file; null: the bundled seed (a file has none: torch.compile's Triton kernels); inductor:
@@ -68,14 +68,14 @@ class EvalSettings:
     static_check: bool = True  # reject process/network/FFI/introspection/monkey-patching before running
     require_triton_launch: bool = True
     # after the trials, one trial per input the output depends on with one element changed so far that the
-    # reference's output moves far beyond the tolerance: the candidate's output must follow (fitness/coverage.py)
+    # reference's output moves far beyond the tolerance: the candidate's output must follow (fitness/judge/coverage.py)
     coverage: bool = True
-    # K of the second opinion on a failed comparison (fitness/rounding.py): the output is compared again against the
-    # reference computed in float64, within atol + rtol |exact| + K x the rms of the fp32 reference's own rounding
+    # K of the second opinion on a failed comparison (fitness/judge/rounding.py): the output is compared again against
+    # the reference computed in float64, within atol + rtol |exact| + K x the rms of the fp32 reference's own rounding
     # error (an exact rewrite of a long cancelling sum differs from the fp32 reference by its rounding); null: none
     rounding_allowance: Optional[float] = 8.0
     trace_torch_ops: bool = True  # dispatch-mode trace of forward's aten ops on the first trial
-    plausibility: bool = True  # reject times below plausibility_margin x the data floor (fitness/speed_of_light.py)
+    plausibility: bool = True  # reject times below plausibility_margin x the data floor (fitness/problems/speed_of_light.py)
     plausibility_margin: float = 0.9
     prestart_worker: bool = True  # keep warm spare workers (forked, CUDA initialised) ready for the next jobs
     # how many warm spares per evaluator; null: as many as evaluations in flight on its device (the run's
@@ -89,8 +89,8 @@ class EvalSettings:
     warm_judge: bool = True
     # true: a worker's start-up (its CUDA context, then the judge's warm-up) holds the GPU's shared lock, so none
     # overlaps a timing (one start-up at a time either way); false: they run during timings (more evaluations per
-    # hour: experiments/results/throughput_h100.md); null: false where the hardware profile says start-ups were
-    # measured not to disturb a timing (start_up_disturbs_timing: false; the H200), else true
+    # hour: experiments/results/throughput/throughput_h100.md); null: false where the hardware profile says start-ups
+    # were measured not to disturb a timing (start_up_disturbs_timing: false; the H200), else true
     start_up_under_lock: Optional[bool] = None
     timing: TimingSettings = field(default_factory=TimingSettings)
     # profiler feedback for the LLM agents: none, or ncu (Nsight Compute on a GPU: DRAM/SM throughput, occupancy,

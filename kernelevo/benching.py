@@ -1,5 +1,5 @@
-"""What `kernelevo bench` adds around ``evo.bench``: the table of an interrupted bench and the line that ends it; a
-re-run into a bench directory compared with the runs it holds (``check_rerun``: refused when their settings differ
+"""What `kernelevo bench` adds around ``evo.benchmark.bench``: the table of an interrupted bench and the line that ends
+it; a re-run into a bench directory compared with the runs it holds (``check_rerun``: refused when their settings differ
 from the command's, naming the keys, unless ``bench.rerun=changed`` asks to run those problems again, their old runs
 kept under ``replaced/``); the rows it keeps of problems the selection leaves out, which stay in its table."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 
-from evo.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
+from evo.benchmark.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
 
 if TYPE_CHECKING:
     from kernelevo.plans import BenchPlan
@@ -82,7 +82,7 @@ def changed_runs(config: dict, tasks: list[BenchTask], bench_dir: Path) -> dict[
     """Every run the bench directory holds whose stored settings differ from the command's: its folder name ->
     the keys that differ, each `key: stored -> now`. A run of a task of this selection is compared on its search
     seed too; one outside it (a problem left out now) on the rest."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     runs = bench_dir / RUNS
     if not runs.is_dir():

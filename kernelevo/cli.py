@@ -19,7 +19,7 @@ import hydra
 
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
 from core.log import configure as configure_logging
-from fitness.lifeline import arm
+from fitness.common.lifeline import arm
 from kernelevo.commands import COMMANDS, fail, interrupted
 from kernelevo.listing import LISTS, print_list
 from kernelevo.locations import check_locations, claim, release
@@ -81,7 +81,7 @@ def help_text(name: str, flags: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """The command line; Ctrl-C ends in one line and exit code 130 (`run` and `resume` catch it first, to say how
     to continue the run)."""
-    arm()  # a bench's search (started with fitness.lifeline's env): dies with the bench, even a killed one
+    arm()  # a bench's search (started with fitness.common.lifeline's env): dies with the bench, even a killed one
     configure_logging()  # what the command tells as it works: "[kernelevo] ..." lines (core.log)
     try:
         _main(argv)

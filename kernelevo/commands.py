@@ -12,7 +12,7 @@ from typing import Callable
 
 from omegaconf import DictConfig
 
-from fitness.lifeline import INTERRUPTED_EXIT
+from fitness.common.lifeline import INTERRUPTED_EXIT
 from kernelevo import plans
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def _out_path(out: str) -> Path:
 def llm_stop(run_dir: Path, stop_reason: str) -> None:
     """After a run that its LLM stopped (too many failed calls in a row): the resume command; an error (exit 1) when
     no LLM child was made in the whole run."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
     from operators.llm.ledger import UNAVAILABLE
     from operators.llm.operators import LLM_OPERATORS
 
@@ -94,7 +94,7 @@ def llm_stop(run_dir: Path, stop_reason: str) -> None:
 
 def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
     """Evaluate one candidate (default: the problem's bundled seed) and print the verdict."""
-    from fitness.from_config import build_evaluator, read_candidate
+    from fitness.evaluation.from_config import build_evaluator, read_candidate
 
     try:
         evaluator = build_evaluator(plan.judge)
@@ -117,8 +117,8 @@ def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
 
 def seed(cfg: DictConfig, plan: plans.SeedPlan) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
-    from fitness.evaluator import default_cache_dir
-    from fitness.from_config import fitness_parts
+    from fitness.evaluation.evaluator import default_cache_dir
+    from fitness.evaluation.from_config import fitness_parts
     from seeds.inductor import inductor_seeds, policy_options, write_seeds
 
     try:
@@ -143,8 +143,8 @@ def run(cfg: DictConfig, planned: plans.PlannedRun) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from evo.claim import Claim
-    from evo.run import execute
+    from evo.records.claim import Claim
+    from evo.runs.run import execute
     from kernelevo.locations import held, run_taken
     from operators.llm.ledger import LLMError
 
@@ -179,7 +179,7 @@ def _discarded(run_dir: Path, own) -> str:
     """After a run failed: when it had evaluated nothing (a bad problem, a failed seed capture), the directory as
     it was before the run (none, when the run made it), so that nothing blocks running it there again; what to add
     to the error saying so ('' when the run kept its evaluations)."""
-    from evo.store import DB_NAME, RunStore
+    from evo.records.store import DB_NAME, RunStore
 
     if (run_dir / DB_NAME).is_file():
         store = RunStore(run_dir, create=False)
@@ -197,8 +197,8 @@ def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
     """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
     from hydra.utils import instantiate
 
-    from evo.bench import BenchError, BenchInterrupted, execute_bench, level_sizes
-    from evo.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
+    from evo.benchmark.bench import BenchError, BenchInterrupted, execute_bench, level_sizes
+    from evo.benchmark.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
     tasks = list(plan.tasks)
@@ -246,7 +246,7 @@ def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
 
 def resume(cfg: DictConfig, plan: plans.ResumePlan) -> None:
     """Continue a run from its store, with the config it was started with and the budgets given now."""
-    from evo.run import execute
+    from evo.runs.run import execute
     from operators.llm.ledger import LLMError
 
     run_dir = plan.run_dir
@@ -267,7 +267,7 @@ def resume(cfg: DictConfig, plan: plans.ResumePlan) -> None:
 
 def report(cfg: DictConfig, run_dir: Path) -> None:
     """Write a run's report: report.html (self-contained), report.md and fitness.png."""
-    from evo.report_html import write_report
+    from evo.reports.report_html import write_report
 
     try:
         path = write_report(run_dir)

@@ -24,8 +24,8 @@ def _comment(path: Path) -> str:
 
 
 def problems() -> list[str]:
-    from fitness.problem import load_problem, resolve_problem, suite_manifest
-    from fitness.sizes import MAX_ELEMENTS, int_constants
+    from fitness.problems.problem import load_problem, resolve_problem, suite_manifest
+    from fitness.problems.sizes import MAX_ELEMENTS, int_constants
 
     lines = []
     for name, entry in suite_manifest().items():
@@ -34,7 +34,7 @@ def problems() -> list[str]:
                   f"    sizes {_sizes(full)}; on the CPU interpreter {_sizes(entry.get('test_sizes') or {})}"]
     return lines + ["", "kernelevo run problem=NAME; or problem=PATH for any KernelBench-format file (on the CPU "
                         f"interpreter shrunk to a largest tensor of at most {MAX_ELEMENTS:,} elements: "
-                        f"fitness/sizes.py)"]
+                        f"fitness/problems/sizes.py)"]
 
 
 def profiles() -> list[str]:

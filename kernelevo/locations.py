@@ -10,7 +10,7 @@ one line naming the location and the fix, exit code 2, nothing computed first.
   mix its individuals and evaluations into the first's store. The task checks its directory again (``run_taken``),
   for a directory known only once Hydra made it (a job of ``--multirun``, ``${hydra:...}``).
 
-Then the command claims the directory it will write into (``claim``: ``evo.claim.Claim``, a lock held for the
+Then the command claims the directory it will write into (``claim``: ``evo.records.claim.Claim``, a lock held for the
 command's life), before Hydra writes anything there: the run directory of ``run``, the ``run_dir`` of ``resume``,
 the bench directory of ``bench`` (a job of ``--multirun`` claims its own once Hydra made it). Two commands started
 together into one directory: the second gets one line naming the first, exit code 2, and writes nothing.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from evo.claim import Claim
+from evo.records.claim import Claim
 
 
 class LocationError(ValueError):
@@ -54,7 +54,7 @@ def check_writable(path: Path, name: str, fix: str, folder: bool = True) -> None
 
 def run_taken(run_dir: Path, setting: str = "hydra.run.dir") -> str | None:
     """Why a new run may not start in run_dir (it holds a run: continue that one, or start elsewhere), or None."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     config = RunStore.saved_run(run_dir)
     if config is None:

@@ -13,23 +13,23 @@ from omegaconf import DictConfig, OmegaConf
 
 from conf.plan import judge_plan, run_plan, search_settings, typed
 from conf.schema import BenchSettings
-from evo.intervals import Bootstrap
+from evo.reports.intervals import Bootstrap
 from evo.plan import RunPlan
-from evo.run import CheckedRun
-from fitness.plan import JudgePlan
+from evo.runs.run import CheckedRun
+from fitness.evaluation.plan import JudgePlan
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """A run's plan and what ``evo.run.check_run_config`` built checking it (its operators, its strategy)."""
+    """A run's plan and what ``evo.runs.run.check_run_config`` built checking it (its operators, its strategy)."""
     plan: RunPlan
     checked: CheckedRun
 
 
 def planned_run(cfg: DictConfig, run=None) -> PlannedRun:
-    from evo.run import check_run_config
+    from evo.runs.run import check_run_config
 
     plan = run_plan(cfg, run)
     return PlannedRun(plan, check_run_config(plan))
@@ -47,7 +47,7 @@ class EvaluatePlan:
 
 
 def plan_evaluate(cfg: DictConfig, overrides: list[str]) -> EvaluatePlan:
-    from fitness.from_config import check_fitness_config, read_candidate
+    from fitness.evaluation.from_config import check_fitness_config, read_candidate
 
     node = typed(cfg)
     plan = EvaluatePlan(judge_plan(node), node.candidate, node.out)
@@ -63,7 +63,7 @@ class SeedPlan:
 
 
 def plan_seed(cfg: DictConfig, overrides: list[str]) -> SeedPlan:
-    from fitness.from_config import check_fitness_config
+    from fitness.evaluation.from_config import check_fitness_config
 
     node = typed(cfg)
     plan = SeedPlan(judge_plan(node), dict(node.inductor.variants) or None, node.out)
@@ -76,12 +76,12 @@ class BenchPlan:
     run: PlannedRun  # what every problem's run is given
     bench: BenchSettings
     intervals: Bootstrap
-    tasks: tuple  # evo.bench.BenchTask: the selection, each search seed
+    tasks: tuple  # evo.benchmark.bench.BenchTask: the selection, each search seed
     overrides: tuple  # the command line's settings of every run (its own bench.*, problem and hydra.* left out)
 
 
 def plan_bench(cfg: DictConfig, overrides: list[str]) -> BenchPlan:
-    from evo.bench import select, with_seeds
+    from evo.benchmark.bench import select, with_seeds
     from kernelevo.benching import OWN
 
     node = typed(cfg)
@@ -117,7 +117,7 @@ def given_keys(overrides: list[str]) -> list[str]:
 
 def request_resume(cfg: DictConfig, overrides: list[str]) -> ResumeRequest:
     """The run directory (it must hold a run: nothing is created where there is none) and the budgets given."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     run_dir = Path(typed(cfg).run_dir)
     RunStore.check_exists(run_dir)
@@ -134,14 +134,14 @@ def plan_resume(request: ResumeRequest) -> ResumePlan:
     # a resume that would run nothing is refused, first: its search's settings tell
     note = check_resume(search_settings(typed(config.search)), run_dir, changes)
     plan = run_plan(config)
-    from evo.run import check_run_config
+    from evo.runs.run import check_run_config
 
     return ResumePlan(run_dir, PlannedRun(plan, check_run_config(plan)), line, note)
 
 
 def plan_report(cfg: DictConfig, overrides: list[str]) -> Path:
     """The run directory (it must hold a run: nothing is created where there is none)."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     run_dir = Path(typed(cfg).run_dir)
     RunStore.check_exists(run_dir)

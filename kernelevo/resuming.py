@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig, OmegaConf
 
 if TYPE_CHECKING:  # the CLI imports this module before any of the search's
-    from evo.checkpoint import Checkpoint
-    from evo.search import Budget, SearchSettings
+    from evo.records.checkpoint import Checkpoint
+    from evo.evolution.search import Budget, SearchSettings
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def _generations(n: int, what: str = "") -> str:
     return f"{n} {what}generation{'' if n == 1 else 's'}"
 
 
-LIFT = {  # how to lift each stop (evo.stopping.Stop), from what was spent against it
+LIFT = {  # how to lift each stop (evo.evolution.stopping.Stop), from what was spent against it
     "generations": lambda b, n: f"its {n:.0f} generations are done (search.generations above {n:.0f} extends it)",
     "patience": lambda b, n: (f"search.patience={b.patience} stops it at once: no improvement in its last "
                               f"{_generations(int(n))} (lift it: search.patience=null, or a value above {n:.0f})"),
@@ -40,9 +40,9 @@ LIFT = {  # how to lift each stop (evo.stopping.Stop), from what was spent again
 
 def stops_at_once(budget: Budget, per_generation: int, checkpoint: Checkpoint | None, store) -> list[str]:
     """Why a search resumed with `budget` from `checkpoint` would stop before its first child, each with how to
-    lift it; empty when it starts one. The search's own rule (``evo.stopping``) on the checkpoint's state and the
-    run's store (its evaluations and their seconds)."""
-    from evo import stopping
+    lift it; empty when it starts one. The search's own rule (``evo.evolution.stopping``) on the checkpoint's state and
+    the run's store (its evaluations and their seconds)."""
+    from evo.evolution import stopping
 
     if checkpoint is None:  # generation 0 is still to make
         return []
@@ -70,7 +70,7 @@ def check_resume(settings: SearchSettings, run_dir: Path, given: dict) -> str:
     """Raise ValueError when a resume given budgets (`given`: key -> value, applied in `settings`, the search's
     settings of the config ``resumed_config`` made) would run nothing; else the note on patience ('' when none).
     Prints nothing."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     if not given:
         return ""
@@ -88,7 +88,7 @@ def check_resume(settings: SearchSettings, run_dir: Path, given: dict) -> str:
 
 def interrupted_run(run_dir: Path) -> str:
     """The line that ends an interrupted run: what its directory keeps, and the command that continues it."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     if RunStore.saved_run(run_dir) is None:
         return f"kernelevo: interrupted before the run began in {run_dir}: nothing to resume (run it again)"
@@ -105,7 +105,7 @@ def interrupted_run(run_dir: Path) -> str:
 
 def saved_config(run_dir: Path) -> DictConfig:
     """The config a run was started with (or last resumed with), from its store."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     store = RunStore(run_dir, create=False)
     config = store.get_meta("config")
@@ -124,7 +124,7 @@ def resumed_config(run_dir: Path, changes: dict) -> tuple[DictConfig, str]:
     """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied, and the line saying
     which checkpoint the run resumes from and what changed. ValueError for a budget of settings the run has not
     (``llm.budget.*`` of a run without an LLM)."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     cfg = saved_config(run_dir)
     store = RunStore(run_dir, create=False)

@@ -4,8 +4,8 @@ directory's rows (``rows/*.json``) are gathered; a problem (and search seed) hel
 runs' stored settings (``kernelevo.benching.stored_settings``: every run setting, the bench's own left out): with
 other settings the table is refused, naming the problem, the directories and the keys; with the same settings the
 later directory's row is kept (a re-run of a part), and a line says so. The table is written as the bench writes
-its own (``evo.bench_report``; per level, fast_p, failures by cause) into DIR as table.md, table.json, table.html,
-each problem linked to its run's report.html where it is.
+its own (``evo.benchmark.bench_report``; per level, fast_p, failures by cause) into DIR as table.md, table.json,
+table.html, each problem linked to its run's report.html where it is.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from evo.bench import ROWS, RUNS, Row, level_sizes, slug
-from evo.bench_report import console_table, summary_lines, write_bench_report
+from evo.benchmark.bench import ROWS, RUNS, Row, level_sizes, slug
+from evo.benchmark.bench_report import console_table, summary_lines, write_bench_report
 from conf.plan import typed
-from evo.report import HTML_FILE
-from evo.store import RunStore
+from evo.reports.report import HTML_FILE
+from evo.records.store import RunStore
 from kernelevo.benching import SHOWN, stored_settings, value_text
 
 STEM = "table"  # table.md, table.json, table.html

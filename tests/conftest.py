@@ -40,9 +40,9 @@ os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".ca
 import pytest  # noqa: E402
 
 from core.log import configure as configure_logging  # noqa: E402
-from fitness.evaluator import EvalSettings, Evaluator  # noqa: E402
-from fitness.policy import load_policy  # noqa: E402
-from fitness.problem import resolve_problem  # noqa: E402
+from fitness.evaluation.evaluator import EvalSettings, Evaluator  # noqa: E402
+from fitness.comparison.policy import load_policy  # noqa: E402
+from fitness.problems.problem import resolve_problem  # noqa: E402
 from hardware_profiles import load_profile, resolve_profile  # noqa: E402
 
 configure_logging()  # the "[kernelevo] ..." lines of what the tests call in-process, as the command prints them
@@ -144,8 +144,8 @@ def cli(tmp_path, monkeypatch, capsys):
 
 
 def read_store(run_dir, read):
-    """What `read(store)` returns from a run's store, through its typed API (no SQL outside evo/store.py)."""
-    from evo.store import RunStore
+    """What `read(store)` returns from a run's store, through its typed API (no SQL outside evo/records/store.py)."""
+    from evo.records.store import RunStore
 
     store = RunStore(run_dir, create=False)
     try:
@@ -229,7 +229,7 @@ def command_of(pid: int) -> str:
 def replay_measurements(run_dir, into) -> dict:
     """A run's measurements (evaluation key -> result), stored into a new run directory `into`, so a second run there
     sees the same ones (timings on the interpreter are wall-clock noise)."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     measured = read_store(run_dir, lambda store: store.evaluations())
     store = RunStore(into)

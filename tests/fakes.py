@@ -1,7 +1,7 @@
 """The tests' shared fakes and helpers: tests import them from here (or llm_fakes.py, conftest.py), never each other.
 
 The fakes of an evaluator and of the evaluation service implement the project's protocols
-(``fitness.evaluating.Evaluating``, ``evo.evaluation_protocol.RunEvaluator`` and ``Evaluations``);
+(``fitness.evaluation.evaluating.Evaluating``, ``evo.service.evaluation_protocol.RunEvaluator`` and ``Evaluations``);
 ``tests/test_fakes.py`` checks each against them (isinstance and the calls' signatures), so a fake cannot drift
 from what it stands for. Also here: the toy kernel world of the search's tests (``SOURCE``: a kernel that is a
 number V, its operators and tuner), the tuner's landscape, and a stored run made by hand (``write_run``). The LLM
@@ -22,9 +22,9 @@ from typing import Callable, ClassVar
 
 from core.genome import Genome, evaluation_key
 from core.individual import Individual
-from evo.checkpoint import Checkpoint
-from evo.store import RunStore
-from fitness.result import EvalResult
+from evo.records.checkpoint import Checkpoint
+from evo.records.store import RunStore
+from fitness.measure.result import EvalResult
 from hardware_profiles import load_profile
 from operators.base import BudgetExhausted, Operator
 

@@ -15,9 +15,9 @@ import pytest
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo
 from core.genome import Genome
 from core.individual import Individual
-from fitness.problem import resolve_problem
-from fitness.result import EvalResult
-from fitness.target import target_for
+from fitness.problems.problem import resolve_problem
+from fitness.measure.result import EvalResult
+from fitness.problems.target import target_for
 from hardware_profiles import load_profile
 from llm_server import ScriptedLLMServer
 from operators.base import CURRENT_CHILD, ChildUsage, OperatorContext

@@ -1,10 +1,11 @@
-"""``fitness.atomic.write_atomic``: a reader sees the old file or the new one, never part of it or a stray temporary."""
+"""``fitness.common.atomic.write_atomic``: a reader sees the old file or the new one, never part of it or a stray
+temporary."""
 import os
 import threading
 
 import pytest
 
-from fitness.atomic import write_atomic
+from fitness.common.atomic import write_atomic
 
 
 def test_writes_and_replaces_with_the_permissions_of_a_plain_open(tmp_path):

@@ -5,13 +5,13 @@ import threading
 import time
 
 from conftest import SCALE_SHIFT
-from fitness import baseline_cache
-from fitness.baselines import Baseline
-from fitness.evaluator import Evaluator
-from fitness.policy import load_policy
-from fitness.problem import resolve_problem
+from fitness.measure import baseline_cache
+from fitness.measure.baselines import Baseline
+from fitness.evaluation.evaluator import Evaluator
+from fitness.comparison.policy import load_policy
+from fitness.problems.problem import resolve_problem
 from fitness.settings import EvalSettings
-from fitness.timing import TimingStats
+from fitness.measure.timing import TimingStats
 from hardware_profiles import load_profile
 
 SETTINGS = EvalSettings(trials=1, timing={"interpreter_reps": 1}, prestart_worker=False, warm_judge=False)

@@ -7,19 +7,19 @@ import re
 
 import pytest
 
-from evo import console
-from evo.bench import Row
-from evo.checkpoint import Checkpoint
-from evo.bench_report import HEADER, baseline_cells, console_table, write_bench_report
-from evo.manifest import FIELDS, build_manifest, combine, git_commit, manifest_rows
-from evo.report_html import write_report
-from evo.outcome import outcome_of, summarise
-from evo.store import RunStore
-from fitness.baselines import BASELINES, Baseline
+from evo.reports import console
+from evo.benchmark.bench import Row
+from evo.records.checkpoint import Checkpoint
+from evo.benchmark.bench_report import HEADER, baseline_cells, console_table, write_bench_report
+from evo.records.manifest import FIELDS, build_manifest, combine, git_commit, manifest_rows
+from evo.reports.report_html import write_report
+from evo.reports.outcome import outcome_of, summarise
+from evo.records.store import RunStore
+from fitness.measure.baselines import BASELINES, Baseline
 from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
-from fitness.timing import TimingStats
+from fitness.measure.result import EvalResult
+from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"
 CPU_MANIFEST = build_manifest("cpu", "triton", {"search": [0], "fitness": 0}, dict.fromkeys(BASELINES, "not_measured"))

@@ -5,15 +5,16 @@ CPU, and the evaluator's on the interpreter (no compiled baseline there: not mea
 import pytest
 
 from conftest import SCALE_SHIFT
-from fitness import baselines, worker
-from fitness.baselines import (BASELINES, Baseline, best_text, compiling, measure, speedup_rows, speedup_text,
+from fitness.measure import baselines
+from fitness.workers import worker
+from fitness.measure.baselines import (BASELINES, Baseline, best_text, compiling, measure, speedup_rows, speedup_text,
                                stage_of, verdict)
-from fitness.evaluator import EvalSettings, Evaluator
-from fitness.policy import load_policy
-from fitness.problem import resolve_problem
-from fitness.result import EvalResult, WorkerJob
-from fitness.sandbox import JobOutcome
-from fitness.timing import TimingStats
+from fitness.evaluation.evaluator import EvalSettings, Evaluator
+from fitness.comparison.policy import load_policy
+from fitness.problems.problem import resolve_problem
+from fitness.measure.result import EvalResult, WorkerJob
+from fitness.workers.sandbox import JobOutcome
+from fitness.measure.timing import TimingStats
 from hardware_profiles import load_profile
 
 

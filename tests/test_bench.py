@@ -96,7 +96,7 @@ def test_the_ray_backend_gives_the_same_table_as_the_local_one(finished, tmp_pat
 
 def test_a_ray_row_names_the_node_and_the_gpus_ray_gave_its_task():
     """Row.gpu on a Ray cluster: which node and GPU ran the problem (issue 29's 2-GPU rows named none)."""
-    from evo.ray_cluster import placement
+    from evo.service.ray_cluster import placement
 
     assert placement("10.0.0.2", [1]) == "Ray node 10.0.0.2 GPU 1"
     assert placement("10.0.0.3", [0, 1]) == "Ray node 10.0.0.3 GPU 0,1"
@@ -114,7 +114,7 @@ def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_f
     try:
         while proc.poll() is None and time.time() < deadline:  # until the second search's workers run
             seen = processes_under(proc.pid)
-            zygotes = {pid for pid in seen if "fitness.zygote" in command_of(pid)}
+            zygotes = {pid for pid in seen if "fitness.workers.zygote" in command_of(pid)}
             if (bench_dir / "rows" / "row_softmax.json").is_file() and any(p in zygotes for p, _ in seen.values()):
                 break
             time.sleep(0.05)
@@ -156,7 +156,7 @@ def test_a_bad_selection_is_a_clear_error_before_anything_runs(cli, tmp_path, ar
 
 
 def test_problems_are_selected_by_path_id_level_or_list_file(tmp_path):
-    from evo.bench import BenchError, select
+    from evo.benchmark.bench import BenchError, select
 
     for name in ("100_Big.py", "23_Softmax.py", "1_Matmul.py"):
         (tmp_path / "level1").mkdir(exist_ok=True)
@@ -190,7 +190,7 @@ def test_a_missing_ray_says_how_to_install_it(tmp_path):
 
 def test_an_interrupted_search_is_no_finished_row_and_a_rerun_resumes_it(tmp_path, monkeypatch):
     """A search that ended by Ctrl-C (exit 130) or a signal is not a failed problem: no row is saved for it."""
-    from evo import bench, bench_interrupt
+    from evo.benchmark import bench, bench_interrupt
 
     class Ended:  # the search's process, ended with `code`
         def __init__(self, code):
@@ -223,7 +223,7 @@ def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_reru
     interrupted problem got no row. Now the bench ends: its finished problem keeps its row, the interrupted one gets
     a row saying it is resumable (its run keeps its checkpoint), the one not begun says so, and one line says how
     to continue; the same command continues it, repeating nothing."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
     from conftest import interruptible
 
     bench_dir = tmp_path / "b"

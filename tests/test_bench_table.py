@@ -1,24 +1,25 @@
-"""The bench's table per KernelBench level (evo/bench_table.py): correct rates over the attempted runs and over the
-whole level, fast_p and geometric means against each baseline, the best and the best Triton-expressible one, the
-failures grouped by cause, the rows whose best baseline is a library call (fitness.baselines.library_kernels), and
-`kernelevo table` over several bench directories (kernelevo/tables.py). Rows are written by hand (fake baseline
-readings), at CPU speed; one test compiles a Linear with torch.compile to read Inductor's code."""
+"""The bench's table per KernelBench level (evo/benchmark/bench_table.py): correct rates over the attempted runs and
+over the whole level, fast_p and geometric means against each baseline, the best and the best Triton-expressible one,
+the failures grouped by cause, the rows whose best baseline is a library call
+(fitness.measure.baselines.library_kernels), and `kernelevo table` over several bench directories (kernelevo/tables.py).
+Rows are written by hand (fake baseline readings), at CPU speed; one test compiles a Linear with torch.compile to read
+Inductor's code."""
 import json
 
 import pytest
 
 from conftest import kernelevo
-from evo.bench import Row
-from evo.bench_report import write_bench_report
-from evo.bench_table import cause_of, failures, level_of, paper_summary
-from evo.outcome import RunOutcome, outcome_of
-from evo.store import RunStore
+from evo.benchmark.bench import Row
+from evo.benchmark.bench_report import write_bench_report
+from evo.benchmark.bench_table import cause_of, failures, level_of, paper_summary
+from evo.reports.outcome import RunOutcome, outcome_of
+from evo.records.store import RunStore
 from core.genome import Genome
 from core.individual import Individual
-from fitness import baseline_cache
-from fitness.baselines import Baseline, inductor_code, library_kernels, measure, triton_best
-from fitness.result import EvalResult
-from fitness.timing import TimingStats
+from fitness.measure import baseline_cache
+from fitness.measure.baselines import Baseline, inductor_code, library_kernels, measure, triton_best
+from fitness.measure.result import EvalResult
+from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"
 CUBLAS = {"compile": ["cuBLAS extern_kernels.mm"], "max_autotune": ["cuBLAS extern_kernels.mm"]}
@@ -201,7 +202,7 @@ def test_failures_are_grouped_by_a_short_cause_with_their_problems():
 def bench_dir(folder, rows: list[Row], settings: dict | None = None, level_sizes: dict | None = None):
     """A bench directory as `kernelevo bench` leaves it: rows/<slug>.json and, with `settings`, each problem's run
     store holding that config."""
-    from evo.bench import slug
+    from evo.benchmark.bench import slug
 
     for row in rows:
         (folder / "rows").mkdir(parents=True, exist_ok=True)

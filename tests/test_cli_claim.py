@@ -17,8 +17,8 @@ TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timi
 
 def a_run(run_dir, problem="elementwise_chain"):
     """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
-    from evo.store import RunStore
-    from fitness.result import EvalResult
+    from evo.records.store import RunStore
+    from fitness.measure.result import EvalResult
 
     store = RunStore(run_dir)
     store.set_meta("config", {"problem": {"name": problem}})
@@ -51,7 +51,7 @@ def test_two_runs_started_together_into_one_directory_one_runs_and_the_other_wri
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from evo.claim import Claim
+    from evo.records.claim import Claim
     Claim(sys.argv[1], what="kernelevo resume").acquire()
     print("held", flush=True)
     time.sleep(600)
@@ -61,7 +61,7 @@ HOLDER = textwrap.dedent("""
 def test_a_claim_blocks_a_resume_while_its_process_lives_and_nothing_once_it_is_dead(cli, tmp_path):
     """`resume` claims its run_dir too; the lock of a process killed with -9 (no handler ran, its file stays) is
     the kernel's to drop: it blocks nobody."""
-    from evo.claim import CLAIM_FILE, Claim, DirectoryInUse
+    from evo.records.claim import CLAIM_FILE, Claim, DirectoryInUse
 
     run_dir = tmp_path / "D"
     a_run(run_dir)
@@ -88,7 +88,7 @@ def test_a_claim_blocks_a_resume_while_its_process_lives_and_nothing_once_it_is_
 
 
 def test_undo_puts_a_directory_back_as_the_claim_found_it(tmp_path):
-    from evo.claim import Claim
+    from evo.records.claim import Claim
 
     with Claim(tmp_path / "new") as claim:
         (tmp_path / "new" / "run.db").write_text("x")
@@ -145,7 +145,7 @@ def test_a_run_that_fails_before_its_first_evaluation_leaves_its_directory_as_it
 def test_looking_for_a_run_writes_nothing_into_a_store_being_made(tmp_path):
     """The check before the claim reads another process's store, which may be being made: it must not write to it
     (the tables and schema version are its maker's to write)."""
-    from evo.store import DB_NAME, RunStore
+    from evo.records.store import DB_NAME, RunStore
 
     (tmp_path / DB_NAME).write_bytes(b"")  # connected to, nothing written yet
     assert RunStore.saved_run(tmp_path) is None and (tmp_path / DB_NAME).read_bytes() == b""

@@ -53,8 +53,9 @@ def test_errors_name_the_fix_for_the_command_in_use(cli):
 
 
 def test_a_file_on_the_interpreter_is_shrunk_and_the_start_line_says_to_what(tmp_path):
-    """KernelBench's sizes would time out on the interpreter: a file is shrunk by the stated rule (fitness/sizes.py),
-    sizes set on the command line (no `+` needed) are kept, and the start line shows the sizes used."""
+    """KernelBench's sizes would time out on the interpreter: a file is shrunk by the stated rule
+    (fitness/problems/sizes.py), sizes set on the command line (no `+` needed) are kept, and the start line shows the
+    sizes used."""
     big = tmp_path / "big_scale_shift.py"
     big.write_text((PROBLEMS / "scale_shift.py").read_text().replace("batch_size = 4", "batch_size = 4096")
                    .replace("dim = 100", "dim = 393216"))
@@ -96,8 +97,8 @@ def refused(done) -> str:
 
 def a_run(run_dir, problem="elementwise_chain"):
     """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
-    from evo.store import RunStore
-    from fitness.result import EvalResult
+    from evo.records.store import RunStore
+    from fitness.measure.result import EvalResult
 
     store = RunStore(run_dir)
     store.set_meta("config", {"problem": {"name": problem}})
@@ -109,7 +110,7 @@ def test_a_run_in_a_directory_that_holds_a_run_is_refused_naming_resume(cli, tmp
     """Issue 26: a second `run` into the same hydra.run.dir printed the first run's table under the new problem's
     name and mixed the two in run.db. It is refused before Hydra writes anything there."""
     from conftest import read_store
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     a_run(tmp_path / "D")
     before = sorted(p.name for p in (tmp_path / "D").iterdir())
@@ -165,8 +166,8 @@ def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift
     """Issue 26: `resume ... search.generations=6` of a run that stopped on patience printed "5 -> 6" and ran nothing,
     exit 0. The resume is refused, naming patience and how to lift it, and changes nothing in the run."""
     from conftest import read_store
-    from evo.checkpoint import Checkpoint
-    from evo.store import RunStore
+    from evo.records.checkpoint import Checkpoint
+    from evo.records.store import RunStore
 
     store = RunStore(tmp_path / "D")
     config = {"problem": {"name": "elementwise_chain"}, "search": {"generations": 5, "patience": 3, "mu": 4,
@@ -185,8 +186,8 @@ def test_a_resume_that_patience_would_stop_at_once_is_refused_saying_how_to_lift
 def a_stopped_run(run_dir, config=None):
     """A run store as a run that stopped on patience after 5 generations leaves it: its config (`config`, or the
     search's budgets alone) and checkpoint."""
-    from evo.checkpoint import Checkpoint
-    from evo.store import RunStore
+    from evo.records.checkpoint import Checkpoint
+    from evo.records.store import RunStore
 
     store = RunStore(run_dir)
     config = config or {"problem": {"name": "elementwise_chain"}}
@@ -227,12 +228,12 @@ class Stop(ValueError):
 
 
 def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
-    """Issue 46: `kernelevo run` checked its config before Hydra started and again in evo.run.execute, building the
+    """Issue 46: `kernelevo run` checked its config before Hydra started and again in evo.runs.run.execute, building the
     search strategy twice more. The command line's check is the one: its strategy is the search's."""
-    import evo.run
+    import evo.runs.run
 
     calls = {"check": 0, "strategy": 0}
-    check, strategy = evo.run.check_run_config, evo.run.build_strategy
+    check, strategy = evo.runs.run.check_run_config, evo.runs.run.build_strategy
 
     def counted(name, real):
         def call(*args):
@@ -240,16 +241,16 @@ def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
             return real(*args)
         return call
 
-    def execute(cfg, run_dir, checked, **kwargs):  # evo.run.execute, stopped where it opens the run store
-        assert isinstance(checked, evo.run.CheckedRun) and checked.strategy.name == "evolution"
+    def execute(cfg, run_dir, checked, **kwargs):  # evo.runs.run.execute, stopped where it opens the run store
+        assert isinstance(checked, evo.runs.run.CheckedRun) and checked.strategy.name == "evolution"
         with monkeypatch.context() as patch:
-            patch.setattr(evo.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
+            patch.setattr(evo.runs.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
             return real_execute(cfg, run_dir, checked, **kwargs)
 
-    real_execute = evo.run.execute
-    monkeypatch.setattr(evo.run, "check_run_config", counted("check", check))
-    monkeypatch.setattr(evo.run, "build_strategy", counted("strategy", strategy))
-    monkeypatch.setattr(evo.run, "execute", execute)
+    real_execute = evo.runs.run.execute
+    monkeypatch.setattr(evo.runs.run, "check_run_config", counted("check", check))
+    monkeypatch.setattr(evo.runs.run, "build_strategy", counted("strategy", strategy))
+    monkeypatch.setattr(evo.runs.run, "execute", execute)
     assert "stopped at the store" in refused(cli("run", "hydra.run.dir=R"))
     assert calls == {"check": 1, "strategy": 1}
 

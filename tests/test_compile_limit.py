@@ -10,16 +10,16 @@ import torch
 import torch.nn as nn
 
 from conftest import candidate, make_evaluator
-from fitness.compile_ahead import compile_pass, meta_copy, meta_like, meta_pass
-from fitness.evaluator import EvalSettings
-from fitness.guards import LaunchCounter
-from fitness.inputs import make_inputs, meta_inputs
-from fitness.problem import load_problem, resolve_problem
-from fitness.result import COMPILE_FAILURES, STATUSES
-from fitness.job_clock import CompileClock
-from fitness.sandbox import Sandbox
-from fitness.stage import COMPILE_STAGE, STAGE_FILE, CompileStage, stage
-from fitness.zygote import WorkerHandle
+from fitness.judge.compile_ahead import compile_pass, meta_copy, meta_like, meta_pass
+from fitness.evaluation.evaluator import EvalSettings
+from fitness.judge.guards import LaunchCounter
+from fitness.judge.inputs import make_inputs, meta_inputs
+from fitness.problems.problem import load_problem, resolve_problem
+from fitness.measure.result import COMPILE_FAILURES, STATUSES
+from fitness.workers.job_clock import CompileClock
+from fitness.workers.sandbox import Sandbox
+from fitness.common.stage import COMPILE_STAGE, STAGE_FILE, CompileStage, stage
+from fitness.workers.zygote import WorkerHandle
 
 
 # the compile time limit ------------------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def test_the_device_pass_runs_only_where_forward_cannot_run_on_meta_tensors():
 
 
 def test_with_memory_slots_the_pass_runs_first_on_a_model_built_on_the_meta_device():
-    from fitness.compile_ahead import compile_before_memory
+    from fitness.judge.compile_ahead import compile_before_memory
 
     counter, x = LaunchCounter(), torch.randn(8)
     on_meta = lambda: [x.to("meta")]  # noqa: E731

@@ -19,7 +19,7 @@ PRIMARIES = {"config": "run", "bench": "bench", "evaluate": "evaluate", "seed": 
              "report": "report"}
 NEEDS = {"problem=file": ["problem.name=elementwise_chain"],  # mandatory values (???) a user gives
          "fitness/backend=replay": [f"fitness.backend.record={CONF}"], "resume": ["run_dir=D"], "report": ["run_dir=D"]}
-PLUGINS_NEEDING = {"evo.evaluation_ray.RayEvaluators", "evo.bench_ray.RayBackend"}  # import ray when made
+PLUGINS_NEEDING = {"evo.service.evaluation_ray.RayEvaluators", "evo.benchmark.bench_ray.RayBackend"}  # import ray when made
 
 
 def _groups(primary: str) -> dict:
@@ -198,11 +198,11 @@ def test_every_plugin_option_gets_its_class_keys():
         cfg = compose("bench", overrides=["search/strategy=tree", "search.strategy.epsilon=0.3"])
         with pytest.raises(Exception, match="search.strategy.decay"):
             compose("bench", overrides=["search/strategy=tree", "search.strategy.decay=fast"])
-    from evo.bench import LocalBackend
-    from evo.strategy import Tree
+    from evo.benchmark.bench import LocalBackend
+    from evo.evolution.strategy import Tree
 
     params = inspect.signature(Tree).parameters
-    assert dict(cfg.search.strategy) == {"_target_": "evo.strategy.Tree", "epsilon": 0.3,
+    assert dict(cfg.search.strategy) == {"_target_": "evo.evolution.strategy.Tree", "epsilon": 0.3,
                                          **{k: params[k].default for k in ("decay", "min_epsilon")}}
     assert instantiate(cfg.search.strategy).epsilon == 0.3
     assert cfg.bench.backend.per_gpu == inspect.signature(LocalBackend).parameters["per_gpu"].default
@@ -231,7 +231,7 @@ def test_the_restated_default_check_can_fail():
 
     schema = OmegaConf.structured(SearchConfig)
     assert restated_defaults({"mu": 4, "lambda_": 3, "tuner": {"parallel": 3}}, schema) == ["mu", "tuner.parallel"]
-    tournament = {"_target_": "evo.selection.Tournament"}
+    tournament = {"_target_": "evo.evolution.selection.Tournament"}
     assert restated_defaults({"selection": {**tournament, "size": 2}}, schema) == ["selection.size"]
     assert restated_defaults({"selection": {**tournament, "size": 3}}, schema) == []
     mutation = {"_target_": "operators.llm.operators.LLMMutation", "weight": 0.5}
@@ -246,7 +246,7 @@ def test_an_option_restating_its_plugin_default_fails(tmp_path):
     option.parent.mkdir(parents=True)
     option.write_text(tree + "epsilon: 0.6\ndecay: 0.9\n")
     assert option_restates(option, tmp_path) == ["epsilon"]
-    option.write_text("_target_: evo.selection.Tournament\nsize: 2\n")
+    option.write_text("_target_: evo.evolution.selection.Tournament\nsize: 2\n")
     assert option_restates(option, tmp_path) == ["size"]
 
 
@@ -256,7 +256,7 @@ def test_settled_disagreements():
     import inspect
 
     from evo.settings import TunerSettings
-    from evo.tuner import Tuner
+    from evo.tuning.tuner import Tuner
     from fitness.settings import EvalSettings
 
     assert inspect.signature(Tuner).parameters["parallel"].default == TunerSettings().parallel == 3

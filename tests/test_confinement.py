@@ -1,5 +1,5 @@
-"""The operating system confines every candidate (fitness/confine.py): it cannot see the search's processes or read
-their environment, has no network, writes nowhere but its own directory, and nothing it starts outlives its
+"""The operating system confines every candidate (fitness/workers/confine.py): it cannot see the search's processes or
+read their environment, has no network, writes nowhere but its own directory, and nothing it starts outlives its
 evaluation. The static check is off in these tests: they show what the OS enforces when a candidate gets past it.
 Each attack runs at import and reports what it managed in the exception it raises (the result's reason)."""
 import os
@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from conftest import alive, candidate, make_evaluator, processes_under
-from fitness.confine import UID_BASE, UID_SPAN
+from fitness.workers.confine import UID_BASE, UID_SPAN
 
 SECRET = "sk-search-process-secret-0123456789"
 

@@ -12,8 +12,8 @@ import torch
 
 from conftest import kernelevo, make_evaluator
 from core.genome import Genome
-from fitness.evaluator import default_cache_dir
-from fitness.problem import resolve_problem
+from fitness.evaluation.evaluator import default_cache_dir
+from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convert import convert
 from seeds.inductor.convolutions import Convolutions, kernel_source, launcher_defaults

@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from fitness.correctness import changed_inputs, compare_outputs
-from fitness.policy import Tolerance, load_policy
+from fitness.comparison.correctness import changed_inputs, compare_outputs
+from fitness.comparison.policy import Tolerance, load_policy
 
 TRITON = load_policy("triton")
 STRICT = load_policy("strict-fp32")
@@ -61,7 +61,7 @@ def test_changed_inputs_are_found_bit_for_bit():
 
 
 def test_a_comparison_made_in_chunks_finds_the_same_errors_and_the_same_first_bad_element(monkeypatch):
-    from fitness import correctness
+    from fitness.comparison import correctness
 
     torch.manual_seed(0)
     ref = torch.randn(6, 10)

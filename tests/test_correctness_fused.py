@@ -1,14 +1,14 @@
-"""The one-pass comparison kernel (fitness/fused_compare.py) judges exactly as the torch path: the same verdict,
-message and statistics on random outputs with NaN/inf in either tensor, errors at the tolerance's boundary, every
-float dtype, several programs; the torch path wherever the kernel does not run, or did not run. On the CPU the kernel
-runs in Triton's interpreter; on a GPU (KERNELEVO_TEST_DEVICE=cuda) compiled."""
+"""The one-pass comparison kernel (fitness/comparison/fused_compare.py) judges exactly as the torch path: the same
+verdict, message and statistics on random outputs with NaN/inf in either tensor, errors at the tolerance's boundary,
+every float dtype, several programs; the torch path wherever the kernel does not run, or did not run. On the CPU the
+kernel runs in Triton's interpreter; on a GPU (KERNELEVO_TEST_DEVICE=cuda) compiled."""
 import math
 
 import pytest
 import torch
 
-from fitness import correctness, fused_compare
-from fitness.policy import Tolerance
+from fitness.comparison import correctness, fused_compare
+from fitness.comparison.policy import Tolerance
 
 DEVICES = [d for d, usable in (("cpu", fused_compare.INTERPRETED),
                                ("cuda", torch.cuda.is_available() and not fused_compare.INTERPRETED)) if usable]

@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from conftest import PROBLEMS, candidate, make_evaluator
-from fitness.coverage import Change, move_ratio
-from fitness.dependence import dependence_of
-from fitness.evaluator import implausibility
-from fitness.policy import load_policy
-from fitness.problem import load_problem, resolve_problem
-from fitness.result import EvalResult
-from fitness.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
+from fitness.judge.coverage import Change, move_ratio
+from fitness.problems.dependence import dependence_of
+from fitness.evaluation.evaluator import implausibility
+from fitness.comparison.policy import load_policy
+from fitness.problems.problem import load_problem, resolve_problem
+from fitness.measure.result import EvalResult
+from fitness.problems.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
 from hardware_profiles import load_profile
 
 GEMM_SUM, ROW_LOSS, ROW_MEAN = (str(PROBLEMS / f"{name}.py") for name in ("gemm_sum", "row_loss", "row_mean"))
@@ -156,7 +156,7 @@ def test_the_coverage_trial_catches_every_subsample_on_every_seed(loss, targets)
     """The coverage logic alone, on 20 secret seeds each (torch in place of a candidate): a subsample of 1/2, 9/10 or
     99/100 of the rows always fails, the whole never does -- for the hinge loss, whose +-1 targets are left alone and
     half of whose elements saturate, too."""
-    from fitness.coverage import coverage_trial
+    from fitness.judge.coverage import coverage_trial
 
     policy = load_policy("triton")
     for seed in range(20):

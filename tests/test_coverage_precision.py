@@ -6,9 +6,9 @@ rounded to 10 mantissa bits, as TF32 does) stands in for the GPU's TF32 on the C
 import torch
 from conftest import PROBLEMS, make_evaluator
 
-from fitness.correctness import as_tensor_list, compare_outputs
-from fitness.coverage import USABLE, TF32Reference, coverage_trial
-from fitness.policy import load_policy
+from fitness.comparison.correctness import as_tensor_list, compare_outputs
+from fitness.judge.coverage import USABLE, TF32Reference, coverage_trial
+from fitness.comparison.policy import load_policy
 
 POLICY = load_policy("triton")
 

@@ -3,13 +3,13 @@ killed -- not only new ones refused; the run counts how many it cut (store, summ
 import time
 
 from conftest import candidate, make_evaluator
-from evo.evaluation import EvaluationService
-from evo.outcome import summarise
-from evo.search import Budget, Search, SearchSettings
-from evo.store import RunStore
-from evo.tuner import Tuner
+from evo.service.evaluation import EvaluationService
+from evo.reports.outcome import summarise
+from evo.evolution.search import Budget, Search, SearchSettings
+from evo.records.store import RunStore
+from evo.tuning.tuner import Tuner
 from core.genome import Genome
-from fitness.result import CANCELLED
+from fitness.measure.result import CANCELLED
 from operators.param_mutation import ParamMutation
 
 BUDGET_S = 3.0
@@ -54,10 +54,10 @@ def test_a_ray_actor_kills_its_running_evaluation_at_the_drivers_cut(tmp_path, m
     from pathlib import Path
     from types import SimpleNamespace
 
-    import evo.evaluation_ray as er
+    import evo.service.evaluation_ray as er
     from conftest import SCALE_SHIFT
-    from fitness.policy import load_policy
-    from fitness.problem import resolve_problem
+    from fitness.comparison.policy import load_policy
+    from fitness.problems.problem import resolve_problem
     from fitness.settings import EvalSettings
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the actor's problem folder, inside the test's

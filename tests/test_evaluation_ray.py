@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import assert_lineage_is_sound, kernelevo, lineage_of, log_counts, read_store, replay_measurements
-from evo.ray_cluster import connect
+from evo.service.ray_cluster import connect
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
           "fitness.timing.interpreter_reps=1"]
@@ -100,9 +100,9 @@ def test_the_baselines_are_measured_once_per_run_and_given_to_every_actor():
     import threading
     from types import SimpleNamespace
 
-    from evo.evaluation_ray import SharedBaseline
-    from fitness.evaluator import Baseline
-    from fitness.timing import TimingStats
+    from evo.service.evaluation_ray import SharedBaseline
+    from fitness.evaluation.evaluator import Baseline
+    from fitness.measure.timing import TimingStats
 
     eager = TimingStats("cuda-events", 10, *[1e-3] * 8)
     measured = pickle.loads(pickle.dumps(Baseline(eager, None, ["note"])))  # it travels between nodes
@@ -126,8 +126,8 @@ def test_each_actor_admits_problem_sized_memory_on_its_gpu_as_the_local_pool_doe
     one on 141 GB three, the local pool's rule (``memory_slots``: 80 % of the GPU less 14 worker contexts, over ten
     copies of the problem); before, Ray actors admitted all 14 at once (issue 29's H200 search). An actor on the CPU
     interpreter admits no memory. GPU-only in a real run: stand-in evaluator."""
-    import evo.evaluation_ray as er
-    from evo.evaluation import memory_slots
+    import evo.service.evaluation_ray as er
+    from evo.service.evaluation import memory_slots
 
     class Evaluator:
         def __init__(self, spec, policy, profile, settings, device, baseline_slot):

@@ -8,13 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import candidate, make_evaluator
-from evo.evaluation import EvaluationService
+from evo.service.evaluation import EvaluationService
 from fakes import PacedEvaluator
-from evo.store import RunStore
+from evo.records.store import RunStore
 from core.genome import evaluation_key
-from fitness.result import INFRASTRUCTURE, EvalResult, WorkerJob
-from fitness.sandbox import JobOutcome, Sandbox
-from fitness.zygote import WorkerHandle
+from fitness.measure.result import INFRASTRUCTURE, EvalResult, WorkerJob
+from fitness.workers.sandbox import JobOutcome, Sandbox
+from fitness.workers.zygote import WorkerHandle
 
 LOST = JobOutcome("crashed", None, None, "", 1.0, pid=7, lost=True)  # its fork server died under it
 SEGFAULT = JobOutcome("crashed", None, -11, "", 1.0, pid=7, stage="timing the candidate")
@@ -193,7 +193,7 @@ class _StuckForkServer:
 
 def never_started(monkeypatch, tmp_path) -> JobOutcome:
     """The outcome of a job whose worker the fork server never forked."""
-    monkeypatch.setattr("fitness.sandbox.START_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("fitness.workers.sandbox.START_TIMEOUT_S", 0.05)
     sandbox, stuck = Sandbox("cpu", spares=0, confine=False), _StuckForkServer()
     (tmp_path / "w1").mkdir()
     handle = WorkerHandle("w1", tmp_path / "w1", trusted=False)

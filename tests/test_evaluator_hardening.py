@@ -3,9 +3,9 @@ interpreter; the tests' evaluator runs 3 trials, then 3 + 1 timed calls on 3 inp
 import torch
 
 from conftest import DEVICE, candidate, make_evaluator
-from fitness.checks import output_type_problem
-from fitness.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
-from fitness.result import EvalResult
+from fitness.judge.checks import output_type_problem
+from fitness.evaluation.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
+from fitness.measure.result import EvalResult
 
 
 def test_a_tensor_subclass_output_is_rejected(evaluator):
@@ -26,7 +26,7 @@ def test_output_types_must_be_exact_inside_tuples_too():
 
 
 # These candidates change behaviour after a number of forward calls. On a GPU the compile pass makes forward's first
-# call (fitness/compile_ahead.py), so there they turn one call earlier and are caught one stage earlier.
+# call (fitness/judge/compile_ahead.py), so there they turn one call earlier and are caught one stage earlier.
 COMPILE_PASS_CALLS = 0 if DEVICE == "cpu" else 1
 
 

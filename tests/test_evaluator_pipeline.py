@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from conftest import candidate, make_evaluator
-from fitness.compile_ahead import NoKernelMode, compile_ahead
-from fitness.guards import CompileAbort, LaunchCounter
+from fitness.judge.compile_ahead import NoKernelMode, compile_ahead
+from fitness.judge.guards import CompileAbort, LaunchCounter
 
 
 def record_outcomes(evaluator) -> list:

@@ -6,7 +6,7 @@ import ast
 from triton.compiler.errors import CompilationError
 
 from conftest import candidate, make_evaluator
-from fitness.candidate import describe_exception
+from fitness.judge.candidate import describe_exception
 
 GOOD = candidate("good")
 BROKEN_LINE = "x = tl.load(x_ptr + offs, mask=mask) + undefined_thing"

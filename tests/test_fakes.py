@@ -1,7 +1,8 @@
-"""The tests' fakes stand for what they fake: each implements its protocol (``fitness.evaluating.Evaluating``,
-``evo.evaluation_protocol.RunEvaluator``, ``Evaluations``) -- an isinstance check with the runtime-checkable
-protocol, and every call's parameters as the protocol names them -- and so do the real evaluators and the
-service, so a fake and a backend cannot drift apart. Tests import fakes from tests/fakes.py, never each other."""
+"""The tests' fakes stand for what they fake: each implements its protocol
+(``fitness.evaluation.evaluating.Evaluating``, ``evo.service.evaluation_protocol.RunEvaluator``, ``Evaluations``) -- an
+isinstance check with the runtime-checkable protocol, and every call's parameters as the protocol names them -- and so
+do the real evaluators and the service, so a fake and a backend cannot drift apart. Tests import fakes from
+tests/fakes.py, never each other."""
 import ast
 import inspect
 from pathlib import Path
@@ -10,14 +11,14 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import make_evaluator
-from evo.evaluation import EvaluationService, LocalEvaluator
-from evo.evaluation_protocol import Evaluations, RunEvaluator
-from evo.evaluation_ray import RemoteEvaluator
-from evo.replay import RecordedEvaluator
-from evo.store import RunStore
+from evo.service.evaluation import EvaluationService, LocalEvaluator
+from evo.service.evaluation_protocol import Evaluations, RunEvaluator
+from evo.service.evaluation_ray import RemoteEvaluator
+from evo.service.replay import RecordedEvaluator
+from evo.records.store import RunStore
 from fakes import FakeEvaluator, FakeService, LandscapeService, PacedEvaluator, toy_verdict
-from fitness.evaluating import Evaluating
-from fitness.evaluator import Evaluator
+from fitness.evaluation.evaluating import Evaluating
+from fitness.evaluation.evaluator import Evaluator
 
 TESTS = Path(__file__).resolve().parent
 

@@ -9,20 +9,20 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, candidate, kernelevo, make_evaluator
-from evo import stopping
-from evo.anytime import interpreter_curve
-from evo.bench import Row, select
-from evo.bench_report import HEADER, row_line, write_bench_report
-from evo.console import print_generation, time_text
-from evo.full_size import BAKED
+from evo.evolution import stopping
+from evo.reports.anytime import interpreter_curve
+from evo.benchmark.bench import Row, select
+from evo.benchmark.bench_report import HEADER, row_line, write_bench_report
+from evo.reports.console import print_generation, time_text
+from evo.reports.full_size import BAKED
 from core.resources import process_started
-from evo.outcome import RunOutcome
-from evo.run import start_up
-from evo.store import RunStore
-from evo.search import GenerationReport
+from evo.reports.outcome import RunOutcome
+from evo.runs.run import start_up
+from evo.records.store import RunStore
+from evo.evolution.search import GenerationReport
 from evo.settings import Budget
-from fitness.problem import ProblemError, check_reference, load_problem, resolve_problem
-from fitness.result import EvalResult
+from fitness.problems.problem import ProblemError, check_reference, load_problem, resolve_problem
+from fitness.measure.result import EvalResult
 
 PROBLEM = """import torch
 import torch.nn as nn

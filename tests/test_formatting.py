@@ -1,8 +1,8 @@
-"""One way to write each figure (``fitness.formatting``): times, speed-ups, percentages, counts; a missing figure
+"""One way to write each figure (``fitness.common.formatting``): times, speed-ups, percentages, counts; a missing figure
 (None, not finite) reads as the caller's placeholder."""
 import math
 
-from fitness import formatting as fmt
+from fitness.common import formatting as fmt
 
 
 def test_times_keep_the_precision_each_unit_needs():

@@ -1,18 +1,18 @@
 """Without a GPU a run says how it chooses (by interpreter wall-clock, at the test sizes) and keeps as its best a
-kernel that runs at other sizes too (evo/full_size.py): a bundled problem's size-generic best is kept; a fastest
+kernel that runs at other sizes too (evo/reports/full_size.py): a bundled problem's size-generic best is kept; a fastest
 kernel with the test sizes baked in is not, when a slower one runs at other sizes; when every kernel tried is baked
 (a run from torch.compile's kernels captured at the test sizes), the best is flagged as baked. The other sizes
-differ from the test sizes in every size constant that can change (fitness.sizes.other_sizes)."""
+differ from the test sizes in every size constant that can change (fitness.problems.sizes.other_sizes)."""
 import json
 
 import pytest
 
 from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, read_store, run_dir_of
-from evo.full_size import TRIES
+from evo.reports.full_size import TRIES
 from core.genome import code_hash
-from fitness.problem import load_problem, resolve_problem, suite_manifest
-from fitness.sizes import MIN_SHRINKABLE, other_sizes, other_value
-from fitness.zygote import Zygote
+from fitness.problems.problem import load_problem, resolve_problem, suite_manifest
+from fitness.problems.sizes import MIN_SHRINKABLE, other_sizes, other_value
+from fitness.workers.zygote import Zygote
 
 ZYGOTE_INIT = Zygote.__init__
 PAIRED = '''import torch

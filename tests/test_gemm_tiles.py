@@ -3,12 +3,12 @@ from dataclasses import replace
 
 import optuna
 
-from evo.store import RunStore
-from evo.tuner import Tuner
+from evo.records.store import RunStore
+from evo.tuning.tuner import Tuner
 from fakes import FakeService
 from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
+from fitness.measure.result import EvalResult
 from hardware_profiles import load_profile
 from seeds.inductor.templates import tile_starts
 

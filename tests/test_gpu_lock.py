@@ -5,12 +5,12 @@ import sys
 import time
 from pathlib import Path
 
-from fitness.gpu_lock import lock_path
+from fitness.common.gpu_lock import lock_path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDER = """
 import sys, time
-from fitness.gpu_lock import DeviceLock, start_up
+from fitness.common.gpu_lock import DeviceLock, start_up
 path, mode, hold, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 with start_up(path, hold_gpu=mode == "start") if mode.startswith("start") else DeviceLock(path, exclusive=mode == "ex"):
     start = time.monotonic()

@@ -49,7 +49,7 @@ def test_start_ups_leave_the_gpu_lock_only_where_measured_harmless_or_asked():
     """fitness.start_up_under_lock=null follows the profile's measurement; an explicit value wins."""
     from dataclasses import replace
 
-    from fitness.evaluator import EvalSettings, start_up_under_lock
+    from fitness.evaluation.evaluator import EvalSettings, start_up_under_lock
 
     h200, h100 = load_profile("h200"), load_profile("h100_sxm")
     assert h200.start_up_disturbs_timing is False and h100.start_up_disturbs_timing is None  # measured / not

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from conftest import REAL_HOME, SESSION_HOME, make_evaluator
-from fitness.evaluator import default_cache_dir
+from fitness.evaluation.evaluator import default_cache_dir
 
 
 def test_kernelevos_cache_follows_home_and_xdg_cache_home_when_asked(monkeypatch, tmp_path):
@@ -22,7 +22,7 @@ def test_the_suite_and_the_commands_it_starts_cache_in_a_home_of_their_own():
     assert default_cache_dir() == SESSION_HOME / ".cache" / "kernelevo"
     with make_evaluator(prestart_worker=False) as ev:
         assert ev.cache_dir == SESSION_HOME / ".cache" / "kernelevo"
-    code = "from fitness.evaluator import default_cache_dir; import os; print(default_cache_dir(), " \
+    code = "from fitness.evaluation.evaluator import default_cache_dir; import os; print(default_cache_dir(), " \
            "os.environ['TRITON_CACHE_DIR'], os.environ['TORCHINDUCTOR_CACHE_DIR'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}).stdout

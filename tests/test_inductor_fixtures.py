@@ -10,7 +10,7 @@ import pytest
 
 from conftest import DEVICE, FIXTURES, make_evaluator
 from core.genome import Genome
-from fitness.problem import resolve_problem
+from fitness.problems.problem import resolve_problem
 from seeds.inductor.convert import SeedError, convert
 from seeds.inductor.templates import template_grid
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, make_evaluator, read_store, run_dir_of
 from core.genome import Genome
-from fitness.problem import load_problem, resolve_problem
+from fitness.problems.problem import load_problem, resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convert import SeedError, convert
 

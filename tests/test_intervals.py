@@ -1,21 +1,21 @@
-"""Uncertainty over repeated search seeds (evo/intervals.py): the median's percentile-bootstrap interval and the
+"""Uncertainty over repeated search seeds (evo/reports/intervals.py): the median's percentile-bootstrap interval and the
 two-stage interval of the geometric mean, seeded and shrinking with more seeds; one seed says it has no interval.
 A bench over seeds (`--seeds N`: its tasks, rows and table) and a multirun over `search.seed` group their runs per
-problem. The anytime curve (evo/anytime.py) on a hand-made history and from a run store, and in the reports."""
+problem. The anytime curve (evo/reports/anytime.py) on a hand-made history and from a run store, and in the reports."""
 import json
 
 import numpy as np
 import pytest
 
-from evo import bench
-from evo.anytime import Step, best_so_far, curve, llm_axis, run_curve
-from evo.bench import Row
-from evo.bench_report import write_bench_report
-from evo.intervals import Bootstrap, Interval, geomean_interval, median_interval, seed_summary
-from evo.multirun import write_multirun_report
-from evo.outcome import RunOutcome
-from evo.store import RunStore
-from fitness.result import EvalResult
+from evo.benchmark import bench
+from evo.reports.anytime import Step, best_so_far, curve, llm_axis, run_curve
+from evo.benchmark.bench import Row
+from evo.benchmark.bench_report import write_bench_report
+from evo.reports.intervals import Bootstrap, Interval, geomean_interval, median_interval, seed_summary
+from evo.benchmark.multirun import write_multirun_report
+from evo.reports.outcome import RunOutcome
+from evo.records.store import RunStore
+from fitness.measure.result import EvalResult
 from kernelevo.cli import seed_sweep, seeds_option
 
 BOOT = Bootstrap(confidence=0.95, resamples=2000, seed=0)
@@ -235,13 +235,13 @@ def test_a_curve_of_steps_says_what_was_spent_even_before_any_speed_up():
 
 
 def test_the_anytime_curve_is_read_from_the_run_store(tmp_path, monkeypatch):
-    import evo.store
+    import evo.records.store
 
     class Clock:  # when the store records each evaluation and LLM call
         times = iter([1.0, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0])
         time = staticmethod(lambda: next(Clock.times))
 
-    monkeypatch.setattr(evo.store, "time", Clock)
+    monkeypatch.setattr(evo.records.store, "time", Clock)
     store = RunStore(tmp_path)
     stored = [*HISTORY[:2], ("llm", 0.02), *HISTORY[2:], ("llm", 0.05)]
     for i, (_, item) in enumerate(stored):
@@ -257,7 +257,7 @@ def test_the_anytime_curve_is_read_from_the_run_store(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("timer", ["cuda-events", "interpreter"])
 def test_a_run_s_report_draws_its_anytime_curve(tmp_path, timer):
-    from evo.report_html import write_report
+    from evo.reports.report_html import write_report
     from fakes import write_run
 
     write_run(tmp_path, timer)

@@ -1,11 +1,11 @@
-"""The judge is out of the candidate's reach (fitness/integrity.py): whatever a candidate changes in the state the
+"""The judge is out of the candidate's reach (fitness/judge/integrity.py): whatever a candidate changes in the state the
 judge relies on -- the comparison, the timer's statistics, torch modes, threads, the judge's own globals -- is found
 before its outputs are compared or its time is used, and the candidate is rejected. The static check is off here:
 these are what a candidate that got past it could try. Each attack passes as `ok` without the state check."""
 import pytest
 
 from conftest import candidate, make_evaluator
-from fitness.sandbox import read_result
+from fitness.workers.sandbox import read_result
 
 IMPORTS = "import sys\nimport threading\nimport time\nimport statistics\nimport torch\n"
 
@@ -32,11 +32,11 @@ def rejected_for(result, what: str) -> None:
 
 def test_replacing_the_comparison_inside_forward_is_caught_before_the_output_is_compared(evaluator):
     source = with_attack("wrong_math", in_forward="""
-from fitness.correctness import Comparison
-for judge in ('fitness.trials', 'fitness.checks'):
+from fitness.comparison.correctness import Comparison
+for judge in ('fitness.judge.trials', 'fitness.judge.checks'):
     sys.modules[judge].compare_outputs = lambda *args, **kwargs: Comparison(True)
 """)
-    rejected_for(evaluator.evaluate(source), "fitness.trials.compare_outputs replaced")
+    rejected_for(evaluator.evaluate(source), "fitness.judge.trials.compare_outputs replaced")
 
 
 def test_rebinding_the_timers_statistics_is_caught(evaluator):
@@ -45,8 +45,8 @@ def test_rebinding_the_timers_statistics_is_caught(evaluator):
 
 
 def test_a_global_that_shadows_a_builtin_in_the_judge_is_caught(evaluator):
-    source = with_attack("wrong_math", at_import="sys.modules['fitness.correctness'].int = lambda x: 0")
-    rejected_for(evaluator.evaluate(source), "fitness.correctness: attribute(s) added: int")  # no element counted bad
+    source = with_attack("wrong_math", at_import="sys.modules['fitness.comparison.correctness'].int = lambda x: 0")
+    rejected_for(evaluator.evaluate(source), "fitness.comparison.correctness: attribute(s) added: int")  # no element counted bad
 
 
 def test_a_torch_function_mode_left_on_is_caught(evaluator):
@@ -97,7 +97,7 @@ except FileNotFoundError:
 
 def test_the_data_model_the_judge_imports_is_watched_as_strictly_as_the_judge():
     import core.genome
-    from fitness.integrity import JudgeState
+    from fitness.judge.integrity import JudgeState
 
     state = JudgeState.capture()
     core.genome.stolen = "an attribute a candidate added"

@@ -179,15 +179,15 @@ def test_a_cycle_and_an_upward_import_are_found(toy):
 
 
 def test_the_judge_reads_the_config_folder_without_importing_the_search():
-    """Issue 46: `fitness.policy.load_policy` and `operators.llm.check.presets` did `import conf` to find a YAML
-    folder, and `conf` registers the schema, which imports every layer: loading a policy pulled in the search. They
+    """Issue 46: `fitness.comparison.policy.load_policy` and `operators.llm.check.presets` did `import conf` to find a
+    YAML folder, and `conf` registers the schema, which imports every layer: loading a policy pulled in the search. They
     find the folder without running `conf`'s `__init__` (core.resources)."""
     import json
     import os
     import subprocess
     import sys
 
-    code = ("import json, sys; from fitness.policy import available_policies, load_policy; "
+    code = ("import json, sys; from fitness.comparison.policy import available_policies, load_policy; "
             "from operators.llm.check import presets; "
             "print(json.dumps([load_policy('strict-fp32').name, available_policies(), presets(), "
             "sorted({m.split('.')[0] for m in sys.modules} & {'conf', 'evo', 'kernelevo', 'hydra'})]))")

@@ -1,5 +1,5 @@
-"""fitness.lifeline: a child started with lifeline_env() and armed dies with its parent, even one killed with SIGKILL
-(through PR_SET_PDEATHSIG, or the watchdog thread where prctl is missing); it ends at once when its parent died
+"""fitness.common.lifeline: a child started with lifeline_env() and armed dies with its parent, even one killed with
+SIGKILL (through PR_SET_PDEATHSIG, or the watchdog thread where prctl is missing); it ends at once when its parent died
 before it armed; its own children do not inherit the lifeline. The bench's use of it: test_bench.py."""
 import os
 import signal
@@ -10,16 +10,16 @@ import time
 import pytest
 
 from conftest import alive, process_stat
-from fitness.lifeline import PARENT_PID, arm, lifeline_env
+from fitness.common.lifeline import PARENT_PID, arm, lifeline_env
 
 CHILD = """import os, sys, time
 sys.platform = {platform!r}  # 'darwin': no prctl, the watchdog thread instead
-from fitness.lifeline import PARENT_PID, arm
+from fitness.common.lifeline import PARENT_PID, arm
 print(arm(), os.environ.get(PARENT_PID), flush=True)
 time.sleep(60)
 """
 PARENT = """import subprocess, sys, time
-from fitness.lifeline import lifeline_env
+from fitness.common.lifeline import lifeline_env
 child = subprocess.Popen([sys.executable, "-c", {child!r}], env=lifeline_env())
 print(child.pid, flush=True)
 time.sleep(60)
@@ -50,7 +50,7 @@ def test_an_armed_child_dies_with_its_killed_parent(platform):
 
 def test_a_child_whose_parent_is_gone_before_it_arms_ends_at_once():
     orphan = {**os.environ, PARENT_PID: "1"}  # the pid it was told is not its parent's: adopted, as after a death
-    done = subprocess.run([sys.executable, "-c", "from fitness.lifeline import arm; arm(); print('still here')"],
+    done = subprocess.run([sys.executable, "-c", "from fitness.common.lifeline import arm; arm(); print('still here')"],
                           env=orphan, capture_output=True, text=True, timeout=60)
     assert done.returncode == -signal.SIGKILL and "still here" not in done.stdout
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.genome import Genome
-from fitness.problem import SUITE_DIR, resolve_problem
+from fitness.problems.problem import SUITE_DIR, resolve_problem
 from hardware_profiles import available_profiles, load_profile
 from hardware_profiles.limits import kernel_knobs, limit_violation
 from seeds.inductor.convert import convert

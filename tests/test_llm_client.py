@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evo.store import RunStore
+from evo.records.store import RunStore
 from llm_server import ScriptedLLMServer
 from llm_fakes import IN_PRICE, KEY_ENV, MODEL, OUT_PRICE, SECRET, ask, ok, settings
 from llm_fakes import api_key, litellm_loaded  # noqa: F401 (the fixtures)

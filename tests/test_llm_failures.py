@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.search import Search
+from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
-from evo.store import RunStore
+from evo.records.store import RunStore
 from core.genome import Genome
 from core.individual import Individual
 from fakes import SOURCE, FakeTuner, value

@@ -1,11 +1,11 @@
 """Issue 42, point 4: the prompts state the rules and shapes exactly -- the torch calls `forward` may make (the
-evaluator's own list, fitness.guards.DATA_MOVEMENT_OPS), every input's full and test shape, and what the tuner does
-on this device -- checked on the prompts the team sends to the scripted server."""
+evaluator's own list, fitness.judge.guards.DATA_MOVEMENT_OPS), every input's full and test shape, and what the tuner
+does on this device -- checked on the prompts the team sends to the scripted server."""
 from llm_fakes import PARENT_GENOME, ind, live_team, mutate
 from llm_fakes import server  # noqa: F401 (the fixture)
-from fitness.guards import DATA_MOVEMENT_OPS
-from fitness.problem import resolve_problem
-from fitness.target import target_for
+from fitness.judge.guards import DATA_MOVEMENT_OPS
+from fitness.problems.problem import resolve_problem
+from fitness.problems.target import target_for
 from hardware_profiles import load_profile
 from operators.llm.context import ContextBuilder, ContextSettings
 from operators.llm.figures import judged_inputs, tuning_text

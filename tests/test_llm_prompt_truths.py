@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
+from fitness.measure.result import EvalResult
 from fakes import FakeEvaluator, FakeService
 from hardware_profiles import load_profile
 from llm_fakes import GOOD, IDEA, PARENT_GENOME, PLAN, ind, live_team, mutate
@@ -161,7 +161,7 @@ def measured(on_gpu: bool) -> FakeService:
 
 
 def test_3_llm_written_launch_settings_are_kept_without_a_gpu(server, tmp_path):
-    from evo.tuner import Tuner
+    from evo.tuning.tuner import Tuner
 
     parent = ind("1.0", PARENT_GENOME.with_params({"BLOCK": 64}), 0.02, parents=("0.0",), note=PLAN)
     (genome,) = mutate(live_team(server, tmp_path), parent, [parent])  # the coder wrote BLOCK = 256

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo, read_store, run_dir_of
-from evo.store import StoreError
+from evo.records.store import StoreError
 from llm_server import ScriptedLLMServer
 from operators.llm.ledger import ResponseCache
 from llm_fakes import GOOD, reply

@@ -3,10 +3,10 @@ holds, never fewer than one, and says what was reduced; a candidate's timing hol
 import torch
 
 from conftest import SCALE_SHIFT, candidate, make_evaluator
-from fitness.inputs import timing_inputs
-from fitness.memory import input_sets_that_fit, spec_bytes, tensor_bytes
-from fitness.problem import load_problem, resolve_problem
-from fitness.result import WorkerJob
+from fitness.judge.inputs import timing_inputs
+from fitness.measure.memory import input_sets_that_fit, spec_bytes, tensor_bytes
+from fitness.problems.problem import load_problem, resolve_problem
+from fitness.measure.result import WorkerJob
 from fitness.settings import EvalSettings
 
 GiB = 1 << 30

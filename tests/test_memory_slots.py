@@ -7,11 +7,11 @@ import time
 from dataclasses import replace
 
 from conftest import candidate, make_evaluator
-from evo.evaluation import auto_parallel, memory_slots
-from fitness.gpu_lock import create_lock_files, memory_slot, memory_slot_files
-from fitness.job_clock import MemoryWait, slot_holders
-from fitness.result import WorkerJob
-from fitness.stage import MEMORY_STAGE
+from evo.service.evaluation import auto_parallel, memory_slots
+from fitness.common.gpu_lock import create_lock_files, memory_slot, memory_slot_files
+from fitness.workers.job_clock import MemoryWait, slot_holders
+from fitness.measure.result import WorkerJob
+from fitness.common.stage import MEMORY_STAGE
 
 GIB = 1 << 30
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import TESTS, candidate, make_evaluator
-from fitness import ncu
+from fitness.workers import ncu
 from operators.llm.figures import profiler_text
 
 FIXTURE = (TESTS / "fixtures" / "ncu" / "details_page.csv").read_text()
@@ -29,7 +29,7 @@ def fake_ncu(folder: Path, body: str) -> str:
 
 
 WRITES_FIXTURE = (f"assert args[args.index('--profile-from-start') + 1] == 'off' and '--csv' in args\n"
-                  f"assert args[-3:-1] == ['-m', 'fitness.ncu_target'], args\n"
+                  f"assert args[-3:-1] == ['-m', 'fitness.workers.ncu_target'], args\n"
                   f"open(args[args.index('--log-file') + 1], 'w').write({FIXTURE!r})")
 
 
@@ -102,6 +102,6 @@ def test_profiler_metrics_reach_the_planner_and_the_debugger():
 
 def test_the_ncu_command_profiles_one_forward_call_only():
     command = ncu.ncu_command("/opt/ncu", "/usr/bin/python3", "job.json", "log.csv")
-    assert command[:1] == ["/opt/ncu"] and command[-4:] == ["/usr/bin/python3", "-m", "fitness.ncu_target", "job.json"]
+    assert command[:1] == ["/opt/ncu"] and command[-4:] == ["/usr/bin/python3", "-m", "fitness.workers.ncu_target", "job.json"]
     metrics = command[command.index("--metrics") + 1].split(",")
     assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" in metrics and len(metrics) == len(ncu.METRICS)

@@ -9,7 +9,7 @@ import pytest
 
 from core.genome import Genome, declared_space, module_constants
 from core.individual import Individual
-from fitness.problem import resolve_problem, suite_names
+from fitness.problems.problem import resolve_problem, suite_names
 from hardware_profiles import load_profile
 from hardware_profiles.limits import value_bounds
 from operators import Operator, OperatorContext

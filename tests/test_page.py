@@ -1,6 +1,6 @@
-"""The shared page helper (evo/page.py) and its jinja2 templates: text (a problem's name, kernel source) is escaped,
-HTML the helpers made is not escaped twice, a table cell may link to a run's report, a plot is inline (the page is
-one file), and the templates ship with the package (pyproject's package-data)."""
+"""The shared page helper (evo/reports/page.py) and its jinja2 templates: text (a problem's name, kernel source) is
+escaped, HTML the helpers made is not escaped twice, a table cell may link to a run's report, a plot is inline (the page
+is one file), and the templates ship with the package (pyproject's package-data)."""
 import base64
 import fnmatch
 import re
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evo.page import TEMPLATES, Link, Raw, esc, page, png_img, table
+from evo.reports.page import TEMPLATES, Link, Raw, esc, page, png_img, table
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n"
@@ -32,7 +32,7 @@ def test_the_templates_ship_with_the_package():
     assert any(dep.startswith("jinja2") for dep in config["project"]["dependencies"])
     setuptools = config["tool"]["setuptools"]
     assert any(fnmatch.fnmatch("evo", pattern) for pattern in setuptools["packages"]["find"]["include"])
-    assert setuptools["packages"]["find"].get("namespaces", True)  # evo/templates, without an __init__.py
+    assert setuptools["packages"]["find"].get("namespaces", True)  # evo/reports/templates, without an __init__.py
     shipped = setuptools["package-data"]["*"]
     templates = sorted(TEMPLATES.iterdir())
     assert templates and all(any(fnmatch.fnmatch(t.name, p) for p in shipped) for t in templates)

@@ -14,7 +14,7 @@ def counted(monkeypatch):
     """How many times the command line was composed (Hydra's compose, whoever asks: the validator, hydra.main, a
     job), typed into settings objects, planned as a run and checked as one."""
     import conf.plan
-    import evo.run
+    import evo.runs.run
     import kernelevo.plans
     from hydra._internal.hydra import Hydra
 
@@ -31,23 +31,23 @@ def counted(monkeypatch):
     for module in (conf.plan, kernelevo.plans):  # kernelevo.plans holds its own names of conf.plan's functions
         monkeypatch.setattr(module, "typed", typed)
         monkeypatch.setattr(module, "run_plan", run_plan)
-    monkeypatch.setattr(evo.run, "check_run_config", count("check", evo.run.check_run_config))
+    monkeypatch.setattr(evo.runs.run, "check_run_config", count("check", evo.runs.run.check_run_config))
     return calls
 
 
 def stopped_at_the_store(monkeypatch, seen: list):
-    """evo.run.execute stopped where it opens the run store; `seen` gets the plan it was given."""
-    import evo.run
+    """evo.runs.run.execute stopped where it opens the run store; `seen` gets the plan it was given."""
+    import evo.runs.run
 
-    real = evo.run.execute
+    real = evo.runs.run.execute
 
     def execute(plan, run_dir, checked, **kwargs):
         seen.append(plan)
         with monkeypatch.context() as patch:
-            patch.setattr(evo.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
+            patch.setattr(evo.runs.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
             return real(plan, run_dir, checked, **kwargs)
 
-    monkeypatch.setattr(evo.run, "execute", execute)
+    monkeypatch.setattr(evo.runs.run, "execute", execute)
 
 
 def test_a_run_is_composed_once_and_planned_once(cli, tmp_path, counted, monkeypatch):
@@ -69,15 +69,15 @@ def test_a_run_is_composed_once_and_planned_once(cli, tmp_path, counted, monkeyp
 
 def test_a_bench_is_composed_once_and_planned_once(cli, tmp_path, counted, monkeypatch):
     """`kernelevo bench`: its runs' plan is made and checked once, on the command line; the task runs on it."""
-    import evo.bench
+    import evo.benchmark.bench
 
     given = []
 
     def execute_bench(tasks, backend, bench_dir, on_row):
         given.append([task.name for task in tasks])
-        raise evo.bench.BenchError("stopped where the searches begin")
+        raise evo.benchmark.bench.BenchError("stopped where the searches begin")
 
-    monkeypatch.setattr(evo.bench, "execute_bench", execute_bench)
+    monkeypatch.setattr(evo.benchmark.bench, "execute_bench", execute_bench)
     code, out, err = cli("bench", "bench.problems=[row_softmax,layernorm]", "search=tiny", "bench.dir=B")
     assert code == 2 and "kernelevo: error: stopped where the searches begin" in err, out + err
     assert given == [["row_softmax", "layernorm"]]
@@ -89,8 +89,8 @@ def test_a_resume_is_composed_once_and_planned_once(cli, tmp_path, counted, monk
     store kept, the budgets given applied."""
     from omegaconf import OmegaConf
 
-    from evo.checkpoint import Checkpoint
-    from evo.store import RunStore
+    from evo.records.checkpoint import Checkpoint
+    from evo.records.store import RunStore
     from kernelevo.validate import Validator
 
     config = OmegaConf.to_container(Validator("run", "config").check([])[0], resolve=True)
@@ -120,9 +120,9 @@ def test_resume_takes_every_budget_key_into_the_run_plan(cli, tmp_path, monkeypa
 
     from omegaconf import OmegaConf
 
-    from evo.checkpoint import Checkpoint
+    from evo.records.checkpoint import Checkpoint
     from evo.settings import Budget
-    from evo.store import RunStore
+    from evo.records.store import RunStore
     from kernelevo.resuming import LIFT
     from kernelevo.validate import Validator
     from operators.llm.settings import LLMBudget

@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import PROBLEMS, SCALE_SHIFT
-from fitness.problem import (ProblemError, call_get_inputs, load_problem, resolve_problem, suite_manifest,
+from fitness.problems.problem import (ProblemError, call_get_inputs, load_problem, resolve_problem, suite_manifest,
                              suite_names)
 
 
@@ -69,7 +69,7 @@ CONV = ("import torch\nimport torch.nn as nn\n\n"
 def test_a_file_at_test_size_is_shrunk_by_the_stated_rule(tmp_path, source):
     """KernelBench sizes on the interpreter time out: the test preset (what `auto` means on the CPU) halves the
     largest size constant until the largest tensor holds at most MAX_ELEMENTS; small constants stay."""
-    from fitness.sizes import MAX_ELEMENTS, largest_tensor
+    from fitness.problems.sizes import MAX_ELEMENTS, largest_tensor
 
     path = tmp_path / "big.py"
     path.write_text(source)
@@ -127,7 +127,7 @@ BIAS = ("import torch\nimport torch.nn as nn\n\n"  # level 2's shape: a tuple th
 def test_a_list_of_sizes_shrinks_with_the_rest(tmp_path):
     """level3/1_MLP's hidden widths are a list constant: the rule halves its elements too, so its 16384 x 16384
     weights fit the interpreter's bound (they kept their full size before: only integer constants shrank)."""
-    from fitness.sizes import MAX_ELEMENTS, largest_tensor
+    from fitness.problems.sizes import MAX_ELEMENTS, largest_tensor
 
     path = tmp_path / "1_MLP.py"
     path.write_text(MLP)
@@ -145,7 +145,7 @@ def test_a_list_of_sizes_shrinks_with_the_rest(tmp_path):
 def test_a_tuple_that_repeats_a_size_shrinks_with_it_and_lists_are_overridable(tmp_path):
     """`bias_shape = (out_channels, 1, 1)` must follow out_channels: neither halves alone on the meta device, so
     they halve together; a user sets a list constant with a list, and a number for it is refused, naming both."""
-    from fitness.sizes import MAX_ELEMENTS, largest_tensor
+    from fitness.problems.sizes import MAX_ELEMENTS, largest_tensor
 
     path = tmp_path / "conv_bias.py"
     path.write_text(BIAS)
@@ -163,7 +163,7 @@ def test_a_tuple_that_repeats_a_size_shrinks_with_it_and_lists_are_overridable(t
 def test_other_sizes_move_the_elements_of_a_list_of_sizes_too(tmp_path):
     """The check at other sizes (is the best kernel baked at the test sizes?) changes level3/1_MLP's hidden widths
     as it changes its integers: a kernel with the widths baked in fails there."""
-    from fitness.sizes import other_sizes, other_value
+    from fitness.problems.sizes import other_sizes, other_value
 
     path = tmp_path / "1_MLP.py"
     path.write_text(MLP)

@@ -1,7 +1,7 @@
 """The live progress line: evaluations done and in flight, the rate, the best time and the generation budget."""
 from types import SimpleNamespace
 
-from evo.progress import GpuBusySampler, Progress
+from evo.runs.progress import GpuBusySampler, Progress
 from evo.settings import Budget
 
 
@@ -39,8 +39,8 @@ def test_the_bar_follows_the_budget_that_will_stop_the_run():
 
 def test_the_busy_figure_samples_the_gpus_cuda_visible_devices_names():
     """A run on CUDA_VISIBLE_DEVICES=3 samples GPU 3 (NVML's index), not GPU 0; a UUID is looked up as one."""
-    from evo.progress import _handle
-    from fitness.gpu_lock import physical_gpu
+    from evo.runs.progress import _handle
+    from fitness.common.gpu_lock import physical_gpu
 
     nvml = SimpleNamespace(nvmlDeviceGetHandleByIndex=lambda i: ("index", i),
                            nvmlDeviceGetHandleByUUID=lambda u: ("uuid", u))

@@ -1,6 +1,6 @@
 """One record per concept: a run's outcome (``RunOutcome``: summary.json, read back by the report, the bench and
 multirun), a search's checkpoint (``Checkpoint``) and generation 0's seeds (``Seed``); the stop rule the search and
-a resume share (``evo.stopping``). In-process, on records made by hand."""
+a resume share (``evo.evolution.stopping``). In-process, on records made by hand."""
 import json
 import re
 from dataclasses import dataclass, fields, replace
@@ -8,22 +8,22 @@ from dataclasses import field as dataclass_field
 
 import pytest
 
-from evo import stopping
-from evo.bench import Row, save_row, saved_row, BenchTask
-from evo.bench_report import write_bench_report
-from evo.checkpoint import Checkpoint
-from evo.multirun import write_multirun_report
-from evo.outcome import SUMMARY_FILE, RunOutcome
-from evo.search import Budget
-from evo.seeding import Seed
-from evo.store import RunStore
+from evo.evolution import stopping
+from evo.benchmark.bench import Row, save_row, saved_row, BenchTask
+from evo.benchmark.bench_report import write_bench_report
+from evo.records.checkpoint import Checkpoint
+from evo.benchmark.multirun import write_multirun_report
+from evo.reports.outcome import SUMMARY_FILE, RunOutcome
+from evo.evolution.search import Budget
+from evo.runs.seeding import Seed
+from evo.records.store import RunStore
 from core.genome import Genome
 from core.individual import Individual
 from core.records import from_record
-from fitness.baselines import BASELINES
-from fitness.problem_spec import ProblemSpec
-from fitness.result import EvalResult
-from fitness.timing import TimingStats
+from fitness.measure.baselines import BASELINES
+from fitness.problems.problem_spec import ProblemSpec
+from fitness.measure.result import EvalResult
+from fitness.measure.timing import TimingStats
 from kernelevo.resuming import stops_at_once
 
 OUTCOME = RunOutcome(status="ok", problem="toy", timer="cuda-events", seed="inductor", best_id="2.0", best_s=2e-6,

@@ -11,14 +11,14 @@ from dataclasses import replace
 import pytest
 
 from conftest import candidate, make_evaluator
-from evo.bench import Row
-from evo import console
-from evo.checkpoint import Checkpoint
-from evo.bench_report import write_bench_report
-from evo.multirun import write_multirun_report
-from evo.report_html import write_report
-from evo.outcome import descends_from, summarise
-from evo.store import RunStore
+from evo.benchmark.bench import Row
+from evo.reports import console
+from evo.records.checkpoint import Checkpoint
+from evo.benchmark.bench_report import write_bench_report
+from evo.benchmark.multirun import write_multirun_report
+from evo.reports.report_html import write_report
+from evo.reports.outcome import descends_from, summarise
+from evo.records.store import RunStore
 from core.genome import Genome
 from core.individual import Individual
 from fakes import REPORT_SEED, result, write_run

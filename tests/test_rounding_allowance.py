@@ -1,5 +1,5 @@
-"""The rounding-aware second opinion (fitness/rounding.py): an exact rewrite of a sum whose large partial sums cancel
-differs from the fp32 reference by the reference's own rounding where the output is near zero; it fails the plain
+"""The rounding-aware second opinion (fitness/judge/rounding.py): an exact rewrite of a sum whose large partial sums
+cancel differs from the fp32 reference by the reference's own rounding where the output is near zero; it fails the plain
 comparison, passes against the float64 reference within K x the reference's rms error, and the result records it. A
 kernel wrong by a small but real amount still fails with the ordinary message (CPU interpreter)."""
 import copy
@@ -9,10 +9,10 @@ import torch
 import torch.nn as nn
 
 from conftest import PROBLEMS, candidate, make_evaluator
-from fitness.correctness import compare_outputs
-from fitness.policy import load_policy
-from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
-from fitness.rounding import RoundingAllowance, compare_with_allowance
+from fitness.comparison.correctness import compare_outputs
+from fitness.comparison.policy import load_policy
+from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
+from fitness.judge.rounding import RoundingAllowance, compare_with_allowance
 from fitness.settings import EvalSettings
 
 CANCEL = str(PROBLEMS / "gemm_sum_cancel.py")
@@ -123,7 +123,7 @@ def test_a_negative_allowance_is_refused_with_what_to_give_instead():
 def test_an_exact_rewrite_with_a_cancelling_sum_passes_and_the_result_says_so(sandbox):
     # policy kernelbench: KernelBench's tolerances without TF32. Under `triton` the coverage trial's TF32 check finds
     # this problem's weights (multiples of 4096 and 1, cancelling) changed by TF32's rounding, so x is not covered
-    # there (``fitness.coverage.TF32Reference``) and the coverage trial needs no second opinion
+    # there (``fitness.judge.coverage.TF32Reference``) and the coverage trial needs no second opinion
     with make_evaluator(CANCEL, policy="kernelbench", sandbox=sandbox) as ev:
         result = ev.evaluate(candidate("gemm_sum_rewrite"))
     assert result.status == "ok", result.reason

@@ -3,9 +3,9 @@ shared with untrusted workers only as copies."""
 import os
 from pathlib import Path
 
-from fitness.result import WorkerJob
-from fitness.sandbox import Sandbox
-from fitness.worker_env import copy_stubs, is_secret_variable, stub_files, worker_environment
+from fitness.measure.result import WorkerJob
+from fitness.workers.sandbox import Sandbox
+from fitness.workers.worker_env import copy_stubs, is_secret_variable, stub_files, worker_environment
 
 
 def test_secret_and_provider_variables_are_dropped():

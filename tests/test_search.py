@@ -13,14 +13,14 @@ from markupsafe import escape  # the page escapes as jinja2 autoescape does
 
 from conftest import (CANDIDATES, PROBLEMS, TINY, assert_lineage_is_sound, candidate, interruptible, kernelevo,
                       lineage_of, log_counts, make_evaluator, read_store, replay_measurements, run_dir_of)
-from evo.evaluation import EvaluationService
-from evo.report import collect
-from evo.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
-from evo.store import RunStore
-from evo.tuner import Tuner
+from evo.service.evaluation import EvaluationService
+from evo.reports.report import collect
+from evo.evolution.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
+from evo.records.store import RunStore
+from evo.tuning.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
+from fitness.measure.result import EvalResult
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -174,7 +174,7 @@ def test_a_crossover_gets_two_distinct_parents_whenever_two_kernels_exist():
 
 
 def test_survivors_hold_one_individual_per_kernel():
-    from evo.search import _one_per_kernel
+    from evo.evolution.search import _one_per_kernel
 
     genome = Genome.from_source(candidate("good"))
     old, same_kernel, other = (individual(genome, "ok", 1.0, "1.0"), individual(genome, "ok", 1.0, "2.0"),

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from experiments.diagnose_timing_spread import start_up_verdict  # noqa: E402
+from experiments.diagnostics.diagnose_timing_spread import start_up_verdict  # noqa: E402
 
 
 def row(condition, medians, cv):

@@ -2,8 +2,8 @@
 import pytest
 
 from conftest import candidate
-from fitness.problem import resolve_problem, suite_names
-from fitness.static_check import check_source
+from fitness.problems.problem import resolve_problem, suite_names
+from fitness.judge.static_check import check_source
 
 
 def findings(source: str) -> list[str]:

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pytest
 
 from core.stats import geometric_mean, median
-from evo.intervals import Bootstrap, geomean_interval, median_interval
-from evo.toolbox import statistics
+from evo.reports.intervals import Bootstrap, geomean_interval, median_interval
+from evo.evolution.toolbox import statistics
 
 
 def test_the_median_of_an_even_count_is_the_mean_of_the_two_middle_values():
@@ -22,7 +22,7 @@ def test_the_geometric_mean_is_over_the_measured_speedups():
 
 
 def test_the_logbook_median_is_the_true_median():
-    """Issue 46: evo/toolbox.py took the upper middle for an even count (3 of 1, 2, 3, 4)."""
+    """Issue 46: evo/evolution/toolbox.py took the upper middle for an even count (3 of 1, 2, 3, 4)."""
     population = [SimpleNamespace(fitness=SimpleNamespace(values=(t,))) for t in (4.0, 1.0, 3.0, 2.0)]
     record = statistics().compile(population)
     assert record["median"] == 2.5 and record["best"] == 1.0 and record["correct"] == 4

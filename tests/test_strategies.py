@@ -1,5 +1,6 @@
-"""The search strategies (evo.strategy) against the shared fakes of tests/fakes.py (no worker, no kernel): each obeys
-the budget, records its lineage as it defines it, and resumes after a kill to the lineage of a run never killed."""
+"""The search strategies (evo.evolution.strategy) against the shared fakes of tests/fakes.py (no worker, no kernel):
+each obeys the budget, records its lineage as it defines it, and resumes after a kill to the lineage of a run never
+killed."""
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -7,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.search import Search
+from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
-from evo.store import RunStore
-from evo.strategy import Evolution, Refinement, Sampling, Tree
+from evo.records.store import RunStore
+from evo.evolution.strategy import Evolution, Refinement, Sampling, Tree
 from core.genome import Genome
-from fitness.result import EvalResult
+from fitness.measure.result import EvalResult
 from operators.llm.history import history_lines
 from operators.llm.operators import LLMMutation
 from fakes import SOURCE, Cross, FakeTuner, Step, lineage, value

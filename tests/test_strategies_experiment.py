@@ -11,16 +11,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from evo.evaluation import EvaluationService
-from evo.anytime import Step
-from evo.outcome import SUMMARY_FILE, RunOutcome, summarise
-from evo.run import _record_llm_call as record_llm_call
-from evo.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
-from evo.search import Search
+from evo.service.evaluation import EvaluationService
+from evo.reports.anytime import Step
+from evo.reports.outcome import SUMMARY_FILE, RunOutcome, summarise
+from evo.runs.run import _record_llm_call as record_llm_call
+from evo.service.replay import RecordedEvaluator, RecordedEvaluators, ReplayMiss
+from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
-from evo.store import RunStore
-from evo.strategies_report import run_record, within, write_strategies_report
-from evo.tuner import Tuner
+from evo.records.store import RunStore
+from evo.benchmark.strategies_report import run_record, within, write_strategies_report
+from evo.tuning.tuner import Tuner
 from core.genome import Genome
 from llm_server import ScriptedLLMServer
 from operators.base import CURRENT_CHILD
@@ -32,7 +32,7 @@ from llm_fakes import IN_PRICE, OUT_PRICE, ask, ok, settings
 from llm_fakes import api_key  # noqa: F401 (the fixture)
 
 STRATEGIES = ("sampling", "refinement", "evolution", "tree")
-TARGETS = {name: f"evo.strategy.{name.capitalize()}" for name in STRATEGIES}
+TARGETS = {name: f"evo.evolution.strategy.{name.capitalize()}" for name in STRATEGIES}
 
 
 def replies(body):
@@ -91,7 +91,7 @@ def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strateg
         search.run()
         tuner.close()
         service.close()
-        summarise(store, store.latest_checkpoint()).write(run_dir)  # the run's outcome, as evo.run writes it
+        summarise(store, store.latest_checkpoint()).write(run_dir)  # the run's outcome, as evo.runs.run writes it
         store.close()
     return write_strategies_report(sweep)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo
-from evo.store import RunStore
+from evo.records.store import RunStore
 from llm_server import ScriptedLLMServer
 from llm_fakes import Replies
 

@@ -1,11 +1,11 @@
 """Every bundled seed kernel passes the full evaluator (5 trials, all guards) at its CPU test sizes, and at the other
-sizes a run on the interpreter judges its best kernels at again (fitness.sizes.other_sizes): the seeds are
+sizes a run on the interpreter judges its best kernels at again (fitness.problems.sizes.other_sizes): the seeds are
 size-generic."""
 import pytest
 
 from conftest import make_evaluator
-from fitness.problem import load_problem, resolve_problem, suite_names
-from fitness.sizes import other_sizes
+from fitness.problems.problem import load_problem, resolve_problem, suite_names
+from fitness.problems.sizes import other_sizes
 
 
 @pytest.mark.parametrize("name", suite_names())

@@ -7,15 +7,15 @@ from concurrent.futures import Future
 
 import pytest
 
-from evo.run import SUPPLY_EVALUATORS, supplied
-from evo.seeding import Seed, ieee_where_tf32_fails
-from evo.search import Search
+from evo.runs.run import SUPPLY_EVALUATORS, supplied
+from evo.runs.seeding import Seed, ieee_where_tf32_fails
+from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
-from evo.store import RunStore
-from evo.tuner import Tuner
+from evo.records.store import RunStore
+from evo.tuning.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
-from fitness.result import EvalResult
+from fitness.measure.result import EvalResult
 from fakes import SOURCE, TUNER_SEED, Cross, FakeService, FakeTuner, LandscapeService, Step, lineage
 from experiments.scale.supply_cpu import measure
 

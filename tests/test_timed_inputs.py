@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from conftest import CANDIDATES, SCALE_SHIFT
-from fitness.checks import Verdict
-from fitness.inputs import make_inputs
-from fitness.policy import load_policy
-from fitness.problem import call_get_init_inputs, load_problem, resolve_problem
-from fitness.timed_inputs import SEED_OFFSET, FreshInputs
-from fitness.timing import Rotation, WallClockTimer
+from fitness.judge.checks import Verdict
+from fitness.judge.inputs import make_inputs
+from fitness.comparison.policy import load_policy
+from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
+from fitness.judge.timed_inputs import SEED_OFFSET, FreshInputs
+from fitness.measure.timing import Rotation, WallClockTimer
 
 
 @pytest.fixture(scope="module")

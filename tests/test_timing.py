@@ -1,6 +1,6 @@
 """Timer statistics, the unseen-stream check and the timers' calls (the GPU timer on fake CUDA events here; on a GPU by
 experiments/)."""
-from fitness.timing import (TimingStats, WallClockTimer, fastest_baselines, repetition_times, settled_baselines,
+from fitness.measure.timing import (TimingStats, WallClockTimer, fastest_baselines, repetition_times, settled_baselines,
                             unseen_stream_work)
 
 
@@ -106,7 +106,7 @@ class CountingFeed:
 
 
 def test_the_gpu_timer_hands_the_feed_what_each_call_returned_after_the_call(monkeypatch):
-    import fitness.timing as timing
+    import fitness.measure.timing as timing
 
     monkeypatch.setattr(timing, "_cuda_event", FakeEvent)
     monkeypatch.setattr(timing, "_event_record", FakeEvent.record)

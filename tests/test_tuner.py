@@ -6,9 +6,9 @@ import threading
 import optuna
 import pytest
 
-from evo.outcome import run_tuner
-from evo.store import RunStore
-from evo.tuner import Tuner, check_tuner_settings
+from evo.reports.outcome import run_tuner
+from evo.records.store import RunStore
+from evo.tuning.tuner import Tuner, check_tuner_settings
 from experiments.tuner_compare import compare, summarise
 from core.genome import Genome
 from core.individual import Individual

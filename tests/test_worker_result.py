@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from fitness.result import EvalResult, WorkerJob, WorkerResult
+from fitness.measure.result import EvalResult, WorkerJob, WorkerResult
 from fitness.settings import EvalSettings, TimingSettings
 
 

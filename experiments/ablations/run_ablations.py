@@ -38,7 +38,7 @@ def multirun_command(args, sweep_dir: Path) -> list[str]:
 
 def run_row(run_dir: Path) -> dict:
     """One preset's outcome, read from its run store."""
-    from evo.store import RunStore
+    from evo.records.store import RunStore
 
     store = RunStore(run_dir, create=False)
     try:

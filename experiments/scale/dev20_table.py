@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from evo.bench import Row  # noqa: E402
-from fitness.formatting import number, percent, speedup  # noqa: E402
+from evo.benchmark.bench import Row  # noqa: E402
+from fitness.common.formatting import number, percent, speedup  # noqa: E402
 
 
 def table(rows_dir: Path, listed: list[str]) -> str:

@@ -14,11 +14,11 @@
 # searchray2 searchray1".
 # PHASE: warmup | searchN (local backend on GPUs 0..N-1) | searchrayN (fitness/backend=ray, N actors on GPUs
 # 0..N-1), N = 1..8: search1, searchray4, searchray2, search2, ...; a trailing w (searchray2w) runs it with a
-# staleness window of two generations (search.staleness = 2 x N x LAMBDA; experiments/results/supply_cpu.md).
+# staleness window of two generations (search.staleness = 2 x N x LAMBDA; experiments/results/supply_cpu/supply_cpu.md).
 # The phases' folders come back in $OUT/four_gpus.tgz (the device returns at most 8 files), with $OUT/table.md.
 # All phases share one cache (XDG_CACHE_HOME):
 # `warmup` runs the problem once (a 5 s search) so that Inductor's seed (seeds/inductor cache) and the baselines
-# (fitness/baseline_cache.py) are on disk, and no measured phase pays for them; skipped when already warm (a machine
+# (fitness/measure/baseline_cache.py) are on disk, and no measured phase pays for them; skipped when already warm (a machine
 # kept warm between calls). A phase whose estimate (EST) does not fit in the time left (T seconds from the start) is
 # skipped and named in $OUT/phases.txt, so the next call can run it.
 # Settings: SEARCH_S (each search's budget, default 60 s), PROBLEM (level1/23_Softmax.py), PARALLEL (evaluations in

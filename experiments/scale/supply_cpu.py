@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from core.genome import Genome
-from evo.evaluation import EvaluationService
-from evo.run import supplied_tuner
-from evo.search import Search
+from evo.service.evaluation import EvaluationService
+from evo.runs.run import supplied_tuner
+from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings, TunerSettings
-from evo.store import RunStore
-from fitness.result import EvalResult
+from evo.records.store import RunStore
+from fitness.measure.result import EvalResult
 from hardware_profiles import load_profile
 from operators.base import Operator
 

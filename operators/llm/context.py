@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.individual import Individual
-from fitness.problem import INDUCTOR
-from fitness.target import Target
+from fitness.problems.problem import INDUCTOR
+from fitness.problems.target import Target
 from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,
                                    profiler_text)
 from operators.llm.history import best_entries, design_lines, history_lines, tried_lines

@@ -1,19 +1,20 @@
 """The figures an agent is shown, each labelled with where it came from.
 
-* the target (``fitness.target.Target``): the GPU the kernels are written for and the problem at its full sizes,
+* the target (``fitness.problems.target.Target``): the GPU the kernels are written for and the problem at its full
+sizes,
   with the cost model there (bytes, FLOPs, intensity, the data floor and the reference algorithm's roofline, memory
   or compute bound from the GPU's bandwidth and peak), computed, not measured;
 * measured times (an ``EvalResult``): CUDA events on a GPU, or the CPU interpreter's wall-clock at test sizes,
   which is no GPU time and says so;
-* profiler metrics (``fitness.ncu``'s record): Nsight Compute's, for one forward call on the GPU.
+* profiler metrics (``fitness.workers.ncu``'s record): Nsight Compute's, for one forward call on the GPU.
 
 Every figure has two significant digits and no exponent, so re-measuring the same kernel rarely changes a prompt.
 """
 from __future__ import annotations
 
-from fitness.formatting import short_seconds as fmt_time, two_digits
-from fitness.guards import DATA_MOVEMENT_OPS
-from fitness.target import Target, target_for
+from fitness.common.formatting import short_seconds as fmt_time, two_digits
+from fitness.judge.guards import DATA_MOVEMENT_OPS
+from fitness.problems.target import Target, target_for
 
 TERA = 1e12
 
@@ -88,7 +89,7 @@ def judged_text(target: Target) -> str:
 def judged_inputs(spec, dependence=None) -> tuple:
     """The forward inputs at the sizes candidates are judged at (`spec`'s: "x: float32[2, 64]"), described as the
     target's are; () where the meta device cannot run the reference. `dependence`: the evaluator's
-    (``fitness.dependence``, decided at the test sizes whatever the spec's), so it is not decided again."""
+    (``fitness.problems.dependence``, decided at the test sizes whatever the spec's), so it is not decided again."""
     return target_for(spec, "cuda", None, False, dependence=dependence).inputs
 
 
@@ -136,7 +137,7 @@ def cost_model_text(target: Target, hardware: bool = True, judged: tuple = ()) -
 
 
 def allowed_torch_text() -> str:
-    """The torch calls `forward` may make besides launching its kernels (``fitness.guards.DATA_MOVEMENT_OPS``, as
+    """The torch calls `forward` may make besides launching its kernels (``fitness.judge.guards.DATA_MOVEMENT_OPS``, as
     torch functions or tensor methods)."""
     names = sorted(op for op in DATA_MOVEMENT_OPS if not op.startswith(("_", "sym_")))
     return ", ".join(f"`{name}`" for name in names)

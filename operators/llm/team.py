@@ -128,7 +128,7 @@ class LLMTeam:
     def plan(self, parent: Individual, archive: tuple, duplicates: tuple = (), profiles: dict | None = None,
              attempts: tuple = ()) -> str:
         """A plan for `parent`; `attempts`: a history of attempts to tell instead of the parent lineage's own (a
-        refinement's, ``evo.strategy``)."""
+        refinement's, ``evo.evolution.strategy``)."""
         context = self.context.build("planner", parent, archive, duplicates, profiles, attempts)
         prompt, parts = self._fill("planner", context, max_steps=str(self.settings.max_plan_steps),
                                    siblings=siblings_text())

@@ -28,10 +28,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from core import pyast
-from fitness.atomic import write_atomic
+from fitness.common.atomic import write_atomic
 from core.genome import short_hash
-from fitness.lifeline import lifeline_env
-from fitness.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
+from fitness.common.lifeline import lifeline_env
+from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
 
@@ -226,7 +226,7 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
 
 
 def policy_options(policy) -> dict:
-    """`inductor_seed`'s options under a precision policy (``fitness.policy.PrecisionPolicy``)."""
+    """`inductor_seed`'s options under a precision policy (``fitness.comparison.policy.PrecisionPolicy``)."""
     return {"torch_compute_allowed": policy.torch_compute != "reject", "tf32": policy.tf32}
 
 

@@ -129,7 +129,7 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     import torch
     import torch._inductor.config as inductor_config
 
-    from fitness.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
+    from fitness.problems.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
 
     spec = ProblemSpec.from_dict(spec_dict)
     problem = load_problem(spec)
@@ -153,9 +153,9 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
 
 def _varying_sizes(problem) -> set[int]:
     """The values of the problem's size constants that other sizes change (those set for it, and the file's integers
-    of at least fitness.sizes.MIN_SHRINKABLE, also in its lists and tuples of sizes; not kernel sizes, strides, a 3
-    of RGB channels)."""
-    from fitness.sizes import MIN_SHRINKABLE
+    of at least fitness.problems.sizes.MIN_SHRINKABLE, also in its lists and tuples of sizes; not kernel sizes, strides,
+    a 3 of RGB channels)."""
+    from fitness.problems.sizes import MIN_SHRINKABLE
 
     return {x for k, v in problem.sizes.items() for x in (v if isinstance(v, (list, tuple)) else [v])
             if type(x) is int and (k in problem.spec.sizes or x >= MIN_SHRINKABLE)}
@@ -311,9 +311,9 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
 
 
 def main() -> None:
-    from fitness.lifeline import arm
+    from fitness.common.lifeline import arm
 
-    arm()  # dies with the run that started it (fitness.lifeline), even a killed one
+    arm()  # dies with the run that started it (fitness.common.lifeline), even a killed one
     spec_path, out_path, device = sys.argv[1:4]
     flags = sys.argv[4:]
     with open(spec_path) as fh:

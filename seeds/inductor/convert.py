@@ -30,7 +30,7 @@ INTERPRETER_LIBDEVICE = {"tanh": "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"}  # lib
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
-# what the seed's docstring says of its sizes (evo.full_size reads it: a seed that says SIZE_GENERIC is not
+# what the seed's docstring says of its sizes (evo.reports.full_size reads it: a seed that says SIZE_GENERIC is not
 # presumed baked at the sizes it was captured at; the check at other sizes still judges it)
 SIZE_GENERIC = "Captured with dynamic shapes: the sizes Inductor did not specialise are read from the inputs."
 SIZES_BAKED = "Sizes are baked in, as Inductor compiled them."

@@ -3,8 +3,8 @@
 Under a policy that allows TF32, Inductor's GEMM templates multiply fp32 tiles on TF32 tensor cores
 (``ALLOW_TF32: tl.constexpr = True``); over a long reduction (level2/14: a sum of 8,192 products) the result can
 miss the tolerance that plain fp32 dot products meet. ``ieee_dots`` rewrites every TF32 choice of a seed's kernels
-(the templates' constant, ``allow_tf32=True``, ``input_precision="tf32"``/``"tf32x3"``) to IEEE fp32; ``evo.seeding``
-judges the rewrite where the seed itself is incorrect.
+(the templates' constant, ``allow_tf32=True``, ``input_precision="tf32"``/``"tf32x3"``) to IEEE fp32;
+``evo.runs.seeding`` judges the rewrite where the seed itself is incorrect.
 """
 from __future__ import annotations
 

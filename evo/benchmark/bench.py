@@ -1,0 +1,376 @@
+"""`kernelevo bench`: one search per problem over a KernelBench selection, spread over GPUs, gathered into one table.
+
+Each problem is an ordinary `kernelevo run` in its own process and run directory (``BENCH/runs/<problem>``), with
+the bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
+(``BENCH/rows/<problem>.json``, written after its run ends, with the run's ``summary.json`` or the reason it
+failed); a re-run of the bench skips finished problems and resumes started ones (`kernelevo resume`), so a kill
+loses nothing finished. A search dies with the bench, even one killed with -9 (``fitness.common.lifeline``), and its
+workers with it: a killed bench leaves no search running on a GPU, nor two writers of one run when it is re-run.
+Where the runs execute is a backend chosen in config (``bench.backend._target_``): ``LocalBackend`` (this host's
+GPUs, ``bench.per_gpu`` searches on each) or ``evo.benchmark.bench_ray.RayBackend``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
+from evo.reports.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
+from evo.benchmark.start_gate import START_GATE, open_gate
+from evo.records.store import RunStore
+from core.records import from_record
+from fitness.common.atomic import write_atomic
+from fitness.common.lifeline import INTERRUPTED_EXIT, lifeline_env
+from fitness.problems.problem import suite_names
+
+RUNS, ROWS, LOGS, GATES = "runs", "rows", "logs", "gates"
+INTERRUPTED = "interrupted"  # a row's status when its search was stopped by Ctrl-C or a signal (not saved)
+RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an interrupted row's reason says so
+NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
+
+
+class BenchError(ValueError):
+    """A bench that cannot start; the message names the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class BenchTask:
+    name: str  # unique within the bench: level1/23_Softmax, or a bundled name
+    problem: str  # what `kernelevo run problem=` receives
+    overrides: tuple = ()  # the bench's run settings, as Hydra overrides
+    seed: int | None = None  # its search seed when the bench repeats each problem over several (bench.seeds)
+
+    @property
+    def slug(self) -> str:
+        return slug(self.name, self.seed)
+
+
+def slug(name: str, seed: int | None = None) -> str:
+    """A problem's folder name in the bench (runs/<slug>, rows/<slug>.json); of one of its search seeds when the
+    bench repeats it over several."""
+    return name.replace("/", "__").removesuffix(".py") + ("" if seed is None else f"__seed{seed}")
+
+
+@dataclass
+class Row:
+    name: str
+    status: str  # ok, or why there is no kernel (a failed run, a failed seed, ...)
+    reason: str = ""
+    wall_s: float = 0.0
+    gpu: str = ""
+    summary: RunOutcome = field(default_factory=RunOutcome)  # the run's outcome (summary.json); none: nothing known
+    search_seed: int | None = None  # its search seed, in a table of several seeds per problem (else None)
+
+    @property
+    def label(self) -> str:
+        """The row in a table: its problem, and its search seed when the table has several per problem."""
+        return self.name if self.search_seed is None else f"{self.name} seed {self.search_seed}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "a bench row") -> "Row":
+        """A row as saved (its outcome a summary.json's fields; a failed row's, none)."""
+        return from_record(cls, {**data, "summary": RunOutcome.from_dict(data.get("summary") or {}, where)}, where)
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "a bench row") -> "Row":
+        return cls.from_dict(json.loads(text), where)
+
+
+# selection ---------------------------------------------------------------------------------------------------------
+def _level_files(root: Path, level: int) -> list[Path]:
+    folder = root / f"level{level}"
+    if not folder.is_dir():
+        raise BenchError(f"bench.root={root} has no level{level}/ folder; point bench.root at a KernelBench checkout's "
+                         f"KernelBench/ folder (the one holding level1/, level2/, ...)")
+    return sorted(folder.glob("*.py"), key=lambda p: (int(re.match(r"\d*", p.name).group() or 0), p.name))
+
+
+def level_sizes(root: str | None) -> dict:
+    """Each level's problems under a KernelBench checkout's KernelBench/ folder ({"level1": 100, ...}; {} without
+    one): the whole level a table's correct rate is also given over."""
+    base = Path(root).expanduser() if root else None
+    if base is None or not base.is_dir():
+        return {}
+    return {p.name: len(list(p.glob("*.py"))) for p in sorted(base.glob("level*")) if p.is_dir()}
+
+
+def _one(root: Path | None, item: str, level: int | None) -> BenchTask:
+    item = item.strip()
+    if root is None or item in suite_names():
+        if item not in suite_names():
+            raise BenchError(f"bench problem {item!r} is not a bundled problem ({', '.join(suite_names())}); for "
+                             f"KernelBench problems set bench.root to a KernelBench checkout")
+        return BenchTask(item, item)
+    path = root / item
+    if path.is_file():
+        return BenchTask(f"{path.parent.name}/{path.name}", str(path.resolve()))
+    lvl, _, ident = item.rpartition("/")
+    lvl = lvl or (f"level{level}" if level else "")
+    if ident.isdigit() and lvl:
+        found = [p for p in _level_files(root, int(lvl.removeprefix("level"))) if p.name.startswith(f"{ident}_")]
+        if found:
+            return BenchTask(f"{lvl}/{found[0].name}", str(found[0].resolve()))
+    raise BenchError(f"bench problem {item!r} not found under bench.root={root}; give a path relative to it "
+                     f"(level1/23_Softmax.py), an id with its level (level1/23, or 23 with bench.level=1), or a "
+                     f"bundled name")
+
+
+def select(root: str | None, level: int | None, problems, overrides: tuple = ()) -> list[BenchTask]:
+    """The bench's problems: `problems` (names, ids or paths; or the path of a list file, one per line) or, with
+    none given, every problem of `level` under `root`."""
+    base = Path(root).expanduser() if root else None
+    if base is not None and not base.is_dir():
+        raise BenchError(f"bench.root={root} is not a folder; point it at a KernelBench checkout's KernelBench/ "
+                         f"folder")
+    if isinstance(problems, str):
+        listing = Path(problems).expanduser()
+        if listing.is_file() and listing.suffix != ".py":
+            problems = [line.strip() for line in listing.read_text().splitlines()
+                        if line.strip() and not line.strip().startswith("#")]
+        else:  # one problem's name, id or path: a list of one
+            try:
+                _one(base, problems, level)
+            except BenchError as exc:
+                raise BenchError(f"bench.problems={problems}: not a problem ({exc}), and neither a list nor an "
+                                 f"existing list file; give bench.problems=NAME, bench.problems=[a,b] or the path "
+                                 f"of a file with one problem per line") from None
+            problems = [problems]
+    if problems:
+        tasks = [_one(base, str(p), level) for p in problems]
+    elif level is not None and base is not None:
+        tasks = [BenchTask(f"level{level}/{p.name}", str(p.resolve())) for p in _level_files(base, int(level))]
+    else:
+        raise BenchError("the bench selects no problem: set bench.problems (a list or a list file) or bench.root "
+                         "with bench.level")
+    seen = set()
+    for task in tasks:
+        if task.name in seen:
+            raise BenchError(f"bench problem {task.name} is listed twice")
+        seen.add(task.name)
+    return [BenchTask(t.name, t.problem, tuple(overrides)) for t in tasks]
+
+
+def with_seeds(tasks: list[BenchTask], seeds: int, first: int) -> list[BenchTask]:
+    """Each task repeated over `seeds` search seeds (first, first + 1, ...: ``search.seed``), problem by problem;
+    with one seed the tasks as they are (the run's own ``search.seed``, and a bench's folders as before)."""
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise BenchError(f"bench.seeds={seeds}: give the number of search seeds per problem, a whole number of at "
+                         f"least 1 (e.g. --seeds 3)")
+    if seeds == 1:
+        return tasks
+    own = lambda o: o.lstrip("+~").split("=", 1)[0] == "search.seed"  # noqa: E731 - the seeds set it
+    return [BenchTask(t.name, t.problem, (*[o for o in t.overrides if not own(o)], f"search.seed={first + i}"),
+                      first + i) for t in tasks for i in range(seeds)]
+
+
+# one problem -----------------------------------------------------------------------------------------------------
+def started(run_dir: Path) -> bool:
+    """Whether a run began in a run directory (its store holds the run's config: resume it). A store without one
+    (the search was interrupted as it made it) is no run: the bench runs it again."""
+    return RunStore.saved_run(run_dir) is not None
+
+
+def run_command(task: BenchTask, run_dir: Path) -> list[str]:
+    """`kernelevo run` for a new run directory, `kernelevo resume` for a started one."""
+    cli = [sys.executable, "-m", "kernelevo.cli"]
+    if started(run_dir):
+        return [*cli, "resume", f"run_dir={run_dir}"]
+    return [*cli, "run", f"problem={task.problem}", *task.overrides, f"hydra.run.dir={run_dir}"]
+
+
+@dataclass
+class Launched:
+    """A problem's search process, started; `gate`: the file that lets it begin (None: it began at once)."""
+    proc: subprocess.Popen
+    started: float  # time.time() its run began (the gate's opening, for a prestarted one)
+    log: Path
+    gate: Path | None = None
+
+    def open(self) -> None:
+        """Let a prestarted search begin: its wall time counts from now."""
+        if self.gate is not None:
+            open_gate(self.gate)
+            self.started = time.time()
+
+
+def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False) \
+        -> Launched | None:
+    """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
+    touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``. None when the bench was interrupted
+    first."""
+    run_dir = bench_dir / RUNS / task.slug
+    log = bench_dir / LOGS / f"{task.slug}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = lifeline_env()
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    gate = bench_dir / GATES / task.slug if gated else None
+    if gate is not None:
+        gate.unlink(missing_ok=True)
+        env[START_GATE] = str(gate)
+    with open(log, "a") as out:
+        proc = searches.start(run_command(task, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env)
+    return None if proc is None else Launched(proc, time.time(), log, gate)
+
+
+def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None, timeout_s: float | None,
+           searches: Searches) -> Row:
+    """Wait for a launched search (`timeout_s` from now) and make its row, also when it failed."""
+    run_dir = bench_dir / RUNS / task.slug
+    code = searches.wait(launched.proc, timeout_s)
+    wall = time.time() - launched.started
+    if launched.gate is not None:
+        launched.gate.unlink(missing_ok=True)
+    summary_file = run_dir / SUMMARY_FILE
+    if code == 0 and summary_file.is_file():
+        summary = RunOutcome.read(run_dir)
+        return Row(task.name, summary.status, summary.stop_reason, wall, gpu or "", summary)
+    if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it
+        return Row(task.name, INTERRUPTED, f"its search was interrupted (exit code {code}); {RESUMABLE}", wall,
+                   gpu or "")
+    log = launched.log
+    tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
+    why = "timed out" if code is None else f"exit code {code}"
+    reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
+                  " | ".join(tail)[-600:])
+    return Row(task.name, "failed", f"{why}: {reason}", wall, gpu or "")
+
+
+def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None,
+             searches: Searches | None = None) -> Row | None:
+    """Run (or resume) one problem's search in its own process on `gpu`; its row, also when it failed; None when
+    the bench was interrupted before it started (`searches`: the bench's, ``evo.benchmark.bench_interrupt``). The
+    process dies with this one, even when this one is killed (``fitness.common.lifeline``: it is started and waited for
+    by this thread, which the lifeline needs), and takes its workers with it: a killed bench leaves no search
+    running."""
+    searches = searches or Searches()
+    launched = launch(task, bench_dir, gpu, searches)
+    return None if launched is None else finish(task, launched, bench_dir, gpu, timeout_s, searches)
+
+
+def save_row(bench_dir: Path, task: BenchTask, row: Row) -> None:
+    path = bench_dir / ROWS / f"{task.slug}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, row.to_json())
+
+
+def saved_row(bench_dir: Path, task: BenchTask) -> Row | None:
+    path = bench_dir / ROWS / f"{task.slug}.json"
+    return Row.from_json(path.read_text(), str(path)) if path.is_file() else None
+
+
+# backends ----------------------------------------------------------------------------------------------------------
+def visible_gpus() -> list[str]:
+    """This host's GPUs as CUDA_VISIBLE_DEVICES values (none: the CPU interpreter)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g for g in listed.split(",") if g.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+class LocalBackend:
+    """This host: `per_gpu` searches at once on each visible GPU (on a host without one, `per_gpu` at once on the
+    CPU interpreter). `prestart`: on a GPU, each slot starts its next problem's process while the current one
+    searches; that process waits at a gate before its first GPU work (``evo.benchmark.start_gate``), so its start-up
+    (the interpreter, imports, config) overlaps the search before it."""
+
+    def __init__(self, per_gpu: int = 1, timeout_s: float | None = None, prestart: bool = True):
+        if per_gpu < 1:
+            raise BenchError(f"bench.backend.per_gpu must be at least 1, got {per_gpu}")
+        self.per_gpu, self.timeout_s, self.prestart = per_gpu, timeout_s, prestart
+
+    def describe(self) -> str:
+        gpus = visible_gpus()
+        ahead = ", the next problem prestarted" if self.prestart else ""
+        return (f"local: {len(gpus)} GPU(s) x {self.per_gpu}{ahead}" if gpus
+                else f"local: CPU interpreter x {self.per_gpu}")
+
+    def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
+        """Run every task; `done(task, row)` as each finishes (from a worker thread). Ctrl-C: no task starts after
+        it, the running searches (and those prestarted) are interrupted (``evo.benchmark.bench_interrupt``) and waited
+        for, then KeyboardInterrupt again; a prestarted one that had not begun leaves no row (a re-run starts it)."""
+        gpus = visible_gpus() or [None]
+        slots = [g for g in gpus for _ in range(self.per_gpu)]
+        queue = list(tasks)
+        searches = Searches()
+
+        def pop() -> BenchTask | None:
+            try:
+                return queue.pop(0)  # list.pop is atomic under the GIL
+            except IndexError:
+                return None
+
+        def worker(gpu):
+            ahead = None  # (task, Launched): the slot's next problem, started, waiting at its gate
+            try:
+                while not searches.interrupted:
+                    if ahead is not None:
+                        (task, launched), ahead = ahead, None
+                        launched.open()
+                    elif (task := pop()) is None or (launched := launch(task, bench_dir, gpu, searches)) is None:
+                        return
+                    if self.prestart and gpu is not None and (following := pop()) is not None:
+                        started = launch(following, bench_dir, gpu, searches, gated=True)
+                        ahead = (following, started) if started is not None else None
+                    row = finish(task, launched, bench_dir, gpu, self.timeout_s, searches)
+                    done(task, row)
+            finally:
+                if ahead is not None:  # interrupted before it began: stopped, no row
+                    searches.wait(ahead[1].proc, None)
+                    if ahead[1].gate is not None:
+                        ahead[1].gate.unlink(missing_ok=True)
+
+        pool = ThreadPoolExecutor(len(slots))
+        futures = [pool.submit(worker, gpu) for gpu in slots]
+        try:
+            for future in futures:
+                future.result()
+        except KeyboardInterrupt:
+            searches.interrupt()
+            for future in futures:  # each search ends at its checkpoint (a second Ctrl-C ends the bench at once)
+                future.result()
+            raise
+        finally:
+            pool.shutdown(wait=False)
+
+
+# the bench ---------------------------------------------------------------------------------------------------------
+def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None) -> list[Row]:
+    """Run every unfinished task on `backend`; the rows of all tasks, in the selection's order."""
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    rows = {t.slug: saved_row(bench_dir, t) for t in tasks}
+    todo = [t for t in tasks if rows[t.slug] is None]
+    seeds = len(tasks) // len({t.name for t in tasks}) if tasks else 1
+    print(f"[bench] {len(tasks) // seeds} problems{f' x {seeds} search seeds' if seeds > 1 else ''}, "
+          f"{len(tasks) - len(todo)}{' runs' if seeds > 1 else ''} finished before; {backend.describe()}; "
+          f"bench dir {bench_dir}", flush=True)
+
+    def done(task: BenchTask, row: Row) -> None:
+        row.search_seed = task.seed
+        if row.status != INTERRUPTED:  # an interrupted search is not finished: the next run of the bench resumes it
+            save_row(bench_dir, task, row)
+        rows[task.slug] = row
+        if on_row is not None:
+            on_row(row)
+
+    try:
+        if todo:
+            backend.run(todo, bench_dir, done)
+    except KeyboardInterrupt:  # the backend has interrupted its searches and waited for them
+        raise BenchInterrupted(rows) from None
+    return [rows[t.slug] for t in tasks]

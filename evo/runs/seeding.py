@@ -1,0 +1,113 @@
+"""Generation 0: the seeds a search starts from, each a ``Seed`` (its genome and what made it), the seed first.
+
+The seed: torch.compile's kernels with problem.seed=inductor or when the problem has no seed of its own (then also
+one seed per variant of Inductor's options, ``inductor.variants``, that writes other kernels), else the problem's
+seed; a compiler seed incorrect with TF32 dot products is replaced by its rewrite with IEEE fp32 dot products
+where that is correct. With an LLM team, ``llm.initialise``: true, the initialiser agent writes the first kernel from
+the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts from compile's kernels too);
+false, the seed as it is.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from evo.reports.outcome import REWRITTEN_SEED
+from core.genome import Genome, evaluation_key
+from fitness.problems.problem import INDUCTOR
+from fitness.measure.result import EvalResult
+from operators.base import CURRENT_CHILD, ChildUsage
+from seeds.inductor.precision import ieee_dots
+
+if TYPE_CHECKING:
+    from evo.service.evaluation_protocol import Evaluations
+    from evo.plan import RunPlan
+
+log = logging.getLogger(f"kernelevo.{__name__}")
+
+
+class Seed(NamedTuple):
+    """A kernel of generation 0 and what made it: seed, inductor, inductor:<variant>, initialiser."""
+    genome: Genome
+    made_by: str
+
+    @classmethod
+    def from_source(cls, source: str, made_by: str) -> "Seed":
+        return cls(Genome.from_source(source), made_by)
+
+
+def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
+    """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
+    resume makes them again from caches)."""
+    started = time.perf_counter()
+    seeds = seed_genomes(plan, team, service, run_dir)
+    if service.store.get_meta("seed_wall_s") is None:
+        service.store.set_meta("seed_wall_s", time.perf_counter() - started)
+    return seeds
+
+
+def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
+    """Generation 0's seeds (the module's docstring says which), the seed first."""
+    evaluator = service.evaluators[0]
+    mode = plan.llm.initialise if team is not None else False  # checked when the plan was made
+    if mode is True:
+        return [Seed.from_source(_initialise(team), "initialiser")]
+    if plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
+        sources = evaluator.inductor_seeds(run_dir, plan.variants)
+        captured = ieee_where_tf32_fails(service, [Seed.from_source(source, by) for by, source in sources.items()])
+    else:
+        captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]
+    if mode == "from_seed":
+        captured[0] = _rewritten(team, service, captured[0])
+    return captured
+
+
+def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]:
+    """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
+    dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
+    evaluation is the one the search would make (the run store keeps it). The seeds are judged at once, and so are
+    the rewrites, over the evaluators (not one seed after another); the lines keep the seeds' order."""
+    ieee = [ieee_dots(seed.genome.source) for seed in seeds]
+    judged = [service.submit(seed.genome.rendered(), label=seed.made_by) if rewrite is not None else None
+              for seed, rewrite in zip(seeds, ieee)]
+    incorrect = [future is not None and future.result()[1].status == "incorrect" for future in judged]
+    rewrites = [Seed.from_source(rewrite, seed.made_by) if bad else None
+                for seed, rewrite, bad in zip(seeds, ieee, incorrect)]
+    again = [service.submit(r.genome.rendered(), label=f"{r.made_by} (IEEE fp32 dots)") if r is not None else None
+             for r in rewrites]
+    kept = []
+    for seed, rewrite, future in zip(seeds, rewrites, again):
+        if future is not None:
+            result = future.result()[1]
+            why = result.reason.strip().splitlines()[0][:200] if result.reason else ""
+            then = "it is correct: the search starts from that" if result.ok else f"it is {result.status} too: {why}"
+            log.info(f"{seed.made_by}'s seed is incorrect with TF32 dot products; with IEEE fp32 dot products {then}")
+            seed = rewrite if result.ok else seed
+        kept.append(seed)
+    return kept
+
+
+def _rewritten(team, service: Evaluations, seed: Seed) -> Seed:
+    """The initialiser's rewrite of `seed` when it is correct (the seed, what made it and its time stay on record),
+    else the seed."""
+    origin = "torch.compile's Triton, converted" if seed.made_by == INDUCTOR else "the problem's seed kernel"
+    source = seed.genome.source
+    measured = service.evaluate(source, label=seed.made_by)[1]  # the starting kernel's figures, for the initialiser
+    rewrite = _initialise(team, source, origin, measured)
+    check = service.evaluate(rewrite, label="initialiser")[1]  # a broken rewrite must not replace a working seed
+    if check.ok:
+        service.store.set_meta(REWRITTEN_SEED, {"made_by": seed.made_by, "key": evaluation_key(source)})
+        return Seed.from_source(rewrite, "initialiser")
+    log.info(f"the initialiser's rewrite of the seed is not usable ({check.status}: "
+             f"{check.reason[:300]}); starting from the seed ({seed.made_by})")
+    return seed
+
+
+def _initialise(team, seed: str | None = None, origin: str = "", measured: EvalResult | None = None) -> str:
+    token = CURRENT_CHILD.set(ChildUsage("0.0"))  # the initialiser's calls are charged to generation 0's seed
+    try:
+        return team.initialise(seed, origin, measured)
+    finally:
+        CURRENT_CHILD.reset(token)

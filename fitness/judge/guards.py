@@ -1,0 +1,186 @@
+"""Honesty guards that watch a candidate's ``forward`` while it runs (inside the evaluation worker).
+
+* ``LaunchCounter`` counts Triton kernel launches, by the module the kernel was defined in, so a candidate must
+  launch at least one kernel of its own: a decorative or absent kernel is caught.
+* ``TorchOpTrace`` records the aten ops that ``forward`` dispatches (a TorchDispatchMode), so work done by torch
+  instead of the candidate's kernels is caught. Ops issued by Triton itself while launching are ignored.
+
+The launch counter also provides the compile-only mode of ``fitness.judge.compile_ahead``: while it is on, a Triton
+launch compiles the kernel (``warmup=True``) and loads it without launching, an autotuned kernel compiles every
+config without benchmarking (so no autotuning choice is made), and nothing is counted as a launch. And it tells
+``on_compile`` when Triton builds a kernel (its name) and when it is done (None), ahead or on a first real call, so
+the worker can say so (``fitness.common.stage.CompileStage``) and the sandbox time it.
+
+Both are installed by the fork server (``fitness.workers.worker`` at import) before candidate code exists.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import contextmanager
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Allocation, views, reshapes, copies and metadata: the torch ops a Triton wrapper legitimately needs.
+DATA_MOVEMENT_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "arange", "scalar_tensor",
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "view_as", "permute", "transpose", "transpose_", "t", "t_",
+    "expand", "expand_as", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "slice", "select", "narrow",
+    "as_strided", "alias", "detach", "detach_", "clone", "contiguous", "copy_", "_to_copy", "to", "lift_fresh",
+    "split", "split_with_sizes", "chunk", "unbind", "flatten", "unflatten", "movedim", "cat", "stack",
+    "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_contiguous",
+    "resize_", "set_", "pad", "constant_pad_nd",  # F.pad: padding is data movement
+})
+
+
+class CompileAbort(BaseException):
+    """Ends a compile-only pass: it would have launched GPU work. A BaseException, so that a candidate's
+    `except Exception` does not swallow it."""
+
+
+class LaunchCounter:
+    """Counts Triton launches per defining module by wrapping the `run` of Triton's kernel classes."""
+
+    def __init__(self):
+        self.launches: Counter = Counter()
+        self.active = 0  # > 0 while a Triton launch is in progress (its own torch ops are not the candidate's)
+        self.compile_only = False
+        self.on_compile = None  # called with a kernel's name when Triton starts building it, with None when done
+        self._installed = False
+
+    def install(self) -> None:
+        if self._installed:
+            return
+        for cls in self._kernel_classes():
+            self._wrap(cls)
+        self._wrap_autotuner()
+        self._wrap_compile()
+        self._installed = True
+
+    @contextmanager
+    def compiling_only(self):
+        """Triton launches compile and load their kernel but launch nothing, and are not counted."""
+        self.compile_only = True
+        try:
+            yield
+        finally:
+            self.compile_only = False
+
+    @staticmethod
+    def _kernel_classes() -> list:
+        import triton.runtime.jit as jit
+
+        classes = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        except ImportError:  # pragma: no cover - every supported triton has it
+            pass
+        return classes
+
+    def _wrap(self, cls) -> None:
+        original = cls.run
+        counter = self
+        compiles = cls.__name__ == "JITFunction"  # the interpreter's run has no compile-only form
+
+        def run(kernel, *args, **kwargs):
+            if counter.compile_only:
+                if not compiles:
+                    raise CompileAbort("the interpreter cannot compile without running")
+                return counter._compile(original, kernel, args, kwargs)
+            if not kwargs.get("warmup", False):
+                fn = getattr(kernel, "fn", None)
+                counter.launches[getattr(fn, "__module__", "?")] += 1
+            counter.active += 1
+            try:
+                return original(kernel, *args, **kwargs)
+            finally:
+                counter.active -= 1
+
+        cls.run = run
+
+    def _compile(self, original, kernel, args, kwargs):
+        """Compile (warmup) and load the kernel, creating its launcher, without launching it."""
+        self.active += 1
+        try:
+            compiled = original(kernel, *args, **{**kwargs, "warmup": True})
+            init = getattr(compiled, "_init_handles", None)
+            if callable(init):
+                init()
+            return compiled
+        finally:
+            self.active -= 1
+
+    def _wrap_autotuner(self) -> None:
+        """In compile-only mode an autotuned kernel compiles each (pruned) config and benchmarks none: its choice
+        is made on the first real call. Triton versions whose Autotuner lacks these attributes fall back to its
+        own run, whose benchmark aborts the pass at its first torch op (the L2 flush's zero_)."""
+        try:
+            from triton.runtime.autotuner import Autotuner
+        except ImportError:  # pragma: no cover - every supported triton has it
+            return
+        original = Autotuner.run
+        counter = self
+
+        def run(tuner, *args, **kwargs):
+            if not counter.compile_only or not all(hasattr(tuner, a) for a in ("arg_names", "configs", "fn")):
+                return original(tuner, *args, **kwargs)
+            tuner.nargs = dict(zip(tuner.arg_names, args))
+            try:
+                configs = tuner.prune_configs(kwargs) if len(tuner.configs) > 1 else tuner.configs
+                for config in configs:
+                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                tuner.nargs = None
+            return None
+
+        Autotuner.run = run
+
+    def _wrap_compile(self, compiler=None) -> None:
+        """Triton's ``compile`` (``triton.compiler.compile``: what a JITFunction binds the first time it runs on a
+        device, so this must precede any kernel) reports each build to `on_compile`. A Triton without it builds
+        unreported: a compile then counts as whatever its caller's stage says."""
+        if compiler is None:
+            import triton.compiler as compiler
+        original = getattr(compiler, "compile", None)
+        if original is None:  # pragma: no cover - every supported triton has it
+            return
+        counter = self
+
+        def compile(src, *args, **kwargs):
+            report = counter.on_compile
+            if report is None:
+                return original(src, *args, **kwargs)
+            options = kwargs.get("options") or {}
+            report(f"{getattr(src, 'name', None) or src} (num_warps={options.get('num_warps', '?')})")
+            try:
+                return original(src, *args, **kwargs)
+            finally:
+                report(None)
+
+        compiler.compile = compile
+
+    def reset(self) -> None:
+        self.launches.clear()
+
+    def count(self, module_name: str) -> int:
+        return self.launches.get(module_name, 0)
+
+
+class TorchOpTrace(TorchDispatchMode):
+    """Records the aten ops dispatched while active, except those issued inside a Triton launch."""
+
+    def __init__(self, launch_counter: LaunchCounter):
+        super().__init__()
+        self.ops: Counter = Counter()
+        self._launch_counter = launch_counter
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not self._launch_counter.active:
+            self.ops[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+    def compute_ops(self, extra_allowed=()) -> list[str]:
+        """The recorded ops that are neither data movement nor allowed by the policy, sorted."""
+        allowed = DATA_MOVEMENT_OPS | set(extra_allowed)
+        return sorted(op for op in self.ops if op not in allowed)

@@ -1,0 +1,98 @@
+"""The correctness gate of a candidate job (inside the evaluation worker, ``fitness.workers.worker``): the trials on
+fresh inputs, then the coverage trial (``fitness.coverage``), every call of forward checked the same way."""
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import torch
+
+from fitness.judge.checks import Verdict, check_guards, check_output_types, empty_guards
+from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
+from fitness.judge.coverage import TF32Reference, coverage_trial, no_reduced_reference
+from fitness.judge.guards import TorchOpTrace
+from fitness.judge.inputs import clone_all, make_inputs, poison_allocator, refill, scrub, synchronize
+from fitness.judge.phases import gpu_lock, phase
+from fitness.common.stage import stage
+
+COVERAGE_SEED = 30_000  # the coverage trial's inputs and element choice: input_seed + this (trials use + 0..trials-1)
+
+
+def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs,
+               launches, allowance=None) -> dict:
+    """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
+    trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
+    state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes;
+    `launches`: the worker's launch counter.
+    Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
+    opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given."""
+    device, settings = job.device, job.settings
+    buffers, worst, guards = None, None, empty_guards()
+    passed = [0]
+
+    def judged_call(inputs: list, saved: list, where: str, first: bool = False, name: str = "trial_calls"):
+        """forward on `inputs`, traced and its launches counted (the phase `name`, or first_call), the judge's state
+        and guards checked and its inputs verified unchanged (against `saved`): its output."""
+        launches.reset()
+        trace = TorchOpTrace(launches) if settings.trace_torch_ops else None
+        with phase("first_call" if first else name), trace or nullcontext():
+            output = model_new(*inputs)
+            synchronize(device)
+        with phase("trial_judge"):
+            verify(where, guards=guards, trials_passed=passed[0])
+            check_output_types(output, where, guards=guards, trials_passed=passed[0])
+            check_guards(guards, trace, launches, module_name, policy, settings, where, trials_passed=passed[0])
+        changed = changed_inputs(inputs, saved)
+        if changed:
+            raise Verdict("rejected", f"forward modified its input(s) {changed} ({where}); inputs must be left "
+                          f"unchanged", guards=guards, trials_passed=passed[0])
+        return output
+
+    def prepare(inputs: list) -> list:
+        saved = clone_all(inputs)
+        poison_allocator(specs, device)
+        synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
+        return saved
+
+    for trial in range(settings.trials):
+        stage(f"correctness trial {trial + 1}/{settings.trials}")
+        with gpu_lock(job, exclusive=False), phase("trials"):
+            with phase("trial_inputs"):
+                fresh = make_inputs(problem, input_seed + trial, device)
+                if buffers is None:
+                    buffers = fresh
+                else:
+                    refill(buffers, fresh)
+                saved = prepare(buffers)
+            output = judged_call(buffers, saved, f"trial {trial + 1}", first=trial == 0)
+            with phase("trial_compare"):
+                with phase("trial_reference"):
+                    refs = as_tensor_list(reference(*saved))
+                comparison = compare_outputs(output, refs, policy)
+                if allowance is not None:
+                    comparison = allowance.judge(comparison, output, refs, saved, f"trial {trial + 1}")
+                scrub(as_tensor_list(output) + refs)
+        if not comparison.ok:
+            raise Verdict("incorrect", f"trial {trial + 1} (input seed {input_seed + trial}): {comparison.reason}",
+                          guards=guards, trials_passed=trial, max_abs_err=comparison.max_abs_err,
+                          max_rel_err=comparison.max_rel_err, rel_l2=comparison.rel_l2)
+        worst = comparison if worst is None else worst.worst(comparison)
+        passed[0] = trial + 1
+    if settings.coverage:
+        stage("coverage trial")
+        with gpu_lock(job, exclusive=False), phase("coverage"):
+            refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
+            generator = torch.Generator().manual_seed(input_seed + COVERAGE_SEED)
+            # a reference without matmuls computes the same at TF32: no second reference (nor its input copies)
+            reduced = TF32Reference() if job.reference_matmuls else no_reduced_reference
+            guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.coverage_inputs,
+                                                job.input_names, policy, generator, prepare,
+                                                allowance, reduced)
+        if "failure" in guards["coverage"]:
+            found = guards["coverage"]
+            raise Verdict("incorrect", f"{found['failure']} (input seed {input_seed + COVERAGE_SEED})",
+                          guards=guards, trials_passed=settings.trials, max_abs_err=found["max_abs_err"],
+                          max_rel_err=found["max_rel_err"], rel_l2=found["rel_l2"])
+    if allowance is not None and allowance.passed:
+        guards["rounding_allowance"] = allowance.summary()
+    return {"guards": guards, "trials_passed": settings.trials, "max_abs_err": worst.max_abs_err,
+            "max_rel_err": worst.max_rel_err, "rel_l2": worst.rel_l2}

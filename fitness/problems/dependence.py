@@ -1,0 +1,125 @@
+"""Which inputs and parameters a problem's output depends on, decided from the reference itself at small size.
+
+The data floor of a problem (``fitness.problems.speed_of_light``) counts only what the output depends on: an input or a
+parameter the reference ignores need not be read by any kernel. The decision is made by perturbation on the CPU at
+the interpreter's test sizes (``fitness.problems.sizes``; one forward is microseconds there): for each of a few random
+draws, each tensor input is replaced by the same tensor of another draw of ``get_inputs()`` (its own domain: integer
+classes stay classes, ``rand`` stays positive) and each parameter or buffer gets random noise; the tensor counts
+when any output element changes. A reference whose output changes between two identical calls (randomness in
+``forward``) makes every tensor count. A tensor is counted whole: a part of an input the output ignores (a slice)
+still counts, which only raises the floor.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fitness.comparison.correctness import as_tensor_list, same_bits
+from fitness.problems.problem import LoadedProblem, ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
+
+DRAWS = 2  # random draws of the inputs; a tensor counts if it changes the output in any of them
+MAX_ELEMENTS = 1 << 22  # a problem whose largest tensor at its test sizes is larger is not run here (16 MiB fp32)
+
+
+@dataclass(frozen=True)
+class Dependence:
+    inputs: tuple  # one bool per forward argument: True when the output depends on it (non-tensors: False)
+    ignored_parameters: tuple = ()  # state_dict names (parameters and buffers) the output does not depend on
+    input_names: tuple = ()  # forward's argument names, for messages
+    note: str = ""  # why the decision could not be made ("" when it was): then every tensor counts
+
+    @property
+    def ignored_inputs(self) -> list[str]:
+        return [self.name(i) for i, used in enumerate(self.inputs) if not used]
+
+    def name(self, index: int) -> str:
+        return self.input_names[index] if index < len(self.input_names) else f"input {index}"
+
+    def to_dict(self) -> dict:
+        return {"inputs": list(self.inputs), "ignored_parameters": list(self.ignored_parameters),
+                "input_names": list(self.input_names), "note": self.note}
+
+
+def _outputs(model, inputs) -> list:
+    with torch.no_grad():
+        return [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in as_tensor_list(model(*inputs))]
+
+
+def _changed(a: list, b: list) -> bool:
+    return len(a) != len(b) or any(
+        not (same_bits(x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) else x == y)
+        for x, y in zip(a, b))
+
+
+def _draw(problem: LoadedProblem, seed: int) -> list:
+    torch.manual_seed(seed)
+    return call_get_inputs(problem)
+
+
+def _differs(new: torch.Tensor, old: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """`new` (another draw of the same input), or where it equals `old` everywhere, `old` with noise."""
+    if not same_bits(new, old):
+        return new
+    if new.is_floating_point():
+        return old + torch.randn(old.shape, generator=generator).to(old.dtype) * (old.abs().mean() + 1)
+    return new  # an integer input with a single possible value: no change possible
+
+
+def find_dependence(problem: LoadedProblem, names: tuple = ()) -> Dependence:
+    """The reference's dependence on each input and parameter, by perturbation on the CPU (module docstring)."""
+    torch.manual_seed(0)
+    model = problem.Model(*call_get_init_inputs(problem)).eval()  # as the judge builds it (fitness.judge.candidate)
+    generator = torch.Generator().manual_seed(1)
+    used_inputs: list[bool] | None = None
+    state = dict(model.state_dict())
+    used_state = {name: False for name in state}
+    for draw in range(DRAWS):
+        base, other = _draw(problem, 1000 + draw), _draw(problem, 2000 + draw)
+        used_inputs = used_inputs or [False] * len(base)
+        reference = _outputs(model, base)
+        if _changed(reference, _outputs(model, base)):
+            return Dependence(tuple(isinstance(x, torch.Tensor) for x in base), (), names,
+                              "the reference's output changes between identical calls: every tensor counts")
+        for i, value in enumerate(base):
+            if isinstance(value, torch.Tensor) and not used_inputs[i]:
+                swapped = list(base)
+                swapped[i] = _differs(other[i], value, generator)
+                used_inputs[i] = _changed(reference, _outputs(model, swapped))
+        for name, tensor in state.items():
+            if used_state[name] or not tensor.is_floating_point() or not tensor.numel():
+                used_state[name] = used_state[name] or not tensor.is_floating_point()  # integers: count them
+                continue
+            saved = tensor.detach().clone()
+            with torch.no_grad():
+                tensor.add_(torch.randn(tensor.shape, generator=generator).to(tensor.dtype) * (saved.abs().mean() + 1))
+                used_state[name] = _changed(reference, _outputs(model, base))
+                tensor.copy_(saved)
+    return Dependence(tuple(used_inputs or ()), tuple(n for n, used in used_state.items() if not used), names)
+
+
+def small_spec(spec: ProblemSpec) -> ProblemSpec:
+    """The problem at the interpreter's test sizes (the spec itself when it is already at them)."""
+    if spec.size_preset == "test":
+        return spec
+    from fitness.problems.problem import resolve_problem, suite_names
+
+    return resolve_problem(spec.name if spec.name in suite_names() and spec.seed_path else spec.path,
+                           size_preset="test")
+
+
+def dependence_of(spec: ProblemSpec, names: tuple = ()) -> Dependence:
+    """``find_dependence`` at the test sizes of `spec`; where the reference cannot be run there, every tensor counts
+    (the note says why)."""
+    from fitness.problems.sizes import largest_tensor
+
+    try:
+        small = load_problem(small_spec(spec))
+        largest = largest_tensor(small)
+        if largest > MAX_ELEMENTS:  # a shape the shrink rule cannot change (a tuple): too large for the CPU here
+            return Dependence((), (), names, f"not decided: at its smallest sizes a tensor has {largest:,} elements "
+                                             f"(over {MAX_ELEMENTS:,}); every tensor counts")
+        return find_dependence(small, names)
+    except Exception as exc:  # noqa: BLE001 - a reference the CPU cannot run at small size: no refinement
+        return Dependence((), (), names, f"not decided ({type(exc).__name__}: {str(exc)[:160]}): every tensor "
+                                         f"counts")

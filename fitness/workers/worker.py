@@ -1,0 +1,359 @@
+"""Evaluation worker: what a forked worker process does with exactly one job, writing its result as JSON.
+
+Workers are forked by the fork server (``fitness.workers.zygote``), which imported torch, triton and this module --
+binding the timers and installing the launch counter -- before any candidate code exists, and never touched CUDA.
+``serve`` is the child's life: initialise CUDA on its device (a spare is then warm), wait for its job file, run the
+job, write the result and leave with ``os._exit``. Jobs:
+
+* ``candidate``: setup (shared GPU lock), compiling the candidate's kernels ahead without launching anything (no
+  lock, ``fitness.judge.compile_ahead``), the correctness gate (trials seeded from a secret per-job seed, inputs
+  verified unchanged, the reference computed after the candidate on a saved copy of the inputs, output memory poisoned)
+  and honesty guards on every trial (shared lock), then timing (exclusive lock), each timed call launching the
+  candidate's own kernels on a fresh draw of the inputs, a seeded sample of them checked against the reference as
+  they return (``fitness.judge.timed_inputs``).
+* ``baseline``: the compiled baselines (torch.compile at its defaults and max-autotune) and their first calls
+  (shared lock), then every baseline the job names timed with the candidate's timer and inputs (exclusive lock).
+* ``profile``: a judged candidate once more under Nsight Compute (``fitness.workers.ncu``), the GPU held exclusively.
+* ``prewarm`` (trusted): compile a tiny kernel, so Triton's driver stubs exist in the trusted cache
+  (``fitness.workers.warm``, which also holds what a spare warms before its job).
+
+``phases_s`` of a result, in seconds: fork, wait_start (for its turn to start up and the GPU's shared lock),
+cuda_init, prewarm, warm_judge, idle (these in a spare before its job arrives), import (0: done once in the fork
+server), wait_memory (for a GPU memory slot, when slots admit memory: the compile pass then runs before it, on a
+model built on the meta device), setup, compile, wait_shared, trials (of which trial_specs, trial_inputs,
+first_call, trial_calls, trial_judge, trial_compare with its trial_reference), coverage (the coverage trial,
+``fitness.coverage``: of which coverage_call, the candidate's calls), wait_exclusive, timing (of which
+timed_inputs: the fresh draws of the timed calls' inputs, and verify_timed: the checks of the sampled calls).
+``spans`` of a result: [phase, start, end] in wall-clock seconds (``time.time``) of the stages in SPAN_PHASES, so
+a benchmark can lay the evaluations of a run on one timeline (who held the GPU when; ``experiments/bench_search.py``).
+Diagnostics only: nothing scores from them.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import secrets
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+
+from fitness.measure import timing  # binds the clocks first
+from fitness.judge.checks import TimedCalls, Verdict  # noqa: E402
+from fitness.judge.guards import LaunchCounter
+
+import torch  # noqa: E402
+
+from fitness.common.atomic import write_atomic  # noqa: E402
+from fitness.measure.baselines import COMPILED, inductor_code, library_kernels, stage_of as baseline_stage  # noqa: E402
+from fitness.judge.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
+                               describe_exception, load_candidate, module_name_for)
+from fitness.judge.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
+from fitness.workers.confine import become_unprivileged  # noqa: E402
+from fitness.common.gpu_lock import DeviceLock, start_up  # noqa: E402
+from fitness.judge.inputs import make_inputs, meta_inputs, reference_output_specs, timing_inputs  # noqa: E402
+from fitness.measure.memory import spec_bytes  # noqa: E402
+from fitness.judge.timed_inputs import FreshInputs  # noqa: E402
+from fitness.judge.integrity import JudgeState, judge_state_check  # noqa: E402
+from fitness.comparison.policy import PrecisionPolicy  # noqa: E402
+from fitness.problems.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
+from fitness.measure.result import WorkerJob  # noqa: E402
+from fitness.judge.rounding import RoundingAllowance  # noqa: E402
+from fitness.workers.warm import prewarm_triton, warm_judge  # noqa: E402
+from fitness.judge.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
+from fitness.judge.trials import run_trials  # noqa: E402
+from fitness.common.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
+
+JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
+JOB_POLL_S = 0.005
+LAUNCHES = LaunchCounter()
+LAUNCHES.install()
+MEMORY: list = []  # the job's memory slot, held until the process ends (its descriptors close then)
+KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no finalizer of theirs runs after judging
+
+
+# candidate job ---------------------------------------------------------------------------------------------------
+def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
+    """Time forward through `timed`, which counts each call's launches, on the inputs of `feed`, which draws them
+    fresh for every call and checks a sample of the calls."""
+    timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
+    try:
+        stats = timer.measure(timed, feed)
+    finally:
+        PHASES["timed_inputs"] = PHASES.get("timed_inputs", 0.0) + feed.draw_s
+        PHASES["verify_timed"] = PHASES.get("verify_timed", 0.0) + feed.check_s
+    if job.device.startswith("cuda") and timing.unseen_stream_work(stats):
+        raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
+                      f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
+                      f"stream (all streams are timed; use the current stream)",
+                      timing={"candidate": stats.to_dict()})
+    return stats.to_dict()
+
+
+def compile_first(module, init_inputs, problem, job, verify) -> str | None:
+    """With memory admitted by slots (``job.memory_slots``), the compile pass before the slot is taken, on a model
+    built on the meta device: its outcome, or None to compile once the model is on the device."""
+    if not (job.memory_slots and job.device.startswith("cuda")):
+        return None
+    stage(COMPILE_STAGE)
+    with phase("compile"):
+        how = compile_before_memory(lambda: build_model(module.ModelNew, init_inputs, job.settings.seed, "meta"),
+                                    lambda: meta_inputs(problem), LAUNCHES)
+    verify("compile pass")
+    return how
+
+
+def prepare_compile_pass(model_new, problem, job):
+    """(what the compile pass starts from: ``fitness.judge.compile_ahead.meta_pass``, how it went so far), made under
+    the shared lock; None on the CPU interpreter (nothing to compile)."""
+    if not job.device.startswith("cuda"):
+        return None, "skipped: CPU interpreter"
+    return meta_pass(model_new, lambda: meta_inputs(problem)), ""
+
+
+def device_compile_pass(model_new, problem, job, input_seed: int) -> tuple:
+    """A device copy of the model and real inputs, for a compile pass that meta tensors could not run (the wait for
+    the lock is no compile time)."""
+    stage("copying the model and making inputs for the compile pass (it failed on meta tensors)")
+    with gpu_lock(job, exclusive=False):
+        made = copy_model(model_new), make_inputs(problem, input_seed + 20_000, job.device)
+    stage(COMPILE_STAGE)
+    return made
+
+
+def run_candidate_job(job: WorkerJob) -> dict:
+    """The candidate job, its verdict carrying the secret seed its inputs were drawn from (reported afterwards, so
+    a failing trial can be reproduced). The seed is drawn before the candidate is imported and lives only in
+    locals: the inputs cannot be regenerated in advance. Parameters are initialised from the configured seed."""
+    input_seed = secrets.randbits(31)
+    gc.disable()  # no collection at an arbitrary moment runs a finalizer of the candidate's inside the judge
+    try:
+        result = judge_candidate(job, input_seed)
+    except Verdict as verdict:
+        KEEP_ALIVE.append(verdict.__traceback__)  # its frames hold the candidate's objects
+        result = {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
+    except CandidateError as exc:
+        KEEP_ALIVE.append(exc.__traceback__)
+        result = {"status": exc.status, "reason": exc.reason}
+    return {**result, "input_seed": input_seed}
+
+
+def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
+    policy = PrecisionPolicy.from_dict(job.policy)
+    device, seed = job.device, job.settings.seed
+    LAUNCHES.on_compile = CompileStage()
+    stage("importing the problem and the candidate")
+    with phase("setup"):
+        problem = load_problem(ProblemSpec.from_dict(job.problem))
+        torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
+        init_inputs = call_get_init_inputs(problem)
+        module_name = module_name_for(job.source)
+        verify = judge_state_check(JudgeState.capture())  # a local: out of the candidate's reach
+        try:
+            module = load_candidate(job.source, Path.cwd())
+        finally:
+            verify("import")  # a rejection here replaces an import error the candidate's code described
+    compiled_how = compile_first(module, init_inputs, problem, job, verify)
+    MEMORY.append(memory_held(job))  # held to the end: the models, inputs and outputs are made from here
+    MEMORY[-1].__enter__()
+    stage("constructing the reference Model and ModelNew")
+    with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
+        reference = build_model(problem.Model, init_inputs, seed, device)
+        try:
+            model_new = build_model(module.ModelNew, init_inputs, seed, device)
+        except Exception as exc:
+            verify("constructing ModelNew")
+            raise CandidateError("runtime_error", "constructing ModelNew failed: "
+                                 + describe_exception(exc, module.__file__)) from exc
+        param_sync = copy_parameters(reference, model_new)
+        verify("constructing ModelNew")
+        compile_from, compile_how = (None, compiled_how) if compiled_how else prepare_compile_pass(model_new, problem,
+                                                                                                 job)
+    result: dict = {}
+    allowance = RoundingAllowance(reference, policy, job.settings.rounding_allowance)
+    with torch.no_grad():
+        try:
+            if compile_from is not None:
+                stage(COMPILE_STAGE)
+                with phase("compile"):  # no lock: compiles, launches nothing
+                    compile_how = compile_pass(
+                        compile_from, lambda: device_compile_pass(model_new, problem, job, input_seed), LAUNCHES)
+                    del compile_from
+                verify("compile pass")
+            stage("running the reference once (output shapes)")
+            with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
+                specs = reference_output_specs(reference, problem, job, input_seed)
+            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
+                                LAUNCHES, allowance)
+            timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)
+            feed = FreshInputs(problem, device, input_seed, reference, policy,
+                               checked=job.settings.timing.checked_calls,
+                               allowance=allowance)
+            stage("timing the candidate")
+            with gpu_lock(job, exclusive=True), phase("timing"):
+                result["timing"] = {"candidate": time_candidate(timed, feed, job)}
+            verify("timing")
+            timed.check_launches()
+            result["guards"].update(feed.summary())
+        except Verdict as verdict:  # a verdict on the timed calls keeps what the trials found
+            for key in ("guards", "trials_passed", "timing"):
+                if key in result:
+                    verdict.fields.setdefault(key, result[key])
+            verdict.fields.setdefault("guards", {})["compile_pass"] = compile_how
+            raise
+        except (CandidateError, ProblemError):  # a ProblemError: the reference failed (run_job: internal_error)
+            raise
+        except Exception as exc:
+            verify("candidate error")  # before the judge's code describes it
+            raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
+    result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
+    if allowance.passed:  # the trials' record, and the checked timed calls' since
+        result["guards"]["rounding_allowance"] = allowance.summary()
+        result.setdefault("notes", []).append(allowance.note())
+    KEEP_ALIVE.append((module, model_new, timed, feed))
+    verify("end of judging")  # from here to the result file, no candidate code runs
+    return {"status": "ok", **result}
+
+
+# baseline job ----------------------------------------------------------------------------------------------------
+def run_baseline_job(job: WorkerJob) -> dict:
+    """Time the baselines the job names (``fitness.baselines``: the eager reference, torch.compile of it at its
+    defaults and in max-autotune-no-cudagraphs mode) with the candidate's timer and inputs. A compiled baseline that
+    fails to compile is left out and named in the result's `failed`; each compiles in a stage of its own
+    (``fitness.measure.baselines.stage_of``), so the sandbox stops a compilation past
+    fitness.baseline_compile_timeout_s."""
+    policy = PrecisionPolicy.from_dict(job.policy)
+    names = job.baselines  # the evaluator's baseline_names: fitness.baselines, the compiled ones on a GPU
+    stage("setting up the reference (baselines)")
+    problem = load_problem(ProblemSpec.from_dict(job.problem))
+    torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
+    result = {"status": "ok", "timing": {}, "failed": {}, "library": {},
+              "notes": [f"baselines at fp32 matmul precision '{policy.fp32_matmul_precision}'"]}
+    with gpu_lock(job, exclusive=False), phase("setup"):
+        reference = build_model(problem.Model, call_get_init_inputs(problem), job.settings.seed, job.device)
+        with torch.no_grad():
+            output_bytes = spec_bytes(reference_output_specs(reference, problem, job, job.settings.seed))
+        inputs, note = timing_inputs(problem, job, job.settings.seed, copies=1, output_bytes=output_bytes,
+                                     kept_outputs=False)
+        result["notes"] += [note] if note else []
+    models = {"eager": reference} if "eager" in names else {}
+    with torch.no_grad():
+        for name in (n for n in names if n in COMPILED):
+            with gpu_lock(job, exclusive=False), phase("compile"):
+                stage(baseline_stage(name))  # the wait for the lock is no compile time
+                try:
+                    compiled = torch.compile(reference, **COMPILED[name])
+                    with inductor_code() as codes:  # what it calls: cuBLAS, cuDNN or Triton (fitness.baselines)
+                        compiled(*inputs[0])  # compiles (max-autotune: benchmarks its choices), then runs once
+                    models[name] = compiled
+                    if codes:
+                        result["library"][name] = library_kernels(codes)
+                except Exception as exc:  # a reference torch.compile cannot handle: the other baselines stand
+                    result["failed"][name] = f"{type(exc).__name__}: {exc}"[:500]
+        stage(f"timing the baselines {', '.join(models)}")
+        with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
+            timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
+            result["timing"], notes = timing.settled_baselines(timer, models, inputs)
+            result["notes"] += notes
+    return result
+
+
+# profile job -----------------------------------------------------------------------------------------------------
+def run_profile_job(job: WorkerJob) -> dict:
+    """A judged candidate run once more under Nsight Compute (``fitness.workers.ncu``), the GPU held alone: ncu replays
+    its kernels and locks the clocks, which would disturb anything timed beside it."""
+    from fitness.workers.ncu import profile_in_worker
+
+    with gpu_lock(job, exclusive=True), phase("profile"):
+        return {"status": "ok", "profile": profile_in_worker(job)}
+
+
+# entry point -----------------------------------------------------------------------------------------------------
+def run_job(job: WorkerJob) -> dict:
+    runners = {"candidate": run_candidate_job, "baseline": run_baseline_job, "profile": run_profile_job,
+               "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j.device)}}
+    try:
+        with memory_held(job) if job.kind in ("baseline", "profile") else nullcontext():
+            return runners[job.kind](job)
+    except Verdict as verdict:
+        return {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
+    except CandidateError as exc:
+        return {"status": exc.status, "reason": exc.reason}
+    except Exception as exc:  # an error of the problem or of kernelevo itself, not of the candidate
+        return {"status": "runtime_error", "reason": f"evaluation failed outside the candidate: "
+                                                     f"{describe_exception(exc)}", "internal_error": True}
+
+
+def write_result(path: str, result: dict) -> None:
+    write_atomic(path, json.dumps(result, default=str))
+
+
+def init_cuda(device: str) -> str:
+    """Create the CUDA context on the job's device (the caller holds the GPU's shared lock); "" or why it failed
+    (reported with the job)."""
+    try:
+        if device.startswith("cuda:"):
+            torch.cuda.set_device(torch.device(device))
+        if device.startswith("cuda"):
+            torch.cuda.init()
+            torch.zeros(1, device=device)  # the context itself is made lazily, by the first use
+            torch.cuda.synchronize()
+        return ""
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+
+
+def wait_for_job(path: Path) -> WorkerJob:
+    while True:
+        try:
+            return WorkerJob.from_dict(json.loads(path.read_text()))
+        except FileNotFoundError:
+            time.sleep(JOB_POLL_S)
+
+
+def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict | None = None) -> None:
+    """A forked worker's life (in its private directory and environment): CUDA, warm-up, wait for the job, run it,
+    exit. `origin` (the fork server's pid, the confinement it got) is reported with the result; `warm` says what the
+    spare warms before its job and how it starts up (``fitness.workers.warm``): {"judge": bool, "gpu_lock": path,
+    "start_up_under_lock": bool}."""
+    PHASES.clear()
+    SPANS.clear()
+    PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
+    # one start-up at a time, each (its CUDA context, then the judge's warm-up) holding the GPU's shared lock unless
+    # fitness.start_up_under_lock is false: on an H100 a start-up slowed a candidate timed meanwhile; on an H200
+    # neither contexts nor whole start-ups did (experiments/results/throughput/timing_spread_h100.md)
+    warm = warm or {}
+    under_lock = warm.get("start_up_under_lock", True)
+    asked = time.monotonic()
+    with start_up(warm.get("gpu_lock"), hold_gpu=under_lock):
+        PHASES["wait_start"] = time.monotonic() - asked
+        with phase("cuda_init"):
+            cuda_error = init_cuda(device)
+    if not cuda_error:
+        with phase("prewarm"):
+            prewarm_triton(device)  # compiles on the host; loads one small module
+        if warm.get("judge"):
+            with phase("warm_judge"), DeviceLock(warm.get("gpu_lock") if under_lock else None, exclusive=False):
+                warm_judge(device)
+    ready = time.monotonic()
+    job = wait_for_job(Path(JOB_FILE))
+    Path(JOB_FILE).unlink(missing_ok=True)  # the token in it proves the result is ours: gone before candidate code
+    job, token = replace(job, token=""), job.token
+    PHASES["idle"] = time.monotonic() - ready
+    if job.kind in ("candidate", "profile"):
+        become_unprivileged(job, (origin or {}).get("confinement"))  # before the candidate's code exists
+    if cuda_error:
+        result = {"status": "runtime_error", "internal_error": True, "infrastructure": True,  # before the job
+                  "reason": f"evaluation failed outside the candidate: CUDA initialisation failed: {cuda_error}"}
+    else:
+        result = run_job(job)
+    result["phases_s"] = dict(PHASES)
+    result["spans"] = [list(span) for span in SPANS]
+    result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid(), **(origin or {})}
+    result["token"] = token
+    write_result(job.result_path, result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown: nothing the candidate registered at exit may run
