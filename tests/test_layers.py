@@ -7,6 +7,10 @@ Every import that can run counts: at module level, in class bodies and inside fu
 into a function is still a dependency: the judge reaching ``conf`` from a function pulled the whole search in); only
 ``if TYPE_CHECKING:`` blocks, which never run, are left out. The graph is read from the source with ``ast``; nothing
 is imported.
+
+Inside ``evo`` and ``fitness`` the subpackages are ordered too (SUBLAYERS, bottom up, as each subpackage's
+``__init__`` says): a subpackage imports only those below it and its layer's root modules (the settings, which
+import none of them), so the subpackages cannot import each other in a cycle either.
 """
 from __future__ import annotations
 
@@ -17,6 +21,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = [("core", "hardware_profiles"), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
+SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
+    "evo": ["records", "service", "tuning", "evolution", "reports", "benchmark", "runs"],
+    # suite: the bundled problems (data: each problem and seed imports nothing of fitness)
+    "fitness": ["suite", "common", "comparison", "problems", "measure", "judge", "workers", "evaluation"],
+}
+ROOT_MODULES = {"evo": {"evo", "evo.settings"}, "fitness": {"fitness", "fitness.settings"}}
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -118,6 +128,45 @@ def upward(graph: dict[str, set[str]], layers) -> list[str]:
     return wrong
 
 
+def sublayer(module: str, sublayers) -> tuple[str, int] | None:
+    """(package, rank) of a module of a package ordered in `sublayers`: its subpackage's place, -1 at the root."""
+    parts = module.split(".")
+    if parts[0] not in sublayers:
+        return None
+    if len(parts) > 2 and parts[1] in sublayers[parts[0]]:
+        return parts[0], sublayers[parts[0]].index(parts[1])
+    return parts[0], -1
+
+
+def sideways(graph: dict[str, set[str]], sublayers) -> list[str]:
+    """Imports between subpackages of one package that are not strictly downward in its order (`sublayers`);
+    a module at the package's root imports no subpackage."""
+    wrong = []
+    for importer, imported in sorted(graph.items()):
+        mine = sublayer(importer, sublayers)
+        for target in sorted(imported):
+            theirs = sublayer(target, sublayers)
+            if mine is None or theirs is None or mine[0] != theirs[0]:
+                continue
+            same = mine[1] >= 0 and importer.split(".")[1] == target.split(".")[1]
+            if not same and theirs[1] >= mine[1]:
+                wrong.append(f"{importer} imports {target}")
+    return wrong
+
+
+def subpackage_graph(graph: dict[str, set[str]], sublayers) -> dict[str, set[str]]:
+    """The graph of the subpackages (and root modules) of the ordered packages: an edge where any module imports."""
+    def node(module):
+        parts = module.split(".")
+        return ".".join(parts[:2]) if sublayer(module, sublayers) is not None else None
+    collapsed: dict[str, set[str]] = {}
+    for importer, imported in graph.items():
+        if (source := node(importer)) is not None:
+            collapsed.setdefault(source, set()).update(
+                t for t in map(node, imported) if t is not None and t != source and t.split(".")[0] == source.split(".")[0])
+    return collapsed
+
+
 def project_packages() -> list[str]:
     return sorted(p.parent.name for p in REPO.glob("*/__init__.py") if p.parent.name not in ("tests", "experiments"))
 
@@ -133,6 +182,28 @@ def test_the_project_has_no_module_cycles():
 
 def test_no_package_imports_its_own_layer_or_above():
     assert upward(import_graph(REPO, project_packages()), LAYERS) == []
+
+
+def test_every_subpackage_has_a_place_and_the_roots_hold_only_settings():
+    for package, order in SUBLAYERS.items():
+        found = sorted({p.relative_to(REPO / package).parts[0] for p in (REPO / package).glob("*/**/*.py")})
+        assert found == sorted(order), f"put a new subpackage of {package}/ in SUBLAYERS, above what it imports"
+        roots = {module_name(REPO, p) for p in (REPO / package).glob("*.py")}
+        assert roots == ROOT_MODULES[package], (f"{sorted(roots - ROOT_MODULES[package])}: a module of {package}/ "
+                                                f"lives in the subpackage that owns it (see its __init__)")
+
+
+def test_the_subpackages_import_only_downward_and_have_no_cycle():
+    graph = import_graph(REPO, project_packages())
+    assert sideways(graph, SUBLAYERS) == []
+    assert cycles(subpackage_graph(graph, SUBLAYERS)) == []
+
+
+def test_each_subpackage_says_what_it_owns_and_may_import():
+    for package, order in SUBLAYERS.items():
+        for name in order[1:] if package == "fitness" else order:  # fitness.suite: data, the bundled problems
+            doc = ast.get_docstring(ast.parse((REPO / package / name / "__init__.py").read_text())) or ""
+            assert doc.startswith("Owns ") and "may import" in doc and ", ".join(order[1 if package == "fitness" else 0:]) in doc, name
 
 
 def _tree(root: Path, files: dict) -> Path:
@@ -176,6 +247,22 @@ def test_a_cycle_and_an_upward_import_are_found(toy):
     assert cycles(graph) == [["low.a", "low.b", "low.c"]]
     assert upward(graph, [("low",), ("high",)]) == ["low.d imports high"]
     assert upward(graph, [("low", "high")]) == ["high.x imports low.a", "low.d imports high"]  # peers: neither way
+
+
+def test_an_upward_or_circular_import_between_subpackages_is_found(tmp_path):
+    root = _tree(tmp_path, {
+        "pkg/__init__.py": "", "pkg/settings.py": "",
+        "pkg/low/__init__.py": "", "pkg/low/a.py": "from pkg import settings\n",
+        "pkg/high/__init__.py": "", "pkg/high/b.py": "from pkg.low import a\n",
+    })
+    order = {"pkg": ["low", "high"]}
+    graph = import_graph(root, ["pkg"])
+    assert sideways(graph, order) == [] and cycles(subpackage_graph(graph, order)) == []
+    (root / "pkg/low/c.py").write_text("def f():\n    from pkg.high.b import a\n")  # upward, inside a function
+    (root / "pkg/settings.py").write_text("import pkg.low.a\n")  # a root module importing a subpackage
+    graph = import_graph(root, ["pkg"])
+    assert sideways(graph, order) == ["pkg.low.c imports pkg.high.b", "pkg.settings imports pkg.low.a"]
+    assert cycles(subpackage_graph(graph, order)) == [["pkg.high", "pkg.low", "pkg.settings"]]
 
 
 def test_the_judge_reads_the_config_folder_without_importing_the_search():
