@@ -17,9 +17,17 @@ import threading
 import time
 from pathlib import Path
 
-from evo.records.checkpoint import Checkpoint
 from core.individual import Individual
+from evo.records.checkpoint import Checkpoint
+from evo.records.moved import current_targets
 from fitness.measure.result import EvalResult
+
+def _meta_value(key: str, text: str):
+    """A meta value read back; a config's ``_target_`` paths at their modules' current homes (a run stored before
+    evo/ and fitness/ moved into subpackages names them where they were: ``evo.records.moved``)."""
+    value = json.loads(text)
+    return current_targets(value) if key == "config" else value
+
 
 DB_NAME = "run.db"
 SCHEMA_VERSION = 2
@@ -96,7 +104,7 @@ class RunStore:
             return None
         finally:
             db.close()
-        return json.loads(rows[0][0]) if rows else None
+        return _meta_value("config", rows[0][0]) if rows else None
 
     @property
     def optuna_url(self) -> str:
@@ -120,7 +128,7 @@ class RunStore:
 
     def get_meta(self, key: str, default=None):
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else default
+        return _meta_value(key, rows[0][0]) if rows else default
 
     # individuals -----------------------------------------------------------------------------------------------
     def add_individual(self, individual: Individual) -> None:
