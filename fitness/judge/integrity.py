@@ -11,7 +11,7 @@ timing, and rejects the candidate on any difference.
 
 A patch made inside one call and undone before the call returns is not seen, and changes nothing the judge does:
 the judge never runs inside a candidate call, and the primitives it calls *between* timed calls (clocks, CUDA
-events, synchronisation, the L2 flush) are bound by ``fitness.timing`` before candidate code exists.
+events, synchronisation, the L2 flush) are bound by ``fitness.measure.timing`` before candidate code exists.
 
 What is watched: every module of kernelevo's evaluator (``fitness.*``, and ``core.*``: the data model it imports)
 and the classes defined there, strictly (every attribute, no attribute added); ``builtins`` strictly; the functions,

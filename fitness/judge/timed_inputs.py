@@ -4,7 +4,7 @@ Timed calls that rotated among a few fixed input sets let a candidate remember i
 its inputs (a hash, or a few strided elements): after the warm-up every timed call was a cache hit, its output
 right, and on a memory-bound problem a copy of the cached output moves the bytes of the speed-of-light bound, so the
 plausibility check does not see it (``tests/candidates/content_cache.py``). ``FreshInputs`` feeds the timer
-(``fitness.timing``) a new draw of the problem's ``get_inputs()`` before every call, warm-up included, under a seed
+(``fitness.measure.timing``) a new draw of the problem's ``get_inputs()`` before every call, warm-up included, under a seed
 of its own (the job's secret input seed + ``SEED_OFFSET`` + the call's number, so no draw repeats another's, a
 correctness trial's included), so such a cache never hits and the call costs what computing costs. The previous
 call's inputs are freed before a draw (the allocator hands their memory to the next), so one set is held at a time.
@@ -38,7 +38,7 @@ _perf_counter = time.perf_counter
 
 
 class FreshInputs:
-    """A timing feed (``fitness.timing``): a fresh draw of the inputs before every call, a sample of the measured
+    """A timing feed (``fitness.measure.timing``): a fresh draw of the inputs before every call, a sample of the measured
     calls checked against `reference` under `policy` (a failed check gets the second opinion of `allowance`,
     ``fitness.judge.rounding``, when given). `draw_s` and `check_s` say what that cost."""
 
