@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib.resources
 import io
 import logging
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import NamedTuple
 import jinja2
 import markupsafe
 
-TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATES = Path(str(importlib.resources.files("evo.reports") / "templates"))  # this package's data folder
 
 
 class Raw(str):

@@ -12,6 +12,7 @@ into a ``LoadedProblem`` (the executed module) in whichever process needs it.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import importlib.util
 import numbers
 from pathlib import Path
@@ -25,7 +26,7 @@ import yaml
 from fitness.problems.problem_spec import (LoadedProblem, ProblemError, ProblemSpec, call_get_init_inputs,  # noqa: F401
                                   call_get_inputs, size_constants)
 
-SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
+SUITE_DIR = Path(str(importlib.resources.files("fitness") / "suite")).resolve()  # the bundled problems (data)
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SIZE_PRESETS = ("full", "test")
 INDUCTOR = "inductor"  # problem.seed value and seed maker: the Triton kernels torch.compile generates
