@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import torch
 
-from conftest import kernelevo, make_evaluator
+from conftest import FIXTURES, kernelevo, make_evaluator
 from core.genome import Genome
 from fitness.evaluation.evaluator import default_cache_dir
 from fitness.problems.problem import resolve_problem
@@ -20,7 +20,6 @@ from seeds.inductor.convolutions import Convolutions, kernel_source, launcher_de
 from seeds.inductor.errors import SeedError
 from seeds.inductor.templates import TILE_PARAMS, tile_starts
 from seeds.kernels.conv import conv_nd
-from test_inductor_fixtures import FIXTURES
 
 # dims, in channels, out channels, kernel, stride, padding, dilation, groups, transposed, output_padding, bias
 CASES = {
