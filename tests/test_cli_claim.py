@@ -38,9 +38,14 @@ def test_two_runs_started_together_into_one_directory_one_runs_and_the_other_wri
     loser = next(problem for problem, code in codes.items() if code == 2)
     lines = outs[loser].strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in outs[loser], outs[loser]
-    assert lines[0].startswith(f"kernelevo: error: {tmp_path / 'D'} is in use by another kernelevo process "
-                               f"(pid {procs[winner].pid}, kernelevo run, since ")
-    assert lines[0].endswith("wait for it to end, or start this run in another directory (hydra.run.dir=NEW_DIR)")
+    # on a loaded machine the second process may reach its claim only after the first has ended (seen at load 12
+    # on 2 cores): then it meets the finished run's refusal instead; either way it writes nothing
+    if "holds a run already" not in lines[0]:
+        assert lines[0].startswith(f"kernelevo: error: {tmp_path / 'D'} is in use by another kernelevo process "
+                                   f"(pid {procs[winner].pid}, kernelevo run, since ")
+        assert lines[0].endswith("wait for it to end, or start this run in another directory (hydra.run.dir=NEW_DIR)")
+    else:
+        assert lines[0].startswith("kernelevo: error: ")
     # the store is the winner's alone: its config, its kernels, its table
     assert read_store(tmp_path / "D", lambda store: store.get_meta("config")["problem"]["name"]) == winner
     assert json.loads((tmp_path / "D" / "summary.json").read_text())["problem"] == winner
