@@ -329,7 +329,8 @@ class Search:
             hall_of_fame=[ind.id for ind in self.hall_of_fame],
             snapshots={str(c): [[ind.id for ind in island] for island in self._snapshots[c][0]]
                        for c in window if c in self._snapshots})
-        self.store.save_checkpoint(Checkpoint.from_dict(self._state))
+        # `offspring` (children folded into the generation so far) lives in the running search only
+        self.store.save_checkpoint(Checkpoint.from_dict({k: v for k, v in self._state.items() if k != "offspring"}))
 
 
 def _one_per_kernel(individuals: list) -> list:

@@ -130,6 +130,9 @@ class SlotEvaluator:
         self.spans.add(start, time.perf_counter())
         return EvalResult(status="ok", time_s=landscape(src))
 
+    def cut_running_at(self, deadline: float | None) -> None:
+        """Nothing runs in a worker here: an evaluation ends when its sleep does."""
+
     def close(self) -> None:
         pass
 
