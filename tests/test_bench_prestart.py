@@ -107,3 +107,12 @@ def test_a_gated_row_counts_its_wall_time_from_the_gate(tmp_path, monkeypatch, g
     row = bench.finish(task, launched, tmp_path, "0", None, bench.Searches())
     assert row.status == "failed" and (row.wall_s < 0.5 if gated else row.wall_s >= 1.0)
     assert (launched.gate is not None) == gated and not (tmp_path / bench.GATES / "p").exists()
+
+
+def test_no_task_waits_behind_one_slot_while_another_slot_could_take_it(tmp_path, monkeypatch):
+    """Prestarting only while the queue holds a task for every slot: two GPUs and two problems run side by side,
+    neither queued behind the other's search."""
+    events = []
+    fake_bench(monkeypatch, events, ["0", "1"])
+    bench.LocalBackend(per_gpu=1).run(TASKS[:2], tmp_path, lambda t, row: None)
+    assert sorted(e for e in events if e[0] == "launch") == [("launch", "a", False), ("launch", "b", False)]

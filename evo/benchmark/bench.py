@@ -324,7 +324,10 @@ class LocalBackend:
                         launched.open()
                     elif (task := pop()) is None or (launched := launch(task, bench_dir, gpu, searches)) is None:
                         return
-                    if self.prestart and gpu is not None and (following := pop()) is not None:
+                    # prestarted only while the queue holds a task for every slot: at the tail, a task waiting
+                    # behind one slot's search would leave another slot idle
+                    if self.prestart and gpu is not None and len(queue) >= len(slots) \
+                            and (following := pop()) is not None:
                         started = launch(following, bench_dir, gpu, searches, gated=True)
                         ahead = (following, started) if started is not None else None
                     row = finish(task, launched, bench_dir, gpu, self.timeout_s, searches)
