@@ -12,9 +12,7 @@
 # then; bound its time with `timeout`), its output in $OUT/extra.log; benchN starts once it has ended.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; LIST=${LIST:?a list file of problems}; WHEELS=${WHEELS:-.whl}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $WHEELS/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOME=/tmp/home XDG_CACHE_HOME=/tmp/home/.cache
-mkdir -p $HOME
+source experiments/scale/device_env.sh $WHEELS || exit 1
 all=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
 { nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; nproc
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"

@@ -9,10 +9,7 @@
 set -uo pipefail
 jobs_file=$1
 T=${T:-560}; WHEELS=${WHEELS:-.whl}; start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $WHEELS/*.whl \
-  || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HOME=/tmp/home
-mkdir -p $HOME
+source experiments/scale/device_env.sh $WHEELS || exit 1
 { nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
   git log --oneline -1 2>/dev/null || true; } > $OUT/machine.txt 2>&1

@@ -4,11 +4,7 @@
 #   bash experiments/scale/probe.sh LIST_FILE TITLE [extra overrides...]
 set -uo pipefail
 list=$1; title=$2; shift 2
-# installed once per machine: a second probe running beside the first (one per GPU) must not reinstall under it
-[ -d /tmp/site/deap ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-export PYTHONUNBUFFERED=1 HOME=/tmp/home; mkdir -p $HOME
+source experiments/scale/device_env.sh .whl || exit 1
 bench=/tmp/bench-$title
 [ -f .scratch/bench-$title.tgz ] && tar -xzf .scratch/bench-$title.tgz -C /tmp
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

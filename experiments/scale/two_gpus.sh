@@ -16,16 +16,7 @@ list=$1; shift
 T=${T:-580}; start=$(date +%s)
 BENCH_S=${BENCH_S:-15}; SEARCH_S=${SEARCH_S:-30}; PROBLEM=${PROBLEM:-level1/23_Softmax.py}; PARALLEL=${PARALLEL:-14}
 declare -A EST=([warmup]=140 [bench1]=330 [bench2]=180 [benchray]=200 [search1]=90 [searchray1]=100 [searchray2]=100)
-if [ ! -d /tmp/site/deap ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-fi
-if [ ! -d /tmp/site/ray ]; then
-  python3 -m zipfile -e .ray/ray-slim.zip /tmp/site && chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server \
-    /tmp/site/ray/core/src/ray/raylet/raylet && python3 -m pip install -q --no-index --no-deps --no-compile \
-    --target /tmp/site .ray/*.whl || exit 1
-fi
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1 HOME=/tmp/home XDG_CACHE_HOME=/tmp/home/.cache
-mkdir -p $HOME
+source experiments/scale/device_env.sh .whl ray || exit 1
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $OUT/gpus.txt
 python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton', triton.__version__, 'ray', ray.__version__)" \
   | tee -a $OUT/gpus.txt
