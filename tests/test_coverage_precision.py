@@ -43,7 +43,7 @@ def coarse(x):
 
 
 def fake_tf32(ref, inputs, policy):
-    return [coarse(*inputs)]
+    return [[coarse(*inputs)]]  # one precision, its one output
 
 
 def run(judged, inputs, seed, ref=reference, **kwargs) -> dict:
@@ -93,7 +93,7 @@ def test_a_rescaled_subsample_of_a_loss_is_rejected_exactly_as_before():
         return _mse(p[rows], t[rows])
 
     def same(ref, inputs, policy):
-        return as_tensor_list(ref(*inputs))
+        return [as_tensor_list(ref(*inputs))]
 
     for seed in range(3):
         before = run(subsample, [p, t], seed, ref=_mse)
@@ -113,7 +113,7 @@ def test_an_input_no_amount_passes_for_at_the_policy_s_precision_is_not_covered(
         calls.append(x)
         return coarse(x)
 
-    found = run(candidate, [torch.randn(4, 32)], 0, reduced=lambda ref, inputs, policy: [ref(*inputs) + 1.0])
+    found = run(candidate, [torch.randn(4, 32)], 0, reduced=lambda ref, inputs, policy: [[ref(*inputs) + 1.0]])
     assert found["not_covered"] == ["x"] and found["not_covered_at_precision"] == ["x"]
     assert "failure" not in found and found["inputs"] == {} and calls == []
 
@@ -129,7 +129,7 @@ def test_another_element_is_tried_where_no_amount_of_the_first_passes_at_the_pol
     def only_first_disagrees(ref, inputs, policy):
         column = int((inputs[0] != x).nonzero()[0, 1])
         calls.append(column)
-        return [ref(*inputs) + (1.0 if column == first else 0.0)]
+        return [[ref(*inputs) + (1.0 if column == first else 0.0)]]
 
     def candidate(x):
         calls.append("candidate")
@@ -197,7 +197,7 @@ def test_weights_that_tie_only_when_truncated_to_tf32_do_not_fail_an_honest_trun
         return torch.softmax(truncated10(x) @ truncated10(w).T, dim=-1)
 
     def nearest_only(ref, inputs, policy):
-        return [torch.softmax(round10(inputs[0]) @ round10(w).T, dim=-1)]
+        return [[torch.softmax(round10(inputs[0]) @ round10(w).T, dim=-1)]]
 
     failed_with_nearest_only = 0
     for seed in range(4):
@@ -231,7 +231,7 @@ def test_the_trial_compares_elementwise_so_the_moved_row_s_allowed_rounding_is_n
         return out
 
     for seed in range(3):
-        found = run(judged, [x], seed, reduced=lambda ref, inputs, policy: [ref(*inputs)])
+        found = run(judged, [x], seed, reduced=lambda ref, inputs, policy: [[ref(*inputs)]])
         assert "failure" not in found and found["inputs"]["x"] >= USABLE, found
         assert bool((seen[-1] > 0.5).any())  # the changed input made a peak the candidate is off at
     refs = [torch.softmax(torch.eye(4, 64) * 50, dim=-1)]  # rows peaked as under the change

@@ -153,19 +153,15 @@ def tf32_rounded(value, mode: str = "nearest"):
     return ((bits + 0x1000 if mode == "nearest" else bits) & -0x2000).view(torch.float32).view(value.shape)
 
 
-class Precisions(list):
-    """The reference's outputs at each precision the policy allows (a list of output lists): the coverage trial's
-    amount must keep every one of them within the policy of the fp32 reference."""
-
-
 def no_reduced_reference(reference, inputs: list, policy) -> None:
     """The reference at the policy's precision is the fp32 one (a reference without matmuls): nothing to compute."""
     return None
 
 
 class TF32Reference:
-    """The reference's outputs at the policy's own precision (called as `reduced(reference, inputs, policy)`): under a
-    TF32 policy ``Precisions``, the reference in fp32 on inputs and weights rounded to TF32 in each of TF32_MODES (a
+    """The reference's outputs at each precision the policy allows (called as `reduced(reference, inputs, policy)`,
+    a list of output lists, one per precision; the coverage trial's amount must keep every one of them within the
+    policy of the fp32 reference): under a TF32 policy, the reference in fp32 on inputs and weights rounded to TF32 in each of TF32_MODES (a
     copy of the model per mode, made at the first call: one per coverage trial), which emulates a TF32 matmul's
     operands the same way on any device and torch version; None where that is the fp32 reference itself (a policy
     without TF32). (torch's own TF32, tried first, did not help on an H100: level2/66's reference with `allow_tf32`
@@ -185,12 +181,12 @@ class TF32Reference:
             self.rounded[mode] = model
         return self.rounded[mode]
 
-    def __call__(self, reference, inputs: list, policy) -> Precisions | None:
+    def __call__(self, reference, inputs: list, policy) -> list[list] | None:
         if not policy.tf32:
             return None
         with torch.no_grad():
-            return Precisions(as_tensor_list(self._model(reference, mode)(*[tf32_rounded(x, mode) for x in inputs]))
-                              for mode in TF32_MODES)
+            return [as_tensor_list(self._model(reference, mode)(*[tf32_rounded(x, mode) for x in inputs]))
+                    for mode in TF32_MODES]
 
 
 class Calibrated(NamedTuple):
@@ -233,7 +229,7 @@ def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list,
             coarse = reduced(reference, inputs, policy)
             if coarse is None:
                 return found
-            coarse = coarse if isinstance(coarse, Precisions) else [as_tensor_list(coarse)]
+            coarse = [as_tensor_list(each) for each in coarse]
             with torch.no_grad():
                 outputs = as_tensor_list(reference(*inputs))
             moved = move_ratio(outputs, base, policy)
