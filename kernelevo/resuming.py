@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 if TYPE_CHECKING:  # the CLI imports this module before any of the search's
     from evo.records.checkpoint import Checkpoint
-    from evo.evolution.search import Budget, SearchSettings
+    from evo.settings import Budget, SearchSettings
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,8 @@ import time
 from conftest import candidate, make_evaluator
 from evo.service.evaluation import EvaluationService
 from evo.reports.outcome import summarise
-from evo.evolution.search import Budget, Search, SearchSettings
+from evo.evolution.search import Search, SearchSettings
+from evo.settings import Budget
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
 from core.genome import Genome

@@ -14,7 +14,7 @@ from evo.benchmark.bench_report import write_bench_report
 from evo.records.checkpoint import Checkpoint
 from evo.benchmark.multirun import write_multirun_report
 from evo.reports.outcome import SUMMARY_FILE, RunOutcome
-from evo.evolution.search import Budget
+from evo.settings import Budget
 from evo.runs.seeding import Seed
 from evo.records.store import RunStore
 from core.genome import Genome

@@ -191,7 +191,7 @@ def test_a_wall_time_stop_mid_generation_is_checkpointed_and_resumed(tmp_path):
 def test_what_a_resume_says_of_patience_is_what_the_search_does(tmp_path):
     """`kernelevo resume` refuses budgets that would run nothing and notes when patience ends a run before its
     generations (kernelevo.resuming): its reading of a checkpoint must be the search's own."""
-    from evo.evolution.search import Budget
+    from evo.settings import Budget
     from kernelevo.resuming import patience_note, stops_at_once
 
     per = 4  # children per generation of search()

@@ -30,7 +30,7 @@ from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
 from evo.evolution.loop import LoopPieces, steady_state, window_start
 from evo.evolution.selection import DistinctParents, Tournament
-from evo.settings import Budget, SearchSettings  # noqa: F401 (Budget: callers import it from here)
+from evo.settings import SearchSettings
 from evo.evolution.strategy import Evolution
 from evo.records.store import RunStore
 from evo.evolution.toolbox import build_toolbox, statistics
