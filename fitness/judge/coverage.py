@@ -25,9 +25,11 @@ failure: a huge element makes a row's logits a multiple of one column of weights
 round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
 is computed once more at the policy's own precision (`reduced`, by default a ``TF32Reference``: under a TF32 policy
 the reference on inputs and weights rounded to TF32, to nearest and toward zero, on any device; None elsewhere) on the
-changed input; while one of them is not within the policy of the fp32 reference the amount is
-divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount
-passes another element is tried, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
+changed input; while one of them is not within the policy of the fp32 reference at the output elements the change
+moves (the others are as in an ordinary trial, which judges their precision) the amount is divided by ``SHRINK``
+(then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount passes, or the one that passes
+moves the output less than ``ENOUGH`` (an element whose weights sum to nearly nothing), another element is tried, the
+largest move kept, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
 
 Both comparisons of the trial (the reference at the policy's precision against the fp32 one, and the candidate
 against the reference) are elementwise (atol, rtol), without the policy's normwise bound: the change concentrates the
@@ -159,14 +161,14 @@ def no_reduced_reference(reference, inputs: list, policy) -> None:
 
 
 class TF32Reference:
-    """The reference's outputs at each precision the policy allows (called as `reduced(reference, inputs, policy)`,
-    a list of output lists, one per precision; the coverage trial's amount must keep every one of them within the
-    policy of the fp32 reference): under a TF32 policy, the reference in fp32 on inputs and weights rounded to TF32 in each of TF32_MODES (a
-    copy of the model per mode, made at the first call: one per coverage trial), which emulates a TF32 matmul's
-    operands the same way on any device and torch version; None where that is the fp32 reference itself (a policy
-    without TF32). (torch's own TF32, tried first, did not help on an H100: level2/66's reference with `allow_tf32`
-    agreed with the fp32 one while Inductor's TF32 seed split a row between weights that round to one TF32 value;
-    rounding to nearest alone missed one of two such positions on an H200.)"""
+    """The reference's outputs at each precision the policy allows, called as `reduced(reference, inputs, policy)`:
+    a list of output lists, one per precision (the coverage trial's amount must keep every one within the policy of
+    the fp32 reference). Under a TF32 policy: the reference in fp32 on inputs and weights rounded to TF32 in each of
+    TF32_MODES (a copy of the model per mode, made at the first call: one per coverage trial), which emulates a TF32
+    matmul's operands the same way on any device and torch version; None where that is the fp32 reference itself (a
+    policy without TF32). (torch's own TF32, tried first, did not help on an H100: level2/66's reference with
+    `allow_tf32` agreed with the fp32 one while Inductor's TF32 seed split a row between weights that round to one TF32
+    value; rounding to nearest alone missed one of two such positions on an H200.)"""
 
     def __init__(self):
         self.rounded = {}  # mode: the reference with its weights rounded to TF32 that way
@@ -204,23 +206,42 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
               reduced=None) -> Calibrated:
     """The change of input `index` with the largest move found, up to TARGET, and an amount at which the reference
     at the policy's own precision (`reduced(reference, inputs, policy)`, None: the fp32 one) is within the policy of
-    the fp32 reference (another element where none is, PRECISION_POSITIONS at most); change None when no element
-    tried moves the output. `reduced` None: a ``TF32Reference`` of its own."""
+    the fp32 reference where the change moves the output; another element (PRECISION_POSITIONS at most) where no
+    amount passes, or where the amount that passes moves the output less than ENOUGH (the element's column of
+    weights sums to nearly nothing: its TF32 rounding is a large part of the move), the largest move kept; change
+    None when no element tried moves the output. `reduced` None: a ``TF32Reference`` of its own."""
     reduced = reduced or TF32Reference()
+    best = None
     for _ in range(PRECISION_POSITIONS):
         found = Calibrated(*_largest_move(reference, inputs, index, base, policy, generator))
         if found.change is None or found.moved < USABLE:
-            return found
+            return best or found
         found = _at_policy_precision(reference, inputs, found, base, policy, reduced)
-        if not found.imprecise:
-            return found
-    return found
+        if not found.imprecise and (found.shrunk_from is None or found.moved >= ENOUGH):
+            return found  # the element's own move, or one large enough, at the policy's precision
+        if not found.imprecise and (best is None or found.moved > best.moved):
+            best = found
+    return best or found
+
+
+def moved_elements(outputs: list, base: list) -> list:
+    """The elements of each output that differ from the base output, flattened (NaN where the base is NaN counts
+    as unmoved): where a change of one input element shows."""
+    kept = []
+    for out, ref in zip(outputs, base):
+        flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
+        kept.append(torch.nonzero((flat_out != flat_ref) & ~(flat_out.isnan() & flat_ref.isnan())).reshape(-1))
+    return kept
+
+
+def _at_moved(tensors: list, kept: list) -> list:
+    return [t.detach().reshape(-1)[k] for t, k in zip(tensors, kept)]
 
 
 def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list, policy, reduced) -> Calibrated:
     """`found`, its amount divided by SHRINK (then bisected) until the reduced-precision reference passes against
-    the fp32 one with the move still at least USABLE; imprecise when none does. Unchanged where `reduced` gives
-    None."""
+    the fp32 one at the output elements the change moves, with the move still at least USABLE; imprecise when none
+    does. Unchanged where `reduced` gives None."""
     change, amount, moved = found.change, found.amount, found.moved
     high = low = None  # the smallest amount failing at the precision, the largest moving too little
     for _ in range(PRECISION_STEPS):
@@ -233,7 +254,9 @@ def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list,
             with torch.no_grad():
                 outputs = as_tensor_list(reference(*inputs))
             moved = move_ratio(outputs, base, policy)
-            ok = all(compare_outputs(each, outputs, policy, normwise=False).ok for each in coarse)
+            kept = moved_elements(outputs, base)  # the unmoved elements' precision is the ordinary trials' concern
+            ok = all(compare_outputs(_at_moved(each, kept), _at_moved(outputs, kept), policy, normwise=False).ok
+                     for each in coarse)
             scrub([t for each in coarse for t in each] + outputs)
         finally:
             change.restore()
@@ -301,15 +324,15 @@ def _largest_move(reference, inputs: list, index: int, base: list, policy, gener
 
 def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, names: list, policy,
                    generator: torch.Generator, prepare, allowance=None, reduced=None) -> dict:
-    """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input
-    in `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls
-    forward with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs
-    and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]},
-    with "failure" (the reason) and the errors when the candidate's output did not follow: the caller gives the
-    verdict. A failed comparison gets the second opinion of `allowance` (``fitness.judge.rounding``), when given.
-    `reduced` computes the reference at the policy's own precision (``calibrate``; None: a ``TF32Reference``): "shrunk_for_precision" then
-    names each input whose amount was shrunk ({name: [amount found, amount used]}) and "not_covered_at_precision"
-    those no amount passed for (in "not_covered" too)."""
+    """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input in
+    `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls forward
+    with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs and poisons
+    the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]}, with "failure" (the
+    reason) and the errors when the candidate's output did not follow: the caller gives the verdict. A failed comparison
+    gets the second opinion of `allowance` (``fitness.judge.rounding``), when given. `reduced` computes the reference at
+    the policy's own precision (``calibrate``; None: a ``TF32Reference``): "shrunk_for_precision" then names each input
+    whose amount was shrunk ({name: [amount found, amount used]}) and "not_covered_at_precision" those no amount passed
+    for (in "not_covered" too)."""
     reduced = reduced or TF32Reference()  # one rounded copy of the reference for every input
     tensors = [i for i, x in enumerate(buffers) if isinstance(x, torch.Tensor) and x.numel()
                and (wanted is None or i in wanted)]
