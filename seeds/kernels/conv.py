@@ -1,15 +1,27 @@
 """kernelevo's own Triton convolution: any ``torch.convolution`` (1D/2D/3D, forward or transposed; stride, padding,
-dilation, groups, output_padding, bias) as one implicit GEMM.
+dilation, groups, output_padding, bias) as implicit GEMMs that visit only the kernel taps that contribute.
 
 The output's pixels (batch x depth x height x width, flattened: M) are the GEMM's rows, the output channels of one
-group (N) its columns, and the reduction (K) runs over the group's input channels x the kernel window, flattened, in
-tiles of BLOCK_K: each tile gathers its input pixels (A: BLOCK_M x BLOCK_K) and weights (B: BLOCK_K x BLOCK_N) and
-multiplies them with ``tl.dot``, accumulating in fp32. A transposed convolution is written in its gather form: output
-position o sums input i at kernel offset k wherever ``o = i * stride - padding + k * dilation`` (so i = (o + padding -
-k * dilation) / stride where that divides exactly and lies inside the input); its output_padding only lengthens the
-output. 1D and 2D convolutions run as 3D ones with unit leading spatial dimensions. Programs take the output tiles
-in groups of GROUP_M rows (as Triton's GEMM tutorial does) for L2 reuse; axis 1 of the grid is the convolution's
-group. Addresses are computed in int64 (KernelBench's inputs pass 2**31 elements).
+group (N) its columns, and the reduction (K) runs over the group's input channels x the taps of the kernel window,
+flattened, in tiles of BLOCK_K: each tile gathers its input pixels (A: BLOCK_M x BLOCK_K) and weights (B: BLOCK_K x
+BLOCK_N) and multiplies them with ``tl.dot``, accumulating in fp32.
+
+One kernel, ``conv_nd_kernel``, takes a *phase*: along each spatial dimension, output position o = o0 + q * o_step,
+kernel offset k = k0 + t * k_step (t < T taps) and input position i = q * i_step + i0 + t * i_tap, for q < Q outputs.
+A forward convolution is one phase (o = q, k = t over the whole window, i = q * stride - padding + k * dilation). A
+transposed convolution (output o sums input i at kernel offset k wherever o = i * stride - padding + k * dilation) is
+split by output phase (sub-pixel decomposition): the outputs with one residue r = o mod stride per dimension take
+input from the same taps, those k with (r + padding - k * dilation) % stride == 0 (every stride / gcd(stride,
+dilation)-th offset from the first), at input i = q + (r + padding - k * dilation) / stride; ``conv_phases`` plans one
+launch per combination of residues, each a dense implicit GEMM over just its taps (1 / stride**d of the window at
+a dilation prime to the stride), where the gather form read every tap and masked those the stride does not divide.
+A phase without taps (stride and dilation sharing a factor) writes the bias (or zeros); output_padding only
+lengthens the output.
+
+1D and 2D convolutions run as 3D ones with unit leading spatial dimensions. Programs take the output tiles in groups
+of GROUP_M rows (as Triton's GEMM tutorial does) for L2 reuse; axis 1 of the grid is the convolution's group. The
+phase's own values are not specialised on (one compiled kernel serves every phase). Addresses are computed in int64
+(KernelBench's inputs pass 2**31 elements).
 
 This file is standalone (torch and triton only): ``seeds.inductor.convolutions`` copies it into a seed whose
 Inductor code called ``torch.convolution``, where each call becomes ``conv_nd(...)`` with its launch parameters as
@@ -20,16 +32,18 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
+                               "kd0", "kh0", "kw0"])
 def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
-                   N, D, H, W, OD, OH, OW, KD, KH, KW, C_in_g, C_out_g,
-                   sxn, sxc, sxd, sxh, sxw, sw0, sw1, swd, swh, sww, son, soc, sod, soh, sow,
-                   stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
-                   TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,
-                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                   N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g,
+                   sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
+                   od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
+                   id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
+                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                   GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     group = tl.program_id(1)
-    M = N * OD * OH * OW
+    M = N * QD * QH * QW
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(C_out_g, BLOCK_N)
     in_group = GROUP_M * num_pid_n
@@ -42,61 +56,76 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_m = offs_m < M
     mask_n = offs_n < C_out_g
-    ow = offs_m % OW
-    rest = offs_m // OW
-    oh = rest % OH
-    rest = rest // OH
-    od = rest % OD
-    n = (rest // OD).to(tl.int64)
+    qw = offs_m % QW
+    rest = offs_m // QW
+    qh = rest % QH
+    rest = rest // QH
+    qd = rest % QD
+    n = (rest // QD).to(tl.int64)
     co = group * C_out_g + offs_n  # the output channel, over all groups
 
-    window = KD * KH * KW
-    K = C_in_g * window
+    taps = TD * TH * TW
+    K = C_in_g * taps  # no taps (a phase the stride and dilation leave empty): no reduction, the bias alone
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         mask_k = offs_k < K
-        ci = group * C_in_g + offs_k // window  # the input channel, over all groups
-        r = offs_k % window
-        kd = r // (KH * KW)
-        kh = (r // KW) % KH
-        kw = r % KW
-        if TRANSPOSED:
-            td = od[:, None] + pad_d - kd[None, :] * dil_d
-            th = oh[:, None] + pad_h - kh[None, :] * dil_h
-            tw = ow[:, None] + pad_w - kw[None, :] * dil_w
-            idd = td // stride_d
-            ih = th // stride_h
-            iw = tw // stride_w
-            valid = (td >= 0) & (th >= 0) & (tw >= 0) & (td % stride_d == 0) & (th % stride_h == 0) \
-                & (tw % stride_w == 0) & (idd < D) & (ih < H) & (iw < W)
-        else:
-            idd = od[:, None] * stride_d - pad_d + kd[None, :] * dil_d
-            ih = oh[:, None] * stride_h - pad_h + kh[None, :] * dil_h
-            iw = ow[:, None] * stride_w - pad_w + kw[None, :] * dil_w
-            valid = (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
-        x_offsets = n[:, None] * sxn + ci[None, :].to(tl.int64) * sxc + idd.to(tl.int64) * sxd \
-            + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+        ci = offs_k // taps  # the input channel within the group
+        t = offs_k % taps
+        td = t // (TH * TW)
+        th = (t // TW) % TH
+        tw = t % TW
+        idd = qd[:, None] * id_step + id0 + td[None, :] * id_tap
+        ih = qh[:, None] * ih_step + ih0 + th[None, :] * ih_tap
+        iw = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
+        valid = (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
+        x_offsets = n[:, None] * sxn + (group * C_in_g + ci)[None, :].to(tl.int64) * sxc \
+            + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
         a = tl.load(x_ptr + x_offsets, mask=mask_m[:, None] & mask_k[None, :] & valid, other=0.0)
-        if TRANSPOSED:  # weight (C_in, C_out / groups, kd, kh, kw)
-            w_offsets = ci[:, None] * sw0 + offs_n[None, :] * sw1
-        else:  # weight (C_out, C_in / groups, kd, kh, kw)
-            w_offsets = co[None, :] * sw0 + (offs_k // window)[:, None] * sw1
-        w_offsets += kd[:, None] * swd + kh[:, None] * swh + kw[:, None] * sww
+        w_offsets = group.to(tl.int64) * sw_group + ci[:, None].to(tl.int64) * sw_ci + offs_n[None, :] * sw_co \
+            + (kd0 + td * kd_step)[:, None] * swd + (kh0 + th * kh_step)[:, None] * swh \
+            + (kw0 + tw * kw_step)[:, None] * sww
         b = tl.load(w_ptr + w_offsets, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee")
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    od = od0 + qd * od_step
+    oh = oh0 + qh * oh_step
+    ow = ow0 + qw * ow_step
     out_offsets = n[:, None] * son + co[None, :].to(tl.int64) * soc + od[:, None].to(tl.int64) * sod \
         + oh[:, None].to(tl.int64) * soh + ow[:, None].to(tl.int64) * sow
     tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
+def axis_phases(size_out, kernel, stride, padding, dilation, transposed):
+    """One spatial dimension's phases, each ``(o0, o_step, Q, i_step, i0, i_tap, k0, k_step, T)``: output o = o0 + q *
+    o_step (q < Q), kernel offset k = k0 + t * k_step (t < T) and input i = q * i_step + i0 + t * i_tap. Forward: one
+    phase over the whole window. Transposed: one phase per residue r of the output modulo the stride, its taps the
+    offsets k with (r + padding - k * dilation) % stride == 0 (none: T = 0)."""
+    if not transposed:
+        return [(0, 1, size_out, stride, -padding, dilation, 0, 1, kernel)]
+    k_step = next(j for j in range(1, stride + 1) if j * dilation % stride == 0)  # stride / gcd(stride, dilation)
+    phases = []
+    for r in range(min(stride, size_out)):
+        first = [k for k in range(min(k_step, kernel)) if (r + padding - k * dilation) % stride == 0]
+        k0 = first[0] if first else 0
+        phases.append((r, stride, -(-(size_out - r) // stride), 1, (r + padding - k0 * dilation) // stride,
+                       -(k_step * dilation // stride), k0, k_step, len(range(k0, kernel, k_step)) if first else 0))
+    return phases
+
+
+def conv_phases(sizes, kernel, stride, padding, dilation, transposed):
+    """The launches of a 3D convolution (1D and 2D as 3D): one per combination of its dimensions' phases
+    (``axis_phases``), each the tuple of the three dimensions' phases."""
+    per_axis = [axis_phases(*a, transposed) for a in zip(sizes, kernel, stride, padding, dilation)]
+    return [(d, h, w) for d in per_axis[0] for h in per_axis[1] for w in per_axis[2]]
+
+
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
             BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=2):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`` by
-    ``conv_nd_kernel``; the output has strides `out_stride` where given (the layout Inductor's code expects of the
-    library call's output), else torch's contiguous layout."""
+    ``conv_nd_kernel``, one launch per phase of ``conv_phases``; the output has strides `out_stride` where given (the
+    layout Inductor's code expects of the library call's output), else torch's contiguous layout."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -116,11 +145,15 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     out = torch.empty_strided(shape, out_stride, dtype=x.dtype, device=x.device) if out_stride is not None \
         else torch.empty(shape, dtype=x.dtype, device=x.device)
     out5 = out[(slice(None), slice(None)) + (None,) * lead]
-    c_out_g = c_out // groups
-    grid = (triton.cdiv(batch * sizes[0] * sizes[1] * sizes[2], BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
-    conv_nd_kernel[grid](x5, w5, x5 if bias is None else bias, out5, batch, *x5.shape[2:], *sizes, *kernel,
-                         c_in // groups, c_out_g, *x5.stride(), *w5.stride(), *out5.stride(), *stride, *padding,
-                         *dilation, TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M,
-                         BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=num_warps,
-                         num_stages=num_stages)
+    c_in_g, c_out_g = c_in // groups, c_out // groups
+    sw0, sw1 = w5.stride()[:2]  # weight (C_in, C_out / groups, ...) transposed, else (C_out, C_in / groups, ...)
+    w_channels = (sw0, sw1, c_in_g * sw0) if transposed else (sw1, sw0, c_out_g * sw0)  # input, output, group
+    for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed):
+        o0, o_step, q, i_step, i0, i_tap, k0, k_step, t = zip(*phase)
+        grid = (triton.cdiv(batch * q[0] * q[1] * q[2], BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
+        conv_nd_kernel[grid](x5, w5, x5 if bias is None else bias, out5, batch, *x5.shape[2:], *q, *t, c_in_g,
+                             c_out_g, *x5.stride(), *w_channels, *w5.stride()[2:], *out5.stride(), *o0, *o_step,
+                             *i_step, *i0, *i_tap, *k0, *k_step, HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M,
+                             BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=num_warps,
+                             num_stages=num_stages)
     return out
