@@ -13,10 +13,10 @@ transposed convolution (output o sums input i at kernel offset k wherever o = i 
 split by output phase (sub-pixel decomposition): the outputs with one residue r = o mod stride per dimension take
 input from the same taps, those k with (r + padding - k * dilation) % stride == 0 (every stride / gcd(stride,
 dilation)-th offset from the first), at input i = q + (r + padding - k * dilation) / stride; ``conv_phases`` plans one
-launch per combination of residues, each a dense implicit GEMM over just its taps (1 / stride**d of the window at
-a dilation prime to the stride), where the gather form read every tap and masked those the stride does not divide.
-A phase without taps (stride and dilation sharing a factor) writes the bias (or zeros); output_padding only
-lengthens the output.
+launch per combination of residues, each a dense implicit GEMM over just its taps (about 1 / stride**d of the
+window where the dilation is prime to the stride), where the gather form read every tap and masked those the
+stride does not divide. A phase without taps (stride and dilation sharing a factor) writes the bias (or zeros);
+output_padding only lengthens the output.
 
 1D and 2D convolutions run as 3D ones with unit leading spatial dimensions. Programs take the output tiles in groups
 of GROUP_M rows (as Triton's GEMM tutorial does) for L2 reuse; axis 1 of the grid is the convolution's group. The
