@@ -26,7 +26,8 @@ LIBRARY_CALL = "extern_kernels.convolution"
 PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
 LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
 NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
-        "implicit GEMM; seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+        "implicit GEMM, a transposed one split by output phase into one launch per residue of the output modulo the "
+        "stride; seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
 
 
 def launcher_defaults() -> dict:
