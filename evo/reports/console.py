@@ -47,8 +47,12 @@ def time_text(o: RunOutcome) -> str:
               + ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items())
               + (f"; queued behind the GPU's previous search {queued:.1f} s before that" if queued else "")
               + ")") if stages else ""
-    return (f"search {o.search_wall_s or 0.0:.1f} s{gen0}{rate}{busy}{timeouts}; before it: making the seeds "
-            f"{o.seed_wall_s or 0.0:.1f} s, {baselines}{before}")
+    check = o.seed_check_s or 0.0
+    cache = f" (seed: {o.seed_cache})" if o.seed_cache else ""
+    made = f"making the seeds {(o.seed_wall_s or 0.0) - check:.1f} s{cache}"
+    judged = f", judging them {check:.1f} s (generation 0's first evaluations)" if check else ""
+    return (f"search {o.search_wall_s or 0.0:.1f} s{gen0}{rate}{busy}{timeouts}; before it: {made}{judged}, "
+            f"{baselines}{before}")
 
 
 def evaluations_text(o: RunOutcome) -> str:

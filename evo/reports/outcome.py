@@ -27,6 +27,8 @@ SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOut
 REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.runs.run)
+SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
+SEED_CHECK_S = "seed_check_s"  # run store meta key: of seed_wall_s, the compiler seeds judged (evo.runs.seeding)
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -79,6 +81,8 @@ class RunOutcome:
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
+    seed_check_s: float | None = None  # of seed_wall_s, the compiler seeds judged before the search (TF32 check)
+    seed_cache: str = ""  # torch.compile's seeds: "cached", or "captured (why: ...)" ("": not from torch.compile)
     # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
     # (workers, the problem and its reference), baselines, seeds, other (None: an older run)
     start_up_s: dict | None = None
@@ -207,6 +211,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         llm_calls=llm["calls"], llm_cost_usd=llm["cost_usd"], search_wall_s=search_s,
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
+        seed_check_s=store.get_meta(SEED_CHECK_S), seed_cache=store.get_meta(SEED_CACHE) or "",
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),

@@ -24,14 +24,13 @@ import os
 import subprocess
 import sys
 import tempfile
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from core import pyast
 from fitness.common.atomic import write_atomic
-from core.genome import short_hash
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
+from seeds.inductor.cache import CACHED, CapturedSeeds, cache_key, entry_file, key_parts, why_missed
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
 
@@ -42,24 +41,6 @@ SEED_FILE = "seed_inductor.py"
 DEFAULT = "default"  # the capture under Inductor's own options
 CAPTURE_TIMEOUT_S = 900  # per compilation (default or variant) of one capture process
 GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # Inductor options a variant needs a GPU for
-
-
-def _versions() -> str:
-    found = []
-    for package in ("torch", "triton"):
-        try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            found.append(f"{package} ?")
-    return ", ".join(found)
-
-
-def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False,
-              options: dict | None = None, dynamic: bool = False) -> str:
-    problem = Path(spec.path).read_text()
-    parts = [problem, spec.sizes, device.split(":")[0], profile, _versions(), templates, tf32]
-    parts += ["dynamic"] if dynamic else []
-    return short_hash(json.dumps(parts + [options] if options else parts, sort_keys=True))
 
 
 def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
@@ -124,12 +105,16 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     dynamic = not device.startswith("cuda") if dynamic is None else dynamic
     variants = gpu_variants(variants, device)
     wanted = {DEFAULT: {}, **(variants or {})}
-    files = {name: Path(cache_dir) / "inductor-seeds" / f"{spec.name}-"
-             f"{cache_key(spec, device, profile, templates, tf32, options, dynamic)}.json"
+    files = {name: entry_file(cache_dir, spec, cache_key(spec, device, profile, templates, tf32, options, dynamic))
              for name, options in wanted.items()}
     captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
     missing = {name: options for name, options in wanted.items() if name not in captured}
+    parts = {name: key_parts(spec, device, profile, templates, tf32, options, dynamic)
+             for name, options in missing.items()}
+    how = {name: CACHED if name in captured else why_missed(cache_dir, spec, name, parts[name]) for name in wanted}
     if missing:
+        log.info(f"torch.compile's capture of {spec.name}: " + "; ".join(
+            f"{name} ({why})" for name, why in how.items() if why != CACHED))
         try:
             got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic,  # each its own time
                                        timeout_s=CAPTURE_TIMEOUT_S * len(missing))
@@ -141,10 +126,10 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
             captured[name] = got
             if "error" not in got:  # a failure is not cached: the next run tries again
                 files[name].parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(files[name], json.dumps(got))
+                write_atomic(files[name], json.dumps({**got, "variant": name, "key": parts[name]}))  # for why_missed
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
-    sources = {INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}
+    sources = CapturedSeeds({INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}, how)
     for name in variants or {}:
         try:
             if "error" in captured[name]:

@@ -1,0 +1,144 @@
+"""The Inductor seed cache says whether it hit, and why not (seeds/inductor/cache.py), and a run keeps the compiler
+seeds' judging apart from making them (evo/runs/seeding.py). Issue 45's 4 x H200 bench read level1/1's 12.8 s of
+"seeds" as a cache miss: it was the TF32 check's evaluation of its GEMM seed (the first evaluation of the run, which
+the other problems made inside their search), the capture read from the warm cache. Two runs sharing one cache
+dir reproduce it here with the capture faked (a GEMM template captured on an H100)."""
+import json
+import pickle
+import time
+from concurrent.futures import Future
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import FIXTURES
+from evo.benchmark.bench import Row
+from evo.benchmark.bench_report import row_line
+from evo.records.store import RunStore
+from evo.reports.console import time_text
+from evo.reports.outcome import SEED_CACHE, SEED_CHECK_S, RunOutcome, summarise
+from evo.runs.run import start_up
+from evo.runs.seeding import make_seeds
+from fitness.measure.result import EvalResult
+from fitness.problems.problem import resolve_problem
+from seeds import inductor as seeds
+from seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
+
+SOFTMAX = json.loads((FIXTURES / "row_softmax.json").read_text())  # a capture made on an H100
+GEMM = json.loads((FIXTURES / "matmul_template.json").read_text())
+TF32_GEMM = {**GEMM, "code": GEMM["code"].replace("ALLOW_TF32 : tl.constexpr = False", "ALLOW_TF32 : tl.constexpr = True")}
+CHECK_S = 0.3  # how long the fake service takes to judge a kernel
+
+
+@pytest.fixture
+def fake_capture(monkeypatch):
+    """seeds.capture_variants without torch.compile: `captured` gives every variant asked for; `asked` records them."""
+    state = SimpleNamespace(asked=[], captured=SOFTMAX)
+
+    def capture(spec, device, templates, tf32, variants, **kwargs):
+        state.asked.append(sorted(variants))
+        return {name: dict(state.captured) for name in variants}
+
+    monkeypatch.setattr(seeds, "capture_variants", capture)
+    return state
+
+
+def test_a_second_lookup_hits_and_each_miss_names_the_key_part_that_differs(tmp_path, fake_capture):
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    cache = tmp_path / "cache"
+    get = lambda spec=spec, **kw: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache, **kw)  # noqa: E731
+    first = get()
+    assert first.cache == {"default": f"no entry for row_softmax in {cache / 'inductor-seeds'}"}
+    assert cache_note(first.cache).startswith("captured (why: no entry for row_softmax in ")
+    second = get()
+    assert second == first and second.cache == {"default": CACHED} and cache_note(second.cache) == "cached"
+    assert fake_capture.asked == [["default"]]  # the second compiled nothing
+    assert get(tf32=True).cache == {"default": "key part tf32 differs"}
+    other = resolve_problem("row_softmax", sizes={"batch_size": 4, "dim": 512})
+    assert get(other).cache == {"default": "key part sizes differs"}
+    variant = get(variants={"looped": {"triton": {"persistent_reductions": False}}})
+    assert variant.cache == {"default": CACHED, "looped": f"no entry for row_softmax (looped) in "
+                                                          f"{cache / 'inductor-seeds'}"}
+    assert cache_note(variant.cache).startswith("captured looped (why: no entry") and \
+        cache_note(variant.cache).endswith("; 1 cached")
+    assert fake_capture.asked[-1] == ["looped"]  # only the variant the cache lacked
+    assert pickle.loads(pickle.dumps(variant)).cache == variant.cache  # as a Ray actor returns it
+
+
+def test_an_entry_written_before_key_parts_were_stored_still_hits_and_a_miss_beside_it_says_so(tmp_path,
+                                                                                               fake_capture):
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    cache = tmp_path / "cache"
+    seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache)
+    (entry,) = (cache / "inductor-seeds").glob("row_softmax-*.json")
+    old = {k: v for k, v in json.loads(entry.read_text()).items() if k not in ("key", "variant")}
+    entry.write_text(json.dumps(old))  # as the code before this one wrote it, under the same key
+    assert seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache).cache == {"default": CACHED}
+    missed = seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache, tf32=True).cache["default"]
+    assert missed.startswith("no entry for row_softmax (default)") and "1 older entries" in missed
+
+
+class GemmEvaluator:
+    """What seeding asks of a run's evaluator on a GPU: torch.compile's seeds, through the real cache."""
+
+    def __init__(self, cache_dir, spec):
+        self.cache_dir, self.spec = cache_dir, spec
+        self.problem = SimpleNamespace(seed_path=None)
+
+    def inductor_seeds(self, run_dir=None, variants=None):
+        return seeds.inductor_seeds(self.spec, "cuda:0", "h100", self.cache_dir, run_dir, tf32=True,
+                                    variants=variants)
+
+
+class SlowJudge:
+    """The evaluation service as seeding uses it: each kernel judged in CHECK_S, a TF32 one incorrect."""
+
+    def __init__(self, store, evaluator):
+        self.store, self.evaluators = store, [evaluator]
+        self.deadlines = []
+
+    def submit(self, source, label=""):
+        time.sleep(CHECK_S)
+        future = Future()
+        future.set_result(("key", EvalResult("incorrect" if "ALLOW_TF32: tl.constexpr = False" not in source
+                                             else "ok", time_s=1e-3)))
+        return future
+
+    def cut_at(self, deadline):
+        self.deadlines.append(deadline)
+
+
+def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check_not_a_capture(tmp_path,
+                                                                                               fake_capture):
+    fake_capture.captured = TF32_GEMM
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    plan = SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="inductor")), variants=None,
+                           llm=None, search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=None)))
+    outcomes = []
+    for run in ("warm", "bench1"):
+        store = RunStore(tmp_path / run)
+        service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+        started = time.time()
+        made = make_seeds(plan, None, service, tmp_path / run)
+        marks = {"process": started, "queued": 0.0, "run": started, "service": started, "search": time.time()}
+        summary = summarise(store, None)  # summary.json's fields, from the store
+        assert (summary.seed_cache, summary.seed_check_s) == (store.get_meta(SEED_CACHE), store.get_meta(SEED_CHECK_S))
+        outcomes.append((summary.seed_cache, summary.seed_wall_s, summary.seed_check_s, start_up(marks, store),
+                         made[0].genome.source))
+        store.close()
+    (warm_cache, *_), (cache, wall, check, stages, source) = outcomes
+    assert warm_cache.startswith("captured (why: no entry for matmul in ") and cache == "cached"
+    assert fake_capture.asked == [["default"]]  # the second run captured nothing
+    assert "ALLOW_TF32: tl.constexpr = False" in source  # the TF32 seed judged incorrect, its IEEE rewrite kept
+    assert check >= 2 * CHECK_S and wall >= check  # the seed and its rewrite judged: the seeds' time is the check
+    assert stages["seed check"] == round(check, 2) and stages["seeds"] < CHECK_S  # apart in the start-up stages
+
+
+def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging_it_took():
+    outcome = RunOutcome(status="ok", seed_wall_s=12.8, seed_check_s=12.7, seed_cache="cached")
+    assert "making the seeds 0.1 s (seed: cached), judging them 12.7 s" in time_text(outcome)
+    missed = RunOutcome(status="ok", seed_cache="captured (why: key part tf32 differs)")
+    row = Row("level1/1_Square_matrix_multiplication_.py", "ok", "", 37.0, "0", missed)
+    assert row_line(row).endswith("ok (37 s); seed: captured (why: key part tf32 differs)")
+    assert "seed:" not in row_line(Row("level1/19_ReLU.py", "ok", "", 17.0, "0", RunOutcome(status="ok")))
+    assert RunOutcome.from_dict(json.loads(json.dumps(missed.__dict__))).seed_cache == missed.seed_cache
