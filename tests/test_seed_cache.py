@@ -12,13 +12,17 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import FIXTURES
+from core.genome import Genome
 from evo.benchmark.bench import Row
 from evo.benchmark.bench_report import row_line
+from evo.evolution.search import Search
 from evo.records.store import RunStore
 from evo.reports.console import time_text
 from evo.reports.outcome import SEED_CACHE, SEED_CHECK_S, RunOutcome, summarise
 from evo.runs.run import start_up
 from evo.runs.seeding import make_seeds
+from evo.settings import Budget, SearchSettings
+from fakes import SOURCE, FakeTuner, Step
 from fitness.measure.result import EvalResult
 from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
@@ -108,35 +112,59 @@ class SlowJudge:
         self.deadlines.append(deadline)
 
 
+def plan_of(wall_time_s=None):
+    return SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="inductor")), variants=None, llm=None,
+                           search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=wall_time_s)))
+
+
 def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check_not_a_capture(tmp_path,
                                                                                                fake_capture):
     fake_capture.captured = TF32_GEMM
     spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
-    plan = SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="inductor")), variants=None,
-                           llm=None, search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=None)))
     outcomes = []
     for run in ("warm", "bench1"):
         store = RunStore(tmp_path / run)
         service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
         started = time.time()
-        made = make_seeds(plan, None, service, tmp_path / run)
+        made = make_seeds(plan_of(), None, service, tmp_path / run)
         marks = {"process": started, "queued": 0.0, "run": started, "service": started, "search": time.time()}
         summary = summarise(store, None)  # summary.json's fields, from the store
         assert (summary.seed_cache, summary.seed_check_s) == (store.get_meta(SEED_CACHE), store.get_meta(SEED_CHECK_S))
         outcomes.append((summary.seed_cache, summary.seed_wall_s, summary.seed_check_s, start_up(marks, store),
                          made[0].genome.source))
         store.close()
-    (warm_cache, *_), (cache, wall, check, stages, source) = outcomes
+    (warm_cache, *_), (cache, made_s, check, stages, source) = outcomes
     assert warm_cache.startswith("captured (why: no entry for matmul in ") and cache == "cached"
     assert fake_capture.asked == [["default"]]  # the second run captured nothing
     assert "ALLOW_TF32: tl.constexpr = False" in source  # the TF32 seed judged incorrect, its IEEE rewrite kept
-    assert check >= 2 * CHECK_S and wall >= check  # the seed and its rewrite judged: the seeds' time is the check
-    assert stages["seed check"] == round(check, 2) and stages["seeds"] < CHECK_S  # apart in the start-up stages
+    assert check >= 2 * CHECK_S and made_s < CHECK_S  # the seed and its rewrite judged: that was the seeds' time
+    assert stages["seeds"] == round(made_s, 2) and abs(stages["other"]) < CHECK_S  # the check is no start-up stage
+
+
+def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp_path, fake_capture):
+    fake_capture.captured = TF32_GEMM
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    store = RunStore(tmp_path / "run")
+    service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+    before = time.perf_counter()
+    make_seeds(plan_of(wall_time_s=5.0), None, service, tmp_path / "run")
+    (deadline, lifted) = service.deadlines  # cut at the budget while judging, lifted after (the search sets its own)
+    assert before + 5.0 <= deadline <= before + 5.0 + CHECK_S and lifted is None
+    settings = SearchSettings(mu=2, lambda_=2, budget=Budget(generations=50, wall_time_s=3.0, patience=None))
+    search = Search([(Genome.from_source(SOURCE.format(v=0)), "seed")], [Step()], FakeTuner(store), store,
+                    settings, spent_s=2.9)
+    started = time.perf_counter()
+    state = search.run()
+    assert "wall-time budget of 3 s spent" in state["stop_reason"] and time.perf_counter() - started < 2.5
+    assert store.latest_checkpoint().elapsed_s >= 3.0  # the search's time (summary's search_wall_s) holds the check
+    store.close()
 
 
 def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging_it_took():
-    outcome = RunOutcome(status="ok", seed_wall_s=12.8, seed_check_s=12.7, seed_cache="cached")
-    assert "making the seeds 0.1 s (seed: cached), judging them 12.7 s" in time_text(outcome)
+    outcome = RunOutcome(status="ok", seed_wall_s=0.1, seed_check_s=12.7, seed_cache="cached", generation0_s=14.0)
+    said = time_text(outcome)
+    assert "generation 0 (the seeds judged and tuned, their TF32 check 12.7 s first) 14.0 s" in said
+    assert "before it: making the seeds 0.1 s (seed: cached)," in said
     missed = RunOutcome(status="ok", seed_cache="captured (why: key part tf32 differs)")
     row = Row("level1/1_Square_matrix_multiplication_.py", "ok", "", 37.0, "0", missed)
     assert row_line(row).endswith("ok (37 s); seed: captured (why: key part tf32 differs)")

@@ -41,12 +41,14 @@ class Seed(NamedTuple):
 
 def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
-    resume makes them again from caches), and of it the compiler seeds' judging (``SEED_CHECK_S``), with how
-    torch.compile's capture was got (``SEED_CACHE``: cached, or captured and why)."""
+    resume makes them again from caches), and apart from it the compiler seeds' judging (``SEED_CHECK_S``:
+    evaluations of generation 0, under the search's wall-time budget, which counts them: ``Search``'s `spent_s`),
+    with how torch.compile's capture was got (``SEED_CACHE``: cached, or captured and why)."""
     started = time.perf_counter()
     seeds = seed_genomes(plan, team, service, run_dir)
-    if service.store.get_meta("seed_wall_s") is None:
-        service.store.set_meta("seed_wall_s", time.perf_counter() - started)
+    if service.store.get_meta("seed_wall_s") is None:  # the seeds' check is the search's time, not this
+        checked = service.store.get_meta(SEED_CHECK_S, 0.0)
+        service.store.set_meta("seed_wall_s", time.perf_counter() - started - checked)
     return seeds
 
 
@@ -59,7 +61,13 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
     if plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
         sources = evaluator.inductor_seeds(run_dir, plan.variants)
         checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
-        captured = ieee_where_tf32_fails(service, [Seed.from_source(source, by) for by, source in sources.items()])
+        budget_s = plan.search.budget.wall_time_s
+        if first and budget_s is not None:  # generation 0's first evaluations: the search's budget holds them
+            service.cut_at(checking + budget_s)
+        try:
+            captured = ieee_where_tf32_fails(service, [Seed.from_source(s, by) for by, s in sources.items()])
+        finally:
+            service.cut_at(None)
         if first:  # a resume makes them again from the caches: the first call's figures stand
             service.store.set_meta(SEED_CHECK_S, time.perf_counter() - checking)
             service.store.set_meta(SEED_CACHE, cache_note(getattr(sources, "cache", {})))
