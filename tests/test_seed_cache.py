@@ -157,6 +157,10 @@ def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp
     state = search.run()
     assert "wall-time budget of 3 s spent" in state["stop_reason"] and time.perf_counter() - started < 2.5
     assert store.latest_checkpoint().elapsed_s >= 3.0  # the search's time (summary's search_wall_s) holds the check
+    store.set_meta("config", {"search": {"budget": {"wall_time_s": 3.0}}})
+    summary = summarise(store, store.latest_checkpoint(), state["stop_reason"])
+    assert summary.over_budget_s == round(summary.search_wall_s - 3.0, 2) and 0 <= summary.over_budget_s < 5
+    assert summarise(store, store.latest_checkpoint(), "4 generations done").over_budget_s is None
     store.close()
 
 
@@ -165,6 +169,7 @@ def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging
     said = time_text(outcome)
     assert "generation 0 (the seeds judged and tuned, their TF32 check 12.7 s first) 14.0 s" in said
     assert "before it: making the seeds 0.1 s (seed: cached)," in said
+    assert ", ended 1.3 s past its wall-time budget;" in time_text(RunOutcome(status="ok", over_budget_s=1.28))
     missed = RunOutcome(status="ok", seed_cache="captured (why: key part tf32 differs)")
     row = Row("level1/1_Square_matrix_multiplication_.py", "ok", "", 37.0, "0", missed)
     assert row_line(row).endswith("ok (37 s); seed: captured (why: key part tf32 differs)")

@@ -37,6 +37,7 @@ def time_text(o: RunOutcome) -> str:
     busy = f", GPU busy {percent(o.gpu_busy)}" if o.gpu_busy is not None else ""
     timeouts = f", {o.timeouts} timed out" if o.timeouts else ""
     timeouts += f", {o.evaluations_cut} cut running at its budget" if o.evaluations_cut else ""
+    timeouts += f", ended {o.over_budget_s:.1f} s past its wall-time budget" if o.over_budget_s else ""
     check = o.seed_check_s or 0.0
     first = f", their TF32 check {check:.1f} s first" if check else ""
     gen0 = (f", of which generation 0 (the seeds judged and tuned{first}) {o.generation0_s:.1f} s"
