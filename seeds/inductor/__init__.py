@@ -97,7 +97,8 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     options) whose kernels differ from it (``"inductor:<name>"``), each converted, cached and written into run_dir
     as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note.
     `dynamic` (default: off a GPU, where candidates are judged at the interpreter's sizes, not the file's): captured
-    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can."""
+    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can. A ``CapturedSeeds``:
+    its `cache` says per capture whether it was read from the cache or why it was captured (``cache.why_missed``)."""
     if DEFAULT in (variants or {}):
         raise SeedError(f"an Inductor variant may not be called {DEFAULT!r} (that name is Inductor's own options); "
                         f"rename it in inductor.variants")
