@@ -30,7 +30,8 @@ from seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
 
 SOFTMAX = json.loads((FIXTURES / "row_softmax.json").read_text())  # a capture made on an H100
 GEMM = json.loads((FIXTURES / "matmul_template.json").read_text())
-TF32_GEMM = {**GEMM, "code": GEMM["code"].replace("ALLOW_TF32 : tl.constexpr = False", "ALLOW_TF32 : tl.constexpr = True")}
+TF32_GEMM = {**GEMM, "code": GEMM["code"].replace("ALLOW_TF32 : tl.constexpr = False",
+                                                  "ALLOW_TF32 : tl.constexpr = True")}  # as under policy triton
 CHECK_S = 0.3  # how long the fake service takes to judge a kernel
 
 
@@ -52,6 +53,7 @@ def test_a_second_lookup_hits_and_each_miss_names_the_key_part_that_differs(tmp_
     cache = tmp_path / "cache"
     get = lambda spec=spec, **kw: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache, **kw)  # noqa: E731
     first = get()
+    assert isinstance(first, CapturedSeeds) and list(first) == ["inductor"]  # the sources, read as before
     assert first.cache == {"default": f"no entry for row_softmax in {cache / 'inductor-seeds'}"}
     assert cache_note(first.cache).startswith("captured (why: no entry for row_softmax in ")
     second = get()
