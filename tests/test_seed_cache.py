@@ -38,11 +38,12 @@ CHECK_S = 0.3  # how long the fake service takes to judge a kernel
 @pytest.fixture
 def fake_capture(monkeypatch):
     """seeds.capture_variants without torch.compile: `captured` gives every variant asked for; `asked` records them."""
-    state = SimpleNamespace(asked=[], captured=SOFTMAX)
+    state = SimpleNamespace(asked=[], captured=SOFTMAX, failing=set())
 
     def capture(spec, device, templates, tf32, variants, **kwargs):
         state.asked.append(sorted(variants))
-        return {name: dict(state.captured) for name in variants}
+        return {name: {"error": "Traceback ...\nAttributeError: no option 'x'"} if name in state.failing
+                else dict(state.captured) for name in variants}
 
     monkeypatch.setattr(seeds, "capture_variants", capture)
     return state
@@ -69,6 +70,21 @@ def test_a_second_lookup_hits_and_each_miss_names_the_key_part_that_differs(tmp_
         cache_note(variant.cache).endswith("; 1 cached")
     assert fake_capture.asked[-1] == ["looped"]  # only the variant the cache lacked
     assert pickle.loads(pickle.dumps(variant)).cache == variant.cache  # as a Ray actor returns it
+
+
+def test_a_variant_whose_capture_failed_is_tried_again_and_says_it_failed_before(tmp_path, fake_capture):
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    broken = {"broken": {"triton": {"x": True}}}
+    get = lambda: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants=broken)  # noqa: E731
+    fake_capture.failing = {"broken"}
+    assert get().cache["broken"].startswith("no entry for row_softmax in ")  # the first run: an empty cache
+    again = get().cache  # not cached: captured again, saying why
+    assert again == {"default": CACHED, "broken": "its capture failed before (AttributeError: no option 'x'); a "
+                                                  "failure is not cached, so it is tried again"}
+    assert fake_capture.asked == [["broken", "default"], ["broken"]]
+    fake_capture.failing = set()
+    get()  # it works now: cached, the note gone
+    assert get().cache == {"default": CACHED, "broken": CACHED} and fake_capture.asked[-1] == ["broken"]
 
 
 def test_an_entry_written_before_key_parts_were_stored_still_hits_and_a_miss_beside_it_says_so(tmp_path,

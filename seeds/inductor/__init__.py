@@ -30,7 +30,8 @@ from core import pyast
 from fitness.common.atomic import write_atomic
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
-from seeds.inductor.cache import CACHED, CapturedSeeds, cache_key, entry_file, key_parts, why_missed
+from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file,
+                                  key_parts, note_failure, why_missed)
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
 
@@ -112,7 +113,8 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     missing = {name: options for name, options in wanted.items() if name not in captured}
     parts = {name: key_parts(spec, device, profile, templates, tf32, options, dynamic)
              for name, options in missing.items()}
-    how = {name: CACHED if name in captured else why_missed(cache_dir, spec, name, parts[name]) for name in wanted}
+    how = {name: CACHED if name in captured else failed_before(files[name])
+           or why_missed(cache_dir, spec, name, parts[name]) for name in wanted}
     if missing:
         log.info(f"torch.compile's capture of {spec.name}: " + "; ".join(
             f"{name} ({why})" for name, why in how.items() if why != CACHED))
@@ -125,9 +127,12 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
             got_all = {name: {"error": str(exc)} for name in missing}
         for name, got in got_all.items():
             captured[name] = got
-            if "error" not in got:  # a failure is not cached: the next run tries again
+            if "error" in got:  # a failure is not cached (the next run tries again), only noted: failed_before
+                note_failure(files[name], got["error"])
+            else:
                 files[name].parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(files[name], json.dumps({**got, "variant": name, "key": parts[name]}))  # for why_missed
+                failed_file(files[name]).unlink(missing_ok=True)
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
     sources = CapturedSeeds({INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}, how)

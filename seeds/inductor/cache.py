@@ -3,10 +3,10 @@
 An entry is ``<cache_dir>/inductor-seeds/<problem>-<key>.json``: what one capture (the default or a variant) wrote,
 with the parts of its key beside it (``"key"``), so a later miss can say which part differs from the entry it did not
 hit (the problem file, its sizes, the device, the hardware profile, torch and Triton, GEMM templates, TF32, dynamic
-shapes, the variant's options) or that there is no entry for the problem in that folder at all (another ``HOME`` or
-``XDG_CACHE_HOME``, a cleared cache). ``CapturedSeeds`` carries, with the seeds' sources, how each was got: a run
-records it (``evo.runs.seeding``), and its summary and the bench's row say ``seed: cached`` or ``seed: captured
-(why: ...)``.
+shapes, the variant's options), that there is no entry for the problem in that folder at all (another ``HOME`` or
+``XDG_CACHE_HOME``, a cleared cache), or that its last capture failed (failures are noted, not cached).
+``CapturedSeeds`` carries, with the seeds' sources, how each was got: a run records it (``evo.runs.seeding``), and
+its summary and the bench's row say ``seed: cached`` or ``seed: captured (why: ...)``.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from core.genome import short_hash
+from fitness.common.atomic import write_atomic
 from fitness.problems.problem_spec import ProblemSpec
 
 FOLDER = "inductor-seeds"  # under the cache dir
@@ -84,6 +85,27 @@ def why_missed(cache_dir: Path, spec: ProblemSpec, variant: str, wanted: dict) -
     if not nearest:
         return "an entry with these key parts is stored under another key (written by other code)"
     return f"key part {', '.join(PARTS[name] for name in nearest)} differs"
+
+
+def failed_file(entry: Path) -> Path:
+    """Where a capture that failed is noted (``failed/`` beside its entry): not a cache entry, a failure is tried
+    again by the next run, but the note lets that run say why it captures again."""
+    return entry.parent / "failed" / entry.name
+
+
+def note_failure(entry: Path, error: str) -> None:
+    lines = error.strip().splitlines() or ["(no message)"]
+    failed_file(entry).parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(failed_file(entry), json.dumps({"error": lines[-1][:300]}))
+
+
+def failed_before(entry: Path) -> str:
+    """Why `entry` is missing when its last capture failed ("" when none is noted)."""
+    try:
+        error = json.loads(failed_file(entry).read_text())["error"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return f"its capture failed before ({error}); a failure is not cached, so it is tried again"
 
 
 class CapturedSeeds(dict):
