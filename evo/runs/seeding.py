@@ -61,13 +61,14 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
     if plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
         sources = evaluator.inductor_seeds(run_dir, plan.variants)
         checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
-        budget_s = plan.search.budget.wall_time_s
-        if first and budget_s is not None:  # generation 0's first evaluations: the search's budget holds them
+        budget_s = plan.search.budget.wall_time_s if first else None
+        if budget_s is not None:  # generation 0's first evaluations: the search's budget holds them
             service.cut_at(checking + budget_s)
         try:
             captured = ieee_where_tf32_fails(service, [Seed.from_source(s, by) for by, s in sources.items()])
         finally:
-            service.cut_at(None)
+            if budget_s is not None:  # the search sets its own
+                service.cut_at(None)
         if first:  # a resume makes them again from the caches: the first call's figures stand
             service.store.set_meta(SEED_CHECK_S, round(time.perf_counter() - checking, 2))  # 0.0: none judged
             service.store.set_meta(SEED_CACHE, cache_note(getattr(sources, "cache", {})))
