@@ -145,6 +145,7 @@ def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check
         service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
         started = time.time()
         made = make_seeds(plan_of(), None, service, tmp_path / run)
+        assert service.deadlines == []  # no wall-time budget: no cut
         marks = {"process": started, "queued": 0.0, "run": started, "service": started, "search": time.time()}
         summary = summarise(store, None)  # summary.json's fields, from the store
         assert (summary.seed_cache, summary.seed_check_s) == (store.get_meta(SEED_CACHE), store.get_meta(SEED_CHECK_S))
