@@ -1,6 +1,7 @@
 """The evaluation service against a fake evaluator and a real run store: at most `parallel` evaluator calls at once
 whoever calls (evaluate, submit, profile_kernel), and infrastructure failures (no verdict, for a reason the candidate
 cannot cause) retried once and never served from the store; the fitness layer's classification of job outcomes."""
+import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -271,3 +272,31 @@ def test_past_the_cut_no_evaluation_begins_and_none_is_stored_but_the_cache_stil
     service.cut_at(None)
     assert service.evaluate("later = 1\n")[1].status == "ok"
     service.close()
+
+
+def test_past_the_cut_no_profile_begins_and_one_killed_at_it_leaves_no_record(store, evaluator, monkeypatch):
+    fake = PacedEvaluator(hold_s=0.0)
+    service = service_of(fake, store, 1)
+    service.cut_at(time.perf_counter() - 1.0)
+    assert service.profile_kernel("late = 1\n") == {} and fake.calls["late = 1\n"] == 0  # an LLM child's, too late
+    service.cut_at(None)
+    assert service.profile_kernel("late = 1\n") == {"tool": "ncu", "kernels": []}  # with no cut it is profiled
+    service.close()
+    given = []
+
+    class CutWhileProfiling(_Answers):  # ncu still running at the search's cut: its worker killed
+        def run(self, job, timeout_s, trusted=False, compile_timeout_s=None, cut_at=None):
+            given.append(cut_at)
+            return self.outcome
+
+    monkeypatch.setattr(evaluator, "_sandbox", CutWhileProfiling(JobOutcome("cancelled", None, None, "", 1.0)))
+    monkeypatch.setattr(evaluator, "settings", dataclasses.replace(evaluator.settings, profile="ncu"))
+    monkeypatch.setattr(evaluator, "profiler_note", lambda: "")  # as on a GPU with Nsight Compute
+    monkeypatch.setattr("fitness.workers.ncu.readable_paths", lambda tool: [])
+    monkeypatch.setattr("fitness.workers.ncu.find_ncu", lambda: "ncu")
+    deadline = time.perf_counter() + 60.0
+    evaluator.cut_running_at(deadline)
+    try:
+        assert evaluator.profile_kernel(candidate("good")) == {} and given == [deadline]  # no record: none stored
+    finally:
+        evaluator.cut_running_at(None)

@@ -141,7 +141,8 @@ def row_line(r: Row) -> str:
     """A finished run as the bench prints it: its label, its status as the tables say it, and why where the run found
     no correct kernel."""
     why = f" {r.reason[:200]}" if r.status not in (OK, BAKED) else ""
-    return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}"
+    seed = f"; seed: {r.summary.seed_cache}" if r.summary.seed_cache else ""
+    return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}{seed}"
 
 
 SOL = ("data floor %", "ref. roofline %")  # the fractions of the data floor and of the reference's roofline

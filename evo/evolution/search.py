@@ -58,15 +58,17 @@ class GenerationReport:
 
 class Search:
     def __init__(self, seeds: list[tuple[Genome, str]], operators: list[Operator], tuner: Tuner, store: RunStore,
-                 settings: SearchSettings, on_generation=None, selection=None, team=None, strategy=None):
+                 settings: SearchSettings, on_generation=None, selection=None, team=None, strategy=None,
+                 spent_s: float = 0.0):
         """`seeds`: generation 0's genomes and what made each (seed, inductor, inductor:<variant>, initialiser),
         the seed first: the kernel a run's speed-up over its seed is measured against. `strategy`: what each child
-        is made from (evo.evolution.strategy; None: evolution)."""
+        is made from (evo.evolution.strategy; None: evolution). `spent_s`: wall time a new search has spent before
+        it began (the compiler seeds judged, ``evo.runs.seeding``), counted against its budget."""
         if not operators:
             raise ValueError("the search needs at least one operator (operators.list is empty)")
         if not seeds:
             raise ValueError("the search needs a seed genome")
-        self.seeds = seeds
+        self.seeds, self.spent_s = seeds, spent_s
         self.strategy = strategy or Evolution()
         self.operators = self.strategy.usable(operators)
         self.tuner = tuner
@@ -255,7 +257,7 @@ class Search:
     def run(self) -> dict:
         """Run (or resume) to the end of the budget; returns the final state."""
         state = self.store.latest_checkpoint()
-        self._resumed_elapsed = state.elapsed_s if state else 0.0
+        self._resumed_elapsed = state.elapsed_s if state else self.spent_s
         self._started = time.perf_counter()
         if self.settings.budget.wall_time_s is not None:  # work not begun by then is cut, never judged
             self._cut_at(self._started + self.settings.budget.wall_time_s - self._resumed_elapsed)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+WALL_TIME = "wall-time budget"  # how a stop by search.wall_time_s begins (evo.reports.outcome.over_budget reads it)
+
 
 @dataclass(frozen=True)
 class Stop:
@@ -41,5 +43,5 @@ def spent(budget, store, elapsed_s: float) -> list[Stop]:
     if budget.max_gpu_s is not None and (seconds := store.evaluation_seconds()) >= budget.max_gpu_s:
         stops.append(Stop("max_gpu_s", f"evaluation-seconds budget of {budget.max_gpu_s:g} s spent", seconds))
     if budget.wall_time_s is not None and elapsed_s >= budget.wall_time_s:
-        stops.append(Stop("wall_time_s", f"wall-time budget of {budget.wall_time_s:g} s spent", elapsed_s))
+        stops.append(Stop("wall_time_s", f"{WALL_TIME} of {budget.wall_time_s:g} s spent", elapsed_s))
     return stops

@@ -37,7 +37,10 @@ def time_text(o: RunOutcome) -> str:
     busy = f", GPU busy {percent(o.gpu_busy)}" if o.gpu_busy is not None else ""
     timeouts = f", {o.timeouts} timed out" if o.timeouts else ""
     timeouts += f", {o.evaluations_cut} cut running at its budget" if o.evaluations_cut else ""
-    gen0 = (f", of which generation 0 (the seeds judged and tuned) {o.generation0_s:.1f} s"
+    timeouts += f", ended {o.over_budget_s:.1f} s past its wall-time budget" if o.over_budget_s else ""
+    check = o.seed_check_s or 0.0
+    first = f", their TF32 check {check:.1f} s first" if round(check, 1) else ""
+    gen0 = (f", of which generation 0 (the seeds judged and tuned{first}) {o.generation0_s:.1f} s"
             if o.generation0_s is not None else "")
     baselines = ("no baselines (CPU interpreter)" if o.interpreter
                  else f"measuring the baselines {o.baseline_wall_s or 0.0:.1f} s")
@@ -47,8 +50,9 @@ def time_text(o: RunOutcome) -> str:
               + ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items())
               + (f"; queued behind the GPU's previous search {queued:.1f} s before that" if queued else "")
               + ")") if stages else ""
+    cache = f" (seed: {o.seed_cache})" if o.seed_cache else ""
     return (f"search {o.search_wall_s or 0.0:.1f} s{gen0}{rate}{busy}{timeouts}; before it: making the seeds "
-            f"{o.seed_wall_s or 0.0:.1f} s, {baselines}{before}")
+            f"{o.seed_wall_s or 0.0:.1f} s{cache}, {baselines}{before}")
 
 
 def evaluations_text(o: RunOutcome) -> str:

@@ -15,6 +15,7 @@ from evo.reports import full_size
 from evo.reports.anytime import interpreter_curve, run_curve
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
+from evo.evolution.stopping import WALL_TIME
 from evo.tuning.tuner import describe_tuner
 from fitness.measure.baselines import BASELINES
 from core.genome import evaluation_key
@@ -27,6 +28,8 @@ SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOut
 REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.runs.run)
+SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
+SEED_CHECK_S = "seed_check_s"  # run store meta key: of seed_wall_s, the compiler seeds judged (evo.runs.seeding)
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -76,9 +79,12 @@ class RunOutcome:
     llm_calls: int = 0  # uncached LLM calls and their cost
     llm_cost_usd: float = 0.0
     search_wall_s: float | None = None  # the search's wall time, across resumes (baselines and seeds excluded)
+    over_budget_s: float | None = None  # search_wall_s past search.wall_time_s, where that stopped it (the cut's tail)
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
+    seed_check_s: float | None = None  # the compiler seeds' TF32 check: generation 0's, in search_wall_s
+    seed_cache: str = ""  # torch.compile's seeds: "cached", or "captured (why: ...)" ("": not from torch.compile)
     # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
     # (workers, the problem and its reference), baselines, seeds, other (None: an older run)
     start_up_s: dict | None = None
@@ -205,14 +211,25 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
         evaluations_cut=store.evaluations_cut(),
         llm_calls=llm["calls"], llm_cost_usd=llm["cost_usd"], search_wall_s=search_s,
+        over_budget_s=over_budget(store.get_meta("config") or {}, search_s, stop_reason),
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
+        seed_check_s=store.get_meta(SEED_CHECK_S), seed_cache=store.get_meta(SEED_CACHE) or "",
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),
         interpreter_curve=interpreter_curve(store.evaluation_history()) or None,
         generation0_s=next((row.get("elapsed_s") for row in (checkpoint.logbook if checkpoint else [])
                             if row.get("gen") == 0), None))
+
+
+def over_budget(config: dict, search_s: float, stop_reason: str) -> float | None:
+    """How far the search ran past its wall-time budget (``search.budget.wall_time_s`` of the run's `config`) when
+    that budget stopped it (``evo.evolution.stopping``'s reason): what the deadline's cut left running; else None."""
+    budget_s = config.get("search", {}).get("budget", {}).get("wall_time_s")
+    if budget_s is None or not stop_reason.startswith(WALL_TIME):
+        return None
+    return round(search_s - budget_s, 2)
 
 
 def run_tuner(config: dict) -> str:

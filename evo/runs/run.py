@@ -22,7 +22,7 @@ from evo.reports import full_size
 from evo.service.evaluation import EvaluationService, evaluations_in_flight
 from evo.reports.console import print_generation, start_line, table
 from evo.records.manifest import run_manifest
-from evo.reports.outcome import INTERPRETER_TIMES, START_UP, RunOutcome, summarise
+from evo.reports.outcome import INTERPRETER_TIMES, SEED_CHECK_S, START_UP, RunOutcome, summarise
 from evo.plan import RunPlan
 from evo.runs.progress import Progress
 from evo.reports.report_html import write_report
@@ -175,7 +175,8 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
-                        selection=instantiate(plan.selection), team=team, strategy=checked.strategy)
+                        selection=instantiate(plan.selection), team=team, strategy=checked.strategy,
+                        spent_s=store.get_meta(SEED_CHECK_S) or 0.0)
         marks["search"] = time.time()
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         if store.get_meta(START_UP) is None:  # a resume keeps the first start's
@@ -196,13 +197,15 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
 def start_up(marks: dict, store: RunStore) -> dict:
     """Seconds from the process's start to the search's, by stage (``RunOutcome.start_up_s``): the interpreter, its
     imports and the config; the evaluation service (workers started, the problem loaded and its reference run); the
-    baselines and the seeds (as stored: read from caches when warm); and the rest (the team, the search built);
+    baselines and the seeds (as stored: read from caches when warm; the compiler seeds' judging, generation 0's
+    first evaluations, counts in the search's time, not here); and the rest (the team, the search built);
     `queued`, for a bench's prestarted search, the wait at its gate (``evo.benchmark.start_gate``) after the process's
     start."""
     stages = {"process": marks["run"] - marks["process"] - marks["queued"] if marks["process"] else None,
               "service": marks["service"] - marks["run"],
               "baselines": store.get_meta("baseline_wall_s", 0.0), "seeds": store.get_meta("seed_wall_s", 0.0)}
-    stages["other"] = marks["search"] - marks["service"] - stages["baselines"] - stages["seeds"]
+    stages["other"] = (marks["search"] - marks["service"] - stages["baselines"] - stages["seeds"]
+                       - store.get_meta(SEED_CHECK_S, 0.0))  # the compiler seeds judged: in the search's time
     if marks["queued"]:
         stages["queued"] = marks["queued"]  # not in the run's time: the bench's row counts from the gate
     return {name: None if seconds is None else round(seconds, 2) for name, seconds in stages.items()}

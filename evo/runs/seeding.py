@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from evo.reports.outcome import REWRITTEN_SEED
+from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CHECK_S
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.result import EvalResult
 from operators.base import CURRENT_CHILD, ChildUsage
+from seeds.inductor.cache import cache_note
 from seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
@@ -40,11 +41,14 @@ class Seed(NamedTuple):
 
 def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
     """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
-    resume makes them again from caches)."""
+    resume makes them again from caches), and apart from it the compiler seeds' judging (``SEED_CHECK_S``:
+    evaluations of generation 0, under the search's wall-time budget, which counts them: ``Search``'s `spent_s`),
+    with how torch.compile's capture was got (``SEED_CACHE``: cached, or captured and why)."""
     started = time.perf_counter()
     seeds = seed_genomes(plan, team, service, run_dir)
-    if service.store.get_meta("seed_wall_s") is None:
-        service.store.set_meta("seed_wall_s", time.perf_counter() - started)
+    if service.store.get_meta("seed_wall_s") is None:  # the seeds' check is the search's time, not this
+        checked = service.store.get_meta(SEED_CHECK_S, 0.0)
+        service.store.set_meta("seed_wall_s", time.perf_counter() - started - checked)
     return seeds
 
 
@@ -56,7 +60,18 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
         return [Seed.from_source(_initialise(team), "initialiser")]
     if plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
         sources = evaluator.inductor_seeds(run_dir, plan.variants)
-        captured = ieee_where_tf32_fails(service, [Seed.from_source(source, by) for by, source in sources.items()])
+        checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
+        budget_s = plan.search.budget.wall_time_s if first else None
+        if budget_s is not None:  # generation 0's first evaluations: the search's budget holds them
+            service.cut_at(checking + budget_s)
+        try:
+            captured = ieee_where_tf32_fails(service, [Seed.from_source(s, by) for by, s in sources.items()])
+        finally:
+            if budget_s is not None:  # the search sets its own
+                service.cut_at(None)
+        if first:  # a resume makes them again from the caches: the first call's figures stand
+            service.store.set_meta(SEED_CHECK_S, round(time.perf_counter() - checking, 2))  # 0.0: none judged
+            service.store.set_meta(SEED_CACHE, cache_note(getattr(sources, "cache", {})))
     else:
         captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]
     if mode == "from_seed":

@@ -214,12 +214,15 @@ class EvaluationService:
     def profile_kernel(self, source: str) -> dict:
         """Profiler metrics of an evaluated kernel (``fitness.profile``; {} when off): from the store when it was
         profiled before, else profiled now (once, however many children ask at the same time) and stored. A run the
-        infrastructure failed (twice) is returned, not stored."""
+        infrastructure failed (twice) is returned, not stored; past the search's cut (`cut_at`) none begins, and
+        one running then is killed ({}: nothing stored)."""
         key = evaluation_key(source)
         with self._key_lock(f"profile:{key}"):
             stored = self.store.profile(key)
             if stored is not None:
                 return stored
+            if self._cut(key, "profile") is not None:  # the search's budget is spent: no profile begins
+                return {}
             evaluator, record = self._call(lambda e: e.profile_kernel(source))
             if record.get("infrastructure"):
                 evaluator, record = self._call(lambda e: e.profile_kernel(source))

@@ -1,6 +1,8 @@
 """Issue 45's bench table from what `experiments/scale/bench_gpus.sh` left under its $OUT: per phase the bench's wall
 time and, per problem, its wall time against the search budget (the row's `wall_s`, the search's own
-`search_wall_s`, and the baselines' and seed's seconds, which the caches should bring to about nothing).
+`search_wall_s` and how far it ran past its budget, and the baselines' and seed's seconds, which the caches should
+bring to about nothing; whether the seed was cached or captured and why; the compiler seeds' TF32 check, part of the
+search's time).
     python3 experiments/scale/bench_gpus_table.py OUT_DIR > table.md"""
 import json
 import re
@@ -30,15 +32,17 @@ def main(out: Path) -> None:
     for phase in ("bench1", "benchN"):
         if phase not in phases:
             continue
-        print(f"\n## {phase}\n\n| problem | status | wall (s) | search (s) | baselines (s) | seed (s) | evaluations "
-              "| before the search, by stage (s) |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(f"\n## {phase}\n\n| problem | status | wall (s) | search (s) | past its budget (s) | baselines (s) "
+              "| seed (s) | seed | seeds' TF32 check, in the search (s) | evaluations | before the search, by stage (s) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows(out / phase / "bench"):
             s = r.get("summary") or {}
-            f = {k: s.get(k) for k in ("search_wall_s", "baseline_wall_s", "seed_wall_s")}
+            f = {k: s.get(k) for k in ("search_wall_s", "over_budget_s", "baseline_wall_s", "seed_wall_s")}
+            check = s.get("seed_check_s")
             print(f"| {r['name']} | {r.get('status')} | {r.get('wall_s', 0):.1f} | "
                   + " | ".join("-" if v is None else f"{v:.1f}" for v in f.values())
-                  + f" | {s.get('evaluations', '-')} | "
+                  + f" | {s.get('seed_cache') or '-'} | {'-' if check is None else f'{check:.1f}'} "
+                  + f"| {s.get('evaluations', '-')} | "
                   + ", ".join(f"{k} {v}" for k, v in (s.get("start_up_s") or {}).items()) + " |")
 
 

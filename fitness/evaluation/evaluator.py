@@ -358,7 +358,10 @@ class Evaluator:
         tool = ncu.find_ncu()
         job = self._job("profile", source=source, ncu=tool, ncu_timeout_s=self.settings.profile_timeout_s,
                         readable=ncu.readable_paths(tool))
-        outcome = self._sandbox.run(job, self.settings.profile_timeout_s + self.settings.timeout_s)
+        outcome = self._sandbox.run(job, self.settings.profile_timeout_s + self.settings.timeout_s,
+                                    cut_at=self._cut_at)
+        if outcome.status == "cancelled":  # still running at the search's cut: killed, no record (none stored)
+            return {}
         if outcome.result is None or "profile" not in outcome.result:
             reason = (outcome.result or {}).get("reason") or outcome.failure_reason(self.settings.profile_timeout_s)
             return {"tool": "ncu", "note": f"the profiling run failed: {reason}"[:600],

@@ -24,14 +24,14 @@ import os
 import subprocess
 import sys
 import tempfile
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from core import pyast
 from fitness.common.atomic import write_atomic
-from core.genome import short_hash
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
+from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file,
+                                  key_parts, note_failure, why_missed)
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
 
@@ -42,24 +42,6 @@ SEED_FILE = "seed_inductor.py"
 DEFAULT = "default"  # the capture under Inductor's own options
 CAPTURE_TIMEOUT_S = 900  # per compilation (default or variant) of one capture process
 GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # Inductor options a variant needs a GPU for
-
-
-def _versions() -> str:
-    found = []
-    for package in ("torch", "triton"):
-        try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            found.append(f"{package} ?")
-    return ", ".join(found)
-
-
-def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = False, tf32: bool = False,
-              options: dict | None = None, dynamic: bool = False) -> str:
-    problem = Path(spec.path).read_text()
-    parts = [problem, spec.sizes, device.split(":")[0], profile, _versions(), templates, tf32]
-    parts += ["dynamic"] if dynamic else []
-    return short_hash(json.dumps(parts + [options] if options else parts, sort_keys=True))
 
 
 def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
@@ -116,7 +98,8 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     options) whose kernels differ from it (``"inductor:<name>"``), each converted, cached and written into run_dir
     as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note.
     `dynamic` (default: off a GPU, where candidates are judged at the interpreter's sizes, not the file's): captured
-    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can."""
+    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can. A ``CapturedSeeds``:
+    its `cache` says per capture whether it was read from the cache or why it was captured (``cache.why_missed``)."""
     if DEFAULT in (variants or {}):
         raise SeedError(f"an Inductor variant may not be called {DEFAULT!r} (that name is Inductor's own options); "
                         f"rename it in inductor.variants")
@@ -124,12 +107,17 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     dynamic = not device.startswith("cuda") if dynamic is None else dynamic
     variants = gpu_variants(variants, device)
     wanted = {DEFAULT: {}, **(variants or {})}
-    files = {name: Path(cache_dir) / "inductor-seeds" / f"{spec.name}-"
-             f"{cache_key(spec, device, profile, templates, tf32, options, dynamic)}.json"
+    files = {name: entry_file(cache_dir, spec, cache_key(spec, device, profile, templates, tf32, options, dynamic))
              for name, options in wanted.items()}
     captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
     missing = {name: options for name, options in wanted.items() if name not in captured}
+    parts = {name: key_parts(spec, device, profile, templates, tf32, options, dynamic)
+             for name, options in missing.items()}
+    how = {name: CACHED if name in captured else failed_before(files[name])
+           or why_missed(cache_dir, spec, name, parts[name]) for name in wanted}
     if missing:
+        log.info(f"torch.compile's capture of {spec.name}: " + "; ".join(
+            f"{name} ({why})" for name, why in how.items() if why != CACHED))
         try:
             got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic,  # each its own time
                                        timeout_s=CAPTURE_TIMEOUT_S * len(missing))
@@ -139,12 +127,15 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
             got_all = {name: {"error": str(exc)} for name in missing}
         for name, got in got_all.items():
             captured[name] = got
-            if "error" not in got:  # a failure is not cached: the next run tries again
+            if "error" in got:  # a failure is not cached (the next run tries again), only noted: failed_before
+                note_failure(files[name], got["error"])
+            else:
                 files[name].parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(files[name], json.dumps(got))
+                write_atomic(files[name], json.dumps({**got, "variant": name, "key": parts[name]}))  # for why_missed
+                failed_file(files[name]).unlink(missing_ok=True)
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
-    sources = {INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}
+    sources = CapturedSeeds({INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}, how)
     for name in variants or {}:
         try:
             if "error" in captured[name]:

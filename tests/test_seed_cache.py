@@ -1,0 +1,196 @@
+"""The Inductor seed cache says whether it hit, and why not (seeds/inductor/cache.py), and a run keeps the compiler
+seeds' judging apart from making them (evo/runs/seeding.py). Issue 45's 4 x H200 bench read level1/1's 12.8 s of
+"seeds" as a cache miss: it was the TF32 check's evaluation of its GEMM seed (the first evaluation of the run, which
+the other problems made inside their search), the capture read from the warm cache. Two runs sharing one cache
+dir reproduce it here with the capture faked (a GEMM template captured on an H100)."""
+import json
+import pickle
+import time
+from concurrent.futures import Future
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import FIXTURES
+from core.genome import Genome
+from evo.benchmark.bench import Row
+from evo.benchmark.bench_report import row_line
+from evo.evolution.search import Search
+from evo.records.store import RunStore
+from evo.reports.console import time_text
+from evo.reports.outcome import SEED_CACHE, SEED_CHECK_S, RunOutcome, summarise
+from evo.runs.run import start_up
+from evo.runs.seeding import make_seeds
+from evo.settings import Budget, SearchSettings
+from fakes import SOURCE, FakeTuner, Step
+from fitness.measure.result import EvalResult
+from fitness.problems.problem import resolve_problem
+from seeds import inductor as seeds
+from seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
+
+SOFTMAX = json.loads((FIXTURES / "row_softmax.json").read_text())  # a capture made on an H100
+GEMM = json.loads((FIXTURES / "matmul_template.json").read_text())
+TF32_GEMM = {**GEMM, "code": GEMM["code"].replace("ALLOW_TF32 : tl.constexpr = False",
+                                                  "ALLOW_TF32 : tl.constexpr = True")}  # as under policy triton
+CHECK_S = 0.3  # how long the fake service takes to judge a kernel
+
+
+@pytest.fixture
+def fake_capture(monkeypatch):
+    """seeds.capture_variants without torch.compile: `captured` gives every variant asked for; `asked` records them."""
+    state = SimpleNamespace(asked=[], captured=SOFTMAX, failing=set())
+
+    def capture(spec, device, templates, tf32, variants, **kwargs):
+        state.asked.append(sorted(variants))
+        return {name: {"error": "Traceback ...\nAttributeError: no option 'x'"} if name in state.failing
+                else dict(state.captured) for name in variants}
+
+    monkeypatch.setattr(seeds, "capture_variants", capture)
+    return state
+
+
+def test_a_second_lookup_hits_and_each_miss_names_the_key_part_that_differs(tmp_path, fake_capture):
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    cache = tmp_path / "cache"
+    get = lambda spec=spec, **kw: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache, **kw)  # noqa: E731
+    first = get()
+    assert isinstance(first, CapturedSeeds) and list(first) == ["inductor"]  # the sources, read as before
+    assert first.cache == {"default": f"no entry for row_softmax in {cache / 'inductor-seeds'}"}
+    assert cache_note(first.cache).startswith("captured (why: no entry for row_softmax in ")
+    second = get()
+    assert second == first and second.cache == {"default": CACHED} and cache_note(second.cache) == "cached"
+    assert fake_capture.asked == [["default"]]  # the second compiled nothing
+    assert get(tf32=True).cache == {"default": "key part tf32 differs"}
+    other = resolve_problem("row_softmax", sizes={"batch_size": 4, "dim": 512})
+    assert get(other).cache == {"default": "key part sizes differs"}
+    variant = get(variants={"looped": {"triton": {"persistent_reductions": False}}})
+    assert variant.cache == {"default": CACHED, "looped": f"no entry for row_softmax (looped) in "
+                                                          f"{cache / 'inductor-seeds'}"}
+    assert cache_note(variant.cache).startswith("captured looped (why: no entry") and \
+        cache_note(variant.cache).endswith("; 1 cached")
+    assert fake_capture.asked[-1] == ["looped"]  # only the variant the cache lacked
+    assert pickle.loads(pickle.dumps(variant)).cache == variant.cache  # as a Ray actor returns it
+
+
+def test_a_variant_whose_capture_failed_is_tried_again_and_says_it_failed_before(tmp_path, fake_capture):
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    broken = {"broken": {"triton": {"x": True}}}
+    get = lambda: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants=broken)  # noqa: E731
+    fake_capture.failing = {"broken"}
+    assert get().cache["broken"].startswith("no entry for row_softmax in ")  # the first run: an empty cache
+    again = get().cache  # not cached: captured again, saying why
+    assert again == {"default": CACHED, "broken": "its capture failed before (AttributeError: no option 'x'); a "
+                                                  "failure is not cached, so it is tried again"}
+    assert fake_capture.asked == [["broken", "default"], ["broken"]]
+    fake_capture.failing = set()
+    get()  # it works now: cached, the note gone
+    assert get().cache == {"default": CACHED, "broken": CACHED} and fake_capture.asked[-1] == ["broken"]
+
+
+def test_an_entry_written_before_key_parts_were_stored_still_hits_and_a_miss_beside_it_says_so(tmp_path,
+                                                                                               fake_capture):
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    cache = tmp_path / "cache"
+    seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache)
+    (entry,) = (cache / "inductor-seeds").glob("row_softmax-*.json")
+    old = {k: v for k, v in json.loads(entry.read_text()).items() if k not in ("key", "variant")}
+    entry.write_text(json.dumps(old))  # as the code before this one wrote it, under the same key
+    assert seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache).cache == {"default": CACHED}
+    missed = seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache, tf32=True).cache["default"]
+    assert missed.startswith("no entry for row_softmax (default)") and "1 older entries" in missed
+
+
+class GemmEvaluator:
+    """What seeding asks of a run's evaluator on a GPU: torch.compile's seeds, through the real cache."""
+
+    def __init__(self, cache_dir, spec):
+        self.cache_dir, self.spec = cache_dir, spec
+        self.problem = SimpleNamespace(seed_path=None)
+
+    def inductor_seeds(self, run_dir=None, variants=None):
+        return seeds.inductor_seeds(self.spec, "cuda:0", "h100", self.cache_dir, run_dir, tf32=True,
+                                    variants=variants)
+
+
+class SlowJudge:
+    """The evaluation service as seeding uses it: each kernel judged in CHECK_S, a TF32 one incorrect."""
+
+    def __init__(self, store, evaluator):
+        self.store, self.evaluators = store, [evaluator]
+        self.deadlines = []
+
+    def submit(self, source, label=""):
+        time.sleep(CHECK_S)
+        future = Future()
+        future.set_result(("key", EvalResult("incorrect" if "ALLOW_TF32: tl.constexpr = False" not in source
+                                             else "ok", time_s=1e-3)))
+        return future
+
+    def cut_at(self, deadline):
+        self.deadlines.append(deadline)
+
+
+def plan_of(wall_time_s=None):
+    return SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="inductor")), variants=None, llm=None,
+                           search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=wall_time_s)))
+
+
+def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check_not_a_capture(tmp_path,
+                                                                                               fake_capture):
+    fake_capture.captured = TF32_GEMM
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    outcomes = []
+    for run in ("warm", "bench1"):
+        store = RunStore(tmp_path / run)
+        service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+        started = time.time()
+        made = make_seeds(plan_of(), None, service, tmp_path / run)
+        assert service.deadlines == []  # no wall-time budget: no cut
+        marks = {"process": started, "queued": 0.0, "run": started, "service": started, "search": time.time()}
+        summary = summarise(store, None)  # summary.json's fields, from the store
+        assert (summary.seed_cache, summary.seed_check_s) == (store.get_meta(SEED_CACHE), store.get_meta(SEED_CHECK_S))
+        outcomes.append((summary.seed_cache, summary.seed_wall_s, summary.seed_check_s, start_up(marks, store),
+                         made[0].genome.source))
+        store.close()
+    (warm_cache, *_), (cache, made_s, check, stages, source) = outcomes
+    assert warm_cache.startswith("captured (why: no entry for matmul in ") and cache == "cached"
+    assert fake_capture.asked == [["default"]]  # the second run captured nothing
+    assert "ALLOW_TF32: tl.constexpr = False" in source  # the TF32 seed judged incorrect, its IEEE rewrite kept
+    assert check >= 2 * CHECK_S and made_s < CHECK_S  # the seed and its rewrite judged: that was the seeds' time
+    assert stages["seeds"] == round(made_s, 2) and abs(stages["other"]) < CHECK_S  # the check is no start-up stage
+
+
+def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp_path, fake_capture):
+    fake_capture.captured = TF32_GEMM
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    store = RunStore(tmp_path / "run")
+    service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+    before = time.perf_counter()
+    make_seeds(plan_of(wall_time_s=5.0), None, service, tmp_path / "run")
+    (deadline, lifted) = service.deadlines  # cut at the budget while judging, lifted after (the search sets its own)
+    assert before + 5.0 <= deadline <= before + 5.0 + CHECK_S and lifted is None
+    settings = SearchSettings(mu=2, lambda_=2, budget=Budget(generations=50, wall_time_s=3.0, patience=None))
+    search = Search([(Genome.from_source(SOURCE.format(v=0)), "seed")], [Step()], FakeTuner(store), store,
+                    settings, spent_s=2.9)
+    started = time.perf_counter()
+    state = search.run()
+    assert "wall-time budget of 3 s spent" in state["stop_reason"] and time.perf_counter() - started < 2.5
+    assert store.latest_checkpoint().elapsed_s >= 3.0  # the search's time (summary's search_wall_s) holds the check
+    store.set_meta("config", {"search": {"budget": {"wall_time_s": 3.0}}})
+    summary = summarise(store, store.latest_checkpoint(), state["stop_reason"])
+    assert summary.over_budget_s == round(summary.search_wall_s - 3.0, 2) and 0 <= summary.over_budget_s < 5
+    assert summarise(store, store.latest_checkpoint(), "4 generations done").over_budget_s is None
+    store.close()
+
+
+def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging_it_took():
+    outcome = RunOutcome(status="ok", seed_wall_s=0.1, seed_check_s=12.7, seed_cache="cached", generation0_s=14.0)
+    said = time_text(outcome)
+    assert "generation 0 (the seeds judged and tuned, their TF32 check 12.7 s first) 14.0 s" in said
+    assert "before it: making the seeds 0.1 s (seed: cached)," in said
+    assert ", ended 1.3 s past its wall-time budget;" in time_text(RunOutcome(status="ok", over_budget_s=1.28))
+    missed = RunOutcome(status="ok", seed_cache="captured (why: key part tf32 differs)")
+    row = Row("level1/1_Square_matrix_multiplication_.py", "ok", "", 37.0, "0", missed)
+    assert row_line(row).endswith("ok (37 s); seed: captured (why: key part tf32 differs)")
+    assert "seed:" not in row_line(Row("level1/19_ReLU.py", "ok", "", 17.0, "0", RunOutcome(status="ok")))
+    assert RunOutcome.from_dict(json.loads(json.dumps(missed.__dict__))).seed_cache == missed.seed_cache
