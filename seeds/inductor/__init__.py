@@ -13,7 +13,8 @@ starts from several of Inductor's code-generation choices, not only launch const
 
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
 (max-autotune over Triton's backend), and the convolutions Inductor still leaves to the library become kernelevo's
-own Triton convolution (``convolutions.py``); under ``kernelbench`` as the library calls Inductor prefers.
+own Triton convolution (``convolutions.py``), its library attention calls kernelevo's own Triton flash attention
+(``attentions.py``); under ``kernelbench`` as the library calls Inductor prefers.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from fitness.common.atomic import write_atomic
 from core.genome import short_hash
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
+from seeds.inductor.attentions import AttentionRefused
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
 
@@ -195,10 +197,11 @@ def write_seeds(sources: dict, folder: Path, base: str = SEED_FILE) -> list[Path
 
 
 def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool, tf32: bool = False) -> str:
-    """The seed's source: under policy ``triton`` with Inductor's library convolutions as kernelevo's Triton
-    convolution (``convolutions.py``; `tf32`: its dot products in TF32), under ``kernelbench`` as Inductor wrote
-    them (kernelevo's convolution only where Inductor wrote no Triton kernel at all). SeedError naming any library
-    call left under ``triton``, with why kernelevo's convolution could not take it where it could not."""
+    """The seed's source: under policy ``triton`` with Inductor's library convolutions and attention calls as
+    kernelevo's Triton convolution and flash attention (``convolutions.py``, ``attentions.py``; `tf32`: their dot
+    products in TF32), under ``kernelbench`` as Inductor wrote them (kernelevo's kernels only where Inductor wrote no
+    Triton kernel at all). SeedError naming any library call left under ``triton``, with why kernelevo's kernel
+    could not take it where it could not."""
     problem = Path(spec.path).read_text()
     if torch_compute_allowed:
         try:
@@ -209,8 +212,9 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
             return convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32)
     try:
         source, why = convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32), ""
-    except SeedError as exc:  # the library's convolution is named below, with this reason
-        why = f"; kernelevo's Triton convolution could not take it: {str(exc).splitlines()[0][:300]}"
+    except SeedError as exc:  # the library's convolution or attention is named below, with this reason
+        kernel = "flash attention" if isinstance(exc, AttentionRefused) else "convolution"
+        why = f"; kernelevo's Triton {kernel} could not take it: {str(exc).splitlines()[0][:300]}"
         try:
             source = convert(captured, problem, spec.name)
         except SeedError as plain:
