@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from conftest import PROBLEMS, make_evaluator
 from core.genome import Genome
+from fitness.judge.static_check import check_source
 from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.attentions import AttentionRefused, Attentions, attention_op, kernel_source, launcher_defaults
@@ -128,6 +129,21 @@ def test_an_attention_call_flash_attention_cannot_compute_is_refused_with_why(wr
         _launch(CPU_CAUSAL.replace(*written))
 
 
+def test_where_the_librarys_attention_stays_it_is_torchs_public_function_which_a_candidate_may_call():
+    masked = CPU_CAUSAL.replace("0.0, True)", "0.0, True, attn_mask=arg3_1)")
+    body = ast.parse(masked).body[0].body
+    kept = Attentions(body, [1], [1], own=False)  # policy kernelbench, or to name the call
+    library = ast.unparse(kept.rewrite("buf0", body[2].value))
+    assert library == ("(torch.nn.functional.scaled_dot_product_attention(arg0_1, arg1_1, arg2_1, attn_mask=arg3_1, "
+                       "dropout_p=0.0, is_causal=True),)") and kept.count == 0
+    assert check_source(f"import torch\nbuf0 = {library}\n") == []
+    assert check_source("import torch\nbuf0 = " + ast.unparse(body[2].value) + "\n")  # torch.ops: refused
+    body = ast.parse(GPU).body[0].body
+    with pytest.raises(SeedError, match=r"reads buf0\[1\] of .*: torch.nn.functional.scaled_dot_product_attention "
+                                        r"gives only the output \[0\]"):
+        Attentions(body, [1], [1], own=False).rewrite("buf0", body[2].value)
+
+
 def _captured(code: str) -> dict:
     return {"code": code, "args": [{"kind": "input", "index": i} for i in range(3)], "kernels": {},
             "single_output": True, "device": "cpu"}
@@ -161,14 +177,14 @@ def test_an_attention_call_kernelevos_cannot_take_is_named_in_one_line_with_why(
     with pytest.raises(SeedError) as refused:
         seeds._checked_source(spec, _captured(masked), torch_compute_allowed=False)
     message = str(refused.value)
-    assert "\n" not in message and "calls library kernels (torch.ops.aten._scaled_dot_product_flash_attention_" \
-        "for_cpu.default)" in message and "fitness/policy=kernelbench" in message
+    assert "\n" not in message and "fitness/policy=kernelbench" in message
+    assert "calls library kernels (torch.nn.functional.scaled_dot_product_attention)" in message  # as a seed keeps it
     assert "; kernelevo's Triton flash attention could not take it: Inductor's torch.ops.aten._scaled_dot_product_" \
         "flash_attention_for_cpu.default(arg0_1, arg1_1, arg2_1, attn_mask=arg2_1) passes an attention mask" in message
     with pytest.raises(SeedError, match="Inductor generated no Triton kernel"):  # not "calls the ATen operator"
-        convert(_captured(GPU), SDPA.read_text(), "sdpa")  # the library's call is kept: there is nothing else
+        convert(_captured(CPU_CAUSAL), SDPA.read_text(), "sdpa")  # the library's call is kept: there is nothing else
     # policy kernelbench keeps library calls, but where Inductor wrote nothing else it takes kernelevo's attention too
-    assert "flash_attention(arg0_1" in seeds._checked_source(spec, _captured(GPU), torch_compute_allowed=True)
+    assert "flash_attention(arg0_1" in seeds._checked_source(spec, _captured(CPU_CAUSAL), torch_compute_allowed=True)
 
 
 @pytest.mark.slow

@@ -33,7 +33,7 @@ from fitness.common.atomic import write_atomic
 from core.genome import short_hash
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
-from seeds.inductor.attentions import AttentionRefused
+from seeds.inductor.attentions import AttentionRefused, Attentions
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function, convert
 
@@ -252,7 +252,11 @@ def _torch_calls(node: ast.AST | None) -> list[str]:
 def _library_only(captured: dict) -> list[str]:
     """The library calls of Inductor's call(), named as a seed writes them (for code that has no Triton kernel)."""
     call = _call_function(pyast.parse(captured["code"]))
-    return _torch_calls(CallRewriter({}, "None").visit(ast.Module(body=call.body, type_ignores=[])))
+    try:
+        rewriter = CallRewriter({}, "None", attentions=Attentions(call.body, [], [], own=False))
+        return _torch_calls(rewriter.visit(ast.Module(body=call.body, type_ignores=[])))
+    except SeedError:  # a call the seed cannot even keep: the converter's own error says it
+        return []
 
 
 __all__ = ["SeedError", "inductor_seed", "inductor_seeds", "capture", "capture_variants", "cache_key",

@@ -10,7 +10,9 @@ query, key, value, ``is_causal`` and ``scale`` of the call, the outputs allocate
 and the kernel's file is copied into the seed; Inductor's other kernels stay. A call the kernel cannot compute (an
 attention mask or bias, dropout, an output of the tuple past the logsumexp) is refused with the reason
 (``AttentionRefused``), and the seed's error names the library call. Each call's launch parameters are constants of
-the seed (``A<n>_BLOCK_M`` ... ``A<n>_NUM_STAGES``, the launcher's defaults first) declared in ``TUNABLE``.
+the seed (``A<n>_BLOCK_M`` ... ``A<n>_NUM_STAGES``, the launcher's defaults first) declared in ``TUNABLE``. Where
+the library's attention stays (policy ``kernelbench``, or to name it), it is written as torch's public
+``scaled_dot_product_attention`` (a candidate may not call ``torch.ops``).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ OPS = {name: [a.name for a in getattr(torch.ops.aten, name).default._schema.argu
 TAKEN = ("query", "key", "value", "is_causal", "scale")  # what flash_attention computes from the call
 MASKS = ("attn_mask", "attn_bias")  # must be None
 OUTPUTS = 2  # the tuple items flash_attention gives: output, logsumexp
+PUBLIC = "torch.nn.functional.scaled_dot_product_attention"  # the library's attention, as a candidate may call it
 LAUNCH = {"BLOCK_M": "BLOCK_M", "BLOCK_N": "BLOCK_N", "BLOCK_K": "BLOCK_K", "VALUE_BLOCK": "VALUE_BLOCK",
           "NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the seed's constant -> the launcher's keyword
 BLOCKS = [16, 32, 64, 128, 256]
@@ -74,18 +77,24 @@ def _layouts(body: list[ast.stmt]) -> dict:
 
 
 class Attentions:
-    """Rewrites the library attention calls of one ``call`` body (``launch``); what the seed then needs:
-    ``constants`` (name, value), ``tunable`` (name -> choices), ``count`` (calls rewritten)."""
+    """Rewrites the library attention calls of one ``call`` body (``rewrite``): with `own`, as launches of kernelevo's
+    flash attention (``launch``), else as torch's public function (``library``: a candidate may not call
+    ``torch.ops``); what the seed then needs: ``constants`` (name, value), ``tunable`` (name -> choices), ``count``
+    (calls made kernelevo's)."""
 
-    def __init__(self, call_body: list[ast.stmt], warps: list[int], stages: list[int]):
-        self.body, self.count, self.constants, self.tunable = call_body, 0, [], {}
+    def __init__(self, call_body: list[ast.stmt], warps: list[int], stages: list[int], own: bool = True):
+        self.body, self.own, self.count, self.constants, self.tunable = call_body, own, 0, [], {}
         self.choices = {"NUM_WARPS": warps, "NUM_STAGES": stages}
         self.defaults = launcher_defaults()
         self.layouts = _layouts(call_body)
 
-    def _items(self, target: str, text: str) -> dict:
-        """{tuple index: the name it is bound to} for each read of `target` (``buf1 = buf0[0]``);
-        AttentionRefused where the code reads the tuple otherwise or reads an item flash_attention does not give."""
+    def rewrite(self, target: str, call: ast.Call) -> ast.expr:
+        return self.launch(target, call) if self.own else self.library(target, call)
+
+    def _items(self, target: str, text: str, outputs: int, gives: str) -> dict:
+        """{tuple index: the name it is bound to} for each read of `target` (``buf1 = buf0[0]``); `error` (the
+        replacement `gives` only the first `outputs` items) where the code reads the tuple otherwise or past them."""
+        error = AttentionRefused if self.own else SeedError
         items, subscripts = {}, set()
         for node in ast.walk(ast.Module(body=self.body, type_ignores=[])):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript) and \
@@ -94,19 +103,17 @@ class Attentions:
             if isinstance(node, ast.Subscript) and ast.unparse(node.value) == target:
                 subscripts.add(id(node.value))
                 index = node.slice.value if isinstance(node.slice, ast.Constant) else None
-                if not isinstance(index, int) or not 0 <= index < OUTPUTS:
-                    raise AttentionRefused(f"Inductor's code reads {ast.unparse(node)} of {text}: kernelevo's flash "
-                                           f"attention gives only the output [0] and the logsumexp [1]")
+                if not isinstance(index, int) or not 0 <= index < outputs:
+                    raise error(f"Inductor's code reads {ast.unparse(node)} of {text}: {gives}")
         for node in ast.walk(ast.Module(body=self.body, type_ignores=[])):
             if isinstance(node, ast.Name) and node.id == target and isinstance(node.ctx, ast.Load) and \
                     id(node) not in subscripts:
-                raise AttentionRefused(f"Inductor's code uses the tuple {target} of {text} whole: kernelevo's flash "
-                                       f"attention gives only its output [0] and logsumexp [1]")
+                raise error(f"Inductor's code uses the tuple {target} of {text} whole: {gives}")
         return {int(k): v for k, v in items.items() if k.isdigit()}
 
-    def launch(self, target: str, call: ast.Call) -> ast.Call:
-        """``flash_attention(...)`` for ``target = torch.ops.aten.<attention op>(...)``; AttentionRefused where the
-        call asks for what flash_attention does not compute (a mask, dropout) or the code reads more of its tuple."""
+    @staticmethod
+    def _given(call: ast.Call) -> tuple[str, dict, str]:
+        """(the op, its arguments by name, the call's text); AttentionRefused where they are not the op's."""
         op = attention_op(ast.unparse(call.func))
         parameters, text = OPS[op], f"{ast.unparse(call)[:200]}"
         given = dict(zip(parameters, call.args))
@@ -117,6 +124,12 @@ class Attentions:
             given[keyword.arg] = keyword.value
         if len(call.args) > len(parameters) or not {"query", "key", "value"} <= set(given):
             raise AttentionRefused(f"Inductor's {text} does not give aten.{op}'s query, key and value")
+        return op, given, text
+
+    def launch(self, target: str, call: ast.Call) -> ast.Call:
+        """``flash_attention(...)`` for ``target = torch.ops.aten.<attention op>(...)``; AttentionRefused where the
+        call asks for what flash_attention does not compute (a mask, dropout) or the code reads more of its tuple."""
+        op, given, text = self._given(call)
         for name in MASKS:
             if name in given and ast.unparse(given[name]) != "None":
                 raise AttentionRefused(f"Inductor's {text} passes an attention mask ({name}="
@@ -126,7 +139,8 @@ class Attentions:
         if dropout is not None and not (isinstance(dropout, ast.Constant) and dropout.value in (0, 0.0, False)):
             raise AttentionRefused(f"Inductor's {text} asks for dropout (dropout_p={ast.unparse(dropout)}), which "
                                    f"kernelevo's flash attention does not compute")
-        items = self._items(target, text)
+        items = self._items(target, text, OUTPUTS, "kernelevo's flash attention gives only the output [0] and the "
+                                                    "logsumexp [1]")
         prefix = f"A{self.count}_"
         self.count += 1
         for param, value in self.defaults.items():
@@ -138,3 +152,15 @@ class Attentions:
                       if items.get(i) in self.layouts]
         arguments += [f"{keyword}={prefix}{param}" for param, keyword in LAUNCH.items()]
         return ast.parse(f"{LAUNCHER}({', '.join(arguments)})", mode="eval").body
+
+    def library(self, target: str, call: ast.Call) -> ast.Tuple:
+        """``(torch.nn.functional.scaled_dot_product_attention(...),)`` for ``target = torch.ops.aten.<attention
+        op>(...)``: the library's attention as a candidate may call it (policy ``kernelbench``); SeedError where the
+        code reads more of the op's tuple than the output."""
+        _, given, text = self._given(call)
+        self._items(target, text, 1, f"{PUBLIC} gives only the output [0]")
+        mask = next((given[name] for name in MASKS if name in given), None)
+        arguments = [ast.unparse(given[p]) for p in ("query", "key", "value")]
+        arguments += [f"attn_mask={ast.unparse(mask)}"] if mask is not None else []
+        arguments += [f"{p}={ast.unparse(given[p])}" for p in ("dropout_p", *TAKEN[3:]) if p in given]
+        return ast.parse(f"({PUBLIC}({', '.join(arguments)}),)", mode="eval").body

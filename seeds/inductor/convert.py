@@ -156,7 +156,7 @@ class CallRewriter(ast.NodeTransformer):
         if isinstance(value, ast.Call) and ast.unparse(value.func) == LIBRARY_CALL and self.convolutions:
             node.value = self.convolutions.launch(ast.unparse(node.targets[0]), value)
         elif isinstance(value, ast.Call) and self.attentions and attention_op(ast.unparse(value.func)):
-            node.value = self.attentions.launch(ast.unparse(node.targets[0]), value)
+            node.value = self.attentions.rewrite(ast.unparse(node.targets[0]), value)
         return self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -172,9 +172,7 @@ class CallRewriter(ast.NodeTransformer):
         if name.startswith("extern_kernels."):
             node.func = ast.parse("torch." + name.split(".", 1)[1], mode="eval").body
         elif name.startswith(("aten.", "torch.ops.")):
-            if not attention_op(name):
-                raise SeedError(f"Inductor calls the ATen operator {name} directly; {OTHER_SEEDS}")
-            node.func = ast.parse(f"torch.ops.aten.{attention_op(name)}.default", mode="eval").body  # the library's
+            raise SeedError(f"Inductor calls the ATen operator {name} directly; {OTHER_SEEDS}")
         return node
 
     @staticmethod
@@ -342,7 +340,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
     convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
-    attentions = Attentions(call.body, WARPS, STAGES) if triton_convolutions else None
+    attentions = Attentions(call.body, WARPS, STAGES, own=triton_convolutions)  # else torch's public SDPA
     body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, attentions).visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
     own = [r for r in (convolutions, attentions) if r and r.count]  # kernelevo's kernels for library calls
