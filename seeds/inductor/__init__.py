@@ -13,7 +13,8 @@ starts from several of Inductor's code-generation choices, not only launch const
 
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
 (max-autotune over Triton's backend), and the convolutions Inductor still leaves to the library become kernelevo's
-own Triton convolution (``convolutions.py``); under ``kernelbench`` as the library calls Inductor prefers.
+own Triton convolution (``convolutions.py``), its library attention calls kernelevo's own Triton flash attention
+(``attentions.py``); under ``kernelbench`` as the library calls Inductor prefers.
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file,
                                   key_parts, note_failure, why_missed)
+from seeds.inductor.attentions import AttentionRefused, Attentions
 from seeds.inductor.capture import flat_options
-from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, SeedError, convert
+from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function, convert
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
@@ -186,10 +188,11 @@ def write_seeds(sources: dict, folder: Path, base: str = SEED_FILE) -> list[Path
 
 
 def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool, tf32: bool = False) -> str:
-    """The seed's source: under policy ``triton`` with Inductor's library convolutions as kernelevo's Triton
-    convolution (``convolutions.py``; `tf32`: its dot products in TF32), under ``kernelbench`` as Inductor wrote
-    them (kernelevo's convolution only where Inductor wrote no Triton kernel at all). SeedError naming any library
-    call left under ``triton``, with why kernelevo's convolution could not take it where it could not."""
+    """The seed's source: under policy ``triton`` with Inductor's library convolutions and attention calls as
+    kernelevo's Triton convolution and flash attention (``convolutions.py``, ``attentions.py``; `tf32`: their dot
+    products in TF32), under ``kernelbench`` as Inductor wrote them (kernelevo's kernels only where Inductor wrote no
+    Triton kernel at all). SeedError naming any library call left under ``triton``, with why kernelevo's kernel
+    could not take it where it could not."""
     problem = Path(spec.path).read_text()
     if torch_compute_allowed:
         try:
@@ -200,13 +203,16 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
             return convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32)
     try:
         source, why = convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32), ""
-    except SeedError as exc:  # the library's convolution is named below, with this reason
-        why = f"; kernelevo's Triton convolution could not take it: {str(exc).splitlines()[0][:300]}"
+    except SeedError as exc:  # the library's convolution or attention is named below, with this reason
+        kernel = "flash attention" if isinstance(exc, AttentionRefused) else "convolution"
+        why = f"; kernelevo's Triton {kernel} could not take it: {str(exc).splitlines()[0][:300]}"
         try:
             source = convert(captured, problem, spec.name)
-        except SeedError as plain:
-            raise SeedError(str(plain).splitlines()[0] + why) from plain
-    library = library_calls(source)
+        except SeedError as plain:  # library calls only (level1/97 masked): named from Inductor's call() itself
+            if NO_TRITON_KERNEL not in str(plain) or not _library_only(captured):
+                raise SeedError(str(plain).splitlines()[0] + why) from plain
+            source = None
+    library = library_calls(source) if source is not None else _library_only(captured)
     if library:
         tried = "; ".join(t for t in captured.get("fell_back", []) if "Triton templates" in t)
         raise SeedError(f"Inductor's code for {spec.name} calls library kernels ({', '.join(library)}) for which it "
@@ -226,8 +232,22 @@ def library_calls(source: str) -> list[str]:
     model = next((n for n in pyast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
     forward = next((n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef)
                     and n.name == "forward"), None)
-    names = {ast.unparse(n.func) for n in ast.walk(forward) if isinstance(n, ast.Call)} if forward else set()
+    return _torch_calls(forward)
+
+
+def _torch_calls(node: ast.AST | None) -> list[str]:
+    names = {ast.unparse(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} if node else set()
     return sorted(n for n in names if n.startswith("torch.") and n not in ("torch.empty_strided", "torch.as_strided"))
+
+
+def _library_only(captured: dict) -> list[str]:
+    """The library calls of Inductor's call(), named as a seed writes them (for code that has no Triton kernel)."""
+    call = _call_function(pyast.parse(captured["code"]))
+    try:
+        rewriter = CallRewriter({}, "None", attentions=Attentions(call.body, [], [], own=False))
+        return _torch_calls(rewriter.visit(ast.Module(body=call.body, type_ignores=[])))
+    except SeedError:  # a call the seed cannot even keep: the converter's own error says it
+        return []
 
 
 __all__ = ["SeedError", "inductor_seed", "inductor_seeds", "capture", "capture_variants", "cache_key",

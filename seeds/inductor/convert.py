@@ -5,7 +5,8 @@ heuristics decorator dropped; its jit helpers imported from ``torch._inductor.ru
 calls written as the ``tl`` functions they are), each kernel's launch configuration as module-level constants
 declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem's ``Model`` constructor verbatim
 (same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches; with
-``triton_convolutions``, its library convolutions as kernelevo's own Triton convolution (``convolutions.py``).
+``triton_convolutions``, its library convolutions and attention calls as kernelevo's own Triton convolution and
+flash attention (``convolutions.py``, ``attentions.py``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import ast
 import math
 
 from core import pyast
+from seeds.inductor.attentions import NOTE as ATTENTION_NOTE, Attentions, attention_op
+from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
@@ -120,8 +123,10 @@ def block_choices(default: int, numel: int | None, must_divide: bool) -> list[in
 class CallRewriter(ast.NodeTransformer):
     """Inductor's ``call`` body -> statements of ``forward``."""
 
-    def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None):
+    def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None,
+                 attentions: Attentions | None = None):
         self.kernels, self.device_expr, self.convolutions = kernels, device_expr, convolutions
+        self.attentions = attentions
 
     def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
         kept = []
@@ -150,6 +155,8 @@ class CallRewriter(ast.NodeTransformer):
             return None
         if isinstance(value, ast.Call) and ast.unparse(value.func) == LIBRARY_CALL and self.convolutions:
             node.value = self.convolutions.launch(ast.unparse(node.targets[0]), value)
+        elif isinstance(value, ast.Call) and self.attentions and attention_op(ast.unparse(value.func)):
+            node.value = self.attentions.rewrite(ast.unparse(node.targets[0]), value)
         return self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -267,8 +274,8 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
             triton_convolutions: bool = False, tf32: bool = False) -> str:
     """The candidate module's source (see the module docstring). `interpreter`: write it for Triton's CPU
     interpreter (default: when it was captured on the CPU); `triton_convolutions`: Inductor's library convolutions
-    as kernelevo's Triton convolution, its dot products in TF32 where `tf32`. Any failure is a SeedError saying
-    what failed."""
+    and attention calls as kernelevo's Triton convolution and flash attention, their dot products in TF32 where
+    `tf32`. Any failure is a SeedError saying what failed."""
     try:
         return _convert(captured, problem_source, title, interpreter, triton_convolutions, tf32)
     except SeedError:
@@ -333,13 +340,15 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
     convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
-    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions).visit(
+    attentions = Attentions(call.body, WARPS, STAGES, own=triton_convolutions)  # else torch's public SDPA
+    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, attentions).visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
-    if not functions and not (convolutions and convolutions.count):
+    own = [r for r in (convolutions, attentions) if r and r.count]  # kernelevo's kernels for library calls
+    if not functions and not own:
         raise SeedError(f"{NO_TRITON_KERNEL}: {OTHER_SEEDS}")
-    if convolutions and convolutions.count:
-        constants += convolutions.constants
-        tunable.update(convolutions.tunable)
+    for replaced in own:
+        constants += replaced.constants
+        tunable.update(replaced.tunable)
     last = body[-1] if body else None
     if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
             and len(last.value.elts) == 1:
@@ -363,13 +372,15 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
            f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
-           + (NOTE if convolutions and convolutions.count else '') + '"""')
+           + (NOTE if convolutions and convolutions.count else '')
+           + (ATTENTION_NOTE if attentions and attentions.count else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
     parts += [K_MAJOR_COPY.strip()] if copied else []
     parts += [kernel_source(tf32)] if convolutions and convolutions.count else []
+    parts += [attention_source(tf32)] if attentions and attentions.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
