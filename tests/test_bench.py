@@ -3,6 +3,7 @@ resumes what started; a killed bench takes its searches with it; a bad selection
 runs."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,9 +104,20 @@ def test_a_ray_row_names_the_node_and_the_gpus_ray_gave_its_task():
     assert placement("10.0.0.2", []) == "Ray node 10.0.0.2"  # an actor on the CPU interpreter says its node
 
 
+def row_softmax_finished(finished, bench_dir):
+    """A copy of the module's bench in `bench_dir` with only row_softmax finished (rmsnorm's row, run and log
+    removed): a bench of the same settings starts at rmsnorm, as if row_softmax had just finished (one whole run
+    less per test that needs a bench interrupted in its second problem)."""
+    shutil.copytree(finished[1], bench_dir)
+    (bench_dir / "rows" / "rmsnorm.json").unlink()
+    (bench_dir / "logs" / "rmsnorm.log").unlink()
+    shutil.rmtree(bench_dir / "runs" / "rmsnorm")
+
+
 @pytest.mark.slow
-def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_finished(tmp_path):
+def test_a_killed_bench_takes_its_searches_with_it_and_a_rerun_repeats_nothing_finished(finished, tmp_path):
     bench_dir = tmp_path / "b"
+    row_softmax_finished(finished, bench_dir)
     args = ["bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY]
     proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=tmp_path,
                             env={**os.environ, "TRITON_INTERPRET": "1"}, stdout=subprocess.DEVNULL,
@@ -218,7 +230,7 @@ def test_an_interrupted_search_is_no_finished_row_and_a_rerun_resumes_it(tmp_pat
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_rerun_continues_it(tmp_path):
+def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_rerun_continues_it(finished, tmp_path):
     """Issue 44 point 2: Ctrl-C stopped only the current problem; the bench went on through the next ones, and the
     interrupted problem got no row. Now the bench ends: its finished problem keeps its row, the interrupted one gets
     a row saying it is resumable (its run keeps its checkpoint), the one not begun says so, and one line says how
@@ -227,6 +239,7 @@ def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_reru
     from conftest import interruptible
 
     bench_dir = tmp_path / "b"
+    row_softmax_finished(finished, bench_dir)
     args = ["bench.problems=[row_softmax,rmsnorm,layernorm]", f"bench.dir={bench_dir}", *TINY]
     proc = subprocess.Popen([sys.executable, "-m", "kernelevo.cli", "bench", *args], cwd=tmp_path,
                             env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"},
@@ -278,8 +291,6 @@ def test_ctrl_c_ends_the_bench_with_a_row_for_the_interrupted_problem_and_a_reru
 def test_a_rerun_with_other_settings_is_refused_naming_them_or_runs_again_when_asked(finished, cli, tmp_path):
     """Issue 44 point 3: `bench.dir=B fitness/policy=strict-fp32` after a `triton` bench kept the triton runs as
     finished and overwrote the 3-row table with 1 row. Each stored run's settings are compared with the command's."""
-    import shutil
-
     bench_dir = tmp_path / "b"
     shutil.copytree(finished[1], bench_dir)  # the module's bench stays as it is for the other tests
     table = (bench_dir / "bench.md").read_text()

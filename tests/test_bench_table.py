@@ -59,11 +59,16 @@ def test_library_kernels_are_read_from_inductors_code_and_name_the_library():
 
 
 @pytest.mark.slow
-def test_the_code_torch_compile_writes_is_read_as_it_compiles():
+def test_the_code_torch_compile_writes_is_read_as_it_compiles(monkeypatch):
     """The baseline job's hook (GraphLowering.save_output_code) on a real compile: a Linear keeps its library GEMM
-    (addmm) in Inductor's code, a ReLU is Triton/C++ only."""
+    (addmm) in Inductor's code, a ReLU is Triton only. Inductor writes Triton for the CPU here, as the seed capture
+    does, which the interpreter runs (its C++ backend's gcc build of the ReLU took 43 of this test's 55 s)."""
     import torch
+    import torch._inductor.config as inductor_config
+    import torch.utils._triton as triton_utils
 
+    monkeypatch.setattr(inductor_config, "cpu_backend", "triton")
+    monkeypatch.setattr(triton_utils, "triton_hash_with_backend", lambda: "interpreter")  # no GPU backend to hash
     linear = torch.compile(torch.nn.Linear(8, 8))
     with inductor_code() as codes:
         linear(torch.randn(4, 8))
