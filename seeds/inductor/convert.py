@@ -16,6 +16,7 @@ from core import pyast
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
+from seeds.inductor import recurrent
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
                                       k_major_loads, template_grid, template_kernel)
 
@@ -120,8 +121,10 @@ def block_choices(default: int, numel: int | None, must_divide: bool) -> list[in
 class CallRewriter(ast.NodeTransformer):
     """Inductor's ``call`` body -> statements of ``forward``."""
 
-    def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None):
+    def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None,
+                 recurrents: recurrent.Recurrents | None = None):
         self.kernels, self.device_expr, self.convolutions = kernels, device_expr, convolutions
+        self.recurrents = recurrents
 
     def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
         kept = []
@@ -150,6 +153,8 @@ class CallRewriter(ast.NodeTransformer):
             return None
         if isinstance(value, ast.Call) and ast.unparse(value.func) == LIBRARY_CALL and self.convolutions:
             node.value = self.convolutions.launch(ast.unparse(node.targets[0]), value)
+        if recurrent.is_recurrent(value) and self.recurrents:
+            node.value = self.recurrents.launch(value)
         return self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -333,13 +338,15 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
     convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
-    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions).visit(
+    recurrents = recurrent.Recurrents(WARPS, STAGES)  # kernelevo's own operators: always its Triton RNN
+    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, recurrents).visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
-    if not functions and not (convolutions and convolutions.count):
+    if not functions and not (convolutions and convolutions.count) and not recurrents.count:
         raise SeedError(f"{NO_TRITON_KERNEL}: {OTHER_SEEDS}")
-    if convolutions and convolutions.count:
-        constants += convolutions.constants
-        tunable.update(convolutions.tunable)
+    for own in (convolutions, recurrents):
+        if own and own.count:
+            constants += own.constants
+            tunable.update(own.tunable)
     last = body[-1] if body else None
     if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
             and len(last.value.elts) == 1:
@@ -363,13 +370,15 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'{captured.get("device", "?")}), as a standalone candidate.\n\nEach kernel\'s launch configuration is '
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
            f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
-           + (NOTE if convolutions and convolutions.count else '') + '"""')
+           + (NOTE if convolutions and convolutions.count else '')
+           + (recurrent.NOTE if recurrents.count else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
     parts += [K_MAJOR_COPY.strip()] if copied else []
     parts += [kernel_source(tf32)] if convolutions and convolutions.count else []
+    parts += [kernel_source(tf32, recurrent.KERNEL_FILE)] if recurrents.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
