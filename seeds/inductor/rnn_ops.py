@@ -71,10 +71,10 @@ class RecurrentCall(nn.Module):
         if hx is None:
             zeros = x.new_zeros((self.num_layers * (2 if self.bidirectional else 1), x.shape[0 if self.batch_first
                                                                                          else 1], self.hidden_size))
-            hx = (zeros, zeros) if self.is_lstm else zeros
-        hx = tuple(hx) if self.is_lstm else (hx,)
-        if not batched:
-            hx = tuple(h.unsqueeze(1) for h in hx)
+            hx = (zeros, zeros) if self.is_lstm else (zeros,)
+        else:
+            hx = tuple(hx) if self.is_lstm else (hx,)
+            hx = hx if batched else tuple(h.unsqueeze(1) for h in hx)
         weights = [getattr(self, name) for name in self.names]
         args = (weights, self.bias, self.num_layers, self.bidirectional, self.batch_first)
         out, *state = (torch.ops.kernelevo.lstm if self.is_lstm else torch.ops.kernelevo.gru)(x, *hx, *args)
