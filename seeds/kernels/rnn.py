@@ -69,21 +69,6 @@ def rnn_input_kernel(x_ptr, w_ptr, b_ptr, out_ptr, T, B, K, N, sxt, sxb, sxk, sw
 
 
 @triton.jit
-def rnn_gate(acc, h_ptr, h_rows, sh_k, w_ptr, gate, H, swn, swk, offs_b, offs_j, mask_b, mask_j,
-             BLOCK_K: tl.constexpr):
-    """acc + h[rows, :] @ W_hh[gate * H + j, :]^T for the block's hidden units j."""
-    for k0 in range(0, H, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        mask_k = offs_k < H
-        h = tl.load(h_ptr + h_rows[:, None] + offs_k[None, :] * sh_k, mask=mask_b[:, None] & mask_k[None, :],
-                    other=0.0)
-        w = tl.load(w_ptr + (gate * H + offs_j)[None, :] * swn + offs_k[:, None] * swk,
-                    mask=mask_k[:, None] & mask_j[None, :], other=0.0)
-        acc = tl.dot(h, w, acc, input_precision="ieee")
-    return acc
-
-
-@triton.jit
 def lstm_step_kernel(xp_ptr, h_ptr, c_ptr, w_ptr, b_ptr, out_ptr, cn_ptr, B, H, xp_off, h_off, sh_b, sh_k, c_off,
                      sc_b, sc_h, swn, swk, out_off, so_b, cn_off, HAS_BIAS: tl.constexpr, BLOCK_B: tl.constexpr,
                      BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -94,25 +79,38 @@ def lstm_step_kernel(xp_ptr, h_ptr, c_ptr, w_ptr, b_ptr, out_ptr, cn_ptr, B, H, 
     mask_b = offs_b < B
     mask_j = offs_j < H
     mask = mask_b[:, None] & mask_j[None, :]
-    h_rows = h_off + offs_b.to(tl.int64) * sh_b
+    h_rows = h_ptr + h_off + offs_b.to(tl.int64)[:, None] * sh_b
+    w_cols = w_ptr + offs_j[None, :] * swn  # gate i's rows of W_hh; f, g, o follow H rows apart each
+    gate = H * swn
+    acc_i = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    acc_f = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    acc_g = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    acc_o = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_K):  # h @ W_hh^T, the h tile read once for the four gates
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        mask_k = offs_k < H
+        h = tl.load(h_rows + offs_k[None, :] * sh_k, mask=mask_b[:, None] & mask_k[None, :], other=0.0)
+        w = w_cols + offs_k[:, None] * swk
+        mask_w = mask_k[:, None] & mask_j[None, :]
+        acc_i = tl.dot(h, tl.load(w, mask=mask_w, other=0.0), acc_i, input_precision="ieee")
+        acc_f = tl.dot(h, tl.load(w + gate, mask=mask_w, other=0.0), acc_f, input_precision="ieee")
+        acc_g = tl.dot(h, tl.load(w + 2 * gate, mask=mask_w, other=0.0), acc_g, input_precision="ieee")
+        acc_o = tl.dot(h, tl.load(w + 3 * gate, mask=mask_w, other=0.0), acc_o, input_precision="ieee")
     xp = xp_ptr + xp_off + offs_b.to(tl.int64)[:, None] * (4 * H) + offs_j[None, :]
-    xp_i = tl.load(xp, mask=mask, other=0.0).to(tl.float32)
-    xp_f = tl.load(xp + H, mask=mask, other=0.0).to(tl.float32)
-    xp_g = tl.load(xp + 2 * H, mask=mask, other=0.0).to(tl.float32)
-    xp_o = tl.load(xp + 3 * H, mask=mask, other=0.0).to(tl.float32)
+    acc_i += tl.load(xp, mask=mask, other=0.0)
+    acc_f += tl.load(xp + H, mask=mask, other=0.0)
+    acc_g += tl.load(xp + 2 * H, mask=mask, other=0.0)
+    acc_o += tl.load(xp + 3 * H, mask=mask, other=0.0)
     if HAS_BIAS:
-        xp_i += tl.load(b_ptr + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-        xp_f += tl.load(b_ptr + H + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-        xp_g += tl.load(b_ptr + 2 * H + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-        xp_o += tl.load(b_ptr + 3 * H + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-    i = rnn_gate(xp_i, h_ptr, h_rows, sh_k, w_ptr, 0, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
-    f = rnn_gate(xp_f, h_ptr, h_rows, sh_k, w_ptr, 1, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
-    g = rnn_gate(xp_g, h_ptr, h_rows, sh_k, w_ptr, 2, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
-    o = rnn_gate(xp_o, h_ptr, h_rows, sh_k, w_ptr, 3, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
+        bias = b_ptr + offs_j[None, :]
+        acc_i += tl.load(bias, mask=mask_j[None, :], other=0.0).to(tl.float32)
+        acc_f += tl.load(bias + H, mask=mask_j[None, :], other=0.0).to(tl.float32)
+        acc_g += tl.load(bias + 2 * H, mask=mask_j[None, :], other=0.0).to(tl.float32)
+        acc_o += tl.load(bias + 3 * H, mask=mask_j[None, :], other=0.0).to(tl.float32)
     c = tl.load(c_ptr + c_off + offs_b.to(tl.int64)[:, None] * sc_b + offs_j[None, :] * sc_h, mask=mask,
                 other=0.0).to(tl.float32)
-    c = tl.sigmoid(f) * c + tl.sigmoid(i) * rnn_tanh(g)
-    h = tl.sigmoid(o) * rnn_tanh(c)
+    c = tl.sigmoid(acc_f) * c + tl.sigmoid(acc_i) * rnn_tanh(acc_g)
+    h = tl.sigmoid(acc_o) * rnn_tanh(c)
     tl.store(cn_ptr + cn_off + offs_b.to(tl.int64)[:, None] * H + offs_j[None, :],
              c.to(cn_ptr.dtype.element_ty), mask=mask)
     tl.store(out_ptr + out_off + offs_b.to(tl.int64)[:, None] * so_b + offs_j[None, :],
@@ -129,22 +127,31 @@ def gru_step_kernel(xp_ptr, h_ptr, w_ptr, b_ptr, out_ptr, B, H, xp_off, h_off, s
     mask_b = offs_b < B
     mask_j = offs_j < H
     mask = mask_b[:, None] & mask_j[None, :]
-    h_rows = h_off + offs_b.to(tl.int64) * sh_b
+    h_rows = h_ptr + h_off + offs_b.to(tl.int64)[:, None] * sh_b
+    w_cols = w_ptr + offs_j[None, :] * swn  # gate r's rows of W_hh; z, n follow H rows apart each
+    gate = H * swn
+    acc_r = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    acc_z = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    acc_n = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_K):  # h @ W_hh^T, the h tile read once for the three gates
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        mask_k = offs_k < H
+        h = tl.load(h_rows + offs_k[None, :] * sh_k, mask=mask_b[:, None] & mask_k[None, :], other=0.0)
+        w = w_cols + offs_k[:, None] * swk
+        mask_w = mask_k[:, None] & mask_j[None, :]
+        acc_r = tl.dot(h, tl.load(w, mask=mask_w, other=0.0), acc_r, input_precision="ieee")
+        acc_z = tl.dot(h, tl.load(w + gate, mask=mask_w, other=0.0), acc_z, input_precision="ieee")
+        acc_n = tl.dot(h, tl.load(w + 2 * gate, mask=mask_w, other=0.0), acc_n, input_precision="ieee")
+    if HAS_BIAS:  # b_h{r,z,n} (b_hn stays inside r * (...))
+        bias = b_ptr + offs_j[None, :]
+        acc_r += tl.load(bias, mask=mask_j[None, :], other=0.0).to(tl.float32)
+        acc_z += tl.load(bias + H, mask=mask_j[None, :], other=0.0).to(tl.float32)
+        acc_n += tl.load(bias + 2 * H, mask=mask_j[None, :], other=0.0).to(tl.float32)
     xp = xp_ptr + xp_off + offs_b.to(tl.int64)[:, None] * (3 * H) + offs_j[None, :]
-    zero = tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32)
-    if HAS_BIAS:  # b_h{r,z,n}, added to h @ W_h{r,z,n}^T (b_hn inside r * (...))
-        b_r = zero + tl.load(b_ptr + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-        b_z = zero + tl.load(b_ptr + H + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-        b_n = zero + tl.load(b_ptr + 2 * H + offs_j, mask=mask_j, other=0.0).to(tl.float32)[None, :]
-    else:
-        b_r, b_z, b_n = zero, zero, zero
-    hr = rnn_gate(b_r, h_ptr, h_rows, sh_k, w_ptr, 0, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
-    hz = rnn_gate(b_z, h_ptr, h_rows, sh_k, w_ptr, 1, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
-    hn = rnn_gate(b_n, h_ptr, h_rows, sh_k, w_ptr, 2, H, swn, swk, offs_b, offs_j, mask_b, mask_j, BLOCK_K)
-    r = tl.sigmoid(tl.load(xp, mask=mask, other=0.0).to(tl.float32) + hr)
-    z = tl.sigmoid(tl.load(xp + H, mask=mask, other=0.0).to(tl.float32) + hz)
-    n = rnn_tanh(tl.load(xp + 2 * H, mask=mask, other=0.0).to(tl.float32) + r * hn)
-    h_prev = tl.load(h_ptr + h_rows[:, None] + offs_j[None, :] * sh_k, mask=mask, other=0.0).to(tl.float32)
+    r = tl.sigmoid(tl.load(xp, mask=mask, other=0.0) + acc_r)
+    z = tl.sigmoid(tl.load(xp + H, mask=mask, other=0.0) + acc_z)
+    n = rnn_tanh(tl.load(xp + 2 * H, mask=mask, other=0.0) + r * acc_n)
+    h_prev = tl.load(h_rows + offs_j[None, :] * sh_k, mask=mask, other=0.0).to(tl.float32)
     h = (1.0 - z) * n + z * h_prev
     tl.store(out_ptr + out_off + offs_b.to(tl.int64)[:, None] * so_b + offs_j[None, :],
              h.to(out_ptr.dtype.element_ty), mask=mask)
