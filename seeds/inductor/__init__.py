@@ -13,7 +13,9 @@ starts from several of Inductor's code-generation choices, not only launch const
 
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
 (max-autotune over Triton's backend), and the convolutions Inductor still leaves to the library become kernelevo's
-own Triton convolution (``convolutions.py``); under ``kernelbench`` as the library calls Inductor prefers.
+own Triton convolution (``convolutions.py``); under ``kernelbench`` as the library calls Inductor prefers. A
+problem's nn.LSTM / nn.GRU, which torch.compile cannot capture, is captured as a call of kernelevo's recurrent
+operators (``rnn_ops.py``) and becomes kernelevo's own Triton RNN under every policy (``recurrent.py``).
 """
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ heuristics decorator dropped; its jit helpers imported from ``torch._inductor.ru
 calls written as the ``tl`` functions they are), each kernel's launch configuration as module-level constants
 declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem's ``Model`` constructor verbatim
 (same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches; with
-``triton_convolutions``, its library convolutions as kernelevo's own Triton convolution (``convolutions.py``).
+``triton_convolutions``, its library convolutions as kernelevo's own Triton convolution (``convolutions.py``); and
+always, the calls of kernelevo's recurrent operators (a problem's nn.LSTM / nn.GRU, swapped at capture) as kernelevo's
+own Triton RNN (``recurrent.py``).
 """
 from __future__ import annotations
 
