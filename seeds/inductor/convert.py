@@ -233,9 +233,21 @@ def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
     if model is None:
         raise SeedError("the problem file defines no class Model")
 
+    names = [n for n in ast.walk(model) if isinstance(n, ast.Name)]
+    local = {a.arg for f in ast.walk(model) if isinstance(f, ast.FunctionDef) for a in f.args.args} | \
+        {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in names if isinstance(n.ctx, ast.Load)} - local  # the module's names Model reads
+
     def kept(node) -> bool:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return True
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in read:  # a constant Model itself reads (level3/41: batch_size in __init__)
+            try:
+                ast.literal_eval(node.value)
+                return True
+            except ValueError:
+                return False
         return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not model \
             and node.name not in ("get_inputs", "get_init_inputs")
 
