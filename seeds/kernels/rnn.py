@@ -68,7 +68,7 @@ def rnn_input_kernel(x_ptr, w_ptr, b_ptr, out_ptr, T, B, K, N, sxt, sxb, sxk, sw
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["xp_off", "h_off", "c_off", "out_off", "cn_off"])  # one build for every step
 def lstm_step_kernel(xp_ptr, h_ptr, c_ptr, w_ptr, b_ptr, out_ptr, cn_ptr, B, H, xp_off, h_off, sh_b, sh_k, c_off,
                      sc_b, sc_h, swn, swk, out_off, so_b, cn_off, HAS_BIAS: tl.constexpr, BLOCK_B: tl.constexpr,
                      BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -117,7 +117,7 @@ def lstm_step_kernel(xp_ptr, h_ptr, c_ptr, w_ptr, b_ptr, out_ptr, cn_ptr, B, H, 
              h.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["xp_off", "h_off", "out_off"])  # one build for every step
 def gru_step_kernel(xp_ptr, h_ptr, w_ptr, b_ptr, out_ptr, B, H, xp_off, h_off, sh_b, sh_k, swn, swk, out_off, so_b,
                     HAS_BIAS: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """One GRU time step of one direction: gates from xp (T, B, 3H) at offset xp_off and h (rows h_off + b * sh_b),
