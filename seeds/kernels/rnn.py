@@ -171,6 +171,7 @@ def rnn_layers(gates, x, hx, cx, weights, has_biases, num_layers, bidirectional,
     c_n = torch.empty_like(h_n) if cx is not None else None
     layer_in = x.transpose(0, 1) if batch_first else x  # (T, B, features), a view
     out = layer_in
+    common = dict(HAS_BIAS=has_biases, BLOCK_B=STEP_B, BLOCK_H=STEP_H, BLOCK_K=STEP_K, num_warps=STEP_WARPS)
     for layer in range(num_layers):
         out = torch.empty((steps, batch, dirs * hidden), dtype=x.dtype, device=x.device)
         for direction in range(dirs):
@@ -192,8 +193,6 @@ def rnn_layers(gates, x, hx, cx, weights, has_biases, num_layers, bidirectional,
                 else:  # the previous step's output
                     before = t - 1 if direction == 0 else t + 1
                     h_src, h_off, sh_b, sh_k = out, before * out.stride(0) + column, out.stride(1), out.stride(2)
-                common = dict(HAS_BIAS=has_biases, BLOCK_B=STEP_B, BLOCK_H=STEP_H, BLOCK_K=STEP_K,
-                              num_warps=STEP_WARPS)
                 if cx is not None:
                     c_src, c_off = (cx, index * cx.stride(0)) if step == 0 else (c_n, index * batch * hidden)
                     lstm_step_kernel[step_grid](xp, h_src, c_src, w_hh, b_hh, out, c_n, batch, hidden,
