@@ -155,6 +155,23 @@ def test_a_recurrent_operator_call_becomes_a_tunable_launch_of_kernelevos_rnn(tm
         recurrents.launch(bad)
 
 
+def test_a_problem_drawing_random_numbers_in_forward_is_refused_in_one_line_saying_why(tmp_path):
+    problem = tmp_path / "gru_hidden.py"  # level3/35 draws its initial state with torch.randn in forward
+    problem.write_text(textwrap.dedent(GRU_PROBLEM))
+    seeds_call = "    buf9 = empty_strided_cpu((1, ), (1, ), torch.int64)\n    aten.randint.low_out(-9223372036854775808, " \
+        "9223372036854775807, [1], out=buf9)\n"
+    captured = {"code": GRU_CALL.replace("    args.clear()\n", "    args.clear()\n" + seeds_call), "kernels": {},
+                "single_output": True, "device": "cpu",
+                "args": [{"kind": "param", "name": n} for n in GRU_PARAMETERS] + [{"kind": "input", "index": i}
+                                                                                  for i in range(2)]}
+    with pytest.raises(SeedError) as refused:
+        seeds._checked_source(resolve_problem(str(problem)), captured, torch_compute_allowed=False)
+    message = str(refused.value)
+    assert "\n" not in message and message.count("aten.randint.low_out") == 1  # said once, not once per attempt
+    assert "calls the ATen operator aten.randint.low_out directly (its random seeds: forward draws random " \
+           "numbers" in message
+
+
 LSTM_PROBLEM = '''
 import torch
 import torch.nn as nn

@@ -215,8 +215,8 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
         why = f"; kernelevo's Triton convolution could not take it: {str(exc).splitlines()[0][:300]}"
         try:
             source = convert(captured, problem, spec.name)
-        except SeedError as plain:
-            raise SeedError(str(plain).splitlines()[0] + why) from plain
+        except SeedError as plain:  # the same failure without kernelevo's convolution is said once
+            raise SeedError(str(plain).splitlines()[0] + (why if str(plain) != str(exc) else "")) from plain
     library = library_calls(source)
     if library:
         tried = "; ".join(t for t in captured.get("fell_back", []) if "Triton templates" in t)
