@@ -23,14 +23,22 @@ RECURRENT = (nn.LSTM, nn.GRU)
 def lstm(x: Tensor, hx: Tensor, cx: Tensor, weights: list[Tensor], has_biases: bool, num_layers: int,
          bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor, Tensor]:
     out, h, c = torch._VF.lstm(x, (hx, cx), weights, has_biases, num_layers, 0.0, False, bidirectional, batch_first)
-    return out, h, c
+    return _layout(out, batch_first), h.contiguous(), c.contiguous()
 
 
 @torch.library.custom_op("kernelevo::gru", mutates_args=())
 def gru(x: Tensor, hx: Tensor, weights: list[Tensor], has_biases: bool, num_layers: int, bidirectional: bool,
         batch_first: bool) -> tuple[Tensor, Tensor]:
     out, h = torch._VF.gru(x, hx, weights, has_biases, num_layers, 0.0, False, bidirectional, batch_first)
-    return out, h
+    return _layout(out, batch_first), h.contiguous()
+
+
+def _layout(out: Tensor, batch_first: bool) -> Tensor:
+    """`out` in the layout the operators say they return (``_output``), whatever layout torch's RNN of this device
+    chose: Inductor's code asserts it where the compiled model runs (the capture on a GPU)."""
+    steps_first = out.transpose(0, 1) if batch_first else out
+    return out if steps_first.is_contiguous() else \
+        (steps_first.contiguous().transpose(0, 1) if batch_first else out.contiguous())
 
 
 def _output(x: Tensor, hx: Tensor, bidirectional: bool, batch_first: bool) -> Tensor:
