@@ -129,7 +129,9 @@ def test_a_recurrent_operator_call_becomes_a_tunable_launch_of_kernelevos_rnn(tm
                 "args": [{"kind": "param", "name": n} for n in GRU_PARAMETERS] + [{"kind": "input", "index": i}
                                                                                   for i in range(2)]}
     source = convert(captured, problem.read_text(), "gru_hidden")  # no Inductor kernel: the RNN alone is the seed
-    assert seeds.library_calls(source) == [] and "gru(arg16_1, arg17_1, [arg0_1," in source
+    assert seeds.library_calls(source) == [] and "gru(arg16_1, arg17_1, self.gru._flat_weights, self.gru.bias, " \
+        "self.gru.num_layers, self.gru.bidirectional, self.gru.batch_first, BLOCK_M=R0_BLOCK_M" in source
+    # ^ the weights and the structure from ModelNew's own nn.GRU
     assert "\nbatch_size = 2\n" in source  # the constant ModelNew's constructor reads
     space = Genome.from_source(source).space
     defaults = launcher_defaults()
@@ -143,12 +145,13 @@ def test_a_recurrent_operator_call_becomes_a_tunable_launch_of_kernelevos_rnn(tm
     spec = importlib.util.spec_from_file_location("gru_problem", problem)
     reference = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reference)
-    torch.manual_seed(0)
-    model, candidate = reference.Model(5, 16, 2).eval(), module.ModelNew(5, 16, 2).eval()
-    candidate.load_state_dict(model.state_dict())
-    inputs = reference.get_inputs()
-    with torch.no_grad():
-        torch.testing.assert_close(candidate(*inputs), model(*inputs), atol=1e-5, rtol=1e-5)
+    for layers in (2, 3):  # captured with 2 layers; the seed follows its init inputs as it follows its sizes
+        torch.manual_seed(0)
+        model, candidate = reference.Model(5, 16, layers).eval(), module.ModelNew(5, 16, layers).eval()
+        candidate.load_state_dict(model.state_dict())
+        inputs = [torch.rand(3, 2, 5), torch.rand(2 * layers, 2, 16)]
+        with torch.no_grad():
+            torch.testing.assert_close(candidate(*inputs), model(*inputs), atol=1e-5, rtol=1e-5)
     recurrents = Recurrents([1, 2, 4], [1, 2])
     bad = ast.parse("torch.ops.kernelevo.gru.default(arg16_1, arg17_1, [arg0_1], True)", mode="eval").body
     with pytest.raises(SeedError, match=r"does not pass the 7 arguments of kernelevo's gru operator"):
@@ -158,8 +161,8 @@ def test_a_recurrent_operator_call_becomes_a_tunable_launch_of_kernelevos_rnn(tm
 def test_a_problem_drawing_random_numbers_in_forward_is_refused_in_one_line_saying_why(tmp_path):
     problem = tmp_path / "gru_hidden.py"  # level3/35 draws its initial state with torch.randn in forward
     problem.write_text(textwrap.dedent(GRU_PROBLEM))
-    seeds_call = "    buf9 = empty_strided_cpu((1, ), (1, ), torch.int64)\n    aten.randint.low_out(-9223372036854775808, " \
-        "9223372036854775807, [1], out=buf9)\n"
+    seeds_call = "    buf9 = empty_strided_cpu((1, ), (1, ), torch.int64)\n" \
+        "    aten.randint.low_out(-9223372036854775808, 9223372036854775807, [1], out=buf9)\n"
     captured = {"code": GRU_CALL.replace("    args.clear()\n", "    args.clear()\n" + seeds_call), "kernels": {},
                 "single_output": True, "device": "cpu",
                 "args": [{"kind": "param", "name": n} for n in GRU_PARAMETERS] + [{"kind": "input", "index": i}

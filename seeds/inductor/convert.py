@@ -245,11 +245,7 @@ def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
             return True
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id in read:  # a constant Model itself reads (level3/41: batch_size in __init__)
-            try:
-                ast.literal_eval(node.value)
-                return True
-            except ValueError:
-                return False
+            return isinstance(node.value, ast.Constant)
         return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not model \
             and node.name not in ("get_inputs", "get_init_inputs")
 
@@ -350,11 +346,12 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
                         f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
     args = captured["args"]
-    bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, args) if a["kind"] != "size"]
+    bound_to = {n: bound(a, inputs) for n, a in zip(arg_names, args) if a["kind"] != "size"}
+    bind = [f"{n} = {value}" for n, value in bound_to.items()]
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
     convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
-    recurrents = recurrent.Recurrents(WARPS, STAGES)  # kernelevo's own operators: always its Triton RNN
+    recurrents = recurrent.Recurrents(WARPS, STAGES, bound_to)  # kernelevo's own operators: always its Triton RNN
     body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, recurrents).visit(
         ast.Module(body=call.body[1:], type_ignores=[])).body
     if not functions and not (convolutions and convolutions.count) and not recurrents.count:
