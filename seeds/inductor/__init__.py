@@ -14,7 +14,9 @@ starts from several of Inductor's code-generation choices, not only launch const
 Under policy ``triton`` (no torch compute in forward) matmuls are captured as Inductor's Triton GEMM templates
 (max-autotune over Triton's backend), and the convolutions Inductor still leaves to the library become kernelevo's
 own Triton convolution (``convolutions.py``), its library attention calls kernelevo's own Triton flash attention
-(``attentions.py``); under ``kernelbench`` as the library calls Inductor prefers.
+(``attentions.py``); under ``kernelbench`` as the library calls Inductor prefers. A problem's nn.LSTM / nn.GRU, which
+torch.compile cannot capture, is captured as a call of kernelevo's recurrent operators (``rnn_ops.py``) and becomes
+kernelevo's own Triton RNN under every policy (``recurrent.py``).
 """
 from __future__ import annotations
 
@@ -209,8 +211,8 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
         try:
             source = convert(captured, problem, spec.name)
         except SeedError as plain:  # library calls only (level1/97 masked): named from Inductor's call() itself
-            if NO_TRITON_KERNEL not in str(plain) or not _library_only(captured):
-                raise SeedError(str(plain).splitlines()[0] + why) from plain
+            if NO_TRITON_KERNEL not in str(plain) or not _library_only(captured):  # the same failure is said once
+                raise SeedError(str(plain).splitlines()[0] + (why if str(plain) != str(exc) else "")) from plain
             source = None
     library = library_calls(source) if source is not None else _library_only(captured)
     if library:

@@ -130,11 +130,16 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     import torch._inductor.config as inductor_config
 
     from fitness.problems.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
+    from seeds.inductor.rnn_ops import swap_recurrent
 
     spec = ProblemSpec.from_dict(spec_dict)
     problem = load_problem(spec)
     torch.manual_seed(0)
     model = problem.Model(*call_get_init_inputs(problem)).to(device).eval()
+    try:  # nn.LSTM / nn.GRU, which Dynamo refuses, as calls of kernelevo's recurrent operators (rnn_ops.py)
+        swap_recurrent(model)
+    except RuntimeError as exc:
+        return {name: {"error": f"{type(exc).__name__}: {exc}"} for name in (variants or {"default": {}})}
     with torch.device(device):
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in call_get_inputs(problem)]
     varying = _varying_sizes(problem)

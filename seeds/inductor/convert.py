@@ -6,7 +6,8 @@ calls written as the ``tl`` functions they are), each kernel's launch configurat
 declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem's ``Model`` constructor verbatim
 (same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches; with
 ``triton_convolutions``, its library convolutions and attention calls as kernelevo's own Triton convolution and
-flash attention (``convolutions.py``, ``attentions.py``).
+flash attention (``convolutions.py``, ``attentions.py``); and always, the calls of kernelevo's recurrent operators (a
+problem's nn.LSTM / nn.GRU, swapped at capture) as kernelevo's own Triton RNN (``recurrent.py``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
+from seeds.inductor import recurrent
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
                                       k_major_loads, template_grid, template_kernel)
 
@@ -124,9 +126,9 @@ class CallRewriter(ast.NodeTransformer):
     """Inductor's ``call`` body -> statements of ``forward``."""
 
     def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None,
-                 attentions: Attentions | None = None):
+                 attentions: Attentions | None = None, recurrents: recurrent.Recurrents | None = None):
         self.kernels, self.device_expr, self.convolutions = kernels, device_expr, convolutions
-        self.attentions = attentions
+        self.attentions, self.recurrents = attentions, recurrents
 
     def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
         kept = []
@@ -157,6 +159,8 @@ class CallRewriter(ast.NodeTransformer):
             node.value = self.convolutions.launch(ast.unparse(node.targets[0]), value)
         elif isinstance(value, ast.Call) and self.attentions and attention_op(ast.unparse(value.func)):
             node.value = self.attentions.rewrite(ast.unparse(node.targets[0]), value)
+        elif recurrent.is_recurrent(value) and self.recurrents:
+            node.value = self.recurrents.launch(value)
         return self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -172,7 +176,9 @@ class CallRewriter(ast.NodeTransformer):
         if name.startswith("extern_kernels."):
             node.func = ast.parse("torch." + name.split(".", 1)[1], mode="eval").body
         elif name.startswith(("aten.", "torch.ops.")):
-            raise SeedError(f"Inductor calls the ATen operator {name} directly; {OTHER_SEEDS}")
+            why = " (its random seeds: forward draws random numbers, as level3/35's torch.randn)" \
+                if name.startswith("aten.randint") else ""
+            raise SeedError(f"Inductor calls the ATen operator {name} directly{why}; {OTHER_SEEDS}")
         return node
 
     @staticmethod
@@ -233,9 +239,17 @@ def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
     if model is None:
         raise SeedError("the problem file defines no class Model")
 
+    names = [n for n in ast.walk(model) if isinstance(n, ast.Name)]
+    local = {a.arg for f in ast.walk(model) if isinstance(f, ast.FunctionDef) for a in f.args.args} | \
+        {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in names if isinstance(n.ctx, ast.Load)} - local  # the module's names Model reads
+
     def kept(node) -> bool:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return True
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in read:  # a constant Model itself reads (level3/41: batch_size in __init__)
+            return isinstance(node.value, ast.Constant)
         return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not model \
             and node.name not in ("get_inputs", "get_init_inputs")
 
@@ -336,14 +350,16 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
                         f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
     args = captured["args"]
-    bind = [f"{n} = {bound(a, inputs)}" for n, a in zip(arg_names, args) if a["kind"] != "size"]
+    bound_to = {n: bound(a, inputs) for n, a in zip(arg_names, args) if a["kind"] != "size"}
+    bind = [f"{n} = {value}" for n, value in bound_to.items()]
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
     convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
     attentions = Attentions(call.body, WARPS, STAGES, own=triton_convolutions)  # else torch's public SDPA
-    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, attentions).visit(
-        ast.Module(body=call.body[1:], type_ignores=[])).body
-    own = [r for r in (convolutions, attentions) if r and r.count]  # kernelevo's kernels for library calls
+    recurrents = recurrent.Recurrents(WARPS, STAGES, bound_to)  # kernelevo's own operators: always its Triton RNN
+    body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, attentions,
+                        recurrents).visit(ast.Module(body=call.body[1:], type_ignores=[])).body
+    own = [r for r in (convolutions, attentions, recurrents) if r and r.count]  # kernelevo's kernels for library calls
     if not functions and not own:
         raise SeedError(f"{NO_TRITON_KERNEL}: {OTHER_SEEDS}")
     for replaced in own:
@@ -373,7 +389,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
            f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
            + (NOTE if convolutions and convolutions.count else '')
-           + (ATTENTION_NOTE if attentions and attentions.count else '') + '"""')
+           + (ATTENTION_NOTE if attentions and attentions.count else '')
+           + (recurrent.NOTE if recurrents.count else '') + '"""')
     header = [n for n in header if ast.unparse(n) not in imports]
     parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
@@ -381,6 +398,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     parts += [K_MAJOR_COPY.strip()] if copied else []
     parts += [kernel_source(tf32)] if convolutions and convolutions.count else []
     parts += [attention_source(tf32)] if attentions and attentions.count else []
+    parts += [kernel_source(tf32, recurrent.KERNEL_FILE)] if recurrents.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"

@@ -40,9 +40,9 @@ def launcher_defaults() -> dict:
 
 
 def kernel_source(tf32: bool = False, path: Path = KERNEL_FILE) -> str:
-    """The kernel file's kernel and launcher (its docstring and imports left out: the seed has its own); with `tf32`,
-    its dot products in TF32 (the policy allows it; ``precision.ieee_dots`` takes them back to IEEE fp32). `path`:
-    another of kernelevo's kernel files (``attentions.py``'s)."""
+    """The kernel file's kernels and launchers (its docstring and imports left out: the seed has its own; `path`:
+    another of seeds/kernels/, ``attention.py``'s or ``rnn.py``'s); with `tf32`, its dot products in TF32 (the
+    policy allows it; ``precision.ieee_dots`` takes them back to IEEE fp32)."""
     text = Path(path).read_text()
     first = next(n for n in pyast.parse(text).body if isinstance(n, ast.FunctionDef))
     start = min([first.lineno, *(d.lineno for d in first.decorator_list)])

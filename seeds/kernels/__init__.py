@@ -1,3 +1,3 @@
 """kernelevo's own Triton kernels that seeds are made of where Inductor leaves a library call (``conv.py``: any
-``torch.convolution``; ``attention.py``: scaled dot product attention's forward). Each file is standalone (torch and
-triton only): a seed holds a copy of its text."""
+``torch.convolution``; ``attention.py``: scaled dot product attention's forward) or torch.compile captures nothing
+(``rnn.py``: nn.LSTM and nn.GRU). Each file is standalone (torch and triton only): a seed holds a copy of its text."""
