@@ -5,7 +5,7 @@ among children by the interpreter's wall-clock time (no GPU timing). A kernel th
 at any size; a kernel converted from torch.compile's capture at the test sizes (``seeds.inductor``) holds
 those sizes as literals, and so do its descendants by offline operators, which change launch constants only: it is
 baked at the test sizes and cannot run at the full sizes the target GPU would see -- unless it was captured with
-dynamic shapes and Dynamo kept no size a literal (its docstring says so: ``seeds.inductor.convert.size_generic``),
+dynamic shapes and Dynamo kept no size a literal (its docstring says so: ``seeds.inductor.sizes.size_generic``),
 as the interpreter's captures are where Inductor and the converter can. So, when the test sizes are not
 the full sizes, the end of an interpreter run judges the fastest distinct correct kernels again (``TRIES`` at most,
 fastest first, as many at once as the run evaluates, until one passes), with an evaluator of their own, at other
@@ -36,7 +36,7 @@ from core.individual import Individual
 from fitness.problems.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.workers.sandbox import Sandbox
 from fitness.problems.sizes import other_sizes
-from seeds.inductor.convert import size_generic
+from seeds.inductor.sizes import size_generic
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 

@@ -15,6 +15,7 @@ import ast
 import math
 
 from core import pyast
+from seeds.inductor.sizes import sizes_note
 from seeds.inductor.attentions import NOTE as ATTENTION_NOTE, Attentions, attention_op
 from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
@@ -35,26 +36,7 @@ INTERPRETER_LIBDEVICE = {"tanh": "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"}  # lib
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
-# what the seed's docstring says of its sizes (evo.reports.full_size reads it: a seed that says SIZE_GENERIC is not
-# presumed baked at the sizes it was captured at; the check at other sizes still judges it)
-SIZE_GENERIC = "Captured with dynamic shapes: the sizes Inductor did not specialise are read from the inputs."
-SIZES_BAKED = "Sizes are baked in, as Inductor compiled them."
 NO_TRITON_KERNEL = "Inductor generated no Triton kernel for this problem (it calls library kernels only)"
-
-
-def sizes_note(captured: dict) -> str:
-    """The docstring's sentence on the seed's sizes: SIZE_GENERIC only where Dynamo kept no size a literal."""
-    if not captured.get("dynamic"):
-        return SIZES_BAKED
-    if captured.get("specialised"):
-        return (f"Captured with dynamic shapes, but Dynamo specialised {', '.join(captured['specialised'][:6])}: "
-                + SIZES_BAKED)
-    return SIZE_GENERIC
-
-
-def size_generic(source: str) -> bool:
-    """Whether a seed's docstring says it reads its sizes from its inputs (``sizes_note``)."""
-    return SIZE_GENERIC in source
 
 
 # kernels -----------------------------------------------------------------------------------------------------------
