@@ -271,11 +271,12 @@ def _module_fixtures(item) -> list[str]:
     return [name for name, chain in defs.items() if chain and chain[-1].scope == "module"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandbox():
-    """One sandbox (one fork server, no spares) for the evaluators of a module's tests, which pass it to
-    make_evaluator: for tests that judge kernels alone, not the sandbox (it keeps the environment it started with,
-    and what a test does to it stays for the next)."""
+    """One sandbox (one fork server, no spares) for the evaluators of the tests of a pytest worker (12 modules),
+    which pass it to make_evaluator: for tests that judge kernels alone, not the sandbox (it keeps the environment it
+    started with, and what a test does to it stays for the next; a module of its own started one fork server
+    more per module, each importing torch and Triton)."""
     with make_evaluator(prestart_worker=False) as ev:
         yield ev.sandbox
 
