@@ -52,7 +52,8 @@ def test_no_command_prints_usage(cli):
 
 def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
     out = tmp_path / "seed.py"
-    proc = kernelevo("seed", "problem=layernorm", "problem.size_preset=test", f"out={out}", cwd=tmp_path)
+    proc = kernelevo("seed", "problem=layernorm", "problem.size_preset=test", f"out={out}", "inductor=none",
+                     cwd=tmp_path)  # Inductor's default code only (the variants: the next test)
     assert proc.returncode == 0, proc.stderr
     assert f"written to {out}" in proc.stdout and "kernelevo evaluate problem=layernorm" in proc.stdout
     source = out.read_text()
