@@ -27,6 +27,7 @@ from evo.records.store import RunStore
 from fitness.measure.result import EvalResult
 from hardware_profiles import load_profile
 from operators.base import BudgetExhausted, Operator
+from seeds.inductor.cache import CapturedSeeds
 
 
 # evaluators (RunEvaluator) --------------------------------------------------------------------------------------
@@ -67,8 +68,8 @@ class FakeEvaluator:
     def sandbox(self) -> None:
         return None
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
-        return {}
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> CapturedSeeds:
+        return CapturedSeeds()
 
     def close(self) -> None:
         self.closed = True

@@ -7,6 +7,7 @@ import pytest
 
 import evo.service.evaluation
 from conftest import CANDIDATES, FIXTURES, TINY, kernelevo, read_store, run_dir_of
+from seeds.inductor.cache import CapturedSeeds
 from seeds.inductor.precision import IEEE_NOTE, ieee_dots
 
 TF32_SEED = (CANDIDATES / "tf32_inexact_matmul.py").read_text()
@@ -26,7 +27,8 @@ def test_every_tf32_choice_of_a_kernel_becomes_ieee_and_a_kernel_without_one_is_
 
 @pytest.mark.slow
 def test_a_compiler_seed_incorrect_with_tf32_starts_the_search_with_ieee_fp32_dots(tmp_path, monkeypatch):
-    monkeypatch.setattr(evo.service.evaluation, "inductor_seeds", lambda *args, **kwargs: {"inductor": TF32_SEED})
+    monkeypatch.setattr(evo.service.evaluation, "inductor_seeds",
+                        lambda *args, **kwargs: CapturedSeeds({"inductor": TF32_SEED}))
     proc = kernelevo("run", "problem=matmul", "problem.seed=inductor", "inductor=none", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "inductor's seed is incorrect with TF32 dot products; with IEEE fp32 dot products it is correct" \

@@ -71,7 +71,7 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
                 service.cut_at(None)
         if first:  # a resume makes them again from the caches: the first call's figures stand
             service.store.set_meta(SEED_CHECK_S, round(time.perf_counter() - checking, 2))  # 0.0: none judged
-            service.store.set_meta(SEED_CACHE, cache_note(getattr(sources, "cache", {})))
+            service.store.set_meta(SEED_CACHE, cache_note(sources.cache))
     else:
         captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]
     if mode == "from_seed":

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 from fitness.evaluation.evaluating import Evaluating
+from seeds.inductor.cache import CapturedSeeds
 
 if TYPE_CHECKING:
     from evo.records.store import RunStore
@@ -23,9 +24,10 @@ if TYPE_CHECKING:
 class RunEvaluator(Evaluating, Protocol):
     """An evaluator of a run's pool."""
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> CapturedSeeds:
         """torch.compile's kernels for the problem, converted (made_by -> source, the default seed first), captured
-        on this evaluator's device and profile; written into `run_dir` when given."""
+        on this evaluator's device and profile, with how each capture was got (`cache`); written into `run_dir`
+        when given."""
 
 
 @runtime_checkable

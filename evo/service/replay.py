@@ -17,6 +17,7 @@ from evo.records.store import DB_NAME, RunStore
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
 from fitness.measure.result import EvalResult
+from seeds.inductor.cache import CapturedSeeds
 
 
 class ReplayMiss(ValueError):
@@ -57,13 +58,13 @@ class RecordedEvaluator:
         """Eager and torch.compile are in the recorded verdicts: nothing is measured."""
         return None
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
-        """The recorded run's compiler seeds (its generation 0 made by Inductor), in order."""
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> CapturedSeeds:
+        """The recorded run's compiler seeds (its generation 0 made by Inductor), in order (nothing captured)."""
         seeds = {ind.operator: ind.genome.source for ind in self._record.individuals(up_to_generation=0)
                  if ind.operator.startswith("inductor")}
         if not seeds:
             raise ReplayMiss(f"replay: the record {self._record.run_dir} holds no compiler seed")
-        return seeds
+        return CapturedSeeds(seeds)
 
     def describe(self) -> str:
         return f"replaying the measurements of {self._record.run_dir} ({self._evaluator.describe()})"
