@@ -217,9 +217,11 @@ def calibrate(reference, inputs: list, index: int, base: list, policy, generator
         if found.change is None or found.moved < USABLE:
             return best or found
         found = _at_policy_precision(reference, inputs, found, base, policy, reduced)
-        if not found.imprecise and (found.shrunk_from is None or found.moved >= ENOUGH):
+        if found.imprecise:
+            continue
+        if found.shrunk_from is None or found.moved >= ENOUGH:
             return found  # the element's own move, or one large enough, at the policy's precision
-        if not found.imprecise and (best is None or found.moved > best.moved):
+        if best is None or found.moved > best.moved:
             best = found
     return best or found
 
