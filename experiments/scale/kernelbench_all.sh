@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 43's whole-KernelBench bench on a 4-GPU machine, across several device calls of one warm machine: `start`
+# launches the bench in its own process session (it outlives the call), `wait S` lets it run S seconds and reports,
+# `stop` interrupts it (Ctrl-C: finished problems kept, running ones resumable), makes the table and packs the bench
+# directory into $OUT. Carry .whl-core and .scratch (.scratch/kb: KernelBench's levels 1-3) in the first call only:
+# the bench runs from a copy of the tree in /tmp/kb_all, its bench directory is /tmp/kb_all/bench.
+#   run(kind=nvidia-h100-x4, carry=[.whl-core, .scratch], command="bash experiments/scale/kernelbench_all.sh start 120")
+#   run(command="bash experiments/scale/kernelbench_all.sh wait 540")      # within 30 s of the last call's end
+#   run(command="bash experiments/scale/kernelbench_all.sh stop")
+# Order: experiments/scale/kernelbench_order.py (each level shuffled, interleaved by size), so a bench cut short has
+# done a random sample of every level. Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides.
+set -uo pipefail
+SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-3}; PARALLEL=${PARALLEL:-5}; TIMEOUT_S=${TIMEOUT_S:-300}
+W=/tmp/kb_all
+report() {  # progress: rows by status, the bench log's tail
+  python3 - "$W/bench" <<'PY'
+import collections, json, pathlib, sys
+rows = [json.loads(p.read_text()) for p in sorted(pathlib.Path(sys.argv[1], "rows").glob("*.json"))]
+print(len(rows), "rows:", dict(collections.Counter(r.get("status") for r in rows)))
+for r in rows:
+    if r.get("status") != "ok":
+        print(" ", r.get("name"), r.get("status"), str(r.get("reason") or r.get("note") or "")[:160])
+PY
+  tail -5 $W/log.txt
+}
+pack() {  # the bench directory (run stores without their pages) in parts of at most 15 MB, and the logs
+  tar czf $OUT/bench.tgz -C $W --exclude='*.html' --exclude='*-shm' --exclude='*-wal' bench order.txt log.txt \
+    machine.txt smi.csv 2>/dev/null
+  [ "$(stat -c %s $OUT/bench.tgz)" -gt 15000000 ] && (cd $OUT && split -b 15000000 -d bench.tgz bench.tgz. && rm bench.tgz)
+  ls -la $OUT
+}
+case ${1:?start, wait or stop} in
+  start)
+    rm -rf $W && mkdir -p $W && cp -a . $W/tree && cd $W/tree || exit 1
+    source experiments/scale/device_env.sh .whl-core || exit 1
+    python3 experiments/scale/kernelbench_order.py .scratch/kb > $W/order.txt
+    { nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; nproc
+      python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+      echo "SEARCH_S=$SEARCH_S PER_GPU=$PER_GPU PARALLEL=$PARALLEL TIMEOUT_S=$TIMEOUT_S started $(date -u +%FT%TZ)"; } \
+      > $W/machine.txt
+    setsid nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 2000 \
+      > $W/smi.csv 2>&1 < /dev/null &
+    setsid python3 -m kernelevo.cli bench bench.root=.scratch/kb bench.problems=$W/order.txt bench.dir=$W/bench \
+      bench.title=kernelbench-all search.wall_time_s=$SEARCH_S search.generations=1000 search.patience=null \
+      parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S > $W/log.txt 2>&1 < /dev/null &
+    echo $! > $W/pid
+    cat $W/machine.txt; sleep ${2:-120}; report; cp $W/machine.txt $OUT/ ;;
+  wait)
+    sleep ${2:?seconds}; report ;;
+  stop)
+    pid=$(cat $W/pid); kill -INT $pid
+    for _ in $(seq 120); do kill -0 $pid 2>/dev/null || break; sleep 1; done
+    pkill -f "nvidia-smi --query-gpu" ; cd $W/tree && source experiments/scale/device_env.sh .whl-core
+    echo "stopped $(date -u +%FT%TZ)" >> $W/machine.txt
+    python3 -m kernelevo.cli table bench_dirs=[$W/bench] out=$W/bench/table > $W/table.log 2>&1; tail -3 $W/table.log
+    report; pack ;;
+esac
