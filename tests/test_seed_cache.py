@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
+from omegaconf import OmegaConf
 
 from conftest import FIXTURES
 from core.genome import Genome
@@ -25,6 +26,7 @@ from evo.settings import Budget, SearchSettings
 from fakes import SOURCE, FakeTuner, Step
 from fitness.measure.result import EvalResult
 from fitness.problems.problem import resolve_problem
+from kernelevo.validate import Validator
 from seeds import inductor as seeds
 from seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
 
@@ -117,9 +119,10 @@ class SlowJudge:
 
     def __init__(self, store, evaluator):
         self.store, self.evaluators = store, [evaluator]
-        self.deadlines = []
+        self.deadlines, self.events = [], []
 
     def submit(self, source, label=""):
+        self.events.append(("submit", label))
         time.sleep(CHECK_S)
         future = Future()
         future.set_result(("key", EvalResult("incorrect" if "ALLOW_TF32: tl.constexpr = False" not in source
@@ -128,6 +131,7 @@ class SlowJudge:
 
     def cut_at(self, deadline):
         self.deadlines.append(deadline)
+        self.events.append(("cut", deadline))
 
 
 def plan_of(wall_time_s=None):
@@ -176,17 +180,33 @@ def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp
     state = search.run()
     assert "wall-time budget of 3 s spent" in state["stop_reason"] and time.perf_counter() - started < 2.5
     assert store.latest_checkpoint().elapsed_s >= 3.0  # the search's time (summary's search_wall_s) holds the check
-    store.set_meta("config", {"search": {"budget": {"wall_time_s": 3.0}}})
+    composed = Validator("run", "config").check(["search.wall_time_s=3"])[0]  # the config a run stores
+    store.set_meta("config", OmegaConf.to_container(composed, resolve=True))
     summary = summarise(store, store.latest_checkpoint(), state["stop_reason"])
     assert summary.over_budget_s == round(summary.search_wall_s - 3.0, 2) and 0 <= summary.over_budget_s < 5
     assert summarise(store, store.latest_checkpoint(), "4 generations done").over_budget_s is None
     store.close()
 
 
+def test_the_first_seed_is_judged_before_the_budget_can_cut_it_also_without_tf32_dots(tmp_path, fake_capture):
+    # the 4 x H100 bench: 15 s searches of large problems had every first evaluation cut and ended with no kernel
+    spec = resolve_problem("row_softmax", sizes=SOFTMAX["fixture"]["sizes"])  # no dot products: no TF32 check
+    store = RunStore(tmp_path / "run")
+    service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+    make_seeds(plan_of(wall_time_s=0.1), None, service, tmp_path / "run")  # a budget shorter than one judgement
+    assert service.events[0] == ("submit", "inductor")  # judged first, before any cut
+    assert [kind for kind, _ in service.events] == ["submit", "cut", "cut"]  # judged once; the cut set, lifted
+    assert store.get_meta(SEED_CHECK_S) >= CHECK_S  # its time is the search's: it counts against the budget
+    service.events.clear()
+    make_seeds(plan_of(wall_time_s=0.1), None, service, tmp_path / "run")  # a resume: judged already
+    assert service.events == []
+    store.close()
+
+
 def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging_it_took():
     outcome = RunOutcome(status="ok", seed_wall_s=0.1, seed_check_s=12.7, seed_cache="cached", generation0_s=14.0)
     said = time_text(outcome)
-    assert "generation 0 (the seeds judged and tuned, their TF32 check 12.7 s first) 14.0 s" in said
+    assert "generation 0 (the seeds judged and tuned; first the seed's verdict and any TF32 check, 12.7 s) 14.0 s" in said
     assert "before it: making the seeds 0.1 s (seed: cached)," in said
     assert ", ended 1.3 s past its wall-time budget;" in time_text(RunOutcome(status="ok", over_budget_s=1.28))
     missed = RunOutcome(status="ok", seed_cache="captured (why: key part tf32 differs)")

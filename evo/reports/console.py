@@ -39,7 +39,7 @@ def time_text(o: RunOutcome) -> str:
     timeouts += f", {o.evaluations_cut} cut running at its budget" if o.evaluations_cut else ""
     timeouts += f", ended {o.over_budget_s:.1f} s past its wall-time budget" if o.over_budget_s else ""
     check = o.seed_check_s or 0.0
-    first = f", their TF32 check {check:.1f} s first" if round(check, 1) else ""
+    first = f"; first the seed's verdict and any TF32 check, {check:.1f} s" if round(check, 1) else ""
     gen0 = (f", of which generation 0 (the seeds judged and tuned{first}) {o.generation0_s:.1f} s"
             if o.generation0_s is not None else "")
     baselines = ("no baselines (CPU interpreter)" if o.interpreter

@@ -29,7 +29,7 @@ REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialise
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.runs.run)
 SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
-SEED_CHECK_S = "seed_check_s"  # run store meta key: of seed_wall_s, the compiler seeds judged (evo.runs.seeding)
+SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -83,7 +83,7 @@ class RunOutcome:
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
-    seed_check_s: float | None = None  # the compiler seeds' TF32 check: generation 0's, in search_wall_s
+    seed_check_s: float | None = None  # the first seed judged, then the compiler seeds' TF32 check: generation 0's, in search_wall_s
     seed_cache: str = ""  # torch.compile's seeds: "cached", or "captured (why: ...)" ("": not from torch.compile)
     # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
     # (workers, the problem and its reference), baselines, seeds, other (None: an older run)
@@ -224,9 +224,10 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
 
 
 def over_budget(config: dict, search_s: float, stop_reason: str) -> float | None:
-    """How far the search ran past its wall-time budget (``search.budget.wall_time_s`` of the run's `config`) when
-    that budget stopped it (``evo.evolution.stopping``'s reason): what the deadline's cut left running; else None."""
-    budget_s = config.get("search", {}).get("budget", {}).get("wall_time_s")
+    """How far the search ran past its wall-time budget (``search.wall_time_s`` of the run's stored `config`, as the
+    command line gives it) when that budget stopped it (``evo.evolution.stopping``'s reason): what the deadline's cut
+    left running, or the first seed's verdict (``evo.runs.seeding``); else None."""
+    budget_s = config.get("search", {}).get("wall_time_s")
     if budget_s is None or not stop_reason.startswith(WALL_TIME):
         return None
     return round(search_s - budget_s, 2)

@@ -205,7 +205,7 @@ def start_up(marks: dict, store: RunStore) -> dict:
               "service": marks["service"] - marks["run"],
               "baselines": store.get_meta("baseline_wall_s", 0.0), "seeds": store.get_meta("seed_wall_s", 0.0)}
     stages["other"] = (marks["search"] - marks["service"] - stages["baselines"] - stages["seeds"]
-                       - store.get_meta(SEED_CHECK_S, 0.0))  # the compiler seeds judged: in the search's time
+                       - store.get_meta(SEED_CHECK_S, 0.0))  # the seeds judged: in the search's time
     if marks["queued"]:
         stages["queued"] = marks["queued"]  # not in the run's time: the bench's row counts from the gate
     return {name: None if seconds is None else round(seconds, 2) for name, seconds in stages.items()}

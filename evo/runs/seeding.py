@@ -3,9 +3,12 @@
 The seed: torch.compile's kernels with problem.seed=inductor or when the problem has no seed of its own (then also
 one seed per variant of Inductor's options, ``inductor.variants``, that writes other kernels), else the problem's
 seed; a compiler seed incorrect with TF32 dot products is replaced by its rewrite with IEEE fp32 dot products
-where that is correct. With an LLM team, ``llm.initialise``: true, the initialiser agent writes the first kernel from
-the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts from compile's kernels too);
-false, the seed as it is.
+where that is correct. The first seed as written is judged before anything else, whatever the search's wall-time
+budget (its time counts against it; ``over_budget_s`` says by how much the run went over): a run always has a
+verdict on the kernel it starts from. 15 s searches of large problems whose first evaluations took longer ended
+with no kernel at all (``experiments/results/kernelbench_h100x4/``). With an LLM team, ``llm.initialise``: true,
+the initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
+(so an LLM run starts from compile's kernels too); false, the seed as it is.
 """
 from __future__ import annotations
 
@@ -58,22 +61,25 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
     mode = plan.llm.initialise if team is not None else False  # checked when the plan was made
     if mode is True:
         return [Seed.from_source(_initialise(team), "initialiser")]
-    if plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None:
-        sources = evaluator.inductor_seeds(run_dir, plan.variants)
-        checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
-        budget_s = plan.search.budget.wall_time_s if first else None
-        if budget_s is not None:  # generation 0's first evaluations: the search's budget holds them
-            service.cut_at(checking + budget_s)
-        try:
-            captured = ieee_where_tf32_fails(service, [Seed.from_source(s, by) for by, s in sources.items()])
-        finally:
-            if budget_s is not None:  # the search sets its own
-                service.cut_at(None)
-        if first:  # a resume makes them again from the caches: the first call's figures stand
-            service.store.set_meta(SEED_CHECK_S, round(time.perf_counter() - checking, 2))  # 0.0: none judged
+    compiler = plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None
+    sources = evaluator.inductor_seeds(run_dir, plan.variants) if compiler else None
+    made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
+            else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
+    checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
+    if first:  # the run's floor: its first seed as written is judged before the budget can cut anything
+        service.submit(made[0].genome.rendered(), label=made[0].made_by).result()
+    budget_s = plan.search.budget.wall_time_s if first and compiler else None
+    if budget_s is not None:  # generation 0's other evaluations: the search's budget holds them
+        service.cut_at(checking + budget_s)
+    try:
+        captured = ieee_where_tf32_fails(service, made) if compiler else made
+    finally:
+        if budget_s is not None:  # the search sets its own
+            service.cut_at(None)
+    if first:  # a resume makes them again from the caches: the first call's figures stand
+        service.store.set_meta(SEED_CHECK_S, round(time.perf_counter() - checking, 2))
+        if compiler:
             service.store.set_meta(SEED_CACHE, cache_note(sources.cache))
-    else:
-        captured = [Seed.from_source(evaluator.problem.seed_source(), "seed")]
     if mode == "from_seed":
         captured[0] = _rewritten(team, service, captured[0])
     return captured
