@@ -146,3 +146,15 @@ def test_a_template_whose_sizes_are_not_a_gemms_runs_on_its_captured_grid_with_i
                         sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
+
+
+def test_the_problems_imports_the_seed_does_not_read_are_left_out():
+    """level3/48 (Mamba2) imports einops for Model.forward only: the seed copied the import and the static check
+    rejected every kernel of the run. An import the seed's code reads (here in a helper the problem defines) stays."""
+    captured = json.loads((FIXTURES / "row_softmax.json").read_text())
+    spec = resolve_problem(captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"])
+    problem = ("from einops import rearrange\nimport numpy as np\nimport math as m\n\n"
+               "def scale_of(n):\n    return m.sqrt(n)\n\n" + Path(spec.path).read_text())
+    source = convert(captured, problem, spec.name, interpreter=True)
+    assert "einops" not in source and "numpy" not in source and "import math as m" in source
+    ast.parse(source)

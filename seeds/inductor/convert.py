@@ -373,8 +373,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            + (NOTE if convolutions and convolutions.count else '')
            + (ATTENTION_NOTE if attentions and attentions.count else '')
            + (recurrent.NOTE if recurrents.count else '') + '"""')
-    header = [n for n in header if ast.unparse(n) not in imports]
-    parts = [doc, "\n".join(imports), ast.unparse(ast.Module(body=header, type_ignores=[])),
+    parts = [doc, "\n".join(imports), "",
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
     parts += [K_MAJOR_COPY.strip()] if copied else []
@@ -383,4 +382,16 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     parts += [kernel_source(tf32, recurrent.KERNEL_FILE)] if recurrents.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
+    parts[2] = ast.unparse(ast.Module(body=_used(header, imports, "\n".join(parts[3:])), type_ignores=[]))
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
+
+
+def _used(header: list[ast.stmt], imports: list[str], rest: str) -> list[ast.stmt]:
+    """The problem's top-level statements the seed keeps: its definitions, and those of its imports that the seed
+    reads (level3/48's `from einops import rearrange`, used by Model.forward only, got the seed rejected by the
+    static check) and that are not among the seed's own `imports`."""
+    body = [n for n in header if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    read = {n.id for n in ast.walk(pyast.parse(rest + "\n" + ast.unparse(ast.Module(body=body, type_ignores=[]))))
+            if isinstance(n, ast.Name)}
+    return [n for n in header if n in body or (ast.unparse(n) not in imports and any(
+        a.name == "*" or (a.asname or a.name.split(".")[0]) in read for a in n.names))]
