@@ -87,6 +87,12 @@ def test_level3_mlps_sequential_of_linear_layers_converts_and_its_library_calls_
     assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
 
 
+def test_a_forward_that_warns_is_captured_in_one_graph():
+    # level2/28: nn.InstanceNorm2d warns on each call there, and the warning broke the capture's one graph
+    captured = seeds.capture(resolve_problem(str(PROBLEMS / "warns_in_forward.py")), "cpu")
+    assert captured["kernels"] and "def call(" in captured["code"]
+
+
 def test_a_converter_failure_is_a_seed_error_with_its_reason_not_a_traceback():
     captured = json.loads((FIXTURES / "layernorm.json").read_text())
     spec = resolve_problem(captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"])

@@ -210,6 +210,18 @@ def _shapes(dynamic: bool):
         yield
 
 
+@contextlib.contextmanager
+def _logging_outside_the_graph():
+    """Dynamo runs a forward's warnings and prints after the graph instead of breaking it: nn.InstanceNorm2d warns
+    when its input's channels are not its num_features (level2/28), which broke the one graph the capture needs."""
+    import warnings
+
+    import torch._dynamo.config as dynamo_config
+
+    with dynamo_config.patch(reorderable_logging_functions={print, warnings.warn}):
+        yield
+
+
 def _size_args(graph_module, mapping: list[dict]) -> tuple[list[dict], list[str]]:
     """`mapping` (``_arg_map``) with each size argument of a dynamic graph (a SymInt placeholder) said to be a size
     of one of the graph's tensor arguments (``{"kind": "size", "of": position, "dim": d}``), and the sizes over 1
@@ -295,7 +307,7 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
         return compile_fx(graph_module, example_inputs)
 
     torch._dynamo.reset()
-    with torch.no_grad(), _shapes(dynamic):
+    with torch.no_grad(), _shapes(dynamic), _logging_outside_the_graph():
         reference = model(*inputs)
         compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic or None)
         # on a GPU the compiled model runs once (Inductor autotunes its kernels); the interpreter only generates
