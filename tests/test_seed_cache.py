@@ -203,6 +203,19 @@ def test_the_first_seed_is_judged_before_the_budget_can_cut_it_also_without_tf32
     store.close()
 
 
+def test_the_first_seeds_ieee_rewrite_is_judged_before_the_budget_can_cut_it_too(tmp_path, fake_capture):
+    # level2/93 on 4 x H100: its TF32 seed was incorrect, and the budget cut the IEEE rewrite that would have passed
+    fake_capture.captured = TF32_GEMM
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    store = RunStore(tmp_path / "run")
+    service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+    made = make_seeds(plan_of(wall_time_s=0.1), None, service, tmp_path / "run")
+    cut = service.events.index(next(e for e in service.events if e[0] == "cut"))
+    assert ("submit", "inductor (IEEE fp32 dots)") in service.events[:cut]
+    assert "ALLOW_TF32: tl.constexpr = False" in made[0].genome.source  # the rewrite, correct, is the seed kept
+    store.close()
+
+
 def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging_it_took():
     outcome = RunOutcome(status="ok", seed_wall_s=0.1, seed_check_s=12.7, seed_cache="cached", generation0_s=14.0)
     said = time_text(outcome)

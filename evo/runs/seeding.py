@@ -4,8 +4,8 @@ The seed: torch.compile's kernels with problem.seed=inductor or when the problem
 one seed per variant of Inductor's options, ``inductor.variants``, that writes other kernels), else the problem's
 seed; a compiler seed incorrect with TF32 dot products is replaced by its rewrite with IEEE fp32 dot products
 where that is correct. The first seed as written is judged before anything else, whatever the search's wall-time
-budget (its time counts against it; ``over_budget_s`` says by how much the run went over): a run always has a
-verdict on the kernel it starts from. 15 s searches of large problems whose first evaluations took longer ended
+budget, and so is its IEEE rewrite where TF32 made it incorrect (their time counts against the budget;
+``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from. 15 s searches of large problems whose first evaluations took longer ended
 with no kernel at all (``experiments/results/kernelbench_h100x4/``). With an LLM team, ``llm.initialise``: true,
 the initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
 (so an LLM run starts from compile's kernels too); false, the seed as it is.
@@ -66,13 +66,16 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
     made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
             else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
     checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
-    if first:  # the run's floor: its first seed as written is judged before the budget can cut anything
+    head = []  # the run's floor: its first seed as written (and its IEEE rewrite where TF32 made it incorrect)
+    if first:  # judged before the budget can cut anything
         service.submit(made[0].genome.rendered(), label=made[0].made_by).result()
+        head = ieee_where_tf32_fails(service, made[:1]) if compiler else made[:1]
     budget_s = plan.search.budget.wall_time_s if first and compiler else None
     if budget_s is not None:  # generation 0's other evaluations: the search's budget holds them
         service.cut_at(checking + budget_s)
     try:
-        captured = ieee_where_tf32_fails(service, made) if compiler else made
+        rest = made[len(head):]
+        captured = head + (ieee_where_tf32_fails(service, rest) if compiler else rest)
     finally:
         if budget_s is not None:  # the search sets its own
             service.cut_at(None)
