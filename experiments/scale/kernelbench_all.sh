@@ -8,7 +8,8 @@
 #   run(command="bash experiments/scale/kernelbench_all.sh wait 540")      # within 30 s of the last call's end
 #   run(command="bash experiments/scale/kernelbench_all.sh stop")
 # Order: experiments/scale/kernelbench_order.py (each level shuffled, interleaved by size), so a bench cut short has
-# done a random sample of every level. Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides.
+# done a random sample of every level; LIST=FILE (a path in the tree) takes that list instead (e.g. the problems a first
+# part left). Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-3}; PARALLEL=${PARALLEL:-5}; TIMEOUT_S=${TIMEOUT_S:-300}
 W=/tmp/kb_all
@@ -33,7 +34,8 @@ case ${1:?start, wait or stop} in
   start)
     rm -rf $W && mkdir -p $W && cp -a . $W/tree && cd $W/tree || exit 1
     source experiments/scale/device_env.sh .whl-core || exit 1
-    python3 experiments/scale/kernelbench_order.py .scratch/kb > $W/order.txt
+    if [ -n "${LIST:-}" ]; then cp "$LIST" $W/order.txt; else
+      python3 experiments/scale/kernelbench_order.py .scratch/kb > $W/order.txt; fi
     { nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; nproc
       python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
       echo "SEARCH_S=$SEARCH_S PER_GPU=$PER_GPU PARALLEL=$PARALLEL TIMEOUT_S=$TIMEOUT_S started $(date -u +%FT%TZ)"; } \
@@ -49,7 +51,8 @@ case ${1:?start, wait or stop} in
     sleep ${2:?seconds}; report ;;
   stop)
     pid=$(cat $W/pid); kill -INT $pid
-    for _ in $(seq 120); do kill -0 $pid 2>/dev/null || break; sleep 1; done
+    for _ in $(seq 240); do kill -0 $pid 2>/dev/null || break; sleep 1; done  # its searches stop, their rows written
+    kill -0 $pid 2>/dev/null && echo "the bench is still stopping: rows written from now on are not in the table"
     pkill -f "nvidia-smi --query-gpu" ; cd $W/tree && source experiments/scale/device_env.sh .whl-core
     echo "stopped $(date -u +%FT%TZ)" >> $W/machine.txt
     python3 -m kernelevo.cli table bench_dirs=[$W/bench] out=$W/bench/table > $W/table.log 2>&1; tail -3 $W/table.log
