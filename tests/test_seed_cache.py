@@ -4,6 +4,7 @@ seeds' judging apart from making them (evo/runs/seeding.py). Issue 45's 4 x H200
 the other problems made inside their search), the capture read from the warm cache. Two runs sharing one cache
 dir reproduce it here with the capture faked (a GEMM template captured on an H100)."""
 import json
+import logging
 import pickle
 import time
 from concurrent.futures import Future
@@ -74,12 +75,18 @@ def test_a_second_lookup_hits_and_each_miss_names_the_key_part_that_differs(tmp_
     assert pickle.loads(pickle.dumps(variant)).cache == variant.cache  # as a Ray actor returns it
 
 
-def test_a_variant_whose_capture_failed_is_tried_again_and_says_it_failed_before(tmp_path, fake_capture):
+def test_a_variant_whose_capture_failed_is_tried_again_and_says_it_failed_before(tmp_path, fake_capture, caplog):
     spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
     broken = {"broken": {"triton": {"x": True}}}
     get = lambda: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path, variants=broken)  # noqa: E731
     fake_capture.failing = {"broken"}
+    caplog.set_level(logging.INFO)
     assert get().cache["broken"].startswith("no entry for row_softmax in ")  # the first run: an empty cache
+    said = [r.getMessage() for r in caplog.records if "capture of" in r.getMessage()]
+    assert said == [f"torch.compile's capture of row_softmax: default, broken (no entry for row_softmax in "
+                    f"{tmp_path / 'inductor-seeds'})"]  # one reason for both: said once
+    grouped = cache_note({"default": CACHED, "a": "x", "b": "x", "c": "y"})
+    assert grouped == "captured a, b (why: x); c (why: y); 1 cached"
     again = get().cache  # not cached: captured again, saying why
     assert again == {"default": CACHED, "broken": "its capture failed before (AttributeError: no option 'x'); a "
                                                   "failure is not cached, so it is tried again"}
@@ -219,7 +226,8 @@ def test_the_first_seeds_ieee_rewrite_is_judged_before_the_budget_can_cut_it_too
 def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging_it_took():
     outcome = RunOutcome(status="ok", seed_wall_s=0.1, seed_check_s=12.7, seed_cache="cached", generation0_s=14.0)
     said = time_text(outcome)
-    assert "generation 0 (the seeds judged and tuned; first the seed's verdict and any TF32 check, 12.7 s) 14.0 s" in said
+    assert ("generation 0 (the seeds judged and tuned; first the seed's verdict and any TF32 check, 12.7 s) 14.0 s"
+            in said)
     assert "before it: making the seeds 0.1 s (seed: cached)," in said
     assert ", ended 1.3 s past its wall-time budget;" in time_text(RunOutcome(status="ok", over_budget_s=1.28))
     missed = RunOutcome(status="ok", seed_cache="captured (why: key part tf32 differs)")

@@ -33,7 +33,7 @@ from core import pyast
 from fitness.common.atomic import write_atomic
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
-from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file,
+from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file, grouped,
                                   key_parts, note_failure, why_missed)
 from seeds.inductor.attentions import AttentionRefused, Attentions
 from seeds.inductor.capture import flat_options
@@ -120,8 +120,8 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     how = {name: CACHED if name in captured else failed_before(files[name])
            or why_missed(cache_dir, spec, name, parts[name]) for name in wanted}
     if missing:
-        log.info(f"torch.compile's capture of {spec.name}: " + "; ".join(
-            f"{name} ({why})" for name, why in how.items() if why != CACHED))
+        log.info(f"torch.compile's capture of {spec.name}: "
+                 + grouped({name: why for name, why in how.items() if why != CACHED}))
         try:
             got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic,  # each its own time
                                        timeout_s=CAPTURE_TIMEOUT_S * len(missing))

@@ -132,5 +132,13 @@ def cache_note(cache: dict) -> str:
     if len(whys) == 1 and len(missed) == len(cache):
         return f"captured (why: {whys[0]})"
     cached = len(cache) - len(missed)
-    return ("captured " + "; ".join(f"{name} (why: {how})" for name, how in missed.items())
-            + (f"; {cached} cached" if cached else ""))
+    return "captured " + grouped(missed, "why: ") + (f"; {cached} cached" if cached else "")
+
+
+def grouped(reasons: dict, prefix: str = "") -> str:
+    """Names with the same reason said once: ``default, nd_tiling (no entry for ...); cooperative (...)`` (a bench
+    of six variants repeated one long reason six times per line)."""
+    names = {}
+    for name, why in reasons.items():
+        names.setdefault(why, []).append(name)
+    return "; ".join(f"{', '.join(group)} ({prefix}{why})" for why, group in names.items())
