@@ -116,3 +116,26 @@ def test_no_task_waits_behind_one_slot_while_another_slot_could_take_it(tmp_path
     fake_bench(monkeypatch, events, ["0", "1"])
     bench.LocalBackend(per_gpu=1).run(TASKS[:2], tmp_path, lambda t, row: None)
     assert sorted(e for e in events if e[0] == "launch") == [("launch", "a", False), ("launch", "b", False)]
+
+
+@pytest.mark.parametrize("printed", [[], ["[kernelevo] problem p at n=4", "[kernelevo] baselines measured in 99.2 s"]])
+def test_a_problem_past_the_benchs_limit_says_the_limit_and_where_it_was(tmp_path, monkeypatch, printed):
+    """On 4 x H100, 14 rows said "timed out: " and the tail of a long line, or nothing: the row says the limit and
+    the last line of progress (the stage it was past), or that it was still starting."""
+    class Running:  # past any limit; once killed, it ends
+        def wait(self, timeout=None):
+            if timeout is not None:
+                raise subprocess.TimeoutExpired("kernelevo", timeout)
+            return -9
+
+        def kill(self):
+            pass
+
+    monkeypatch.setattr(bench.Searches, "start", lambda self, command, **popen: Running())
+    task = bench.BenchTask("p", "p")
+    launched = bench.launch(task, tmp_path, "0", bench.Searches())
+    launched.log.write_text("".join(f"{line}\n" for line in printed) + "Traceback: not progress\n")
+    row = bench.finish(task, launched, tmp_path, "0", 300.0, bench.Searches())
+    assert row.status == "failed" and row.reason.startswith("timed out after 300 s (bench.backend.timeout_s), ")
+    assert row.reason.endswith("its last line: [kernelevo] baselines measured in 99.2 s" if printed else
+                               "before its first line (the process and its evaluation service were starting)")

@@ -243,10 +243,15 @@ def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None
                    gpu or "")
     log = launched.log
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
-    why = "timed out" if code is None else f"exit code {code}"
+    if code is None:  # where it was: its last line of progress (the stage it was past), else still starting
+        last = next((line for line in reversed(tail) if line.startswith("[kernelevo]")), None)
+        where = (f"its last line: {last[:300]}" if last else
+                 "before its first line (the process and its evaluation service were starting)")
+        return Row(task.name, "failed", f"timed out after {timeout_s:g} s (bench.backend.timeout_s), {where}", wall,
+                   gpu or "")
     reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
                   " | ".join(tail)[-600:])
-    return Row(task.name, "failed", f"{why}: {reason}", wall, gpu or "")
+    return Row(task.name, "failed", f"exit code {code}: {reason}", wall, gpu or "")
 
 
 def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None,

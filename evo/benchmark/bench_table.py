@@ -50,6 +50,7 @@ def library_best(s: RunOutcome) -> str:
 
 # causes ------------------------------------------------------------------------------------------------------------
 CAUSES = (  # (pattern on the reason, the cause key: groups of the pattern filled in), first match wins
+    (r"^timed out", "timeout"),  # first: its reason quotes the last line of progress, which may name anything
     (r"calls library kernels \(([^)]*)\)", "library call: {0}"),
     (r"Inductor generated no Triton kernel", "no Triton from Inductor"),
     (r"calls the ATen operator (\S+) directly", "converter: ATen operator {0}"),
@@ -59,7 +60,6 @@ CAUSES = (  # (pattern on the reason, the cause key: groups of the pattern fille
     (r"torch\.compile of .* failed", "torch.compile failed"),
     (r"^(?:exit code \d+: )?kernel \w+: ", "converter: kernel"),
     (r"baseline timing failed|baselines? .*failed", "baseline failed"),
-    (r"^timed out", "timeout"),
 )
 INCORRECT = ((r"^coverage trial", "coverage trial"), (r"^trial \d+", "trial"),
              (r"^the output of a timed call differs", "timed call"))
