@@ -143,3 +143,25 @@ def copy_parameters(reference, candidate) -> str:
         candidate.load_state_dict(ref_state)
         return "state_dict"
     return "seed" if ref_state or new_state else "none"
+
+
+_OOM = re.compile(r"Tried to allocate ([\d.]+) ([KMG]i?B)\. GPU \d+ has a total capacity of ([\d.]+) ([KMG]i?B).*?"
+                  r"this process has ([\d.]+) ([KMG]i?B) memory in use", re.S)
+_UNITS = {"KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9}
+CROWDED_SHARE = 0.97  # a job that held and asked for less than this share of a GPU alone was crowded out by others
+
+
+def crowded_out(reason: str) -> str:
+    """Why a CUDA out-of-memory error in `reason` is not the job's own doing ('' when it may be): torch's message
+    says what the job asked for and what its process held; when those together fit in CROWDED_SHARE of the GPU,
+    other processes held the rest. No verdict either way: such a job is run again, never counted a pass. On 4 x H100
+    with three problems on a GPU, an honest kernel of level1/76 asked for 10.7 GiB holding 62.0 GiB of 79.2 GiB and
+    was judged a runtime error."""
+    found = _OOM.search(reason)
+    if not found:
+        return ""
+    asked, total, held = (float(found.group(i)) * _UNITS[found.group(i + 1)] for i in (1, 3, 5))
+    if asked + held > CROWDED_SHARE * total:
+        return ""
+    return (f"the GPU's memory was held by other processes (this job held {held / 2 ** 30:.1f} GiB of "
+            f"{total / 2 ** 30:.1f} GiB and asked for {asked / 2 ** 30:.1f} GiB more): no verdict on the kernel")

@@ -49,7 +49,7 @@ import torch  # noqa: E402
 from fitness.common.atomic import write_atomic  # noqa: E402
 from fitness.measure.baselines import COMPILED, inductor_code, library_kernels, stage_of as baseline_stage  # noqa: E402
 from fitness.judge.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
-                               describe_exception, load_candidate, module_name_for)
+                               crowded_out, describe_exception, load_candidate, module_name_for)
 from fitness.judge.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
 from fitness.workers.confine import become_unprivileged  # noqa: E402
 from fitness.common.gpu_lock import DeviceLock, start_up  # noqa: E402
@@ -272,6 +272,14 @@ def run_profile_job(job: WorkerJob) -> dict:
 
 # entry point -----------------------------------------------------------------------------------------------------
 def run_job(job: WorkerJob) -> dict:
+    """The job's result; a runtime error that is another process's doing (``crowded_out``: the GPU's memory held by
+    others) is no verdict: the evaluation service runs it again in a fresh worker, and never stores it."""
+    result = _run_job(job)
+    crowded = crowded_out(result.get("reason") or "") if result.get("status") == "runtime_error" else ""
+    return {**result, "infrastructure": True, "reason": f"{crowded}: {result['reason']}"} if crowded else result
+
+
+def _run_job(job: WorkerJob) -> dict:
     runners = {"candidate": run_candidate_job, "baseline": run_baseline_job, "profile": run_profile_job,
                "prewarm": lambda j: {"status": "ok", "prewarm": prewarm_triton(j.device)}}
     try:

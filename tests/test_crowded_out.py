@@ -1,0 +1,32 @@
+"""A CUDA out-of-memory error that other processes caused is no verdict on the kernel (fitness.judge.candidate
+.crowded_out): on 4 x H100 with three problems per GPU, honest kernels of level1/76 and level1/87 were judged runtime
+errors because the GPU's memory was held by the other problems' processes."""
+from fitness.judge.candidate import crowded_out
+from fitness.workers import worker
+
+LEVEL1_76 = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 10.67 GiB. GPU 0 has a total capacity of 79.18 "
+             "GiB of which 3.37 GiB is free. Including non-PyTorch memory, this process has 61.96 GiB memory in use. "
+             "Of the allocated memory 57.34 GiB is allocated by PyTorch")
+LEVEL1_87 = ("evaluation failed outside the candidate: ProblemError: 87_conv_pointwise_2D.py: get_inputs() failed: "
+             "OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.18 "
+             "GiB of which 208.56 MiB is free. Including non-PyTorch memory, this process has 614.00 MiB memory in "
+             "use.")
+ITS_OWN = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.18 "
+           "GiB of which 9.00 GiB is free. Including non-PyTorch memory, this process has 70.00 GiB memory in use.")
+
+
+def test_an_out_of_memory_error_others_caused_is_said_and_one_the_job_caused_is_not():
+    assert crowded_out(LEVEL1_76) == ("the GPU's memory was held by other processes (this job held 62.0 GiB of 79.2 "
+                                      "GiB and asked for 10.7 GiB more): no verdict on the kernel")
+    assert crowded_out(LEVEL1_87).startswith("the GPU's memory was held by other processes (this job held 0.6 GiB")
+    assert crowded_out(ITS_OWN) == ""  # 90 GiB asked and held: the kernel's own, a runtime error as before
+    assert crowded_out("RuntimeError: CUDA error: an illegal memory access was encountered") == ""
+
+
+def test_a_job_crowded_out_is_an_infrastructure_failure_and_others_are_left_as_they_were(monkeypatch):
+    for reason, infrastructure in ((LEVEL1_76, True), (ITS_OWN, False)):
+        monkeypatch.setattr(worker, "_run_job", lambda job: {"status": "runtime_error", "reason": reason})
+        result = worker.run_job(None)
+        assert result.get("infrastructure", False) is infrastructure and result["reason"].endswith(reason)
+    monkeypatch.setattr(worker, "_run_job", lambda job: {"status": "incorrect", "reason": LEVEL1_76})
+    assert "infrastructure" not in worker.run_job(None)  # only a runtime error can be the GPU's crowding
