@@ -1,8 +1,8 @@
 """Issue 45's bench table from what `experiments/scale/bench_gpus.sh` left under its $OUT: per phase the bench's wall
 time and, per problem, its wall time against the search budget (the row's `wall_s`, the search's own
 `search_wall_s` and how far it ran past its budget, and the baselines' and seed's seconds, which the caches should
-bring to about nothing; whether the seed was cached or captured and why; the compiler seeds' TF32 check, part of the
-search's time).
+bring to about nothing; whether the seed was cached or captured and why; the first seed's verdict and the compiler
+seeds' TF32 check, part of the search's time).
     python3 experiments/scale/bench_gpus_table.py OUT_DIR > table.md"""
 import json
 import re
@@ -33,7 +33,7 @@ def main(out: Path) -> None:
         if phase not in phases:
             continue
         print(f"\n## {phase}\n\n| problem | status | wall (s) | search (s) | past its budget (s) | baselines (s) "
-              "| seed (s) | seed | seeds' TF32 check, in the search (s) | evaluations | before the search, by stage (s) |")
+              "| seed (s) | seed | seed judged and TF32 check, in the search (s) | evaluations | before the search, by stage (s) |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows(out / phase / "bench"):
             s = r.get("summary") or {}
