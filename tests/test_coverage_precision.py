@@ -8,6 +8,7 @@ from conftest import PROBLEMS, make_evaluator
 
 from fitness.comparison.correctness import as_tensor_list, compare_outputs
 from fitness.judge.coverage import ENOUGH, USABLE, TF32Reference, coverage_trial
+from fitness.judge.tf32 import no_reduced_reference
 from fitness.comparison.policy import load_policy
 
 POLICY = load_policy("triton")
@@ -59,9 +60,11 @@ def test_the_honest_coarse_kernel_passes_once_the_amount_is_shrunk_for_the_polic
     torch.manual_seed(0)
     x = torch.randn(4, 32)
     for seed in range(5):
-        plain = run(coarse, [x], seed)  # on the CPU the default reduced-precision reference is skipped
+        plain = run(coarse, [x], seed, reduced=no_reduced_reference)  # no reference at the policy's precision
         assert "failure" in plain and "did not follow" in plain["failure"], plain  # the defect: a tie fails
         assert "shrunk_for_precision" not in plain
+        emulated = run(coarse, [x], seed)  # the default emulation rounds x @ W.T's operands, W a global here too
+        assert "failure" not in emulated and "x" in emulated["shrunk_for_precision"], emulated
         found = run(coarse, [x], seed, reduced=fake_tf32)
         assert "failure" not in found, found
         before, after = found["shrunk_for_precision"]["x"]

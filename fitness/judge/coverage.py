@@ -23,8 +23,9 @@ like a trial (guards, judge state, inputs unchanged) and the reference on a save
 Where the policy allows reduced-precision matmuls (TF32) the amount must not turn that allowed precision into a
 failure: a huge element makes a row's logits a multiple of one column of weights, and values that differ in fp32 can
 round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
-is computed once more at the policy's own precision (`reduced`, by default a ``TF32Reference``: under a TF32 policy
-the reference on inputs and weights rounded to TF32, to nearest and toward zero, on any device; None elsewhere) on the
+is computed once more at the policy's own precision (`reduced`, by default a ``TF32Reference``, ``fitness.judge.tf32``:
+under a TF32 policy the reference with every matmul's operands rounded to TF32, to nearest and toward zero, on any
+device; None elsewhere) on the
 changed input; while one of them is not within the policy of the fp32 reference at the output elements the change
 moves (the others are as in an ordinary trial, which judges their precision) the amount is divided by ``SHRINK``
 (then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount passes, or the one that passes
@@ -40,8 +41,6 @@ misses the move at some element, a rescaled sample overshoots it there. The ordi
 """
 from __future__ import annotations
 
-import copy
-import itertools
 import math
 from typing import NamedTuple
 
@@ -49,6 +48,7 @@ import torch
 
 from fitness.comparison.correctness import as_tensor_list, compare_outputs, unravel
 from fitness.judge.inputs import scrub
+from fitness.judge.tf32 import TF32Reference
 
 TARGET = 1e5  # the reference's output moves by this many times the policy's tolerance (elementwise, at its worst)
 ENOUGH = 2e4  # calibration stops once the move is this large (1 % relative tolerance: 1e4 needed for k = 100)
@@ -139,56 +139,6 @@ def discrete(x: torch.Tensor) -> bool:
     amount can be added to one of its elements without leaving its domain."""
     part = sample(x)
     return bool(((part == part.round()) & (part.abs() <= DISCRETE_MAX)).all())
-
-
-TF32_MODES = ("nearest", "toward zero")  # how a TF32 matmul may round its fp32 operands: cuBLAS converts to
-# nearest; a Triton dot on Hopper reads the fp32 bits and drops the low 13 (level2/66's seed on an H200 split a row
-# where only the truncated weights tie)
-
-
-def tf32_rounded(value, mode: str = "nearest"):
-    """An fp32 tensor's values at TF32's 10 mantissa bits, rounded as `mode` (one of TF32_MODES) says, what a TF32
-    matmul does to its operands (anything else as it is)."""
-    if not isinstance(value, torch.Tensor) or value.dtype != torch.float32:
-        return value
-    bits = value.detach().contiguous().view(torch.int32)
-    return ((bits + 0x1000 if mode == "nearest" else bits) & -0x2000).view(torch.float32).view(value.shape)
-
-
-def no_reduced_reference(reference, inputs: list, policy) -> None:
-    """The reference at the policy's precision is the fp32 one (a reference without matmuls): nothing to compute."""
-    return None
-
-
-class TF32Reference:
-    """The reference's outputs at each precision the policy allows, called as `reduced(reference, inputs, policy)`:
-    a list of output lists, one per precision (the coverage trial's amount must keep every one within the policy of
-    the fp32 reference). Under a TF32 policy: the reference in fp32 on inputs and weights rounded to TF32 in each of
-    TF32_MODES (a copy of the model per mode, made at the first call: one per coverage trial), which emulates a TF32
-    matmul's operands the same way on any device and torch version; None where that is the fp32 reference itself (a
-    policy without TF32). (torch's own TF32, tried first, did not help on an H100: level2/66's reference with
-    `allow_tf32` agreed with the fp32 one while Inductor's TF32 seed split a row between weights that round to one TF32
-    value; rounding to nearest alone missed one of two such positions on an H200.)"""
-
-    def __init__(self):
-        self.rounded = {}  # mode: the reference with its weights rounded to TF32 that way
-
-    def _model(self, reference, mode: str):
-        if mode not in self.rounded:
-            model = copy.deepcopy(reference) if isinstance(reference, torch.nn.Module) else reference
-            if isinstance(model, torch.nn.Module):
-                with torch.no_grad():
-                    for tensor in itertools.chain(model.parameters(), model.buffers()):
-                        tensor.copy_(tf32_rounded(tensor, mode))
-            self.rounded[mode] = model
-        return self.rounded[mode]
-
-    def __call__(self, reference, inputs: list, policy) -> list[list] | None:
-        if not policy.tf32:
-            return None
-        with torch.no_grad():
-            return [as_tensor_list(self._model(reference, mode)(*[tf32_rounded(x, mode) for x in inputs]))
-                    for mode in TF32_MODES]
 
 
 class Calibrated(NamedTuple):

@@ -8,7 +8,8 @@ import torch
 
 from fitness.judge.checks import Verdict, check_guards, check_output_types, empty_guards
 from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
-from fitness.judge.coverage import TF32Reference, coverage_trial, no_reduced_reference
+from fitness.judge.coverage import coverage_trial
+from fitness.judge.tf32 import TF32Reference, no_reduced_reference
 from fitness.judge.guards import TorchOpTrace
 from fitness.judge.inputs import clone_all, make_inputs, poison_allocator, refill, scrub, synchronize
 from fitness.judge.phases import gpu_lock, phase
