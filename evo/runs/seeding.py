@@ -5,10 +5,11 @@ one seed per variant of Inductor's options, ``inductor.variants``, that writes o
 seed; a compiler seed incorrect with TF32 dot products is replaced by its rewrite with IEEE fp32 dot products
 where that is correct. The first seed as written is judged before anything else, whatever the search's wall-time
 budget, and so is its IEEE rewrite where TF32 made it incorrect (their time counts against the budget;
-``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from. 15 s searches of large problems whose first evaluations took longer ended
-with no kernel at all (``experiments/results/kernelbench_h100x4/``). With an LLM team, ``llm.initialise``: true,
-the initialiser agent writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed
-(so an LLM run starts from compile's kernels too); false, the seed as it is.
+``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from.
+15 s searches of large problems whose first evaluations took longer ended with no kernel at all
+(``experiments/results/kernelbench_h100x4/``). With an LLM team, ``llm.initialise``: true, the initialiser agent
+writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts
+from compile's kernels too); false, the seed as it is.
 """
 from __future__ import annotations
 
