@@ -83,7 +83,7 @@ class RunOutcome:
     evaluations_per_hour: float | None = None
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
-    seed_check_s: float | None = None  # the first seed judged, then the compiler seeds' TF32 check: generation 0's, in search_wall_s
+    seed_check_s: float | None = None  # the first seed judged, then the TF32 check: generation 0's, in search_wall_s
     seed_cache: str = ""  # torch.compile's seeds: "cached", or "captured (why: ...)" ("": not from torch.compile)
     # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
     # (workers, the problem and its reference), baselines, seeds, other (None: an older run)

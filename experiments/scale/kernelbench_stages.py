@@ -80,7 +80,8 @@ def below_floor(rows: list[dict]) -> list[str]:
         found = triton_best(vars(outcome))  # (the baseline, the speed-up over it)
         if found is not None and found[1] < FLOOR:
             best = outcome.speedup_vs_best
-            lines.append(f"| {row['name']} | {found[1]:.2f}x | {found[0]} | {'-' if best is None else f'{best:.2f}x'} |")
+            vs_best = "-" if best is None else f"{best:.2f}x"
+            lines.append(f"| {row['name']} | {found[1]:.2f}x | {found[0]} | {vs_best} |")
     return lines
 
 
