@@ -1,7 +1,15 @@
-"""A CUDA out-of-memory error that other processes caused is no verdict on the kernel (fitness.judge.candidate
-.crowded_out): on 4 x H100 with three problems per GPU, honest kernels of level1/76 and level1/87 were judged runtime
-errors because the GPU's memory was held by the other problems' processes."""
+"""What other processes on a machine do is no verdict on a kernel. A CUDA out-of-memory error they caused
+(fitness.judge.candidate.crowded_out): on 4 x H100 with three problems per GPU, honest kernels of level1/76 and
+level1/87 were judged runtime errors because the GPU's memory was held by the other problems' processes. A host slow
+to wake under load (fitness.workers.worker.time_candidate): level1/44's seed was rejected for work on another
+stream it does not do."""
+from types import SimpleNamespace
+
+import pytest
+
 from fitness.judge.candidate import crowded_out
+from fitness.judge.checks import Verdict
+from fitness.measure.timing import TimingStats
 from fitness.workers import worker
 
 LEVEL1_76 = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 10.67 GiB. GPU 0 has a total capacity of 79.18 "
@@ -30,3 +38,23 @@ def test_a_job_crowded_out_is_an_infrastructure_failure_and_others_are_left_as_t
         assert result.get("infrastructure", False) is infrastructure and result["reason"].endswith(reason)
     monkeypatch.setattr(worker, "_run_job", lambda job: {"status": "incorrect", "reason": LEVEL1_76})
     assert "infrastructure" not in worker.run_job(None)  # only a runtime error can be the GPU's crowding
+
+
+def stats(stream_us: float, device_us: float) -> TimingStats:
+    return TimingStats.from_samples("cuda-events", [stream_us * 1e-6], [stream_us * 1e-6], [device_us * 1e-6])
+
+
+@pytest.mark.parametrize("second, rejected", [((2526, 2530), False), ((2526, 5011), True)])
+def test_work_on_another_stream_is_rejected_only_when_a_second_timing_shows_it_too(monkeypatch, second, rejected):
+    """level1/44's Inductor seed on 4 x H100, 12 searches on 64 cores: the device busy 5011 us, the timed stream
+    2526 us, once: a host slow to wake from its synchronize looks like work on another stream."""
+    timings = iter([stats(2526, 5011), stats(*second)])
+    monkeypatch.setattr(worker.timing, "make_timer", lambda *args: SimpleNamespace(
+        measure=lambda timed, feed: next(timings)))
+    job = SimpleNamespace(device="cuda:0", l2_bytes=0, settings=SimpleNamespace(timing=None))
+    feed = SimpleNamespace(draw_s=0.0, check_s=0.0)
+    if rejected:
+        with pytest.raises(Verdict, match="the device was busy 5011 us per call but the timed stream only 2526 us"):
+            worker.time_candidate(None, feed, job)
+    else:
+        assert worker.time_candidate(None, feed, job)["stream_median_s"] == pytest.approx(2526e-6)
