@@ -58,3 +58,37 @@ def test_work_on_another_stream_is_rejected_only_when_a_second_timing_shows_it_t
             worker.time_candidate(None, feed, job)
     else:
         assert worker.time_candidate(None, feed, job)["stream_median_s"] == pytest.approx(2526e-6)
+
+
+def test_torch_compiles_capture_on_a_gpu_holds_the_gpus_lock_so_no_timing_runs_beside_it(tmp_path, monkeypatch):
+    """The capture runs the model and Inductor's autotuning on the GPU: a timing of another run there waits."""
+    import fcntl
+    import json
+    import os
+
+    from fitness.common.gpu_lock import lock_path
+    from fitness.problems.problem import resolve_problem
+    from seeds import inductor
+
+    monkeypatch.setattr(inductor, "LOCK_DIR", tmp_path)
+    held = []
+
+    def capture(command, **kwargs):  # the capture process, faked: can a timer take the GPU now?
+        path = lock_path(tmp_path, command[5])  # None on the CPU: no lock
+        fd = os.open(path, os.O_RDONLY) if path else None
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        open(command[4], "w").write(json.dumps({"default": {"error": "faked"}}))
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(inductor.subprocess, "run", capture)
+    for device in ("cuda:0", "cpu"):
+        inductor.capture_variants(resolve_problem("row_softmax"), device)
+    assert held == [True, False]  # held on the GPU; on the CPU there is no lock

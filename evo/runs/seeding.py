@@ -64,9 +64,9 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> li
         return [Seed.from_source(_initialise(team), "initialiser")]
     compiler = plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None
     sources = evaluator.inductor_seeds(run_dir, plan.variants) if compiler else None
+    checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
     made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
             else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
-    checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
     head = []  # the run's floor: its first seed as written (and its IEEE rewrite where TF32 made it incorrect)
     if first:  # judged before the budget can cut anything
         service.submit(made[0].genome.rendered(), label=made[0].made_by).result()

@@ -34,10 +34,12 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
 LOCK_SUFFIXES = ("", ".gate", ".start")  # the lock, its writer-preference gate, the one-start-up-at-a-time file
 
 

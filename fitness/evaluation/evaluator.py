@@ -15,7 +15,6 @@ Usage::
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -26,7 +25,7 @@ from fitness.workers import ncu
 from fitness.measure.baselines import (BASELINE_PROCESSES, BASELINES, NOT_MEASURED, Baseline,
                                measure, measured_here)
 from fitness.judge.candidate import source_hash
-from fitness.common.gpu_lock import create_lock_files, lock_path
+from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
 from fitness.measure.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
@@ -40,7 +39,6 @@ from fitness.settings import EvalSettings
 from fitness.measure.timing import TimingStats
 from hardware_profiles import HardwareProfile
 
-LOCK_DIR = Path(tempfile.gettempdir()) / f"kernelevo-locks-{os.getuid()}"  # per user, shared by its runs
 
 
 class BaselineSlot:
