@@ -30,7 +30,7 @@ def individual(genome: Genome, status: str, time_s: float | None, name: str = "1
 
 
 @pytest.mark.slow
-def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
+def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path, sandbox):
     proc = kernelevo("run", "problem=rmsnorm", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no GPU: running kernels on the CPU through Triton's interpreter" in proc.stdout
@@ -42,7 +42,8 @@ def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
     calls, distinct = log_counts(run_dir)
     assert calls == distinct > 1  # the same code is never evaluated twice
     assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
-    with make_evaluator(problem="rmsnorm", size_preset="test") as ev:  # the best kernel passes a fresh evaluation
+    # the best kernel passes a fresh evaluation (the worker's one fork server: conftest's sandbox)
+    with make_evaluator(problem="rmsnorm", size_preset="test", sandbox=sandbox) as ev:
         assert ev.evaluate(best.read_text()).status == "ok"
     page = run_dir / "report.html"  # written at the end of the run, said in its last line
     assert proc.stdout.rstrip().splitlines()[-1] == f"  report: {page}"
