@@ -132,16 +132,18 @@ def tune(tuner, individual):
     return tuned, tuner
 
 
-def test_tuning_again_repeats_no_evaluation_and_chooses_the_same(tmp_path):
+def test_tuning_again_repeats_no_evaluation_and_chooses_the_same(tmp_path, sandbox):
     seed = Individual("0.0", Genome.from_source(candidate("good")))  # declares TUNABLE = {"BLOCK": [64, 128, 256]}
     store = RunStore(tmp_path)
-    service = EvaluationService([make_evaluator(trials=2)], store, parallel=2)
+    spares = sandbox.spares  # the service keeps a warm worker per evaluation in flight: given back below
+    service = EvaluationService([make_evaluator(trials=2, sandbox=sandbox)], store, parallel=2)
     try:
         first, _ = tune(Tuner(service, store.optuna_url, trials=3, parallel=2), seed)
         calls = store.evaluation_count()
         again, _ = tune(Tuner(service, store.optuna_url, trials=3, parallel=2), seed)  # as a resumed run does
     finally:
         service.close()
+        sandbox.spares = spares
     assert first.ok and again.genome == first.genome and again.result.to_dict() == first.result.to_dict()
     assert store.evaluation_count() == calls  # every trial came from the store
     study = optuna.load_study(study_name="tune-0.0", storage=store.optuna_url)
