@@ -273,7 +273,7 @@ def _module_fixtures(item) -> list[str]:
 
 @pytest.fixture(scope="session")
 def sandbox():
-    """One sandbox (one fork server, no spares) for the evaluators of the tests of a pytest worker (12 modules),
+    """One sandbox (one fork server, no spares) for the evaluators of the tests of a pytest worker (16 modules),
     which pass it to make_evaluator: for tests that judge kernels alone, not the sandbox (it keeps the environment it
     started with, and what a test does to it stays for the next; a module of its own started one fork server
     more per module, each importing torch and Triton)."""

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import kernelevo
+
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "ablations" / "run_ablations.py"
 
 
@@ -38,9 +40,8 @@ def test_the_profiler_feedback_ablation_differs_from_full_in_the_profiler_only(t
 
     configs = {}
     for preset in ("full", "no_profiler_feedback"):
-        proc = subprocess.run([sys.executable, "-m", "kernelevo.cli", "run", "--cfg", "job",
-                               f"hydra.searchpath=[file://{SCRIPT.parent}]", f"+ablation={preset}"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        proc = kernelevo("run", "--cfg", "job", f"hydra.searchpath=[file://{SCRIPT.parent}]", f"+ablation={preset}",
+                         cwd=tmp_path)  # in this process (conftest.kernelevo)
         assert proc.returncode == 0, proc.stderr
         configs[preset] = yaml.safe_load(proc.stdout)
     full, ablated = configs["full"], configs["no_profiler_feedback"]

@@ -17,10 +17,11 @@ from hardware_profiles import load_profile
 SETTINGS = EvalSettings(trials=1, timing={"interpreter_reps": 1}, prestart_worker=False, warm_judge=False)
 
 
-def evaluator(cache_dir, sizes=None, policy="triton") -> Evaluator:
+def evaluator(cache_dir, sizes=None, policy="triton", sandbox=None) -> Evaluator:
+    """An evaluator keeping its baselines in `cache_dir`; its jobs in `sandbox` (the pytest worker's) when given."""
     spec = resolve_problem(SCALE_SHIFT, sizes=sizes or {}, size_preset="test")
     return Evaluator(spec, load_policy(policy), load_profile("cpu_interpreter"), SETTINGS, device="cpu",
-                     cache_dir=cache_dir)
+                     cache_dir=cache_dir, sandbox=sandbox)
 
 
 def measured(ev: Evaluator) -> tuple[Baseline, int]:
@@ -31,22 +32,24 @@ def measured(ev: Evaluator) -> tuple[Baseline, int]:
 
 
 def test_a_second_evaluator_reads_the_baselines_the_first_measured_and_a_changed_size_or_policy_measures_again(
-        tmp_path, monkeypatch):
-    with evaluator(tmp_path) as first:
+        tmp_path, monkeypatch, sandbox):
+    # each evaluator as a later run's on the same machine; one fork server for their five measurements (the
+    # baselines are kept by the evaluator, in its cache_dir, not by the sandbox)
+    with evaluator(tmp_path, sandbox=sandbox) as first:
         one, calls = measured(first)
     assert calls == 1 and one.cached == "" and one.eager.median_s > 0
     files = list((tmp_path / baseline_cache.FOLDER).glob("*.json"))
     assert len(files) == 1 and files[0].name.startswith("scale_shift-")
-    with evaluator(tmp_path) as second:  # a later run on the same machine
+    with evaluator(tmp_path, sandbox=sandbox) as second:  # a later run on the same machine
         two, calls = measured(second)
     assert calls == 0 and two.eager == one.eager and two.status == one.status and two.notes == one.notes
     assert str(files[0]) in two.cached and "measured" in two.cached
-    with evaluator(tmp_path, sizes={"batch_size": 3}) as resized:
+    with evaluator(tmp_path, sizes={"batch_size": 3}, sandbox=sandbox) as resized:
         assert measured(resized)[1] == 1
-    with evaluator(tmp_path, policy="strict-fp32") as other_policy:
+    with evaluator(tmp_path, policy="strict-fp32", sandbox=sandbox) as other_policy:
         assert measured(other_policy)[1] == 1
     monkeypatch.setattr(baseline_cache, "versions", lambda: {"torch": "9.9", "triton": "9.9"})
-    with evaluator(tmp_path) as upgraded:  # a new torch or Triton: measured again
+    with evaluator(tmp_path, sandbox=sandbox) as upgraded:  # a new torch or Triton: measured again
         assert measured(upgraded)[1] == 1
     assert len(list((tmp_path / baseline_cache.FOLDER).glob("*.json"))) == 4
 

@@ -162,11 +162,11 @@ def test_the_workers_baseline_job_times_what_it_is_asked_and_names_a_compile_tha
     assert set(only_eager["timing"]) == {"eager"} and only_eager["failed"] == {}
 
 
-def test_on_the_interpreter_the_evaluator_times_eager_alone_and_no_compiled_baseline(tmp_path):
+def test_on_the_interpreter_the_evaluator_times_eager_alone_and_no_compiled_baseline(tmp_path, sandbox):
     spec = resolve_problem(SCALE_SHIFT, size_preset="test")
     settings = EvalSettings(trials=1, timing={"interpreter_reps": 1}, prestart_worker=False, warm_judge=False)
     with Evaluator(spec, load_policy("triton"), load_profile("cpu_interpreter"), settings, device="cpu",
-                   cache_dir=tmp_path) as ev:
+                   cache_dir=tmp_path, sandbox=sandbox) as ev:  # the pytest worker's fork server
         assert ev.baseline_names == ["eager"]
         baseline = ev.baseline()
     assert baseline.eager is not None and baseline.eager.timer == "interpreter"

@@ -130,15 +130,23 @@ BROKEN = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_a_run_that_fails_before_its_first_evaluation_leaves_its_directory_as_it_found_it(tmp_path):
+def test_a_run_that_fails_before_its_first_evaluation_leaves_its_directory_as_it_found_it(tmp_path, monkeypatch):
     """Issue 44 point 6: a run whose seed capture failed left a run.db behind, which then blocked the same
     directory ("holds a run already") and had nothing to report."""
+    from seeds import inductor as seeds
+
     problem = tmp_path / "broken.py"
     problem.write_text(BROKEN)
     once = ["inductor=none"]  # the capture fails the same under every variant: one compile each, not five
+    real, captured = seeds.capture_variants, []
+    monkeypatch.setattr(seeds, "capture_variants", lambda *a, **k: captured.append(real(*a, **k)) or captured[-1])
     failed = kernelevo("run", f"problem={problem}", *TINY, *once, "hydra.run.dir=D", cwd=tmp_path)
     assert failed.returncode == 2 and "holds a run already" not in failed.stderr, failed.stdout + failed.stderr
     assert not (tmp_path / "D").exists()  # the run made it: nothing left
+    assert len(captured) == 1 and "this reference cannot be compiled" in captured[0]["default"]["error"]
+    # the runs below fail the same: torch.compile's failure, as that capture gave it (a failure is not cached, so
+    # each run captures again: test_seed_cache.py), without a capture process each (a Python start, torch, Dynamo)
+    monkeypatch.setattr(seeds, "capture_variants", lambda *a, **k: captured[0])
     (tmp_path / "E").mkdir()
     (tmp_path / "E" / "notes.txt").write_text("mine")
     for _ in range(2):  # the same directory again: the same error, not "holds a run already"

@@ -81,8 +81,9 @@ def test_the_launch_counter_reports_every_triton_build_even_a_failing_one():
                     ("built", "broken"), None]
 
 
-def test_a_worker_still_compiling_after_the_limit_is_killed_with_a_reason_naming_the_limit():
-    with make_evaluator(compile_timeout_s=1.0, timeout_s=60, static_check=False) as ev:  # it imports fitness
+def test_a_worker_still_compiling_after_the_limit_is_killed_with_a_reason_naming_the_limit(sandbox):
+    # it imports fitness; the pytest worker's fork server (the limit kills the worker alone)
+    with make_evaluator(compile_timeout_s=1.0, timeout_s=60, static_check=False, sandbox=sandbox) as ev:
         started = time.perf_counter()
         result = ev.evaluate(candidate("endless_compile"))
         took = time.perf_counter() - started

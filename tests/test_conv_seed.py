@@ -219,7 +219,8 @@ def get_init_inputs():
 
 @pytest.mark.slow
 def test_kernelevo_seed_gives_a_transposed_convolution_alone_a_seed_that_policy_triton_judges_correct(tmp_path,
-                                                                                                      monkeypatch):
+                                                                                                      monkeypatch,
+                                                                                                      sandbox):
     problem = tmp_path / "57_conv_transposed_2D_tiny.py"
     problem.write_text(textwrap.dedent(LEVEL1_57))
     proc = kernelevo("seed", f"problem={problem}", f"out={tmp_path / 'seed.py'}", "inductor=none", cwd=tmp_path)
@@ -227,7 +228,7 @@ def test_kernelevo_seed_gives_a_transposed_convolution_alone_a_seed_that_policy_
     source = (tmp_path / "seed.py").read_text()
     assert "conv_nd(" in source and seeds.library_calls(source) == []  # forward calls no torch compute
     assert {"C0_BLOCK_M", "C0_NUM_STAGES"} <= set(Genome.from_source(source).space)
-    with make_evaluator(problem=str(problem)) as ev:
+    with make_evaluator(problem=str(problem), sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
     assert result.guards["torch_compute_ops"] == []
@@ -242,7 +243,7 @@ def test_kernelevo_seed_gives_a_transposed_convolution_alone_a_seed_that_policy_
 
 
 @pytest.mark.slow
-def test_a_transposed_3d_convolution_keeps_inductors_pointwise_kernels_around_kernelevos_convolution(tmp_path):
+def test_a_transposed_3d_convolution_keeps_inductors_pointwise_kernels_around_kernelevos_convolution(tmp_path, sandbox):
     problem = tmp_path / "3_ConvTranspose3d_Sum_GELU_tiny.py"
     problem.write_text(textwrap.dedent(LEVEL2_3))
     spec = resolve_problem(str(problem))
@@ -250,7 +251,7 @@ def test_a_transposed_3d_convolution_keeps_inductors_pointwise_kernels_around_ke
     kernels = {n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
     assert "conv_nd_kernel" in kernels and any(k.startswith("triton_") for k in kernels), kernels
     assert seeds.library_calls(source) == []
-    with make_evaluator(problem=str(problem)) as ev:
+    with make_evaluator(problem=str(problem), sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
     library = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path / "cache", torch_compute_allowed=True)

@@ -16,8 +16,8 @@ from operators.param_mutation import ParamMutation
 BUDGET_S = 3.0
 
 
-def test_an_evaluation_running_at_the_cut_is_killed_and_answers_cancelled_with_where_it_was():
-    with make_evaluator(timeout_s=120) as ev:
+def test_an_evaluation_running_at_the_cut_is_killed_and_answers_cancelled_with_where_it_was(sandbox):
+    with make_evaluator(timeout_s=120, sandbox=sandbox) as ev:  # the pytest worker's fork server: it kills one worker
         ev.cut_running_at(time.perf_counter() + 1.5)
         started = time.perf_counter()
         result = ev.evaluate(candidate("hang"))  # loops for ever in forward: only the cut ends it before 120 s
@@ -28,9 +28,10 @@ def test_an_evaluation_running_at_the_cut_is_killed_and_answers_cancelled_with_w
     assert result.reason.startswith("cut: the search's budget was spent while it was ") and "killed" in result.reason
 
 
-def test_a_search_whose_evaluation_outlives_its_budget_ends_at_the_budget_and_says_how_many_it_cut(tmp_path):
+def test_a_search_whose_evaluation_outlives_its_budget_ends_at_the_budget_and_says_how_many_it_cut(tmp_path, sandbox):
     store = RunStore(tmp_path)
-    service = EvaluationService([make_evaluator(timeout_s=120)], store, parallel=2)
+    spares = sandbox.spares  # the service keeps a warm worker per evaluation in flight: given back below
+    service = EvaluationService([make_evaluator(timeout_s=120, sandbox=sandbox)], store, parallel=2)
     settings = SearchSettings(mu=2, lambda_=2, budget=Budget(generations=3, wall_time_s=BUDGET_S, patience=None))
     seed = Genome.from_source(candidate("hang"))  # its evaluation never ends by itself
     search = Search([(seed, "seed")], [ParamMutation()], Tuner(service, None, trials=1), store, settings)
@@ -46,6 +47,7 @@ def test_a_search_whose_evaluation_outlives_its_budget_ends_at_the_budget_and_sa
     finally:
         service.close()
         store.close()
+        sandbox.spares = spares
 
 
 def test_a_ray_actor_kills_its_running_evaluation_at_the_drivers_cut(tmp_path, monkeypatch):

@@ -5,6 +5,14 @@ import pytest
 
 from conftest import DEVICE, candidate, make_evaluator
 
+
+@pytest.fixture(scope="module")
+def evaluator(sandbox):
+    """conftest's evaluator, its jobs in the pytest worker's sandbox (no fork server of its own; a hung or crashed
+    candidate's worker is killed alone, the fork server goes on)."""
+    with make_evaluator(sandbox=sandbox) as ev:
+        yield ev
+
 # (candidate file or source, the verdict, what its reason names): each cheat caught by its guard, each broken
 # candidate judged for what it is
 VERDICTS = [
@@ -93,7 +101,7 @@ def test_strict_fp32_policy_rejects_reduced_precision(evaluator):
 
 
 def test_hang_times_out_and_the_next_evaluation_works(evaluator):
-    with make_evaluator(timeout_s=8, sandbox=evaluator.sandbox) as ev:  # a warm spare: trial 1 starts at once
+    with make_evaluator(timeout_s=8, sandbox=evaluator.sandbox) as ev:
         hung = ev.evaluate(candidate("hang"))
         after = ev.evaluate(candidate("good"))
     assert hung.status == "timeout" and "8 s" in hung.reason

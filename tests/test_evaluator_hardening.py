@@ -1,11 +1,20 @@
 """Holes an attacker's report found in the evaluator's checks, each closed: one attack candidate per hole (CPU
 interpreter; the tests' evaluator runs 3 trials, then 3 + 1 timed calls on 3 input sets)."""
+import pytest
 import torch
 
 from conftest import DEVICE, candidate, make_evaluator
 from fitness.judge.checks import output_type_problem
 from fitness.evaluation.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
 from fitness.measure.result import EvalResult
+
+
+@pytest.fixture(scope="module")
+def evaluator(sandbox):
+    """conftest's evaluator, its jobs in the pytest worker's sandbox (no fork server of its own): these tests judge
+    kernels alone."""
+    with make_evaluator(sandbox=sandbox) as ev:
+        yield ev
 
 
 def test_a_tensor_subclass_output_is_rejected(evaluator):

@@ -12,8 +12,8 @@ GOOD = candidate("good")
 BROKEN_LINE = "x = tl.load(x_ptr + offs, mask=mask) + undefined_thing"
 
 
-def test_an_error_in_a_kernel_body_names_its_line_on_the_interpreter():
-    with make_evaluator(trials=1) as ev:
+def test_an_error_in_a_kernel_body_names_its_line_on_the_interpreter(sandbox):
+    with make_evaluator(trials=1, sandbox=sandbox) as ev:
         result = ev.evaluate(GOOD.replace("x = tl.load(x_ptr + offs, mask=mask)", BROKEN_LINE))
     assert result.status == "compile_error"
     assert f"failing line 15, in scale_shift_kernel: {BROKEN_LINE}" in result.reason

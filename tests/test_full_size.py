@@ -13,6 +13,7 @@ from core.genome import code_hash
 from fitness.problems.problem import load_problem, resolve_problem, suite_manifest
 from fitness.problems.sizes import MIN_SHRINKABLE, other_sizes, other_value
 from fitness.workers.zygote import Zygote
+from seeds import inductor as seeds
 
 ZYGOTE_INIT = Zygote.__init__
 PAIRED = '''import torch
@@ -110,7 +111,12 @@ def test_a_compiler_seed_captured_with_dynamic_shapes_runs_at_other_sizes_and_is
     # a file without a seed starts from torch.compile's kernels, captured at the test sizes (4 x 60) with dynamic
     # shapes: every size is read from the input, so the best runs at the other sizes (and the file's own)
     output, run_dir, summary = run(f"problem={SCALE_SHIFT}", "problem.sizes.dim=60", "inductor=none", cwd=tmp_path)
-    fastest, _ = fastest_and_individuals(run_dir)
+    fastest, individuals = fastest_and_individuals(run_dir)
+    # the file without a seed ran offline from its Inductor seed (once in tests/test_inductor_seed.py: a run less)
+    seed_file = run_dir / seeds.SEED_FILE
+    assert seed_file.is_file() and "@triton.jit" in seed_file.read_text()
+    assert "inductor" in {i.operator for i in individuals.values() if i.generation == 0}
+    assert (run_dir / "best_kernel.py").is_file()
     assert "compiler seeds (inductor) were captured with dynamic shapes" in output
     assert summary["status"] == "ok" and summary["baked_seeds"] == []
     assert summary["other_sizes_tried"][0] == fastest and summary["other_sizes_failed"] == {}

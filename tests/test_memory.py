@@ -35,8 +35,8 @@ def test_a_timing_that_does_not_fit_uses_fewer_input_sets_and_says_so():
     assert len(sets) == 3 and note == ""
 
 
-def test_a_candidates_timing_holds_one_fresh_set_at_a_time_whatever_the_budget():
-    with make_evaluator(SCALE_SHIFT, timing={"memory_budget_bytes": 1}) as ev:
+def test_a_candidates_timing_holds_one_fresh_set_at_a_time_whatever_the_budget(sandbox):
+    with make_evaluator(SCALE_SHIFT, timing={"memory_budget_bytes": 1}, sandbox=sandbox) as ev:
         result = ev.evaluate(candidate("good"))
     assert result.status == "ok", result.reason
     assert not any("input set" in n for n in result.notes), result.notes

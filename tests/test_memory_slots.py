@@ -74,10 +74,10 @@ def _baseline_job(ev, path: str) -> WorkerJob:
     return replace(ev._job("baseline", baselines=["eager"]), gpu_lock=path, memory_slots=1)
 
 
-def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancelled_past_the_cut(tmp_path):
+def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancelled_past_the_cut(tmp_path, sandbox):
     path = str(tmp_path / "gpu-0.lock")
     create_lock_files(path, 1)  # by the trusted side: confined workers cannot create files
-    with make_evaluator(prestart_worker=False) as ev:
+    with make_evaluator(prestart_worker=False, sandbox=sandbox) as ev:
         judged = ev._sandbox.run(replace(ev._job("candidate", source=candidate("good")), gpu_lock=path,
                                          memory_slots=1), timeout_s=120.0)  # a candidate's job holds a slot too
         assert judged.result["status"] == "ok" and "wait_memory" in judged.result["phases_s"], judged.result

@@ -53,7 +53,7 @@ def test_the_details_page_csv_gives_a_few_metrics_per_kernel():
     assert ncu.summarise("==PROF== nothing profiled\n") == [] and profiler_text({"note": "x"}) == ""
 
 
-def test_a_missing_ncu_is_a_clear_note(monkeypatch, tmp_path):
+def test_a_missing_ncu_is_a_clear_note(monkeypatch, tmp_path, sandbox):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     if not Path("/usr/local/cuda/bin/ncu").exists():
@@ -63,19 +63,19 @@ def test_a_missing_ncu_is_a_clear_note(monkeypatch, tmp_path):
     assert "CPU interpreter" in ncu.unavailable(on_gpu=False)
     found = fake_ncu(tmp_path, "")
     assert ncu.find_ncu() == found  # $CUDA_HOME/bin/ncu
-    with make_evaluator(profile="ncu") as ev:  # on the CPU: a note, no profiling run
+    with make_evaluator(profile="ncu", sandbox=sandbox) as ev:  # on the CPU: a note, no profiling run
         assert ev.profile_kernel(candidate("good")) == {"tool": "ncu", "note": ncu.unavailable(False)}
         assert "profiler: no profiler metrics on the CPU interpreter" in ev.describe()
-    with make_evaluator() as ev:
+    with make_evaluator(sandbox=sandbox) as ev:
         assert ev.profile_kernel(candidate("good")) == {}  # profiling off (the default)
 
 
-def test_the_candidate_runs_under_ncu_from_a_sandbox_worker(tmp_path):
+def test_the_candidate_runs_under_ncu_from_a_sandbox_worker(tmp_path, sandbox):
     writes = fake_ncu(tmp_path / "writes", WRITES_FIXTURE)
     denied = fake_ncu(tmp_path / "denied", "print('==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
                                            "to access NVIDIA GPU Performance Counters on the target device 0.')\n"
                                            "sys.exit(1)")
-    with make_evaluator(profile="ncu") as ev:
+    with make_evaluator(profile="ncu", sandbox=sandbox) as ev:
         for tool, expected in ((writes, "kernels"), (denied, "note")):
             job = ev._job("profile", source=candidate("good"), ncu=tool, ncu_timeout_s=60,
                           readable=ncu.readable_paths(tool))

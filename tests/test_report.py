@@ -112,9 +112,10 @@ def test_the_best_kernel_is_traced_to_every_seed_of_generation_0_it_descends_fro
     store.close()
 
 
-def test_a_best_kernel_computing_in_torch_is_labelled_in_every_table_and_report(tmp_path):
+def test_a_best_kernel_computing_in_torch_is_labelled_in_every_table_and_report(tmp_path, sandbox):
     source = candidate("torch_compute")
-    with make_evaluator(policy="kernelbench", trials=1) as ev:  # the policy allows torch compute and labels it
+    # the policy allows torch compute and labels it
+    with make_evaluator(policy="kernelbench", trials=1, sandbox=sandbox) as ev:
         judged = ev.evaluate(source)
     assert judged.ok and judged.labels == ["uses-torch-compute"], judged.reason
     run_dir = tmp_path / "sweep" / "0"

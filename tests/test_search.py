@@ -30,7 +30,7 @@ def individual(genome: Genome, status: str, time_s: float | None, name: str = "1
 
 
 @pytest.mark.slow
-def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
+def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path, sandbox):
     proc = kernelevo("run", "problem=rmsnorm", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no GPU: running kernels on the CPU through Triton's interpreter" in proc.stdout
@@ -42,7 +42,8 @@ def test_run_produces_a_verified_best_kernel_and_a_report(tmp_path):
     calls, distinct = log_counts(run_dir)
     assert calls == distinct > 1  # the same code is never evaluated twice
     assert_lineage_is_sound(read_store(run_dir, lambda store: store.individuals()))
-    with make_evaluator(problem="rmsnorm", size_preset="test") as ev:  # the best kernel passes a fresh evaluation
+    # the best kernel passes a fresh evaluation (the worker's one fork server: conftest's sandbox)
+    with make_evaluator(problem="rmsnorm", size_preset="test", sandbox=sandbox) as ev:
         assert ev.evaluate(best.read_text()).status == "ok"
     page = run_dir / "report.html"  # written at the end of the run, said in its last line
     assert proc.stdout.rstrip().splitlines()[-1] == f"  report: {page}"
@@ -131,16 +132,18 @@ def tune(tuner, individual):
     return tuned, tuner
 
 
-def test_tuning_again_repeats_no_evaluation_and_chooses_the_same(tmp_path):
+def test_tuning_again_repeats_no_evaluation_and_chooses_the_same(tmp_path, sandbox):
     seed = Individual("0.0", Genome.from_source(candidate("good")))  # declares TUNABLE = {"BLOCK": [64, 128, 256]}
     store = RunStore(tmp_path)
-    service = EvaluationService([make_evaluator(trials=2)], store, parallel=2)
+    spares = sandbox.spares  # the service keeps a warm worker per evaluation in flight: given back below
+    service = EvaluationService([make_evaluator(trials=2, sandbox=sandbox)], store, parallel=2)
     try:
         first, _ = tune(Tuner(service, store.optuna_url, trials=3, parallel=2), seed)
         calls = store.evaluation_count()
         again, _ = tune(Tuner(service, store.optuna_url, trials=3, parallel=2), seed)  # as a resumed run does
     finally:
         service.close()
+        sandbox.spares = spares
     assert first.ok and again.genome == first.genome and again.result.to_dict() == first.result.to_dict()
     assert store.evaluation_count() == calls  # every trial came from the store
     study = optuna.load_study(study_name="tune-0.0", storage=store.optuna_url)
