@@ -40,7 +40,6 @@ from fitness.measure.timing import TimingStats
 from hardware_profiles import HardwareProfile
 
 
-
 class BaselineSlot:
     """The baselines of one problem and policy: measured once, shared by every evaluator of a pool."""
 

@@ -25,12 +25,12 @@ failure: a huge element makes a row's logits a multiple of one column of weights
 round to the same TF32 number (a softmax's argmax becomes a tie the fp32 reference does not have). So the reference
 is computed once more at the policy's own precision (`reduced`, by default a ``TF32Reference``, ``fitness.judge.tf32``:
 under a TF32 policy the reference with every matmul's operands rounded to TF32, to nearest and toward zero, on any
-device; None elsewhere) on the
-changed input; while one of them is not within the policy of the fp32 reference at the output elements the change
-moves (the others are as in an ordinary trial, which judges their precision) the amount is divided by ``SHRINK``
-(then bisected), keeping the move at least ``USABLE`` tolerances; where no such amount passes, or the one that passes
-moves the output less than ``ENOUGH`` (an element whose weights sum to nearly nothing), another element is tried, the
-largest move kept, and an input none of ``PRECISION_POSITIONS`` elements passes for is not covered.
+device; None elsewhere) on the changed input; while one of them is not within the policy of the fp32 reference at
+the output elements the change moves (the others are as in an ordinary trial, which judges their precision) the
+amount is divided by ``SHRINK`` (then bisected), keeping the move at least ``USABLE`` tolerances; where no such
+amount passes, or the one that passes moves the output less than ``ENOUGH`` (an element whose weights sum to nearly
+nothing), another element is tried, the largest move kept, and an input none of ``PRECISION_POSITIONS`` elements
+passes for is not covered.
 
 Both comparisons of the trial (the reference at the policy's precision against the fp32 one, and the candidate
 against the reference) are elementwise (atol, rtol), without the policy's normwise bound: the change concentrates the
