@@ -9,9 +9,11 @@
 #   run(command="bash experiments/scale/kernelbench_all.sh stop")
 # Order: experiments/scale/kernelbench_order.py (each level shuffled, interleaved by size), so a bench cut short has
 # done a random sample of every level; LIST=FILE (a path in the tree) takes that list instead (e.g. the problems a first
-# part left). Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides.
+# part left). Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides; the first part ran
+# PER_GPU=3 PARALLEL=5 TIMEOUT_S=300, and three problems per GPU ran out of memory and stalled level 3
+# (experiments/results/kernelbench_h100x4/): two per GPU and 900 s now, PER_GPU=1 for level 3.
 set -uo pipefail
-SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-3}; PARALLEL=${PARALLEL:-5}; TIMEOUT_S=${TIMEOUT_S:-300}
+SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-2}; PARALLEL=${PARALLEL:-7}; TIMEOUT_S=${TIMEOUT_S:-900}
 W=/tmp/kb_all
 report() {  # progress: rows by status, the bench log's tail
   python3 - "$W/bench" <<'PY'
