@@ -23,7 +23,7 @@ import torch
 
 from core import pyast
 from seeds.inductor.convolutions import kernel_source as kernel_file_source
-from seeds.inductor.errors import SeedError
+from seeds.inductor.errors import SeedError, arguments_by_name
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "attention.py"
 LAUNCHER = "flash_attention"
@@ -116,12 +116,7 @@ class Attentions:
         """(the op, its arguments by name, the call's text); AttentionRefused where they are not the op's."""
         op = attention_op(ast.unparse(call.func))
         parameters, text = OPS[op], f"{ast.unparse(call)[:200]}"
-        given = dict(zip(parameters, call.args))
-        for keyword in call.keywords:
-            if keyword.arg not in parameters or keyword.arg in given:
-                raise AttentionRefused(f"Inductor's {text} passes {keyword.arg or '**'}, which is not an argument of "
-                                       f"aten.{op} {tuple(parameters)} (or passes it twice)")
-            given[keyword.arg] = keyword.value
+        given = arguments_by_name(call, parameters, f"aten.{op}", AttentionRefused)
         if len(call.args) > len(parameters) or not {"query", "key", "value"} <= set(given):
             raise AttentionRefused(f"Inductor's {text} does not give aten.{op}'s query, key and value")
         return op, given, text

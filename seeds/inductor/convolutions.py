@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from core import pyast
-from seeds.inductor.errors import SeedError
+from seeds.inductor.errors import SeedError, arguments_by_name
 from seeds.inductor.templates import BLOCK_CHOICES, TILE_PARAMS
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "conv.py"
@@ -67,12 +67,7 @@ class Convolutions:
     def launch(self, target: str, call: ast.Call) -> ast.Call:
         """``conv_nd(...)`` for ``target = extern_kernels.convolution(...)``; SeedError where the call's arguments
         are not torch.convolution's."""
-        given = dict(zip(PARAMETERS, call.args))
-        for keyword in call.keywords:
-            if keyword.arg not in PARAMETERS or keyword.arg in given:
-                raise SeedError(f"Inductor's {ast.unparse(call)[:200]} passes {keyword.arg or '**'}, which is not "
-                                f"an argument of torch.convolution {tuple(PARAMETERS)} (or passes it twice)")
-            given[keyword.arg] = keyword.value
+        given = arguments_by_name(call, PARAMETERS, "torch.convolution")
         missing = [p for p in PARAMETERS if p not in given and p != "bias"]
         if missing or len(call.args) > len(PARAMETERS):
             raise SeedError(f"Inductor's {ast.unparse(call)[:200]} does not give torch.convolution's "
