@@ -6,13 +6,20 @@ and run stores (issue 43's whole-KernelBench bench, ``kernelbench_all.sh``):
   summed problem time;
 - each problem without a correct kernel: its status, the evaluations made and cut at the budget, and the first
   line of its evaluations' most frequent reason (from its run store), or the row's reason;
-- each correct kernel below FLOOR (0.97x) of its best Triton-expressible baseline (issue 43's floor).
+- each correct kernel below FLOOR (0.97x) of its best Triton-expressible baseline (issue 43's floor);
+- the correct kernels whose baselines call a library kernel (cuDNN; else cuBLAS): their speed-ups over the best
+  baseline;
+- the evaluations rejected for work on another stream, and how many of them were timed while another problem on
+  the same GPU was measuring its baselines or capturing its seeds (the rows' stage times);
+- with --smi (the bench's `nvidia-smi` samples, index, utilisation): each GPU's mean utilisation and idle share.
 
-    python3 experiments/scale/kernelbench_stages.py BENCH_DIR > stages.md
+    python3 experiments/scale/kernelbench_stages.py BENCH_DIR [--smi smi.csv] > stages.md
 """
 import argparse
 import collections
+import csv
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -85,15 +92,92 @@ def below_floor(rows: list[dict]) -> list[str]:
     return lines
 
 
+def library_called(summary: dict) -> str | None:
+    """cuDNN where a baseline calls it, else cuBLAS where one calls that, else None."""
+    calls = json.dumps(summary.get("baseline_library") or {})
+    return next((library for library in ("cuDNN", "cuBLAS") if library in calls), None)
+
+
+def library_speedups(rows: list[dict]) -> list[str]:
+    by_library = collections.defaultdict(list)
+    for row in rows:
+        summary = row.get("summary") or {}
+        if row["status"] == "ok" and summary.get("speedup_vs_best") and library_called(summary):
+            by_library[library_called(summary)].append(summary["speedup_vs_best"])
+    lines = ["| baselines call | correct problems | speed-up over the best baseline: min | median | max |",
+             "|---|---|---|---|---|"]
+    for library in ("cuDNN", "cuBLAS"):
+        found = sorted(by_library[library])
+        if found:
+            lines.append(f"| {library} | {len(found)} | {found[0]:.2f}x | {statistics.median(found):.2f}x | "
+                         f"{found[-1]:.2f}x |")
+    return lines
+
+
+def stage_windows(rows: list[dict]) -> dict:
+    """Per run: (its GPU, [(start, end) of its baselines and seeds stages]) from its row's times."""
+    windows = {}
+    for row in rows:
+        summary = row.get("summary") or {}
+        if not summary.get("search_window") or not summary.get("start_up_s"):
+            continue
+        searched, stages = summary["search_window"][0], summary["start_up_s"]
+        seeds = searched - (stages.get("seeds") or 0.0)
+        windows[row["name"]] = (row["gpu"], [(seeds - (stages.get("baselines") or 0.0), searched)])
+    return windows
+
+
+def other_stream(rows: list[dict], bench_dir: Path) -> list[str]:
+    windows, rejected, beside, ratios = stage_windows(rows), [], 0, []
+    for row in rows:
+        run_dir = bench_dir / RUNS / slug(row["name"])
+        if not (run_dir / "run.db").exists():
+            continue
+        store = RunStore(run_dir, create=False)
+        try:
+            history = store.evaluation_history()
+        finally:
+            store.close()
+        for when, result in history:
+            if result.status == "rejected" and (result.reason or "").startswith("the device was busy"):
+                gpu = windows.get(row["name"], (row["gpu"], []))[0]
+                near = [name for name, (other, spans) in windows.items() if name != row["name"] and other == gpu
+                        and any(a <= when <= b for a, b in spans)]
+                rejected.append(row["name"])
+                beside += bool(near)
+                busy, stream = re.findall(r"(\d+) us", result.reason)[:2]
+                ratios.append(int(busy) / int(stream))
+    spread = f" (the device busy {min(ratios):.1f}-{max(ratios):.1f}x the timed stream)" if ratios else ""
+    return [f"{len(rejected)} evaluations in {len(set(rejected))} problems{spread}; {beside} of them timed while "
+            f"another problem on the same GPU was measuring its baselines or capturing its seeds: "
+            f"{', '.join(sorted(set(rejected)))}"]
+
+
+def gpu_idle(smi: Path) -> list[str]:
+    utilisation = collections.defaultdict(list)
+    for record in csv.reader(smi.open()):
+        if len(record) >= 3 and record[2].strip().replace(".", "", 1).isdigit():
+            utilisation[record[1].strip()].append(float(record[2]))
+    lines = ["| GPU | samples | mean utilisation | samples at 0 % |", "|---|---|---|---|"]
+    for gpu, values in sorted(utilisation.items()):
+        lines.append(f"| {gpu} | {len(values)} | {statistics.fmean(values):.0f} % | "
+                     f"{sum(v == 0 for v in values) / len(values):.0%} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bench_dir", type=Path)
+    parser.add_argument("--smi", type=Path, help="the bench's nvidia-smi samples (timestamp, index, utilisation, ...)")
     args = parser.parse_args()
     rows = sorted((json.loads(p.read_text()) for p in (args.bench_dir / ROWS).glob("*.json")),
                   key=lambda r: r["name"])
     out = ["## Where the time went (median seconds per problem; share of the summed problem time)", "",
            *stage_table(rows), "", "## Problems without a correct kernel", "", *failure_table(rows, args.bench_dir),
-           "", f"## Correct kernels below {FLOOR}x of the best Triton-expressible baseline", "", *below_floor(rows)]
+           "", f"## Correct kernels below {FLOOR}x of the best Triton-expressible baseline", "", *below_floor(rows),
+           "", "## Correct kernels whose baselines call a library kernel", "", *library_speedups(rows),
+           "", "## Evaluations rejected for work on another stream", "", *other_stream(rows, args.bench_dir)]
+    out += ["", "## The GPUs' utilisation", "", *gpu_idle(args.smi)] if args.smi else []
     sys.stdout.write("\n".join(out) + "\n")
 
 
