@@ -22,7 +22,7 @@ from evo.records.store import RunStore
 from evo.reports.console import time_text
 from evo.reports.outcome import SEED_CACHE, SEED_CHECK_S, RunOutcome, summarise
 from evo.runs.run import start_up
-from evo.runs.seeding import make_seeds
+from evo.runs.seeding import make_seeds, start_capture
 from evo.settings import Budget, SearchSettings
 from fakes import SOURCE, FakeTuner, Step
 from fitness.measure.result import EvalResult
@@ -235,3 +235,43 @@ def test_the_summary_and_the_bench_row_say_how_the_seed_was_got_and_what_judging
     assert row_line(row).endswith("ok (37 s); seed: captured (why: key part tf32 differs)")
     assert "seed:" not in row_line(Row("level1/19_ReLU.py", "ok", "", 17.0, "0", RunOutcome(status="ok")))
     assert RunOutcome.from_dict(json.loads(json.dumps(missed.__dict__))).seed_cache == missed.seed_cache
+
+
+def test_the_capture_runs_beside_the_baselines_and_its_failure_is_raised_where_the_seeds_are_made(tmp_path, monkeypatch,
+                                                                                                  fake_capture):
+    # on 4 x H100 a problem's baselines took 50 s and its seeds 44 s (median), one after the other, both compiling
+    fake_capture.captured = TF32_GEMM
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    slow, inner = 0.6, seeds.capture_variants
+
+    def slow_capture(*args, **kwargs):
+        time.sleep(slow)
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(seeds, "capture_variants", slow_capture)
+    store = RunStore(tmp_path / "run")
+    service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+    started = time.perf_counter()
+    capture = start_capture(plan_of(), None, service, tmp_path / "run")
+    assert time.perf_counter() - started < slow / 2  # started, not waited for
+    time.sleep(slow)  # the baselines, measured meanwhile
+    made = make_seeds(plan_of(), None, service, tmp_path / "run", capture)
+    assert "ALLOW_TF32: tl.constexpr = False" in made[0].genome.source  # the same seeds as without the thread
+    assert store.get_meta("seed_wall_s") < slow / 2  # the capture ran beside the baselines: no wait after them
+    assert store.get_meta(SEED_CACHE).startswith("captured (why: no entry for matmul in ")
+    store.close()
+    for initialise, captures in ((False, True), ("from_seed", True), (True, False)):  # an LLM team's first kernel
+        plan = SimpleNamespace(**{**vars(plan_of()), "llm": SimpleNamespace(initialise=initialise)})
+        if (started := start_capture(plan, SimpleNamespace(), service, tmp_path / "run")) is not None:
+            started.result()
+        assert (started is not None) == captures
+
+    fake_capture.failing = {"default"}  # the capture fails: said where the seeds are made, not in the thread
+    service = SlowJudge(RunStore(tmp_path / "failing"), GemmEvaluator(tmp_path / "other-cache", spec))
+    capture = start_capture(plan_of(), None, service, tmp_path / "failing")
+    with pytest.raises(seeds.SeedError, match="no Inductor seed"):
+        make_seeds(plan_of(), None, service, tmp_path / "failing", capture)
+    service.store.close()
+    own = SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="kernel.py")), variants=None, llm=None)
+    service.evaluators[0].problem.seed_path = "kernel.py"
+    assert start_capture(own, None, service, tmp_path / "own") is None  # the problem's own seed: nothing to capture

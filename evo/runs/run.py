@@ -27,7 +27,7 @@ from evo.plan import RunPlan
 from evo.runs.progress import Progress
 from evo.reports.report_html import write_report
 from evo.evolution.search import Search, SearchSettings
-from evo.runs.seeding import make_seeds
+from evo.runs.seeding import make_seeds, start_capture
 from evo.benchmark.start_gate import wait_for_gate
 from evo.records.store import RunStore
 from evo.settings import TunerSettings
@@ -169,9 +169,10 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
             log.info(f"llm.budget.max_calls={plan.llm.budget.max_calls} carries "
                      f"{settings.children_in_flight} children in flight (of {plan.search.children_in_flight}), each "
                      f"reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)")
-        measure_baselines(service, store)
         team = build_team(plan, store, evaluator)
-        seeds = make_seeds(plan, team, service, run_dir)
+        capture = start_capture(plan, team, service, run_dir)  # beside the baselines: both mostly compile
+        measure_baselines(service, store)
+        seeds = make_seeds(plan, team, service, run_dir, capture)
         sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
@@ -197,7 +198,8 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
 def start_up(marks: dict, store: RunStore) -> dict:
     """Seconds from the process's start to the search's, by stage (``RunOutcome.start_up_s``): the interpreter, its
     imports and the config; the evaluation service (workers started, the problem loaded and its reference run); the
-    baselines and the seeds (as stored: read from caches when warm; the compiler seeds' judging, generation 0's
+    baselines and the seeds (as stored: read from caches when warm; torch.compile's capture runs beside the
+    baselines, so the seeds count only where it ran on after them; the compiler seeds' judging, generation 0's
     first evaluations, counts in the search's time, not here); and the rest (the team, the search built);
     `queued`, for a bench's prestarted search, the wait at its gate (``evo.benchmark.start_gate``) after the process's
     start."""

@@ -10,11 +10,17 @@ budget, and so is its IEEE rewrite where TF32 made it incorrect (their time coun
 (``experiments/results/kernelbench_h100x4/``). With an LLM team, ``llm.initialise``: true, the initialiser agent
 writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts
 from compile's kernels too); false, the seed as it is.
+
+torch.compile's capture (``start_capture``) starts before the baselines are measured and runs beside them: both
+are mostly compilation on the CPU (on 4 x H100 the baselines took 50 s and the seeds 44 s of a problem's median
+133 s), and the baselines' timing waits for the capture's hold on the GPU (its lock, shared) all the same.
 """
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -43,27 +49,59 @@ class Seed(NamedTuple):
         return cls(Genome.from_source(source), made_by)
 
 
-def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
-    """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: a
-    resume makes them again from caches), and apart from it the compiler seeds' judging (``SEED_CHECK_S``:
-    evaluations of generation 0, under the search's wall-time budget, which counts them: ``Search``'s `spent_s`),
-    with how torch.compile's capture was got (``SEED_CACHE``: cached, or captured and why)."""
+def compiler_seeded(plan: RunPlan, team, service: Evaluations) -> bool:
+    """Whether generation 0 starts from torch.compile's kernels (the module's docstring says when)."""
+    initialise = plan.llm.initialise if team is not None else False  # checked when the plan was made
+    return initialise is not True and (plan.judge.problem.seed == INDUCTOR
+                                       or service.evaluators[0].problem.seed_path is None)
+
+
+def start_capture(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> Future | None:
+    """torch.compile's capture for generation 0 (``inductor_seeds``: source per maker), started in a thread of its
+    own, so it runs while the baselines are measured; None where the run has no compiler seeds. Its thread is a
+    daemon and its process dies with the run (``fitness.common.lifeline``): a run that fails before it is read does
+    not wait for it."""
+    if not compiler_seeded(plan, team, service):
+        return None
+    future: Future = Future()
+    evaluator = service.evaluators[0]
+
+    def capture() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(evaluator.inductor_seeds(run_dir, plan.variants))
+        except BaseException as exc:  # noqa: BLE001 - raised where it is read (make_seeds), as without the thread
+            future.set_exception(exc)
+
+    threading.Thread(target=capture, name="kernelevo-capture", daemon=True).start()
+    return future
+
+
+def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path, capture: Future | None = None) -> list[Seed]:
+    """Generation 0's seeds, the seed first; the first call's time making them is stored (``seed_wall_s``: from the
+    call, so a capture `start_capture` began earlier counts only where it ran on after the baselines; a resume makes
+    them again from caches), and apart from it the compiler seeds' judging (``SEED_CHECK_S``: evaluations of
+    generation 0, under the search's wall-time budget, which counts them: ``Search``'s `spent_s`), with how
+    torch.compile's capture was got (``SEED_CACHE``: cached, or captured and why)."""
     started = time.perf_counter()
-    seeds = seed_genomes(plan, team, service, run_dir)
+    seeds = seed_genomes(plan, team, service, run_dir, capture)
     if service.store.get_meta("seed_wall_s") is None:  # the seeds' check is the search's time, not this
         checked = service.store.get_meta(SEED_CHECK_S, 0.0)
         service.store.set_meta("seed_wall_s", time.perf_counter() - started - checked)
     return seeds
 
 
-def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> list[Seed]:
-    """Generation 0's seeds (the module's docstring says which), the seed first."""
+def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
+                 capture: Future | None = None) -> list[Seed]:
+    """Generation 0's seeds (the module's docstring says which), the seed first; `capture`: torch.compile's capture
+    already under way (``start_capture``)."""
     evaluator = service.evaluators[0]
     mode = plan.llm.initialise if team is not None else False  # checked when the plan was made
     if mode is True:
         return [Seed.from_source(_initialise(team), "initialiser")]
-    compiler = plan.judge.problem.seed == INDUCTOR or evaluator.problem.seed_path is None
-    sources = evaluator.inductor_seeds(run_dir, plan.variants) if compiler else None
+    compiler = compiler_seeded(plan, team, service)
+    sources = None if not compiler else capture.result() if capture is not None else \
+        evaluator.inductor_seeds(run_dir, plan.variants)
     checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
     made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
             else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
