@@ -77,6 +77,20 @@ def test_nn_sequential_parameters_and_buffers_are_bound_by_their_qualified_names
     assert result.status == "ok", result.reason
 
 
+def test_a_plain_tensor_attribute_forward_assigns_is_bound_on_the_inputs_device_and_not_returned(tmp_path, sandbox):
+    # level3/33_VanillaRNN: Inductor's graph takes self.hidden (no parameter, buffer or input: the capture refused it)
+    # and returns its new value after forward's output, which Dynamo sets on the module
+    spec = resolve_problem(str(PROBLEMS / "stateful_attribute.py"))
+    captured = seeds.capture(spec, "cpu")
+    assert {"kind": "attribute", "name": "hidden"} in captured["args"] and captured["outputs"] == 1
+    assert len(captured["code"].split("return (")[-1].split(")")[0].rstrip(", ").split(",")) == 2  # output, hidden
+    source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
+    assert "self.hidden.to(" in source
+    with make_evaluator(problem=spec.path, sandbox=sandbox) as ev:
+        result = ev.evaluate(source, label="inductor")
+    assert result.status == "ok", result.reason
+
+
 def test_level3_mlps_sequential_of_linear_layers_converts_and_its_library_calls_are_named(tmp_path, sandbox):
     spec = resolve_problem(str(PROBLEMS / "sequential_mlp.py"))  # level3/1_MLP at interpreter sizes
     with pytest.raises(SeedError, match=r"calls library kernels \(torch.addmm\)"):

@@ -6,10 +6,10 @@ search runs on, so the search process never imports Inductor or compiles anythin
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
 {"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
 
-    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"input", "name"|"index"}
+    {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"attribute"|"input", "name"|"index"}
                                                  | {"kind": "size", "of": position, "dim": d}, ...],
      "kernels": {name: {"configs": [{"kwargs": {...}, "num_warps": n, "num_stages": n}, ...]}},
-     "single_output": bool, "dynamic": bool, "specialised": [...], "fell_back": [...],
+     "single_output": bool, "outputs": n, "dynamic": bool, "specialised": [...], "fell_back": [...],
      "versions": {"torch": ..., "triton": ...}, "options": {...}}
 
 or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured).
@@ -62,6 +62,8 @@ def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]
 
     named = [("param", n, p) for n, p in model.named_parameters()] + [("buffer", n, b) for n, b in
                                                                      model.named_buffers()]
+    named += [("attribute", f"{prefix}.{key}" if prefix else key, value) for prefix, module in model.named_modules()
+              for key, value in vars(module).items() if isinstance(value, torch.Tensor)]  # plain: self.hidden
     mapping = []
     for tensor in example_inputs:
         kind = next(({"kind": k, "name": n} for k, n, t in named if t is tensor), None)
@@ -70,8 +72,9 @@ def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]
         if kind is None and dynamic and not isinstance(tensor, torch.Tensor):
             kind = {"kind": "size"}  # a size argument: _size_args says whose
         if kind is None:
-            raise RuntimeError("Inductor's graph takes a tensor that is neither a parameter, a buffer nor an input "
-                               "of forward (a constant made in forward?); this problem needs a hand-written seed")
+            raise RuntimeError("Inductor's graph takes a tensor that is neither a parameter, a buffer, a tensor "
+                               "attribute of a module nor an input of forward (a constant made in forward?); this "
+                               "problem needs a hand-written seed")
         mapping.append(kind)
     return mapping
 
@@ -322,9 +325,18 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
         kernels[name] = {"configs": [picked] + [c for c in configs if c != picked] if picked else configs,
                          "autotuned": picked is not None}
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
-            "single_output": isinstance(reference, torch.Tensor), "dynamic": dynamic,
+            "single_output": isinstance(reference, torch.Tensor), "outputs": _count(reference), "dynamic": dynamic,
             **({"specialised": _specialised(code, seen.get("args", []), seen.get("static", []))} if dynamic else {}),
             "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
+
+
+def _count(reference) -> int | None:
+    """How many values forward returns (Inductor's call() may return more: the new values of tensor attributes
+    forward assigns, which Dynamo sets on the module)."""
+    import torch
+
+    return 1 if isinstance(reference, torch.Tensor) else len(reference) if isinstance(reference, (tuple, list)) \
+        else None
 
 
 def main() -> None:

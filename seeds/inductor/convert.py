@@ -255,11 +255,19 @@ def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
                         decorator_list=[])
 
 
-def bound(arg: dict, inputs: list[str]) -> str:
+def bound(arg: dict, inputs: list[str], home: str | None = None) -> str:
     """What forward binds one of Inductor's call() arguments to: a parameter or buffer of the module (by its
-    qualified name: ``network.0.weight`` of an ``nn.Sequential`` through ``get_parameter``), or an input."""
+    qualified name: ``network.0.weight`` of an ``nn.Sequential`` through ``get_parameter``), an input, or a plain
+    tensor attribute (level3/33_VanillaRNN's ``self.hidden``, made on the CPU in ``__init__`` and moved to the
+    inputs' device by forward, as the model's own forward does; on the device of `home`, the first parameter,
+    buffer or input bound)."""
     if arg["kind"] == "input":
         return inputs[arg["index"]]
+    if arg["kind"] == "attribute":
+        path, _, key = arg["name"].rpartition(".")
+        owner = "self" if not path else f"self.{path}" if all(p.isidentifier() for p in path.split(".")) \
+            else f"self.get_submodule({path!r})"
+        return f"{owner}.{key}.to({home}.device)" if home else f"{owner}.{key}"
     if all(part.isidentifier() for part in arg["name"].split(".")):
         return f"self.{arg['name']}"
     getter = "get_parameter" if arg["kind"] == "param" else "get_buffer"
@@ -332,7 +340,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
                         f"identified; {OTHER_SEEDS}")
     inputs = _forward_arguments(model)
     args = captured["args"]
-    bound_to = {n: bound(a, inputs) for n, a in zip(arg_names, args) if a["kind"] != "size"}
+    home = next((bound(a, inputs) for a in args if a["kind"] in ("param", "buffer", "input")), None)
+    bound_to = {n: bound(a, inputs, home) for n, a in zip(arg_names, args) if a["kind"] != "size"}
     bind = [f"{n} = {value}" for n, value in bound_to.items()]
     bind += [f"{n} = {arg_names[a['of']]}.size({a['dim']})" for n, a in zip(arg_names, args) if a["kind"] == "size"]
     tensor = next((n for n, a in zip(arg_names, args) if a["kind"] != "size"), None)
@@ -348,8 +357,10 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         constants += replaced.constants
         tunable.update(replaced.tunable)
     last = body[-1] if body else None
-    if captured.get("single_output") and isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple) \
-            and len(last.value.elts) == 1:
+    returned = isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple)
+    if returned and captured.get("outputs") and len(last.value.elts) > captured["outputs"]:
+        del last.value.elts[captured["outputs"]:]  # the new values of tensor attributes forward assigns (level3/33)
+    if captured.get("single_output") and returned and len(last.value.elts) == 1:
         last.value = last.value.elts[0]
     forward = pyast.parse(f"def forward(self, {', '.join(inputs)}):\n    pass").body[0]
     forward.body = [*pyast.parse("\n".join(bind)).body, *body]
