@@ -175,6 +175,7 @@ class WorkerJob:
     input_names: list = field(default_factory=list)  # the forward's argument names (for the trial's messages)
     reference_matmuls: bool = True  # the reference has matmuls (only they round differently under TF32)
     source: str = ""  # the candidate's module (candidate, profile)
+    timed: bool = True  # candidate: timed after its trials (false: its correctness only, no timing)
     baselines: list = field(default_factory=list)  # the baselines to time (baseline)
     ncu: str = ""  # Nsight Compute's executable (profile)
     ncu_timeout_s: float = 0.0  # one kernel's run under it (profile)
