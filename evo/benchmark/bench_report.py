@@ -10,7 +10,7 @@ from pathlib import Path
 from core.stats import geometric_mean, median
 from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
-from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections
+from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections, sizes_note
 from evo.reports.full_size import BAKED
 from evo.reports.outcome import INTERPRETER, OK, RunOutcome
 from evo.records.manifest import combine, manifest_rows
@@ -123,8 +123,8 @@ def library_note(s: RunOutcome) -> str:
 
 def cells(r: Row) -> list[str]:
     s = r.summary
-    note = "; ".join(filter(None, [library_note(s) if r.status == OK else "",
-                                   r.reason if r.status != "ok" else s.stop_reason]))
+    correct = [library_note(s), sizes_note(s)] if r.status == OK else []
+    note = "; ".join(filter(None, [*correct, r.reason if r.status != "ok" else s.stop_reason]))
     note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
