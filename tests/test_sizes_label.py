@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import CANDIDATES, SCALE_SHIFT, make_evaluator
+from conftest import CANDIDATES, DEVICE, SCALE_SHIFT, make_evaluator
 from core.genome import Genome
 from core.individual import Individual
 from evo.records.checkpoint import Checkpoint
@@ -15,7 +15,10 @@ from evo.reports import sizes_label
 from evo.reports.console import table
 from evo.reports.outcome import summarise
 from evo.reports.sizes_label import SizesLabel
+from fitness.comparison.policy import load_policy
+from fitness.evaluation.plan import JudgePlan
 from fitness.measure.result import EvalResult
+from fitness.settings import EvalSettings, ProblemSettings
 
 # one launch for the size-generic variant (the file's 30 make it the slower on the interpreter, of no use here)
 SOURCE = (CANDIDATES / "baked_or_generic.py").read_text().replace("REPEAT = 30", "REPEAT = 1")
@@ -35,6 +38,11 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
+
+
+def judge_plan(problem: str) -> JudgePlan:
+    """The run's judge, one trial a kernel, on the test device."""
+    return JudgePlan(ProblemSettings(name=problem), EvalSettings(trials=1), load_policy("triton"), device=DEVICE)
 
 
 def kernel(baked: int, time_s: float, ind_id: str) -> Individual:
@@ -65,7 +73,7 @@ def judged(sandbox, monkeypatch):
     """The check at other sizes, planned from the stand-in evaluator, and the worker jobs it sent (kind, timed,
     what each answered)."""
     evaluator = make_evaluator(SCALE_SHIFT, sizes={"dim": 60}, sandbox=sandbox, trials=1)
-    check = SizesLabel.plan(evaluator)
+    check = SizesLabel.plan(judge_plan(SCALE_SHIFT), evaluator)
     jobs, run = [], sandbox.run
 
     def spy(job, *args, **kwargs):
@@ -108,7 +116,7 @@ def test_without_other_sizes_nothing_is_judged_and_the_label_says_why(tmp_path, 
     problem = tmp_path / "no_sizes.py"
     problem.write_text(NO_SIZES)
     evaluator = make_evaluator(str(problem), sandbox=sandbox, trials=1)
-    check = SizesLabel.plan(evaluator)
+    check = SizesLabel.plan(judge_plan(str(problem)), evaluator)
     monkeypatch.setattr(sandbox, "run", lambda *a, **k: pytest.fail("nothing is judged without other sizes"))
     store = RunStore(tmp_path / "run")
     add(store, kernel(0, 1e-5, "1.0"))

@@ -24,14 +24,13 @@ from dataclasses import dataclass, replace
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
 from evo.reports.full_size import first_line
-from fitness.comparison.policy import PrecisionPolicy
 from fitness.evaluation.evaluator import Evaluator
+from fitness.evaluation.from_config import fitness_parts
+from fitness.evaluation.plan import JudgePlan
 from fitness.measure.result import CANCELLED, INFRASTRUCTURE
 from fitness.problems.problem import ProblemSpec, load_problem
 from fitness.problems.sizes import other_sizes
-from fitness.settings import EvalSettings
 from fitness.workers.sandbox import Sandbox
-from hardware_profiles import HardwareProfile
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
@@ -47,27 +46,24 @@ def _sizes(sizes: dict) -> str:
 
 @dataclass
 class SizesLabel:
-    """What a GPU run knows before its search: its judge's parts and the problem at the other sizes."""
-    policy: PrecisionPolicy
-    profile: HardwareProfile
-    settings: EvalSettings
-    device: str
+    """What a GPU run knows before its search: its judge and the problem at the other sizes."""
+    judge_plan: JudgePlan  # the run's: the check's evaluator is built from its parts
     problem_sizes: dict  # the changed size constants at the problem's sizes
     other_sizes: dict  # the same constants at the other sizes
     other: ProblemSpec | None  # the problem at the other sizes (None: no check)
     why_not: str = ""  # why there is no check
 
     @classmethod
-    def plan(cls, evaluator) -> "SizesLabel":
-        """The check of the best kernel of a run judged by `evaluator` (its problem at its sizes)."""
+    def plan(cls, judge: JudgePlan, evaluator) -> "SizesLabel":
+        """The check of the best kernel of a run planned by `judge` and judged by `evaluator` (at its problem's
+        sizes)."""
         spec = evaluator.problem
         loaded = load_problem(spec)
         other = other_sizes(loaded)
-        parts = (evaluator.policy, evaluator.profile, evaluator.settings, evaluator.device)
         if other.why_not:
-            return cls(*parts, {}, {}, None, other.why_not)
+            return cls(judge, {}, {}, None, other.why_not)
         note = f"other sizes for the label of the best kernel: {other.describe()}"
-        return cls(*parts, {k: loaded.sizes.get(k) for k in other.changed}, dict(other.changed),
+        return cls(judge, {k: loaded.sizes.get(k) for k in other.changed}, dict(other.changed),
                    replace(spec, sizes=other.sizes, size_note=note))
 
     def judge(self, store: RunStore, checkpoint: Checkpoint | None, sandbox: Sandbox | None = None) -> dict:
@@ -80,18 +76,27 @@ class SizesLabel:
         if self.other is not None and (individual is None or not individual.ok):
             record["why_not"] = "no correct kernel to judge"
         elif self.other is not None:
-            device = sandbox.device if sandbox is not None else self.device
-            with Evaluator(self.other, self.policy, self.profile, self.settings, device=device,
-                           sandbox=sandbox) as evaluator:
-                result = evaluator.evaluate(individual.genome.rendered(), label=f"other sizes: {best}", timed=False)
-            record.update(status=result.status, reason=first_line(result))
-            if result.status in (INFRASTRUCTURE, CANCELLED):  # no verdict on the kernel
-                record["why_not"] = f"no verdict at {_sizes(self.other_sizes)}: {record['reason']}"
+            try:
+                result = self._correct(individual.genome.rendered(), best, sandbox)
+            except ValueError as exc:  # the problem at the other sizes (ProblemError): the run's figures stand
+                record["why_not"] = f"the problem cannot be judged at {_sizes(self.other_sizes)}: {exc}"[:400]
             else:
-                record["runs"] = result.ok
+                record.update(status=result.status, reason=first_line(result))
+                if result.status in (INFRASTRUCTURE, CANCELLED):  # no verdict on the kernel
+                    record["why_not"] = f"no verdict at {_sizes(self.other_sizes)}: {record['reason']}"
+                else:
+                    record["runs"] = result.ok
         store.set_meta(META, record)
         log.info(f"{LABEL}: {label(record)[1]}")
         return record
+
+    def _correct(self, source: str, best: str, sandbox: Sandbox | None):
+        """The kernel judged for correctness only at the other sizes, by an evaluator of its own in `sandbox`."""
+        parts = fitness_parts(self.judge_plan)
+        device = sandbox.device if sandbox is not None else parts.device
+        with Evaluator(self.other, parts.policy, parts.profile, parts.settings, device=device,
+                       sandbox=sandbox) as evaluator:
+            return evaluator.evaluate(source, label=f"other sizes: {best}", timed=False)
 
 
 def verdict(store: RunStore, best: str | None) -> dict | None:

@@ -173,7 +173,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         team = build_team(plan, store, evaluator)
         seeds = make_seeds(plan, team, service, run_dir)
         sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
-        size_label = sizes_label.SizesLabel.plan(evaluator) if evaluator.on_gpu else None
+        size_label = sizes_label.SizesLabel.plan(plan.judge, evaluator) if evaluator.on_gpu else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
                         selection=instantiate(plan.selection), team=team, strategy=checked.strategy,
