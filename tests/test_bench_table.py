@@ -262,6 +262,7 @@ def test_each_level_counts_its_gpu_kernels_that_run_only_at_the_problems_sizes(t
     write_bench_report(tmp_path, rows, "sizes", {})
     table = (tmp_path / "bench.md").read_text()
     assert "| level1 | ? | 3 | 3 of 3 | 100% | - | 0 | 0 | 1 (1 not checked) |" in table
+    assert "- correct: 4 of 4 (100%); 1 of them run only at the problem's sizes (they failed at other sizes)" in table
     assert "| level2 | ? | 1 | 1 of 1 | 100% | - | 0 | 0 | 0 (1 not checked) |" in table
     assert f"| level1/2_P.py | runs at other sizes: {failed_at} |" in table  # the section listing them
     notes = {line.split(" | ")[0][2:]: line.split("|")[-2].strip() for line in table.splitlines()
