@@ -1,7 +1,8 @@
 """The bench's table per KernelBench level (evo/benchmark/bench_table.py): correct rates over the attempted runs and
 over the whole level, fast_p and geometric means against each baseline, the best and the best Triton-expressible one,
 the failures grouped by cause, the rows whose best baseline is a library call
-(fitness.measure.baselines.library_kernels), and `kernelevo table` over several bench directories (kernelevo/tables.py).
+(fitness.measure.baselines.library_kernels), the GPU kernels that run only at the problem's sizes per level and per row
+(evo.reports.sizes_label), and `kernelevo table` over several bench directories (kernelevo/tables.py).
 Rows are written by hand (fake baseline readings), at CPU speed; one test compiles a Linear with torch.compile to read
 Inductor's code."""
 import json
@@ -243,3 +244,30 @@ def test_kernelevo_table_merges_bench_directories_and_refuses_a_problem_with_oth
     assert "leave one of those directories out of bench_dirs" in err and not (tmp_path / "clash").exists()
     done = kernelevo("table", f"bench_dirs=[{a},{tmp_path / 'none'}]", f"out={tmp_path / 'x'}", cwd=tmp_path)
     assert done.returncode == 2 and "holds no bench (no rows/ folder in it)" in done.stderr and not (tmp_path / "x").exists()
+
+
+def test_each_level_counts_its_gpu_kernels_that_run_only_at_the_problems_sizes(tmp_path):
+    # evo.reports.sizes_label's verdicts in the rows' summaries; a row from before that check has none: not checked
+    generic, specialised, old = (gpu_row(f"level1/{i}_P.py", 10, 30, 20, 15) for i in (1, 2, 3))
+    generic.summary.runs_at_other_sizes, generic.summary.other_sizes_note = True, "yes, correct at N=3072 too"
+    failed_at = ("no, specialised to the problem's sizes (N=4096); failed at N=3072: incorrect (output has shape "
+                 "(4096,), expected (3072,))")
+    specialised.summary.runs_at_other_sizes, specialised.summary.other_sizes_note = False, failed_at
+    unchecked = gpu_row("level2/4_Q.py", 10, 30, 20, 15)
+    unchecked.summary.other_sizes_note = "not checked (the problem has no size constants to change)"
+    rows = [generic, specialised, old, unchecked]
+    one, two = paper_summary(rows)["levels"]
+    assert one["specialised"] == {"level1/2_P.py": f"runs at other sizes: {failed_at}"}
+    assert one["sizes_not_checked"] == 1 and (two["specialised"], two["sizes_not_checked"]) == ({}, 1)
+    write_bench_report(tmp_path, rows, "sizes", {})
+    table = (tmp_path / "bench.md").read_text()
+    assert "| level1 | ? | 3 | 3 of 3 | 100% | - | 0 | 0 | 1 (1 not checked) |" in table
+    assert "- correct: 4 of 4 (100%); 1 of them run only at the problem's sizes (they failed at other sizes)" in table
+    assert "| level2 | ? | 1 | 1 of 1 | 100% | - | 0 | 0 | 0 (1 not checked) |" in table
+    assert f"| level1/2_P.py | runs at other sizes: {failed_at} |" in table  # the section listing them
+    notes = {line.split(" | ")[0][2:]: line.split("|")[-2].strip() for line in table.splitlines()
+             if line.startswith("| level") and " | ok | " in line}  # the last column of each problem's row
+    assert notes == {"level1/1_P.py": "", "level1/2_P.py": f"runs at other sizes: {failed_at}",
+                     "level1/3_P.py": "runs at other sizes: not checked",
+                     "level2/4_Q.py": "runs at other sizes: not checked (the problem has no size constants to "
+                                      "change)"}

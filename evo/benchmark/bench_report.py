@@ -10,7 +10,7 @@ from pathlib import Path
 from core.stats import geometric_mean, median
 from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
-from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections
+from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections, sizes_note
 from evo.reports.full_size import BAKED
 from evo.reports.outcome import INTERPRETER, OK, RunOutcome
 from evo.records.manifest import combine, manifest_rows
@@ -37,6 +37,8 @@ def summarise(rows: list[Row]) -> dict:
     labelled = Counter(label for s in ok for label in s.labels)
     return {"problems": n, "correct": len(ok) + baked, "correct_rate": (len(ok) + baked) / n if n else 0.0,
             "baked": baked,
+            # correct on a GPU at the problem's sizes only (evo.reports.sizes_label: failed at other sizes)
+            "specialised": sum(1 for s in ok if not s.interpreter and s.runs_at_other_sizes is False),
             "labelled": dict(sorted(labelled.items())), **fast,
             **{f"geomean_vs_{base}": geometric_mean([s.speedup(base) for s in ok]) for base in AGAINST},
             # the correct kernels with a speed-up over each baseline (its geometric mean is over these)
@@ -77,6 +79,8 @@ def summary_lines(summary: dict) -> list[str]:
         speed += interval_lines(summary["intervals"])
     baked = (f"; {summary['baked']} of them correct at the test sizes only (baked there: they failed at other "
              f"sizes)" if summary.get("baked") else "")
+    baked += (f"; {summary['specialised']} of them run only at the problem's sizes (they failed at other sizes)"
+              if summary.get("specialised") else "")
     causes = (summary.get("paper") or {}).get("failures") or {}
     failing = (["without a correct kernel: " + "; ".join(f"{cause} {len(names)}" for cause, names in causes.items())]
                if causes else [])
@@ -123,8 +127,8 @@ def library_note(s: RunOutcome) -> str:
 
 def cells(r: Row) -> list[str]:
     s = r.summary
-    note = "; ".join(filter(None, [library_note(s) if r.status == OK else "",
-                                   r.reason if r.status != "ok" else s.stop_reason]))
+    correct = [library_note(s), sizes_note(s)] if r.status == OK else []
+    note = "; ".join(filter(None, [*correct, r.reason if r.status != "ok" else s.stop_reason]))
     note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it

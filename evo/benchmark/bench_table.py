@@ -4,7 +4,9 @@ faster) and the geometric mean of the speed-ups against each baseline, against t
 best baseline a Triton kernel could be (``fitness.measure.baselines.triton_best``: one that calls no library kernel),
 with intervals over search seeds where there are two or more; the runs without a correct kernel grouped by cause
 (``cause_of``: a short key from the row's reason), and the problems whose best baseline is a library call that
-policy ``triton`` forbids a candidate (cuBLAS, cuDNN). ``evo.benchmark.bench_report`` writes these sections into
+policy ``triton`` forbids a candidate (cuBLAS, cuDNN), and the correct GPU kernels that run only at the problem's
+sizes (``evo.reports.sizes_label``: they failed at other sizes; a row from before that check reads "not checked").
+``evo.benchmark.bench_report`` writes these sections into
 bench.md, bench.json and bench.html.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from evo.benchmark.bench import INTERRUPTED, NOT_STARTED, Row
 from evo.reports.full_size import BAKED
+from evo.reports.sizes_label import LABEL, NOT_CHECKED
 from evo.reports.intervals import Bootstrap, geomean_interval
 from evo.reports.outcome import OK, RunOutcome
 from fitness.measure.baselines import BASELINES, BEST, library_of, triton_best
@@ -46,6 +49,14 @@ def library_best(s: RunOutcome) -> str:
     does not or it is not known."""
     kernels = library_of(vars(s), s.best_baseline) if s.best_baseline else None
     return f"{NAMES.get(s.best_baseline, s.best_baseline)} ({', '.join(kernels)})" if kernels else ""
+
+
+def sizes_note(s: RunOutcome) -> str:
+    """A correct GPU kernel's note where it runs only at the problem's sizes or was not checked at others ("": it
+    runs at other sizes too, or an interpreter run: ``evo.reports.full_size`` says its own)."""
+    if s.interpreter or s.runs_at_other_sizes:
+        return ""
+    return f"{LABEL}: {s.other_sizes_note or NOT_CHECKED}"
 
 
 # causes ------------------------------------------------------------------------------------------------------------
@@ -150,11 +161,14 @@ def level_summary(level: Level, boot: Bootstrap) -> dict:
                          "geomean": None if mean is None else vars(mean),
                          "measured": sum(1 for r in ok if speedup_of(r.summary, base))}
     library = {r.label: library_best(r.summary) for r in ok if library_best(r.summary)}
+    on_gpu = [r for r in ok if not r.summary.interpreter]
+    specialised = {r.label: sizes_note(r.summary) for r in on_gpu if r.summary.runs_at_other_sizes is False}
     return {"level": level.name, "size": level.size, "attempted": level.attempted, "runs": runs,
             "seeds": level.seeds, "correct": len(correct), "baked": sum(1 for r in correct if r.status == BAKED),
             "correct_of_attempted": len(correct) / runs if runs else 0.0,
             "correct_of_level": len(correct) / (level.size * level.seeds) if level.size else None,
-            "against": against, "library_best": library}
+            "against": against, "library_best": library, "specialised": specialised,
+            "sizes_not_checked": sum(1 for r in on_gpu if r.summary.runs_at_other_sizes is None)}
 
 
 def paper_summary(rows: list[Row], sizes: dict | None = None, boot: Bootstrap | None = None) -> dict:
@@ -173,17 +187,24 @@ def _geomean(entry: dict) -> str:
     return f"{text} over {entry['measured']}"
 
 
+def _specialised(level: dict) -> str:
+    """The level's correct GPU kernels that run only at the problem's sizes, and how many were not checked."""
+    unchecked = level.get("sizes_not_checked", 0)
+    return f"{len(level.get('specialised', {}))}" + (f" ({unchecked} {NOT_CHECKED})" if unchecked else "")
+
+
 def sections(paper: dict, gpu: bool) -> list[dict]:
     """The sections of the page and the markdown: each a title, a note and a table (header, rows)."""
     found = []
     correctness = [[lv["level"], str(lv["size"] or "?"), str(lv["attempted"]),
                     f"{lv['correct']} of {lv['runs']}" + (f" ({lv['seeds']} seeds)" if lv["seeds"] > 1 else ""),
                     percent(lv["correct_of_attempted"]), percent(lv["correct_of_level"]), str(lv["baked"]),
-                    str(len(lv["library_best"]))] for lv in paper["levels"]]
+                    str(len(lv["library_best"])), _specialised(lv)] for lv in paper["levels"]]
     found.append({"title": "Per level: correct", "note": "correct: the run's best kernel passed every trial; of the "
                   "level: over all the level's problems in KernelBench (those not attempted count as not correct)",
                   "header": ["level", "problems", "attempted", "correct runs", "of attempted", "of the level",
-                             "baked (CPU)", "best baseline a library call"], "rows": correctness})
+                             "baked (CPU)", "best baseline a library call", "only at the problem's sizes (GPU)"],
+                  "rows": correctness})
     if gpu:
         speed = [[lv["level"], NAMES[base], *[percent(entry[f"fast_{p:g}"]) for p in FAST_P], _geomean(entry)]
                  for lv in paper["levels"] for base, entry in lv["against"].items()]
@@ -201,6 +222,12 @@ def sections(paper: dict, gpu: bool) -> list[dict]:
                           "library kernel that policy triton forbids a candidate; their speed-up over the best "
                           "Triton-expressible baseline is in the table above",
                           "header": ["problem", "best baseline"], "rows": library})
+        specialised = [[name, text] for lv in paper["levels"] for name, text in lv.get("specialised", {}).items()]
+        if specialised:
+            found.append({"title": "Only at the problem's sizes", "note": "problems whose best kernel is correct at "
+                          "the problem's sizes but failed at other sizes (each size constant moved to about 3/4): "
+                          "its speed-up holds at those sizes only",
+                          "header": ["problem", "other sizes"], "rows": specialised})
     causes = [[cause, str(len(names)), ", ".join(names)] for cause, names in paper["failures"].items()]
     found.append({"title": "Failures by cause", "note": "the runs without a correct kernel, grouped by a short key "
                   "of their reason (each row's full reason is in the table and bench.json)",
@@ -218,4 +245,4 @@ def markdown_sections(paper: dict, gpu: bool) -> list[str]:
 
 
 __all__ = ["AGAINST", "cause_of", "failures", "level_of", "levels", "library_best", "markdown_sections",
-           "paper_summary", "sections", "speedup_of"]
+           "paper_summary", "sections", "sizes_note", "speedup_of"]

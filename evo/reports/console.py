@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from evo.reports import full_size
+from evo.reports import full_size, sizes_label
 from evo.records.manifest import manifest_line
 from evo.reports.outcome import INTERPRETER_TIMES, RunOutcome
 from fitness.measure.baselines import speedup_rows
@@ -87,7 +87,8 @@ def table(o: RunOutcome) -> str:
                 ("speed-up vs seed (as written)", ratio(o.seed_written_s, o.best_s)),
                 *speedup_rows(vars(o)),
                 ("fraction of the data floor", percent(o.floor_fraction, 1, NA)),
-                (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA))]
+                (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
+                *sizes_label.rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
              ("best kernel descends from", o.best_from or "?"),
              ("precision policy", o.policy or "?"),

@@ -129,7 +129,7 @@ class SizesCheck:
                     batch = tries[start:start + parallel]
                     results = list(pool.map(lambda ind: evaluator.evaluate(ind.genome.rendered(),
                                                                            label=f"other sizes: {ind.id}"), batch))
-                    record["tried"] += [{"id": ind.id, "status": result.status, "reason": _first_line(result)}
+                    record["tried"] += [{"id": ind.id, "status": result.status, "reason": first_line(result)}
                                         for ind, result in zip(batch, results)]
                     record["kept"] = next((ind.id for ind, result in zip(batch, results) if result.ok), None)
                     if record["kept"] is not None:
@@ -140,7 +140,7 @@ class SizesCheck:
         return record
 
 
-def _first_line(result) -> str:
+def first_line(result) -> str:
     """A failure's reason, in a line: its first, without the trial and input seed it names."""
     lines = result.reason.strip().splitlines()
     return TRIAL.sub("", lines[0])[:200] if lines else ""

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evo.reports import full_size
+from evo.reports import full_size, sizes_label
 from evo.reports.anytime import interpreter_curve, run_curve
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
@@ -99,6 +99,11 @@ class RunOutcome:
     other_sizes: dict | None = None
     other_sizes_tried: list = field(default_factory=list)
     other_sizes_failed: dict = field(default_factory=dict)
+    # on a GPU: whether the best kernel is correct at other sizes too (evo.reports.sizes_label; a label, the status
+    # stays ok): false where it runs only at the problem's sizes; null where not checked (the note says why; an
+    # interpreter run, or one from before issue 43: none)
+    runs_at_other_sizes: bool | None = None
+    other_sizes_note: str = ""  # that verdict in a line: "no, specialised to the problem's sizes (N=4096); ..."
     manifest: dict | None = None  # what the figures were measured on and with (evo.records.manifest; None: an older run)
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.reports.anytime.curve)
     interpreter_curve: list | None = None  # on the interpreter: correct kernels, best time so far per evaluation
@@ -198,6 +203,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
     fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
     check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
     best = store.individual((check or {}).get("kept") or fastest) if fastest else None  # other sizes too
+    runs, note = sizes_label.label(sizes_label.verdict(store, fastest))  # on a GPU, of the best: a label
     seed, rewritten = store.individual("0.0"), store.get_meta(REWRITTEN_SEED) or {}
     seed_as_written = store.evaluation(rewritten.get("key") or evaluation_key(seed.genome.source)) if seed else None
     search_s = checkpoint.elapsed_s if checkpoint is not None else 0.0
@@ -205,6 +211,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
     return outcome_of(
         best, seed_as_written, seed.result if seed else None, seed.operator if seed else "",
         rewritten.get("made_by", ""), check, best_from=descends_from(store, best),
+        runs_at_other_sizes=runs, other_sizes_note=note,
         best_file=str(store.run_dir / BEST_KERNEL_FILE) if best is not None else "",
         evaluations=evaluations, distinct_evaluations=store.distinct_evaluation_count(),
         infrastructure_failures=store.infrastructure_failures(),

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evo.reports import full_size
+from evo.reports import full_size, sizes_label
 from evo.reports.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.reports.page import figure_png, pyplot
 from evo.records.manifest import manifest_rows
@@ -114,7 +114,8 @@ def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
                  ("speed-up vs seed (as written)", speedup(o.seed_speedup, NA)),
                  *baseline_time_rows(o), *speedup_rows(vars(o)),
                  ("fraction of the data floor", percent(o.floor_fraction, 1, NA)),
-                 (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA))]
+                 (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
+                 *sizes_label.rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
              ("precision policy", o.policy or "?"),
              ("seed from", (f"{o.seed}, rewritten by the {o.seed_rewritten_by}" if o.seed_rewritten_by

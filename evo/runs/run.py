@@ -18,7 +18,7 @@ from typing import Any
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
-from evo.reports import full_size
+from evo.reports import full_size, sizes_label
 from evo.service.evaluation import EvaluationService, evaluations_in_flight
 from evo.reports.console import print_generation, start_line, table
 from evo.records.manifest import run_manifest
@@ -174,6 +174,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         measure_baselines(service, store)
         seeds = make_seeds(plan, team, service, run_dir, capture)
         sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
+        size_label = sizes_label.SizesLabel.plan(plan.judge, evaluator) if evaluator.on_gpu else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
                         selection=instantiate(plan.selection), team=team, strategy=checked.strategy,
@@ -185,6 +186,8 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         store.set_meta("manifest", run_manifest(plan, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
+        if size_label is not None:  # on a GPU: is the best specialised to the problem's sizes? correctness only
+            size_label.judge(store, store.latest_checkpoint(), evaluator.sandbox)
     finally:
         if tuner is not None:
             tuner.close()
@@ -256,6 +259,7 @@ def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tupl
     outcome = summarise(store, checkpoint, stop_reason, busy, window)
     if outcome.best_id:
         best = store.individual(outcome.best_id).genome.rendered()
+        best = sizes_label.flagged(best, outcome.runs_at_other_sizes, outcome.other_sizes_note)
         Path(outcome.best_file).write_text(full_size.flagged(best, outcome.sizes_check))
     outcome.write(store.run_dir)
     store.close()

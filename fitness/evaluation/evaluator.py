@@ -365,17 +365,20 @@ class Evaluator:
                     **({"infrastructure": True} if outcome.infrastructure else {})}  # not the kernel's: not stored
         return outcome.result["profile"]
 
-    def evaluate(self, source: str, label: str = "") -> EvalResult:
-        """Judge one candidate source; never raises for anything the candidate does. Thread-safe."""
+    def evaluate(self, source: str, label: str = "", timed: bool = True) -> EvalResult:
+        """Judge one candidate source; never raises for anything the candidate does. Thread-safe. `timed`: false
+        judges its correctness only (trials and guards): no timing, no baselines, no speed-ups (time_s None)."""
         start, baseline_s, wall = time.perf_counter(), 0.0, time.time()
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
-            outcome = self._sandbox.run(self._job("candidate", source=source), self.settings.timeout_s,
+            outcome = self._sandbox.run(self._job("candidate", source=source, timed=timed), self.settings.timeout_s,
                                         compile_timeout_s=self.settings.compile_timeout_s,
                                         cut_at=self._cut_at)
             self._apply_outcome(outcome, result)
-            if result.ok:
+            if result.ok and timed:
                 baseline_s = self._score(result)
+            elif result.ok:
+                result.notes.append("correctness only: not timed, no baselines")
         result.eval_wall_s = time.perf_counter() - start - baseline_s  # the one-off baselines are no one's cost
         result.spans = [["evaluation", wall, time.time()], *result.spans]
         scrub_secrets(result)  # whatever the candidate printed or raised may quote a secret it found somewhere

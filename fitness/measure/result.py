@@ -160,8 +160,8 @@ class WorkerJob:
     """What the evaluator sends a worker (``fitness.workers.worker``): the one list of the keys that cross the process
     boundary towards it, with their defaults here and in the judge's settings (``EvalSettings``, its timing's
     included: a worker reads them filled in, never merges defaults back); serialised in one place (``to_json``,
-    ``from_dict``). Each kind reads its own fields: a candidate its `source`, a baseline job its `baselines`, a
-    profile job `source`, `ncu`, `ncu_timeout_s` and `readable`; a prewarm job only its device."""
+    ``from_dict``). Each kind reads its own fields: a candidate its `source` and `timed`, a baseline job its
+    `baselines`, a profile job `source`, `ncu`, `ncu_timeout_s` and `readable`; a prewarm job only its device."""
 
     kind: str  # candidate, baseline, profile, prewarm
     device: str  # cpu (Triton's interpreter), cuda, cuda:N
@@ -175,6 +175,7 @@ class WorkerJob:
     input_names: list = field(default_factory=list)  # the forward's argument names (for the trial's messages)
     reference_matmuls: bool = True  # the reference has matmuls (only they round differently under TF32)
     source: str = ""  # the candidate's module (candidate, profile)
+    timed: bool = True  # candidate: timed after its trials (false: its correctness only, no timing)
     baselines: list = field(default_factory=list)  # the baselines to time (baseline)
     ncu: str = ""  # Nsight Compute's executable (profile)
     ncu_timeout_s: float = 0.0  # one kernel's run under it (profile)

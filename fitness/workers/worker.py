@@ -192,16 +192,18 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
                 specs = reference_output_specs(reference, problem, job, input_seed)
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
                                 LAUNCHES, allowance)
-            timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)
-            feed = FreshInputs(problem, device, input_seed, reference, policy,
-                               checked=job.settings.timing.checked_calls,
-                               allowance=allowance)
-            stage("timing the candidate")
-            with gpu_lock(job, exclusive=True), phase("timing"):
-                result["timing"] = {"candidate": time_candidate(timed, feed, job)}
-            verify("timing")
-            timed.check_launches()
-            result["guards"].update(feed.summary())
+            timed = feed = None
+            if job.timed:  # else correctness only: no timing, no exclusive lock
+                timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)
+                feed = FreshInputs(problem, device, input_seed, reference, policy,
+                                   checked=job.settings.timing.checked_calls,
+                                   allowance=allowance)
+                stage("timing the candidate")
+                with gpu_lock(job, exclusive=True), phase("timing"):
+                    result["timing"] = {"candidate": time_candidate(timed, feed, job)}
+                verify("timing")
+                timed.check_launches()
+                result["guards"].update(feed.summary())
         except Verdict as verdict:  # a verdict on the timed calls keeps what the trials found
             for key in ("guards", "trials_passed", "timing"):
                 if key in result:
