@@ -78,8 +78,10 @@ class SizesLabel:
         elif self.other is not None:
             try:
                 result = self._correct(individual.genome.rendered(), best, sandbox)
-            except ValueError as exc:  # the problem at the other sizes (ProblemError): the run's figures stand
-                record["why_not"] = f"the problem cannot be judged at {_sizes(self.other_sizes)}: {exc}"[:400]
+            except Exception as exc:  # noqa: BLE001 - a label: whatever fails (the problem at the other sizes, a
+                # ProblemError; the check's own evaluator), the run's figures and its summary stand
+                record["why_not"] = (f"the problem cannot be judged at {_sizes(self.other_sizes)}: "
+                                     f"{type(exc).__name__}: {exc}")[:400]
             else:
                 record.update(status=result.status, reason=first_line(result))
                 if result.status in (INFRASTRUCTURE, CANCELLED):  # no verdict on the kernel
