@@ -3,7 +3,7 @@
 A GPU run judges its candidates at the problem's own sizes, and torch.compile's seeds are captured there with static
 shapes (the sizes baked in as literals), so the best kernel may run only at those sizes: a speed-up that says
 nothing of any other shape (shape over-fitting). After the search the run's best kernel -- the hall of fame's first,
-and only it: one evaluation -- is judged for correctness only (``Evaluator.evaluate(timed=False)``: its trials and
+and only it: one evaluation -- is judged for correctness only (``Evaluator.correctness``: its trials and
 guards, no timing, no baseline measured) at other sizes (``fitness.problems.sizes.other_sizes``: every size constant
 that can change moved to about 3/4), in the run's sandbox and under the GPU's shared lock as any correctness trial.
 Which kernel is best and its figures do not change, nor does the run's status: the verdict is a label.
@@ -98,7 +98,7 @@ class SizesLabel:
         device = sandbox.device if sandbox is not None else parts.device
         with Evaluator(self.other, parts.policy, parts.profile, parts.settings, device=device,
                        sandbox=sandbox) as evaluator:
-            return evaluator.evaluate(source, label=f"other sizes: {best}", timed=False)
+            return evaluator.correctness(source, label=f"other sizes: {best}")
 
 
 def verdict(store: RunStore, best: str | None) -> dict | None:

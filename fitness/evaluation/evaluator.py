@@ -365,9 +365,16 @@ class Evaluator:
                     **({"infrastructure": True} if outcome.infrastructure else {})}  # not the kernel's: not stored
         return outcome.result["profile"]
 
-    def evaluate(self, source: str, label: str = "", timed: bool = True) -> EvalResult:
-        """Judge one candidate source; never raises for anything the candidate does. Thread-safe. `timed`: false
-        judges its correctness only (trials and guards): no timing, no baselines, no speed-ups (time_s None)."""
+    def evaluate(self, source: str, label: str = "") -> EvalResult:
+        """Judge one candidate source; never raises for anything the candidate does. Thread-safe."""
+        return self._judged(source, label, timed=True)
+
+    def correctness(self, source: str, label: str = "") -> EvalResult:
+        """Judge one candidate's correctness only (its trials and guards): no timing, no baselines, no speed-ups
+        (time_s None); as `evaluate` otherwise."""
+        return self._judged(source, label, timed=False)
+
+    def _judged(self, source: str, label: str, timed: bool) -> EvalResult:
         start, baseline_s, wall = time.perf_counter(), 0.0, time.time()
         result = self._new_result(source, label)
         if self._pre_checks(source, result):
