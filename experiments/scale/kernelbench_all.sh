@@ -49,8 +49,8 @@ case ${1:?start, wait or stop} in
       parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S > $W/log.txt 2>&1 < /dev/null &
     echo $! > $W/pid
     cat $W/machine.txt; sleep ${2:-120}; report; cp $W/machine.txt $OUT/ ;;
-  wait)
-    sleep ${2:?seconds}; report ;;
+  wait)  # the rows so far come back with each call: a call cut short by the session's device time loses nothing
+    sleep ${2:?seconds}; report; tar czf $OUT/rows.tgz -C $W/bench rows 2>/dev/null ;;
   stop)
     pid=$(cat $W/pid); kill -INT $pid
     for _ in $(seq 240); do kill -0 $pid 2>/dev/null || break; sleep 1; done  # its searches stop, their rows written
