@@ -106,3 +106,27 @@ def test_the_data_model_the_judge_imports_is_watched_as_strictly_as_the_judge():
     finally:
         del core.genome.stolen
     assert not [d for d in state.verify() if d.startswith("core.")]
+
+
+def test_a_warning_torch_raises_under_the_judges_tf32_emulation_is_no_tampering():
+    # on 2 x H200 level3/40_GRUHidden's honest seeds were rejected: a torch warning raised inside TF32Operands'
+    # __torch_function__ made Python add __warningregistry__ to fitness.judge.tf32's globals
+    import warnings
+
+    import torch
+
+    import fitness.judge.tf32 as tf32
+    from fitness.judge.integrity import JudgeState
+
+    vars(tf32).pop("__warningregistry__", None)
+    state = JudgeState.capture()
+    with warnings.catch_warnings(record=True), tf32.TF32Operands("nearest"):
+        warnings.simplefilter("always")
+        torch.tensor(torch.ones(2))  # torch warns "To copy construct from a tensor ...", from the mode's frame
+    assert "__warningregistry__" in vars(tf32)  # as on the H200
+    assert not [d for d in state.verify() if "fitness.judge.tf32" in d]
+    tf32.stolen = "an attribute a candidate added"
+    try:
+        assert "fitness.judge.tf32: attribute(s) added: stolen" in state.verify()
+    finally:
+        del tf32.stolen

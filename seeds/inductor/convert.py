@@ -12,6 +12,7 @@ problem's nn.LSTM / nn.GRU, swapped at capture) as kernelevo's own Triton RNN (`
 from __future__ import annotations
 
 import ast
+import copy
 import math
 
 from core import pyast
@@ -238,11 +239,17 @@ def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
     return [n for n in tree.body if kept(n)], model
 
 
-def _forward_arguments(model: ast.ClassDef) -> list[str]:
+def _forward_arguments(model: ast.ClassDef) -> tuple[list[str], str]:
+    """Model.forward's arguments after self, and its signature as written: with its defaults, so an argument
+    get_inputs() does not give (level3/47_NetVlad's ``mask=None``, level3/48_Mamba2's ``initial_states=None``) is
+    not required of the seed either."""
     forward = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
     if forward is None or forward.args.vararg or forward.args.kwonlyargs:
         raise SeedError("Model.forward must take named positional arguments only for an Inductor seed")
-    return [a.arg for a in forward.args.args[1:]]
+    arguments = copy.deepcopy(forward.args)
+    for argument in arguments.args:
+        argument.annotation = None  # an annotation may name what the seed does not import (typing's Optional)
+    return [a.arg for a in forward.args.args[1:]], ast.unparse(arguments)
 
 
 def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
@@ -338,7 +345,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     if len(arg_names) != len(captured["args"]):
         raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
                         f"identified; {OTHER_SEEDS}")
-    inputs = _forward_arguments(model)
+    inputs, written = _forward_arguments(model)
     args = captured["args"]
     home = next((bound(a, inputs) for a in args if a["kind"] in ("param", "buffer", "input")), None)
     bound_to = {n: bound(a, inputs, home) for n, a in zip(arg_names, args) if a["kind"] != "size"}
@@ -362,7 +369,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         del last.value.elts[captured["outputs"]:]  # the new values of tensor attributes forward assigns (level3/33)
     if captured.get("single_output") and returned and len(last.value.elts) == 1:
         last.value = last.value.elts[0]
-    forward = pyast.parse(f"def forward(self, {', '.join(inputs)}):\n    pass").body[0]
+    forward = pyast.parse(f"def forward({written}):\n    pass").body[0]
     forward.body = [*pyast.parse("\n".join(bind)).body, *body]
     model_new = _model_new(model, forward)
 
