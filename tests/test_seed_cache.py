@@ -258,6 +258,7 @@ def test_the_capture_runs_beside_the_baselines_and_its_failure_is_raised_where_t
     made = make_seeds(plan_of(), None, service, tmp_path / "run", capture)
     assert "ALLOW_TF32: tl.constexpr = False" in made[0].genome.source  # the same seeds as without the thread
     assert store.get_meta("seed_wall_s") < slow / 2  # the capture ran beside the baselines: no wait after them
+    assert slow <= summarise(store, None).seed_capture_s < 2 * slow  # its own time, kept apart (stages.md)
     assert store.get_meta(SEED_CACHE).startswith("captured (why: no entry for matmul in ")
     store.close()
     for initialise, captures in ((False, True), ("from_seed", True), (True, False)):  # an LLM team's first kernel

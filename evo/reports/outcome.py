@@ -30,6 +30,7 @@ INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured
 START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.runs.run)
 SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
 SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
+SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (beside the baselines)
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -84,6 +85,7 @@ class RunOutcome:
     baseline_wall_s: float | None = None  # measuring the baselines, once, before the search
     seed_wall_s: float | None = None  # making generation 0's kernels (torch.compile's capture, an initialiser)
     seed_check_s: float | None = None  # the first seed judged, then the TF32 check: generation 0's, in search_wall_s
+    seed_capture_s: float | None = None  # torch.compile's capture from its start, beside the baselines (None: none)
     seed_cache: str = ""  # torch.compile's seeds: "cached", or "captured (why: ...)" ("": not from torch.compile)
     # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
     # (workers, the problem and its reference), baselines, seeds, other (None: an older run)
@@ -221,7 +223,8 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         over_budget_s=over_budget(store.get_meta("config") or {}, search_s, stop_reason),
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
-        seed_check_s=store.get_meta(SEED_CHECK_S), seed_cache=store.get_meta(SEED_CACHE) or "",
+        seed_check_s=store.get_meta(SEED_CHECK_S), seed_capture_s=store.get_meta(SEED_CAPTURE_S),
+        seed_cache=store.get_meta(SEED_CACHE) or "",
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),

@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CHECK_S
+from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.result import EvalResult
@@ -57,10 +57,10 @@ def compiler_seeded(plan: RunPlan, team, service: Evaluations) -> bool:
 
 
 def start_capture(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> Future | None:
-    """torch.compile's capture for generation 0 (``inductor_seeds``: source per maker), started in a thread of its
-    own, so it runs while the baselines are measured; None where the run has no compiler seeds. Its thread is a
-    daemon and its process dies with the run (``fitness.common.lifeline``): a run that fails before it is read does
-    not wait for it."""
+    """torch.compile's capture for generation 0, started in a thread of its own, so it runs while the baselines are
+    measured: a future of (``inductor_seeds``' source per maker, the capture's seconds); None where the run has no
+    compiler seeds. Its thread is a daemon and its process dies with the run (``fitness.common.lifeline``): a run
+    that fails before it is read does not wait for it."""
     if not compiler_seeded(plan, team, service):
         return None
     future: Future = Future()
@@ -68,8 +68,9 @@ def start_capture(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> F
 
     def capture() -> None:
         future.set_running_or_notify_cancel()
+        started = time.perf_counter()
         try:
-            future.set_result(evaluator.inductor_seeds(run_dir, plan.variants))
+            future.set_result((evaluator.inductor_seeds(run_dir, plan.variants), time.perf_counter() - started))
         except BaseException as exc:  # noqa: BLE001 - raised where it is read (make_seeds), as without the thread
             future.set_exception(exc)
 
@@ -100,9 +101,12 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
     if mode is True:
         return [Seed.from_source(_initialise(team), "initialiser")]
     compiler = compiler_seeded(plan, team, service)
-    sources = None if not compiler else capture.result() if capture is not None else \
-        evaluator.inductor_seeds(run_dir, plan.variants)
+    started = time.perf_counter()
+    sources, capture_s = (None, None) if not compiler else capture.result() if capture is not None else \
+        (evaluator.inductor_seeds(run_dir, plan.variants), None)
     checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
+    if first and compiler:  # the capture's own time, read from the cache or not (a resume's does not count)
+        service.store.set_meta(SEED_CAPTURE_S, round(capture_s if capture_s is not None else checking - started, 2))
     made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
             else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
     head = []  # the run's floor: its first seed as written (and its IEEE rewrite where TF32 made it incorrect)

@@ -3,7 +3,8 @@ and run stores (issue 43's whole-KernelBench bench, ``kernelbench_all.sh``):
 
 - per level: the median seconds of each stage before the search (process start, evaluation service, baselines,
   torch.compile's capture of the seeds), of the search and of the whole problem, and each stage's share of the
-  summed problem time;
+  summed problem time; since 1cf54a4 the capture runs beside the baselines (its wait after them is `seeds`), and
+  its own time is the last column (`-` for runs from before it was recorded);
 - each problem without a correct kernel: its status, the evaluations made and cut at the budget, and the first
   line of its evaluations' most frequent reason (from its run store), or the row's reason;
 - each correct kernel below FLOOR (0.97x) of its best Triton-expressible baseline (issue 43's floor);
@@ -13,7 +14,7 @@ and run stores (issue 43's whole-KernelBench bench, ``kernelbench_all.sh``):
   the same GPU was measuring its baselines or capturing its seeds (the rows' stage times);
 - with --smi (the bench's `nvidia-smi` samples, index, utilisation): each GPU's mean utilisation and idle share.
 
-    python3 experiments/scale/kernelbench_stages.py BENCH_DIR [--smi smi.csv] > stages.md
+    .venv/bin/python experiments/scale/kernelbench_stages.py BENCH_DIR [--smi smi.csv] > stages.md
 """
 import argparse
 import collections
@@ -41,7 +42,7 @@ def stage_table(rows: list[dict]) -> list[str]:
             by_level[row["name"].split("/")[0]].append(row)
             by_level["all"].append(row)
     lines = ["| level | problems | " + " | ".join(f"{s} (s)" for s in STAGES) + " | search (s) | problem (s) | "
-             "share: " + ", ".join(STAGES) + ", search |", "|---" * (len(STAGES) + 5) + "|"]
+             "share: " + ", ".join(STAGES) + ", search | capture (s) |", "|---" * (len(STAGES) + 6) + "|"]
     for level, group in sorted(by_level.items(), key=lambda kv: (kv[0] == "all", kv[0])):
         stages = {s: [r["summary"]["start_up_s"].get(s) or 0.0 for r in group] for s in STAGES}
         search = [r["summary"].get("search_wall_s") or 0.0 for r in group]
@@ -49,8 +50,15 @@ def stage_table(rows: list[dict]) -> list[str]:
         shares = [sum(v) / sum(wall) for v in [*stages.values(), search]]
         lines.append(f"| {level} | {len(group)} | " + " | ".join(f"{statistics.median(v):.1f}" for v in stages.values())
                      + f" | {statistics.median(search):.1f} | {statistics.median(wall):.1f} | "
-                     + ", ".join(f"{s:.0%}" for s in shares) + " |")
+                     + ", ".join(f"{s:.0%}" for s in shares) + f" | {capture_median(group)} |")
     return lines
+
+
+def capture_median(group: list[dict]) -> str:
+    """The median of torch.compile's capture on its own (summary's seed_capture_s: it runs beside the baselines,
+    whose stage holds it since 1cf54a4); '-' for runs from before it was recorded."""
+    known = [r["summary"]["seed_capture_s"] for r in group if r["summary"].get("seed_capture_s") is not None]
+    return f"{statistics.median(known):.1f}" if known else "-"
 
 
 def first_reason(run_dir: Path) -> str:
