@@ -57,6 +57,9 @@ def test_library_kernels_are_read_from_inductors_code_and_name_the_library():
     assert library_kernels(["triton_poi_fused_relu_0.run(buf0, 64)\naten = torch.ops.aten\n"]) == []
     assert library_kernels(["buf = torch.ops.aten._scaled_dot_product_flash_attention.default(q, k, v)"]) == \
         ["flash attention torch.ops.aten._scaled_dot_product_flash_attention"]
+    # max-autotune's GEMM with a bias on 2 x H200 (level2/28, 55, 80, 98): a cuBLAS call, not an unnamed library
+    assert library_kernels(["buf2 = extern_kernels.bias_addmm(arg1_1, buf0, arg2_1)"]) == \
+        ["cuBLAS extern_kernels.bias_addmm"]
 
 
 @pytest.mark.slow

@@ -36,7 +36,8 @@ STATUS_TEXT = {FAILED: "failed", COMPILE_TIMEOUT: "too slow to compile", NOT_MEA
 BASELINE_PROCESSES = 2  # fresh workers that time the baselines on a GPU, one after the other (the fastest is kept)
 TIE = 0.01  # a speed-up over the best baseline within this of 1 is a tie: timing noise on a GPU is about 1 %
 # the library behind an extern kernel of Inductor's code, by the operator's name (others: "library")
-LIBRARIES = {"mm": "cuBLAS", "addmm": "cuBLAS", "bmm": "cuBLAS", "baddbmm": "cuBLAS", "_int_mm": "cuBLAS",
+LIBRARIES = {"mm": "cuBLAS", "addmm": "cuBLAS", "bias_addmm": "cuBLAS", "bmm": "cuBLAS", "baddbmm": "cuBLAS",
+             "_int_mm": "cuBLAS",  # bias_addmm: Inductor's addmm with a broadcast bias (max-autotune's choice)
              "convolution": "cuDNN", "_convolution": "cuDNN", "_scaled_dot_product_flash_attention": "flash attention",
              "_scaled_dot_product_efficient_attention": "memory-efficient attention",
              "_scaled_dot_product_cudnn_attention": "cuDNN"}
