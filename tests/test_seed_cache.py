@@ -179,7 +179,8 @@ def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp
     before = time.perf_counter()
     make_seeds(plan_of(wall_time_s=5.0), None, service, tmp_path / "run")
     (deadline, lifted) = service.deadlines  # cut at the budget while judging, lifted after (the search sets its own)
-    assert before + 5.0 <= deadline <= before + 5.0 + CHECK_S and lifted is None
+    capture_s = store.get_meta("seed_capture_s")  # the budget counts from the checks, the capture before them
+    assert before + 5.0 <= deadline <= before + 5.0 + capture_s + 0.05 and lifted is None
     settings = SearchSettings(mu=2, lambda_=2, budget=Budget(generations=50, wall_time_s=3.0, patience=None))
     search = Search([(Genome.from_source(SOURCE.format(v=0)), "seed")], [Step()], FakeTuner(store), store,
                     settings, spent_s=2.9)
@@ -276,3 +277,25 @@ def test_the_capture_runs_beside_the_baselines_and_its_failure_is_raised_where_t
     own = SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="kernel.py")), variants=None, llm=None)
     service.evaluators[0].problem.seed_path = "kernel.py"
     assert start_capture(own, None, service, tmp_path / "own") is None  # the problem's own seed: nothing to capture
+
+
+def test_max_autotunes_variant_seed_is_judged_before_the_budget_can_cut_it(tmp_path, monkeypatch):
+    # on 2 x H200 level1/89, 87 and level3/3 ended at 0.87-0.93x of max-autotune: their max-autotune seed was cut
+    def capture(spec, device, templates, tf32, variants, **kwargs):  # each variant's kernel at other warps
+        warps = {name: 2 ** (index + 1) for index, name in enumerate(sorted(variants))}
+        return {name: {**GEMM, "kernels": {k: {**v, "configs": [{**v["configs"][0], "num_warps": warps[name]}]}
+                                           for k, v in GEMM["kernels"].items()}} for name in variants}
+
+    monkeypatch.setattr(seeds, "capture_variants", capture)
+    spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
+    variants = {"looped": {"triton": {"persistent_reductions": False}}, "max_autotune": {"max_autotune": True},
+                "gemm": {"max_autotune_gemm": False}}
+    plan = SimpleNamespace(**{**vars(plan_of(wall_time_s=5.0)), "variants": variants})
+    store = RunStore(tmp_path / "run")
+    service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
+    made = make_seeds(plan, None, service, tmp_path / "run")
+    cut = next(i for i, event in enumerate(service.events) if event[0] == "cut" and event[1] is not None)
+    before = {label for kind, label in service.events[:cut] if kind == "submit"}
+    assert before == {"inductor", "inductor:max_autotune"}  # the first seed and max-autotune's, then the budget
+    assert [s.made_by for s in made] == ["inductor", "inductor:max_autotune", "inductor:looped", "inductor:gemm"]
+    store.close()

@@ -7,7 +7,8 @@ where that is correct. The first seed as written is judged before anything else,
 budget, and so is its IEEE rewrite where TF32 made it incorrect (their time counts against the budget;
 ``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from.
 15 s searches of large problems whose first evaluations took longer ended with no kernel at all
-(``experiments/results/kernelbench_h100x4/``). With an LLM team, ``llm.initialise``: true, the initialiser agent
+(``experiments/results/kernelbench_h100x4/``). So is, on a GPU, the seed of each variant that turns on
+max-autotune's options (``floor``): the run starts no worse than the Triton max-autotune picked. With an LLM team, ``llm.initialise``: true, the initialiser agent
 writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts
 from compile's kernels too); false, the seed as it is.
 
@@ -29,6 +30,7 @@ from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.result import EvalResult
 from operators.base import CURRENT_CHILD, ChildUsage
+from seeds.inductor import autotuned
 from seeds.inductor.cache import cache_note
 from seeds.inductor.precision import ieee_dots
 
@@ -109,15 +111,15 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
         service.store.set_meta(SEED_CAPTURE_S, round(capture_s if capture_s is not None else checking - started, 2))
     made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
             else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
-    head = []  # the run's floor: its first seed as written (and its IEEE rewrite where TF32 made it incorrect)
-    if first:  # judged before the budget can cut anything
-        service.submit(made[0].genome.rendered(), label=made[0].made_by).result()
-        head = ieee_where_tf32_fails(service, made[:1]) if compiler else made[:1]
+    leading = floor(made, plan.variants) if first else []  # the run's floor, judged before the budget can cut it
+    for judged in [service.submit(seed.genome.rendered(), label=seed.made_by) for seed in leading]:
+        judged.result()
+    head = ieee_where_tf32_fails(service, leading) if compiler else leading
     budget_s = plan.search.budget.wall_time_s if first and compiler else None
     if budget_s is not None:  # generation 0's other evaluations: the search's budget holds them
         service.cut_at(checking + budget_s)
     try:
-        rest = made[len(head):]
+        rest = [seed for seed in made if seed not in leading]
         captured = head + (ieee_where_tf32_fails(service, rest) if compiler else rest)
     finally:
         if budget_s is not None:  # the search sets its own
@@ -129,6 +131,16 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
     if mode == "from_seed":
         captured[0] = _rewritten(team, service, captured[0])
     return captured
+
+
+def floor(made: list[Seed], variants: dict | None) -> list[Seed]:
+    """The seeds judged before the search's budget can cut them (their IEEE rewrites too, where TF32 made them
+    incorrect): the first seed as written, and the seeds of Inductor's variants that turn on max-autotune's options
+    (``seeds.inductor.autotuned``), which hold the Triton kernels and configurations max-autotune picked, so a run
+    starts no worse than them. On 2 x H200 three kernels ended at 0.87-0.93x of max-autotune, their
+    max-autotune seed cut by the 15 s budget (``experiments/results/kernelbench_part2/``)."""
+    names = {f"{INDUCTOR}:{name}" for name, options in (variants or {}).items() if autotuned(options)}
+    return made[:1] + [seed for seed in made[1:] if seed.made_by in names]
 
 
 def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]:

@@ -162,6 +162,12 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     return sources
 
 
+def autotuned(options: dict) -> list[str]:
+    """Which of max-autotune's options (``GPU_ONLY``) a variant's Inductor options turn on ([]: none)."""
+    flat = flat_options(options)
+    return sorted(key for key in set(flat) & GPU_ONLY if flat[key])
+
+
 def gpu_variants(variants: dict | None, device: str) -> dict | None:
     """`variants` less, off a GPU, those asking for max-autotune (``GPU_ONLY``: Inductor benchmarks its choices on
     the GPU; on the CPU it builds no template), each said in a line."""
@@ -169,8 +175,7 @@ def gpu_variants(variants: dict | None, device: str) -> dict | None:
         return variants
     kept = {}
     for name, options in variants.items():
-        asks = sorted(set(flat_options(options)) & GPU_ONLY)
-        if asks and any(flat_options(options)[key] for key in asks):
+        if asks := autotuned(options):
             log.info(f"Inductor's variant {name!r} ({', '.join(asks)}) needs a GPU: no seed from it on "
                      f"{device}")
         else:
