@@ -81,10 +81,11 @@ def test_a_plain_tensor_attribute_forward_assigns_is_bound_on_the_inputs_device_
     # level3/33_VanillaRNN: Inductor's graph takes self.hidden (no parameter, buffer or input: the capture refused it)
     # and returns its new value after forward's output, which Dynamo sets on the module
     spec = resolve_problem(str(PROBLEMS / "stateful_attribute.py"))
-    captured = seeds.capture(spec, "cpu")
+    source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
+    (entry,) = (tmp_path / "inductor-seeds").glob("stateful_attribute-*.json")  # the capture, as cached
+    captured = json.loads(entry.read_text())
     assert {"kind": "attribute", "name": "hidden"} in captured["args"] and captured["outputs"] == 1
     assert len(captured["code"].split("return (")[-1].split(")")[0].rstrip(", ").split(",")) == 2  # output, hidden
-    source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
     assert "self.hidden.to(" in source
     with make_evaluator(problem=spec.path, sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
