@@ -8,9 +8,9 @@ budget, and so is its IEEE rewrite where TF32 made it incorrect (their time coun
 ``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from.
 15 s searches of large problems whose first evaluations took longer ended with no kernel at all
 (``experiments/results/kernelbench_h100x4/``). So is, on a GPU, the seed of each variant that turns on
-max-autotune's options (``floor``): the run starts no worse than the Triton max-autotune picked. With an LLM team, ``llm.initialise``: true, the initialiser agent
-writes the first kernel from the reference alone; from_seed, it rewrites the seed for speed (so an LLM run starts
-from compile's kernels too); false, the seed as it is.
+max-autotune's options (``floor``): the run starts no worse than the Triton max-autotune picked. With an LLM team,
+``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
+rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is.
 
 torch.compile's capture (``start_capture``) starts before the baselines are measured and runs beside them: both
 are mostly compilation on the CPU (on 4 x H100 the baselines took 50 s and the seeds 44 s of a problem's median

@@ -62,13 +62,16 @@ def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]
 
     named = [("param", n, p) for n, p in model.named_parameters()] + [("buffer", n, b) for n, b in
                                                                      model.named_buffers()]
-    named += [("attribute", f"{prefix}.{key}" if prefix else key, value) for prefix, module in model.named_modules()
-              for key, value in vars(module).items() if isinstance(value, torch.Tensor)]  # plain: self.hidden
+    attributes = [("attribute", f"{prefix}.{key}" if prefix else key, value)  # plain tensors: level3/33's hidden
+                  for prefix, module in model.named_modules() for key, value in vars(module).items()
+                  if isinstance(value, torch.Tensor)]
     mapping = []
     for tensor in example_inputs:
         kind = next(({"kind": k, "name": n} for k, n, t in named if t is tensor), None)
-        if kind is None:
+        if kind is None:  # an input before an attribute: forward may have kept its input as one (self.last = x)
             kind = next(({"kind": "input", "index": i} for i, x in enumerate(inputs) if x is tensor), None)
+        if kind is None:
+            kind = next(({"kind": k, "name": n} for k, n, t in attributes if t is tensor), None)
         if kind is None and dynamic and not isinstance(tensor, torch.Tensor):
             kind = {"kind": "size"}  # a size argument: _size_args says whose
         if kind is None:
