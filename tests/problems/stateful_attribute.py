@@ -1,5 +1,6 @@
 # Test problem: forward reads and assigns a plain tensor attribute (as level3/33_VanillaRNN's self.hidden: made on the
-# CPU in __init__, overwritten from an input, moved to the inputs' device, assigned anew), and no library call
+# CPU in __init__, overwritten from an input, moved to the inputs' device, assigned anew), has an argument with a
+# default that get_inputs() does not give (as level3/47_NetVlad's mask=None), and no library call
 import torch
 import torch.nn as nn
 
@@ -10,7 +11,9 @@ class Model(nn.Module):
         self.hidden = torch.randn((batch_size, dim))
         self.scale = nn.Parameter(torch.linspace(0.5, 1.5, dim))
 
-    def forward(self, x, initial_hidden):
+    def forward(self, x: torch.Tensor, initial_hidden, mask=None):
+        if mask is not None:
+            x = x * mask
         self.hidden.copy_(initial_hidden)
         self.hidden = self.hidden.to(x.device)
         self.hidden = torch.tanh(x * self.scale + self.hidden)
