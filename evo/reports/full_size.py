@@ -47,7 +47,8 @@ TRIAL = re.compile(r"^trial \d+ \(input seed \d+\): ")  # how the judge's reason
 BAKED_HEADER = "# kernelevo: BAKED AT THE TEST SIZES {sizes}: {why}\n"
 
 
-def _sizes(sizes: dict) -> str:
+def sizes_text(sizes: dict) -> str:
+    """Size constants as a line says them: ``N=4096, M=512``."""
     return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
@@ -95,7 +96,7 @@ class SizesCheck:
         line = "selection among children: by interpreter wall-clock time (no GPU timing)"
         if not self.test_sizes:
             return f"{line}, at the problem's full sizes (its test sizes): every kernel judged here runs at them"
-        line += f", at the test sizes {_sizes(self.test_sizes)}, not the full sizes {_sizes(self.full_sizes)}"
+        line += f", at the test sizes {sizes_text(self.test_sizes)}, not the full sizes {sizes_text(self.full_sizes)}"
         if self.baked_seeds:
             line += (f"; generation 0's compiler seeds ({', '.join(self.baked_seeds)}) were captured at the test "
                      f"sizes: they and their offline descendants are baked at those sizes and cannot run at the full "
@@ -106,7 +107,7 @@ class SizesCheck:
         if self.other is None:
             return f"{line}; no other sizes to check kernels at ({self.why_not})"
         return (f"{line}; at the end the fastest correct kernels are judged again at other sizes "
-                f"({_sizes(self.other_sizes)}) and the best is the fastest correct there too")
+                f"({sizes_text(self.other_sizes)}) and the best is the fastest correct there too")
 
     def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1,
               sandbox: Sandbox | None = None) -> dict:
@@ -120,11 +121,8 @@ class SizesCheck:
                   "why_not": self.why_not}
         tries = candidates(store, fastest) if self.other is not None else []
         if tries:
-            parts = fitness_parts(self.judge_plan)
-            settings = replace(parts.settings, spares=parts.settings.warm_spares(parallel))
-            device = sandbox.device if sandbox is not None else parts.device
-            with Evaluator(self.other, parts.policy, parts.profile, settings, device=device, sandbox=sandbox) \
-                    as evaluator, ThreadPoolExecutor(parallel) as pool:
+            with evaluator_at(self.other, self.judge_plan, sandbox, parallel) as evaluator, \
+                    ThreadPoolExecutor(parallel) as pool:
                 for start in range(0, len(tries), parallel):
                     batch = tries[start:start + parallel]
                     results = list(pool.map(lambda ind: evaluator.evaluate(ind.genome.rendered(),
@@ -138,6 +136,17 @@ class SizesCheck:
         if self.other is not None:
             log.info(f"{verdict_text(record)}")
         return record
+
+
+def evaluator_at(spec: ProblemSpec, judge: JudgePlan, sandbox: Sandbox | None,
+                 parallel: int | None = None) -> Evaluator:
+    """An evaluator of the problem at other sizes (`spec`), judging as the run's plan `judge` says, in the run's
+    `sandbox` (None: one of its own), with spare workers for `parallel` evaluations at once (None: the settings')."""
+    parts = fitness_parts(judge)
+    settings = parts.settings if parallel is None else replace(parts.settings,
+                                                               spares=parts.settings.warm_spares(parallel))
+    device = sandbox.device if sandbox is not None else parts.device
+    return Evaluator(spec, parts.policy, parts.profile, settings, device=device, sandbox=sandbox)
 
 
 def first_line(result) -> str:
@@ -183,7 +192,7 @@ def verdict_text(record: dict) -> str:
         return f"runs at the full sizes: yes, judged at them ({record['why_not']})"
     if not record["other_sizes"]:
         return f"runs at other sizes: not checked ({record['why_not']})"
-    tried, at = record["tried"], _sizes(record["other_sizes"])
+    tried, at = record["tried"], sizes_text(record["other_sizes"])
     if not tried:
         return f"runs at other sizes: not checked (no correct kernel to judge at {at})"
     failed = _failures(record)
@@ -192,7 +201,7 @@ def verdict_text(record: dict) -> str:
                 + (f"; failed: {failed}" if failed else "") + ")")
     return (f"runs at other sizes: no kernel that runs at other sizes was found ({len(tried)} tried at {at}; failed: "
             f"{failed}); the best at the test sizes, {record['fastest']}, is baked at the "
-            f"test sizes ({_sizes(record['test_sizes'])}) and cannot run at the full sizes")
+            f"test sizes ({sizes_text(record['test_sizes'])}) and cannot run at the full sizes")
 
 
 def rows(record: dict | None) -> list[tuple[str, str]]:
@@ -200,8 +209,8 @@ def rows(record: dict | None) -> list[tuple[str, str]]:
     if record is None:
         return []
     label, _, text = verdict_text(record).partition(": ")
-    lines = [("selection", "by interpreter wall-clock time (no GPU timing)"
-                           + (f" at the test sizes {_sizes(record['test_sizes'])}" if record["test_sizes"] else ""))]
+    at = f" at the test sizes {sizes_text(record['test_sizes'])}" if record["test_sizes"] else ""
+    lines = [("selection", f"by interpreter wall-clock time (no GPU timing){at}")]
     if record["baked_seeds"]:
         lines.append(("compiler seeds", f"{', '.join(record['baked_seeds'])}: captured at the test sizes; they and "
                                         f"their offline descendants are baked there"))
@@ -215,6 +224,6 @@ def flagged(source: str, record: dict | None) -> str:
     """The best kernel's file: its source, under a header saying so when it is baked at the test sizes."""
     if not baked(record):
         return source
-    return BAKED_HEADER.format(sizes=_sizes(record["test_sizes"]),
+    return BAKED_HEADER.format(sizes=sizes_text(record["test_sizes"]),
                                why=f"it failed at other sizes ({_failures(record)[:300]}); it does not run at the "
                                    f"problem's full sizes") + source

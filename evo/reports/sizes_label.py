@@ -23,9 +23,7 @@ from dataclasses import dataclass, replace
 
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
-from evo.reports.full_size import first_line
-from fitness.evaluation.evaluator import Evaluator
-from fitness.evaluation.from_config import fitness_parts
+from evo.reports.full_size import evaluator_at, first_line, sizes_text
 from fitness.evaluation.plan import JudgePlan
 from fitness.measure.result import CANCELLED, INFRASTRUCTURE
 from fitness.problems.problem import ProblemSpec, load_problem
@@ -38,10 +36,6 @@ META = "sizes_label"  # the run store's meta key of the verdict
 LABEL = "runs at other sizes"  # the row's label in the tables
 NOT_CHECKED = "not checked"
 HEADER = "# kernelevo: RUNS ONLY AT THE PROBLEM'S SIZES: {why}\n"
-
-
-def _sizes(sizes: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
 @dataclass
@@ -80,12 +74,12 @@ class SizesLabel:
                 result = self._correct(individual.genome.rendered(), best, sandbox)
             except Exception as exc:  # noqa: BLE001 - a label: whatever fails (the problem at the other sizes, a
                 # ProblemError; the check's own evaluator), the run's figures and its summary stand
-                record["why_not"] = (f"the problem cannot be judged at {_sizes(self.other_sizes)}: "
+                record["why_not"] = (f"the problem cannot be judged at {sizes_text(self.other_sizes)}: "
                                      f"{type(exc).__name__}: {exc}")[:400]
             else:
                 record.update(status=result.status, reason=first_line(result))
                 if result.status in (INFRASTRUCTURE, CANCELLED):  # no verdict on the kernel
-                    record["why_not"] = f"no verdict at {_sizes(self.other_sizes)}: {record['reason']}"
+                    record["why_not"] = f"no verdict at {sizes_text(self.other_sizes)}: {record['reason']}"
                 else:
                     record["runs"] = result.ok
         store.set_meta(META, record)
@@ -94,10 +88,7 @@ class SizesLabel:
 
     def _correct(self, source: str, best: str, sandbox: Sandbox | None):
         """The kernel judged for correctness only at the other sizes, by an evaluator of its own in `sandbox`."""
-        parts = fitness_parts(self.judge_plan)
-        device = sandbox.device if sandbox is not None else parts.device
-        with Evaluator(self.other, parts.policy, parts.profile, parts.settings, device=device,
-                       sandbox=sandbox) as evaluator:
+        with evaluator_at(self.other, self.judge_plan, sandbox) as evaluator:
             return evaluator.correctness(source, label=f"other sizes: {best}")
 
 
@@ -113,10 +104,10 @@ def label(record: dict | None) -> tuple[bool | None, str]:
         return None, ""
     if record["runs"] is None:
         return None, f"{NOT_CHECKED} ({record['why_not']})"
-    at = _sizes(record["other_sizes"])
+    at = sizes_text(record["other_sizes"])
     if record["runs"]:
         return True, f"yes, correct at {at} too"
-    return False, (f"no, specialised to the problem's sizes ({_sizes(record['problem_sizes'])}); failed at {at}: "
+    return False, (f"no, specialised to the problem's sizes ({sizes_text(record['problem_sizes'])}); failed at {at}: "
                    f"{record['status']}" + (f" ({record['reason']})" if record["reason"] else ""))
 
 
