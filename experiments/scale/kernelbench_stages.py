@@ -61,6 +61,11 @@ def capture_median(group: list[dict]) -> str:
     return f"{statistics.median(known):.1f}" if known else "-"
 
 
+def shortened(reason: str, keep: int = 220) -> str:
+    """A long row reason as its head and its tail (what failed, then the last line a timed-out run printed)."""
+    return reason if len(reason) <= keep else f"{reason[:keep // 2]} ... {reason[-keep // 2:]}"
+
+
 def first_reason(run_dir: Path) -> str:
     """The most frequent first line among a run's stored evaluations' reasons ('' when none is stored)."""
     if not (run_dir / "run.db").exists():
@@ -80,7 +85,7 @@ def failure_table(rows: list[dict], bench_dir: Path) -> list[str]:
         if row["status"] == "ok":
             continue
         summary = row.get("summary") or {}
-        why = first_reason(bench_dir / RUNS / slug(row["name"])) or (row.get("reason") or "")[-220:]
+        why = first_reason(bench_dir / RUNS / slug(row["name"])) or shortened(row.get("reason") or "")
         lines.append(f"| {row['name']} | {row['status']} | {row['wall_s']:.0f} | {summary.get('evaluations', '-')} | "
                      f"{summary.get('evaluations_cut', '-')} | {why.replace('|', '/')} |")
     return lines
