@@ -72,7 +72,8 @@ def start_capture(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> F
         future.set_running_or_notify_cancel()
         started = time.perf_counter()
         try:
-            future.set_result((evaluator.inductor_seeds(run_dir, plan.variants, plan.capture), time.perf_counter() - started))
+            sources = evaluator.inductor_seeds(run_dir, plan.variants, plan.capture)
+            future.set_result((sources, time.perf_counter() - started))
         except BaseException as exc:  # noqa: BLE001 - raised where it is read (make_seeds), as without the thread
             future.set_exception(exc)
 

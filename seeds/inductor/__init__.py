@@ -31,6 +31,7 @@ from typing import Callable
 
 from core import pyast
 from fitness.common.atomic import write_atomic
+from fitness.common.formatting import short_seconds
 from fitness.common.gpu_lock import LOCK_DIR, lock_path, shared
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
@@ -53,7 +54,8 @@ GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # In
 
 def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
                      variants: dict | None = None, timeout_s: float = CAPTURE_TIMEOUT_S, dynamic: bool = False,
-                     settings: CaptureSettings | None = None, arrived: Callable[[str, dict], None] | None = None) -> dict:
+                     settings: CaptureSettings | None = None,
+                     arrived: Callable[[str, dict], None] | None = None) -> dict:
     """Run ``capture.py`` in its own process, compiling once per variant (name -> Inductor options; default: its
     defaults only, the default first): name -> what it captured, or ``{"error": why}``. Each capture is read as it
     finishes (`arrived` is called with it) and said in a line with its time. The default capture has `timeout_s`;
@@ -69,7 +71,7 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
 
     def said(name: str, got: dict) -> None:
         failed = f" (failed: {got['error'].strip().splitlines()[-1][:200]})" if "error" in got else ""
-        log.info(f"capture of {spec.name}: {name} {got.get('seconds', 0):.0f} s{failed}")
+        log.info(f"capture of {spec.name}: {name} {short_seconds(got.get('seconds'))}{failed}")
         if arrived is not None:
             arrived(name, got)
 
@@ -163,6 +165,7 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     if missing:
         log.info(f"torch.compile's capture of {spec.name}: "
                  + grouped({name: why for name, why in how.items() if why != CACHED}))
+
         def keep(name: str, got: dict) -> None:  # as each capture finishes
             captured[name] = got
             if "error" in got:  # a failure is not cached (the next run tries again), only noted: failed_before

@@ -13,9 +13,9 @@ SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options 
      "versions": {"torch": ..., "triton": ...}, "options": {...}}
 
 or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured); each with
-``"seconds"``, the time its capture took, and ``"finished_at"`` (``time.time()``). OUT.json is written whole after each name (``os.replace``), so the process
-that started this one reads each capture as it finishes and keeps it when this one is stopped or dies
-(``process.py``).
+``"seconds"``, the time its capture took, and ``"finished_at"`` (``time.time()``). OUT.json is written whole after
+each name (``os.replace``), so the process that started this one reads each capture as it finishes and keeps it when
+this one is stopped or dies (``process.py``).
 
 ``args`` says what each argument of Inductor's ``call(args)`` is (found by identity of the tensors Dynamo hands the
 backend; with dynamic shapes a size argument is a size of another argument). ``configs`` are the launch
