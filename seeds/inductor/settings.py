@@ -11,9 +11,9 @@ class CaptureSettings:
     (``seeds.inductor.CAPTURE_TIMEOUT_S``); Inductor's variants after it share `variants_budget_s`."""
     # seconds the variants after the default capture share, from the default's end (from the capture process's
     # start when the default is cached): the process is then stopped and the variants not finished are left out,
-    # said in a line (the default seed and every variant finished before are kept and cached). A variant captures
-    # in seconds to a minute on an H100/H200; max-autotune's GEMM autotuning at K=524288 or an RNN of 256 steps
-    # unrolled takes many minutes per variant, which a bench's time per problem (bench.backend.timeout_s) cannot give
+    # said in a line (the default seed and every variant finished before are kept and cached). A variant usually
+    # captures in seconds to a minute; max-autotune's GEMM autotuning at K=524288 or an RNN of 256 steps unrolled
+    # can take many minutes each, which a bench's time per problem (bench.backend.timeout_s, 900 s) cannot give
     variants_budget_s: float = 240.0
 
     def __post_init__(self):
