@@ -23,6 +23,7 @@ from fitness.evaluation.plan import JudgePlan
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.settings import EvalSettings
 from operators.llm.settings import LLMPlan, LLMSettings, TeamSettings
+from seeds.inductor.settings import CaptureSettings
 
 
 def typed(cfg: DictConfig) -> Any:
@@ -69,5 +70,6 @@ def run_plan(cfg: DictConfig, run: Any = None) -> RunPlan:
     return RunPlan(judge=judge_plan(run), search=search_settings(run.search), tuner=run.search.tuner,
                    operators=tuple(cfg.operators.list), selection=cfg.search.selection,
                    strategy=cfg.search.strategy, backend=cfg.fitness.backend, llm=llm_plan(run.llm),
-                   variants=dict(variants) if variants else None, gpus=run.gpus, parallel=run.parallel,
+                   variants=dict(variants) if variants else None, capture=part(run.inductor, CaptureSettings),
+                   gpus=run.gpus, parallel=run.parallel,
                    config=OmegaConf.to_container(cfg, resolve=True))

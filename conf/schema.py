@@ -9,7 +9,8 @@ equals the schema's is a second home, which ``tests/test_config_schema.py`` refu
 The settings of each part live beside the code that uses them, and are these nodes' types:
 ``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,
 ``SearchSettings``, ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``,
-``ContextSettings``, ``LLMBudget``), ``evo.reports.intervals.Bootstrap``. ``conf.plan`` turns a composed config into
+``ContextSettings``, ``LLMBudget``), ``seeds.inductor.settings`` (``CaptureSettings``),
+``evo.reports.intervals.Bootstrap``. ``conf.plan`` turns a composed config into
 these settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
 evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
 has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
@@ -27,6 +28,7 @@ from evo.reports.intervals import Bootstrap
 from evo.settings import Budget, Population, TunerSettings
 from fitness.settings import EvalSettings, ProblemSettings
 from operators.llm.settings import ContextSettings, LLMBudget, LLMSettings, TeamSettings
+from seeds.inductor.settings import CaptureSettings
 
 INITIALISE_MODES = (True, False, "from_seed")
 
@@ -41,7 +43,9 @@ class HardwareConfig:
 
 
 @dataclass
-class InductorConfig:
+class InductorConfig(CaptureSettings):
+    """``inductor``: the variants of Inductor's options captured as seeds, and the capture's time
+    (seeds.inductor.settings.CaptureSettings)."""
     variants: Dict[str, Any] = field(default_factory=dict)  # name -> torch._inductor.config options (inductor/)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from evo.settings import SearchSettings, TunerSettings
 from fitness.evaluation.plan import JudgePlan
 from operators.llm.settings import LLMPlan
+from seeds.inductor.settings import CaptureSettings
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class RunPlan:
     backend: Any = None  # fitness.backend's node (None: this host, evo.service.evaluation.LocalEvaluators)
     llm: LLMPlan | None = None  # None: an offline run (llm=none)
     variants: dict | None = None  # inductor.variants: name -> Inductor options (None: its defaults only)
+    capture: CaptureSettings = field(default_factory=CaptureSettings)  # inductor.*: the capture's time
     gpus: Any = "auto"  # the local backend's GPUs (auto, or indices)
     parallel: Any = "auto"  # evaluations in flight (auto, or a number)
     config: dict = field(default_factory=dict)  # the composed config, resolved: what the run store keeps

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import logging
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from conf.plan import judge_plan, run_plan, search_settings, typed
+from conf.plan import judge_plan, part, run_plan, search_settings, typed
 from conf.schema import BenchSettings
 from evo.reports.intervals import Bootstrap
 from evo.plan import RunPlan
 from evo.runs.run import CheckedRun
 from fitness.evaluation.plan import JudgePlan
+from seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,15 @@ class SeedPlan:
     judge: JudgePlan
     variants: dict | None  # inductor.variants (None: Inductor's defaults only)
     out: str
+    capture: CaptureSettings = field(default_factory=CaptureSettings)  # inductor.*: the capture's time
 
 
 def plan_seed(cfg: DictConfig, overrides: list[str]) -> SeedPlan:
     from fitness.evaluation.from_config import check_fitness_config
 
     node = typed(cfg)
-    plan = SeedPlan(judge_plan(node), dict(node.inductor.variants) or None, node.out)
+    plan = SeedPlan(judge_plan(node), dict(node.inductor.variants) or None, node.out,
+                    part(node.inductor, CaptureSettings))
     check_fitness_config(plan.judge)
     return plan
 

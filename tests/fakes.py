@@ -68,7 +68,8 @@ class FakeEvaluator:
     def sandbox(self) -> None:
         return None
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> CapturedSeeds:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None,
+                       settings=None) -> CapturedSeeds:
         return CapturedSeeds()
 
     def close(self) -> None:

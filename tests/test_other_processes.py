@@ -69,6 +69,7 @@ def test_torch_compiles_capture_on_a_gpu_holds_the_gpus_lock_so_no_timing_runs_b
     from fitness.common.gpu_lock import lock_path
     from fitness.problems.problem import resolve_problem
     from seeds import inductor
+    from seeds.inductor import process
 
     monkeypatch.setattr(inductor, "LOCK_DIR", tmp_path)
     held = []
@@ -86,9 +87,9 @@ def test_torch_compiles_capture_on_a_gpu_holds_the_gpus_lock_so_no_timing_runs_b
             if fd is not None:
                 os.close(fd)
         open(command[4], "w").write(json.dumps({"default": {"error": "faked"}}))
-        return SimpleNamespace(returncode=0, stdout="", stderr="")
+        return SimpleNamespace(returncode=0, pid=None, wait=lambda timeout=None: 0, poll=lambda: 0)
 
-    monkeypatch.setattr(inductor.subprocess, "run", capture)
+    monkeypatch.setattr(process.subprocess, "Popen", capture)  # the process is watched while it runs (process.py)
     for device in ("cuda:0", "cpu"):
         inductor.capture_variants(resolve_problem("row_softmax"), device)
     assert held == [True, False]  # held on the GPU; on the CPU there is no lock

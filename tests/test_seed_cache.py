@@ -30,6 +30,7 @@ from fitness.problems.problem import resolve_problem
 from kernelevo.validate import Validator
 from seeds import inductor as seeds
 from seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
+from seeds.inductor.settings import CaptureSettings
 
 SOFTMAX = json.loads((FIXTURES / "row_softmax.json").read_text())  # a capture made on an H100
 GEMM = json.loads((FIXTURES / "matmul_template.json").read_text())
@@ -116,9 +117,9 @@ class GemmEvaluator:
         self.cache_dir, self.spec = cache_dir, spec
         self.problem = SimpleNamespace(seed_path=None)
 
-    def inductor_seeds(self, run_dir=None, variants=None):
+    def inductor_seeds(self, run_dir=None, variants=None, settings=None):
         return seeds.inductor_seeds(self.spec, "cuda:0", "h100", self.cache_dir, run_dir, tf32=True,
-                                    variants=variants)
+                                    variants=variants, settings=settings)
 
 
 class SlowJudge:
@@ -143,7 +144,8 @@ class SlowJudge:
 
 def plan_of(wall_time_s=None):
     return SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="inductor")), variants=None, llm=None,
-                           search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=wall_time_s)))
+                           search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=wall_time_s)),
+                           capture=CaptureSettings())
 
 
 def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check_not_a_capture(tmp_path,

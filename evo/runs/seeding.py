@@ -72,7 +72,8 @@ def start_capture(plan: RunPlan, team, service: Evaluations, run_dir: Path) -> F
         future.set_running_or_notify_cancel()
         started = time.perf_counter()
         try:
-            future.set_result((evaluator.inductor_seeds(run_dir, plan.variants), time.perf_counter() - started))
+            sources = evaluator.inductor_seeds(run_dir, plan.variants, plan.capture)
+            future.set_result((sources, time.perf_counter() - started))
         except BaseException as exc:  # noqa: BLE001 - raised where it is read (make_seeds), as without the thread
             future.set_exception(exc)
 
@@ -105,7 +106,7 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
     compiler = compiler_seeded(plan, team, service)
     started = time.perf_counter()
     sources, capture_s = (None, None) if not compiler else capture.result() if capture is not None else \
-        (evaluator.inductor_seeds(run_dir, plan.variants), None)
+        (evaluator.inductor_seeds(run_dir, plan.variants, plan.capture), None)
     checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
     if first and compiler:  # the capture's own time, read from the cache or not (a resume's does not count)
         service.store.set_meta(SEED_CAPTURE_S, round(capture_s if capture_s is not None else checking - started, 2))

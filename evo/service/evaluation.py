@@ -28,6 +28,7 @@ from core.genome import evaluation_key
 from fitness.common.gpu_lock import physical_gpu
 from fitness.measure.result import CANCELLED, EvalResult
 from seeds.inductor import inductor_seeds, policy_options
+from seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
@@ -96,11 +97,12 @@ class LocalEvaluator(Evaluator):
     """An evaluator of this host, with what a run asks of every evaluator of its pool beyond judging
     (``RunEvaluator``; the Ray backend's remote evaluators and the replay's recorded ones answer the same calls)."""
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None,
+                       settings: CaptureSettings | None = None) -> dict:
         """torch.compile's kernels for the problem, converted, captured on this evaluator's device and profile:
         made_by -> source, the default seed first, then each variant of Inductor's options that differs."""
         return inductor_seeds(self.problem, self.device, self.profile.name, self.cache_dir, run_dir,
-                              variants=variants, **policy_options(self.policy))
+                              variants=variants, settings=settings, **policy_options(self.policy))
 
 
 class EvaluationService:

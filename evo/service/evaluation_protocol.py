@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 from fitness.evaluation.evaluating import Evaluating
 from seeds.inductor.cache import CapturedSeeds
+from seeds.inductor.settings import CaptureSettings
 
 if TYPE_CHECKING:
     from evo.records.store import RunStore
@@ -24,10 +25,11 @@ if TYPE_CHECKING:
 class RunEvaluator(Evaluating, Protocol):
     """An evaluator of a run's pool."""
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> CapturedSeeds:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None,
+                       settings: CaptureSettings | None = None) -> CapturedSeeds:
         """torch.compile's kernels for the problem, converted (made_by -> source, the default seed first), captured
         on this evaluator's device and profile, with how each capture was got (`cache`); written into `run_dir`
-        when given."""
+        when given. `settings`: the capture's time (None: its defaults)."""
 
 
 @runtime_checkable

@@ -87,8 +87,8 @@ class EvaluatorActor:
         with self._baselines.lock:
             self._baselines.value = baseline
 
-    def inductor_seeds(self, variants: dict | None = None) -> dict:
-        return self.evaluator.inductor_seeds(None, variants)
+    def inductor_seeds(self, variants: dict | None = None, settings=None) -> dict:
+        return self.evaluator.inductor_seeds(None, variants, settings)
 
     def close(self) -> None:
         self.evaluator.close()
@@ -162,9 +162,9 @@ class RemoteEvaluator:
     def baseline(self) -> Baseline:
         return self._baselines.get()
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> dict:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None, settings=None) -> dict:
         """torch.compile's kernels captured on the actor's node and GPU, written into run_dir here."""
-        sources = self._call(self.actor.inductor_seeds, variants)
+        sources = self._call(self.actor.inductor_seeds, variants, settings)
         if run_dir is not None:
             write_seeds(sources, Path(run_dir))
         return sources

@@ -58,7 +58,8 @@ class RecordedEvaluator:
         """Eager and torch.compile are in the recorded verdicts: nothing is measured."""
         return None
 
-    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None) -> CapturedSeeds:
+    def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None,
+                       settings=None) -> CapturedSeeds:
         """The recorded run's compiler seeds (its generation 0 made by Inductor), in order (nothing captured)."""
         seeds = {ind.operator: ind.genome.source for ind in self._record.individuals(up_to_generation=0)
                  if ind.operator.startswith("inductor")}

@@ -24,13 +24,14 @@ import logging
 import ast
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from core import pyast
 from fitness.common.atomic import write_atomic
+from fitness.common.formatting import short_seconds
 from fitness.common.gpu_lock import LOCK_DIR, lock_path, shared
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
@@ -39,42 +40,78 @@ from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, 
 from seeds.inductor.attentions import AttentionRefused, Attentions
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function, convert
+from seeds.inductor.process import Watched, watch
+from seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"
 DEFAULT = "default"  # the capture under Inductor's own options
-CAPTURE_TIMEOUT_S = 900  # per compilation (default or variant) of one capture process
+CAPTURE_TIMEOUT_S = 900  # the default capture's limit (its variants': CaptureSettings.variants_budget_s)
 GPU_ONLY = {"max_autotune", "max_autotune_pointwise", "max_autotune_gemm"}  # Inductor options a variant needs a GPU for
 
 
 def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
-                     variants: dict | None = None, timeout_s: float = CAPTURE_TIMEOUT_S, dynamic: bool = False) -> dict:
+                     variants: dict | None = None, timeout_s: float = CAPTURE_TIMEOUT_S, dynamic: bool = False,
+                     settings: CaptureSettings | None = None,
+                     arrived: Callable[[str, dict], None] | None = None) -> dict:
     """Run ``capture.py`` in its own process, compiling once per variant (name -> Inductor options; default: its
-    defaults only): name -> what it captured, or ``{"error": why}``. SeedError with the output's tail when the
-    process fails. On a GPU it holds the GPU's lock shared (``fitness.common.gpu_lock``), as a baseline's compile
-    does: on 4 x H100, with three problems per GPU, 14 of 16 candidates rejected for work on another stream were
-    timed while a neighbour on their GPU was making its seeds or baselines."""
+    defaults only, the default first): name -> what it captured, or ``{"error": why}``. Each capture is read as it
+    finishes (`arrived` is called with it) and said in a line with its time. The default capture has `timeout_s`;
+    the variants after it share `settings.variants_budget_s`, past which the process is stopped: the variant it was
+    capturing and those after it are ``{"error": "... not finished within N s"}``, as are those a crash of the
+    process left (what finished before is kept). SeedError with the output's tail when the default was asked and the
+    process failed or timed out before writing it. On a GPU it holds the GPU's lock shared
+    (``fitness.common.gpu_lock``), as a baseline's compile does: on 4 x H100, with three problems per GPU, 14 of 16
+    candidates rejected for work on another stream were timed while a neighbour on their GPU was making its seeds or
+    baselines."""
+    variants, settings = variants or {DEFAULT: {}}, settings or CaptureSettings()
+    names, budget_s = list(variants), settings.variants_budget_s
+
+    def said(name: str, got: dict) -> None:
+        failed = f" (failed: {got['error'].strip().splitlines()[-1][:200]})" if "error" in got else ""
+        log.info(f"capture of {spec.name}: {name} {short_seconds(got.get('seconds'))}{failed}")
+        if arrived is not None:
+            arrived(name, got)
+
     with tempfile.TemporaryDirectory(prefix="kernelevo-inductor-") as tmp:
         spec_file, out_file = Path(tmp) / "spec.json", Path(tmp) / "captured.json"
         variants_file = Path(tmp) / "variants.json"
         spec_file.write_text(json.dumps(spec.to_dict()))
-        variants_file.write_text(json.dumps(variants or {DEFAULT: {}}))
+        variants_file.write_text(json.dumps(variants))
         path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
         env = lifeline_env({**os.environ, "PYTHONPATH": path})  # the capture dies with the run, even a killed one
-        try:  # on a GPU it runs the model and Inductor's autotuning there: no timing of another run beside it
-            with shared(lock_path(LOCK_DIR, device)):
-                done = subprocess.run([sys.executable, "-m", "seeds.inductor.capture", str(spec_file),
-                                       str(out_file), device, *(["templates"] if templates else []),
-                                       *(["tf32"] if tf32 else []), *(["dynamic"] if dynamic else []),
-                                       f"variants={variants_file}"], cwd=REPO, env=env,
-                                      capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired as exc:
-            raise SeedError(f"torch.compile of {spec.name} did not finish within {timeout_s:.0f} s") from exc
-        if done.returncode != 0 or not out_file.is_file():
-            raise SeedError(_failed(spec, (done.stderr or done.stdout)))
-        return json.loads(out_file.read_text())
+        command = [sys.executable, "-m", "seeds.inductor.capture", str(spec_file), str(out_file), device,
+                   *(["templates"] if templates else []), *(["tf32"] if tf32 else []),
+                   *(["dynamic"] if dynamic else []), f"variants={variants_file}"]
+        # on a GPU it runs the model and Inductor's autotuning there: no timing of another run beside it
+        with shared(lock_path(LOCK_DIR, device)):
+            watched = watch(command, out_file, names, timeout_s if DEFAULT in names else None, budget_s, said,
+                            cwd=REPO, env=env)
+    left = [name for name in names if name not in watched.captured]
+    if DEFAULT in left:  # nothing is kept without it
+        raise SeedError(f"torch.compile of {spec.name} did not finish within {watched.stopped_after_s:.0f} s"
+                        if watched.returncode is None else _failed(spec, watched.output))
+    return {**watched.captured, **_unfinished(spec, left, watched, budget_s)}
+
+
+def _unfinished(spec: ProblemSpec, left: list[str], watched: Watched, budget_s: float) -> dict:
+    """``{"error": why}`` for each variant the capture process left, stopped at the variants' budget or ended before
+    it (a crash: the error's last line says so, after the output's tail), said in one line."""
+    if not left:
+        return {}
+    if watched.returncode is None:
+        skipped = f"; {', '.join(left[1:])} skipped" if left[1:] else ""
+        log.info(f"capture of {spec.name}: {left[0]} stopped at the {budget_s:g} s budget of Inductor's variants"
+                 f"{skipped}: raise inductor.variants_budget_s to capture {'them' if skipped else 'it'}")
+        return {name: {"error": f"{name} not finished within the {budget_s:g} s budget of Inductor's variants "
+                                f"(inductor.variants_budget_s)"} for name in left}
+    log.warning(f"capture of {spec.name}: the process ended (exit code {watched.returncode}) before "
+                f"{', '.join(left)}; the captures before are kept")
+    tail = "\n".join(watched.output.strip().splitlines()[-12:])
+    return {name: {"error": f"{tail}\n{name} not finished: the capture process ended (exit code "
+                            f"{watched.returncode}) before it".strip()} for name in left}
 
 
 def capture(spec: ProblemSpec, device: str, templates: bool = False, tf32: bool = False,
@@ -101,13 +138,15 @@ def inductor_seed(spec: ProblemSpec, device: str, profile: str, cache_dir: Path,
 
 def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path, run_dir: Path | None = None,
                    torch_compute_allowed: bool = False, tf32: bool = False, variants: dict | None = None,
-                   dynamic: bool | None = None) -> dict:
+                   dynamic: bool | None = None, settings: CaptureSettings | None = None) -> dict:
     """The Inductor seed (``"inductor"``, first) and one more seed per variant of Inductor's options (name ->
     options) whose kernels differ from it (``"inductor:<name>"``), each converted, cached and written into run_dir
     as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note.
     `dynamic` (default: off a GPU, where candidates are judged at the interpreter's sizes, not the file's): captured
-    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can. A ``CapturedSeeds``:
-    its `cache` says per capture whether it was read from the cache or why it was captured (``cache.why_missed``)."""
+    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can. `settings`: the
+    capture's time (``CaptureSettings``; each capture is cached as it finishes, so a variant stopped at its budget or
+    a crash loses none captured before it). A ``CapturedSeeds``: its `cache` says per capture whether it was read from
+    the cache or why it was captured (``cache.why_missed``)."""
     if DEFAULT in (variants or {}):
         raise SeedError(f"an Inductor variant may not be called {DEFAULT!r} (that name is Inductor's own options); "
                         f"rename it in inductor.variants")
@@ -126,14 +165,8 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     if missing:
         log.info(f"torch.compile's capture of {spec.name}: "
                  + grouped({name: why for name, why in how.items() if why != CACHED}))
-        try:
-            got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic,  # each its own time
-                                       timeout_s=CAPTURE_TIMEOUT_S * len(missing))
-        except SeedError as exc:  # the process died (a variant can crash it): the cached default still stands
-            if DEFAULT in missing:
-                raise
-            got_all = {name: {"error": str(exc)} for name in missing}
-        for name, got in got_all.items():
+
+        def keep(name: str, got: dict) -> None:  # as each capture finishes
             captured[name] = got
             if "error" in got:  # a failure is not cached (the next run tries again), only noted: failed_before
                 note_failure(files[name], got["error"])
@@ -141,6 +174,17 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
                 files[name].parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(files[name], json.dumps({**got, "variant": name, "key": parts[name]}))  # for why_missed
                 failed_file(files[name]).unlink(missing_ok=True)
+
+        try:
+            got_all = capture_variants(spec, device, templates, tf32, missing, dynamic=dynamic, settings=settings,
+                                       arrived=keep)
+        except SeedError as exc:  # the process died (a variant can crash it): the cached default still stands
+            if DEFAULT in missing:
+                raise
+            got_all = {name: {"error": str(exc)} for name in missing}
+        for name, got in got_all.items():
+            if captured.get(name) is not got:  # not kept as it arrived: a variant left unfinished
+                keep(name, got)
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
     sources = CapturedSeeds({INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}, how)

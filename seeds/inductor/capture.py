@@ -12,7 +12,10 @@ SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options 
      "single_output": bool, "outputs": n, "dynamic": bool, "specialised": [...], "fell_back": [...],
      "versions": {"torch": ..., "triton": ...}, "options": {...}}
 
-or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured).
+or to ``{"error": why}`` when Inductor fails under that name's options (the others are still captured); each with
+``"seconds"``, the time its capture took, and ``"finished_at"`` (``time.time()``). OUT.json is written whole after
+each name (``os.replace``), so the process that started this one reads each capture as it finishes and keeps it when
+this one is stopped or dies (``process.py``).
 
 ``args`` says what each argument of Inductor's ``call(args)`` is (found by identity of the tensors Dynamo hands the
 backend; with dynamic shapes a size argument is a size of another argument). ``configs`` are the launch
@@ -35,7 +38,9 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Callable
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -127,10 +132,11 @@ def flat_options(options: dict, prefix: str = "") -> dict:
 
 
 def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False,
-            variants: dict | None = None, dynamic: bool = False) -> dict:
+            variants: dict | None = None, dynamic: bool = False, done: Callable[[dict], None] | None = None) -> dict:
     """Inductor's code for the problem under each named set of options (default: its defaults only). `dynamic`:
     compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
-    where Inductor or the converter cannot (``_first_that_converts``)."""
+    where Inductor or the converter cannot (``_first_that_converts``). `done` is called with the captures so far
+    after each one."""
     _prepare(device, templates, tf32)
     import torch
     import torch._inductor.config as inductor_config
@@ -151,6 +157,7 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     varying = _varying_sizes(problem)
     captured = {}
     for name, options in (variants or {"default": {}}).items():
+        started = time.perf_counter()
         try:
             with inductor_config.patch(flat_options(options)):
                 got = _first_that_converts(model, inputs, device, spec, dynamic, templates)
@@ -159,6 +166,9 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
                 captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
         except Exception as exc:  # noqa: BLE001 - one variant Inductor cannot build leaves the others
             captured[name] = {"error": f"{type(exc).__name__}: {exc}"[-2000:]}
+        captured[name].update(seconds=round(time.perf_counter() - started, 2), finished_at=time.time())
+        if done is not None:
+            done(captured)
     return captured
 
 
@@ -343,6 +353,7 @@ def _count(reference) -> int | None:
 
 
 def main() -> None:
+    from fitness.common.atomic import write_atomic
     from fitness.common.lifeline import arm
 
     arm()  # dies with the run that started it (fitness.common.lifeline), even a killed one
@@ -352,10 +363,9 @@ def main() -> None:
         spec = json.load(fh)
     variants_file = next((f.split("=", 1)[1] for f in flags if f.startswith("variants=")), None)
     variants = json.loads(Path(variants_file).read_text()) if variants_file else None
-    result = capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants,
-                     dynamic="dynamic" in flags)
-    with open(out_path, "w") as fh:
-        json.dump(result, fh)
+    write = lambda captured: write_atomic(out_path, json.dumps(captured))  # noqa: E731 - whole, after each capture
+    write(capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants,
+                  dynamic="dynamic" in flags, done=write))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,22 @@
+"""How long torch.compile's capture may take: ``inductor.*`` of a command's config (``conf/schema.py``'s
+``InductorConfig`` adds the variants). No torch import: the command line reads this before anything heavy."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class CaptureSettings:
+    """The capture's time (seeds.inductor.capture_variants): the default capture keeps its own limit
+    (``seeds.inductor.CAPTURE_TIMEOUT_S``); Inductor's variants after it share `variants_budget_s`."""
+    # seconds the variants after the default capture share, from the default's end (from the capture process's
+    # start when the default is cached): the process is then stopped and the variants not finished are left out,
+    # said in a line (the default seed and every variant finished before are kept and cached). A variant usually
+    # captures in seconds to a minute; max-autotune's GEMM autotuning at K=524288 or an RNN of 256 steps unrolled
+    # can take many minutes each, which a bench's time per problem (bench.backend.timeout_s, 900 s) cannot give
+    variants_budget_s: float = 240.0
+
+    def __post_init__(self):
+        if not self.variants_budget_s > 0:
+            raise ValueError(f"inductor.variants_budget_s={self.variants_budget_s}: the seconds Inductor's variants "
+                             f"share must be more than 0 (inductor=none captures no variant)")
