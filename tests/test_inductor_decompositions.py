@@ -73,17 +73,21 @@ def _ops(module, *inputs) -> set:
     return ops.names
 
 
-def test_the_fused_fast_path_of_encoder_layers_and_attention_is_off_while_capturing_and_restored_after():
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")  # the fast path's own, asserted taken below
+def test_the_fused_fast_path_of_encoders_and_attention_is_off_while_capturing_and_restored_after():
     layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True).eval()
     attention = nn.MultiheadAttention(8, 2, batch_first=True).eval()
-    x = torch.randn(2, 3, 8)
-    fused = {"_transformer_encoder_layer_fwd", "_native_multi_head_attention"}
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+    x, padded = torch.randn(2, 3, 8), torch.tensor([[False, False, True]] * 2)
+    fused = {"_transformer_encoder_layer_fwd", "_native_multi_head_attention", "_nested_tensor_from_mask"}
     assert "_transformer_encoder_layer_fwd" in _ops(layer, x)
     assert "_native_multi_head_attention" in _ops(lambda q: attention(q, q, q, need_weights=False), x)
+    assert "_nested_tensor_from_mask" in _ops(lambda q: encoder(q, src_key_padding_mask=padded), x)
     with slow_paths():
         assert not torch.backends.mha.get_fastpath_enabled()
         assert not _ops(layer, x) & fused and "layer_norm" in "".join(_ops(layer, x))
         assert not _ops(lambda q: attention(q, q, q, need_weights=False), x) & fused
+        assert not _ops(lambda q: encoder(q, src_key_padding_mask=padded), x) & fused
     assert torch.backends.mha.get_fastpath_enabled()
     with pytest.raises(RuntimeError, match="inside"), slow_paths():
         raise RuntimeError("inside")

@@ -10,10 +10,11 @@ owns the capture's extra decompositions and the switches it sets while it traces
   it). Elsewhere it leaves the operator to Inductor's own lowering (the seeds stay what they were). Max pooling needs
   nothing: Inductor lowers every window as a reduction (its decomposition declines large windows, its lowering
   takes them), and ``adaptive_avg_pool`` to one element is a mean.
-* **nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast path** (``slow_paths``): in eval() under no_grad
-  they call one fused ATen operator (``aten._transformer_encoder_layer_fwd``, ``aten._native_multi_head_attention``:
-  KernelBench level3/32) unless ``torch.backends.mha`` has the fast path off, as it has while the capture traces:
-  Inductor then sees the layers' own linear, attention and layer-norm operators.
+* **nn.MultiheadAttention's, nn.TransformerEncoderLayer's and nn.TransformerEncoder's fast path** (``slow_paths``):
+  in eval() under no_grad they call one fused ATen operator (``aten._transformer_encoder_layer_fwd``: KernelBench
+  level3/32; ``aten._native_multi_head_attention``; a nested tensor from a padding mask) unless
+  ``torch.backends.mha`` has the fast path off, as it has while the capture traces: Inductor then sees the layers'
+  own linear, attention and layer-norm operators.
 """
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def capture_decompositions() -> dict:
 
 @contextlib.contextmanager
 def slow_paths():
-    """nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast path off (restored after): their own ops, not
-    one fused ATen operator, in the graph Inductor compiles."""
+    """The transformer modules' fast path off (restored after): their own ops, not one fused ATen operator, in the
+    graph Inductor compiles."""
     import torch
 
     before = torch.backends.mha.get_fastpath_enabled()
