@@ -314,16 +314,18 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import run_and_get_code
 
+    from seeds.inductor.decompositions import capture_decompositions, slow_paths
+
     seen: dict = {}
 
     def backend(graph_module, example_inputs):
         seen["args"] = _arg_map(model, inputs, example_inputs, dynamic)
         if dynamic:
             seen["args"], seen["static"] = _size_args(graph_module, seen["args"])
-        return compile_fx(graph_module, example_inputs)
+        return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
 
     torch._dynamo.reset()
-    with torch.no_grad(), _shapes(dynamic), _logging_outside_the_graph():
+    with torch.no_grad(), _shapes(dynamic), _logging_outside_the_graph(), slow_paths():
         reference = model(*inputs)
         compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic or None)
         # on a GPU the compiled model runs once (Inductor autotunes its kernels); the interpreter only generates

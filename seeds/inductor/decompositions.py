@@ -1,0 +1,104 @@
+"""What the capture changes so that Inductor writes Triton where it would call an ATen operator directly: this module
+owns the capture's extra decompositions and the switches it sets while it traces (``capture.py`` takes both).
+
+* **Average pooling with a large window** (``aten.avg_pool2d`` / ``avg_pool3d``, and ``avg_pool1d``, which Inductor's
+  own table turns into ``avg_pool2d``): Inductor lowers it as a reduction except where the window has more than
+  ``INDUCTOR_MAX_UNROLLED`` elements and differs from the stride (``_avg_poolnd`` in torch/_inductor/lowering.py),
+  where it calls ATen's kernel (KernelBench level1/46: a 3x3x3 window at stride 2). There ``avg_pool`` sums the
+  window's strided slices of the zero-padded input, which Inductor fuses into one pointwise kernel, and divides by
+  ATen's divisor (``count_include_pad``, ``ceil_mode``, ``divisor_override`` as ATen's CPU and CUDA kernels count
+  it). Elsewhere it leaves the operator to Inductor's own lowering (the seeds stay what they were). Max pooling needs
+  nothing: Inductor lowers every window as a reduction (its decomposition declines large windows, its lowering
+  takes them), and ``adaptive_avg_pool`` to one element is a mean.
+* **nn.MultiheadAttention's, nn.TransformerEncoderLayer's and nn.TransformerEncoder's fast path** (``slow_paths``):
+  in eval() under no_grad they call one fused ATen operator (``aten._transformer_encoder_layer_fwd``: KernelBench
+  level3/32; ``aten._native_multi_head_attention``; a nested tensor from a padding mask) unless
+  ``torch.backends.mha`` has the fast path off, as it has while the capture traces: Inductor then sees the layers'
+  own linear, attention and layer-norm operators.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import math
+
+INDUCTOR_MAX_UNROLLED = 25  # Inductor's avg_pool lowering falls back above this window size (kernel != stride)
+
+
+def capture_decompositions() -> dict:
+    """Inductor's decomposition table with the capture's own added: for ``compile_fx(..., decompositions=...)``."""
+    import torch
+    from torch._inductor.decomposition import select_decomp_table
+
+    aten = torch.ops.aten
+    table = dict(select_decomp_table())
+    for op, dims in ((aten.avg_pool2d.default, 2), (aten.avg_pool3d.default, 3)):
+        table[op] = functools.partial(avg_pool, dims=dims, inductors=table.get(op))
+    return table
+
+
+@contextlib.contextmanager
+def slow_paths():
+    """The transformer modules' fast path off (restored after): their own ops, not one fused ATen operator, in the
+    graph Inductor compiles."""
+    import torch
+
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+
+
+def _listed(value, dims: int) -> list:
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    return value * dims if len(value) == 1 else value
+
+
+def avg_pool(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None,
+             *, dims: int, inductors=None):
+    """ATen's ``avg_pool{dims}d`` as a sum of the window's strided slices over a divisor, where Inductor would call
+    ATen's kernel; elsewhere Inductor's own handling (``NotImplemented``, or the table's entry it replaced)."""
+    import torch
+    from torch._meta_registrations import pooling_output_shape
+
+    kernel = _listed(kernel_size, dims)
+    strides = _listed(stride, dims) if stride else kernel
+    pads = _listed(padding, dims)
+    if math.prod(kernel) <= INDUCTOR_MAX_UNROLLED or kernel == strides:  # Inductor writes Triton for these itself
+        if inductors is not None:
+            return inductors(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return NotImplemented
+    sizes = list(x.shape[-dims:])
+    outs = [pooling_output_shape(n, k, p, s, 1, ceil_mode) for n, k, p, s in zip(sizes, kernel, pads, strides)]
+    # zero padding: p before, and after as far as the last window reaches (past p only in ceil_mode)
+    after = [max(p, (o - 1) * s + k - n - p) for n, k, p, s, o in zip(sizes, kernel, pads, strides, outs)]
+    compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype  # ATen's accumulate type
+    padded = torch.constant_pad_nd(x.to(compute), [v for p, a in zip(reversed(pads), reversed(after)) for v in (p, a)])
+    total = None
+    for offsets in itertools.product(*(range(k) for k in kernel)):  # ATen's order: the first dimension outermost
+        window = [slice(f, f + (o - 1) * s + 1, s) for f, o, s in zip(offsets, outs, strides)]
+        piece = padded[(Ellipsis, *window)]
+        total = piece if total is None else total + piece
+    if divisor_override is not None:
+        return (total / divisor_override).to(x.dtype)
+    if count_include_pad and not ceil_mode:  # every window spans its k elements of the padded input
+        return (total / math.prod(kernel)).to(x.dtype)
+    return (total / _divisor(outs, sizes, kernel, strides, pads, count_include_pad, x.device, compute)).to(x.dtype)
+
+
+def _divisor(outs, sizes, kernel, strides, pads, count_include_pad: bool, device, dtype):
+    """Each output's divisor as ATen counts it: its window clipped to the padded input (count_include_pad), or to the
+    input itself; a product over the dimensions, shaped to broadcast over the pooled dimensions."""
+    import torch
+
+    divisor = None
+    for axis, (o, n, k, s, p) in enumerate(zip(outs, sizes, kernel, strides, pads)):
+        start = torch.arange(o, device=device) * s - p
+        end = torch.clamp(start + k, max=n + p)
+        count = end - start if count_include_pad else torch.clamp(end, max=n) - torch.clamp(start, min=0)
+        count = count.to(dtype).reshape([o] + [1] * (len(outs) - axis - 1))
+        divisor = count if divisor is None else divisor * count
+    return divisor

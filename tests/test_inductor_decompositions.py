@@ -1,0 +1,108 @@
+"""The capture's own decompositions and switches (seeds/inductor/decompositions.py), for the ATen operators Inductor
+called directly in KernelBench (issue 43): average pooling with a window over 25 elements that is not its stride
+(level1/46) computes what ATen's does in every argument it takes, and is left to Inductor where Inductor writes Triton
+itself; nn.TransformerEncoderLayer's and nn.MultiheadAttention's fused fast path is off while the capture traces; and
+a model with both (tests/problems/pool_encoder.py) gets an Inductor seed whose pooling is a Triton kernel and which
+the evaluator judges correct."""
+import itertools
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from conftest import PROBLEMS, make_evaluator
+from fitness.problems.problem import resolve_problem
+from seeds import inductor as seeds
+from seeds.inductor.convert import convert
+from seeds.inductor.decompositions import avg_pool, capture_decompositions, slow_paths
+
+# input shape, kernel, stride, padding: every window over 25 elements and not its stride
+POOLS = {
+    "level1/46: 3x3x3 at stride 2, padded": ((2, 3, 5, 6, 7), [3, 3, 3], [2, 2, 2], [1, 1, 1]),
+    "3d, unbatched, uneven window": ((3, 5, 8, 7), [3, 4, 3], [1, 2, 3], [1, 2, 0]),
+    "2d, 6x5 at stride (2, 3)": ((2, 2, 11, 9), [6, 5], [2, 3], [3, 2]),
+    "1d as Inductor sees it: (1, 30) at stride 2": ((2, 3, 1, 64), [1, 30], [1, 2], [0, 4]),
+}
+
+
+@pytest.mark.parametrize("case", POOLS)
+def test_the_average_pooling_decomposition_computes_atens_in_every_argument(case):
+    shape, kernel, stride, padding = POOLS[case]
+    dims = len(kernel)
+    torch.manual_seed(0)
+    x = torch.randn(shape, dtype=torch.float64)
+    for ceil_mode, count_include_pad, divisor in itertools.product([False, True], [True, False], [None, 5]):
+        args = (kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+        expected = getattr(F, f"avg_pool{dims}d")(x, *args)
+        got = avg_pool(x, *args, dims=dims)
+        assert got.shape == expected.shape and got.dtype == x.dtype, args
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12, msg=lambda m: f"{args}: {m}")
+    half = avg_pool(x.half(), kernel, stride, padding, True, False, dims=dims)  # summed in fp32, as ATen does
+    assert half.dtype == torch.float16
+    expected = getattr(F, f"avg_pool{dims}d")(x.half().double(), kernel, stride, padding, True, False)
+    torch.testing.assert_close(half.double(), expected, rtol=1e-3, atol=1e-3)
+
+
+def test_windows_inductor_writes_triton_for_itself_are_left_to_it():
+    x = torch.randn(2, 3, 8, 8, 8)
+    assert avg_pool(x, [3, 3, 2], [2, 2, 2], [1, 1, 1], dims=3) is NotImplemented  # 18 elements: unrolled
+    assert avg_pool(x, [3, 3, 3], [3, 3, 3], [0, 0, 0], dims=3) is NotImplemented  # window = stride: a reduction
+    assert avg_pool(x, [3, 3, 3], [], [0, 0, 0], dims=3) is NotImplemented  # no stride: the window's
+    table = capture_decompositions()
+    assert table[torch.ops.aten.avg_pool3d.default].func is avg_pool
+    assert torch.ops.aten.avg_pool1d.default in table  # Inductor's own: to avg_pool2d, which the capture's takes
+
+
+class _Ops(TorchDispatchMode):
+    """The names of the ATen operators a call runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def _ops(module, *inputs) -> set:
+    with torch.no_grad(), _Ops() as ops:
+        module(*inputs)
+    return ops.names
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")  # the fast path's own, asserted taken below
+def test_the_fused_fast_path_of_encoders_and_attention_is_off_while_capturing_and_restored_after():
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True).eval()
+    attention = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+    x, padded = torch.randn(2, 3, 8), torch.tensor([[False, False, True]] * 2)
+    fused = {"_transformer_encoder_layer_fwd", "_native_multi_head_attention", "_nested_tensor_from_mask"}
+    assert "_transformer_encoder_layer_fwd" in _ops(layer, x)
+    assert "_native_multi_head_attention" in _ops(lambda q: attention(q, q, q, need_weights=False), x)
+    assert "_nested_tensor_from_mask" in _ops(lambda q: encoder(q, src_key_padding_mask=padded), x)
+    with slow_paths():
+        assert not torch.backends.mha.get_fastpath_enabled()
+        assert not _ops(layer, x) & fused and "layer_norm" in "".join(_ops(layer, x))
+        assert not _ops(lambda q: attention(q, q, q, need_weights=False), x) & fused
+        assert not _ops(lambda q: encoder(q, src_key_padding_mask=padded), x) & fused
+    assert torch.backends.mha.get_fastpath_enabled()
+    with pytest.raises(RuntimeError, match="inside"), slow_paths():
+        raise RuntimeError("inside")
+    assert torch.backends.mha.get_fastpath_enabled()  # restored after a failure too
+
+
+def test_level1_46s_pooling_and_level3_32s_encoder_layer_get_a_seed_the_evaluator_judges_correct(sandbox):
+    spec = resolve_problem(str(PROBLEMS / "pool_encoder.py"))
+    captured = seeds.capture(spec, "cpu")
+    assert "torch.ops.aten.avg_pool3d" not in captured["code"] and "_transformer_encoder_layer_fwd" not in \
+        captured["code"]
+    assert any("avg_pool3d" in name for name in captured["kernels"])  # the pooling, one of Inductor's kernels
+    source = convert(captured, open(spec.path).read(), spec.name)
+    assert seeds.library_calls(source) == ["torch.addmm", "torch.mm",  # the CPU's linears; on a GPU, templates
+                                           "torch.nn.functional.scaled_dot_product_attention"]
+    with make_evaluator(problem=spec.path, policy="kernelbench", sandbox=sandbox, trials=2) as ev:
+        result = ev.correctness(source, label="inductor")  # its trials and guards: nothing here is timed
+    assert result.status == "ok", result.reason
