@@ -11,9 +11,9 @@ class CaptureSettings:
     (``seeds.inductor.CAPTURE_TIMEOUT_S``); Inductor's variants after it share `variants_budget_s`."""
     # seconds the variants after the default capture share, from the default's end (from the capture process's
     # start when the default is cached): the process is then stopped and the variants not finished are left out,
-    # said in a line (the default seed and every variant finished before are kept and cached). A variant usually
-    # captures in seconds to a minute; max-autotune's GEMM autotuning at K=524288 or an RNN of 256 steps unrolled
-    # can take many minutes each, which a bench's time per problem (bench.backend.timeout_s, 900 s) cannot give
+    # said in a line (the default seed and every variant finished before are kept and cached). On 4 x H200 the six
+    # captures of level3/34 (an RNN of 256 steps unrolled) took 14 minutes together and level1/6's (K=524288) had
+    # not ended after 15, past a bench's time per problem (bench.backend.timeout_s, 900 s)
     variants_budget_s: float = 240.0
 
     def __post_init__(self):
