@@ -62,6 +62,39 @@ def test_the_exact_rewrite_fails_the_plain_comparison_and_passes_within_the_refe
         assert not wrong.ok and "elements exceed" in wrong.reason
 
 
+class GroupNormMean(nn.Module):
+    """level2/23's tail: the mean of a group norm's output, zero in exact arithmetic (all rounding in fp32)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        return self.norm(x).mean(dim=(1, 2))
+
+
+def test_an_output_that_is_all_rounding_passes_the_normwise_bound_by_the_references_own_rounding():
+    policy = load_policy("triton")
+    tol = policy.tolerance_for(torch.float32)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model, x = GroupNormMean(), torch.randn(8, 16, 4096) * 3 + 1
+        with torch.no_grad():
+            ref, exact = model(x), copy.deepcopy(model).double()(x.double())
+            groups = x.view(8, 4, -1)  # the same algebra, its sums in another order
+            mean = groups.flip(-1).sum(-1, keepdim=True) / groups.shape[-1]
+            norm = (groups - mean) / torch.sqrt(((groups - mean) ** 2).mean(-1, keepdim=True) + model.norm.eps)
+            out = norm.view(8, -1).flip(-1).sum(-1) / norm[0].numel()
+        assert exact.abs().max() < 1e-12 < 1e-9 < ref.abs().max() < 1e-6  # zero but for the fp32 rounding
+        plain = compare_outputs(out, [ref], policy)
+        assert not plain.ok and "normwise relative error" in plain.reason  # within atol per element, not as a whole
+        second, _ = compare_with_allowance(out, ref, exact, tol, K)
+        assert second.ok, second.reason
+        for wrong in (out + 1e-6, torch.full_like(out, 0.005)):  # ~40x the rounding; within atol, never the answer
+            failed, _ = compare_with_allowance(wrong, ref, exact, tol, K)
+            assert not failed.ok and "normwise error ||out - ref||" in failed.reason and "x ||ref|| +" in failed.reason
+
+
 def test_the_second_opinion_records_what_passed_and_keeps_the_ordinary_failure_otherwise():
     model, x, ref, _, out = case()
     policy = load_policy("triton")

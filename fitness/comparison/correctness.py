@@ -149,7 +149,12 @@ def compare_tensor(out, ref: torch.Tensor, tol: Tolerance, label: str = "output"
             f"{label}: {int(n_bad)} of {count} elements exceed atol={tol.atol:g}, rtol={tol.rtol:g}; "
             f"max abs error {max_abs:.3g}; first at index {unravel(flat, tuple(ref.shape))}: got "
             f"{float(flat_out[flat]):.6g}, expected {float(flat_ref[flat]):.6g}"), max_abs, max_rel, rel_l2)
-    if tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
+    if tol.max_rel_l2 is not None and tol.l2_slack and diff_norm > tol.max_rel_l2 * ref_norm + tol.l2_slack:
+        return Comparison(False, (f"{label}: normwise error ||out - ref|| = {diff_norm:.3g} exceeds the policy's "
+                                  f"bound {tol.max_rel_l2:g} x ||ref|| + {tol.l2_slack:.3g} = "
+                                  f"{tol.max_rel_l2 * ref_norm + tol.l2_slack:.3g} (every element may be within "
+                                  f"atol/rtol; the output as a whole is not)"), max_abs, max_rel, rel_l2)
+    if tol.max_rel_l2 is not None and not tol.l2_slack and rel_l2 > tol.max_rel_l2:
         return Comparison(False, (f"{label}: normwise relative error ||out - ref|| / ||ref|| = {rel_l2:.3g} "
                                   f"exceeds the policy's bound {tol.max_rel_l2:g} (every element may be within "
                                   f"atol/rtol; the output as a whole is not)"),

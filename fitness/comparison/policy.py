@@ -19,6 +19,9 @@ class Tolerance:
     atol: float
     rtol: float
     max_rel_l2: float | None = None  # bound on ||out - ref|| / ||ref|| over the whole output
+    # added to max_rel_l2 x ||ref|| (absolute): never in a policy; the reference's own rounding, K x ||ref - exact||,
+    # where the second opinion (fitness.judge.rounding) compares against a float64 reference
+    l2_slack: float = 0.0
 
 
 @dataclass(frozen=True)
