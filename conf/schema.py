@@ -220,6 +220,9 @@ class TableConfig:
     # the whole level (null: as the benches recorded it, bench.root's, where they did)
     root: Optional[str] = None
     intervals: Bootstrap = field(default_factory=Bootstrap)  # the intervals over search seeds
+    # a problem in several directories with other settings: refused (false), or the later directory's row kept and
+    # the keys named in a line (true: parts re-run at fixed code, e.g. a seed variant's options changed)
+    later_wins: bool = False
 
 
 SCHEMAS = {"run": RunConfig, "bench": BenchConfig, "evaluate": EvaluateConfig, "seed": SeedConfig,

@@ -66,9 +66,10 @@ def differing(a: dict | None, b: dict | None) -> list[str]:
     return [f"{k}: {value_text(a.get(k))} -> {value_text(b.get(k))}" for k in keys]
 
 
-def gather(folders: list[Path]) -> tuple[list[Row], dict, list[str]]:
+def gather(folders: list[Path], later_wins: bool = False) -> tuple[list[Row], dict, list[str]]:
     """The rows of every bench directory, one per problem and search seed: (rows, row label -> its run directory,
-    lines saying which duplicates were resolved). ValueError naming a problem held with other settings."""
+    lines saying which duplicates were resolved). ValueError naming a problem held with other settings, unless
+    `later_wins`: then the later directory's row is kept and its line names the keys."""
     kept: dict[str, tuple[Path, Row]] = {}
     lines, clashes = [], []
     for folder in folders:
@@ -78,20 +79,25 @@ def gather(folders: list[Path]) -> tuple[list[Row], dict, list[str]]:
             if key in kept:
                 before, _ = kept[key]
                 keys = differing(_settings(before / RUNS / key), _settings(folder / RUNS / key))
-                if keys:
+                if keys and later_wins:
+                    lines.append(f"{row.label}: in {before} and {folder} with other settings ({'; '.join(keys)}); "
+                                 f"the row of {folder} (the later in bench_dirs, table.later_wins) is kept")
+                elif keys:
                     more = f"; {len(keys) - SHOWN} more" if len(keys) > SHOWN else ""
                     clashes.append(f"{row.label} is in {before} and {folder} with other settings "
                                    f"({'; '.join(keys[:SHOWN])}{more})")
                     continue
-                lines.append(f"{row.label}: in {before} and {folder} with the same settings; the row of {folder} "
-                             f"(the later in bench_dirs) is kept")
+                else:
+                    lines.append(f"{row.label}: in {before} and {folder} with the same settings; the row of "
+                                 f"{folder} (the later in bench_dirs) is kept")
             kept[key] = (folder, row)
     if clashes:
         raise ValueError(f"{clashes[0]}" + (f", and {len(clashes) - 1} more problem(s) so" if len(clashes) > 1
                                              else "") +
                          "; one table holds one setting per problem: leave one of those directories out of "
-                         "bench_dirs, or run the problem again in one of them with the other's settings "
-                         "(kernelevo bench ... bench.dir=DIR bench.rerun=changed)")
+                         "bench_dirs, run the problem again in one of them with the other's settings "
+                         "(kernelevo bench ... bench.dir=DIR bench.rerun=changed), or keep the later directory's "
+                         "row (table.later_wins=true)")
     rows = [row for _, row in kept.values()]
     return rows, {row.label: folder / RUNS / slug(row.name, row.search_seed) for folder, row in kept.values()}, lines
 
@@ -112,7 +118,7 @@ def write_table(cfg) -> None:
     """`cfg`: the table command's plan (``check_table``)."""
     folders = [bench_folder(d) for d in cfg.bench_dirs]
     out = Path(cfg.out).expanduser().resolve()
-    rows, run_dirs, lines = gather(folders)
+    rows, run_dirs, lines = gather(folders, cfg.later_wins)
     for line in lines:
         print(f"[table] {line}", flush=True)
     reports = {label: os.path.relpath(d / HTML_FILE, out) for label, d in run_dirs.items() if (d / HTML_FILE).is_file()}
