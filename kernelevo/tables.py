@@ -43,7 +43,7 @@ def check_table(cfg: DictConfig):
     if len(set(dirs)) != len(dirs):
         raise ValueError(f"bench_dirs names a directory twice ({', '.join(str(d) for d in plan.bench_dirs)}); give "
                          f"each bench directory once")
-    gather(dirs)
+    gather(dirs, plan.later_wins)
     return plan
 
 
@@ -81,7 +81,7 @@ def gather(folders: list[Path], later_wins: bool = False) -> tuple[list[Row], di
                 keys = differing(_settings(before / RUNS / key), _settings(folder / RUNS / key))
                 if keys and later_wins:
                     lines.append(f"{row.label}: in {before} and {folder} with other settings ({'; '.join(keys)}); "
-                                 f"the row of {folder} (the later in bench_dirs, table.later_wins) is kept")
+                                 f"the row of {folder} (the later in bench_dirs, later_wins) is kept")
                 elif keys:
                     more = f"; {len(keys) - SHOWN} more" if len(keys) > SHOWN else ""
                     clashes.append(f"{row.label} is in {before} and {folder} with other settings "
@@ -97,7 +97,7 @@ def gather(folders: list[Path], later_wins: bool = False) -> tuple[list[Row], di
                          "; one table holds one setting per problem: leave one of those directories out of "
                          "bench_dirs, run the problem again in one of them with the other's settings "
                          "(kernelevo bench ... bench.dir=DIR bench.rerun=changed), or keep the later directory's "
-                         "row (table.later_wins=true)")
+                         "row (later_wins=true)")
     rows = [row for _, row in kept.values()]
     return rows, {row.label: folder / RUNS / slug(row.name, row.search_seed) for folder, row in kept.values()}, lines
 

@@ -13,7 +13,9 @@ from conftest import kernelevo
 from evo.benchmark.bench import Row
 from evo.benchmark.bench_report import write_bench_report
 from evo.benchmark.bench_table import cause_of, failures, level_of, paper_summary
-from kernelevo.tables import gather
+from kernelevo.tables import check_table, gather, write_table
+from conf.schema import TableConfig
+from omegaconf import OmegaConf
 from evo.reports.outcome import RunOutcome, outcome_of
 from evo.records.store import RunStore
 from core.genome import Genome
@@ -226,7 +228,7 @@ def bench_dir(folder, rows: list[Row], settings: dict | None = None, level_sizes
     return folder
 
 
-def test_kernelevo_table_merges_bench_directories_and_refuses_a_problem_with_other_settings(tmp_path):
+def test_kernelevo_table_merges_bench_directories_and_refuses_a_problem_with_other_settings(tmp_path, capsys):
     budget = {"search": {"wall_time_s": 15}}
     relu = gpu_row("level1/19_ReLU.py", 10, 30, 20, 15)
     a = bench_dir(tmp_path / "a", [relu, failed("level1/5_Big.py", "timed out")], budget, {"level1": 100})
@@ -246,12 +248,17 @@ def test_kernelevo_table_merges_bench_directories_and_refuses_a_problem_with_oth
     assert done.returncode == 2 and err.count("\n") == 1
     assert f"level1/19_ReLU.py is in {a} and {other} with other settings (search.wall_time_s: 15.0 -> 60.0)" in err
     assert "leave one of those directories out of bench_dirs" in err and not (tmp_path / "clash").exists()
-    assert "or keep the later directory's row (table.later_wins=true)" in err
-    rows, run_dirs, lines = gather([a, other], later_wins=True)  # parts re-run at fixed code: the later row stands
-    assert sorted(r.name for r in rows) == ["level1/19_ReLU.py", "level1/5_Big.py"]
+    assert "or keep the later directory's row (later_wins=true)" in err
+    # parts re-run at fixed code: with later_wins the later row stands (the command's plan, in this process)
+    write_table(check_table(OmegaConf.structured(TableConfig(bench_dirs=[str(a), str(other)],
+                                                             out=str(tmp_path / "later"), later_wins=True))))
+    later = json.loads((tmp_path / "later" / "table.json").read_text())
+    assert sorted(r["name"] for r in later["rows"]) == ["level1/19_ReLU.py", "level1/5_Big.py"]
+    assert f"the row of {other} (the later in bench_dirs, later_wins) is kept" in capsys.readouterr().out
+    rows, run_dirs, lines = gather([a, other], later_wins=True)
     assert run_dirs["level1/19_ReLU.py"].parent.parent == other
     assert lines == [f"level1/19_ReLU.py: in {a} and {other} with other settings (search.wall_time_s: 15.0 -> "
-                     f"60.0); the row of {other} (the later in bench_dirs, table.later_wins) is kept"]
+                     f"60.0); the row of {other} (the later in bench_dirs, later_wins) is kept"]
     done = kernelevo("table", f"bench_dirs=[{a},{tmp_path / 'none'}]", f"out={tmp_path / 'x'}", cwd=tmp_path)
     assert done.returncode == 2 and "holds no bench (no rows/ folder in it)" in done.stderr and not (tmp_path / "x").exists()
 
