@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 
 from conftest import PROBLEMS, candidate, make_evaluator
-from fitness.comparison.correctness import compare_outputs
-from fitness.comparison.policy import load_policy
+from fitness.comparison.correctness import compare_outputs, compare_tensor
+from fitness.comparison.policy import Tolerance, load_policy
 from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
 from fitness.judge.rounding import RoundingAllowance, compare_with_allowance
 from fitness.settings import EvalSettings
@@ -88,8 +88,10 @@ def test_an_output_that_is_all_rounding_passes_the_normwise_bound_by_the_referen
         assert exact.abs().max() < 1e-12 < 1e-9 < ref.abs().max() < 1e-6  # zero but for the fp32 rounding
         plain = compare_outputs(out, [ref], policy)
         assert not plain.ok and "normwise relative error" in plain.reason  # within atol per element, not as a whole
-        second, _ = compare_with_allowance(out, ref, exact, tol, K)
+        second, rms = compare_with_allowance(out, ref, exact, tol, K)
         assert second.ok, second.reason
+        relative_only = Tolerance(tol.atol + K * rms, tol.rtol, tol.max_rel_l2)  # the allowance per element only
+        assert not compare_tensor(out.double(), exact, relative_only, fused=False).ok
         for wrong in (out + 1e-6, torch.full_like(out, 0.005)):  # ~40x the rounding; within atol, never the answer
             failed, _ = compare_with_allowance(wrong, ref, exact, tol, K)
             assert not failed.ok and "normwise error ||out - ref||" in failed.reason and "x ||ref|| +" in failed.reason

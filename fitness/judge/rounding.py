@@ -8,10 +8,10 @@ when a comparison fails, the reference is computed once more in float64 -- a flo
 inputs unchanged -- giving `exact`. The reference's own rounding error is e = ref - exact. The candidate's output
 passes when, for every element, |out - exact| <= atol + rtol * |exact| + K * rms(e) (rms over that output tensor),
 and, as a whole, ||out - exact|| <= max_rel_l2 * ||exact|| + K * ||e||: an output whose exact value is about zero
-(level2/23, the mean of a group norm's output) is all rounding, and no honest kernel meets a bound relative to it. A wrong kernel's error is far above K times the reference's
-rounding, so it still fails, with the ordinary message. K is ``fitness.rounding_allowance`` (null: no second
-opinion). When the float64 reference cannot be computed (an op without float64 support, out of memory) the
-original failure stands, and its reason says why.
+(level2/23, the mean of a group norm's output) is all rounding, and no honest kernel meets a bound relative to it.
+A wrong kernel's error is far above K times the reference's rounding, so it still fails, with the ordinary message.
+K is ``fitness.rounding_allowance`` (null: no second opinion). When the float64 reference cannot be computed (an op
+without float64 support, out of memory) the original failure stands, and its reason says why.
 """
 from __future__ import annotations
 
