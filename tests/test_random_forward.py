@@ -140,6 +140,7 @@ def test_the_inductor_seed_of_a_forward_drawing_random_numbers_is_judged_correct
     spec = resolve_problem(RANDOM_STATE)
     source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path / "cache")
     assert "torch.randn(" in source and "torch.ops" not in source and "randint" not in source
+    assert randoms.NOTE.strip() in source  # its docstring says so
     assert seeds.library_calls(source) == []
     with make_evaluator(problem=RANDOM_STATE, sandbox=sandbox, trials=2) as ev:
         result = ev.correctness(source, label="inductor")

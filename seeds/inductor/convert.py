@@ -391,8 +391,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            + (NOTE if convolutions and convolutions.count else '')
            + (ATTENTION_NOTE if attentions and attentions.count else '')
            + (recurrent.NOTE if recurrents.count else '')
-           + (randoms.NOTE if any(randoms.is_draw(ast.unparse(n.func)) for n in ast.walk(call)
-                                  if isinstance(n, ast.Call)) else '') + '"""')
+           + (randoms.NOTE if randoms.draws_in(forward) else '') + '"""')
     parts = [doc, "\n".join(imports), "",
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]

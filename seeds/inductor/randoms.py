@@ -38,6 +38,11 @@ def is_draw(name: str) -> bool:
     return aten_name(name) in DRAWS
 
 
+def draws_in(forward: ast.FunctionDef) -> bool:
+    """The seed's forward draws random numbers (its calls of ``TORCH_DRAWS``)."""
+    return any(isinstance(n, ast.Call) and ast.unparse(n.func) in TORCH_DRAWS for n in ast.walk(forward))
+
+
 def torch_draw(call: ast.Call, device_expr: str) -> ast.Call:
     """Inductor's call of an ATen random function as the torch function, on the inputs' device."""
     name = aten_name(ast.unparse(call.func))
