@@ -5,13 +5,14 @@ judged so, the converter writing Inductor's ATen random calls as torch's functio
 the Inductor seed of the tiny problem judged correct under policy `triton`."""
 import ast
 import json
+from copy import deepcopy
 
 import pytest
 import torch
 
 from conftest import PROBLEMS, make_evaluator
 from fitness.judge.guards import LaunchCounter, TorchOpTrace
-from fitness.judge.randomness import LABEL, is_draw
+from fitness.judge.randomness import LABEL, is_draw, seed_alike
 from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor import randoms
@@ -83,6 +84,27 @@ def test_a_draw_is_a_random_creation_op_and_only_the_references_draws_are_allowe
     assert is_draw(torch.ops.aten.rand.default) and not is_draw(torch.ops.aten.add.Tensor)
 
 
+def test_the_references_copies_are_seeded_as_the_reference_and_each_candidate_call_gets_a_new_seed():
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Linear(3, 3)
+
+    reference, candidate_model = model(), model()
+    seeds_ = seed_alike(reference, candidate_model, {"randn"})
+    copy = deepcopy(reference).double()  # the rounding allowance's float64 reference
+    drawn = {}
+    for name, module in (("candidate", candidate_model), ("reference", reference), ("copy", copy)):
+        module.register_forward_hook(lambda m, args, out, name=name: drawn.setdefault(name, torch.randn(4)))
+    candidate_model(torch.ones(3))
+    first = seeds_.seed
+    reference(torch.ones(3))
+    copy(torch.ones(3, dtype=torch.float64))
+    assert torch.equal(drawn["candidate"], drawn["reference"]) and torch.equal(drawn["reference"], drawn["copy"])
+    candidate_model(torch.ones(3))
+    assert seeds_.seed != first and seeds_.calls == 2
+    assert seed_alike(torch.nn.Linear(1, 1), torch.nn.Linear(1, 1), set()) is None  # nothing drawn: no hooks
+
+
 def rewritten(call: str) -> str:
     node = ast.parse(call, mode="eval").body
     return ast.unparse(CallRewriter({}, "arg0_1.device").visit(node))
@@ -120,9 +142,10 @@ def test_a_cached_capture_with_inductors_own_random_numbers_is_captured_again(tm
 
 def test_the_judge_seeds_the_reference_and_the_candidate_alike_and_allows_only_the_references_draws(sandbox):
     with make_evaluator(problem=RANDOM_STATE, sandbox=sandbox, trials=2) as ev:
-        results = {case: ev.correctness(candidate(case), label=case) for case in STATES}
-    honest = results.pop("honest")
+        results = {case: ev.correctness(candidate(case), label=case) for case in STATES if case != "honest"}
+        honest = ev.evaluate(candidate("honest"), label="honest")  # timed too: its sampled calls checked alike
     assert honest.status == "ok", honest.reason
+    assert honest.guards["timed_outputs_checked"]
     assert honest.guards["random_draws"] == ["randn"] and LABEL in honest.guards["labels"]
     assert honest.guards["torch_compute_ops"] == [] and any("draws random numbers" in n for n in honest.notes)
     assert LABEL in honest.label
