@@ -55,8 +55,8 @@ class ModelNew(nn.Module):
 DRAW = "torch.randn(x.shape[0], self.features, device=x.device)"
 STATES = {
     "honest": f"state = {DRAW}",
-    "another generator": f"state = torch.randn(x.shape[0], self.features, device=x.device, "
-                         f"generator=torch.Generator(device=x.device).manual_seed(0))",
+    "another generator": "state = torch.randn(x.shape[0], self.features, device=x.device, "
+                         "generator=torch.Generator(device=x.device).manual_seed(0))",
     "a constant": "state = torch.zeros(x.shape[0], self.features, device=x.device)",
     "the first call's draw kept": f"self.kept = {DRAW} if self.kept is None else self.kept\n        state = self.kept",
     "torch compute": f"state = {DRAW} + 0.0",
@@ -115,12 +115,15 @@ def test_inductors_aten_random_calls_become_torchs_functions_on_the_inputs_devic
                      "pin_memory=False)") == "torch.randn([6, 10, 32], device=arg0_1.device)"
     assert rewritten("torch.ops.aten.randint.low(-3, 5, [4], dtype=torch.int64, device=device(type='cpu'), "
                      "pin_memory=False)") == "torch.randint(-3, 5, [4], dtype=torch.int64, device=arg0_1.device)"
+    assert rewritten("torch.ops.aten.rand.default([2], generator=None, layout=torch.strided, device=device(type='cpu'))"
+                     ) == "torch.rand([2], device=arg0_1.device)"
     with pytest.raises(SeedError, match="generator of its own"):
         rewritten("torch.ops.aten.rand.default([2], generator=g, device=device(type='cpu'))")
     with pytest.raises(SeedError, match="fallback_random"):  # Inductor's Philox seeds: still refused, saying why
         rewritten("aten.randint.low_out(-9223372036854775808, 9223372036854775807, [1], out=buf9)")
-    assert seeds.library_calls("class ModelNew:\n    def forward(self, x):\n        s = torch.randn([2], device=x.device)"
-                               "\n        return torch.addmm(s, x, x)\n") == ["torch.addmm"]
+    forward = "class ModelNew:\n    def forward(self, x):\n        s = torch.randn([2], device=x.device)\n" \
+        "        return torch.addmm(s, x, x)\n"
+    assert seeds.library_calls(forward) == ["torch.addmm"]  # a draw is no library call
 
 
 def test_a_cached_capture_with_inductors_own_random_numbers_is_captured_again(tmp_path, monkeypatch):

@@ -48,7 +48,7 @@ def torch_draw(call: ast.Call, device_expr: str) -> ast.Call:
     name = aten_name(ast.unparse(call.func))
     function, positional = DRAWS[name]
     given = arguments_by_name(call, positional + ["generator", *KEPT, "device", *DROPPED], name)
-    if "generator" in given:
+    if "generator" in given and not (isinstance(given["generator"], ast.Constant) and given["generator"].value is None):
         raise SeedError(f"Inductor's {ast.unparse(call)[:200]} draws from a generator of its own; {OTHER_SEEDS}")
     arguments = [ast.unparse(given[p]) for p in positional if p in given]
     arguments += [f"{k}={ast.unparse(given[k])}" for k in KEPT if k in given] + [f"device={device_expr}"]
