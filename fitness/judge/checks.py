@@ -74,8 +74,9 @@ def check_guards(guards: dict, trace, launches, module_name: str, policy, settin
             guards["labels"].append(DRAWS_LABEL)
     if compute and policy.torch_compute == "reject":
         unasked = sorted(set(compute) & set(trace.draws))
-        why = (f" (random draws the reference does not make: {unasked}; only the reference's own draws "
-               f"{sorted(draws)} may be made, with the same torch calls)" if unasked else "")
+        own = (f"only the reference's own draws {sorted(draws)} may be made, with the same torch calls" if draws
+               else "the reference draws no random numbers")
+        why = f" (random draws the reference does not make: {unasked}; {own})" if unasked else ""
         raise Verdict("rejected", f"forward does real work with torch ops {compute} ({where}){why}; under policy "
                       f"'{policy.name}' only allocation, views and copies may run in torch: move this "
                       f"computation into a Triton kernel", guards=guards, **fields)
