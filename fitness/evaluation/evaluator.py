@@ -306,8 +306,8 @@ class Evaluator:
         for key, value in data.verdict().items():
             setattr(result, key, value)
         result.notes.extend(data.notes)  # the judge's own notes (fewer timing input sets, say)
-        if "uses-torch-compute" in result.guards.get("labels", []):
-            result.label = ", ".join(filter(None, [result.label, "uses-torch-compute"]))
+        for label in result.guards.get("labels", []):  # uses-torch-compute, draws-random-numbers
+            result.label = ", ".join(filter(None, [result.label, label]))
 
     def _score(self, result: EvalResult) -> float:
         """Speed-ups against the baselines, speed-of-light fraction and the plausibility guard; returns the seconds

@@ -14,6 +14,7 @@ import torch
 
 from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
 from fitness.judge.inputs import scrub
+from fitness.judge.randomness import LABEL as DRAWS_LABEL
 from fitness.settings import EvalSettings
 
 
@@ -50,8 +51,9 @@ def empty_guards() -> dict:
 
 
 def check_guards(guards: dict, trace, launches, module_name: str, policy, settings: EvalSettings, where: str,
-                 **fields) -> dict:
-    """Adds one correctness call's launches and torch ops to `guards`; Verdict when the call broke a guard."""
+                 draws=(), **fields) -> dict:
+    """Adds one correctness call's launches and torch ops to `guards`; Verdict when the call broke a guard. `draws`:
+    the random draws the reference makes (``fitness.judge.randomness``), the only ones the candidate may make."""
     own = launches.count(module_name)
     guards["triton_launches"] += own
     guards["other_triton_launches"] += sum(launches.launches.values()) - own
@@ -63,10 +65,19 @@ def check_guards(guards: dict, trace, launches, module_name: str, policy, settin
         return guards
     for op, n in trace.ops.items():
         guards["torch_ops"][op] = guards["torch_ops"].get(op, 0) + n
-    compute = trace.compute_ops(policy.extra_allowed_ops)
+    compute = trace.compute_ops(policy.extra_allowed_ops, draws)
     guards["torch_compute_ops"] = sorted(set(guards["torch_compute_ops"]) | set(compute))
+    drawn = sorted(set(trace.draws) - set(compute))
+    if drawn:
+        guards["random_draws"] = sorted(set(guards.get("random_draws", [])) | set(drawn))
+        if DRAWS_LABEL not in guards["labels"]:
+            guards["labels"].append(DRAWS_LABEL)
     if compute and policy.torch_compute == "reject":
-        raise Verdict("rejected", f"forward does real work with torch ops {compute} ({where}); under policy "
+        unasked = sorted(set(compute) & set(trace.draws))
+        own = (f"only the reference's own draws {sorted(draws)} may be made, with the same torch calls" if draws
+               else "the reference draws no random numbers")
+        why = f" (random draws the reference does not make: {unasked}; {own})" if unasked else ""
+        raise Verdict("rejected", f"forward does real work with torch ops {compute} ({where}){why}; under policy "
                       f"'{policy.name}' only allocation, views and copies may run in torch: move this "
                       f"computation into a Triton kernel", guards=guards, **fields)
     if compute and "uses-torch-compute" not in guards["labels"]:

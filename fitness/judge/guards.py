@@ -20,6 +20,8 @@ from contextlib import contextmanager
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from fitness.judge.randomness import is_draw
+
 # Allocation, views, reshapes, copies and metadata: the torch ops a Triton wrapper legitimately needs.
 DATA_MOVEMENT_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
@@ -168,19 +170,25 @@ class LaunchCounter:
 
 
 class TorchOpTrace(TorchDispatchMode):
-    """Records the aten ops dispatched while active, except those issued inside a Triton launch."""
+    """Records the aten ops dispatched while active, except those issued inside a Triton launch; random draws
+    (``fitness.judge.randomness.is_draw``) also in `draws`."""
 
     def __init__(self, launch_counter: LaunchCounter):
         super().__init__()
         self.ops: Counter = Counter()
+        self.draws: Counter = Counter()
         self._launch_counter = launch_counter
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if not self._launch_counter.active:
             self.ops[func.overloadpacket.__name__] += 1
+            if is_draw(func, args, kwargs):
+                self.draws[func.overloadpacket.__name__] += 1
         return func(*args, **(kwargs or {}))
 
-    def compute_ops(self, extra_allowed=()) -> list[str]:
-        """The recorded ops that are neither data movement nor allowed by the policy, sorted."""
-        allowed = DATA_MOVEMENT_OPS | set(extra_allowed)
+    def compute_ops(self, extra_allowed=(), draws_allowed=()) -> list[str]:
+        """The recorded ops that are neither data movement nor allowed by the policy, sorted; a draw is allowed
+        when the reference made it too (`draws_allowed`) and the same op never read a tensor's values here."""
+        draws = {op for op in draws_allowed if self.draws[op] and self.draws[op] == self.ops[op]}
+        allowed = DATA_MOVEMENT_OPS | set(extra_allowed) | draws
         return sorted(op for op in self.ops if op not in allowed)

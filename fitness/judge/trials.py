@@ -19,13 +19,14 @@ COVERAGE_SEED = 30_000  # the coverage trial's inputs and element choice: input_
 
 
 def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs,
-               launches, allowance=None) -> dict:
+               launches, allowance=None, draws=()) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
     trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
     state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes;
     `launches`: the worker's launch counter.
     Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
-    opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given."""
+    opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given. `draws`: the random draws the
+    reference makes (``fitness.judge.randomness``), the only ones the candidate may make."""
     device, settings = job.device, job.settings
     buffers, worst, guards = None, None, empty_guards()
     passed = [0]
@@ -41,7 +42,8 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         with phase("trial_judge"):
             verify(where, guards=guards, trials_passed=passed[0])
             check_output_types(output, where, guards=guards, trials_passed=passed[0])
-            check_guards(guards, trace, launches, module_name, policy, settings, where, trials_passed=passed[0])
+            check_guards(guards, trace, launches, module_name, policy, settings, where, draws,
+                         trials_passed=passed[0])
         changed = changed_inputs(inputs, saved)
         if changed:
             raise Verdict("rejected", f"forward modified its input(s) {changed} ({where}); inputs must be left "

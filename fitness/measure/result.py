@@ -25,7 +25,9 @@ MAX_REASON_CHARS = 2000
 # labels a verdict can carry (the guards' "labels"): what a kernel did that its precision policy allows but whoever
 # reads its figures must know; every table and report names them
 LABELS = {"uses-torch-compute": "forward computes part of its output with torch ops (its policy allows it): not all "
-                                "of its work is Triton"}
+                                "of its work is Triton",
+          "draws-random-numbers": "forward draws random numbers with torch's generator as the problem's reference "
+                                  "does, seeded alike by the judge: those draws are torch calls, not Triton"}
 
 
 def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:

@@ -56,6 +56,7 @@ from fitness.common.gpu_lock import DeviceLock, start_up  # noqa: E402
 from fitness.judge.inputs import make_inputs, meta_inputs, reference_output_specs, timing_inputs  # noqa: E402
 from fitness.measure.memory import spec_bytes  # noqa: E402
 from fitness.judge.timed_inputs import FreshInputs  # noqa: E402
+from fitness.judge import randomness  # noqa: E402
 from fitness.judge.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.comparison.policy import PrecisionPolicy  # noqa: E402
 from fitness.problems.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
@@ -188,10 +189,12 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
                     del compile_from
                 verify("compile pass")
             stage("running the reference once (output shapes)")
-            with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"):
+            with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"), \
+                    randomness.watching(reference) as draws:
                 specs = reference_output_specs(reference, problem, job, input_seed)
+            randomness.seed_alike(reference, model_new, draws)  # a forward drawing random numbers: both alike
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
-                                LAUNCHES, allowance)
+                                LAUNCHES, allowance, draws)
             timed = feed = None
             if job.timed:  # else correctness only: no timing, no exclusive lock
                 timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)
@@ -216,6 +219,8 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
             verify("candidate error")  # before the judge's code describes it
             raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
     result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
+    if draws:
+        result.setdefault("notes", []).append(randomness.note(draws))
     if allowance.passed:  # the trials' record, and the checked timed calls' since
         result["guards"]["rounding_allowance"] = allowance.summary()
         result.setdefault("notes", []).append(allowance.note())

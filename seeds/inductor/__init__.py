@@ -41,6 +41,7 @@ from seeds.inductor.attentions import AttentionRefused, Attentions
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function, convert
 from seeds.inductor.process import Watched, watch
+from seeds.inductor import randoms
 from seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(f"kernelevo.{__name__}")
@@ -157,10 +158,12 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     files = {name: entry_file(cache_dir, spec, cache_key(spec, device, profile, templates, tf32, options, dynamic))
              for name, options in wanted.items()}
     captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
+    stale = {name: why for name, got in captured.items() if (why := randoms.stale(got))}  # captured again
+    captured = {name: got for name, got in captured.items() if name not in stale}
     missing = {name: options for name, options in wanted.items() if name not in captured}
     parts = {name: key_parts(spec, device, profile, templates, tf32, options, dynamic)
              for name, options in missing.items()}
-    how = {name: CACHED if name in captured else failed_before(files[name])
+    how = {name: CACHED if name in captured else stale.get(name) or failed_before(files[name])
            or why_missed(cache_dir, spec, name, parts[name]) for name in wanted}
     if missing:
         log.info(f"torch.compile's capture of {spec.name}: "
@@ -292,7 +295,8 @@ def library_calls(source: str) -> list[str]:
 
 def _torch_calls(node: ast.AST | None) -> list[str]:
     names = {ast.unparse(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} if node else set()
-    return sorted(n for n in names if n.startswith("torch.") and n not in ("torch.empty_strided", "torch.as_strided"))
+    return sorted(n for n in names if n.startswith("torch.") and n not in ("torch.empty_strided", "torch.as_strided")
+                  and n not in randoms.TORCH_DRAWS)  # forward's random draws are inputs it makes (randoms.py)
 
 
 def _library_only(captured: dict) -> list[str]:

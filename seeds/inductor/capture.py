@@ -50,6 +50,7 @@ def _prepare(device: str, templates: bool, tf32: bool) -> None:
     import torch.utils._triton as triton_utils
 
     inductor_config.fx_graph_cache = False  # a cached graph would skip the code generation captured here
+    inductor_config.fallback_random = True  # torch's random functions, not Inductor's Philox numbers (randoms.py)
     if device == "cpu":
         inductor_config.cpu_backend = "triton"
         triton_utils.triton_hash_with_backend = lambda: "interpreter"  # no GPU backend to hash

@@ -22,7 +22,7 @@ from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
-from seeds.inductor import recurrent
+from seeds.inductor import randoms, recurrent
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
                                       k_major_loads, template_grid, template_kernel)
 
@@ -158,10 +158,10 @@ class CallRewriter(ast.NodeTransformer):
                              mode="eval").body
         if name.startswith("extern_kernels."):
             node.func = ast.parse("torch." + name.split(".", 1)[1], mode="eval").body
+        elif randoms.is_draw(name):  # forward's random draws (level3/35's torch.randn): torch's own functions
+            return randoms.torch_draw(node, self.device_expr)
         elif name.startswith(("aten.", "torch.ops.")):
-            why = " (its random seeds: forward draws random numbers, as level3/35's torch.randn)" \
-                if name.startswith("aten.randint") else ""
-            raise SeedError(f"Inductor calls the ATen operator {name} directly{why}; {OTHER_SEEDS}")
+            raise SeedError(f"Inductor calls the ATen operator {name} directly{randoms.refused(name)}; {OTHER_SEEDS}")
         return node
 
     @staticmethod
@@ -390,7 +390,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
            + (NOTE if convolutions and convolutions.count else '')
            + (ATTENTION_NOTE if attentions and attentions.count else '')
-           + (recurrent.NOTE if recurrents.count else '') + '"""')
+           + (recurrent.NOTE if recurrents.count else '')
+           + (randoms.NOTE if randoms.draws_in(forward) else '') + '"""')
     parts = [doc, "\n".join(imports), "",
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
