@@ -104,3 +104,48 @@ def test_the_lock_follows_the_physical_gpu_under_cuda_visible_devices():
     assert lock_path(Path("/c"), "cuda", visible="2,5") == "/c/gpu-2.lock"
     assert lock_path(Path("/c"), "cuda:1", visible="2, 5") == "/c/gpu-5.lock"
     assert lock_path(Path("/c"), "cuda:0", visible="MIG-GPU-ab/1/0") == "/c/gpu-MIG-GPU-ab_1_0.lock"
+
+
+def test_a_capture_holds_the_gpu_only_while_it_benchmarks_and_once_for_nested_calls(tmp_path, monkeypatch):
+    import fcntl
+    import os
+
+    from fitness.common import gpu_lock
+    from fitness.common.gpu_lock import shared_during_calls
+
+    path = str(tmp_path / "gpu-0.lock")
+
+    class Benchmarker:  # as Inductor's: benchmark() calls benchmark_gpu()
+        def benchmark(self, fn):
+            return self.benchmark_gpu(fn)
+
+        def benchmark_gpu(self, fn):
+            return fn()
+
+    def timer_gets_the_gpu() -> bool:  # a neighbour's timer, trying the lock exclusively without waiting
+        fd = os.open(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    taken = []
+    real_shared = gpu_lock.shared
+    monkeypatch.setattr(gpu_lock, "shared", lambda p: taken.append(p) or real_shared(p))
+    bench = Benchmarker()
+
+    def autotune():  # runs inside the benchmark: the GPU is held; a nested benchmark does not lock again
+        assert not timer_gets_the_gpu()
+        return bench.benchmark_gpu(lambda: "timed")
+
+    with shared_during_calls(path, bench, ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")):
+        assert timer_gets_the_gpu()  # compiling, between benchmarks: the neighbour times
+        assert bench.benchmark(autotune) == "timed" and taken == [path]
+        assert timer_gets_the_gpu()
+        assert bench.benchmark_gpu(lambda: 1) == 1 and taken == [path, path]
+    assert not vars(bench) and bench.benchmark(lambda: 2) == 2 and len(taken) == 2  # restored
+    with shared_during_calls(None, bench, ("benchmark",)):  # the CPU interpreter: nothing patched
+        assert not vars(bench)

@@ -32,9 +32,11 @@ others start, import and compile their kernels (on meta tensors) meanwhile.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import re
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,6 +90,44 @@ def shared(path: str | None) -> DeviceLock:
 
 def exclusive(path: str | None) -> DeviceLock:
     return DeviceLock(path, exclusive=True)
+
+
+@contextmanager
+def shared_during_calls(path: str | None, owner, names: tuple[str, ...]):
+    """While inside, each call of `owner`'s methods `names` (those it has) holds the GPU's lock shared, and nothing
+    between the calls does: a process that compiles for minutes and uses the GPU now and then (torch.compile's
+    capture, autotuning Inductor's kernels: ``seeds.inductor.capture``) leaves a neighbour's timer the GPU between
+    its benchmarks instead of starving it. A call inside another (Inductor's ``benchmark`` calls its
+    ``benchmark_gpu``) does not lock again in the same thread: under writer preference a waiting timer holds the
+    gate, and a second lock would wait behind it for the first. The methods are restored on leaving; no path (the
+    CPU interpreter): nothing is patched."""
+    patched = [name for name in names if hasattr(owner, name)] if path else []
+    depth = threading.local()
+
+    def locked(method):
+        @functools.wraps(method)
+        def call(*args, **kwargs):
+            if getattr(depth, "held", False):
+                return method(*args, **kwargs)
+            with shared(path):
+                depth.held = True
+                try:
+                    return method(*args, **kwargs)
+                finally:
+                    depth.held = False
+        return call
+
+    own = {name: owner.__dict__[name] for name in patched if name in vars(owner)}
+    for name in patched:
+        setattr(owner, name, locked(getattr(owner, name)))
+    try:
+        yield
+    finally:
+        for name in patched:
+            if name in own:
+                setattr(owner, name, own[name])
+            else:
+                delattr(owner, name)
 
 
 @contextmanager

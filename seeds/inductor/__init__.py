@@ -32,7 +32,7 @@ from typing import Callable
 from core import pyast
 from fitness.common.atomic import write_atomic
 from fitness.common.formatting import short_seconds
-from fitness.common.gpu_lock import LOCK_DIR, lock_path, shared
+from fitness.common.gpu_lock import LOCK_DIR, lock_path
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
 from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file, grouped,
@@ -63,10 +63,13 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
     the variants after it share `settings.variants_budget_s`, past which the process is stopped: the variant it was
     capturing and those after it are ``{"error": "... not finished within N s"}``, as are those a crash of the
     process left (what finished before is kept). SeedError with the output's tail when the default was asked and the
-    process failed or timed out before writing it. On a GPU it holds the GPU's lock shared
-    (``fitness.common.gpu_lock``), as a baseline's compile does: on 4 x H100, with three problems per GPU, 14 of 16
-    candidates rejected for work on another stream were timed while a neighbour on their GPU was making its seeds or
-    baselines."""
+    process failed or timed out before writing it. On a GPU the process holds the GPU's lock shared
+    (``fitness.common.gpu_lock``) while it runs the model or Inductor benchmarks its choices: on 4 x H100, with three
+    problems per GPU, 14 of 16 candidates rejected for work on another stream were timed while a neighbour on their
+    GPU was making its seeds or baselines. Not while it compiles: held for the whole capture (up to 900 s and the
+    variants' budget), it kept the neighbour's timer waiting and, behind that timer's claim, every other user of the
+    GPU: on 4 x H200 problems that shared a GPU with a long capture ran out of time in pairs (level1/6 with
+    level3/34, level1/99 with level3/21, level3/18 with level3/37; experiments/results/kernelbench_part4/)."""
     variants, settings = variants or {DEFAULT: {}}, settings or CaptureSettings()
     names, budget_s = list(variants), settings.variants_budget_s
 
@@ -86,10 +89,10 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
         command = [sys.executable, "-m", "seeds.inductor.capture", str(spec_file), str(out_file), device,
                    *(["templates"] if templates else []), *(["tf32"] if tf32 else []),
                    *(["dynamic"] if dynamic else []), f"variants={variants_file}"]
-        # on a GPU it runs the model and Inductor's autotuning there: no timing of another run beside it
-        with shared(lock_path(LOCK_DIR, device)):
-            watched = watch(command, out_file, names, timeout_s if DEFAULT in names else None, budget_s, said,
-                            cwd=REPO, env=env)
+        lock = lock_path(LOCK_DIR, device)  # on a GPU: held while it runs the model or benchmarks, not compiling
+        command += [f"gpu_lock={lock}"] if lock else []
+        watched = watch(command, out_file, names, timeout_s if DEFAULT in names else None, budget_s, said,
+                        cwd=REPO, env=env)
     left = [name for name in names if name not in watched.captured]
     if DEFAULT in left:  # nothing is kept without it
         raise SeedError(f"torch.compile of {spec.name} did not finish within {watched.stopped_after_s:.0f} s"

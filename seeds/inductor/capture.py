@@ -2,6 +2,7 @@
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
     python -m seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [dynamic] [variants=V.json]
+        [gpu_lock=PATH]
 
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
 {"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
@@ -41,6 +42,11 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Callable
+
+
+# Inductor's benchmarker methods that run kernels on the GPU to choose among them (autotuning, max-autotune's
+# templates, coordinate descent); one calls another, and those a version lacks are skipped
+BENCHMARK_CALLS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -133,14 +139,20 @@ def flat_options(options: dict, prefix: str = "") -> dict:
 
 
 def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False,
-            variants: dict | None = None, dynamic: bool = False, done: Callable[[dict], None] | None = None) -> dict:
+            variants: dict | None = None, dynamic: bool = False, done: Callable[[dict], None] | None = None,
+            gpu_lock: str | None = None) -> dict:
     """Inductor's code for the problem under each named set of options (default: its defaults only). `dynamic`:
     compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
     where Inductor or the converter cannot (``_first_that_converts``). `done` is called with the captures so far
-    after each one."""
+    after each one. `gpu_lock` (a GPU's ``fitness.common.gpu_lock`` file): held shared while the model runs eagerly
+    and while Inductor benchmarks its choices (``BENCHMARK_CALLS``), not while it compiles: a capture compiling for
+    minutes no longer keeps its GPU's neighbours from timing (the compiled model's one run is not covered)."""
     _prepare(device, templates, tf32)
     import torch
     import torch._inductor.config as inductor_config
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    from fitness.common.gpu_lock import shared_during_calls
 
     from fitness.problems.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
     from seeds.inductor.rnn_ops import swap_recurrent
@@ -160,8 +172,9 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     for name, options in (variants or {"default": {}}).items():
         started = time.perf_counter()
         try:
-            with inductor_config.patch(flat_options(options)):
-                got = _first_that_converts(model, inputs, device, spec, dynamic, templates)
+            with inductor_config.patch(flat_options(options)), \
+                    shared_during_calls(gpu_lock, benchmarker, BENCHMARK_CALLS):
+                got = _first_that_converts(model, inputs, device, spec, dynamic, templates, gpu_lock)
                 if "specialised" in got:  # only sizes that change with the problem's sizes bake it
                     got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
                 captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
@@ -183,7 +196,8 @@ def _varying_sizes(problem) -> set[int]:
             if type(x) is int and (k in problem.spec.sizes or x >= MIN_SHRINKABLE)}
 
 
-def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool) -> dict:
+def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool,
+                         gpu_lock: str | None = None) -> dict:
     """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
     asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
     chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
@@ -199,7 +213,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
         last = index == len(attempts) - 1
         try:
             with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
-                got = _capture_one(model, inputs, device, dynamic=dynamic_shapes)
+                got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock)
             if not last:
                 convert(got, Path(spec.path).read_text(), spec.name, triton_convolutions=True)
             return {**got, **({"fell_back": why} if why else {})}
@@ -309,12 +323,13 @@ class _Written(Exception):
     """Raised once Inductor's code is written: nothing is compiled or run."""
 
 
-def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
+def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: str | None = None) -> dict:
     import torch
     import triton
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import run_and_get_code
 
+    from fitness.common.gpu_lock import shared
     from seeds.inductor.decompositions import capture_decompositions, slow_paths
 
     seen: dict = {}
@@ -327,7 +342,8 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False) -> dict:
 
     torch._dynamo.reset()
     with torch.no_grad(), _shapes(dynamic), _logging_outside_the_graph(), slow_paths():
-        reference = model(*inputs)
+        with shared(gpu_lock):
+            reference = model(*inputs)
         compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=dynamic or None)
         # on a GPU the compiled model runs once (Inductor autotunes its kernels); the interpreter only generates
         codes = _code_of(compiled, inputs) if device == "cpu" else run_and_get_code(compiled, *inputs)[1]
@@ -367,8 +383,9 @@ def main() -> None:
     variants_file = next((f.split("=", 1)[1] for f in flags if f.startswith("variants=")), None)
     variants = json.loads(Path(variants_file).read_text()) if variants_file else None
     write = lambda captured: write_atomic(out_path, json.dumps(captured))  # noqa: E731 - whole, after each capture
+    gpu_lock = next((f.split("=", 1)[1] for f in flags if f.startswith("gpu_lock=")), None)
     write(capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants,
-                  dynamic="dynamic" in flags, done=write))
+                  dynamic="dynamic" in flags, done=write, gpu_lock=gpu_lock))
 
 
 if __name__ == "__main__":
