@@ -1,11 +1,14 @@
 """The per-GPU reader/writer lock, between processes: shared holders coexist, an exclusive holder is alone, and a
 waiting exclusive locker goes before shared lockers that arrive after it."""
+import fcntl
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from fitness.common.gpu_lock import lock_path
+from fitness.common import gpu_lock
+from fitness.common.gpu_lock import lock_path, shared_during_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDER = """
@@ -107,12 +110,6 @@ def test_the_lock_follows_the_physical_gpu_under_cuda_visible_devices():
 
 
 def test_a_capture_holds_the_gpu_only_while_it_benchmarks_and_once_for_nested_calls(tmp_path, monkeypatch):
-    import fcntl
-    import os
-
-    from fitness.common import gpu_lock
-    from fitness.common.gpu_lock import shared_during_calls
-
     path = str(tmp_path / "gpu-0.lock")
 
     class Benchmarker:  # as Inductor's: benchmark() calls benchmark_gpu()

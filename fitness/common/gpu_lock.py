@@ -130,6 +130,24 @@ def shared_during_calls(path: str | None, owner, names: tuple[str, ...]):
                 delattr(owner, name)
 
 
+# Inductor's benchmarker methods that run kernels on the GPU to choose among them (autotuning, max-autotune's
+# templates, coordinate descent); one calls another, and those a torch version lacks are skipped
+INDUCTOR_BENCHMARK_CALLS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")
+
+
+@contextmanager
+def inductor_benchmarks_shared(path: str | None):
+    """``shared_during_calls`` over Inductor's benchmarker: a torch.compile inside holds the GPU's lock while it
+    benchmarks, not while it compiles (torch is imported only with a path: on a GPU)."""
+    if not path:
+        yield
+        return
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    with shared_during_calls(path, benchmarker, INDUCTOR_BENCHMARK_CALLS):
+        yield
+
+
 @contextmanager
 def start_up(path: str | None, hold_gpu: bool = True):
     """One start-up at a time per GPU (its own exclusive file, waited for *before* the GPU lock, so a start-up

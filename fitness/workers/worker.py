@@ -52,7 +52,7 @@ from fitness.judge.candidate import (CandidateError, build_model, classify_excep
                                crowded_out, describe_exception, load_candidate, module_name_for)
 from fitness.judge.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
 from fitness.workers.confine import become_unprivileged  # noqa: E402
-from fitness.common.gpu_lock import DeviceLock, start_up  # noqa: E402
+from fitness.common.gpu_lock import DeviceLock, inductor_benchmarks_shared, start_up  # noqa: E402
 from fitness.judge.inputs import make_inputs, meta_inputs, reference_output_specs, timing_inputs  # noqa: E402
 from fitness.measure.memory import spec_bytes  # noqa: E402
 from fitness.judge.timed_inputs import FreshInputs  # noqa: E402
@@ -253,8 +253,10 @@ def run_baseline_job(job: WorkerJob) -> dict:
     models = {"eager": reference} if "eager" in names else {}
     with torch.no_grad():
         for name in (n for n in names if n in COMPILED):
-            with gpu_lock(job, exclusive=False), phase("compile"):
-                stage(baseline_stage(name))  # the wait for the lock is no compile time
+            # the GPU held while Inductor benchmarks (max-autotune), not while it compiles: a compile of minutes
+            # kept a neighbour's timer, and every user of the GPU behind its claim, waiting (gpu_lock)
+            with phase("compile"), inductor_benchmarks_shared(job.gpu_lock):
+                stage(baseline_stage(name))
                 try:
                     compiled = torch.compile(reference, **COMPILED[name])
                     with inductor_code() as codes:  # what it calls: cuBLAS, cuDNN or Triton (fitness.baselines)

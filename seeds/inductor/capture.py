@@ -44,11 +44,6 @@ from pathlib import Path
 from typing import Callable
 
 
-# Inductor's benchmarker methods that run kernels on the GPU to choose among them (autotuning, max-autotune's
-# templates, coordinate descent); one calls another, and those a version lacks are skipped
-BENCHMARK_CALLS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")
-
-
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
@@ -145,14 +140,14 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
     where Inductor or the converter cannot (``_first_that_converts``). `done` is called with the captures so far
     after each one. `gpu_lock` (a GPU's ``fitness.common.gpu_lock`` file): held shared while the model runs eagerly
-    and while Inductor benchmarks its choices (``BENCHMARK_CALLS``), not while it compiles: a capture compiling for
-    minutes no longer keeps its GPU's neighbours from timing (the compiled model's one run is not covered)."""
+    and while Inductor benchmarks its choices (``inductor_benchmarks_shared``), not while it compiles: a capture
+    compiling for minutes no longer keeps its GPU's neighbours from timing (the compiled model's one run is not
+    covered)."""
     _prepare(device, templates, tf32)
     import torch
     import torch._inductor.config as inductor_config
-    from torch._inductor.runtime.benchmarking import benchmarker
 
-    from fitness.common.gpu_lock import shared_during_calls
+    from fitness.common.gpu_lock import inductor_benchmarks_shared
 
     from fitness.problems.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
     from seeds.inductor.rnn_ops import swap_recurrent
@@ -172,8 +167,7 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     for name, options in (variants or {"default": {}}).items():
         started = time.perf_counter()
         try:
-            with inductor_config.patch(flat_options(options)), \
-                    shared_during_calls(gpu_lock, benchmarker, BENCHMARK_CALLS):
+            with inductor_config.patch(flat_options(options)), inductor_benchmarks_shared(gpu_lock):
                 got = _first_that_converts(model, inputs, device, spec, dynamic, templates, gpu_lock)
                 if "specialised" in got:  # only sizes that change with the problem's sizes bake it
                     got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
