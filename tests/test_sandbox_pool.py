@@ -5,6 +5,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from evo.records.store import RunStore
+from evo.service.evaluation import EvaluationService
+from fakes import FakeEvaluator
 from fitness.measure.result import WorkerJob
 from fitness.workers.pool import SandboxPool, pool_key
 from fitness.workers.sandbox import Sandbox
@@ -105,3 +108,23 @@ def test_at_most_the_idle_limit_is_kept_the_least_recently_given_back_stopped_fi
     assert pool.lease("cpu", base_env={"KERNELEVO_POOL_TEST": "1"}).sandbox is leases[1].sandbox
     pool.close_all()
     assert all(lease.sandbox._closed for lease in leases) and pool.idle == []
+
+
+def test_the_service_gives_its_leases_back_only_for_a_completed_run(monkeypatch, tmp_path):
+    """``execute`` closes its service with `completed` only when the run ended without an error (Ctrl-C included)."""
+    monkeypatch.setattr(Sandbox, "reset", lambda self: True)  # as if its fork server were up
+    pool, store = SandboxPool(), RunStore(tmp_path / "run")
+    try:
+        for completed in (False, True):
+            lease = pool.lease("cpu", base_env={"KERNELEVO_POOL_TEST": "service"})
+            evaluator = FakeEvaluator()
+            service = EvaluationService([evaluator], store, 1, leases=[lease])
+            if completed:
+                service.close(completed=True)
+            else:
+                service.close()  # the default: a caller that does not say stops what it leased
+            assert evaluator.closed and lease.ended
+            assert pool.idle == ([lease.sandbox] if completed else []) and lease.sandbox._closed is not completed
+    finally:
+        pool.close_all()
+        store.close()
