@@ -261,14 +261,19 @@ class LocalEvaluators:
         devices = evaluation_devices(parts.device, plan.gpus)
         shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
         evaluators, leases = leased_evaluators(parts, devices, shared)
-        totals = gpu_memory(devices)
-        parallel = evaluations_in_flight(plan.parallel, totals)
-        per_device = max(1, -(-parallel // len(devices)))
-        for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
-            admit_problem_memory(evaluator, total, per_device)
-        for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
-            evaluator.set_spares(per_device)
-        return EvaluationService(evaluators, store, parallel, leases=leases)
+        try:
+            totals = gpu_memory(devices)
+            parallel = evaluations_in_flight(plan.parallel, totals)
+            per_device = max(1, -(-parallel // len(devices)))
+            for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
+                admit_problem_memory(evaluator, total, per_device)
+            for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
+                evaluator.set_spares(per_device)
+            return EvaluationService(evaluators, store, parallel, leases=leases)
+        except BaseException:
+            for lease in leases:
+                lease.end(keep=False)
+            raise
 
 
 def leased_evaluators(parts, devices: list[str], baselines: BaselineSlot | None = None) -> tuple[list, list[Lease]]:
