@@ -94,16 +94,24 @@ def llm_stop(run_dir: Path, stop_reason: str) -> None:
 
 def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
     """Evaluate one candidate (default: the problem's bundled seed) and print the verdict."""
-    from fitness.evaluation.from_config import build_evaluator, read_candidate
+    from fitness.evaluation.from_config import leased_evaluator, read_candidate
 
     try:
-        evaluator = build_evaluator(plan.judge)
-        source, label = read_candidate(plan.candidate, evaluator.problem)
+        evaluator, lease = leased_evaluator(plan.judge)
     except ValueError as exc:
         fail(str(exc))
-    with evaluator:
-        log.info(f"{evaluator.describe()}")
-        result = evaluator.evaluate(source, label=label)
+    completed = False
+    try:
+        try:
+            source, label = read_candidate(plan.candidate, evaluator.problem)
+        except ValueError as exc:
+            fail(str(exc))
+        with evaluator:
+            log.info(f"{evaluator.describe()}")
+            result = evaluator.evaluate(source, label=label)
+        completed = True
+    finally:
+        lease.end(keep=completed)  # a verdict given: its fork server serves the process's next command
     print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
     try:
         out = _out_path(plan.out)

@@ -214,7 +214,7 @@ class FakeService:
     def cut_at(self, deadline: float | None) -> None:
         self.cut = deadline
 
-    def close(self) -> None:
+    def close(self, completed: bool = False) -> None:
         pass
 
 

@@ -3,11 +3,15 @@ import json
 from pathlib import Path
 
 from conftest import CANDIDATES, SCALE_SHIFT, SESSION_HOME, kernelevo
+from fitness.workers.pool import SANDBOXES, Lease
 
 REPO = Path(__file__).resolve().parent.parent
+LEASE_END = Lease.end
 
 
-def test_evaluate_bundled_seed_prints_a_verdict_and_writes_json(tmp_path):
+def test_evaluate_bundled_seed_prints_a_verdict_and_writes_json(tmp_path, monkeypatch):
+    ended = []  # how the command ends its sandbox's lease
+    monkeypatch.setattr(Lease, "end", lambda self, keep: (ended.append((self.sandbox, keep)), LEASE_END(self, keep))[1])
     proc = kernelevo("evaluate", "problem=row_softmax", "fitness.trials=2", f"out={tmp_path}/r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "no GPU: running kernels on the CPU through Triton's interpreter" in proc.stdout
@@ -15,6 +19,9 @@ def test_evaluate_bundled_seed_prints_a_verdict_and_writes_json(tmp_path):
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["status"] == "ok" and result["policy"]["name"] == "triton"
     assert result["sizes"]["dim"] == 2500  # the CPU test sizes were applied
+    # its fork server is back in the process's pool, up, with no worker left (fitness.workers.pool)
+    (sandbox, keep), = ended
+    assert keep and SANDBOXES.idle[-1] is sandbox and sandbox.zygote_pid is not None and not sandbox._pool
 
 
 def test_evaluate_a_candidate_file_under_another_policy(tmp_path):

@@ -71,10 +71,11 @@ def test_other_sizes_change_every_size_constant_that_can_change(tmp_path):
 
 @pytest.mark.slow
 def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path, monkeypatch):
-    started = []  # the fork servers the run starts: the check at other sizes runs in the search's sandbox
+    started = []  # the fork servers the run starts: the check at other sizes runs in the search's sandbox (one
+    # given back by an earlier run of this process, fitness.workers.pool, or one it starts)
     monkeypatch.setattr(Zygote, "__init__", lambda self, *a, **k: (started.append(a), ZYGOTE_INIT(self, *a, **k))[1])
     output, run_dir, summary = run("problem=elementwise_chain", cwd=tmp_path)
-    assert len(started) == 1, started
+    assert len(started) <= 1, started
     assert "[kernelevo] selection among children: by interpreter wall-clock time (no GPU timing)" in output
     test_sizes = suite_manifest()["elementwise_chain"]["test_sizes"]
     fastest, individuals = fastest_and_individuals(run_dir)

@@ -21,8 +21,11 @@ from evo.tuning.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
 from fitness.measure.result import EvalResult
+from fitness.workers.pool import SANDBOXES
+from fitness.workers.zygote import Zygote
 
 REPO = Path(__file__).resolve().parent.parent
+ZYGOTE_INIT = Zygote.__init__
 
 
 def individual(genome: Genome, status: str, time_s: float | None, name: str = "1.0") -> Individual:
@@ -198,9 +201,13 @@ def test_epsilon_greedy_draws_from_the_whole_archive():
 
 
 @pytest.mark.slow
-def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path):
+def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path, monkeypatch):
+    started = []  # the fork servers its jobs start: the first job's serves the second (fitness.workers.pool)
+    monkeypatch.setattr(Zygote, "__init__", lambda self, *a, **k: (started.append(a), ZYGOTE_INIT(self, *a, **k))[1])
     proc = kernelevo("run", "--multirun", "problem=rmsnorm,row_softmax", "search.generations=0", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(started) <= 1, started  # one per job before the pool; none where an earlier run gave one back
+    assert SANDBOXES.idle and SANDBOXES.idle[-1].zygote_pid is not None  # back in the pool, its fork server up
     assert len(list(tmp_path.glob("multirun/*/*/*/best_kernel.py"))) == 2
     (sweep,) = tmp_path.glob("multirun/*/*")
     reports = sorted(sweep.glob("*/report.html"))

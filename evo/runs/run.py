@@ -155,7 +155,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
     marks = {"process": process_started(), "queued": queued, "run": time.time()}  # where the time before the search goes
     store = RunStore(run_dir)
     store.set_meta("config", plan.config)
-    service, tuner = evaluation_backend(plan).service(plan, store), None
+    service, tuner, completed = evaluation_backend(plan).service(plan, store), None, False
     marks["service"] = time.time()
     try:
         settings = supplied(settings, store, len(service.evaluators))
@@ -188,10 +188,11 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
         if size_label is not None:  # on a GPU: is the best specialised to the problem's sizes? correctness only
             size_label.judge(store, store.latest_checkpoint(), evaluator.sandbox)
+        completed = True
     finally:
         if tuner is not None:
             tuner.close()
-        service.close()
+        service.close(completed)  # a completed run's fork servers serve the process's next run (fitness.workers.pool)
     outcome = conclude(store, stop_reason, busy, window)
     print(table(outcome), flush=True)
     print(f"  report: {write_report(run_dir)}", flush=True)

@@ -22,11 +22,12 @@ from typing import Any, Callable
 from evo.service.evaluation_protocol import RunEvaluator
 from evo.plan import RunPlan
 from evo.records.store import RunStore
-from fitness.evaluation.evaluator import BaselineSlot, Evaluator
+from fitness.evaluation.evaluator import BaselineSlot, Evaluator, sandbox_options
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
 from fitness.common.gpu_lock import physical_gpu
 from fitness.measure.result import CANCELLED, EvalResult
+from fitness.workers.pool import SANDBOXES, Lease
 from seeds.inductor import inductor_seeds, policy_options
 from seeds.inductor.settings import CaptureSettings
 
@@ -115,12 +116,13 @@ class EvaluationService:
     asked again, the kernel is evaluated again."""
 
     def __init__(self, evaluators: list[RunEvaluator], store: RunStore, parallel: int,
-                 local_gpus: list[str] | None = None):
+                 local_gpus: list[str] | None = None, leases: list[Lease] = ()):
         if not evaluators:
             raise ValueError("the evaluation pool needs at least one evaluator")
         if parallel < 1:
             raise ValueError(f"parallel (evaluations in flight) must be at least 1, got {parallel}")
         self.evaluators = evaluators
+        self.leases = list(leases)  # the sandboxes its evaluators run their jobs in, lent by the process's pool
         self.store = store
         self.parallel = parallel
         self.infrastructure_failures = 0  # evaluations of this service that ended with no verdict, after a retry
@@ -239,10 +241,15 @@ class EvaluationService:
         """`evaluate` in the pool: a future of (key, result)."""
         return self._executor.submit(self.evaluate, source, label)
 
-    def close(self) -> None:
+    def close(self, completed: bool = False) -> None:
+        """Wait for the evaluations in flight and close the evaluators; the sandboxes lent to it go back to the
+        process's pool when the run `completed` (its fork servers serve the next run: ``fitness.workers.pool``), and
+        are stopped otherwise (an error, Ctrl-C), as a sandbox of its own would be."""
         self._executor.shutdown(wait=True)
         for evaluator in self.evaluators:
             evaluator.close()
+        for lease in self.leases:
+            lease.end(keep=completed)
 
 
 class LocalEvaluators:
@@ -253,13 +260,34 @@ class LocalEvaluators:
         parts = fitness_parts(plan.judge)
         devices = evaluation_devices(parts.device, plan.gpus)
         shared = BaselineSlot()  # eager / torch.compile measured once for the whole pool
-        evaluators = [LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=d,
-                                     baseline_slot=shared) for d in devices]
-        totals = gpu_memory(devices)
-        parallel = evaluations_in_flight(plan.parallel, totals)
-        per_device = max(1, -(-parallel // len(devices)))
-        for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
-            admit_problem_memory(evaluator, total, per_device)
-        for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
-            evaluator.set_spares(per_device)
-        return EvaluationService(evaluators, store, parallel)
+        evaluators, leases = leased_evaluators(parts, devices, shared)
+        try:
+            totals = gpu_memory(devices)
+            parallel = evaluations_in_flight(plan.parallel, totals)
+            per_device = max(1, -(-parallel // len(devices)))
+            for evaluator, total in zip(evaluators, totals):  # problem-sized memory, a few at a time
+                admit_problem_memory(evaluator, total, per_device)
+            for evaluator in evaluators:  # warm spare workers: enough for every evaluation in flight on a device
+                evaluator.set_spares(per_device)
+            return EvaluationService(evaluators, store, parallel, leases=leases)
+        except BaseException:
+            for lease in leases:
+                lease.end(keep=False)
+            raise
+
+
+def leased_evaluators(parts, devices: list[str], baselines: BaselineSlot | None = None) -> tuple[list, list[Lease]]:
+    """A ``LocalEvaluator`` of the run's fitness parts per device, each running its jobs in a sandbox leased from
+    the process's pool (a warm fork server when an earlier run of this process gave an equal one back), and the
+    leases, for the service to end; on an error, the leases made so far are ended."""
+    evaluators, leases = [], []
+    try:
+        for device in devices:
+            leases.append(SANDBOXES.lease(device, **sandbox_options(parts.settings, parts.profile, device)))
+            evaluators.append(LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings,
+                                             device=device, baseline_slot=baselines, sandbox=leases[-1].sandbox))
+    except BaseException:
+        for lease in leases:
+            lease.end(keep=False)
+        raise
+    return evaluators, leases

@@ -56,5 +56,6 @@ class Evaluations(Protocol):
     def cut_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()``) on, no evaluation begins and those running are killed."""
 
-    def close(self) -> None:
-        """Wait for the evaluations in flight, then close every evaluator."""
+    def close(self, completed: bool = False) -> None:
+        """Wait for the evaluations in flight, then close every evaluator; `completed` (the run ended without an
+        error): what it leased from the process (warm fork servers, ``fitness.workers.pool``) serves the next run."""

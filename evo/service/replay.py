@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from evo.service.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight
+from evo.service.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight, leased_evaluators
 from evo.plan import RunPlan
 from evo.records.store import DB_NAME, RunStore
 from fitness.evaluation.from_config import fitness_parts
@@ -94,6 +94,12 @@ class RecordedEvaluators:
 
     def service(self, plan: RunPlan, store: RunStore) -> EvaluationService:
         parts = fitness_parts(plan.judge)
-        evaluator = LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device)
-        recorded = RecordedEvaluator(evaluator, RunStore(self.recorded_run(store.run_dir), create=False))
-        return EvaluationService([recorded], store, evaluations_in_flight(plan.parallel), local_gpus=[])
+        record = RunStore(self.recorded_run(store.run_dir), create=False)
+        try:
+            (evaluator,), leases = leased_evaluators(parts, [parts.device])
+        except BaseException:
+            record.close()
+            raise
+        recorded = RecordedEvaluator(evaluator, record)
+        return EvaluationService([recorded], store, evaluations_in_flight(plan.parallel), local_gpus=[],
+                                 leases=leases)

@@ -105,6 +105,17 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelevo"
 
 
+def sandbox_options(settings: EvalSettings, profile: HardwareProfile, device: str,
+                    cache_dir: Path | None = None) -> dict:
+    """The settings of the sandbox an evaluator of `device` runs its jobs in (``Sandbox``'s, or a lease's from
+    ``fitness.workers.pool``), besides its device."""
+    under_lock = start_up_under_lock(settings, profile)
+    return {"trusted_cache_dir": Path(cache_dir or default_cache_dir()) / "baseline-cache",
+            "spares": settings.warm_spares(1), "confine": settings.confine,
+            "warm": {"judge": settings.warm_judge, "gpu_lock": lock_path(LOCK_DIR, device),
+                     "start_up_under_lock": under_lock}}
+
+
 class Evaluator:
     """The evaluator of this host (``fitness.evaluation.evaluating.Evaluating``): its jobs run in a sandbox here."""
 
@@ -137,12 +148,8 @@ class Evaluator:
         if sandbox is not None and sandbox.device != self.device:
             raise ValueError(f"an evaluator on {self.device} cannot run its jobs in a sandbox on {sandbox.device}")
         self._owns_sandbox = sandbox is None
-        self._sandbox = sandbox or Sandbox(self.device, trusted_cache_dir=self.cache_dir / "baseline-cache",
-                                           spares=self.settings.warm_spares(1),
-                                           confine=self.settings.confine,
-                                           warm={"judge": self.settings.warm_judge,
-                                                 "gpu_lock": lock_path(LOCK_DIR, self.device),
-                                                 "start_up_under_lock": self.settings.start_up_under_lock})
+        self._sandbox = sandbox or Sandbox(self.device, **sandbox_options(self.settings, profile, self.device,
+                                                                          self.cache_dir))
 
     def __enter__(self):
         return self

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fitness.evaluation.evaluator import EvalSettings, Evaluator, default_device
+from fitness.evaluation.evaluator import EvalSettings, Evaluator, default_device, sandbox_options
 from fitness.evaluation.plan import JudgePlan
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import INDUCTOR, ProblemSpec, resolve_problem
 from fitness.settings import ProblemSettings
+from fitness.workers.pool import SANDBOXES, Lease
 from hardware_profiles import HardwareProfile, load_profile, resolve_profile
 
 
@@ -85,9 +86,18 @@ def check_fitness_config(judge: JudgePlan) -> ProblemSpec:
     return parts.problem
 
 
-def build_evaluator(judge: JudgePlan) -> Evaluator:
+def leased_evaluator(judge: JudgePlan) -> tuple[Evaluator, Lease]:
+    """The judge's evaluator, running its jobs in a sandbox leased from the process's pool (``fitness.workers.pool``:
+    a warm fork server where an earlier command of this process gave an equal one back), and the lease, for the
+    caller to end (`keep`: the command completed)."""
     parts = fitness_parts(judge)
-    return Evaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device)
+    lease = SANDBOXES.lease(parts.device, **sandbox_options(parts.settings, parts.profile, parts.device))
+    try:
+        return Evaluator(parts.problem, parts.policy, parts.profile, parts.settings, device=parts.device,
+                         sandbox=lease.sandbox), lease
+    except BaseException:
+        lease.end(keep=False)
+        raise
 
 
 def read_candidate(path: str | None, problem: ProblemSpec) -> tuple[str, str]:

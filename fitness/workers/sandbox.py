@@ -360,6 +360,23 @@ class Sandbox:
             tail += "\n[fork server log]\n" + handle.zygote.log_tail(LOG_TAIL_CHARS)
         return tail
 
+    def reset(self) -> bool:
+        """Back to what a fresh sandbox is once its fork server is up, for another run (``fitness.workers.pool``):
+        its idle spares killed (they ran no candidate code, but their environment and warm-up are the last run's)
+        and their directories removed. True when the fork server is alive with no worker of its own left (no job
+        running, none on its way); False when it is not worth keeping: then close it."""
+        with self._lock:
+            zygote, spares, self._pool = self._zygote, self._pool, []
+            pending = self._pending
+        for handle in spares:
+            if handle.zygote is not None:
+                handle.zygote.kill(handle)
+        for handle in spares:
+            handle.exited.wait(KILL_WAIT_S)
+            shutil.rmtree(handle.workdir, ignore_errors=True)
+        return (not self._closed and zygote is not None and not zygote.dead and not pending
+                and zygote.in_flight == 0)
+
     def close(self) -> None:
         """Stop the zygote (every worker dies with it) and remove every private directory."""
         with self._lock:

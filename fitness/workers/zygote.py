@@ -282,6 +282,12 @@ class Zygote:
     def kill(self, handle: WorkerHandle) -> None:
         self._send({"op": "kill", "id": handle.id})
 
+    @property
+    def in_flight(self) -> int:
+        """Workers asked for whose exit is not reported yet (running a job, idle spares, on their way)."""
+        with self._lock:
+            return len(self._workers)
+
     def _read(self) -> None:
         for line in self.proc.stdout:
             try:
