@@ -300,3 +300,27 @@ def test_past_the_cut_no_profile_begins_and_one_killed_at_it_leaves_no_record(st
         assert evaluator.profile_kernel(candidate("good")) == {} and given == [deadline]  # no record: none stored
     finally:
         evaluator.cut_running_at(None)
+
+
+# closing ----------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("completed", [False, True])
+def test_a_run_that_did_not_complete_starts_none_of_its_queued_evaluations_on_closing(store, completed):
+    from fakes import FakeEvaluator
+
+    started, release = [], threading.Event()
+
+    def judge(source: str) -> EvalResult:  # the first evaluation runs until the run is closed
+        started.append(source)
+        release.wait(timeout=10)
+        return ok()
+
+    service = EvaluationService([FakeEvaluator(judge)], store, parallel=1)
+    futures = [service.submit(f"x = {i}") for i in range(4)]
+    deadline = time.monotonic() + 10
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threading.Timer(0.2, release.set).start()  # the evaluation in flight ends: closing waits for it
+    service.close(completed=completed)  # Ctrl-C (not completed): the three queued are never started
+    assert futures[0].result()[1].status == "ok"
+    assert started == ([f"x = {i}" for i in range(4)] if completed else ["x = 0"])
+    assert all(f.cancelled() for f in futures[1:]) != completed
