@@ -117,7 +117,7 @@ def shared_during_calls(path: str | None, owner, names: tuple[str, ...]):
                     depth.held = False
         return call
 
-    own = {name: owner.__dict__[name] for name in patched if name in vars(owner)}
+    own = {name: vars(owner)[name] for name in patched if name in vars(owner)}  # an instance's own, if any
     for name in patched:
         setattr(owner, name, locked(getattr(owner, name)))
     try:

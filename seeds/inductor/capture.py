@@ -148,7 +148,6 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     import torch._inductor.config as inductor_config
 
     from fitness.common.gpu_lock import inductor_benchmarks_shared
-
     from fitness.problems.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
     from seeds.inductor.rnn_ops import swap_recurrent
 
