@@ -5,11 +5,13 @@ generation 0 (a KernelBench-format file without a seed runs offline from its Ind
 in its run from a dynamic-shape capture). On the CPU, Inductor is asked for Triton code, which Triton's interpreter
 runs."""
 import ast
+import functools
 import importlib
 import json
 from pathlib import Path
 
 import pytest
+import torch
 import torch._inductor
 from omegaconf import OmegaConf
 
@@ -215,6 +217,28 @@ def test_a_library_call_left_after_inductors_triton_templates_were_tried_says_so
                                         r"form here \(its Triton templates were tried: static shapes, convolutions as "
                                         r"Triton templates: NoValidChoicesError"):
         seeds._checked_source(spec, captured, torch_compute_allowed=False)
+
+
+def test_gemm_templates_leave_inductor_no_split_k_choice_that_calls_the_library():
+    # level1/4 (matrix-vector, K = 1,048,576) and level1/6 (K = 524,288) on an H200: with matmuls as Triton templates
+    # Inductor still autotuned "decompose_k", whose batched matmul stays a library call (torch.bmm_dtype), and the seed
+    # failed; the capture's options for templates switch it off, and each option exists in this torch
+    import torch._inductor.config as inductor_config
+
+    capture = importlib.import_module("seeds.inductor.capture")
+    saved, cudnn_tf32 = inductor_config.save_config(), torch.backends.cudnn.allow_tf32
+    try:
+        capture._prepare("cuda", templates=True, tf32=False)  # as on a GPU under policy triton (nothing compiled)
+        for key, value in capture.TEMPLATE_OPTIONS.items():
+            *path, name = key.split(".")
+            owner = functools.reduce(getattr, path, inductor_config)
+            assert hasattr(owner, name), f"torch {torch.__version__} has no Inductor option {key}"
+            assert getattr(owner, name) == value
+        assert inductor_config.triton.num_decompose_k_splits == 0
+    finally:
+        inductor_config.load_config(saved)
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
+    assert inductor_config.triton.num_decompose_k_splits > 0  # Inductor's own default offers it
 
 
 def test_sizes_inductors_code_asserts_as_literals_count_as_specialised():

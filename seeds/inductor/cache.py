@@ -17,6 +17,7 @@ from pathlib import Path
 from core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.problems.problem_spec import ProblemSpec
+from seeds.inductor.capture import TEMPLATE_OPTIONS
 
 FOLDER = "inductor-seeds"  # under the cache dir
 CACHED = "cached"
@@ -41,7 +42,8 @@ def key_parts(spec: ProblemSpec, device: str, profile: str, templates: bool = Fa
               options: dict | None = None, dynamic: bool = False) -> dict:
     """The parts of an entry's key (the problem file by its hash), as stored beside the entry."""
     return {"problem": short_hash(Path(spec.path).read_text()), "sizes": dict(spec.sizes),
-            "device": device.split(":")[0], "profile": profile, "versions": versions(), "templates": templates,
+            "device": device.split(":")[0], "profile": profile, "versions": versions(),
+            "templates": TEMPLATE_OPTIONS if templates else False,  # an entry of other template options misses
             "tf32": tf32, "dynamic": dynamic, "options": options or None}
 
 
@@ -50,7 +52,8 @@ def cache_key(spec: ProblemSpec, device: str, profile: str, templates: bool = Fa
     """The entry's key: a hash of the problem file's text and the other parts (unchanged since entries were first
     written, so entries made before the parts were stored beside them still hit)."""
     parts = key_parts(spec, device, profile, templates, tf32, options, dynamic)
-    hashed = [Path(spec.path).read_text(), spec.sizes, parts["device"], profile, parts["versions"], templates, tf32]
+    hashed = [Path(spec.path).read_text(), spec.sizes, parts["device"], profile, parts["versions"],
+              parts["templates"], tf32]
     hashed += ["dynamic"] if dynamic else []
     return short_hash(json.dumps(hashed + [options] if options else hashed, sort_keys=True))
 

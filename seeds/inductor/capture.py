@@ -34,6 +34,7 @@ precision policy's choice; torch.compile's baseline runs under the same setting)
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -60,8 +61,19 @@ def _prepare(device: str, templates: bool, tf32: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     if templates:
-        inductor_config.max_autotune_gemm = True
-        inductor_config.max_autotune_gemm_backends = "TRITON"
+        for key, value in TEMPLATE_OPTIONS.items():  # one an older torch lacks is a choice it does not offer
+            *path, name = key.split(".")
+            owner = functools.reduce(getattr, path, inductor_config)
+            if hasattr(owner, name):
+                setattr(owner, name, value)
+
+
+# Inductor's options for `templates`: matmuls as its Triton GEMM templates only. Without num_decompose_k_splits=0 a
+# matmul whose K is 32 times M and N (level1/4's matrix-vector product, level1/6's K=524288) is autotuned against
+# "decompose_k" too, a split-K subgraph whose batched matmul stays a library call (torch.bmm_dtype) with no Triton
+# form here; the GEMM template with its whole K is a seed, slow or not, that the search can start from.
+TEMPLATE_OPTIONS = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
+                    "triton.num_decompose_k_splits": 0}
 
 
 def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]:
