@@ -21,7 +21,8 @@ from evo.records.store import RunStore
 from core.genome import Genome
 from core.individual import Individual
 from fitness.measure import baseline_cache
-from fitness.measure.baselines import Baseline, inductor_code, library_kernels, measure, triton_best
+from fitness.measure.baselines import (EAGER_AT_BREAK, Baseline, compiled_library, graph_breaks, inductor_code,
+                                       library_kernels, library_of, measure, triton_best)
 from fitness.measure.result import EvalResult
 from fitness.measure.timing import TimingStats
 
@@ -84,6 +85,28 @@ def test_the_code_torch_compile_writes_is_read_as_it_compiles(monkeypatch):
     with inductor_code() as codes:
         relu(torch.randn(4, 8))
     assert codes and library_kernels(codes) == []
+
+
+def test_a_compiled_baseline_with_a_graph_break_is_never_counted_triton_expressible():
+    """level3/35 on an H200: Dynamo wraps no nn.LSTM, so torch.compile's baselines ran cuDNN's LSTM eagerly while
+    Inductor's code for the rest called no library kernel; the row counted eager (0.42x) as Triton-expressible.
+    Dynamo's graph break now reaches the baseline's library list, which then names it."""
+    import torch
+
+    lstm = torch.compile(torch.nn.LSTM(4, 8, batch_first=True), backend="eager")  # Dynamo only: nothing built
+    with graph_breaks() as breaks:
+        lstm(torch.randn(2, 3, 4))
+    assert len(breaks) == 1 and "LSTM" in breaks[0] and "\n" not in breaks[0]
+    library = compiled_library(["triton_poi_fused_relu_0.run(buf0, 64)"], breaks)
+    assert library == [f"{EAGER_AT_BREAK}: {breaks[0]}"[:160]]
+    record = {"speedup_vs_eager": 0.42, "speedup_vs_compile": 0.43, "speedup_vs_max_autotune": 0.5,
+              "baseline_library": {"compile": library, "max_autotune": library}}
+    assert library_of(record, "eager") == library and triton_best(record) is None
+    relu = torch.compile(lambda x: torch.relu(x) * 2, backend="eager")
+    with graph_breaks() as none:
+        relu(torch.randn(4))
+    assert none == [] and compiled_library([], none) == []
+    assert triton_best({**record, "baseline_library": {"compile": [], "max_autotune": []}}) == ("eager", 0.42)
 
 
 def test_the_baseline_jobs_library_kernels_reach_the_result_and_the_machines_cache(tmp_path):

@@ -9,7 +9,7 @@ again), never a stale time. Processes measuring the same key at once take turns 
 (``filelock.FileLock``): the first measures, the others read what it wrote. Only a measurement in which every baseline
 was measured (or is not measured on this device) is kept: a failed or too-slow compile may be the machine's state that
 day, so it is measured again next time. A file written before the baselines' library kernels were recorded (no
-``library``) is measured again once.
+``library``), or before graph breaks were (another ``LIBRARY_RECORD`` in its key), is measured again once.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from filelock import FileLock
 
 from core.genome import short_hash
 from fitness.common.atomic import write_atomic
-from fitness.measure.baselines import BASELINES, NOT_MEASURED, OK, Baseline
+from fitness.measure.baselines import BASELINES, LIBRARY_RECORD, NOT_MEASURED, OK, Baseline
 from fitness.measure.timing import TimingStats
 
 FOLDER = "baselines"
@@ -59,7 +59,8 @@ def facts(evaluator) -> dict:
             "sizes": evaluator.sizes_used, "gpu": gpu_model(evaluator.device), "profile": evaluator.profile.name,
             "policy": evaluator.policy.to_dict(), "baselines": list(evaluator.baseline_names),
             "timing": asdict(settings.timing), "seed": settings.seed,
-            "compile_timeout_s": settings.baseline_compile_timeout_s, "versions": versions()}
+            "compile_timeout_s": settings.baseline_compile_timeout_s, "versions": versions(),
+            "library": LIBRARY_RECORD}  # how a baseline's library calls were read: files of before are measured again
 
 
 def path_for(cache_dir: Path, found: dict) -> Path:

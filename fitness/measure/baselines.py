@@ -42,6 +42,8 @@ LIBRARIES = {"mm": "cuBLAS", "addmm": "cuBLAS", "bias_addmm": "cuBLAS", "bmm": "
              "_scaled_dot_product_efficient_attention": "memory-efficient attention",
              "_scaled_dot_product_cudnn_attention": "cuDNN"}
 EXTERN = re.compile(r"\b(extern_kernels|aten|torch\.ops\.aten)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.default)?\(")
+EAGER_AT_BREAK = "eager at a graph break"  # a compiled baseline's code that Dynamo left to eager PyTorch
+LIBRARY_RECORD = "library kernels, graph breaks"  # what `compiled_library` reads (the baseline cache keys on it)
 NOT_LIBRARY = {"empty", "empty_strided", "as_strided", "view", "reshape", "_reinterpret_tensor", "copy_", "zeros",
                "full", "resize_", "set_"}  # allocation and views in Inductor's wrapper: no compute
 
@@ -66,6 +68,29 @@ def inductor_code():
     codes: list[str] = []
     with mock.patch.object(GraphLowering, "save_output_code", codes.append):
         yield codes
+
+
+@contextlib.contextmanager
+def graph_breaks():
+    """The first line of the reason of each graph break Dynamo takes while the block compiles, gathered into the list
+    yielded (from Dynamo's own counters, as `torch._dynamo.explain` reads them). Code at a graph break runs eagerly,
+    whatever it calls: level3/35's nn.LSTM is cuDNN's in torch.compile's baselines too (Dynamo wraps no RNN)."""
+    from torch._dynamo.utils import counters
+
+    before = dict(counters["graph_break"])
+    found: list[str] = []
+    try:
+        yield found
+    finally:
+        found += [reason.strip().splitlines()[0] for reason, count in counters["graph_break"].items()
+                  if count > before.get(reason, 0)]
+
+
+def compiled_library(codes: list[str], breaks: list[str]) -> list[str]:
+    """What a compiled baseline runs that policy ``triton`` forbids a candidate or that is not known to be Triton:
+    the library kernels of Inductor's code (``library_kernels``) and, for each graph break, the eager code there
+    (``eager at a graph break: <reason>``), so a baseline with a graph break is never counted Triton-expressible."""
+    return library_kernels(codes) + sorted({f"{EAGER_AT_BREAK}: {reason}"[:160] for reason in breaks})
 
 
 def library_of(record: dict, name: str) -> list[str] | None:

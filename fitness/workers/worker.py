@@ -47,7 +47,8 @@ from fitness.judge.guards import LaunchCounter
 import torch  # noqa: E402
 
 from fitness.common.atomic import write_atomic  # noqa: E402
-from fitness.measure.baselines import COMPILED, inductor_code, library_kernels, stage_of as baseline_stage  # noqa: E402
+from fitness.measure.baselines import (COMPILED, compiled_library, graph_breaks, inductor_code,  # noqa: E402
+                                       stage_of as baseline_stage)
 from fitness.judge.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                crowded_out, describe_exception, load_candidate, module_name_for)
 from fitness.judge.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
@@ -259,11 +260,12 @@ def run_baseline_job(job: WorkerJob) -> dict:
                 stage(baseline_stage(name))
                 try:
                     compiled = torch.compile(reference, **COMPILED[name])
-                    with inductor_code() as codes:  # what it calls: cuBLAS, cuDNN or Triton (fitness.baselines)
+                    # what it calls: cuBLAS, cuDNN or Triton, and eager code at graph breaks (fitness.baselines)
+                    with inductor_code() as codes, graph_breaks() as breaks:
                         compiled(*inputs[0])  # compiles (max-autotune: benchmarks its choices), then runs once
                     models[name] = compiled
-                    if codes:
-                        result["library"][name] = library_kernels(codes)
+                    if codes or breaks:
+                        result["library"][name] = compiled_library(codes, breaks)
                 except Exception as exc:  # a reference torch.compile cannot handle: the other baselines stand
                     result["failed"][name] = f"{type(exc).__name__}: {exc}"[:500]
         stage(f"timing the baselines {', '.join(models)}")
