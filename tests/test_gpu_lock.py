@@ -146,3 +146,41 @@ def test_a_capture_holds_the_gpu_only_while_it_benchmarks_and_once_for_nested_ca
     assert not vars(bench) and bench.benchmark(lambda: 2) == 2 and len(taken) == 2  # restored
     with shared_during_calls(None, bench, ("benchmark",)):  # the CPU interpreter: nothing patched
         assert not vars(bench)
+
+
+def test_inductors_compiled_graph_runs_with_the_gpu_held_and_its_benchmarks_inside_lock_once(tmp_path, monkeypatch):
+    """level1/90 on one H200: a neighbour's compiled cumprod ran outside the lock while a seed was timed, and the
+    seed was rejected for work on another stream. Inside ``inductor_benchmarks_shared`` each run of a compiled graph
+    holds the GPU; the autotuning benchmarks it runs inside do not lock again; both are restored on leaving."""
+    from torch._inductor.output_code import CompiledFxGraph
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    path = str(tmp_path / "gpu-0.lock")
+    taken, seen = [], []
+    real_shared = gpu_lock.shared
+    monkeypatch.setattr(gpu_lock, "shared", lambda p: taken.append(p) or real_shared(p))
+    monkeypatch.setattr(type(benchmarker), "benchmark_gpu", lambda self, fn, **kw: fn(), raising=True)
+
+    def first_run(graph, inputs):  # as Inductor's first call: its kernels autotuned on the GPU
+        seen.append(_exclusive_free(path))  # a neighbour's timer cannot take the GPU now
+        return benchmarker.benchmark_gpu(lambda: "ran")
+
+    monkeypatch.setattr(CompiledFxGraph, "__call__", first_run)
+    graph = object.__new__(CompiledFxGraph)
+    with gpu_lock.inductor_benchmarks_shared(path):
+        assert _exclusive_free(path)  # compiling: the neighbour times
+        assert graph([]) == "ran" and taken == [path] and seen == [False]
+        assert _exclusive_free(path)
+    assert CompiledFxGraph.__call__ is first_run and graph([]) == "ran" and taken == [path]  # restored
+
+
+
+def _exclusive_free(path: str) -> bool:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)

@@ -100,21 +100,21 @@ def shared_during_calls(path: str | None, owner, names: tuple[str, ...]):
     its benchmarks instead of starving it. A call inside another (Inductor's ``benchmark`` calls its
     ``benchmark_gpu``) does not lock again in the same thread: under writer preference a waiting timer holds the
     gate, and a second lock would wait behind it for the first. The methods are restored on leaving; no path (the
-    CPU interpreter): nothing is patched."""
+    CPU interpreter): nothing is patched. Nesting counts across every patched owner (``_HELD``): Inductor's compiled
+    graph, patched too, runs its kernels' autotuning benchmarks inside its first call."""
     patched = [name for name in names if hasattr(owner, name)] if path else []
-    depth = threading.local()
 
     def locked(method):
         @functools.wraps(method)
         def call(*args, **kwargs):
-            if getattr(depth, "held", False):
+            if getattr(_HELD, "held", False):
                 return method(*args, **kwargs)
             with shared(path):
-                depth.held = True
+                _HELD.held = True
                 try:
                     return method(*args, **kwargs)
                 finally:
-                    depth.held = False
+                    _HELD.held = False
         return call
 
     own = {name: vars(owner)[name] for name in patched if name in vars(owner)}  # an instance's own, if any
@@ -130,6 +130,7 @@ def shared_during_calls(path: str | None, owner, names: tuple[str, ...]):
                 delattr(owner, name)
 
 
+_HELD = threading.local()  # whether this thread holds a GPU's lock through a patched call (shared_during_calls)
 # Inductor's benchmarker methods that run kernels on the GPU to choose among them (autotuning, max-autotune's
 # templates, coordinate descent); one calls another, and those a torch version lacks are skipped
 INDUCTOR_BENCHMARK_CALLS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")
@@ -137,14 +138,19 @@ INDUCTOR_BENCHMARK_CALLS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cu
 
 @contextmanager
 def inductor_benchmarks_shared(path: str | None):
-    """``shared_during_calls`` over Inductor's benchmarker: a torch.compile inside holds the GPU's lock while it
-    benchmarks, not while it compiles (torch is imported only with a path: on a GPU)."""
+    """``shared_during_calls`` over Inductor's benchmarker and over each run of a graph Inductor compiled
+    (``CompiledFxGraph.__call__``): a torch.compile inside holds the GPU's lock while it benchmarks and while the
+    compiled model runs, not while it compiles (torch is imported only with a path: on a GPU). The compiled run was
+    not covered before: on one H200 with three problems, level1/90's max-autotune seed was rejected for "work on
+    another stream", timed twice while a neighbour's baseline ran its compiled cumprod over 4 GB."""
     if not path:
         yield
         return
+    from torch._inductor.output_code import CompiledFxGraph
     from torch._inductor.runtime.benchmarking import benchmarker
 
-    with shared_during_calls(path, benchmarker, INDUCTOR_BENCHMARK_CALLS):
+    with shared_during_calls(path, benchmarker, INDUCTOR_BENCHMARK_CALLS), \
+            shared_during_calls(path, CompiledFxGraph, ("__call__",)):
         yield
 
 

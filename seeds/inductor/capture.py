@@ -152,9 +152,8 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
     where Inductor or the converter cannot (``_first_that_converts``). `done` is called with the captures so far
     after each one. `gpu_lock` (a GPU's ``fitness.common.gpu_lock`` file): held shared while the model runs eagerly
-    and while Inductor benchmarks its choices (``inductor_benchmarks_shared``), not while it compiles: a capture
-    compiling for minutes no longer keeps its GPU's neighbours from timing (the compiled model's one run is not
-    covered)."""
+    and while Inductor benchmarks its choices or runs the compiled graph (``inductor_benchmarks_shared``), not while
+    it compiles: a capture compiling for minutes no longer keeps its GPU's neighbours from timing."""
     _prepare(device, templates, tf32)
     import torch
     import torch._inductor.config as inductor_config
