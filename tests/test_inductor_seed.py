@@ -8,6 +8,7 @@ import ast
 import functools
 import importlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,26 @@ def test_gemm_templates_leave_inductor_no_split_k_choice_that_calls_the_library(
         inductor_config.load_config(saved)
         torch.backends.cudnn.allow_tf32 = cudnn_tf32
     assert inductor_config.triton.num_decompose_k_splits > 0  # Inductor's own default offers it
+
+
+def test_a_capture_not_kept_says_why_and_how_long_it_took(monkeypatch):
+    # a network's default capture took 332-457 s on an H200 and the bench's log did not say in which attempt
+    capture = importlib.import_module("seeds.inductor.capture")
+    attempts = []
+
+    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None):
+        attempts.append(dynamic)
+        if dynamic:
+            raise RuntimeError("a size Dynamo cannot keep symbolic\nmore lines")
+        return {"code": "static", "dynamic": False}
+
+    monkeypatch.setattr(capture, "_capture_one", capture_one)
+    spec = resolve_problem("rmsnorm")
+    got = capture._first_that_converts(None, [], "cpu", spec, dynamic=True, templates=False)
+    assert attempts == [True, False] and got["code"] == "static"
+    assert len(got["fell_back"]) == 1
+    assert re.fullmatch(r"dynamic shapes: RuntimeError: a size Dynamo cannot keep symbolic \(\d+ s\)",
+                        got["fell_back"][0])
 
 
 def test_sizes_inductors_code_asserts_as_literals_count_as_specialised():

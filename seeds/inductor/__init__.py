@@ -75,7 +75,9 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
 
     def said(name: str, got: dict) -> None:
         failed = f" (failed: {got['error'].strip().splitlines()[-1][:200]})" if "error" in got else ""
-        log.info(f"capture of {spec.name}: {name} {short_seconds(got.get('seconds'))}{failed}")
+        fell = "; ".join(why[:160] for why in got.get("fell_back", []))
+        log.info(f"capture of {spec.name}: {name} {short_seconds(got.get('seconds'))}{failed}"
+                 f"{f' (not kept first: {fell})' if fell else ''}")
         if arrived is not None:
             arrived(name, got)
 

@@ -205,7 +205,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
     """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
     asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
     chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
-    it; ``fell_back`` says why each earlier one was not kept."""
+    it; ``fell_back`` says why each earlier one was not kept, and how long it took."""
     import torch._inductor.config as inductor_config
 
     from seeds.inductor.convert import convert
@@ -214,7 +214,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
                                                                                    else [False])]
     why = []
     for index, (dynamic_shapes, triton_convs) in enumerate(attempts):
-        last = index == len(attempts) - 1
+        last, started = index == len(attempts) - 1, time.perf_counter()
         try:
             with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
                 got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock)
@@ -226,7 +226,8 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
                 raise
             what = ("dynamic shapes" if dynamic_shapes else "static shapes") + \
                 (", convolutions as Triton templates" if triton_convs else "")
-            why.append(f"{what}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+            why.append(f"{what}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]} "
+                       f"({time.perf_counter() - started:.0f} s)")  # where a long capture's time went
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
