@@ -111,7 +111,7 @@ def test_a_compiled_baseline_with_a_graph_break_is_never_counted_triton_expressi
 
 def test_the_baseline_jobs_library_kernels_reach_the_result_and_the_machines_cache(tmp_path):
     class Outcome:
-        status, stage = "ok", ""
+        status, stage, wall_s = "ok", "", 1.0
         result = {"status": "ok", "timing": {"eager": stats(30e-6).to_dict(), "compile": stats(20e-6).to_dict()},
                   "library": {"compile": ["cuBLAS extern_kernels.mm"]}}
 

@@ -35,6 +35,7 @@ from evo.tuning.tuner import Tuner
 from core.resources import process_started
 from fitness.evaluation.evaluator import Evaluator, start_up_under_lock
 from fitness.evaluation.from_config import check_fitness_config
+from fitness.measure.baselines import jobs_text
 from operators.base import CURRENT_CHILD
 
 log = logging.getLogger(f"kernelevo.{__name__}")
@@ -106,7 +107,10 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
         store.set_meta("baseline_wall_s", time.perf_counter() - start)
         how = f"read from {baseline.cached}" if baseline.cached else "measured"
         log.info(f"baselines {how} in {time.perf_counter() - start:.1f} s: "
-                 + ", ".join(f"{name} {state}" for name, state in baseline.status.items()))
+                 + ", ".join(f"{name} {state}" for name, state in baseline.status.items())
+                 + (f" ({jobs_text(baseline.jobs)})" if baseline.jobs else ""))
+        if baseline.jobs:
+            store.set_meta("baseline_jobs", baseline.jobs)
 
 
 def within_llm_budget(settings: SearchSettings, operators: list, plan: RunPlan) -> SearchSettings:

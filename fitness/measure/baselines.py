@@ -141,6 +141,7 @@ class Baseline:
     status: dict = field(default_factory=dict)  # name -> ok, failed, compile_timeout, not_measured
     cached: str = ""  # where it was read from and when it was measured ("": measured by this run)
     library: dict = field(default_factory=dict)  # compiled baseline -> its library kernels (library_kernels)
+    jobs: list = field(default_factory=list)  # where each baseline job's time went (job_time; not cached)
 
     def stats(self, name: str) -> TimingStats | None:
         return getattr(self, name)
@@ -170,10 +171,11 @@ def measure(run, names: list[str], processes: int, failure_reason, compile_limit
     the job's own time), is dropped (a note and its status) and the job is run again without it; any other failure
     of a job ends the measurement with what was read."""
     left, readings, notes = list(names), [], []
-    status, library = {}, {}
+    status, library, jobs = {}, {}, []
     while left and len(readings) < processes:
         outcome = run(list(left))
         result = outcome.result or {}
+        jobs.append(job_time(outcome))
         notes += [n for n in result.get("notes", []) if n not in notes]
         stuck = compiling(outcome.stage) if outcome.status in ("compile_timeout", "timeout") else None
         if stuck in left:
@@ -201,7 +203,35 @@ def measure(run, names: list[str], processes: int, failure_reason, compile_limit
         status[name] = OK if name in timings else status.get(name, FAILED)
     stats = {name: TimingStats.from_dict(timings.get(name)) for name in BASELINES}
     return Baseline(stats["eager"], stats["compile"], notes + slower, stats["max_autotune"], status,
-                    library={name: kernels for name, kernels in library.items() if status.get(name) == OK})
+                    library={name: kernels for name, kernels in library.items() if status.get(name) == OK},
+                    jobs=jobs)
+
+
+JOB_PHASES = ("import", "wait_start", "cuda_init", "wait_shared", "setup", "wait_exclusive", "timing")
+
+
+def job_time(outcome) -> dict:
+    """Where one baseline job's time went, from its ``JobOutcome``: its wall time, each compiled baseline's compile
+    (with its first call; ``compile_s``) and the worker's phases (``fitness.judge.phases``: the waits for the GPU's
+    lock among them); a job stopped before its result says only how it ended and in which stage."""
+    result = outcome.result or {}
+    phases = result.get("phases_s") or {}
+    return {"wall_s": round(outcome.wall_s, 2), "status": outcome.status,
+            **({"compile_s": result["compile_s"]} if result.get("compile_s") else {}),
+            **{name: round(phases[name], 2) for name in JOB_PHASES if name in phases},
+            **({} if result else {"stage": outcome.stage[:120]})}
+
+
+def jobs_text(jobs: list[dict]) -> str:
+    """One line per measurement: each job's wall time, its compiles and its phases over 1 s (e.g. ``job 1 212 s:
+    compile max_autotune 150 s, timing 40 s, wait_exclusive 12 s``)."""
+    said = []
+    for index, job in enumerate(jobs, 1):
+        parts = [f"compile {name} {seconds:.0f} s" for name, seconds in job.get("compile_s", {}).items()]
+        parts += [f"{name} {job[name]:.0f} s" for name in JOB_PHASES if job.get(name, 0) >= 1]
+        parts += [f"{job['status']} in: {job['stage']}"] if "stage" in job else []
+        said.append(f"job {index} {job['wall_s']:.0f} s: {', '.join(parts) or 'no phase over 1 s'}")
+    return "; ".join(said)
 
 
 def speedup_text(value: float | None, status: str | None = None) -> str:

@@ -242,7 +242,7 @@ def run_baseline_job(job: WorkerJob) -> dict:
     stage("setting up the reference (baselines)")
     problem = load_problem(ProblemSpec.from_dict(job.problem))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
-    result = {"status": "ok", "timing": {}, "failed": {}, "library": {},
+    result = {"status": "ok", "timing": {}, "failed": {}, "library": {}, "compile_s": {},
               "notes": [f"baselines at fp32 matmul precision '{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
         reference = build_model(problem.Model, call_get_init_inputs(problem), job.settings.seed, job.device)
@@ -258,6 +258,7 @@ def run_baseline_job(job: WorkerJob) -> dict:
             # kept a neighbour's timer, and every user of the GPU behind its claim, waiting (gpu_lock)
             with phase("compile"), inductor_benchmarks_shared(job.gpu_lock):
                 stage(baseline_stage(name))
+                started = time.perf_counter()
                 try:
                     compiled = torch.compile(reference, **COMPILED[name])
                     # what it calls: cuBLAS, cuDNN or Triton, and eager code at graph breaks (fitness.baselines)
@@ -268,6 +269,7 @@ def run_baseline_job(job: WorkerJob) -> dict:
                         result["library"][name] = compiled_library(codes, breaks)
                 except Exception as exc:  # a reference torch.compile cannot handle: the other baselines stand
                     result["failed"][name] = f"{type(exc).__name__}: {exc}"[:500]
+                result["compile_s"][name] = round(time.perf_counter() - started, 2)  # its first call's too
         stage(f"timing the baselines {', '.join(models)}")
         with gpu_lock(job, exclusive=True), phase("timing"):  # the timer allocates and calibrates on the GPU
             timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
