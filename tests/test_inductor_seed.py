@@ -22,6 +22,7 @@ from fitness.measure.baselines import COMPILED
 from fitness.problems.problem import load_problem, resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.capture import flat_options
+from seeds.inductor.template_choices import TEMPLATE_OPTIONS, template_calls, template_choices
 from seeds.inductor.convert import SeedError, convert
 
 
@@ -230,7 +231,7 @@ def test_gemm_templates_leave_inductor_no_split_k_choice_that_calls_the_library(
     saved, cudnn_tf32 = inductor_config.save_config(), torch.backends.cudnn.allow_tf32
     try:
         capture._prepare("cuda", templates=True, tf32=False)  # as on a GPU under policy triton (nothing compiled)
-        for key, value in capture.TEMPLATE_OPTIONS.items():
+        for key, value in TEMPLATE_OPTIONS.items():
             *path, name = key.split(".")
             owner = functools.reduce(getattr, path, inductor_config)
             assert hasattr(owner, name), f"torch {torch.__version__} has no Inductor option {key}"
@@ -242,12 +243,39 @@ def test_gemm_templates_leave_inductor_no_split_k_choice_that_calls_the_library(
     assert inductor_config.triton.num_decompose_k_splits > 0  # Inductor's own default offers it
 
 
+def test_a_networks_default_capture_takes_each_templates_first_configuration_unbenchmarked():
+    # on an H200 the default captures of SqueezeNet (26 convolutions), EfficientNetB1 and SwinMLP took 443, 332 and
+    # 353 s, autotuning every GEMM and convolution template; past inductor.autotune_templates_up_to the default takes
+    # one configuration per template (Inductor benchmarks nothing when it has one choice)
+    import torch._inductor.config as inductor_config
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3))
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.convs(x).mean((2, 3))) @ torch.ones(2, 2)
+
+    graphs = []
+    torch.compile(Net(), backend=lambda gm, example: graphs.append(gm) or gm.forward, fullgraph=True)(
+        torch.randn(1, 3, 8, 8))
+    assert template_calls(graphs[0]) == 4  # two convolutions, the Linear, the matmul; not the ReLU or the mean
+    assert template_choices(graphs[0], 4) == {} and template_choices(graphs[0], None) == {}
+    assert template_choices(graphs[0], 3) == {"test_configs.max_mm_configs": 1}
+    with inductor_config.patch(template_choices(graphs[0], 3)):  # an option this torch has
+        assert inductor_config.test_configs.max_mm_configs == 1
+    assert inductor_config.test_configs.max_mm_configs is None
+
+
 def test_a_capture_not_kept_says_why_and_how_long_it_took(monkeypatch):
     # a network's default capture took 332-457 s on an H200 and the bench's log did not say in which attempt
     capture = importlib.import_module("seeds.inductor.capture")
     attempts = []
 
-    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None):
+    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None, autotune_up_to=None):
         attempts.append(dynamic)
         if dynamic:
             raise RuntimeError("a size Dynamo cannot keep symbolic\nmore lines")

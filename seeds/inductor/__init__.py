@@ -76,7 +76,8 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
     def said(name: str, got: dict) -> None:
         failed = f" (failed: {got['error'].strip().splitlines()[-1][:200]})" if "error" in got else ""
         fell = "; ".join(why[:160] for why in got.get("fell_back", []))
-        log.info(f"capture of {spec.name}: {name} {short_seconds(got.get('seconds'))}{failed}"
+        configs = f" (templates: {got['template_configs']})" if got.get("template_configs") else ""
+        log.info(f"capture of {spec.name}: {name} {short_seconds(got.get('seconds'))}{failed}{configs}"
                  f"{f' (not kept first: {fell})' if fell else ''}")
         if arrived is not None:
             arrived(name, got)
@@ -91,6 +92,8 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
         command = [sys.executable, "-m", "seeds.inductor.capture", str(spec_file), str(out_file), device,
                    *(["templates"] if templates else []), *(["tf32"] if tf32 else []),
                    *(["dynamic"] if dynamic else []), f"variants={variants_file}"]
+        up_to = settings.autotune_templates_up_to
+        command += [f"autotune_up_to={up_to}"] if up_to is not None and DEFAULT in names else []
         lock = lock_path(LOCK_DIR, device)  # on a GPU: held while it runs the model or benchmarks, not compiling
         command += [f"gpu_lock={lock}"] if lock else []
         watched = watch(command, out_file, names, timeout_s if DEFAULT in names else None, budget_s, said,

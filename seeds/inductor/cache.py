@@ -17,7 +17,7 @@ from pathlib import Path
 from core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.problems.problem_spec import ProblemSpec
-from seeds.inductor.capture import TEMPLATE_OPTIONS
+from seeds.inductor.template_choices import TEMPLATE_OPTIONS
 
 FOLDER = "inductor-seeds"  # under the cache dir
 CACHED = "cached"

@@ -2,7 +2,7 @@
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
     python -m seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [dynamic] [variants=V.json]
-        [gpu_lock=PATH]
+        [gpu_lock=PATH] [autotune_up_to=N]
 
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
 {"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
@@ -28,8 +28,11 @@ Dynamo kept as literals all the same, where they are a size constant's value tha
 ``fell_back``: why earlier captures were not kept (``_first_that_converts``).
 ``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
 calls, and convolutions as its conv2d/conv3d templates where it has one (else as it chooses: a library call); on a
-GPU only (Inductor's templates fail to build for the CPU here). ``tf32``: fp32 matmuls may use TF32 (the
-precision policy's choice; torch.compile's baseline runs under the same setting), so the templates do too.
+GPU only (Inductor's templates fail to build for the CPU here). ``autotune_up_to``: the default capture of a graph
+with more matmuls and convolutions than N takes each template's first configuration without benchmarking
+(``template_choices.py``; ``"template_configs"`` in its capture says so); the variants autotune as always.
+``tf32``: fp32 matmuls may use TF32 (the precision policy's choice; torch.compile's baseline runs under the same
+setting), so the templates do too.
 """
 from __future__ import annotations
 
@@ -43,6 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Callable
+
+from seeds.inductor.template_choices import TEMPLATE_OPTIONS, template_choices
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -66,14 +71,6 @@ def _prepare(device: str, templates: bool, tf32: bool) -> None:
             owner = functools.reduce(getattr, path, inductor_config)
             if hasattr(owner, name):
                 setattr(owner, name, value)
-
-
-# Inductor's options for `templates`: matmuls as its Triton GEMM templates only. Without num_decompose_k_splits=0 a
-# matmul whose K is 32 times M and N (level1/4's matrix-vector product, level1/6's K=524288) is autotuned against
-# "decompose_k" too, a split-K subgraph whose batched matmul stays a library call (torch.bmm_dtype) with no Triton
-# form here; the GEMM template with its whole K is a seed, slow or not, that the search can start from.
-TEMPLATE_OPTIONS = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
-                    "triton.num_decompose_k_splits": 0}
 
 
 def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]:
@@ -147,7 +144,7 @@ def flat_options(options: dict, prefix: str = "") -> dict:
 
 def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = False,
             variants: dict | None = None, dynamic: bool = False, done: Callable[[dict], None] | None = None,
-            gpu_lock: str | None = None) -> dict:
+            gpu_lock: str | None = None, autotune_up_to: int | None = None) -> dict:
     """Inductor's code for the problem under each named set of options (default: its defaults only). `dynamic`:
     compiled with dynamic shapes (sizes as arguments of Inductor's code), falling back to the sizes as literals
     where Inductor or the converter cannot (``_first_that_converts``). `done` is called with the captures so far
@@ -178,7 +175,8 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
         started = time.perf_counter()
         try:
             with inductor_config.patch(flat_options(options)), inductor_benchmarks_shared(gpu_lock):
-                got = _first_that_converts(model, inputs, device, spec, dynamic, templates, gpu_lock)
+                got = _first_that_converts(model, inputs, device, spec, dynamic, templates, gpu_lock,
+                                           autotune_up_to if name == "default" and templates else None)
                 if "specialised" in got:  # only sizes that change with the problem's sizes bake it
                     got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
                 captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
@@ -201,7 +199,7 @@ def _varying_sizes(problem) -> set[int]:
 
 
 def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool,
-                         gpu_lock: str | None = None) -> dict:
+                         gpu_lock: str | None = None, autotune_up_to: int | None = None) -> dict:
     """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
     asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
     chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
@@ -217,7 +215,8 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
         last, started = index == len(attempts) - 1, time.perf_counter()
         try:
             with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
-                got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock)
+                got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock,
+                                   autotune_up_to=autotune_up_to)
             if not last:
                 convert(got, Path(spec.path).read_text(), spec.name, triton_convolutions=True)
             return {**got, **({"fell_back": why} if why else {})}
@@ -328,8 +327,10 @@ class _Written(Exception):
     """Raised once Inductor's code is written: nothing is compiled or run."""
 
 
-def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: str | None = None) -> dict:
+def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: str | None = None,
+                 autotune_up_to: int | None = None) -> dict:
     import torch
+    import torch._inductor.config as inductor_config
     import triton
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import run_and_get_code
@@ -343,7 +344,9 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
         seen["args"] = _arg_map(model, inputs, example_inputs, dynamic)
         if dynamic:
             seen["args"], seen["static"] = _size_args(graph_module, seen["args"])
-        return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
+        seen["choices"] = template_choices(graph_module, autotune_up_to)
+        with inductor_config.patch(seen["choices"]):
+            return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
 
     torch._dynamo.reset()
     with torch.no_grad(), _shapes(dynamic), _logging_outside_the_graph(), slow_paths():
@@ -364,6 +367,8 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
             "single_output": isinstance(reference, torch.Tensor), "outputs": _count(reference), "dynamic": dynamic,
             **({"specialised": _specialised(code, seen.get("args", []), seen.get("static", []))} if dynamic else {}),
+            **({"template_configs": f"first only (more than {autotune_up_to} matmuls and convolutions)"}
+               if seen.get("choices") else {}),
             "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
 
 
@@ -389,8 +394,9 @@ def main() -> None:
     variants = json.loads(Path(variants_file).read_text()) if variants_file else None
     write = lambda captured: write_atomic(out_path, json.dumps(captured))  # noqa: E731 - whole, after each capture
     gpu_lock = next((f.split("=", 1)[1] for f in flags if f.startswith("gpu_lock=")), None)
+    up_to = next((int(f.split("=", 1)[1]) for f in flags if f.startswith("autotune_up_to=")), None)
     write(capture(spec, device, templates="templates" in flags, tf32="tf32" in flags, variants=variants,
-                  dynamic="dynamic" in flags, done=write, gpu_lock=gpu_lock))
+                  dynamic="dynamic" in flags, done=write, gpu_lock=gpu_lock, autotune_up_to=up_to))
 
 
 if __name__ == "__main__":

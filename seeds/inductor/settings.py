@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 
 @dataclass
@@ -15,8 +16,17 @@ class CaptureSettings:
     # captures of level3/34 (an RNN of 256 steps unrolled) took 14 minutes together and level1/6's (K=524288) had
     # not ended after 15, past a bench's time per problem (bench.backend.timeout_s, 900 s)
     variants_budget_s: float = 240.0
+    # the default capture autotunes Inductor's GEMM and convolution templates (policy triton on a GPU) only for a graph
+    # with at most this many matmuls and convolutions; a larger one (a network) gets each template's first
+    # configuration, unbenchmarked, and its max_autotune variant autotunes them within the budget above. On an H200
+    # the default captures of SqueezeNet (26 convolutions), EfficientNetB1 and SwinMLP took 443, 332 and 353 s.
+    # null: always autotune
+    autotune_templates_up_to: Optional[int] = 12
 
     def __post_init__(self):
+        if self.autotune_templates_up_to is not None and self.autotune_templates_up_to < 0:
+            raise ValueError(f"inductor.autotune_templates_up_to={self.autotune_templates_up_to}: the most matmuls "
+                             f"and convolutions a default capture autotunes must be 0 or more (null: no limit)")
         if not self.variants_budget_s > 0:
             raise ValueError(f"inductor.variants_budget_s={self.variants_budget_s}: the seconds Inductor's variants "
                              f"share must be more than 0 (inductor=none captures no variant)")

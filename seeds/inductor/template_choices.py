@@ -1,0 +1,30 @@
+"""Inductor's options for seeds made of its GEMM and convolution templates (policy ``triton`` on a GPU), read by the
+capture process (``capture.py``) and the seed cache's key (``cache.py``). No torch import."""
+from __future__ import annotations
+
+# Inductor's options for `templates`: matmuls as its Triton GEMM templates only. Without num_decompose_k_splits=0 a
+# matmul whose K is 32 times M and N (level1/4's matrix-vector product, level1/6's K=524288) is autotuned against
+# "decompose_k" too, a split-K subgraph whose batched matmul stays a library call (torch.bmm_dtype) with no Triton
+# form here; the GEMM template with its whole K is a seed, slow or not, that the search can start from.
+TEMPLATE_OPTIONS = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
+                    "triton.num_decompose_k_splits": 0}
+
+
+# Dynamo's calls that Inductor lowers to a GEMM or convolution template (by the callee's name)
+TEMPLATE_CALLS = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "conv1d", "conv2d",
+                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution"})
+
+
+def template_calls(graph_module) -> int:
+    """How many of the matmuls and convolutions of Dynamo's graph `graph_module` Inductor may lower to its templates."""
+    return sum(1 for node in graph_module.graph.nodes if node.op in ("call_function", "call_method")
+               and getattr(node.target, "__name__", node.target) in TEMPLATE_CALLS)
+
+
+def template_choices(graph_module, autotune_up_to: int | None) -> dict:
+    """Inductor's options for compiling `graph_module` in the default capture: none, or, past `autotune_up_to`
+    matmuls and convolutions, one configuration per template (``test_configs.max_mm_configs``), which leaves Inductor
+    one choice to take without benchmarking."""
+    if autotune_up_to is None or template_calls(graph_module) <= autotune_up_to:
+        return {}
+    return {"test_configs.max_mm_configs": 1}
