@@ -22,7 +22,7 @@ from fitness.measure.baselines import COMPILED
 from fitness.problems.problem import load_problem, resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.capture import flat_options
-from seeds.inductor.template_choices import TEMPLATE_OPTIONS, template_calls, template_choices
+from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present, template_calls, template_choices
 from seeds.inductor.convert import SeedError, convert
 
 
@@ -265,7 +265,9 @@ def test_a_networks_default_capture_takes_each_templates_first_configuration_unb
     assert template_calls(graphs[0]) == 4  # two convolutions, the Linear, the matmul; not the ReLU or the mean
     assert template_choices(graphs[0], 4) == {} and template_choices(graphs[0], None) == {}
     assert template_choices(graphs[0], 3) == {"test_configs.max_mm_configs": 1}
-    with inductor_config.patch(template_choices(graphs[0], 3)):  # an option this torch has
+    wanted = {**template_choices(graphs[0], 3), "triton.no_such_option": 1}  # one an older torch lacks is dropped
+    assert present(wanted, inductor_config) == {"test_configs.max_mm_configs": 1}
+    with inductor_config.patch(present(wanted, inductor_config)):
         assert inductor_config.test_configs.max_mm_configs == 1
     assert inductor_config.test_configs.max_mm_configs is None
 

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seeds.inductor.template_choices import TEMPLATE_OPTIONS, template_choices
+from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present, template_choices
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -66,11 +66,9 @@ def _prepare(device: str, templates: bool, tf32: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     if templates:
-        for key, value in TEMPLATE_OPTIONS.items():  # one an older torch lacks is a choice it does not offer
+        for key, value in present(TEMPLATE_OPTIONS, inductor_config).items():
             *path, name = key.split(".")
-            owner = functools.reduce(getattr, path, inductor_config)
-            if hasattr(owner, name):
-                setattr(owner, name, value)
+            setattr(functools.reduce(getattr, path, inductor_config), name, value)
 
 
 def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]:
@@ -344,7 +342,7 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
         seen["args"] = _arg_map(model, inputs, example_inputs, dynamic)
         if dynamic:
             seen["args"], seen["static"] = _size_args(graph_module, seen["args"])
-        seen["choices"] = template_choices(graph_module, autotune_up_to)
+        seen["choices"] = present(template_choices(graph_module, autotune_up_to), inductor_config)
         with inductor_config.patch(seen["choices"]):
             return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
 

@@ -2,6 +2,8 @@
 capture process (``capture.py``) and the seed cache's key (``cache.py``). No torch import."""
 from __future__ import annotations
 
+import functools
+
 # Inductor's options for `templates`: matmuls as its Triton GEMM templates only. Without num_decompose_k_splits=0 a
 # matmul whose K is 32 times M and N (level1/4's matrix-vector product, level1/6's K=524288) is autotuned against
 # "decompose_k" too, a split-K subgraph whose batched matmul stays a library call (torch.bmm_dtype) with no Triton
@@ -28,3 +30,13 @@ def template_choices(graph_module, autotune_up_to: int | None) -> dict:
     if autotune_up_to is None or template_calls(graph_module) <= autotune_up_to:
         return {}
     return {"test_configs.max_mm_configs": 1}
+
+
+def present(options: dict, config) -> dict:
+    """Those of `options` (dotted names: ``triton.num_decompose_k_splits``) that Inductor's `config` module has: one
+    an older torch lacks is a choice it does not offer or a limit it does not know, so the capture goes on without."""
+    def has(key: str) -> bool:
+        *path, name = key.split(".")
+        return hasattr(functools.reduce(getattr, path, config), name)
+
+    return {key: value for key, value in options.items() if has(key)}
