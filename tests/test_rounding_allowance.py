@@ -12,7 +12,7 @@ from conftest import PROBLEMS, candidate, make_evaluator
 from fitness.comparison.correctness import compare_outputs, compare_tensor
 from fitness.comparison.policy import Tolerance, load_policy
 from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
-from fitness.judge.rounding import RoundingAllowance, compare_with_allowance
+from fitness.judge.rounding import RoundingAllowance, class_rms, compare_with_allowance, reference_error
 from fitness.settings import EvalSettings
 
 CANCEL = str(PROBLEMS / "gemm_sum_cancel.py")
@@ -95,6 +95,41 @@ def test_an_output_that_is_all_rounding_passes_the_normwise_bound_by_the_referen
         for wrong in (out + 1e-6, torch.full_like(out, 0.005)):  # ~40x the rounding; within atol, never the answer
             failed, _ = compare_with_allowance(wrong, ref, exact, tol, K)
             assert not failed.ok and "normwise error ||out - ref||" in failed.reason and "x ||ref|| +" in failed.reason
+
+
+def test_the_allowance_follows_the_magnitude_of_the_elements_not_the_rms_over_the_whole_output():
+    # level3/49 on an H200: outputs spanning ~1e18 (exponentials of cumulative sums); an honest kernel failed on ~100
+    # of 16.8 million elements at 35 x the reference's rms rounding error over the whole output (8.4e14 against 2.4e12)
+    policy = load_policy("triton")
+    tol = policy.tolerance_for(torch.float32)
+    generator = torch.Generator().manual_seed(0)
+    exact = torch.rand(100_000, generator=generator, dtype=torch.float64) + 0.5  # most elements: about 1
+    huge = torch.randperm(exact.numel(), generator=generator)[:100]
+    exact[huge] = 1e16 * (1 + torch.rand(100, generator=generator, dtype=torch.float64))
+
+    def rounded(scale_small: float, scale_huge: float):  # an fp32 computation's relative errors, small and huge
+        relative = torch.randn(exact.shape, generator=generator, dtype=torch.float64) * scale_small
+        relative[huge] = torch.randn(100, generator=generator, dtype=torch.float64) * scale_huge
+        return (exact * (1 + relative)).float()
+
+    ref, out = rounded(1e-7, 0.05), rounded(1e-7, 0.05)  # the reference and an honest kernel: alike, independent
+    assert not compare_tensor(out, ref, tol).ok  # 5 % apart on the huge elements: beyond rtol
+    rms, _ = reference_error(ref, exact)
+    whole_only = Tolerance(tol.atol + K * rms, tol.rtol, tol.max_rel_l2, K * rms * exact.numel() ** 0.5)
+    assert not compare_tensor(out.double(), exact, whole_only, fused=False).ok  # diluted: the allowance before
+    second, _ = compare_with_allowance(out, ref, exact, tol, K)
+    assert second.ok, second.reason
+    table = class_rms(ref, exact)
+    assert table.max() > 30 * rms  # the huge elements' class: its own rounding, not the diluted rms
+    cheats = {"huge ones doubled": out.double().index_fill(0, huge, 0).float() + 2 * out.double() * (
+        torch.zeros_like(exact).index_fill(0, huge, 1)).float(),
+              "a small one off by 0.1": out.double().index_add(0, torch.tensor([1]), torch.tensor([0.1],
+                                                                                   dtype=torch.float64)).float(),
+              "huge ones zero": out.index_fill(0, huge, 0.0)}
+    for what, wrong in cheats.items():
+        failed, _ = compare_with_allowance(wrong, ref, exact, tol, K)
+        assert not failed.ok, what
+        assert "the reference's rms rounding error among elements of their magnitude" in failed.reason, what
 
 
 def test_the_second_opinion_records_what_passed_and_keeps_the_ordinary_failure_otherwise():
