@@ -164,10 +164,12 @@ class RoundingAllowance:
 
     def summary(self) -> dict:
         """``guards["rounding_allowance"]``: where a comparison passed by the second opinion, the largest rms error
-        of the reference met there and the allowance it gave (K times it)."""
+        of the reference over a whole output met there and K times it (per element the allowance is K times the rms
+        of its magnitude class: ``compare_with_allowance``)."""
         return {"trials": list(self.passed), "k": self.k, "reference_rms_error": self.rms,
                 "allowance": self.k * self.rms}
 
     def note(self) -> str:
-        return (f"passed within the fp32 reference's own rounding ({self.k:g} x its rms error, "
-                f"{self.rms:.3g}, against a float64 reference) at {', '.join(self.passed)}")
+        return (f"passed within the fp32 reference's own rounding ({self.k:g} x its rms error among elements of "
+                f"their magnitude, {self.rms:.3g} over the whole output, against a float64 reference) at "
+                f"{', '.join(self.passed)}")
