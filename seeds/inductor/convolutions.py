@@ -12,6 +12,7 @@ template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM t
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 
 import torch
@@ -26,8 +27,29 @@ LIBRARY_CALL = "extern_kernels.convolution"
 PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
 LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
 NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
-        "implicit GEMM, a transposed one split by output phase into one launch per residue of the output modulo the "
-        "stride; seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+        "implicit GEMM, or a direct convolution where a group's GEMM is too small for tl.dot (depthwise); a "
+        "transposed one split by output phase into one launch per residue of the output modulo the stride; "
+        "seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+
+
+def too_small_for_templates(model) -> str:
+    """The first convolution of `model` whose groups' GEMMs are too small for Inductor's Triton conv template, said
+    in a few words ('' where none): one that kernelevo's convolution runs as a direct convolution
+    (``direct_path``), as a depthwise one. The template makes each group one GEMM of C_in/groups x taps by C_out/groups
+    (level1/84: 1 x 9 by 1, grid z the 128 groups): on an H200 2.2 s against cuDNN's 7.6 ms, and autotuning it took the
+    capture 457 s. Forward convolutions only (Inductor has no template for transposed ones)."""
+    import torch.nn as nn
+
+    from seeds.kernels.conv import direct_path  # imports triton: the capture's process only
+
+    for name, module in model.named_modules():
+        if isinstance(module, nn.modules.conv._ConvNd) and not module.transposed:
+            c_in_g, c_out_g = module.in_channels // module.groups, module.out_channels // module.groups
+            taps = math.prod(module.kernel_size)
+            if direct_path(c_in_g, c_out_g, taps, module.groups):
+                return (f"{name or 'the model'} (groups={module.groups}: per group {c_in_g} input channel(s) x "
+                        f"{taps} taps by {c_out_g} output channel(s))")
+    return ""
 
 
 def launcher_defaults() -> dict:
