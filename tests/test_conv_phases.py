@@ -1,7 +1,8 @@
 """kernelevo's transposed convolution split by output phase (seeds/kernels/conv.py): every kind of transposed
 convolution against torch.nn.functional.conv_transpose{1,2,3}d through Triton's interpreter, and the work its
 launches do: each output position visits exactly the kernel taps the stride lets contribute to it (those k with
-(o + padding - k * dilation) % stride == 0), where the gather form visited the whole window."""
+(o + padding - k * dilation) % stride == 0), where the gather form visited the whole window; the implicit GEMM
+and the direct path (tests/test_conv_direct.py) alike."""
 import itertools
 import math
 
