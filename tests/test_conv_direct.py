@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import seeds.kernels.conv as conv
 from conftest import make_evaluator
+from core.genome import Genome
 from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convolutions import too_small_for_templates
@@ -160,6 +161,7 @@ def get_init_inputs():
 '''
 # what Inductor writes for it on a GPU once the templates are not tried: the library call alone
 LIBRARY_ONLY = ("def call(args):\n    arg0_1, arg1_1, arg2_1 = args\n    args.clear()\n"
+                "    assert_size_stride(arg0_1, (4, 1, 3, 3), (9, 9, 3, 1), None)\n"
                 "    buf0 = extern_kernels.convolution(arg2_1, arg0_1, arg1_1, stride=(1, 1), padding=(1, 1), "
                 "dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=4)\n"
                 "    assert_size_stride(buf0, (2, 4, 5, 7), (140, 35, 7, 1), 'torch.ops.aten.convolution.default')\n"
@@ -181,6 +183,8 @@ def test_a_depthwise_problems_seed_is_kernelevos_direct_convolution_and_judged_c
     source = seeds._checked_source(spec, json.loads(json.dumps(captured)), torch_compute_allowed=False)
     assert seeds.library_calls(source) == [] and "def conv_direct_kernel(" in source
     assert "conv_nd(arg2_1, arg0_1, arg1_1, (1, 1), (1, 1), (1, 1), False, (0, 0), 4," in source
+    space = Genome.from_source(source).space  # what the direct path ignores is not tuned
+    assert {"C0_BLOCK_M", "C0_BLOCK_N", "C0_NUM_WARPS"} <= set(space) and not {"C0_BLOCK_K", "C0_GROUP_M"} & set(space)
     seed_file = tmp_path / "seed.py"  # the seed run here: its forward launches the direct kernel, once
     seed_file.write_text(source)
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("depthwise_seed", seed_file))
