@@ -1,7 +1,8 @@
 """kernelevo's transposed convolution split by output phase (seeds/kernels/conv.py): every kind of transposed
 convolution against torch.nn.functional.conv_transpose{1,2,3}d through Triton's interpreter, and the work its
 launches do: each output position visits exactly the kernel taps the stride lets contribute to it (those k with
-(o + padding - k * dilation) % stride == 0), where the gather form visited the whole window."""
+(o + padding - k * dilation) % stride == 0), where the gather form visited the whole window; the implicit GEMM
+and the direct path (tests/test_conv_direct.py) alike."""
 import itertools
 import math
 
@@ -43,7 +44,8 @@ def test_the_phase_split_transposed_convolution_computes_what_torch_does(case):
     x, weight, b, (stride, padding, dilation, output_padding), groups = _problem(case)
     functional = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[x.dim() - 2]
     expected = functional(x, weight, b, stride, padding, output_padding, groups, dilation)
-    got = conv_nd(x, weight, b, stride, padding, dilation, True, output_padding, groups, **TILES)
+    got = conv_nd(x, weight, b, stride, padding, dilation, True, output_padding, groups, **TILES,
+                  direct=False)  # the GEMM path (the direct one: tests/test_conv_direct.py)
     assert got.shape == expected.shape and got.is_contiguous()
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
@@ -79,16 +81,18 @@ WORK = {
 }
 
 
+@pytest.mark.parametrize("kernel_name", ["conv_nd_kernel", "conv_direct_kernel"])  # the GEMM, the direct path
 @pytest.mark.parametrize("case", WORK)
-def test_each_output_position_visits_only_the_taps_that_contribute_to_it(case, monkeypatch):
+def test_each_output_position_visits_only_the_taps_that_contribute_to_it(case, kernel_name, monkeypatch):
     dims, kernel, stride, dilation, padding, output_padding, size = WORK[case]
     kernel, stride, dilation, padding, output_padding = (_dims(v, dims) for v in
                                                          (kernel, stride, dilation, padding, output_padding))
     torch.manual_seed(0)
     x, weight = torch.randn(1, 2, *size), torch.randn(2, 3, *kernel)
-    recorded = RecordedLaunches(conv.conv_nd_kernel)
-    monkeypatch.setattr(conv, "conv_nd_kernel", recorded)
-    got = conv_nd(x, weight, None, stride, padding, dilation, True, output_padding, 1, **TILES)
+    recorded = RecordedLaunches(getattr(conv, kernel_name))
+    monkeypatch.setattr(conv, kernel_name, recorded)
+    got = conv_nd(x, weight, None, stride, padding, dilation, True, output_padding, 1, **TILES,
+                  direct=kernel_name == "conv_direct_kernel")
     functional = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
     torch.testing.assert_close(got, functional(x, weight, None, stride, padding, output_padding, 1, dilation),
                                atol=1e-4, rtol=1e-4)  # the recorded launches are the whole computation

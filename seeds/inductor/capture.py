@@ -201,18 +201,24 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
     """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
     asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
     chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
-    it; ``fell_back`` says why each earlier one was not kept, and how long it took."""
+    it; ``fell_back`` says why each earlier one was not kept, and how long it took. A model with a convolution too
+    small per group for the templates (``too_small_for_templates``: depthwise) never tries or autotunes them, with
+    templates or under a variant's max-autotune: its convolutions are library calls, kernelevo's convolution in the
+    seed."""
     import torch._inductor.config as inductor_config
 
     from seeds.inductor.convert import convert
+    from seeds.inductor.convolutions import too_small_for_templates
 
-    attempts = [(d, c) for d in ([True, False] if dynamic else [False]) for c in ([True, False] if templates
-                                                                                   else [False])]
+    no_conv_templates = bool(too_small_for_templates(model))  # nor under a variant's max-autotune
+    attempts = [(d, c) for d in ([True, False] if dynamic else [False])
+                for c in ([True, False] if templates and not no_conv_templates else [False])]
     why = []
     for index, (dynamic_shapes, triton_convs) in enumerate(attempts):
         last, started = index == len(attempts) - 1, time.perf_counter()
+        backends = "TRITON" if triton_convs else "ATEN" if no_conv_templates else None
         try:
-            with inductor_config.patch({"max_autotune_conv_backends": "TRITON"} if triton_convs else {}):
+            with inductor_config.patch({"max_autotune_conv_backends": backends} if backends else {}):
                 got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock,
                                    autotune_up_to=autotune_up_to)
             if not last:

@@ -7,11 +7,14 @@ policy ``triton`` each such call becomes ``conv_nd(...)`` (the same arguments, t
 Inductor asserts) and the kernel's file is copied into the seed; Inductor's other kernels (the fused pointwise and
 reductions around the convolution) stay. Each call's launch parameters are constants of the seed
 (``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
-template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too.
+template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too; a call
+whose every launch takes conv.py's direct path (a depthwise convolution, seen from the weight's sizes Inductor
+asserts) keeps ``C<n>_BLOCK_K`` and ``C<n>_GROUP_M`` out of ``TUNABLE`` (the direct kernel ignores them).
 """
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 
 import torch
@@ -25,9 +28,31 @@ LAUNCHER = "conv_nd"
 LIBRARY_CALL = "extern_kernels.convolution"
 PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
 LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
+DIRECT_UNUSED = ("BLOCK_K", "GROUP_M")  # launch parameters conv.py's direct path ignores: not tuned where it is taken
 NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
-        "implicit GEMM, a transposed one split by output phase into one launch per residue of the output modulo the "
-        "stride; seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+        "implicit GEMM, or a direct convolution where a group's GEMM is too small for tl.dot (depthwise); a "
+        "transposed one split by output phase into one launch per residue of the output modulo the stride; "
+        "seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+
+
+def too_small_for_templates(model) -> str:
+    """The first convolution of `model` whose groups' GEMMs are too small for Inductor's Triton conv template, said
+    in a few words ('' where none): one that kernelevo's convolution runs as a direct convolution
+    (``direct_path``), as a depthwise one. The template makes each group one GEMM of C_in/groups x taps by C_out/groups
+    (level1/84: 1 x 9 by 1, grid z the 128 groups): on an H200 2.2 s against cuDNN's 7.6 ms, and autotuning it took the
+    capture 457 s. Forward convolutions only (Inductor has no template for transposed ones)."""
+    import torch.nn as nn
+
+    from seeds.kernels.conv import direct_path  # imports triton: the capture's process only
+
+    for name, module in model.named_modules():
+        if isinstance(module, nn.modules.conv._ConvNd) and not module.transposed:
+            c_in_g, c_out_g = module.in_channels // module.groups, module.out_channels // module.groups
+            taps = math.prod(module.kernel_size)
+            if direct_path(c_in_g, c_out_g, taps, module.groups):
+                return (f"{name or 'the model'} (groups={module.groups}: per group {c_in_g} input channel(s) x "
+                        f"{taps} taps by {c_out_g} output channel(s))")
+    return ""
 
 
 def launcher_defaults() -> dict:
@@ -59,10 +84,12 @@ class Convolutions:
         self.choices = {**BLOCK_CHOICES, "NUM_WARPS": warps, "NUM_STAGES": stages}
         self.defaults = launcher_defaults()
         self.layouts = {}  # output buffer -> the strides Inductor asserts it has
+        self.sizes = {}  # argument or buffer -> the sizes Inductor asserts it has
         for node in ast.walk(ast.Module(body=call_body, type_ignores=[])):
             if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("assert_size_stride") and \
                     len(node.args) >= 3:
                 self.layouts[ast.unparse(node.args[0])] = ast.unparse(node.args[2])
+                self.sizes[ast.unparse(node.args[0])] = ast.unparse(node.args[1])
 
     def launch(self, target: str, call: ast.Call) -> ast.Call:
         """``conv_nd(...)`` for ``target = extern_kernels.convolution(...)``; SeedError where the call's arguments
@@ -74,11 +101,29 @@ class Convolutions:
                             f"{', '.join(missing) or 'arguments'} as kernelevo's convolution needs them")
         prefix = f"C{self.count}_"
         self.count += 1
+        unused = DIRECT_UNUSED if self._direct(given) else ()
         for param in TILE_PARAMS:
             value = self.defaults[param]
             self.constants.append((prefix + param, value))
-            self.tunable[prefix + param] = sorted(set(self.choices[param]) | {value})
+            if param not in unused:
+                self.tunable[prefix + param] = sorted(set(self.choices[param]) | {value})
         arguments = [ast.unparse(given[p]) if p in given else "None" for p in PARAMETERS]
         layout = [f"out_stride={self.layouts[target]}"] if target in self.layouts else []
         launch = [f"{LAUNCH_KEYWORDS.get(p, p)}={prefix}{p}" for p in TILE_PARAMS]
         return ast.parse(f"{LAUNCHER}({', '.join(arguments + layout + launch)})", mode="eval").body
+
+    def _direct(self, given: dict) -> bool:
+        """Whether every launch of the call takes conv.py's direct path (``direct_path``), as far as Inductor's code
+        says: a forward convolution with literal groups whose weight's sizes it asserts as literals (a depthwise
+        one: level1/84)."""
+        try:
+            transposed, groups = (ast.literal_eval(given[p]) for p in ("transposed", "groups"))
+            sizes = ast.literal_eval(self.sizes.get(ast.unparse(given["weight"]), "None"))
+        except (ValueError, SyntaxError):  # not literals
+            return False
+        if transposed is not False or type(groups) is not int or not isinstance(sizes, tuple) or len(sizes) < 3 or \
+                not all(type(size) is int for size in sizes):
+            return False
+        from seeds.kernels.conv import direct_path  # imports triton
+
+        return direct_path(sizes[1], sizes[0] // groups, math.prod(sizes[2:]), groups)

@@ -18,6 +18,15 @@ window where the dilation is prime to the stride), where the gather form read ev
 stride does not divide. A phase without taps (stride and dilation sharing a factor) writes the bias (or zeros);
 output_padding only lengthens the output.
 
+Where a group's GEMM is too small for ``tl.dot`` (``direct_path``: its reduction, C_in_g x the phase's taps, under
+16, as a depthwise convolution's 1 x 9; or a grouped convolution's C_out_g under 16), a phase runs as
+``conv_direct_kernel`` instead: a direct convolution that tiles output channels (over all groups, BLOCK_N) x output
+pixels (BLOCK_M, the tile's fast axis the innermost output dimension, so neighbouring lanes touch neighbouring
+addresses) and accumulates over the group's input channels and the phase's taps with elementwise multiply-adds in
+fp32 (output channel co reads input channel co // C_out_g * C_in_g + ci: a channel multiplier C_out_g / C_in_g is a
+plain grouped convolution). It takes the same phase (stride, padding, dilation, transposed), the same launch
+parameters (BLOCK_K and GROUP_M unused) and writes the same layout.
+
 1D and 2D convolutions run as 3D ones with unit leading spatial dimensions. Programs take the output tiles in groups
 of GROUP_M rows (as Triton's GEMM tutorial does) for L2 reuse; axis 1 of the grid is the convolution's group. The
 phase's own values are not specialised on (one compiled kernel serves every phase). Addresses are computed in int64
@@ -97,6 +106,62 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
+@triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
+                               "kd0", "kh0", "kw0"])
+def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
+                       N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, C_out,
+                       sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
+                       od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
+                       id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
+                       HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One phase of a convolution whose groups' GEMMs are too small for tl.dot: a (BLOCK_N channels, BLOCK_M
+    pixels) tile of the output, the sum over the group's input channels and the phase's taps by multiply-adds."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    co = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)  # the output channel, over all groups
+    mask_m = offs_m < N * QD * QH * QW
+    mask_n = co < C_out
+    qw = offs_m % QW
+    rest = offs_m // QW
+    qh = rest % QH
+    rest = rest // QH
+    qd = rest % QD
+    n = (rest // QD).to(tl.int64)
+    group = co // C_out_g
+    x_channel = (group * C_in_g).to(tl.int64) * sxc  # the group's first input channel
+    w_channel = group.to(tl.int64) * sw_group + (co - group * C_out_g).to(tl.int64) * sw_co
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for ci in range(0, C_in_g):
+        for td in range(0, TD):
+            idd = qd * id_step + id0 + td * id_tap
+            ok_d = mask_m & (idd >= 0) & (idd < D)
+            for th in range(0, TH):
+                ih = qh * ih_step + ih0 + th * ih_tap
+                ok_h = ok_d & (ih >= 0) & (ih < H)
+                for tw in range(0, TW):
+                    iw = qw * iw_step + iw0 + tw * iw_tap
+                    valid = ok_h & (iw >= 0) & (iw < W)
+                    pixel = n * sxn + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+                    a = tl.load(x_ptr + (x_channel + ci * sxc)[:, None] + pixel[None, :],
+                                mask=mask_n[:, None] & valid[None, :], other=0.0)
+                    w_offsets = w_channel + ci * sw_ci + (kd0 + td * kd_step) * swd + (kh0 + th * kh_step) * swh \
+                        + (kw0 + tw * kw_step) * sww
+                    b = tl.load(w_ptr + w_offsets, mask=mask_n, other=0.0)
+                    acc += a.to(tl.float32) * b.to(tl.float32)[:, None]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[:, None]
+    out_offsets = co[:, None].to(tl.int64) * soc + (n * son + (od0 + qd * od_step).to(tl.int64) * sod
+                                                    + (oh0 + qh * oh_step).to(tl.int64) * soh
+                                                    + (ow0 + qw * ow_step).to(tl.int64) * sow)[None, :]
+    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
+
+
+def direct_path(c_in_g, c_out_g, taps, groups):
+    """Whether a phase runs as ``conv_direct_kernel``: its groups' GEMMs are too small for tl.dot (tiles of at least
+    16): the reduction (the group's input channels x the phase's taps) under 16, or a grouped convolution's output
+    channels per group under 16 (a convolution of one group keeps the GEMM, whose input tile serves every channel)."""
+    return c_in_g * taps < 16 or (groups > 1 and c_out_g < 16)
+
+
 def axis_phases(size_out, kernel, stride, padding, dilation, transposed):
     """One spatial dimension's phases, each ``(o0, o_step, Q, i_step, i0, i_tap, k0, k_step, T)``: output o = o0 + q *
     o_step (q < Q), kernel offset k = k0 + t * k_step (t < T) and input i = q * i_step + i0 + t * i_tap. Forward: one
@@ -122,10 +187,11 @@ def conv_phases(sizes, kernel, stride, padding, dilation, transposed):
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
-            BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=2):
+            BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=2, direct=None):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`` by
     ``conv_nd_kernel``, one launch per phase of ``conv_phases``; the output has strides `out_stride` where given (the
-    layout Inductor's code expects of the library call's output), else torch's contiguous layout."""
+    layout Inductor's code expects of the library call's output), else torch's contiguous layout. A phase runs as
+    ``conv_direct_kernel`` where ``direct_path`` says so (`direct`: True or False, every phase one way)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -150,10 +216,19 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     w_channels = (sw0, sw1, c_in_g * sw0) if transposed else (sw1, sw0, c_out_g * sw0)  # input, output, group
     for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed):
         o0, o_step, q, i_step, i0, i_tap, k0, k_step, t = zip(*phase)
-        grid = (triton.cdiv(batch * q[0] * q[1] * q[2], BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
-        conv_nd_kernel[grid](x5, w5, x5 if bias is None else bias, out5, batch, *x5.shape[2:], *q, *t, c_in_g,
-                             c_out_g, *x5.stride(), *w_channels, *w5.stride()[2:], *out5.stride(), *o0, *o_step,
-                             *i_step, *i0, *i_tap, *k0, *k_step, HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M,
-                             BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=num_warps,
-                             num_stages=num_stages)
+        pixels = batch * q[0] * q[1] * q[2]
+        shared = (*x5.stride(), *w_channels, *w5.stride()[2:], *out5.stride(), *o0, *o_step, *i_step, *i0, *i_tap,
+                  *k0, *k_step)
+        b = x5 if bias is None else bias
+        if direct_path(c_in_g, c_out_g, t[0] * t[1] * t[2], groups) if direct is None else direct:
+            block_n = min(BLOCK_N, triton.next_power_of_2(c_out))  # no tile wider than the channels
+            grid = (triton.cdiv(pixels, BLOCK_M), triton.cdiv(c_out, block_n))
+            conv_direct_kernel[grid](x5, w5, b, out5, batch, *x5.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *shared,
+                                     HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
+                                     num_warps=num_warps, num_stages=num_stages)
+            continue
+        grid = (triton.cdiv(pixels, BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
+        conv_nd_kernel[grid](x5, w5, b, out5, batch, *x5.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
+                             HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                             GROUP_M=GROUP_M, num_warps=num_warps, num_stages=num_stages)
     return out
