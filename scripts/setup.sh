@@ -3,7 +3,7 @@
 # On a machine without an NVIDIA GPU it pins the CPU build of torch (scripts/constraints-cpu.txt) before anything
 # else can ask for torch: an unpinned torch pulls several GB of CUDA packages.
 # The packages are installed by uv (from PyPI, into the venv: parallel downloads and installs, byte-code of what it
-# installs on every core), with pip's configuration of this machine (scripts/uv_pip_options.py); where uv cannot be
+# installs on every core), with pip's configuration of this machine (scripts/uv_pip_install.py); where uv cannot be
 # installed or fails, by pip as before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,11 +18,7 @@ pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 # torch's and sympy's sources anew: 1.7 s more per `import torch` here, and the test suite took 870 s instead of 504 s.
 with_uv() {
   [ -x .venv/bin/uv ] || "${pip[@]}" "uv>=0.5" || return 1
-  local options cert
-  options=$(.venv/bin/python scripts/uv_pip_options.py) && cert=$(.venv/bin/python scripts/uv_pip_options.py cert) || return 1
-  # shellcheck disable=SC2086  # one option or value a line, none with spaces (pip splits them on whitespace too)
-  SSL_CERT_FILE=${SSL_CERT_FILE:-$cert} .venv/bin/uv pip install -q --python .venv/bin/python --compile-bytecode \
-    $options "${constraints[@]}" -e ".[test]"
+  .venv/bin/python scripts/uv_pip_install.py -q --compile-bytecode "${constraints[@]}" -e ".[test]"
 }
 
 with_pip() {

@@ -1,19 +1,21 @@
-"""Prints, one per line, the `uv pip install` options that say what this machine's pip configuration says.
+"""`uv pip install ARGS` with what this machine's pip configuration says: `python scripts/uv_pip_install.py ARGS`.
 
-uv reads no pip configuration (pip.conf, PIP_* variables), so without these `scripts/setup.sh` would install from
-PyPI only: not the CPU build of torch that a machine keeps in a `find-links` folder, not its local indexes, and not
-its constraint files. The settings are pip's own view of them (`pip config list`: every configuration file and the
-PIP_* variables), for the `install` command in pip's order of precedence: a variable over an `[install]` section over
-a `[global]` one. uv's `unsafe-best-match` picks the best version over all the indexes, as pip does (uv's default
-takes a package from the first index that has it). Run with the environment's Python: `python scripts/uv_pip_options.py`;
-with the argument `cert`, it prints the CA bundle pip trusts (for uv's SSL_CERT_FILE), or nothing.
+uv reads no pip configuration (pip.conf, PIP_* variables), so without this `scripts/setup.sh` would install from PyPI
+only: not the CPU build of torch that a machine keeps in a `find-links` folder, not its local indexes, and not its
+constraint files. The settings are pip's own view of them (`pip config list`: every configuration file and the PIP_*
+variables), for the `install` command in pip's order of precedence: a variable over an `[install]` section over a
+`[global]` one; pip's `cert` becomes uv's SSL_CERT_FILE. uv's `unsafe-best-match` picks the best version over all the
+indexes, as pip does (uv's default takes a package from the first index that has it). Run with the environment's
+Python, whose `bin/` holds uv and whose packages uv installs.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 # pip's option -> uv's; each of these takes a whitespace-separated list in pip's configuration
 LISTS = {"find-links": "--find-links", "extra-index-url": "--extra-index-url", "constraint": "--constraint"}
@@ -54,5 +56,7 @@ def uv_options(settings: dict[str, str]) -> list[str]:
 
 if __name__ == "__main__":
     settings = pip_settings()
-    # `cert`: the CA bundle pip trusts (uv's SSL_CERT_FILE), or nothing
-    print(effective(settings, "cert") or "" if sys.argv[1:] == ["cert"] else "\n".join(uv_options(settings)))
+    if (cert := effective(settings, "cert")) and "SSL_CERT_FILE" not in os.environ:
+        os.environ["SSL_CERT_FILE"] = cert
+    uv = str(Path(sys.executable).parent / "uv")
+    os.execv(uv, [uv, "pip", "install", "--python", sys.executable, *uv_options(settings), *sys.argv[1:]])
