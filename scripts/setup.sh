@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs kernelevo into ./.venv with its test dependencies. Idempotent: a second run only checks.
-# On a machine without an NVIDIA GPU it pins the CPU build of torch (scripts/constraints-cpu.txt) before anything
-# else can ask for torch: an unpinned torch pulls several GB of CUDA packages.
+# On a machine without an NVIDIA GPU it pins the CPU build of torch (scripts/constraints-cpu.txt) in every install:
+# an unpinned torch pulls several GB of CUDA packages.
 # The packages are installed by uv (from PyPI, into the venv: parallel downloads and installs, byte-code of what it
 # installs on every core), with pip's configuration of this machine (scripts/uv_pip_install.py); where uv cannot be
 # installed or fails, by pip as before.
