@@ -39,7 +39,8 @@ def _job_dirs() -> tuple[str, str] | None:
 OmegaConf.register_new_resolver("llm_cache_home", lambda: (_job_dirs() or (None, ""))[0], replace=True)
 OmegaConf.register_new_resolver("llm_cache_namespace", lambda: (_job_dirs() or (None, ""))[1], replace=True)
 
-from conf import plugins, schema  # noqa: E402 (after the resolver; the schema's modules need none of it)
+from conf import plugins, schema, store_sharing  # noqa: E402 (after the resolver; the schema's modules need none of it)
 
 schema.register()
 plugins.register()
+store_sharing.share_the_config_store()

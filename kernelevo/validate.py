@@ -38,6 +38,10 @@ GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (k
                "hardware": "; a hardware profile is hardware.profile=NAME (kernelevo list profiles)"}
 HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
                           "--config-dir", "-cd", "--experimental-rerun"}
+# A group's options by (config name, Hydra's overrides, group, kind), for the life of the process: Hydra lists them by
+# loading the primary config and copying its config repository each time (about 50 ms), some six times a check, and
+# the config groups' files do not change while a command runs (nor between the commands one process runs in the tests).
+GROUP_OPTIONS: dict[tuple, list[str]] = {}
 INFO_FLAGS = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--resolve", "--shell-completion",
               "-sc", "--version"}
 
@@ -224,10 +228,15 @@ class Validator:
 
     # groups ----------------------------------------------------------------------------------------------------
     def _options(self, group: str, kind=None) -> list[str]:
-        """A group's options (or, kind=GROUP, its sub-groups), on the search path the overrides give."""
+        """A group's options (or, kind=GROUP, its sub-groups), on the search path the overrides give; listed once per
+        process (``GROUP_OPTIONS``)."""
         from hydra.core.object_type import ObjectType
 
-        return self._loader.get_group_options(group, kind or ObjectType.CONFIG, self.config_name, self._hydra)
+        kind = kind or ObjectType.CONFIG
+        key = (self.config_name, tuple(self._hydra), group, kind)
+        if key not in GROUP_OPTIONS:
+            GROUP_OPTIONS[key] = self._loader.get_group_options(group, kind, self.config_name, self._hydra)
+        return list(GROUP_OPTIONS[key])
 
     def _is_group(self, key: str) -> bool:
         from hydra.core.object_type import ObjectType
