@@ -10,6 +10,7 @@ STAGE_FILE = "stage.txt"  # in a worker's directory: what its job is doing now
 COMPILE_STAGE = "compiling the candidate's kernels"  # how every stage spent compiling begins (fitness.workers.sandbox)
 BASELINE_COMPILE_STAGE = "compiling the baseline"  # how a baseline job's compile stages begin (fitness.baselines)
 MEMORY_STAGE = "waiting for a GPU memory slot"  # the sandbox stops a job's clock while others hold every slot
+GPU_WAIT_STAGE = "waiting for the GPU's lock"  # and while others hold the GPU's lock it waits for (capped)
 
 STAGE = [""]  # what stage() said last
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from fitness.common.gpu_lock import DeviceLock, memory_slot
 from fitness.judge.inputs import synchronize
-from fitness.common.stage import MEMORY_STAGE, stage
+from fitness.common.stage import GPU_WAIT_STAGE, MEMORY_STAGE, STAGE, stage
 
 PHASES: dict = {}
 SPANS: list = []  # [phase, wall start, wall end] of the stages below, in the order they ended
@@ -37,8 +37,13 @@ class phase:
 def gpu_lock(job, exclusive: bool):
     """The job's GPU lock (none on the CPU interpreter), the wait for it counted as wait_shared / wait_exclusive."""
     lock = DeviceLock(job.gpu_lock, exclusive=exclusive)
+    before = STAGE[0]
+    if job.gpu_lock:  # the sandbox stops the job's clock while others hold the lock (job_clock.LockWait)
+        stage(f"{GPU_WAIT_STAGE}, then {before}" if before else GPU_WAIT_STAGE)
     with phase("wait_exclusive" if exclusive else "wait_shared"):
         lock.__enter__()
+    if job.gpu_lock:
+        stage(before)
     try:
         yield
     finally:

@@ -9,13 +9,15 @@
   From the search's cut on (``Sandbox.run``'s `cut_at`), a worker still waiting is killed and the job ends
   ``cancelled``: it began no GPU work, and the search's budget is spent (the sandbox kills one still running
   anything else at the cut too).
+* ``LockWait``: likewise the time a worker waits for the GPU's lock (stage GPU_WAIT_STAGE) while another process
+  holds it, up to the job's own timeout once more.
 """
 from __future__ import annotations
 
 import os
 
 from fitness.common.gpu_lock import memory_slot_files
-from fitness.common.stage import BASELINE_COMPILE_STAGE, COMPILE_STAGE, MEMORY_STAGE
+from fitness.common.stage import BASELINE_COMPILE_STAGE, COMPILE_STAGE, GPU_WAIT_STAGE, MEMORY_STAGE
 
 POLL_S = 0.25  # how often the stage of a watched job is read
 
@@ -41,8 +43,14 @@ class CompileClock:
 def slot_holders(path: str, slots: int) -> dict[int, int] | None:
     """inode -> pid of the process holding it, for the GPU's memory slot files that are held now (from /proc/locks,
     where the kernel lists every flock); None where that cannot be read."""
+    return file_holders(memory_slot_files(path, slots))
+
+
+def file_holders(files: list[str]) -> dict[int, int] | None:
+    """inode -> pid of a process holding a flock on it, for those of `files` held now (a shared lock may have several
+    holders: one of them); None where that cannot be read."""
     try:
-        inodes = {os.stat(name).st_ino for name in memory_slot_files(path, slots)}
+        inodes = {os.stat(name).st_ino for name in files if os.path.exists(name)}
         with open("/proc/locks") as table:
             lines = table.read().splitlines()
     except OSError:
@@ -85,3 +93,38 @@ class MemoryWait:
 
     def cut(self, stage: str, now: float) -> bool:
         return self.cancel_at is not None and now >= self.cancel_at and stage == MEMORY_STAGE
+
+
+class LockWait:
+    """The seconds a job's worker (`pid`) has waited for the GPU's lock (stage GPU_WAIT_STAGE) while another process
+    held the lock or its gate (`paused_s`, added to its timeout, at most `cap_s`). On one H200 with three problems,
+    level2/96's two evaluations were killed at their 120 s limit "while timing the candidate" and in a correctness
+    trial, the stages the worker was in while it waited for the lock that a neighbour's timing held (level1/84's
+    seed ran 2.2 s a call). Candidate code that writes the stage gains at most `cap_s`, and only while others hold
+    the GPU."""
+
+    def __init__(self, path: str | None, pid: int | None, cap_s: float):
+        self.files = [f"{path}{suffix}" for suffix in ("", ".gate")] if path else []
+        self.pid, self.cap_s = pid, cap_s
+        self.waited_s = 0.0
+        self._last: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.files)
+
+    @property
+    def paused_s(self) -> float:
+        return min(self.waited_s, self.cap_s)
+
+    def waiting(self, stage: str) -> bool:
+        if not stage.startswith(GPU_WAIT_STAGE):
+            return False
+        holders = file_holders(self.files)
+        return bool(holders) and any(pid != self.pid for pid in holders.values())
+
+    def read(self, stage: str, now: float) -> None:
+        waiting = self.waiting(stage)
+        if waiting and self._last is not None:
+            self.waited_s += now - self._last
+        self._last = now if waiting else None

@@ -6,7 +6,8 @@ environment stripped of secrets and provider variables. A crash, a hang past the
 ``os._exit`` costs that one job: its process group is killed or simply gone, and the next job gets a new process.
 A job may also have a compile time limit: a worker whose stage says it has been building one kernel for longer is
 killed (``fitness.workers.job_clock.CompileClock``; status ``compile_timeout``). A worker waiting for a GPU memory slot
-held by others is not on the clock, and is cancelled past the search's cut (``fitness.workers.job_clock.MemoryWait``).
+held by others is not on the clock, and is cancelled past the search's cut (``fitness.workers.job_clock.MemoryWait``);
+nor, up to its timeout once more, is one waiting for the GPU's lock held by others (``job_clock.LockWait``).
 A pool of ``spares`` workers, forked and with CUDA initialised ahead of their jobs, hides the start-up cost.
 
 ``run`` may be called from many threads at once. Trusted jobs (baselines) use a persistent cache; they also build
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fitness.common.atomic import write_atomic
-from fitness.workers.job_clock import POLL_S, CompileClock, MemoryWait
+from fitness.workers.job_clock import POLL_S, CompileClock, LockWait, MemoryWait
 from fitness.measure.result import NOT_JUDGED, WorkerJob
 from fitness.workers.worker_env import STUB_MARKER, copy_stubs, stub_files, triton_version, worker_environment
 from fitness.workers.zygote import WorkerHandle, Zygote
@@ -278,14 +279,15 @@ class Sandbox:
                 except OSError:
                     pass  # no spare for now: the next job forks its own worker (or reports why it cannot)
             memory = MemoryWait(job.gpu_lock, job.memory_slots, handle.pid, cut_at)
-            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory, cut_at)
+            locked = LockWait(job.gpu_lock, handle.pid, cap_s=timeout_s)
+            return self._wait(handle, result_path, timeout_s, token, compile_timeout_s, memory, cut_at, locked)
         finally:
             result_path.unlink(missing_ok=True)
             shutil.rmtree(handle.workdir, ignore_errors=True)
 
     def _wait(self, handle: WorkerHandle, result_path: Path, timeout_s: float, token: str,
               compile_timeout_s: float | None = None, memory: MemoryWait | None = None,
-              cut_at: float | None = None) -> JobOutcome:
+              cut_at: float | None = None, locked: LockWait | None = None) -> JobOutcome:
         start = time.perf_counter()
         if cut_at is not None and not handle.forked.wait(max(min(cut_at - start, START_TIMEOUT_S), 0.0)):
             if time.perf_counter() >= cut_at:  # cut before its worker was even forked (a fork server starting)
@@ -300,10 +302,12 @@ class Sandbox:
         clock_from = max(start, handle.forked_at or start)  # a cold worker's zygote may still have been starting
         compiling = CompileClock(compile_timeout_s) if compile_timeout_s else None
         memory = memory if memory is not None and memory.active else None
+        locked = locked if locked is not None and locked.active else None
         ended = ""  # why the sandbox killed it before its timeout: compile_timeout, cancelled
         while True:
-            left = clock_from + timeout_s + (memory.paused_s if memory else 0.0) - time.perf_counter()
-            watched = compiling is not None or memory is not None
+            paused = (memory.paused_s if memory else 0.0) + (locked.paused_s if locked else 0.0)
+            left = clock_from + timeout_s + paused - time.perf_counter()
+            watched = compiling is not None or memory is not None or locked is not None
             wait = min(left, POLL_S) if watched else left
             if cut_at is not None:  # woken at the cut, to kill the worker there
                 wait = min(wait, max(cut_at - time.perf_counter(), 0.0) + 0.01)
@@ -317,6 +321,8 @@ class Sandbox:
             if compiling is not None and compiling.overdue(stage, now):
                 ended = "compile_timeout"
                 break
+            if locked is not None:
+                locked.read(stage, now)
             if memory is not None:
                 memory.read(stage, now)
                 if memory.cut(stage, now):
