@@ -1,6 +1,6 @@
 """A worker waiting for the GPU's lock while another process holds it is not on its clock, up to its timeout once
 more (``fitness.workers.job_clock.LockWait``): on one H200 with three problems, level2/96's evaluations were killed
-at their 120 s limit in the stages they waited for the lock in, a neighbour timing a seed of 2.2 s a call."""
+at their 120 s limit in stages that include the lock's wait, likely behind a neighbour timing a seed of 2.2 s a call."""
 import os
 import threading
 import time
