@@ -42,15 +42,26 @@ def test_a_job_waiting_for_the_gpu_another_process_holds_is_not_timed_out(tmp_pa
         job = replace(ev._job("baseline", baselines=["eager"]), gpu_lock=path)
         held = threading.Event()
 
-        def hold(seconds):
-            with DeviceLock(path, exclusive=True):  # a neighbour timing on the GPU
+        def hold(seconds):  # a neighbour timing on the GPU, until `seconds` after the worker began to wait for it
+            with DeviceLock(path, exclusive=True):
                 held.set()
+                deadline = time.monotonic() + 60
+                while not _waited_for(path) and time.monotonic() < deadline:
+                    time.sleep(0.05)
                 time.sleep(seconds)
 
-        holder = threading.Thread(target=hold, args=(8.0,))  # past the timeout, with seconds to start the worker
+        holder = threading.Thread(target=hold, args=(5.5,))  # past the timeout, however long the worker took to start
         holder.start()
         held.wait(5)
         outcome = ev._sandbox.run(job, timeout_s=4.0)  # waits for the lock longer than its timeout
         holder.join()
         assert outcome.status == "finished", outcome.failure_reason(4.0)
         assert outcome.result["phases_s"]["wait_shared"] > 4.0
+
+
+def _waited_for(path: str) -> bool:
+    """Whether some process waits for a flock on the lock or its gate (a "->" line of /proc/locks)."""
+    inodes = {os.stat(name).st_ino for name in (path, f"{path}.gate")}
+    with open("/proc/locks") as table:
+        return any(fields[1] == "->" and int(fields[6].rsplit(":", 1)[-1]) in inodes
+                   for fields in (line.split() for line in table) if len(fields) >= 7)
