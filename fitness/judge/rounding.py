@@ -78,9 +78,10 @@ def compare_with_allowance(out: torch.Tensor, ref: torch.Tensor, exact: torch.Te
     (``class_rms``), not over the whole output: rounding grows with the values. Where an output spans many orders of
     magnitude (level3/49's exponentials of cumulative sums, values to about 1e18) the rms over the whole of it was
     diluted by the many small elements for the huge ones (honest kernels failed on about a hundred of 16.8 million
-    elements at 35 times that rms: 8.4e14 against 2.4e12) and, for the small ones, allowed the huge ones' error. The normwise bound gets the same allowance: an output whose exact value
-    is about zero (level2/23: the mean of a group norm's output) is all rounding, so ||exact|| bounds nothing and any
-    other honest order of the same sums misses a bound relative to it."""
+    elements at 35 times that rms: 8.4e14 against 2.4e12) and, for the small ones, allowed the huge ones' error.
+    The normwise bound gets the same allowance: an output whose exact value is about zero (level2/23: the mean of a
+    group norm's output) is all rounding, so ||exact|| bounds nothing and any other honest order of the same sums
+    misses a bound relative to it."""
     rms, norm = reference_error(ref, exact)
     out64 = out.detach().to(device=exact.device, dtype=torch.float64)
     per_class = class_rms(ref, exact)
