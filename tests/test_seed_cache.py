@@ -301,3 +301,21 @@ def test_max_autotunes_variant_seed_is_judged_before_the_budget_can_cut_it(tmp_p
     assert before == {"inductor", "inductor:max_autotune"}  # the first seed and max-autotune's, then the budget
     assert [s.made_by for s in made] == ["inductor", "inductor:max_autotune", "inductor:looped", "inductor:gemm"]
     store.close()
+
+
+def test_a_cached_capture_with_one_configuration_per_template_is_captured_again_when_the_limit_now_autotunes_it(
+        tmp_path, fake_capture):
+    # a network's default capture past inductor.autotune_templates_up_to took each template's first configuration;
+    # asked later with a limit that autotunes its graph, the cached entry is not what the settings ask for
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    cache = tmp_path / "cache"
+    fake_capture.captured = {**SOFTMAX, "template_configs": "first only (more than 12 matmuls and convolutions)",
+                             "template_calls": 20}
+    get = lambda up_to: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache,  # noqa: E731
+                                             settings=CaptureSettings(autotune_templates_up_to=up_to))
+    get(12)
+    assert get(12).cache == {"default": CACHED} and get(19).cache == {"default": CACHED}  # 20 calls: still past
+    again = get(20)
+    assert again.cache["default"].startswith("its cached capture took one configuration per template (20 matmuls")
+    assert get(None).cache["default"].endswith("inductor.autotune_templates_up_to=null autotunes them now")
+    assert fake_capture.asked == [["default"]] * 3

@@ -41,7 +41,7 @@ from seeds.inductor.attentions import AttentionRefused, Attentions
 from seeds.inductor.capture import flat_options
 from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function, convert
 from seeds.inductor.process import Watched, watch
-from seeds.inductor import randoms
+from seeds.inductor import randoms, template_choices
 from seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(f"kernelevo.{__name__}")
@@ -166,7 +166,9 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     files = {name: entry_file(cache_dir, spec, cache_key(spec, device, profile, templates, tf32, options, dynamic))
              for name, options in wanted.items()}
     captured = {name: json.loads(f.read_text()) for name, f in files.items() if f.is_file()}
-    stale = {name: why for name, got in captured.items() if (why := randoms.stale(got))}  # captured again
+    up_to = (settings or CaptureSettings()).autotune_templates_up_to
+    stale = {name: why for name, got in captured.items()  # captured again
+             if (why := randoms.stale(got) or template_choices.stale(got, up_to))}
     captured = {name: got for name, got in captured.items() if name not in stale}
     missing = {name: options for name, options in wanted.items() if name not in captured}
     parts = {name: key_parts(spec, device, profile, templates, tf32, options, dynamic)

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present, template_choices
+from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present, template_calls, template_choices
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -349,6 +349,7 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
         if dynamic:
             seen["args"], seen["static"] = _size_args(graph_module, seen["args"])
         seen["choices"] = present(template_choices(graph_module, autotune_up_to), inductor_config)
+        seen["calls"] = template_calls(graph_module)
         with inductor_config.patch(seen["choices"]):
             return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
 
@@ -371,8 +372,8 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
             "single_output": isinstance(reference, torch.Tensor), "outputs": _count(reference), "dynamic": dynamic,
             **({"specialised": _specialised(code, seen.get("args", []), seen.get("static", []))} if dynamic else {}),
-            **({"template_configs": f"first only (more than {autotune_up_to} matmuls and convolutions)"}
-               if seen.get("choices") else {}),
+            **({"template_configs": f"first only (more than {autotune_up_to} matmuls and convolutions)",
+                "template_calls": seen["calls"]} if seen.get("choices") else {}),
             "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
 
 

@@ -40,3 +40,15 @@ def present(options: dict, config) -> dict:
         return hasattr(functools.reduce(getattr, path, config), name)
 
     return {key: value for key, value in options.items() if has(key)}
+
+
+def stale(captured: dict, autotune_up_to: int | None) -> str:
+    """Why a cached capture made with one configuration per template (``template_configs``) is not what the settings
+    ask for now ('' where it is): its graph's matmuls and convolutions are no longer more than `autotune_up_to`."""
+    calls = captured.get("template_calls")
+    if not captured.get("template_configs") or calls is None or \
+            (autotune_up_to is not None and calls > autotune_up_to):
+        return ""
+    return (f"its cached capture took one configuration per template ({calls} matmuls and convolutions); "
+            f"inductor.autotune_templates_up_to={'null' if autotune_up_to is None else autotune_up_to} autotunes "
+            f"them now")
