@@ -12,6 +12,7 @@ and run stores (issue 43's whole-KernelBench bench, ``kernelbench_all.sh``):
   baseline;
 - the evaluations rejected for work on another stream, and how many of them were timed while another problem on
   the same GPU was measuring its baselines or capturing its seeds (the rows' stage times);
+- the ten problems whose baselines took longest, with their jobs' compiles, waits for the GPU's lock and timing;
 - with --smi (the bench's `nvidia-smi` samples, index, utilisation): each GPU's mean utilisation and idle share.
 
     .venv/bin/python experiments/scale/kernelbench_stages.py BENCH_DIR [--smi smi.csv] > stages.md
@@ -178,6 +179,38 @@ def gpu_idle(smi: Path) -> list[str]:
     return lines
 
 
+def baseline_jobs(rows: list[dict], bench_dir: Path, longest: int = 10) -> list[str]:
+    """The problems whose baselines took longest, with where their jobs' time went (the run store's meta
+    ``baseline_jobs``, kept since aa65980): the compiles per baseline, the waits for the GPU's lock and the timing,
+    summed over the jobs."""
+    found = []
+    for row in rows:
+        run_dir = bench_dir / RUNS / slug(row["name"])
+        if not (run_dir / "run.db").exists():
+            continue
+        store = RunStore(run_dir, create=False)
+        try:
+            jobs = store.get_meta("baseline_jobs") or []
+        finally:
+            store.close()
+        if jobs:
+            found.append((sum(job.get("wall_s", 0.0) for job in jobs), row["name"], jobs))
+    if not found:
+        return ["not recorded (runs made before aa65980)"]
+    lines = ["| problem | jobs | wall (s) | compile (s) | wait for the GPU (s) | timing (s) | ended |",
+             "|---|---|---|---|---|---|---|"]
+    for wall, name, jobs in sorted(found, reverse=True)[:longest]:
+        compiles = collections.Counter()
+        for job in jobs:
+            compiles.update(job.get("compile_s", {}))
+        waits = sum(job.get("wait_shared", 0.0) + job.get("wait_exclusive", 0.0) for job in jobs)
+        ended = ", ".join(sorted({job["status"] for job in jobs}))
+        compile_text = ", ".join(f"{k} {v:.0f}" for k, v in compiles.items()) or "-"
+        lines.append(f"| {name} | {len(jobs)} | {wall:.0f} | {compile_text} | {waits:.0f} | "
+                     f"{sum(job.get('timing', 0.0) for job in jobs):.0f} | {ended} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bench_dir", type=Path)
@@ -189,7 +222,8 @@ def main() -> None:
            *stage_table(rows), "", "## Problems without a correct kernel", "", *failure_table(rows, args.bench_dir),
            "", f"## Correct kernels below {FLOOR}x of the best Triton-expressible baseline", "", *below_floor(rows),
            "", "## Correct kernels whose baselines call a library kernel", "", *library_speedups(rows),
-           "", "## Evaluations rejected for work on another stream", "", *other_stream(rows, args.bench_dir)]
+           "", "## Evaluations rejected for work on another stream", "", *other_stream(rows, args.bench_dir),
+           "", "## The longest baselines, by job", "", *baseline_jobs(rows, args.bench_dir)]
     out += ["", "## The GPUs' utilisation", "", *gpu_idle(args.smi)] if args.smi else []
     sys.stdout.write("\n".join(out) + "\n")
 
