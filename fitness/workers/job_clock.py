@@ -65,15 +65,39 @@ def file_holders(files: list[str]) -> dict[int, int] | None:
     return holders
 
 
-class MemoryWait:
+class PausedWait:
+    """The seconds a job's worker has spent in a wait that is no time of its own (``waiting``: a subclass's test of
+    the stage and of who holds what), read at each poll (``read``): `waited_s`, and `paused_s`, what is added to its
+    timeout (at most `cap_s`; None: no cap)."""
+
+    cap_s: float | None = None
+
+    def __init__(self):
+        self.waited_s = 0.0
+        self._last: float | None = None  # when the last read found it waiting
+
+    @property
+    def paused_s(self) -> float:
+        return self.waited_s if self.cap_s is None else min(self.waited_s, self.cap_s)
+
+    def waiting(self, stage: str) -> bool:
+        raise NotImplementedError
+
+    def read(self, stage: str, now: float) -> None:
+        waiting = self.waiting(stage)
+        if waiting and self._last is not None:
+            self.waited_s += now - self._last
+        self._last = now if waiting else None
+
+
+class MemoryWait(PausedWait):
     """The seconds a job's worker (`pid`) has waited for a memory slot while all were held by others (`paused_s`,
     added to its timeout; none where the holders cannot be read), and whether it is still
     waiting past the search's cut (`cut`)."""
 
     def __init__(self, path: str | None, slots: int | None, pid: int | None, cancel_waiting_at: float | None = None):
+        super().__init__()
         self.path, self.slots, self.pid, self.cancel_at = path, slots, pid, cancel_waiting_at
-        self.paused_s = 0.0
-        self._last: float | None = None  # when the last read found it waiting
 
     @property
     def active(self) -> bool:
@@ -85,17 +109,11 @@ class MemoryWait:
         holders = slot_holders(self.path, self.slots)
         return holders is not None and len(holders) == self.slots and self.pid not in holders.values()
 
-    def read(self, stage: str, now: float) -> None:
-        waiting = self.waiting(stage)
-        if waiting and self._last is not None:
-            self.paused_s += now - self._last
-        self._last = now if waiting else None
-
     def cut(self, stage: str, now: float) -> bool:
         return self.cancel_at is not None and now >= self.cancel_at and stage == MEMORY_STAGE
 
 
-class LockWait:
+class LockWait(PausedWait):
     """The seconds a job's worker (`pid`) has waited for the GPU's lock (stage GPU_WAIT_STAGE) while another process
     held the lock or its gate (`paused_s`, added to its timeout, at most `cap_s`). On one H200 with three problems,
     level2/96's two evaluations were killed at their 120 s limit "while timing the candidate" and in a correctness
@@ -104,27 +122,16 @@ class LockWait:
     the GPU."""
 
     def __init__(self, path: str | None, pid: int | None, cap_s: float):
+        super().__init__()
         self.files = [f"{path}{suffix}" for suffix in ("", ".gate")] if path else []
         self.pid, self.cap_s = pid, cap_s
-        self.waited_s = 0.0
-        self._last: float | None = None
 
     @property
     def active(self) -> bool:
         return bool(self.files)
-
-    @property
-    def paused_s(self) -> float:
-        return min(self.waited_s, self.cap_s)
 
     def waiting(self, stage: str) -> bool:
         if not stage.startswith(GPU_WAIT_STAGE):
             return False
         holders = file_holders(self.files)
         return bool(holders) and any(pid != self.pid for pid in holders.values())
-
-    def read(self, stage: str, now: float) -> None:
-        waiting = self.waiting(stage)
-        if waiting and self._last is not None:
-            self.waited_s += now - self._last
-        self._last = now if waiting else None
