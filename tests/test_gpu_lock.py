@@ -119,29 +119,19 @@ def test_a_capture_holds_the_gpu_only_while_it_benchmarks_and_once_for_nested_ca
         def benchmark_gpu(self, fn):
             return fn()
 
-    def timer_gets_the_gpu() -> bool:  # a neighbour's timer, trying the lock exclusively without waiting
-        fd = os.open(path, os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
-
     taken = []
     real_shared = gpu_lock.shared
     monkeypatch.setattr(gpu_lock, "shared", lambda p: taken.append(p) or real_shared(p))
     bench = Benchmarker()
 
     def autotune():  # runs inside the benchmark: the GPU is held; a nested benchmark does not lock again
-        assert not timer_gets_the_gpu()
+        assert not _exclusive_free(path)
         return bench.benchmark_gpu(lambda: "timed")
 
     with shared_during_calls(path, bench, ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cuda_graph")):
-        assert timer_gets_the_gpu()  # compiling, between benchmarks: the neighbour times
+        assert _exclusive_free(path)  # compiling, between benchmarks: the neighbour times
         assert bench.benchmark(autotune) == "timed" and taken == [path]
-        assert timer_gets_the_gpu()
+        assert _exclusive_free(path)
         assert bench.benchmark_gpu(lambda: 1) == 1 and taken == [path, path]
     assert not vars(bench) and bench.benchmark(lambda: 2) == 2 and len(taken) == 2  # restored
     with shared_during_calls(None, bench, ("benchmark",)):  # the CPU interpreter: nothing patched
@@ -176,6 +166,7 @@ def test_inductors_compiled_graph_runs_with_the_gpu_held_and_its_benchmarks_insi
 
 
 def _exclusive_free(path: str) -> bool:
+    """Whether a neighbour's timer would get the GPU now: the lock taken exclusively without waiting."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
