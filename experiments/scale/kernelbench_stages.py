@@ -67,16 +67,23 @@ def shortened(reason: str, keep: int = 220) -> str:
     return reason if len(reason) <= keep else f"{reason[:keep // 2]} ... {reason[-keep // 2:]}"
 
 
-def first_reason(run_dir: Path) -> str:
-    """The most frequent first line among a run's stored evaluations' reasons ('' when none is stored)."""
+def from_store(bench_dir: Path, name: str, read):
+    """`read(store)` of problem `name`'s run store in the bench directory, closed after; None where it has none."""
+    run_dir = bench_dir / RUNS / slug(name)
     if not (run_dir / "run.db").exists():
-        return ""
+        return None
     store = RunStore(run_dir, create=False)
     try:
-        reasons = [(r.reason or "").strip().splitlines()[0][:220] for r in store.evaluations().values()
-                   if r.status != "ok" and r.reason]
+        return read(store)
     finally:
         store.close()
+
+
+def first_reason(bench_dir: Path, name: str) -> str:
+    """The most frequent first line among a run's stored evaluations' reasons ('' when none is stored)."""
+    reasons = from_store(bench_dir, name, lambda store: [(r.reason or "").strip().splitlines()[0][:220]
+                                                         for r in store.evaluations().values()
+                                                         if r.status != "ok" and r.reason]) or []
     return collections.Counter(reasons).most_common(1)[0][0] if reasons else ""
 
 
@@ -86,7 +93,7 @@ def failure_table(rows: list[dict], bench_dir: Path) -> list[str]:
         if row["status"] == "ok":
             continue
         summary = row.get("summary") or {}
-        why = first_reason(bench_dir / RUNS / slug(row["name"])) or shortened(row.get("reason") or "")
+        why = first_reason(bench_dir, row["name"]) or shortened(row.get("reason") or "")
         lines.append(f"| {row['name']} | {row['status']} | {row['wall_s']:.0f} | {summary.get('evaluations', '-')} | "
                      f"{summary.get('evaluations_cut', '-')} | {why.replace('|', '/')} |")
     return lines
@@ -144,15 +151,7 @@ def stage_windows(rows: list[dict]) -> dict:
 def other_stream(rows: list[dict], bench_dir: Path) -> list[str]:
     windows, rejected, beside, ratios = stage_windows(rows), [], 0, []
     for row in rows:
-        run_dir = bench_dir / RUNS / slug(row["name"])
-        if not (run_dir / "run.db").exists():
-            continue
-        store = RunStore(run_dir, create=False)
-        try:
-            history = store.evaluation_history()
-        finally:
-            store.close()
-        for when, result in history:
+        for when, result in from_store(bench_dir, row["name"], RunStore.evaluation_history) or []:
             if result.status == "rejected" and (result.reason or "").startswith("the device was busy"):
                 gpu = windows.get(row["name"], (row["gpu"], []))[0]
                 near = [name for name, (other, spans) in windows.items() if name != row["name"] and other == gpu
@@ -185,14 +184,7 @@ def baseline_jobs(rows: list[dict], bench_dir: Path, longest: int = 10) -> list[
     summed over the jobs."""
     found = []
     for row in rows:
-        run_dir = bench_dir / RUNS / slug(row["name"])
-        if not (run_dir / "run.db").exists():
-            continue
-        store = RunStore(run_dir, create=False)
-        try:
-            jobs = store.get_meta("baseline_jobs") or []
-        finally:
-            store.close()
+        jobs = from_store(bench_dir, row["name"], lambda store: store.get_meta("baseline_jobs")) or []
         if jobs:
             found.append((sum(job.get("wall_s", 0.0) for job in jobs), row["name"], jobs))
     if not found:
