@@ -41,6 +41,17 @@ import triton
 import triton.language as tl
 
 
+@triton.jit
+def output_pixel(offs_m, QD, QH, QW):
+    """The (batch, depth, row, column) of a phase's output pixels numbered `offs_m` (row-major), the batch in int64."""
+    qw = offs_m % QW
+    rest = offs_m // QW
+    qh = rest % QH
+    rest = rest // QH
+    qd = rest % QD
+    return (rest // QD).to(tl.int64), qd, qh, qw
+
+
 @triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
                                "kd0", "kh0", "kw0"])
 def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
@@ -65,12 +76,7 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_m = offs_m < M
     mask_n = offs_n < C_out_g
-    qw = offs_m % QW
-    rest = offs_m // QW
-    qh = rest % QH
-    rest = rest // QH
-    qd = rest % QD
-    n = (rest // QD).to(tl.int64)
+    n, qd, qh, qw = output_pixel(offs_m, QD, QH, QW)
     co = group * C_out_g + offs_n  # the output channel, over all groups
 
     taps = TD * TH * TW
@@ -120,12 +126,7 @@ def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     co = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)  # the output channel, over all groups
     mask_m = offs_m < N * QD * QH * QW
     mask_n = co < C_out
-    qw = offs_m % QW
-    rest = offs_m // QW
-    qh = rest % QH
-    rest = rest // QH
-    qd = rest % QD
-    n = (rest // QD).to(tl.int64)
+    n, qd, qh, qw = output_pixel(offs_m, QD, QH, QW)
     group = co // C_out_g
     x_channel = (group * C_in_g).to(tl.int64) * sxc  # the group's first input channel
     w_channel = group.to(tl.int64) * sw_group + (co - group * C_out_g).to(tl.int64) * sw_co
