@@ -43,7 +43,7 @@ LIBRARIES = {"mm": "cuBLAS", "addmm": "cuBLAS", "bias_addmm": "cuBLAS", "bmm": "
              "_scaled_dot_product_cudnn_attention": "cuDNN"}
 EXTERN = re.compile(r"\b(extern_kernels|aten|torch\.ops\.aten)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.default)?\(")
 EAGER_AT_BREAK = "eager at a graph break"  # a compiled baseline's code that Dynamo left to eager PyTorch
-LIBRARY_RECORD = "library kernels, graph breaks"  # what `compiled_library` reads (the baseline cache keys on it)
+LIBRARY_RECORD = "library kernels, graph breaks, unimplemented"  # what `compiled_library` reads (the cache keys on it)
 NOT_LIBRARY = {"empty", "empty_strided", "as_strided", "view", "reshape", "_reinterpret_tensor", "copy_", "zeros",
                "full", "resize_", "set_"}  # allocation and views in Inductor's wrapper: no compute
 
@@ -70,20 +70,26 @@ def inductor_code():
         yield codes
 
 
+BREAK_COUNTERS = ("graph_break", "unimplemented")  # Dynamo's counters of what it left to eager PyTorch
+
+
 @contextlib.contextmanager
 def graph_breaks():
     """The first line of the reason of each graph break Dynamo takes while the block compiles, gathered into the list
-    yielded (from Dynamo's own counters, as `torch._dynamo.explain` reads them). Code at a graph break runs eagerly,
-    whatever it calls: level3/35's nn.LSTM is cuDNN's in torch.compile's baselines too (Dynamo wraps no RNN)."""
+    yielded (from Dynamo's own counters, as `torch._dynamo.explain` reads them), each reason once. Code at a graph
+    break runs eagerly, whatever it calls: level3/35's nn.LSTM is cuDNN's in torch.compile's baselines too (Dynamo
+    wraps no RNN). An nn.LSTM inside a model's forward is counted only as ``unimplemented`` (torch 2.11, 2.13), one
+    compiled directly as a ``graph_break`` too: both are read."""
     from torch._dynamo.utils import counters
 
-    before = dict(counters["graph_break"])
+    before = {name: dict(counters[name]) for name in BREAK_COUNTERS}
     found: list[str] = []
     try:
         yield found
     finally:
-        found += [reason.strip().splitlines()[0] for reason, count in counters["graph_break"].items()
-                  if count > before.get(reason, 0)]
+        reasons = [reason.strip().splitlines()[0] for name in BREAK_COUNTERS
+                   for reason, count in counters[name].items() if count > before[name].get(reason, 0)]
+        found += list(dict.fromkeys(reasons))
 
 
 def compiled_library(codes: list[str], breaks: list[str]) -> list[str]:
