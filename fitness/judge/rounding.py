@@ -75,15 +75,19 @@ def class_rms(ref: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     return torch.maximum(own, below)
 
 
+PERTURBATION_ULPS = 16.0  # how far each value moves, in its unit roundoff (about a 16-term sum's backward error)
 PERTURBATIONS = 4  # runs of the perturbed reference: an element's largest change over 4 is rarely far below its error
 SPREAD_NOTE = ", or each element's own spread under rounding-sized perturbations"
 
 
-def perturbed_spread(reference: torch.nn.Module, saved: list, runs: int = PERTURBATIONS) -> list[torch.Tensor]:
+def perturbed_spread(reference: torch.nn.Module, saved: list, runs: int = PERTURBATIONS,
+                     ulps: float = PERTURBATION_ULPS) -> list[torch.Tensor]:
     """Per output of `reference` on the inputs `saved`, per element, the largest |ref' - ref| over `runs` runs with
-    every floating-point input, parameter and buffer multiplied by 1 + u r (r uniform in [-1, 1], u its dtype's unit
-    roundoff), ref the unperturbed run: each element's own rounding error, as its rounding pattern changes (level3/49
-    on the CPU: an honest reordering's error is at most about 4 times it, a wrong parameter's hundreds of times).
+    every floating-point input, parameter and buffer multiplied by 1 + `ulps` u r (r uniform in [-1, 1], u its
+    dtype's unit roundoff), ref the unperturbed run: each element's own rounding error, as its rounding pattern and
+    values move by about an honest kernel's backward error (level3/49 on the CPU: an honest reordering's error is at
+    most 1.7 times it, a wrong parameter's 200 times and more; by 1 u, 7.6 times, too close to K = 8:
+    ``experiments/results/rounding_spread_cpu/``).
     Every run starts from the same random state (``fork_rng``), so a forward that draws random numbers (dropout)
     draws the same ones each time and spreads by its rounding only. The
     perturbed copies are scrubbed after (``scrub``); `reference` and `saved` are left as they were."""
@@ -96,7 +100,7 @@ def perturbed_spread(reference: torch.nn.Module, saved: list, runs: int = PERTUR
     try:
         for run in range(runs + 1):
             generators: dict = {}
-            noise = (lambda t: 1 + torch.finfo(t.dtype).eps / 2 * (2 * torch.rand(
+            noise = (lambda t: 1 + ulps * torch.finfo(t.dtype).eps / 2 * (2 * torch.rand(
                 t.shape, dtype=t.dtype, device=t.device,
                 generator=generators.setdefault(t.device, torch.Generator(t.device).manual_seed(run))) - 1))
             inputs = [x.detach() * noise(x) if run and isinstance(x, torch.Tensor) and x.is_floating_point() else x
