@@ -22,7 +22,8 @@ from fitness.measure.baselines import COMPILED
 from fitness.problems.problem import load_problem, resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.capture import flat_options
-from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present, template_calls, template_choices
+from seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
+                                              template_shapes)
 from seeds.inductor.convert import SeedError, convert
 
 
@@ -263,6 +264,7 @@ def test_a_networks_default_capture_takes_each_templates_first_configuration_unb
     torch.compile(Net(), backend=lambda gm, example: graphs.append(gm) or gm.forward, fullgraph=True)(
         torch.randn(1, 3, 8, 8))
     assert template_calls(graphs[0]) == 4  # two convolutions, the Linear, the matmul; not the ReLU or the mean
+    assert template_shapes(graphs[0]) == 4  # each one distinct
     assert template_choices(graphs[0], 4) == {} and template_choices(graphs[0], None) == {}
     assert template_choices(graphs[0], 3) == {"test_configs.max_mm_configs": 1}
     wanted = {**template_choices(graphs[0], 3), "triton.no_such_option": 1}  # one an older torch lacks is dropped
@@ -270,6 +272,31 @@ def test_a_networks_default_capture_takes_each_templates_first_configuration_unb
     with inductor_config.patch(present(wanted, inductor_config)):
         assert inductor_config.test_configs.max_mm_configs == 1
     assert inductor_config.test_configs.max_mm_configs is None
+
+
+def test_an_unrolled_loops_repeated_matmuls_count_once_each_so_its_default_capture_autotunes_them():
+    # level3/34 on an H200: Dynamo unrolled a 256-step RNN into 512 Linears of 2 shapes; counted one by one they
+    # were past the limit, so the seed took each template's first configuration and ran at 0.46x of max-autotune,
+    # though Inductor benchmarks each distinct call once and reads the others' timings from its autotuning cache
+    from torch import nn
+
+    class Loop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.i2h, self.h2o = nn.Linear(6, 4), nn.Linear(4, 3)
+
+        def forward(self, x, h):
+            outputs = []
+            for t in range(x.shape[0]):
+                h = torch.tanh(self.i2h(torch.cat((x[t], h), dim=1)))
+                outputs.append(self.h2o(h))
+            return torch.stack(outputs)
+
+    graphs = []
+    torch.compile(Loop(), backend=lambda gm, example: graphs.append(gm) or gm.forward, fullgraph=True)(
+        torch.randn(20, 2, 2), torch.randn(2, 4))
+    assert template_calls(graphs[0]) == 40 and template_shapes(graphs[0]) == 2
+    assert template_choices(graphs[0], 12) == {} and template_choices(graphs[0], 1) == {"test_configs.max_mm_configs": 1}
 
 
 def test_a_capture_not_kept_says_why_and_how_long_it_took(monkeypatch):

@@ -309,13 +309,26 @@ def test_a_cached_capture_with_one_configuration_per_template_is_captured_again_
     # asked later with a limit that autotunes its graph, the cached entry is not what the settings ask for
     spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
     cache = tmp_path / "cache"
-    fake_capture.captured = {**SOFTMAX, "template_configs": "first only (more than 12 matmuls and convolutions)",
-                             "template_calls": 20}
+    fake_capture.captured = {**SOFTMAX, "template_configs": "first only (more than 12 distinct matmuls and "
+                             "convolutions)", "template_calls": 40, "template_shapes": 20}
     get = lambda up_to: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", cache,  # noqa: E731
                                              settings=CaptureSettings(autotune_templates_up_to=up_to))
     get(12)
-    assert get(12).cache == {"default": CACHED} and get(19).cache == {"default": CACHED}  # 20 calls: still past
+    assert get(12).cache == {"default": CACHED} and get(19).cache == {"default": CACHED}  # 20 distinct: still past
     again = get(20)
-    assert again.cache["default"].startswith("its cached capture took one configuration per template (20 matmuls")
+    assert again.cache["default"].startswith("its cached capture took one configuration per template (20 distinct")
     assert get(None).cache["default"].endswith("inductor.autotune_templates_up_to=null autotunes them now")
     assert fake_capture.asked == [["default"]] * 3
+
+
+def test_a_cached_capture_made_when_every_matmul_counted_is_captured_again(tmp_path, fake_capture):
+    # before distinct calls were counted, level3/34's 512 unrolled Linears (2 shapes) took one configuration each
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    fake_capture.captured = {**SOFTMAX, "template_configs": "first only (more than 12 matmuls and convolutions)",
+                             "template_calls": 512}
+    get = lambda: seeds.inductor_seeds(spec, "cpu", "cpu_interpreter", tmp_path / "cache",  # noqa: E731
+                                       settings=CaptureSettings(autotune_templates_up_to=12))
+    get()
+    assert get().cache["default"] == ("its cached capture took one configuration per template when every one of its "
+                                      "512 matmuls and convolutions counted; distinct ones count now")
+    assert fake_capture.asked == [["default"]] * 2

@@ -29,7 +29,7 @@ Dynamo kept as literals all the same, where they are a size constant's value tha
 ``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
 calls, and convolutions as its conv2d/conv3d templates where it has one (else as it chooses: a library call); on a
 GPU only (Inductor's templates fail to build for the CPU here). ``autotune_up_to``: the default capture of a graph
-with more matmuls and convolutions than N takes each template's first configuration without benchmarking
+with more distinct matmuls and convolutions than N takes each template's first configuration without benchmarking
 (``template_choices.py``; ``"template_configs"`` in its capture says so); the variants autotune as always.
 ``tf32``: fp32 matmuls may use TF32 (the precision policy's choice; torch.compile's baseline runs under the same
 setting), so the templates do too.
@@ -47,7 +47,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present, template_calls, template_choices
+from seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
+                                              template_shapes)
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -349,7 +350,7 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
         if dynamic:
             seen["args"], seen["static"] = _size_args(graph_module, seen["args"])
         seen["choices"] = present(template_choices(graph_module, autotune_up_to), inductor_config)
-        seen["calls"] = template_calls(graph_module)
+        seen["calls"], seen["shapes"] = template_calls(graph_module), template_shapes(graph_module)
         with inductor_config.patch(seen["choices"]):
             return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
 
@@ -372,8 +373,8 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
             "single_output": isinstance(reference, torch.Tensor), "outputs": _count(reference), "dynamic": dynamic,
             **({"specialised": _specialised(code, seen.get("args", []), seen.get("static", []))} if dynamic else {}),
-            **({"template_configs": f"first only (more than {autotune_up_to} matmuls and convolutions)",
-                "template_calls": seen["calls"]} if seen.get("choices") else {}),
+            **({"template_configs": f"first only (more than {autotune_up_to} distinct matmuls and convolutions)",
+                "template_calls": seen["calls"], "template_shapes": seen["shapes"]} if seen.get("choices") else {}),
             "versions": {"torch": torch.__version__, "triton": triton.__version__}, "device": device}
 
 

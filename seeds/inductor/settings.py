@@ -17,10 +17,11 @@ class CaptureSettings:
     # not ended after 15, past a bench's time per problem (bench.backend.timeout_s, 900 s)
     variants_budget_s: float = 240.0
     # the default capture autotunes Inductor's GEMM and convolution templates (policy triton on a GPU) only for a graph
-    # with at most this many matmuls and convolutions; a larger one (a network) gets each template's first
-    # configuration, unbenchmarked, and its max_autotune variant autotunes them within the budget above. On an H200
-    # the default captures of SqueezeNet (26 convolutions), EfficientNetB1 and SwinMLP took 443, 332 and 353 s.
-    # null: always autotune
+    # with at most this many distinct matmuls and convolutions (shapes, strides, dtypes, arguments: Inductor
+    # benchmarks each distinct one once); a larger one (a network) gets each template's first configuration,
+    # unbenchmarked, and its max_autotune variant autotunes them within the budget above. On an H200 the default
+    # captures of SqueezeNet (26 convolutions), EfficientNetB1 and SwinMLP took 443, 332 and 353 s; level3/34's 512
+    # Linears of 2 shapes (an RNN's steps unrolled), taken first-only, ran at 0.46x of max-autotune. null: always
     autotune_templates_up_to: Optional[int] = 12
 
     def __post_init__(self):

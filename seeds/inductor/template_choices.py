@@ -17,17 +17,36 @@ TEMPLATE_CALLS = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "baddbmm",
                             "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution"})
 
 
+def _template_nodes(graph_module) -> list:
+    return [node for node in graph_module.graph.nodes if node.op in ("call_function", "call_method")
+            and getattr(node.target, "__name__", node.target) in TEMPLATE_CALLS]
+
+
 def template_calls(graph_module) -> int:
     """How many of the matmuls and convolutions of Dynamo's graph `graph_module` Inductor may lower to its templates."""
-    return sum(1 for node in graph_module.graph.nodes if node.op in ("call_function", "call_method")
-               and getattr(node.target, "__name__", node.target) in TEMPLATE_CALLS)
+    return len(_template_nodes(graph_module))
+
+
+def template_shapes(graph_module) -> int:
+    """How many distinct ones (the operator, its tensors' shapes, strides and dtypes, its other arguments): Inductor
+    benchmarks a template's configurations once per distinct call and reads the timings of the others from its
+    autotuning cache, so an RNN's 256 unrolled steps (level3/34: 512 Linears of 2 shapes) cost two autotunings."""
+    def described(value):
+        meta = getattr(value, "meta", None)
+        if meta is None:
+            return repr(value) if not isinstance(value, (list, tuple)) else tuple(described(v) for v in value)
+        tensor = meta.get("example_value", meta.get("val"))
+        return (tuple(tensor.shape), tuple(tensor.stride()), str(tensor.dtype)) if hasattr(tensor, "stride") else "?"
+
+    return len({(str(getattr(node.target, "__name__", node.target)), described(node.args),
+                 described(tuple(sorted(node.kwargs.items())))) for node in _template_nodes(graph_module)})
 
 
 def template_choices(graph_module, autotune_up_to: int | None) -> dict:
     """Inductor's options for compiling `graph_module` in the default capture: none, or, past `autotune_up_to`
-    matmuls and convolutions, one configuration per template (``test_configs.max_mm_configs``), which leaves Inductor
-    one choice to take without benchmarking."""
-    if autotune_up_to is None or template_calls(graph_module) <= autotune_up_to:
+    distinct matmuls and convolutions (``template_shapes``), one configuration per template
+    (``test_configs.max_mm_configs``), which leaves Inductor one choice to take without benchmarking."""
+    if autotune_up_to is None or template_shapes(graph_module) <= autotune_up_to:
         return {}
     return {"test_configs.max_mm_configs": 1}
 
@@ -44,11 +63,16 @@ def present(options: dict, config) -> dict:
 
 def stale(captured: dict, autotune_up_to: int | None) -> str:
     """Why a cached capture made with one configuration per template (``template_configs``) is not what the settings
-    ask for now ('' where it is): its graph's matmuls and convolutions are no longer more than `autotune_up_to`."""
-    calls = captured.get("template_calls")
-    if not captured.get("template_configs") or calls is None or \
-            (autotune_up_to is not None and calls > autotune_up_to):
+    ask for now ('' where it is): its graph's distinct matmuls and convolutions are no longer more than
+    `autotune_up_to`, or it was made when every call counted (no ``template_shapes``: level3/34's 512 calls are 2)."""
+    shapes = captured.get("template_shapes")
+    if not captured.get("template_configs"):
         return ""
-    return (f"its cached capture took one configuration per template ({calls} matmuls and convolutions); "
+    if shapes is None:
+        return (f"its cached capture took one configuration per template when every one of its "
+                f"{captured.get('template_calls')} matmuls and convolutions counted; distinct ones count now")
+    if autotune_up_to is not None and shapes > autotune_up_to:
+        return ""
+    return (f"its cached capture took one configuration per template ({shapes} distinct matmuls and convolutions); "
             f"inductor.autotune_templates_up_to={'null' if autotune_up_to is None else autotune_up_to} autotunes "
             f"them now")
