@@ -38,15 +38,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
+from seeds.inductor.kernel_configs import config_dict, kernel_configs, picked_config
 from seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
                                               template_shapes)
 
@@ -95,38 +94,6 @@ def _arg_map(model, inputs, example_inputs, dynamic: bool = False) -> list[dict]
                                "problem needs a hand-written seed")
         mapping.append(kind)
     return mapping
-
-
-def _kernel_configs(code: str) -> dict:
-    """Each kernel's heuristic object, built by running its source as Inductor's async_compile would."""
-    from core import pyast
-    from seeds.inductor.convert import kernel_sources
-
-    kernels = {}
-    with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as folder:
-        for index, (name, source) in enumerate(kernel_sources(pyast.parse(code))):
-            path = Path(folder) / f"inductor_kernel_{index}.py"  # @triton.jit reads its source from a file
-            path.write_text(source)
-            loader = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(loader)
-            loader.loader.exec_module(module)  # trusted: Inductor's own output
-            kernels[name] = getattr(module, name)
-    return kernels
-
-
-def _picked_config(name: str) -> dict | None:
-    """The configuration Inductor's autotuning kept for kernel `name` in the module it loaded and ran, if any."""
-    from torch._inductor.codecache import PyCodeCache
-
-    for module in reversed(list(getattr(PyCodeCache, "modules", []))):
-        launchers = getattr(getattr(module, name, None), "launchers", None)
-        if launchers:
-            return _config_dict(launchers[0].config)
-    return None
-
-
-def _config_dict(config) -> dict:
-    return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
 def flat_options(options: dict, prefix: str = "") -> dict:
@@ -365,9 +332,9 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
         raise RuntimeError("torch.compile generated no code for this problem")
     code = codes[0]
     kernels = {}
-    for name, heuristic in _kernel_configs(code).items():
-        configs = [_config_dict(c) for c in heuristic.configs]
-        picked = _picked_config(name)
+    for name, heuristic in kernel_configs(code).items():
+        configs = [config_dict(c) for c in heuristic.configs]
+        picked = picked_config(name)
         kernels[name] = {"configs": [picked] + [c for c in configs if c != picked] if picked else configs,
                          "autotuned": picked is not None}
     return {"code": code, "args": seen.get("args", []), "kernels": kernels,
