@@ -94,3 +94,20 @@ def test_a_forward_that_draws_random_numbers_spreads_by_its_rounding_only():
         out = model(x)
         spread = perturbed_spread(model, [x])[0]
     assert 0 < float(spread.max()) < 1e-5 * float(out.abs().max())  # masks alike: rounding-sized, not O(1)
+
+
+def test_the_spread_leaves_the_saved_inputs_as_they_were_when_an_output_is_an_input():
+    class PassThrough(nn.Module):  # returns its input itself beside a product: the spread's copies are scrubbed
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.full((4,), 3.0))
+
+        def forward(self, x, index):
+            return x, x * self.scale, index
+
+    x, index = torch.randn(5, 4), torch.arange(5)
+    saved = [x.clone(), index.clone()]
+    spread = perturbed_spread(PassThrough(), [x, index])
+    assert torch.equal(x, saved[0]) and torch.equal(index, saved[1])
+    assert [s.shape for s in spread] == [(5, 4), (5, 4), (5,)] and float(spread[2].max()) == 0.0
+    assert 0 < float(spread[1].max()) < 1e-5  # 16 u of 3 x and of x: rounding-sized

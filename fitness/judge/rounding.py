@@ -13,8 +13,8 @@ and, as a whole, ||out - exact|| <= max_rel_l2 * ||exact|| + K * ||e||: an outpu
 Where an element is the small sum of huge terms that cancel (level3/49: exponentials of cumulative sums, values to
 about 1e18, honest results near 10 off by several per cent), its rounding is not its magnitude class's: the
 allowance per element is K times the larger of its class's rms and its spread, the largest change of the fp32
-reference's own output when its inputs and weights are perturbed by about their rounding (``perturbed_spread``):
-the rounding pattern then changes, so the spread measures each element's own rounding error.
+reference's own output when its inputs and weights are perturbed by 16 times their unit roundoff
+(``perturbed_spread``): the rounding pattern then changes, so the spread measures each element's own rounding error.
 A wrong kernel's error is far above K times the reference's rounding, so it still fails, with the ordinary message.
 K is ``fitness.rounding_allowance`` (null: no second opinion). When the float64 reference cannot be computed (an op
 without float64 support, out of memory) the original failure stands, and its reason says why.
@@ -103,13 +103,13 @@ def perturbed_spread(reference: torch.nn.Module, saved: list, runs: int = PERTUR
             noise = (lambda t: 1 + ulps * torch.finfo(t.dtype).eps / 2 * (2 * torch.rand(
                 t.shape, dtype=t.dtype, device=t.device,
                 generator=generators.setdefault(t.device, torch.Generator(t.device).manual_seed(run))) - 1))
-            inputs = [x.detach() * noise(x) if run and isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                      for x in saved]
+            inputs = [(x.detach() * noise(x) if run and x.is_floating_point() else x.detach().clone())
+                      if isinstance(x, torch.Tensor) else x for x in saved]  # copies: an output may be an input
             with torch.no_grad(), torch.random.fork_rng(devices=cuda):
                 for t, original in zip(weights, originals):
                     t.detach().copy_(original * noise(original) if run else original)
                 outs = [o.detach() for o in as_tensor_list(model(*inputs))]
-            scrub([x for x, given in zip(inputs, saved) if x is not given])
+            scrub([x for x in inputs if isinstance(x, torch.Tensor)])
             if base is None:
                 base, spread = outs, [torch.zeros(o.shape, dtype=torch.float32, device=o.device) for o in outs]
                 continue
