@@ -36,7 +36,9 @@ def template_shapes(graph_module) -> int:
         if meta is None:
             return repr(value) if not isinstance(value, (list, tuple)) else tuple(described(v) for v in value)
         tensor = meta.get("example_value", meta.get("val"))
-        return (tuple(tensor.shape), tuple(tensor.stride()), str(tensor.dtype)) if hasattr(tensor, "stride") else "?"
+        if not hasattr(tensor, "stride"):  # not known: the node itself, so the call counts as distinct
+            return value.name
+        return tuple(tensor.shape), tuple(tensor.stride()), str(tensor.dtype)
 
     return len({(str(getattr(node.target, "__name__", node.target)), described(node.args),
                  described(tuple(sorted(node.kwargs.items())))) for node in _template_nodes(graph_module)})
