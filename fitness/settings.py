@@ -71,8 +71,9 @@ class EvalSettings:
     # reference's output moves far beyond the tolerance: the candidate's output must follow (fitness/judge/coverage.py)
     coverage: bool = True
     # K of the second opinion on a failed comparison (fitness/judge/rounding.py): the output is compared again against
-    # the reference computed in float64, within atol + rtol |exact| + K x the rms of the fp32 reference's own rounding
-    # error (an exact rewrite of a long cancelling sum differs from the fp32 reference by its rounding); null: none
+    # the reference computed in float64, within atol + rtol |exact| + K x the fp32 reference's own rounding error
+    # (the rms among elements of about the same magnitude, or each element's spread when the reference's inputs and
+    # weights are perturbed by 16 u: an exact rewrite of a long cancelling sum differs from it by that); null: none
     rounding_allowance: Optional[float] = 8.0
     trace_torch_ops: bool = True  # dispatch-mode trace of forward's aten ops on the first trial
     plausibility: bool = True  # reject times below plausibility_margin x the data floor (fitness/problems/speed_of_light.py)
