@@ -29,6 +29,27 @@ def test_dependence_finds_the_input_the_reference_ignores():
     assert gemm.inputs == (True,) and gemm.ignored_parameters == ()
 
 
+def test_the_dependence_is_decided_once_per_problem_text_whatever_the_sizes(tmp_path, monkeypatch):
+    # a GPU run decides it for its problem and again for its check at other sizes, at the same test sizes: level3/38's
+    # LSTM took 40 s a time on this CPU
+    import shutil
+
+    import fitness.problems.dependence as dependence
+
+    decided = []
+    monkeypatch.setattr(dependence, "find_dependence",
+                        lambda small, names: decided.append(names) or dependence.Dependence((True, False), (), names))
+    problem = tmp_path / "row_mean_copy.py"
+    shutil.copy(ROW_MEAN, problem)
+    first = dependence_of(resolve_problem(str(problem)), ("x", "unused"))
+    other_sizes = dependence_of(resolve_problem(str(problem), sizes={"rows": 24}), ("x", "unused"))
+    assert other_sizes is first and decided == [("x", "unused")]
+    dependence_of(resolve_problem(str(problem)), ("x",))  # other names: decided again
+    problem.write_text(problem.read_text() + "\n# edited\n")  # another text: decided again
+    dependence_of(resolve_problem(str(problem)), ("x", "unused"))
+    assert decided == [("x", "unused"), ("x",), ("x", "unused")]
+
+
 def test_the_data_floor_counts_only_what_the_output_depends_on():
     spec = resolve_problem(ROW_MEAN)
     cost = measure_cost(load_problem(spec), dependence_of(spec))

@@ -324,3 +324,17 @@ def test_a_run_that_did_not_complete_starts_none_of_its_queued_evaluations_on_cl
     assert futures[0].result()[1].status == "ok"
     assert started == ([f"x = {i}" for i in range(4)] if completed else ["x = 0"])
     assert all(f.cancelled() for f in futures[1:]) != completed
+
+
+def test_a_slow_evaluator_start_says_where_its_time_went(caplog):
+    # on 2 x H200 level3/37's evaluation service took 185 s before its search, with nothing in its log to say why
+    import logging
+
+    from evo.service.evaluation import SLOW_START_S, said_if_slow
+
+    with caplog.at_level(logging.INFO, logger="kernelevo.evo.service.evaluation"):
+        said_if_slow("cuda:0", 1.0, SLOW_START_S / 2)
+        assert caplog.text == ""
+        said_if_slow("cuda:1", 12.25, 16.5)
+    assert "evaluator on cuda:1 started in 28.8 s: sandbox 12.2 s, the problem's cost model and input dependence " \
+           "16.5 s" in caplog.text

@@ -278,6 +278,18 @@ class LocalEvaluators:
             raise
 
 
+SLOW_START_S = 10.0  # an evaluator that took longer than this to start says where the time went
+
+
+def said_if_slow(device: str, sandbox_s: float, evaluator_s: float) -> None:
+    """A log line when an evaluator's start took more than SLOW_START_S: its sandbox's lease (a fork server started
+    or reused) and the evaluator itself (the problem's cost model on the meta device and which inputs the output
+    depends on, decided on the CPU). On 2 x H200 level3/37's evaluation service took 185 s, not accounted for."""
+    if sandbox_s + evaluator_s > SLOW_START_S:
+        log.info(f"evaluator on {device} started in {sandbox_s + evaluator_s:.1f} s: sandbox {sandbox_s:.1f} s, "
+                 f"the problem's cost model and input dependence {evaluator_s:.1f} s")
+
+
 def leased_evaluators(parts, devices: list[str], baselines: BaselineSlot | None = None) -> tuple[list, list[Lease]]:
     """A ``LocalEvaluator`` of the run's fitness parts per device, each running its jobs in a sandbox leased from
     the process's pool (a warm fork server when an earlier run of this process gave an equal one back), and the
@@ -285,9 +297,12 @@ def leased_evaluators(parts, devices: list[str], baselines: BaselineSlot | None 
     evaluators, leases = [], []
     try:
         for device in devices:
+            start = time.perf_counter()
             leases.append(SANDBOXES.lease(device, **sandbox_options(parts.settings, parts.profile, device)))
+            leased = time.perf_counter()
             evaluators.append(LocalEvaluator(parts.problem, parts.policy, parts.profile, parts.settings,
                                              device=device, baseline_slot=baselines, sandbox=leases[-1].sandbox))
+            said_if_slow(device, leased - start, time.perf_counter() - leased)
     except BaseException:
         for lease in leases:
             lease.end(keep=False)

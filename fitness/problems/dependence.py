@@ -12,6 +12,7 @@ still counts, which only raises the floor.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -108,18 +109,31 @@ def small_spec(spec: ProblemSpec) -> ProblemSpec:
                            size_preset="test")
 
 
+_DECIDED: dict = {}  # (the test-size problem's file, text and sizes, forward's names) -> its Dependence, per process
+
+
 def dependence_of(spec: ProblemSpec, names: tuple = ()) -> Dependence:
     """``find_dependence`` at the test sizes of `spec`; where the reference cannot be run there, every tensor counts
-    (the note says why)."""
+    (the note says why). Decided once per process for a problem file's text at its test sizes, whatever sizes `spec`
+    has: a run's check at other sizes asks again for the same (level3/38's six-layer LSTM took 40 s on this CPU)."""
     from fitness.problems.sizes import largest_tensor
 
+    key = None
     try:
-        small = load_problem(small_spec(spec))
+        test_sizes = small_spec(spec)
+        key = (test_sizes.path, Path(test_sizes.path).read_text(), repr(sorted(test_sizes.sizes.items())), names)
+        if key in _DECIDED:
+            return _DECIDED[key]
+        small = load_problem(test_sizes)
         largest = largest_tensor(small)
         if largest > MAX_ELEMENTS:  # a shape the shrink rule cannot change (a tuple): too large for the CPU here
-            return Dependence((), (), names, f"not decided: at its smallest sizes a tensor has {largest:,} elements "
-                                             f"(over {MAX_ELEMENTS:,}); every tensor counts")
-        return find_dependence(small, names)
+            decided = Dependence((), (), names, f"not decided: at its smallest sizes a tensor has {largest:,} "
+                                                f"elements (over {MAX_ELEMENTS:,}); every tensor counts")
+        else:
+            decided = find_dependence(small, names)
     except Exception as exc:  # noqa: BLE001 - a reference the CPU cannot run at small size: no refinement
-        return Dependence((), (), names, f"not decided ({type(exc).__name__}: {str(exc)[:160]}): every tensor "
-                                         f"counts")
+        decided = Dependence((), (), names, f"not decided ({type(exc).__name__}: {str(exc)[:160]}): every tensor "
+                                            f"counts")
+    if key is not None:
+        _DECIDED[key] = decided
+    return decided
