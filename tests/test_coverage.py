@@ -30,8 +30,8 @@ def test_dependence_finds_the_input_the_reference_ignores():
 
 
 def test_the_dependence_is_decided_once_per_problem_text_whatever_the_sizes(tmp_path, monkeypatch):
-    # a GPU run decides it for its problem and again for its check at other sizes, at the same test sizes: level3/38's
-    # LSTM took 40 s a time on this CPU
+    # a GPU run decides it for its problem and again for its check at other sizes, at the same test sizes (slow for
+    # a many-step LSTM)
     import shutil
 
     import fitness.problems.dependence as dependence

@@ -115,7 +115,7 @@ _DECIDED: dict = {}  # (the test-size problem's file, text and sizes, forward's 
 def dependence_of(spec: ProblemSpec, names: tuple = ()) -> Dependence:
     """``find_dependence`` at the test sizes of `spec`; where the reference cannot be run there, every tensor counts
     (the note says why). Decided once per process for a problem file's text at its test sizes, whatever sizes `spec`
-    has: a run's check at other sizes asks again for the same (level3/38's six-layer LSTM took 40 s on this CPU)."""
+    has: a run's check at other sizes asks again for the same, and a many-step LSTM's takes long on the CPU."""
     from fitness.problems.sizes import largest_tensor
 
     key = None
