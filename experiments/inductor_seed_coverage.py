@@ -46,7 +46,10 @@ def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only
     from seeds.inductor import inductor_seed, library_calls, policy_options
     from seeds.inductor.convert import SeedError
 
-    spec = shrunk_spec(path, cap) if device == "cpu" else resolve_problem(path)
+    try:
+        spec = shrunk_spec(path, cap) if device == "cpu" else resolve_problem(path)
+    except Exception as exc:  # noqa: BLE001 - a problem that does not load (a missing module) is a row, not a crash
+        return {"problem": path, "sizes": {}, "seed": "none", "why": f"the problem did not load: {exc}"[:300]}
     row, started = {"problem": path, "sizes": spec.sizes}, time.time()
     profile = load_profile("cpu_interpreter") if device == "cpu" else resolve_profile("auto")
     try:
