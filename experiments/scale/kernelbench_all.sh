@@ -6,7 +6,7 @@
 # the bench runs from a copy of the tree in /tmp/kb_all, its bench directory is /tmp/kb_all/bench.
 #   run(kind=nvidia-h100-x4, carry=[.whl-core, .scratch], command="bash experiments/scale/kernelbench_all.sh start 120")
 #   run(command="bash experiments/scale/kernelbench_all.sh wait 540")      # within 30 s of the last call's end
-#   run(command="bash experiments/scale/kernelbench_all.sh stop")
+#   run(command="bash experiments/scale/kernelbench_all.sh stop [S]")     # S: seconds to wait for it (240)
 # Order: experiments/scale/kernelbench_order.py (each level shuffled, interleaved by size), so a bench cut short has
 # done a random sample of every level; LIST=FILE (a path in the tree) takes that list instead (e.g. the problems a first
 # part left). Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides; the first part ran
@@ -53,8 +53,12 @@ case ${1:?start, wait or stop} in
     sleep ${2:?seconds}; report; tar czf $OUT/rows.tgz -C $W/bench rows 2>/dev/null ;;
   stop)
     pid=$(cat $W/pid); kill -INT $pid
-    for _ in $(seq 240); do kill -0 $pid 2>/dev/null || break; sleep 1; done  # its searches stop, their rows written
-    kill -0 $pid 2>/dev/null && echo "the bench is still stopping: rows written from now on are not in the table"
+    for _ in $(seq ${2:-240}); do kill -0 $pid 2>/dev/null || break; sleep 1; done  # searches stop, rows written
+    if kill -0 $pid 2>/dev/null; then  # what is still running goes, so that what follows has quiet GPUs
+      echo "the bench was still stopping after ${2:-240} s: killed; problems without a row are resumable"
+      pkill -KILL -s $pid; sleep 2
+      nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -KILL; sleep 2
+    fi
     pkill -f "nvidia-smi --query-gpu" ; cd $W/tree && source experiments/scale/device_env.sh .whl-core
     echo "stopped $(date -u +%FT%TZ)" >> $W/machine.txt
     python3 -m kernelevo.cli table bench_dirs=[$W/bench] out=$W/bench/table > $W/table.log 2>&1; tail -3 $W/table.log
