@@ -41,6 +41,7 @@ def shrunk_spec(path: str, cap: int):
 def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only: bool) -> dict:
     from fitness.evaluation.evaluator import EvalSettings, Evaluator
     from fitness.comparison.policy import load_policy
+    from fitness.judge.static_check import check_source
     from fitness.problems.problem import resolve_problem
     from hardware_profiles import load_profile, resolve_profile
     from seeds.inductor import inductor_seed, library_calls, policy_options
@@ -60,6 +61,9 @@ def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only
         return {**row, "seed": "none", "why": f"converter failed: {type(exc).__name__}: {exc}"[:300],
                 "convert_s": time.time() - started}
     row.update(seed="converted", library=library_calls(source), convert_s=time.time() - started, policy=policy)
+    refused = [str(finding) for finding in check_source(source)]  # what the judge would refuse before running it
+    if refused:
+        return {**row, "seed": "refused", "why": "static check: " + "; ".join(refused)[:280]}
     if capture_only:
         return row
     with Evaluator(spec, load_policy(policy), profile, EvalSettings(trials=3), device=device) as evaluator:

@@ -80,3 +80,36 @@ def test_getattr_with_a_constant_name_and_a_default_is_plain_attribute_access():
 def test_syntax_errors_raise():
     with pytest.raises(SyntaxError):
         check_source("def (")
+
+
+NUMPY_IN_INIT = """import collections.abc
+import numpy as np
+import torch
+
+
+def to_2tuple(x):
+    return tuple(x) if isinstance(x, collections.abc.Iterable) else (x, x)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.log2(torch.arange(4.0) + 1.0) / np.log2(8))
+"""
+
+
+def test_a_references_construction_code_may_use_numpy_and_collections_but_nothing_forward_runs_may():
+    """level3/29 and 30 (Swin) had no kernel on 4 x H200: their seeds carry the reference's classes, whose imports
+    (collections.abc, numpy for a constant while building a buffer) the check refused."""
+    assert findings(NUMPY_IN_INIT) == []
+    in_forward = NUMPY_IN_INIT + ("\n    def forward(self, x):\n"
+                                  "        return torch.from_numpy(np.cos(x.cpu().numpy()))\n")
+    assert findings(in_forward) == [
+        "line 16: 'numpy.cos' outside __init__ is not allowed (numpy computes on the host: only building the module "
+        "may use it)"]
+    kept = NUMPY_IN_INIT + "        self.np = np\n        f = lambda v: np.cos(v)\n"
+    assert findings(kept) == [
+        "line 14: the module 'numpy' itself as a value is not allowed (it would reach forward)",
+        "line 15: 'numpy.cos' outside __init__ is not allowed (numpy computes on the host: only building the module "
+        "may use it)"]
+    assert "outside __init__" in " ".join(findings("from numpy import cos\ny = cos(1.0)"))

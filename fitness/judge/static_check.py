@@ -14,10 +14,14 @@ from core import pyast
 
 ALLOWED_IMPORTS = {
     "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "triton", "triton.language", "math", "typing",
-    "functools", "itertools", "dataclasses", "__future__", "numbers",
+    "functools", "itertools", "dataclasses", "__future__", "numbers", "collections", "collections.abc",
     "torch._inductor.runtime.triton_helpers",  # Inductor's @triton.jit helpers, used by seeds taken from Inductor
 }
 INDUCTOR_HELPERS = "torch._inductor.runtime.triton_helpers"  # its public names count as public
+# Modules a candidate may use only while its module is built (inside __init__), never in what forward runs: the
+# reference's own construction code comes with a seed (level3/30_SwinTransformerV2 builds a buffer with np.log2),
+# but numpy in forward would compute on the host, outside the policy's kernels.
+CONSTRUCTION_ONLY = {"numpy"}
 ALLOWED_IMPORT_PREFIXES = ("triton.language.", "torch.nn.")
 
 IMPORT_REASONS = {
@@ -89,6 +93,7 @@ class _Checker(ast.NodeVisitor):
     def __init__(self):
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> module path it refers to
+        self.functions: list[str] = []  # the names of the functions the visited node is in, innermost last
 
     def report(self, node, message: str) -> None:
         self.findings.append(Finding(getattr(node, "lineno", 0), message))
@@ -96,6 +101,8 @@ class _Checker(ast.NodeVisitor):
     # imports -------------------------------------------------------------------------------------------------
     def _check_module(self, node, module: str) -> bool:
         if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES):
+            return True
+        if module.split(".")[0] in CONSTRUCTION_ONLY:  # its uses are checked where they are (_check_construction)
             return True
         root = module.split(".")[0]
         reason = IMPORT_REASONS.get(root, "only torch, triton and math are allowed")
@@ -158,6 +165,29 @@ class _Checker(ast.NodeVisitor):
                                   f"({IMPORT_REASONS[part]})")
                 return
 
+    def visit_FunctionDef(self, node):
+        self.functions.append(node.name)
+        self.generic_visit(node)
+        self.functions.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        self.functions.append("<lambda>")
+        self.generic_visit(node)
+        self.functions.pop()
+
+    def _check_construction(self, node, dotted: str | None, bare: bool) -> None:
+        """A construction-only module (CONSTRUCTION_ONLY) used outside an __init__, or passed around itself."""
+        root = (dotted or "").split(".")[0]
+        if root not in CONSTRUCTION_ONLY:
+            return
+        if self.functions[-1:] != ["__init__"]:
+            self.report(node, f"'{dotted}' outside __init__ is not allowed ({root} computes on the host: only "
+                              f"building the module may use it)")
+        elif bare and dotted == root:
+            self.report(node, f"the module '{root}' itself as a value is not allowed (it would reach forward)")
+
     def visit_Attribute(self, node):
         self._check_chain(node)
         if node.attr in FRAME_ATTRIBUTES:
@@ -167,6 +197,7 @@ class _Checker(ast.NodeVisitor):
         dotted, before = self._dotted(node), len(self.findings)
         if dotted is not None:
             self._check_api(node, dotted)
+            self._check_construction(node, dotted, bare=False)
         if node.attr in FORBIDDEN_ATTRIBUTES and len(self.findings) == before:  # one finding per construct
             self.report(node, f"'.{node.attr}' is not allowed ({FORBIDDEN_ATTRIBUTES[node.attr]})")
         if dotted is None:  # a resolved chain was checked whole; do not re-check its prefixes
@@ -175,6 +206,7 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node):
         if node.id in ("__builtins__", "__loader__", "__spec__"):
             self.report(node, f"'{node.id}' is not allowed (introspection)")
+        self._check_construction(node, self.aliases.get(node.id), bare=True)
 
     def visit_Call(self, node):
         if self._plain_getattr(node):
