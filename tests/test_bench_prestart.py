@@ -43,7 +43,7 @@ def fake_bench(monkeypatch, events, gpus, interrupt_after=None):
     """launch/finish replaced by fakes recording their order; `interrupt_after`: finish of that task interrupts."""
     monkeypatch.setattr(bench, "visible_gpus", lambda: gpus)
 
-    def launch(task, bench_dir, gpu, searches, gated=False):
+    def launch(task, bench_dir, gpu, searches, gated=False, threads=None):
         events.append(("launch", task.name, gated))
         gate = Path(bench_dir) / bench.GATES / task.slug if gated else None
         return bench.Launched(FakeProc(task.name, events), time.time(), Path(bench_dir) / "log", gate)

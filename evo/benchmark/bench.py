@@ -206,15 +206,26 @@ class Launched:
             self.started = time.time()
 
 
-def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False) \
-        -> Launched | None:
+def cpu_threads(searches_at_once: int) -> int:
+    """CPU threads for each of `searches_at_once` problem processes sharing this host's cores. torch's default is
+    every core in every process: 15 problems on 4 x H200's 64 cores kept evaluators from starting for 1,402 s,
+    their CPU work (which inputs the output depends on) crawling through threads waiting on each other
+    (``experiments/results/kernelbench_part7/``)."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, searches_at_once))
+
+
+def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False,
+           threads: int | None = None) -> Launched | None:
     """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
-    touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``. None when the bench was interrupted
+    touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``; `threads`: its CPU threads
+    (``OMP_NUM_THREADS``, unless set already in the bench's environment). None when the bench was interrupted
     first."""
     run_dir = bench_dir / RUNS / task.slug
     log = bench_dir / LOGS / f"{task.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = lifeline_env()
+    if threads is not None:
+        env.setdefault("OMP_NUM_THREADS", str(threads))
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     gate = bench_dir / GATES / task.slug if gated else None
@@ -302,8 +313,9 @@ class LocalBackend:
     def describe(self) -> str:
         gpus = visible_gpus()
         ahead = ", the next problem prestarted" if self.prestart else ""
+        threads = os.environ.get("OMP_NUM_THREADS") or cpu_threads(len(gpus or [None]) * self.per_gpu)
         return (f"local: {len(gpus)} GPU(s) x {self.per_gpu}{ahead}" if gpus
-                else f"local: CPU interpreter x {self.per_gpu}")
+                else f"local: CPU interpreter x {self.per_gpu}") + f"; {threads} CPU thread(s) each"
 
     def run(self, tasks: list[BenchTask], bench_dir: Path, done) -> None:
         """Run every task; `done(task, row)` as each finishes (from a worker thread). Ctrl-C: no task starts after
@@ -311,6 +323,7 @@ class LocalBackend:
         for, then KeyboardInterrupt again; a prestarted one that had not begun leaves no row (a re-run starts it)."""
         gpus = visible_gpus() or [None]
         slots = [g for g in gpus for _ in range(self.per_gpu)]
+        threads = cpu_threads(len(slots))
         queue = list(tasks)
         searches = Searches()
 
@@ -327,13 +340,14 @@ class LocalBackend:
                     if ahead is not None:
                         (task, launched), ahead = ahead, None
                         launched.open()
-                    elif (task := pop()) is None or (launched := launch(task, bench_dir, gpu, searches)) is None:
+                    elif (task := pop()) is None or \
+                            (launched := launch(task, bench_dir, gpu, searches, threads=threads)) is None:
                         return
                     # prestarted only while the queue holds a task for every slot: at the tail, a task waiting
                     # behind one slot's search would leave another slot idle
                     if self.prestart and gpu is not None and len(queue) >= len(slots) \
                             and (following := pop()) is not None:
-                        started = launch(following, bench_dir, gpu, searches, gated=True)
+                        started = launch(following, bench_dir, gpu, searches, gated=True, threads=threads)
                         ahead = (following, started) if started is not None else None
                     row = finish(task, launched, bench_dir, gpu, self.timeout_s, searches)
                     done(task, row)
