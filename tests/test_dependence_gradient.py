@@ -27,11 +27,12 @@ class Model(nn.Module):
     def forward(self, x, idx, ignored):
         CALLS[0] += 1
         x = x.relu_() if INPLACE else x
+        x = torch.from_numpy(x.numpy()) if UNGRADABLE else x  # no gradient through numpy: autograd raises
         h = self.layers(x)
         return h + torch.relu(h * 0.01 + self.dead) + idx.float().unsqueeze(1)
 
 
-INPLACE = False
+INPLACE = UNGRADABLE = False
 
 
 def get_inputs():
@@ -43,9 +44,9 @@ def get_init_inputs():
 '''
 
 
-def network(tmp_path, inplace=False):
+def network(tmp_path, inplace=False, ungradable=False):
     path = tmp_path / "network.py"
-    path.write_text(NETWORK.replace("INPLACE = False", f"INPLACE = {inplace}"))
+    path.write_text(NETWORK.replace("INPLACE = UNGRADABLE = False", f"INPLACE, UNGRADABLE = {inplace}, {ungradable}"))
     return load_problem(resolve_problem(str(path)))
 
 
@@ -55,26 +56,30 @@ def decided(loaded, gradient):
     return dependence, loaded.module.CALLS[0]
 
 
-def test_the_gradient_decides_as_the_perturbation_does_with_a_forward_only_for_what_it_cannot_show(tmp_path):
-    loaded = network(tmp_path)
+@pytest.mark.parametrize("inplace", [False, True])
+def test_the_gradient_decides_as_the_perturbation_does_with_a_forward_only_for_what_it_cannot_show(tmp_path, inplace):
+    """In-place operations in the forward (on an input too: level3/26_ShuffleNet's) leave the gradient usable."""
+    loaded = network(tmp_path, inplace)
     by_gradient, forwards = decided(loaded, gradient=True)
     alone, perturbed = decided(loaded, gradient=False)
     assert by_gradient == alone
     assert by_gradient.inputs == (True, True, False) and by_gradient.ignored_inputs == ["ignored"]
     assert by_gradient.ignored_parameters == ("unused.weight", "unused.bias")  # `dead` counts: a big change revives it
     # two reference forwards per draw and the backward's; then a forward each for what no gradient shows: the integer
-    # input, the ignored one, `dead` and the six batch norms' running statistics, then the three still unused
-    assert forwards == 2 * DRAWS + 1 + (3 + 12 + 2) + 3 * (DRAWS - 1)
-    # alone, the perturbation takes a forward for x and each of the 24 linear and batch norm weights and biases too
-    assert perturbed == forwards - 1 + 1 + 24
+    # input, the ignored one, `dead` and the unused layer's two, then the three still unused
+    assert forwards == 2 * DRAWS + 1 + (3 + 2) + 3 * (DRAWS - 1)
+    # alone, the perturbation takes a forward for x, each of the 24 linear and batch norm weights and biases, and the
+    # batch norms' 12 running statistics (their gradient comes through batch norm written out: _StatisticsWritten)
+    assert perturbed == forwards - 1 + 1 + 24 + 12
 
 
 def test_a_forward_autograd_cannot_take_is_decided_by_perturbation_alone(tmp_path):
-    """An in-place operation on an input that needs a gradient raises: the gradient shows nothing."""
-    loaded = network(tmp_path, inplace=True)
+    """A tensor that needs a gradient cannot become numpy's: the gradient shows nothing, after two tries
+    (parameters and buffers, then parameters alone)."""
+    loaded = network(tmp_path, ungradable=True)
     with_gradient, forwards = decided(loaded, gradient=True)
     alone, perturbed = decided(loaded, gradient=False)
-    assert with_gradient == alone and forwards == perturbed + 1
+    assert with_gradient == alone and forwards == perturbed + 2
 
 
 def test_each_problem_process_of_a_bench_gets_its_share_of_the_cores(tmp_path, monkeypatch):
@@ -131,3 +136,20 @@ def test_a_dependence_below_the_outputs_rounding_counts(tmp_path):
     assert alone.inputs == (False,) and alone.ignored_parameters == ("weight",)
     counted = find_dependence(loaded, ("x",))
     assert counted.inputs == (True,) and counted.ignored_parameters == ()
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4, 4)])
+def test_batch_norm_written_out_is_torchs_own(shape):
+    import torch
+    import torch.nn.functional as F
+
+    from fitness.problems.dependence import _StatisticsWritten
+
+    x, mean, var, weight, bias = torch.randn(shape), torch.randn(3), torch.rand(3) + 0.5, torch.randn(3), torch.randn(3)
+    expected = F.batch_norm(x, mean, var, weight, bias, False, 0.1, 1e-3)
+    with _StatisticsWritten():
+        positional = F.batch_norm(x, mean, var, weight, bias, False, 0.1, 1e-3)
+        keywords = F.batch_norm(x, mean, var, weight=weight, bias=bias, eps=1e-3)
+        plain = F.batch_norm(x, mean, var, eps=1e-3)
+    assert torch.allclose(positional, expected, atol=1e-5) and torch.allclose(keywords, expected, atol=1e-5)
+    assert torch.allclose(plain, F.batch_norm(x, mean, var, eps=1e-3), atol=1e-5)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from fitness.comparison.correctness import as_tensor_list, same_bits
 from fitness.problems.problem import LoadedProblem, ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
@@ -75,30 +77,66 @@ def _differs(new: torch.Tensor, old: torch.Tensor, generator: torch.Generator) -
     return new  # an integer input with a single possible value: no change possible
 
 
+class _StatisticsWritten(TorchFunctionMode):
+    """Batch norm in eval mode written out in differentiable operations, so that a gradient reaches its running
+    statistics (torch's own batch norm has no derivative for them)."""
+
+    NAMES = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        given = {**dict(zip(self.NAMES, args)), **(kwargs or {})}
+        if func is not F.batch_norm or given.get("running_mean") is None or given.get("running_var") is None \
+                or given.get("training"):
+            return func(*args, **(kwargs or {}))
+        x, weight, bias = given["input"], given.get("weight"), given.get("bias")
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        y = (x - given["running_mean"].view(shape)) * torch.rsqrt(given["running_var"].view(shape)
+                                                                  + given.get("eps", 1e-5))
+        y = y * weight.view(shape) if weight is not None else y
+        return y + bias.view(shape) if bias is not None else y
+
+
 def by_gradient(model, inputs: list, generator: torch.Generator) -> tuple[set, set]:
-    """(indices of `inputs`, names of parameters) with a nonzero finite gradient of the output's projection on a
-    random direction: the output certainly depends on them. Nothing when autograd cannot take the forward (an
-    operation without a derivative, no floating-point output, a projection that is not finite)."""
+    """(indices of `inputs`, state_dict names) with a nonzero finite gradient of the output's projection on a
+    random direction: the output certainly depends on them. Parameters and floating-point buffers, or where the
+    forward cannot take a gradient for its buffers, parameters alone; nothing when autograd cannot take the forward
+    at all (an operation without a derivative, no floating-point output, a projection that is not finite)."""
+    state = dict(model.named_parameters(remove_duplicate=False))
+    buffers = {name: b for name, b in model.named_buffers(remove_duplicate=False) if b.is_floating_point()}
+    for tensors in ({**state, **buffers}, state):
+        try:
+            return _moved(model, inputs, {n: t for n, t in tensors.items() if t.is_floating_point()}, generator)
+        except Exception:  # noqa: BLE001 - fewer tensors, else the perturbation decides alone
+            continue
+    return set(), set()
+
+
+def _moved(model, inputs: list, tensors: dict, generator: torch.Generator) -> tuple[set, set]:
+    """by_gradient for these `tensors` (parameters and buffers by name); raises when autograd cannot take it. The
+    model's in-place operations (on its inputs too: each is a copy of its leaf) are allowed."""
     leaves = [x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
               for x in inputs]
-    params = {name: p for name, p in model.named_parameters(remove_duplicate=False) if p.is_floating_point()}
-    wanted = [x for x in leaves if isinstance(x, torch.Tensor) and x.requires_grad]
-    wanted += list({id(p): p for p in params.values()}.values())
+    distinct = list({id(t): t for t in tensors.values()}.values())
+    wanted = [x for x in leaves if isinstance(x, torch.Tensor) and x.requires_grad] + distinct
+    was = [t.requires_grad for t in distinct]
+    mutable = torch.autograd.graph.allow_mutation_on_saved_tensors
     try:
-        with torch.enable_grad():
-            outputs = [o for o in as_tensor_list(model(*leaves))
+        with torch.enable_grad(), _StatisticsWritten(), mutable():
+            for t in distinct:
+                t.requires_grad_(True)
+            given = [x.clone() if isinstance(x, torch.Tensor) and x.requires_grad else x for x in leaves]
+            outputs = [o for o in as_tensor_list(model(*given))
                        if isinstance(o, torch.Tensor) and o.is_floating_point() and o.requires_grad]
-            if not outputs or not wanted:
-                return set(), set()
             projection = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype)).sum() for o in outputs)
-            if not torch.isfinite(projection):
+            if not outputs or not torch.isfinite(projection):
                 return set(), set()
             grads = torch.autograd.grad(projection, wanted, allow_unused=True)
-    except Exception:  # noqa: BLE001 - the perturbation decides alone
-        return set(), set()
+    finally:
+        for t, before in zip(distinct, was):
+            t.requires_grad_(before)
     moved = {id(t) for t, g in zip(wanted, grads) if g is not None and bool((torch.isfinite(g) & (g != 0)).any())}
     return ({i for i, x in enumerate(leaves) if id(x) in moved},
-            {name for name, p in params.items() if id(p) in moved})
+            {name for name, t in tensors.items() if id(t) in moved})
 
 
 def find_dependence(problem: LoadedProblem, names: tuple = (), gradient: bool = True) -> Dependence:
