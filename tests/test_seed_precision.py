@@ -7,6 +7,8 @@ import pytest
 
 import evo.service.evaluation
 from conftest import CANDIDATES, FIXTURES, TINY, kernelevo, read_store, run_dir_of
+from evo.benchmark.bench_report import tf32_note
+from evo.reports.outcome import RunOutcome
 from seeds.inductor.cache import CapturedSeeds
 from seeds.inductor.precision import IEEE_NOTE, ieee_dots
 
@@ -41,3 +43,8 @@ def test_a_compiler_seed_incorrect_with_tf32_starts_the_search_with_ieee_fp32_do
     assert operator == "inductor" and status == "ok"
     assert source.startswith(IEEE_NOTE) and "ALLOW_TF32: tl.constexpr = False" in source
     assert "incorrect" in judged  # the TF32 seed itself was judged first
+    # torch.compile's own kernels fail the policy with TF32, and its baseline is timed with TF32: the table says so
+    summary = RunOutcome.read(run_dir)
+    assert summary.baselines_tf32_incorrect == ["compile"]
+    assert tf32_note(summary) == ("torch.compile: Inductor's kernels for it were incorrect with TF32 dot products (as "
+                                  "seeds), yet it is timed with TF32")

@@ -125,9 +125,17 @@ def library_note(s: RunOutcome) -> str:
     return f"best baseline: {library}{over}"
 
 
+def tf32_note(s: RunOutcome) -> str:
+    """Where a compiled baseline's own kernels, judged as seeds, were incorrect with TF32 dot products: the kernel
+    (IEEE fp32 dots) is compared with a baseline timed with TF32 that the policy's tolerance would refuse."""
+    names = ", ".join(LABELS.get(name, name) for name in s.baselines_tf32_incorrect)
+    return (f"{names}: Inductor's kernels for it were incorrect with TF32 dot products (as seeds), yet it is timed "
+            f"with TF32" if names else "")
+
+
 def cells(r: Row) -> list[str]:
     s = r.summary
-    correct = [library_note(s), sizes_note(s)] if r.status == OK else []
+    correct = [library_note(s), tf32_note(s), sizes_note(s)] if r.status == OK else []
     note = "; ".join(filter(None, [*correct, r.reason if r.status != "ok" else s.stop_reason]))
     note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""

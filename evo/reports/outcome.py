@@ -31,6 +31,7 @@ START_UP = "start_up"  # run store meta key: seconds from the process's start to
 SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
 SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
 SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (beside the baselines)
+TF32_INCORRECT = "tf32_incorrect"  # meta: compiled baselines whose own kernels, as seeds, were incorrect with TF32
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -70,6 +71,9 @@ class RunOutcome:
     best_baseline: str = ""
     baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
     baseline_library: dict = field(default_factory=dict)  # compiled baseline -> its library kernels (unknown: absent)
+    # compiled baselines (compile, max_autotune) whose Inductor kernels, judged as seeds, were incorrect with TF32 dot
+    # products (the baseline is timed with TF32; the kernel that passed uses IEEE fp32 dots: evo.runs.seeding)
+    baselines_tf32_incorrect: list = field(default_factory=list)
     sol_fraction: float | None = None  # of the reference algorithm's roofline (fitness.problems.speed_of_light): may pass 1
     floor_fraction: float | None = None  # of the data floor (absent before issue 41: None)
     evaluations: int | None = None  # evaluator calls, repeats included
@@ -224,7 +228,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
         seed_check_s=store.get_meta(SEED_CHECK_S), seed_capture_s=store.get_meta(SEED_CAPTURE_S),
-        seed_cache=store.get_meta(SEED_CACHE) or "",
+        seed_cache=store.get_meta(SEED_CACHE) or "", baselines_tf32_incorrect=store.get_meta(TF32_INCORRECT) or [],
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),

@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S
+from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, TF32_INCORRECT
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.result import EvalResult
@@ -144,6 +144,10 @@ def floor(made: list[Seed], variants: dict | None) -> list[Seed]:
     return made[:1] + [seed for seed in made[1:] if seed.made_by in names]
 
 
+# the compiled baseline whose code a compiler seed is: torch.compile at its defaults, and its max-autotune variant
+BASELINE_OF_SEED = {INDUCTOR: "compile", f"{INDUCTOR}:max_autotune": "max_autotune"}
+
+
 def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]:
     """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
     dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
@@ -157,6 +161,10 @@ def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]
                 for seed, rewrite, bad in zip(seeds, ieee, incorrect)]
     again = [service.submit(r.genome.rendered(), label=f"{r.made_by} (IEEE fp32 dots)") if r is not None else None
              for r in rewrites]
+    failed = [BASELINE_OF_SEED[seed.made_by] for seed, bad in zip(seeds, incorrect) if seed.made_by in BASELINE_OF_SEED
+              and bad]
+    if failed:  # the table says so beside the speed-up over that baseline (timed with TF32)
+        service.store.set_meta(TF32_INCORRECT, failed)
     kept = []
     for seed, rewrite, future in zip(seeds, rewrites, again):
         if future is not None:
