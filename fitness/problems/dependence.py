@@ -9,9 +9,10 @@ when any output element changes. A reference whose output changes between two id
 ``forward``) makes every tensor count. A tensor is counted whole: a part of an input the output ignores (a slice)
 still counts, which only raises the floor.
 
-One backward pass first: every forward argument and parameter with a nonzero gradient of a random projection of the
-output is used (a nonzero derivative means some change of it changes the output), so only the rest (buffers such as
-batch norm's running statistics, integer inputs, tensors whose gradient is zero here) take a forward each. On
+One backward pass first: every forward argument, parameter and floating-point buffer with a nonzero gradient of a
+random projection of the output is used (a nonzero derivative means some change of it changes the output; batch norm
+in eval mode is written out so that its running statistics get one), so only the rest (integer inputs, tensors whose
+gradient is zero here, or every tensor where autograd cannot take the forward) take a forward each. On
 4 x H200, with 15 problems at once, a network's perturbation forward by forward kept its evaluator from starting for
 1,402 s (level3/23; ``experiments/results/kernelbench_part7/``). The gradient also shows a dependence below the
 output's rounding, which no perturbation can: level3/19_MobileNetV1's activations shrink layer by layer until, at
