@@ -6,6 +6,12 @@ process has OMP_NUM_THREADS=`--threads` (torch's default: every core). On the CP
 
     .venv/bin/python experiments/diagnostics/dependence_time.py --procs 1,4 --threads 1,2 \\
         ../shared/kernelbench/level3/{19_MobileNetV1,23_EfficientNetB1}.py
+
+`--differences` instead: in this one process, every problem's two decisions compared, and a row for each problem
+whose decision differs (what changed) or that could not be decided, then a count::
+
+    OMP_NUM_THREADS=1 .venv/bin/python experiments/diagnostics/dependence_time.py --differences \\
+        ../shared/kernelbench/level{1,2,3}/*.py
 """
 from __future__ import annotations
 
@@ -36,13 +42,42 @@ def timed(problem: str, gradient: bool, procs: int, threads: int) -> dict:
     return {"s": max(a["s"] for a in answers), "decided": answers[0]["decided"]}
 
 
+def differences(problems: list[str]) -> None:
+    """In this process, each problem's decision by perturbation alone and with the backward pass first."""
+    from fitness.problems.dependence import find_dependence, small_spec
+    from fitness.problems.problem import load_problem, resolve_problem
+
+    print("| problem | counted now, ignored by perturbation alone | ignored now, counted before |")
+    print("|---|---|---|")
+    same = 0
+    for problem in problems:
+        try:
+            loaded = load_problem(small_spec(resolve_problem(problem)))
+            alone, first = (find_dependence(loaded, gradient=gradient) for gradient in (False, True))
+        except Exception as exc:  # noqa: BLE001 - a problem the CPU cannot run at its test sizes is a row
+            print(f"| {problem} | not decided: {type(exc).__name__}: {str(exc)[:100]} | - |", flush=True)
+            continue
+        inputs = [f"input {i}" for i, (a, b) in enumerate(zip(alone.inputs, first.inputs)) if a != b]
+        gained = sorted(set(alone.ignored_parameters) - set(first.ignored_parameters))
+        lost = sorted(set(first.ignored_parameters) - set(alone.ignored_parameters))
+        if not inputs and not gained and not lost:
+            same += 1
+            continue
+        more = f" (+{len(gained) - 6})" if len(gained) > 6 else ""
+        print(f"| {problem} | {', '.join(inputs + gained[:6]) + more} | {', '.join(lost) or '-'} |", flush=True)
+    print(f"\n{same} of {len(problems)} decided the same.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problems", nargs="+")
     parser.add_argument("--procs", default="1")
     parser.add_argument("--threads", default="1")
     parser.add_argument("--out")
+    parser.add_argument("--differences", action="store_true")
     args = parser.parse_args()
+    if args.differences:
+        return differences(args.problems)
     rows = []
     print("| problem | processes | threads | perturbation alone (s) | backward first (s) | same decision |")
     print("|---|---|---|---|---|---|")
