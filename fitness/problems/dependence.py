@@ -16,7 +16,7 @@ gradient is zero here, or every tensor where autograd cannot take the forward) t
 4 x H200, with 15 problems at once, a network's perturbation forward by forward kept its evaluator from starting for
 1,402 s (level3/23; ``experiments/results/kernelbench_part7/``). The gradient also shows a dependence below the
 output's rounding, which no perturbation can: level3/19_MobileNetV1's activations shrink layer by layer until, at
-its test sizes, its input and 42 of its weights change no bit of the output; they count (the floor only rises).
+its test sizes, its input and 47 of its tensors change no bit of the output; they count (the floor only rises).
 """
 from __future__ import annotations
 
