@@ -310,10 +310,14 @@ class LocalBackend:
             raise BenchError(f"bench.backend.per_gpu must be at least 1, got {per_gpu}")
         self.per_gpu, self.timeout_s, self.prestart = per_gpu, timeout_s, prestart
 
+    def slots(self, gpus: list[str]) -> list[str | None]:
+        """The searches at once: `per_gpu` on each of `gpus`, or on the CPU interpreter when there is none."""
+        return [g for g in gpus or [None] for _ in range(self.per_gpu)]
+
     def describe(self) -> str:
         gpus = visible_gpus()
         ahead = ", the next problem prestarted" if self.prestart else ""
-        threads = os.environ.get("OMP_NUM_THREADS") or cpu_threads(len(gpus or [None]) * self.per_gpu)
+        threads = os.environ.get("OMP_NUM_THREADS") or cpu_threads(len(self.slots(gpus)))
         return (f"local: {len(gpus)} GPU(s) x {self.per_gpu}{ahead}" if gpus
                 else f"local: CPU interpreter x {self.per_gpu}") + f"; {threads} CPU thread(s) each"
 
@@ -321,8 +325,7 @@ class LocalBackend:
         """Run every task; `done(task, row)` as each finishes (from a worker thread). Ctrl-C: no task starts after
         it, the running searches (and those prestarted) are interrupted (``evo.benchmark.bench_interrupt``) and waited
         for, then KeyboardInterrupt again; a prestarted one that had not begun leaves no row (a re-run starts it)."""
-        gpus = visible_gpus() or [None]
-        slots = [g for g in gpus for _ in range(self.per_gpu)]
+        slots = self.slots(visible_gpus())
         threads = cpu_threads(len(slots))
         queue = list(tasks)
         searches = Searches()

@@ -100,11 +100,9 @@ class _Checker(ast.NodeVisitor):
 
     # imports -------------------------------------------------------------------------------------------------
     def _check_module(self, node, module: str) -> bool:
-        if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES):
-            return True
-        if module.split(".")[0] in CONSTRUCTION_ONLY:  # its uses are checked where they are (_check_construction)
-            return True
         root = module.split(".")[0]
+        if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES) or root in CONSTRUCTION_ONLY:
+            return True  # a construction-only module's uses are checked where they are (_check_construction)
         reason = IMPORT_REASONS.get(root, "only torch, triton and math are allowed")
         self.report(node, f"import of '{module}' is not allowed ({reason})")
         return False
