@@ -12,9 +12,13 @@
 # part left). Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides; the first part ran
 # PER_GPU=3 PARALLEL=5 TIMEOUT_S=300, and three problems per GPU ran out of memory and stalled level 3
 # (experiments/results/kernelbench_h100x4/): two per GPU and 900 s now, PER_GPU=1 for level 3.
+# Two benches side by side: W=DIR (default /tmp/kb_all) for each and GPUS=a,b (CUDA_VISIBLE_DEVICES) to split the GPUs;
+# give the second its share of the cores (OMP_NUM_THREADS, TORCHINDUCTOR_COMPILE_THREADS), as the bench does its own;
+# stop the second first: a bench still stopping after S seconds has every process on the GPUs killed.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-2}; PARALLEL=${PARALLEL:-7}; TIMEOUT_S=${TIMEOUT_S:-900}
-W=/tmp/kb_all
+W=${W:-/tmp/kb_all}; TAG=${W##*/}  # what comes back to $OUT is named after it
+[ -n "${GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$GPUS
 report() {  # progress: rows by status, the bench log's tail
   python3 - "$W/bench" <<'PY'
 import collections, json, pathlib, sys
@@ -27,9 +31,10 @@ PY
   tail -5 $W/log.txt
 }
 pack() {  # the bench directory (run stores without their pages) in parts of at most 15 MB, and the logs
-  tar czf $OUT/bench.tgz -C $W --exclude='*.html' --exclude='*-shm' --exclude='*-wal' bench order.txt log.txt \
+  tar czf $OUT/$TAG-bench.tgz -C $W --exclude='*.html' --exclude='*-shm' --exclude='*-wal' bench order.txt log.txt \
     machine.txt smi.csv 2>/dev/null
-  [ "$(stat -c %s $OUT/bench.tgz)" -gt 15000000 ] && (cd $OUT && split -b 15000000 -d bench.tgz bench.tgz. && rm bench.tgz)
+  [ "$(stat -c %s $OUT/$TAG-bench.tgz)" -gt 15000000 ] && \
+    (cd $OUT && split -b 15000000 -d $TAG-bench.tgz $TAG-bench.tgz. && rm $TAG-bench.tgz)
   ls -la $OUT
 }
 case ${1:?start, wait or stop} in
@@ -40,17 +45,18 @@ case ${1:?start, wait or stop} in
       python3 experiments/scale/kernelbench_order.py .scratch/kb > $W/order.txt; fi
     { nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; nproc
       python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
-      echo "SEARCH_S=$SEARCH_S PER_GPU=$PER_GPU PARALLEL=$PARALLEL TIMEOUT_S=$TIMEOUT_S started $(date -u +%FT%TZ)"; } \
+      echo "GPUS=${GPUS:-all} SEARCH_S=$SEARCH_S PER_GPU=$PER_GPU PARALLEL=$PARALLEL TIMEOUT_S=$TIMEOUT_S" \
+        "OMP_NUM_THREADS=${OMP_NUM_THREADS:-} started $(date -u +%FT%TZ)"; } \
       > $W/machine.txt
     setsid nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 2000 \
-      > $W/smi.csv 2>&1 < /dev/null &
+      -f $W/smi.csv 2>&1 < /dev/null &
     setsid python3 -m kernelevo.cli bench bench.root=.scratch/kb bench.problems=$W/order.txt bench.dir=$W/bench \
       bench.title=kernelbench-all search.wall_time_s=$SEARCH_S search.generations=1000 search.patience=null \
       parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S > $W/log.txt 2>&1 < /dev/null &
     echo $! > $W/pid
-    cat $W/machine.txt; sleep ${2:-120}; report; cp $W/machine.txt $OUT/ ;;
+    cat $W/machine.txt; sleep ${2:-120}; report; cp $W/machine.txt $OUT/$TAG-machine.txt ;;
   wait)  # the rows so far come back with each call: a call cut short by the session's device time loses nothing
-    sleep ${2:?seconds}; report; tar czf $OUT/rows.tgz -C $W/bench rows 2>/dev/null ;;
+    sleep ${2:?seconds}; report; tar czf $OUT/$TAG-rows.tgz -C $W/bench rows 2>/dev/null ;;
   stop)
     pid=$(cat $W/pid); kill -INT $pid
     for _ in $(seq ${2:-240}); do kill -0 $pid 2>/dev/null || break; sleep 1; done  # searches stop, rows written
@@ -59,7 +65,7 @@ case ${1:?start, wait or stop} in
       pkill -KILL -s $pid; sleep 2
       nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -KILL; sleep 2
     fi
-    pkill -f "nvidia-smi --query-gpu" ; cd $W/tree && source experiments/scale/device_env.sh .whl-core
+    pkill -f "nvidia-smi --query-gpu.*$W" ; cd $W/tree && source experiments/scale/device_env.sh .whl-core
     echo "stopped $(date -u +%FT%TZ)" >> $W/machine.txt
     python3 -m kernelevo.cli table bench_dirs=[$W/bench] out=$W/bench/table > $W/table.log 2>&1; tail -3 $W/table.log
     report; pack ;;
