@@ -87,6 +87,17 @@ def test_nn_sequential_parameters_and_buffers_are_bound_by_their_qualified_names
     assert result.status == "ok", result.reason
 
 
+def test_a_helper_the_module_builds_for_its_submodules_is_kept_and_a_statement_of_sizes_is_not(tmp_path, sandbox):
+    # level3/29-30 (the Swins) on 4 x H200: every evaluation "constructing ModelNew failed: NameError: name
+    # 'to_2tuple' is not defined"; the seed kept the definitions but not the assignment building the helper
+    spec = resolve_problem(str(PROBLEMS / "module_helpers.py"))
+    source = seeds.inductor_seed(spec, "cpu", "cpu_interpreter", tmp_path)
+    assert "\nto_2tuple = _ntuple(2)\n" in source and "input_shape" not in source and "batch_size" not in source
+    with make_evaluator(problem=spec.path, sandbox=sandbox) as ev:
+        result = ev.evaluate(source, label="inductor")
+    assert result.status == "ok", result.reason
+
+
 def test_a_tensor_attribute_forward_assigns_is_bound_and_not_returned_and_forward_keeps_its_defaults(tmp_path, sandbox):
     # level3/33_VanillaRNN: Inductor's graph takes self.hidden (no parameter, buffer or input: the capture refused it)
     # and returns its new value after forward's output, which Dynamo sets on the module; level3/47_NetVlad and

@@ -215,28 +215,36 @@ def _call_function(code_tree: ast.Module) -> ast.FunctionDef:
     return calls[0]
 
 
+def _module_names_read(definition: ast.FunctionDef | ast.ClassDef) -> set[str]:
+    """The names `definition` reads that are not its own (arguments and names it assigns)."""
+    names = [n for n in ast.walk(definition) if isinstance(n, ast.Name)]
+    local = {a.arg for f in ast.walk(definition) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args + f.args.kwonlyargs} | {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    return {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
+
+
 def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
     """The problem's top-level statements but Model and the input functions, and Model itself."""
     tree = pyast.parse(problem_source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise SeedError("the problem file defines no class Model")
-
-    names = [n for n in ast.walk(model) if isinstance(n, ast.Name)]
-    local = {a.arg for f in ast.walk(model) if isinstance(f, ast.FunctionDef) for a in f.args.args} | \
-        {n.id for n in names if isinstance(n.ctx, ast.Store)}
-    read = {n.id for n in names if isinstance(n.ctx, ast.Load)} - local  # the module's names Model reads
-
-    def kept(node) -> bool:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            return True
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id in read:  # a constant Model itself reads (level3/41: batch_size in __init__)
-            return isinstance(node.value, ast.Constant)
-        return isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not model \
-            and node.name not in ("get_inputs", "get_init_inputs")
-
-    return [n for n in tree.body if kept(n)], model
+    definitions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                   and n.name not in ("get_inputs", "get_init_inputs")]
+    read = set().union(*map(_module_names_read, definitions))
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    kept: list[ast.stmt] = []
+    for node in tree.body:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            # a constant the definitions read (level3/41: batch_size in Model's __init__), or a helper built from
+            # other definitions (level3/29-30: to_2tuple = _ntuple(2)), never from a size or a statement using one
+            uses = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            if node.targets[0].id in read and not uses & (assigned - {a.targets[0].id for a in kept
+                                                                      if isinstance(a, ast.Assign)}):
+                kept.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) or (node in definitions and node is not model):
+            kept.append(node)
+    return kept, model
 
 
 def _forward_arguments(model: ast.ClassDef) -> tuple[list[str], str]:
