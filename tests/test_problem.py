@@ -171,3 +171,58 @@ def test_other_sizes_move_the_elements_of_a_list_of_sizes_too(tmp_path):
     other = other_sizes(load_problem(spec))
     assert other.changed["layer_sizes"] == [other_value(v) for v in spec.sizes["layer_sizes"]]
     assert other.changed["input_size"] == other_value(spec.sizes["input_size"]) and other.unchanged == []
+
+
+LSTM = ("import torch\nimport torch.nn as nn\n\n"  # level3/38_LSTMBidirectional's form
+        "class Model(nn.Module):\n    def __init__(self, input_size, hidden_size, num_layers):\n"
+        "        super().__init__()\n"
+        "        self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True, bidirectional=True)\n\n"
+        "    def forward(self, x):\n        out, _ = self.lstm(x)\n        return out\n\n"
+        "batch_size = 10\nsequence_length = 512\ninput_size = 128\nhidden_size = 256\nnum_layers = 6\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, sequence_length, input_size)]\n\n"
+        "def get_init_inputs():\n    return [input_size, hidden_size, num_layers]\n")
+
+
+@pytest.mark.parametrize("layer, batch_first, bidirectional, proj_size, batched, with_state", [
+    ("LSTM", True, True, 0, True, False), ("LSTM", False, False, 3, True, True), ("LSTM", False, True, 0, False, True),
+    ("GRU", True, False, 0, True, True), ("GRU", False, True, 0, False, False), ("RNN", True, True, 0, True, True)])
+def test_a_recurrent_layer_on_the_meta_device_answers_with_the_shapes_its_forward_returns(
+        layer, batch_first, bidirectional, proj_size, batched, with_state):
+    import torch
+
+    from fitness.problems.sizes import recurrent_shapes
+
+    def shapes(result):
+        output, state = result
+        return [output.shape] + [s.shape for s in (state if isinstance(state, tuple) else (state,))]
+
+    with torch.device("meta"):
+        rnn = getattr(torch.nn, layer)(5, 6, num_layers=2, batch_first=batch_first, bidirectional=bidirectional,
+                                       **({"proj_size": proj_size} if proj_size else {}))
+        x = torch.randn(4, 7, 5) if batched else torch.randn(7, 5)
+        expected = shapes(rnn(x))
+        state = None
+        if with_state:
+            (h, *c) = (torch.empty(s) for s in expected[1:])
+            state = (h, *c) if c else h
+        assert shapes(recurrent_shapes(rnn, x, state)) == expected == shapes(rnn(x, state))
+        with pytest.raises(RuntimeError):  # a size the layer was not built for fails as its forward does
+            recurrent_shapes(rnn, torch.randn(4, 7, 3))
+        with pytest.raises(RuntimeError):
+            recurrent_shapes(rnn, x, torch.empty(1, 1, 1) if layer != "LSTM" else (torch.empty(1, 1, 1), None))
+
+
+def test_the_shrink_rule_runs_no_recurrent_layer_step_by_step(tmp_path, monkeypatch):
+    """level3/38 on 4 x H200: its evaluator took 196.5 s to start, the shrink rule's forwards of a 6-layer LSTM of
+    512 steps on the meta device (``experiments/results/kernelbench_part8/``)."""
+    import torch
+
+    from fitness.problems.sizes import largest_tensor
+
+    path = tmp_path / "lstm.py"
+    path.write_text(LSTM)
+    monkeypatch.setattr(torch.nn.LSTM, "forward", lambda *args: pytest.fail("the LSTM ran on the meta device"))
+    problem = load_problem(resolve_problem(str(path), size_preset="full"))
+    assert largest_tensor(problem) == 10 * 512 * 2 * 256  # the output: every step, both directions
+    spec = resolve_problem(str(path), size_preset="test")
+    assert "shrunk for the interpreter" in spec.size_note and 0 < largest_tensor(load_problem(spec)) <= 16384

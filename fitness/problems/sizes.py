@@ -10,7 +10,7 @@ The interpreter runs a kernel thousands of times slower than a GPU: at KernelBen
   those the user set (``problem.sizes.NAME=N``);
 * the bound: the largest tensor among the inputs, the model's parameters and buffers, and the outputs holds at most
   ``MAX_ELEMENTS`` elements (about the bundled problems' test sizes), measured on torch's meta device (nothing is
-  allocated, no kernel runs);
+  allocated, no kernel runs; a recurrent layer answers with its output shapes instead of its steps);
 * while the largest tensor is over the bound, the largest size constant (ties: by name) is halved; one whose halving
   makes the problem fail to build or run on the meta device is halved with one other constant of the same value,
   then with all of them (``bias_shape = (out_channels, 1, 1)``), and else keeps its value and is not tried again.
@@ -25,6 +25,7 @@ time by name).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -81,9 +82,43 @@ def largest_tensor(problem: LoadedProblem, with_outputs: bool = True) -> int:
     model, inputs = meta_build(problem)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.state_dict().values())
     if with_outputs:
+        for layer in model.modules():
+            if isinstance(layer, torch.nn.RNNBase):
+                layer.forward = functools.partial(recurrent_shapes, layer)
         with torch.no_grad():
             tensors += as_tensor_list(model(*inputs))
     return max((t.numel() for t in tensors), default=0)
+
+
+def recurrent_shapes(layer, x, hx=None):
+    """What an ``nn.LSTM``, ``nn.GRU`` or ``nn.RNN`` returns, as empty meta tensors of its output shapes, with the
+    shape checks its forward makes. On the meta device its forward runs every step of every layer operation by
+    operation: the shrink rule's forwards of level3/35-42 took 15.6-39.1 s on one CPU thread, and level3/38's evaluator
+    took 196.5 s to start on 4 x H200 (``experiments/results/kernelbench_part8/shrink_rnn_cpu.md``)."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):  # a PackedSequence: the real forward
+        return type(layer).forward(layer, x, hx)
+    directions, out = 2 if layer.bidirectional else 1, layer.proj_size or layer.hidden_size
+    if x.dim() not in (2, 3) or x.shape[-1] != layer.input_size:
+        raise RuntimeError(f"input of shape {tuple(x.shape)} for a recurrent layer of input_size {layer.input_size}")
+    batched = x.dim() == 3
+    steps = x.shape[1] if batched and layer.batch_first else x.shape[0]
+    batch = (x.shape[0] if layer.batch_first else x.shape[1],) if batched else ()
+    states = {"h": (directions * layer.num_layers, *batch, out),
+              "c": (directions * layer.num_layers, *batch, layer.hidden_size)}
+    given = hx if isinstance(hx, tuple) else (hx,)
+    for name, state in zip("hc", given):
+        if state is not None and tuple(state.shape) != states[name]:
+            raise RuntimeError(f"hidden state of shape {tuple(state.shape)}, expected {states[name]}")
+    output = (*batch, steps, directions * out) if batched and layer.batch_first else (steps, *batch, directions * out)
+
+    def empty(shape):
+        return torch.empty(shape, dtype=x.dtype, device=x.device)
+
+    if isinstance(layer, torch.nn.LSTM):
+        return empty(output), (empty(states["h"]), empty(states["c"]))
+    return empty(output), empty(states["h"])
 
 
 
