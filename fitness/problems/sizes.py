@@ -121,7 +121,6 @@ def recurrent_shapes(layer, x, hx=None):
     return empty(output), empty(states["h"])
 
 
-
 def _slots(module: ModuleType) -> dict:
     """Every size the shrink rule may halve, by slot: the integer constants, and the integer elements of the list
     and tuple constants (level3/1_MLP's ``layer_sizes = [16384, 16384]``, level3/9's ``input_shape``)."""
