@@ -206,9 +206,6 @@ class Launched:
             self.started = time.time()
 
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
-
-
 def cpu_threads(searches_at_once: int) -> int:
     """CPU threads for each of `searches_at_once` problem processes sharing this host's cores. torch's default is
     every core in every process: 15 problems on 4 x H200's 64 cores kept evaluators from starting for 1,402 s,
@@ -221,16 +218,16 @@ def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches
            threads: int | None = None) -> Launched | None:
     """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
     touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``; `threads`: its CPU threads
-    (``OMP_NUM_THREADS``) and Inductor's compile workers (``TORCHINDUCTOR_COMPILE_THREADS``; its default is every
-    core up to 32, in every process), unless set already in the bench's environment. None when the bench was
-    interrupted first."""
+    (``OMP_NUM_THREADS``, unless set already in the bench's environment). Inductor's compile workers keep its
+    default: capped to the same share in ``experiments/results/kernelbench_part8/``, 13 of 14 max-autotune baselines
+    ran out of compile time while the host's load average stayed at 40-53 of its 64 cores (not measured against the
+    default). None when the bench was interrupted first."""
     run_dir = bench_dir / RUNS / task.slug
     log = bench_dir / LOGS / f"{task.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = lifeline_env()
     if threads is not None:
-        for name in THREAD_VARIABLES:
-            env.setdefault(name, str(threads))
+        env.setdefault("OMP_NUM_THREADS", str(threads))
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     gate = bench_dir / GATES / task.slug if gated else None

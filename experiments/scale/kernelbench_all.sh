@@ -13,7 +13,7 @@
 # PER_GPU=3 PARALLEL=5 TIMEOUT_S=300, and three problems per GPU ran out of memory and stalled level 3
 # (experiments/results/kernelbench_h100x4/): two per GPU and 900 s now, PER_GPU=1 for level 3.
 # Two benches side by side: W=DIR (default /tmp/kb_all) for each and GPUS=a,b (CUDA_VISIBLE_DEVICES) to split the GPUs;
-# give the second its share of the cores (OMP_NUM_THREADS, TORCHINDUCTOR_COMPILE_THREADS), as the bench does its own;
+# give the second its share of the cores (OMP_NUM_THREADS), as the bench does its own;
 # stop the second first: a bench still stopping after S seconds has every process on the GPUs killed.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-2}; PARALLEL=${PARALLEL:-7}; TIMEOUT_S=${TIMEOUT_S:-900}
