@@ -126,7 +126,7 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
         if budget_s is not None:  # the search sets its own
             service.cut_at(None)
     if first:  # a resume makes them again from the caches: the first call's figures stand
-        service.store.set_meta(SEED_CHECK_S, round(time.perf_counter() - checking, 2))
+        service.store.set_meta(SEED_CHECK_S, time.perf_counter() - checking)  # unrounded: seed_wall_s subtracts it
         if compiler:
             service.store.set_meta(SEED_CACHE, cache_note(sources.cache))
     if mode == "from_seed":
