@@ -226,3 +226,36 @@ def test_the_shrink_rule_runs_no_recurrent_layer_step_by_step(tmp_path, monkeypa
     assert largest_tensor(problem) == 10 * 512 * 2 * 256  # the output: every step, both directions
     spec = resolve_problem(str(path), size_preset="test")
     assert "shrunk for the interpreter" in spec.size_note and 0 < largest_tensor(load_problem(spec)) <= 16384
+
+
+ITEM = ("import torch\nimport torch.nn as nn\n\n"  # level3/29-30's (the Swins') constructor reads tensor values
+        "class Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        "        rates = [x.item() for x in torch.linspace(0, 0.1, 3)]\n"
+        "        self.layers = nn.ModuleList(nn.Linear(dim, dim) for _ in rates)\n\n"
+        "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n        return x\n\n"
+        "batch_size = 64\ndim = 1024\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
+        "def get_init_inputs():\n    return [dim]\n")
+
+
+def test_a_constructor_reading_tensor_values_is_built_on_the_cpu_and_its_problem_shrinks_and_has_a_cost(tmp_path):
+    from fitness.problems.sizes import MAX_ELEMENTS, largest_tensor
+    from fitness.problems.speed_of_light import measure_cost
+
+    path = tmp_path / "item.py"
+    path.write_text(ITEM)
+    full = load_problem(resolve_problem(str(path), size_preset="full"))
+    assert largest_tensor(full) == 1024 * 1024 and measure_cost(full).flops == 3 * 2 * 64 * 1024 * 1024
+    spec = resolve_problem(str(path), size_preset="test")
+    assert "shrunk for the interpreter" in spec.size_note and largest_tensor(load_problem(spec)) <= MAX_ELEMENTS
+
+
+def test_a_problem_that_cannot_shrink_says_it_is_over_the_interpreters_bound(tmp_path):
+    path = tmp_path / "cube.py"  # every size constant below MIN_SHRINKABLE, its input of 12**4 elements
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x * 2\n\nside = 12\n\n"
+                    "def get_inputs():\n    return [torch.rand(side, side, side, side)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    note = resolve_problem(str(path), size_preset="test").size_note
+    assert "its largest tensor, 20,736 elements, is over the interpreter's bound of 16,384" in note
+    assert "its other sizes are not module-level constants or cannot shrink" in note

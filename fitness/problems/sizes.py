@@ -47,9 +47,10 @@ class Shrunk:
         if self.largest is None:
             return f"not shrunk: {self.why_not}"
         full = ", ".join(f"{k}={v}" for k, v in self.full.items())
+        where = "within" if self.largest <= MAX_ELEMENTS else "over"
         text = (f"shrunk for the interpreter: largest tensor {self.largest:,} elements, bound {MAX_ELEMENTS:,}; "
                 f"the file's sizes: {full}" if full else
-                f"the file's sizes: its largest tensor, {self.largest:,} elements, is within the interpreter's "
+                f"the file's sizes: its largest tensor, {self.largest:,} elements, is {where} the interpreter's "
                 f"bound of {MAX_ELEMENTS:,}")
         return text + (f"; {self.why_not}" if self.why_not else "")
 
@@ -189,8 +190,7 @@ def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
         shrinkable -= {k for k in shrinkable if current[k] < MIN_SHRINKABLE}
     names = sorted({name for (name, index), v in current.items() if v != slots[(name, index)]})
     after = size_constants(module)
-    why_not = "" if largest <= MAX_ELEMENTS else ("over the bound: its other sizes are not module-level "
-                                                  "constants or cannot shrink")
+    why_not = "" if largest <= MAX_ELEMENTS else "its other sizes are not module-level constants or cannot shrink"
     return Shrunk({**fixed, **{k: after[k] for k in names}}, largest, {k: file_values[k] for k in names}, why_not)
 
 

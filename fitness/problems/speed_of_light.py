@@ -55,11 +55,19 @@ class MetaRun:
 
 
 def meta_build(problem: LoadedProblem) -> tuple:
-    """(model, inputs) of the reference on the meta device: shapes without memory, nothing run."""
+    """(model, inputs) of the reference on the meta device: shapes without memory, nothing run. A constructor that
+    reads a tensor's value cannot run there (level3/29-30, the Swins: ``.item()`` of their drop-path rates); such a
+    model is built on the CPU, with its memory, and then moved to the meta device."""
     with torch.device("meta"):
         torch.manual_seed(0)
-        model = problem.Model(*call_get_init_inputs(problem))
+        try:
+            model = problem.Model(*call_get_init_inputs(problem))
+        except Exception:  # noqa: BLE001 - built on the CPU below, where a real error shows as itself
+            model = None
         inputs = call_get_inputs(problem)
+    if model is None:
+        torch.manual_seed(0)
+        model = problem.Model(*call_get_init_inputs(problem)).to("meta")
     return model, [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
