@@ -12,9 +12,10 @@
 # part left). Settings (SEARCH_S, PER_GPU, PARALLEL, TIMEOUT_S) are the command's overrides; the first part ran
 # PER_GPU=3 PARALLEL=5 TIMEOUT_S=300, and three problems per GPU ran out of memory and stalled level 3
 # (experiments/results/kernelbench_h100x4/): two per GPU and 900 s now, PER_GPU=1 for level 3.
-# Two benches side by side: W=DIR (default /tmp/kb_all) for each and GPUS=a,b (CUDA_VISIBLE_DEVICES) to split the GPUs;
-# give the second its share of the cores (OMP_NUM_THREADS), as the bench does its own;
-# stop the second first: a bench still stopping after S seconds has every process on the GPUs killed.
+# `start` and `wait` return early when the bench has ended (finished, or refused its settings: a call that did not
+# carry .scratch). Two benches side by side: W=DIR (default /tmp/kb_all) for each and GPUS=a,b (CUDA_VISIBLE_DEVICES)
+# to split the GPUs; give the second its share of the cores (OMP_NUM_THREADS), as the bench does its own; stop the
+# second first: a bench still stopping after S seconds has every process on the GPUs killed.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-2}; PARALLEL=${PARALLEL:-7}; TIMEOUT_S=${TIMEOUT_S:-900}
 W=${W:-/tmp/kb_all}; TAG=${W##*/}  # what comes back to $OUT is named after it
@@ -29,6 +30,10 @@ for r in rows:
         print(" ", r.get("name"), r.get("status"), str(r.get("reason") or r.get("note") or "")[:160])
 PY
   tail -5 $W/log.txt
+}
+await_bench() {  # up to $1 seconds while the bench runs: one that ended (done, or refused its settings) ends the wait
+  for _ in $(seq $1); do kill -0 "$(cat $W/pid)" 2>/dev/null || { echo "the bench has ended"; tail -3 $W/log.txt; \
+    return; }; sleep 1; done
 }
 pack() {  # the bench directory (run stores without their pages) in parts of at most 15 MB, and the logs
   tar czf $OUT/$TAG-bench.tgz -C $W --exclude='*.html' --exclude='*-shm' --exclude='*-wal' bench order.txt log.txt \
@@ -54,9 +59,9 @@ case ${1:?start, wait or stop} in
       bench.title=kernelbench-all search.wall_time_s=$SEARCH_S search.generations=1000 search.patience=null \
       parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S > $W/log.txt 2>&1 < /dev/null &
     echo $! > $W/pid
-    cat $W/machine.txt; sleep ${2:-120}; report; cp $W/machine.txt $OUT/$TAG-machine.txt ;;
+    cat $W/machine.txt; await_bench ${2:-120}; report; cp $W/machine.txt $OUT/$TAG-machine.txt ;;
   wait)  # the rows so far come back with each call: a call cut short by the session's device time loses nothing
-    sleep ${2:?seconds}; report; tar czf $OUT/$TAG-rows.tgz -C $W/bench rows 2>/dev/null ;;
+    await_bench ${2:?seconds}; report; tar czf $OUT/$TAG-rows.tgz -C $W/bench rows 2>/dev/null ;;
   stop)
     pid=$(cat $W/pid); kill -INT $pid
     for _ in $(seq ${2:-240}); do kill -0 $pid 2>/dev/null || break; sleep 1; done  # searches stop, rows written
