@@ -1,10 +1,11 @@
 """Seeds taken from torch.compile: `problem.seed=inductor`, and the default for a problem that has no seed.
 
 ``inductor_seed`` compiles the problem's Model with torch.compile in a process of its own on the search's device
-(``capture.py``), converts what Inductor wrote into a standalone candidate (``convert.py``), and caches the capture
-per (problem file and sizes, device and hardware profile, torch and triton versions, GEMM templates or library
-calls): a second run, or a resume, does not compile again (the conversion, milliseconds, is redone, so a newer
-converter applies). The seed is also written into the run directory, where a user opens it and sees the kernels.
+(``capture.py``), converts what Inductor wrote into a standalone candidate (``convert.py``; the reference's own parts
+it keeps: ``reference.py``), and caches the capture per (problem file and sizes, device and hardware profile, torch
+and triton versions, GEMM templates or library calls): a second run, or a resume, does not compile again (the
+conversion, milliseconds, is redone, so a newer converter applies). The seed is also written into the run directory,
+where a user opens it and sees the kernels.
 
 Variants (``inductor.variants`` in the run's config: name -> Inductor options such as ``triton.prefer_nd_tiling``)
 are captured in the same process, each compiled once more under its options and cached on its own: where one makes

@@ -12,7 +12,6 @@ problem's nn.LSTM / nn.GRU, swapped at capture) as kernelevo's own Triton RNN (`
 from __future__ import annotations
 
 import ast
-import copy
 import math
 
 from core import pyast
@@ -23,6 +22,7 @@ from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
 from seeds.inductor import randoms, recurrent
+from seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
                                       k_major_loads, template_grid, template_kernel)
 
@@ -215,61 +215,6 @@ def _call_function(code_tree: ast.Module) -> ast.FunctionDef:
     return calls[0]
 
 
-def _module_names_read(definition: ast.FunctionDef | ast.ClassDef) -> set[str]:
-    """The names `definition` reads that are not its own (arguments and names it assigns)."""
-    names = [n for n in ast.walk(definition) if isinstance(n, ast.Name)]
-    local = {a.arg for f in ast.walk(definition) if isinstance(f, ast.FunctionDef)
-             for a in f.args.args + f.args.kwonlyargs} | {n.id for n in names if isinstance(n.ctx, ast.Store)}
-    return {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
-
-
-def _model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
-    """The problem's top-level statements but Model and the input functions, and Model itself."""
-    tree = pyast.parse(problem_source)
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-    if model is None:
-        raise SeedError("the problem file defines no class Model")
-    definitions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
-                   and n.name not in ("get_inputs", "get_init_inputs")]
-    read = set().union(*map(_module_names_read, definitions))
-    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    kept: list[ast.stmt] = []
-    for node in tree.body:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            # a constant the definitions read (level3/41: batch_size in Model's __init__), or a helper built from
-            # other definitions (level3/29-30: to_2tuple = _ntuple(2)), never from a size or a statement using one
-            uses = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-            if node.targets[0].id in read and not uses & (assigned - {a.targets[0].id for a in kept
-                                                                      if isinstance(a, ast.Assign)}):
-                kept.append(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)) or (node in definitions and node is not model):
-            kept.append(node)
-    return kept, model
-
-
-def _forward_arguments(model: ast.ClassDef) -> tuple[list[str], str]:
-    """Model.forward's arguments after self, and its signature as written: with its defaults, so an argument
-    get_inputs() does not give (level3/47_NetVlad's ``mask=None``, level3/48_Mamba2's ``initial_states=None``) is
-    not required of the seed either."""
-    forward = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
-    if forward is None or forward.args.vararg or forward.args.kwonlyargs:
-        raise SeedError("Model.forward must take named positional arguments only for an Inductor seed")
-    arguments = copy.deepcopy(forward.args)
-    for argument in arguments.args:
-        argument.annotation = None  # an annotation may name what the seed does not import (typing's Optional)
-    return [a.arg for a in forward.args.args[1:]], ast.unparse(arguments)
-
-
-def _model_new(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
-    methods = [n for n in model.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")
-               and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    for node in ast.walk(ast.Module(body=methods, type_ignores=[])):
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "super":
-            node.args = []  # super(Model, self) -> super()
-    return ast.ClassDef(name="ModelNew", bases=model.bases, keywords=[], body=[*methods, forward],
-                        decorator_list=[])
-
-
 def bound(arg: dict, inputs: list[str], home: str | None = None) -> str:
     """What forward binds one of Inductor's call() arguments to: a parameter or buffer of the module (by its
     qualified name: ``network.0.weight`` of an ``nn.Sequential`` through ``get_parameter``), an input, or a plain
@@ -345,7 +290,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
                          "meta": meta, **extra}
         functions.append(function)
 
-    header, model = _model_parts(problem_source)
+    header, model = model_parts(problem_source)
     call = _call_function(code_tree)
     unpack = call.body[0]
     arg_names = [ast.unparse(e) for e in unpack.targets[0].elts] if isinstance(unpack, ast.Assign) and \
@@ -353,7 +298,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     if len(arg_names) != len(captured["args"]):
         raise SeedError(f"Inductor's call() takes {len(arg_names)} arguments but {len(captured['args'])} were "
                         f"identified; {OTHER_SEEDS}")
-    inputs, written = _forward_arguments(model)
+    inputs, written = forward_arguments(model)
     args = captured["args"]
     home = next((bound(a, inputs) for a in args if a["kind"] in ("param", "buffer", "input")), None)
     bound_to = {n: bound(a, inputs, home) for n, a in zip(arg_names, args) if a["kind"] != "size"}
@@ -379,7 +324,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         last.value = last.value.elts[0]
     forward = pyast.parse(f"def forward({written}):\n    pass").body[0]
     forward.body = [*pyast.parse("\n".join(bind)).body, *body]
-    model_new = _model_new(model, forward)
+    model_new = model_with(model, forward)
 
     used = ast.unparse(ast.Module(body=[*helpers.values(), *functions], type_ignores=[]))
     imports = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl"]
@@ -409,16 +354,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     parts += [kernel_source(tf32, recurrent.KERNEL_FILE)] if recurrents.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [ast.unparse(model_new)]
-    parts[2] = ast.unparse(ast.Module(body=_used(header, imports, "\n".join(parts[3:])), type_ignores=[]))
+    kept = used_statements(header, imports, "\n".join(parts[3:]))
+    parts[2] = ast.unparse(ast.Module(body=kept, type_ignores=[]))
     return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
 
-
-def _used(header: list[ast.stmt], imports: list[str], rest: str) -> list[ast.stmt]:
-    """The problem's top-level statements the seed keeps: its definitions, and those of its imports that the seed
-    reads (level3/48's `from einops import rearrange`, used by Model.forward only, got the seed rejected by the
-    static check) and that are not among the seed's own `imports`."""
-    body = [n for n in header if not isinstance(n, (ast.Import, ast.ImportFrom))]
-    read = {n.id for n in ast.walk(pyast.parse(rest + "\n" + ast.unparse(ast.Module(body=body, type_ignores=[]))))
-            if isinstance(n, ast.Name)}
-    return [n for n in header if n in body or (ast.unparse(n) not in imports and any(
-        a.name == "*" or (a.asname or a.name.split(".")[0]) in read for a in n.names))]
