@@ -28,15 +28,15 @@ def model_parts(problem_source: str) -> tuple[list[ast.stmt], ast.ClassDef]:
                    and n.name not in ("get_inputs", "get_init_inputs")]
     read = set().union(*map(_module_names_read, definitions))
     assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    kept: list[ast.stmt] = []
+    kept, kept_names = [], set()
     for node in tree.body:  # imports and definitions; not sizes and statements using them (the seed's are baked in)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             # a constant the definitions read (level3/41: batch_size in Model's __init__), or a helper built from
             # other definitions (level3/29-30: to_2tuple = _ntuple(2)), never from a size or a statement using one
             uses = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-            if node.targets[0].id in read and not uses & (assigned - {a.targets[0].id for a in kept
-                                                                      if isinstance(a, ast.Assign)}):
+            if node.targets[0].id in read and not uses & (assigned - kept_names):
                 kept.append(node)
+                kept_names.add(node.targets[0].id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)) or (node in definitions and node is not model):
             kept.append(node)
     return kept, model
@@ -64,7 +64,6 @@ def model_with(model: ast.ClassDef, forward: ast.FunctionDef) -> ast.ClassDef:
             node.args = []  # super(Model, self) -> super()
     return ast.ClassDef(name="ModelNew", bases=model.bases, keywords=[], body=[*methods, forward],
                         decorator_list=[])
-
 
 
 def used_statements(header: list[ast.stmt], imports: list[str], rest: str) -> list[ast.stmt]:
