@@ -7,7 +7,7 @@ device, FLOPs counted), in this process, and the sizes the rule chose. On the CP
     OMP_NUM_THREADS=1 .venv/bin/python experiments/diagnostics/shrink_time.py \\
         ../shared/kernelbench/level3/{35,36,37,38,39,40,41,42}_*.py
 
-Run from another checkout (``PYTHONPATH=THAT_TREE``) to time that tree's code.
+Another tree's copy of this script times that tree's code.
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
-sys.path.insert(0, os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or os.getcwd())
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the tree this copy is in, as the other scripts do
 
 
 def main() -> None:
