@@ -16,7 +16,7 @@ from conftest import PROBLEMS, make_evaluator
 from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
 from seeds.inductor.convert import convert
-from seeds.inductor.decompositions import avg_pool, capture_decompositions, slow_paths
+from seeds.inductor.decompositions import MIN_PART, avg_pool, capture_decompositions, slow_paths, split_sum
 
 # input shape, kernel, stride, padding: every window over 25 elements and not its stride
 POOLS = {
@@ -106,3 +106,46 @@ def test_level1_46s_pooling_and_level3_32s_encoder_layer_get_a_seed_the_evaluato
     with make_evaluator(problem=spec.path, policy="kernelbench", sandbox=sandbox, trials=2) as ev:
         result = ev.correctness(source, label="inductor")  # its trials and guards: nothing here is timed
     assert result.status == "ok", result.reason
+
+
+SPLIT = {"decompositions": {"split_outer_reductions": 4}}  # conf/inductor/variants.yaml's split_reductions
+
+
+@pytest.mark.parametrize("length", [1024, 1031])  # a multiple of the parts, and one padded to the next
+def test_a_split_outer_sum_or_mean_is_the_reductions_result_at_any_length(length):
+    torch.manual_seed(0)
+    x = torch.randn(3, length, 5, dtype=torch.float64)
+    for mean, reduce in ((False, torch.sum), (True, torch.mean)):
+        for keepdim in (False, True):
+            got = split_sum(x, [1], keepdim, parts=4, mean=mean)
+            torch.testing.assert_close(got, reduce(x, 1, keepdim=keepdim), rtol=1e-12, atol=1e-12)
+    half = split_sum(x.half(), [-2], parts=4, mean=True)  # partial sums in fp32, the result in the input's dtype
+    assert half.dtype == torch.float16
+    torch.testing.assert_close(half.double(), x.half().double().mean(1), rtol=1e-3, atol=1e-3)
+
+
+def test_reductions_a_split_would_not_help_are_left_to_inductor():
+    x = torch.randn(2, 1024, 6)
+    assert split_sum(x, [2], parts=4) is NotImplemented  # the innermost dimension (stride 1)
+    assert split_sum(x[:, :1000], [1], parts=4) is NotImplemented  # under MIN_PART per part
+    assert split_sum(x, [0, 1], parts=4) is NotImplemented  # more than one dimension
+    assert split_sum(x.long(), [1], parts=4) is NotImplemented  # not floating point
+    assert split_sum(x, [1], parts=4, mean=True) is not NotImplemented and MIN_PART * 4 <= 1024
+    assert capture_decompositions(split_outer_reductions=4)[torch.ops.aten.mean.dim].func is split_sum
+    assert torch.ops.aten.mean.dim not in capture_decompositions()  # the variant's only
+
+
+def test_the_split_reductions_variant_is_a_seed_of_two_kernels_correct_at_other_sizes(sandbox):
+    # level1/48's shape, small: a reduction over the middle dimension
+    sizes = {"batch_size": 2, "dim1": 1024, "dim2": 300}
+    spec = resolve_problem("sum_reduction", sizes=sizes)
+    got = seeds.capture_variants(spec, "cpu", variants={"default": {}, "split": SPLIT}, dynamic=True)
+    assert got["default"]["dynamic"] and got["split"]["dynamic"]
+    # one kernel more: the parts' partial sums, then their sum (Inductor splits a small output itself: one kernel
+    # when its output is at least 64 per SM, here per core)
+    assert len(got["split"]["kernels"]) == len(got["default"]["kernels"]) + 1
+    source = convert(got["split"], open(spec.path).read(), spec.name)
+    for at in (sizes, {"batch_size": 3, "dim1": 1029, "dim2": 7}):  # 1029: the zero padding's masked loads
+        with make_evaluator(problem="sum_reduction", sizes=at, sandbox=sandbox, trials=2) as ev:
+            result = ev.correctness(source, label="inductor:split_reductions")
+        assert result.status == "ok", (at, result.reason)

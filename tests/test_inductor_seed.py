@@ -315,7 +315,7 @@ def test_a_capture_not_kept_says_why_and_how_long_it_took(monkeypatch):
     capture = importlib.import_module("seeds.inductor.capture")
     attempts = []
 
-    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None, autotune_up_to=None):
+    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None, autotune_up_to=None, decompositions=None):
         attempts.append(dynamic)
         if dynamic:
             raise RuntimeError("a size Dynamo cannot keep symbolic\nmore lines")

@@ -15,7 +15,8 @@
 # `start` and `wait` return early when the bench has ended (finished, or refused its settings: a call that did not
 # carry .scratch). Two benches side by side: W=DIR (default /tmp/kb_all) for each and GPUS=a,b (CUDA_VISIBLE_DEVICES)
 # to split the GPUs; give the second its share of the cores (OMP_NUM_THREADS), as the bench does its own; stop the
-# second first: a bench still stopping after S seconds has every process on the GPUs killed.
+# second first: a bench still stopping after S seconds has every process on the GPUs killed. EXTRA="a=b c=d": more
+# overrides of the bench's command (e.g. fitness.baseline_compile_timeout_s=480), written into machine.txt.
 set -uo pipefail
 SEARCH_S=${SEARCH_S:-15}; PER_GPU=${PER_GPU:-2}; PARALLEL=${PARALLEL:-7}; TIMEOUT_S=${TIMEOUT_S:-900}
 W=${W:-/tmp/kb_all}; TAG=${W##*/}  # what comes back to $OUT is named after it
@@ -51,13 +52,14 @@ case ${1:?start, wait or stop} in
     { nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; nproc
       python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
       echo "GPUS=${GPUS:-all} SEARCH_S=$SEARCH_S PER_GPU=$PER_GPU PARALLEL=$PARALLEL TIMEOUT_S=$TIMEOUT_S" \
-        "OMP_NUM_THREADS=${OMP_NUM_THREADS:-} started $(date -u +%FT%TZ)"; } \
+        "OMP_NUM_THREADS=${OMP_NUM_THREADS:-} EXTRA=${EXTRA:-} started $(date -u +%FT%TZ)"; } \
       > $W/machine.txt
     setsid nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 2000 \
       -f $W/smi.csv 2>&1 < /dev/null &
     setsid python3 -m kernelevo.cli bench bench.root=.scratch/kb bench.problems=$W/order.txt bench.dir=$W/bench \
       bench.title=kernelbench-all search.wall_time_s=$SEARCH_S search.generations=1000 search.patience=null \
-      parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S > $W/log.txt 2>&1 < /dev/null &
+      parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S ${EXTRA:-} \
+      > $W/log.txt 2>&1 < /dev/null &
     echo $! > $W/pid
     cat $W/machine.txt; await_bench ${2:-120}; report; cp $W/machine.txt $OUT/$TAG-machine.txt ;;
   wait)  # the rows so far come back with each call: a call cut short by the session's device time loses nothing

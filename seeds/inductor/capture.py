@@ -5,7 +5,8 @@ search runs on, so the search process never imports Inductor or compiles anythin
         [gpu_lock=PATH] [autotune_up_to=N]
 
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
-{"prefer_nd_tiling": true}}}``; default ``{"default": {}}``), each compiled in turn; OUT.json maps each name to::
+{"prefer_nd_tiling": true}}}``; default ``{"default": {}}``; under ``decompositions`` the capture's own:
+``decompositions.py``), each compiled in turn; OUT.json maps each name to::
 
     {"code": Inductor's output module, "args": [{"kind": "param"|"buffer"|"attribute"|"input", "name"|"index"}
                                                  | {"kind": "size", "of": position, "dim": d}, ...],
@@ -45,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from seeds.inductor.decompositions import own_options
 from seeds.inductor.kernel_configs import config_dict, kernel_configs, picked_config
 from seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
                                               template_shapes)
@@ -139,10 +141,11 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     captured = {}
     for name, options in (variants or {"default": {}}).items():
         started = time.perf_counter()
+        inductors, own = own_options(options)
         try:
-            with inductor_config.patch(flat_options(options)), inductor_benchmarks_shared(gpu_lock):
+            with inductor_config.patch(flat_options(inductors)), inductor_benchmarks_shared(gpu_lock):
                 got = _first_that_converts(model, inputs, device, spec, dynamic, templates, gpu_lock,
-                                           autotune_up_to if name == "default" and templates else None)
+                                           autotune_up_to if name == "default" and templates else None, own)
                 if "specialised" in got:  # only sizes that change with the problem's sizes bake it
                     got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
                 captured[name] = {**got, "templates": templates, "tf32": tf32, "options": options}
@@ -165,7 +168,8 @@ def _varying_sizes(problem) -> set[int]:
 
 
 def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool,
-                         gpu_lock: str | None = None, autotune_up_to: int | None = None) -> dict:
+                         gpu_lock: str | None = None, autotune_up_to: int | None = None,
+                         decompositions: dict | None = None) -> dict:
     """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
     asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
     chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
@@ -188,7 +192,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
         try:
             with inductor_config.patch({"max_autotune_conv_backends": backends} if backends else {}):
                 got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock,
-                                   autotune_up_to=autotune_up_to)
+                                   autotune_up_to=autotune_up_to, decompositions=decompositions)
             if not last:
                 convert(got, Path(spec.path).read_text(), spec.name, triton_convolutions=True)
             return {**got, **({"fell_back": why} if why else {})}
@@ -300,7 +304,7 @@ class _Written(Exception):
 
 
 def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: str | None = None,
-                 autotune_up_to: int | None = None) -> dict:
+                 autotune_up_to: int | None = None, decompositions: dict | None = None) -> dict:
     import torch
     import torch._inductor.config as inductor_config
     import triton
@@ -319,7 +323,8 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
         seen["choices"] = present(template_choices(graph_module, autotune_up_to), inductor_config)
         seen["calls"], seen["shapes"] = template_calls(graph_module), template_shapes(graph_module)
         with inductor_config.patch(seen["choices"]):
-            return compile_fx(graph_module, example_inputs, decompositions=capture_decompositions())
+            return compile_fx(graph_module, example_inputs,
+                              decompositions=capture_decompositions(**(decompositions or {})))
 
     torch._dynamo.reset()
     with torch.no_grad(), _shapes(dynamic), _logging_outside_the_graph(), slow_paths():

@@ -15,6 +15,13 @@ owns the capture's extra decompositions and the switches it sets while it traces
   level3/32; ``aten._native_multi_head_attention``; a nested tensor from a padding mask) unless
   ``torch.backends.mha`` has the fast path off, as it has while the capture traces: Inductor then sees the layers'
   own linear, attention and layer-norm operators.
+* **Split outer reductions**, for a variant only (``decompositions: {split_outer_reductions: PARTS}`` in its options,
+  ``conf/inductor/variants.yaml``): a sum or mean over one dimension that is not the innermost, over at least
+  ``MIN_PART`` elements per part, as partial sums over PARTS parts of that dimension (zero-padded to a multiple of
+  PARTS, which Inductor folds into its loads), then their sum. Inductor splits a reduction itself only where its
+  output is small (under 64 per SM: ``Reduction.num_splits``), and nothing the search changes later makes the second
+  kernel: KernelBench level1/48's one-pass mean topped out at 0.98x of eager on an H200, split over four parts
+  1.00x (``experiments/results/kernelbench_part7/middle_reduction.json``).
 """
 from __future__ import annotations
 
@@ -24,10 +31,18 @@ import itertools
 import math
 
 INDUCTOR_MAX_UNROLLED = 25  # Inductor's avg_pool lowering falls back above this window size (kernel != stride)
+OWN = "decompositions"  # the key of a variant's options that is the capture's, not Inductor's (capture_decompositions)
+MIN_PART = 256  # a split outer reduction's least elements per part: a reduction short enough stays in one pass
 
 
-def capture_decompositions() -> dict:
-    """Inductor's decomposition table with the capture's own added: for ``compile_fx(..., decompositions=...)``."""
+def own_options(options: dict) -> tuple[dict, dict]:
+    """A variant's options as (Inductor's, the capture's own ``decompositions``: capture_decompositions' arguments)."""
+    return {k: v for k, v in options.items() if k != OWN}, dict(options.get(OWN) or {})
+
+
+def capture_decompositions(split_outer_reductions: int | None = None) -> dict:
+    """Inductor's decomposition table with the capture's own added: for ``compile_fx(..., decompositions=...)``.
+    `split_outer_reductions`: outer sums and means split over that many parts (``split_sum``)."""
     import torch
     from torch._inductor.decomposition import select_decomp_table
 
@@ -35,7 +50,46 @@ def capture_decompositions() -> dict:
     table = dict(select_decomp_table())
     for op, dims in ((aten.avg_pool2d.default, 2), (aten.avg_pool3d.default, 3)):
         table[op] = functools.partial(avg_pool, dims=dims, inductors=table.get(op))
+    if split_outer_reductions:
+        for op, mean in ((aten.sum.dim_IntList, False), (aten.mean.dim, True)):
+            table[op] = functools.partial(split_sum, parts=int(split_outer_reductions), mean=mean)
     return table
+
+
+_splitting = [False]  # set while split_sum traces its own sums, which it leaves to Inductor
+
+
+def _hint(size) -> int | None:
+    """A size's value, or a symbolic size's hint (the example's; no guard is added); None where it has none."""
+    return size if isinstance(size, int) else getattr(size.node, "hint", None)
+
+
+def split_sum(x, dim=None, keepdim=False, dtype=None, *, parts: int, mean: bool = False):
+    """``aten.sum.dim_IntList`` (``mean``: ``aten.mean.dim``) of a floating tensor over one dimension that is not its
+    innermost (stride not 1) and has at least `parts` x MIN_PART elements: the dimension zero-padded to a multiple of
+    `parts` and split into `parts` rows, their partial sums (fp32 for a 16-bit input), then their sum (over the true
+    length, for a mean), in the output's dtype. The result is the same for any size of the dimension (the padding
+    adds zeros), so a seed made at one size runs at others. Elsewhere ``NotImplemented``: Inductor's own lowering."""
+    import torch
+
+    dims = [dim] if isinstance(dim, int) else list(dim or [])
+    if _splitting[0] or len(dims) != 1 or not x.dtype.is_floating_point or x.dim() < 2:
+        return NotImplemented
+    d = dims[0] % x.dim()
+    length, stride = _hint(x.shape[d]), _hint(x.stride(d))
+    if length is None or stride in (None, 1) or length < parts * MIN_PART:
+        return NotImplemented
+    acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    size = x.shape[d]
+    per = (size + parts - 1) // parts
+    padded = x if isinstance(size, int) and size % parts == 0 else \
+        torch.constant_pad_nd(x, [0, 0] * (x.dim() - d - 1) + [0, parts * per - size])
+    _splitting[0] = True
+    try:
+        total = padded.unflatten(d, (parts, per)).sum(d + 1, dtype=acc).sum(d, keepdim=keepdim)
+    finally:
+        _splitting[0] = False
+    return (total / size if mean else total).to(dtype or x.dtype)
 
 
 @contextlib.contextmanager
