@@ -303,6 +303,24 @@ def test_max_autotunes_variant_seed_is_judged_before_the_budget_can_cut_it(tmp_p
     store.close()
 
 
+def test_variants_turning_on_max_autotune_are_captured_first_within_the_variants_shared_budget(tmp_path, monkeypatch):
+    # on 4 x H200 level3/34's max_autotune variant, listed last, was skipped at the budget behind four others
+    asked = []
+
+    def capture(spec, device, templates, tf32, variants, **kwargs):
+        asked.append(list(variants))
+        return {name: {"error": "not captured here"} for name in variants}
+
+    monkeypatch.setattr(seeds, "capture_variants", capture)
+    variants = OmegaConf.to_container(OmegaConf.load(FIXTURES.parents[2] / "conf/inductor/variants.yaml"))
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    with pytest.raises(seeds.SeedError):  # the default failed: nothing to seed from, after every variant was asked
+        seeds.inductor_seeds(spec, "cuda", "h100", tmp_path / "cache", variants=variants["variants"])
+    listed = list(variants["variants"])
+    assert listed.index("max_autotune") == len(listed) - 1  # last in the file, first after the default here
+    assert asked == [["default", "max_autotune", *listed[:-1]]]
+
+
 def test_a_cached_capture_with_one_configuration_per_template_is_captured_again_when_the_limit_now_autotunes_it(
         tmp_path, fake_capture):
     # a network's default capture past inductor.autotune_templates_up_to took each template's first configuration;

@@ -162,7 +162,7 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
                         f"rename it in inductor.variants")
     templates = device.startswith("cuda") and not torch_compute_allowed
     dynamic = not device.startswith("cuda") if dynamic is None else dynamic
-    variants = gpu_variants(variants, device)
+    variants = autotuned_first(gpu_variants(variants, device))
     wanted = {DEFAULT: {}, **(variants or {})}
     files = {name: entry_file(cache_dir, spec, cache_key(spec, device, profile, templates, tf32, options, dynamic))
              for name, options in wanted.items()}
@@ -224,6 +224,17 @@ def autotuned(options: dict) -> list[str]:
     """Which of max-autotune's options (``GPU_ONLY``) a variant's Inductor options turn on ([]: none)."""
     flat = flat_options(options)
     return sorted(key for key in set(flat) & GPU_ONLY if flat[key])
+
+
+def autotuned_first(variants: dict | None) -> dict | None:
+    """`variants` in the order they are captured: those that turn on max-autotune's options (``autotuned``) first,
+    the others in their order. The variants share one time budget in that order, and the autotuned ones hold the
+    kernels a run must start no worse than (``evo.runs.seeding.floor``): on 4 x H200, level3/34's max_autotune
+    variant, listed last, was skipped at the budget after four others took 61-108 s each, and its run ended at
+    0.52x of max-autotune (``experiments/results/kernelbench_part9/``)."""
+    if not variants:
+        return variants
+    return dict(sorted(variants.items(), key=lambda item: not autotuned(item[1])))
 
 
 def gpu_variants(variants: dict | None, device: str) -> dict | None:
