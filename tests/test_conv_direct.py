@@ -108,7 +108,7 @@ def test_the_capture_never_tries_inductors_conv_templates_for_a_depthwise_model(
 
     backends = []
 
-    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None, autotune_up_to=None):
+    def capture_one(model, inputs, device, dynamic=False, gpu_lock=None, autotune_up_to=None, decompositions=None):
         backends.append(inductor_config.max_autotune_conv_backends)
         raise RuntimeError("Inductor failed")  # every attempt fails: each is tried
 

@@ -135,7 +135,7 @@ def test_reductions_a_split_would_not_help_are_left_to_inductor():
     assert torch.ops.aten.mean.dim not in capture_decompositions()  # the variant's only
 
 
-def test_the_split_reductions_variant_is_a_seed_of_two_kernels_correct_at_other_sizes(sandbox):
+def test_the_split_reductions_variant_is_a_seed_of_one_kernel_more_correct_at_other_sizes(sandbox):
     # level1/48's shape, small: a reduction over the middle dimension
     sizes = {"batch_size": 2, "dim1": 1024, "dim2": 300}
     spec = resolve_problem("sum_reduction", sizes=sizes)
@@ -145,7 +145,7 @@ def test_the_split_reductions_variant_is_a_seed_of_two_kernels_correct_at_other_
     # when its output is at least 64 per SM, here per core)
     assert len(got["split"]["kernels"]) == len(got["default"]["kernels"]) + 1
     source = convert(got["split"], open(spec.path).read(), spec.name)
-    for at in (sizes, {"batch_size": 3, "dim1": 1029, "dim2": 7}):  # 1029: the zero padding's masked loads
-        with make_evaluator(problem="sum_reduction", sizes=at, sandbox=sandbox, trials=2) as ev:
-            result = ev.correctness(source, label="inductor:split_reductions")
-        assert result.status == "ok", (at, result.reason)
+    other = {"batch_size": 3, "dim1": 1029, "dim2": 7}  # 1029: not a multiple of the parts, so zero-padded
+    with make_evaluator(problem="sum_reduction", sizes=other, sandbox=sandbox, trials=2) as ev:
+        result = ev.correctness(source, label="inductor:split_reductions")
+    assert result.status == "ok", result.reason
