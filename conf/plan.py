@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 from evo.plan import RunPlan
 from evo.settings import Budget, Population, SearchSettings
 from fitness.evaluation.plan import JudgePlan
-from fitness.comparison.policy import PrecisionPolicy
+from fitness.comparison.policy import PrecisionPolicy, named_for_overrides
 from fitness.settings import EvalSettings
 from operators.llm.settings import LLMPlan, LLMSettings, TeamSettings
 from seeds.inductor.settings import CaptureSettings
@@ -44,8 +44,8 @@ def part(node: Any, cls: type) -> Any:
 def judge_plan(node: Any) -> JudgePlan:
     """The judge's part of a typed command config (``conf.schema.JudgeConfig``)."""
     return JudgePlan(problem=node.problem, settings=part(node.fitness, EvalSettings),
-                     policy=PrecisionPolicy.from_dict(asdict(node.fitness.policy)), device=node.device,
-                     profile=node.hardware.profile)
+                     policy=named_for_overrides(PrecisionPolicy.from_dict(asdict(node.fitness.policy))),
+                     device=node.device, profile=node.hardware.profile)
 
 
 def llm_plan(llm: Any) -> LLMPlan | None:

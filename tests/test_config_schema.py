@@ -273,3 +273,18 @@ def test_a_saved_run_config_is_typed_and_filled(tmp_path):
     assert cfg.fitness.backend is None and cfg.llm is None
     with pytest.raises(ValueError, match="search.mue"):
         run_config({"search": {"mue": 2}})
+
+
+@pytest.mark.parametrize("overrides, name", [
+    ([], "triton"),
+    (["fitness.policy.tf32=false"], "triton+tf32=false"),  # KernelBench part 9's level3/49, IEEE baselines
+    (["fitness/policy=strict-fp32", "fitness.policy.tolerances.float32.atol=0.001",
+      "fitness.policy.description=mine"], "strict-fp32+tolerances.float32.atol=0.001"),  # not the description
+])
+def test_a_policy_changed_by_an_override_is_named_for_the_change_in_the_plan(overrides, name):
+    from conf.plan import judge_plan, typed
+
+    with initialize_config_module("conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    policy = judge_plan(typed(cfg)).policy
+    assert policy.name == name and policy.tf32 == ("tf32=false" not in name and "strict" not in name)

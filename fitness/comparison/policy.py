@@ -6,7 +6,7 @@ labelled. The policies themselves are YAML files in ``conf/fitness/policy/``.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from core.records import from_record
 from core.resources import package_folder
@@ -80,3 +80,27 @@ def load_policy(name: str) -> PrecisionPolicy:
     if not path.is_file():
         raise ValueError(f"unknown precision policy {name!r}; choose one of {available_policies()}")
     return PrecisionPolicy.from_dict(yaml.safe_load(path.read_text()))
+
+
+def named_for_overrides(policy: PrecisionPolicy) -> PrecisionPolicy:
+    """`policy`, named for what it changes of the policy file it names: ``triton+tf32=false`` for policy triton with
+    ``fitness.policy.tf32=false``, so a result never carries a policy's name for rules it was not judged by (the
+    description is not a rule). Unchanged where it is its file, or names no file."""
+    if policy.name not in available_policies():
+        return policy
+    changed = _changes(load_policy(policy.name).to_dict(), policy.to_dict())
+    return replace(policy, name="+".join([policy.name, *changed])) if changed else policy
+
+
+def _changes(named: dict, given: dict, prefix: str = "") -> list[str]:
+    """``key=value`` for each rule of `given` that differs from `named` (nested keys joined by dots)."""
+    out = []
+    for key in sorted(set(named) | set(given)):
+        if not prefix and key in ("name", "description"):
+            continue
+        a, b = named.get(key), given.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _changes(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}={str(b).lower() if isinstance(b, bool) else b}")
+    return out
