@@ -304,7 +304,7 @@ def test_max_autotunes_variant_seed_is_judged_before_the_budget_can_cut_it(tmp_p
 
 
 def test_variants_turning_on_max_autotune_are_captured_first_within_the_variants_shared_budget(tmp_path, monkeypatch):
-    # on 4 x H200 level3/34's max_autotune variant, listed last, was skipped at the budget behind four others
+    # on 4 x H200 level3/34's max_autotune variant, listed last, was skipped at the budget behind the others
     asked = []
 
     def capture(spec, device, templates, tf32, variants, **kwargs):

@@ -230,8 +230,8 @@ def autotuned_first(variants: dict | None) -> dict | None:
     """`variants` in the order they are captured: those that turn on max-autotune's options (``autotuned``) first,
     the others in their order. The variants share one time budget in that order, and the autotuned ones hold the
     kernels a run must start no worse than (``evo.runs.seeding.floor``): on 4 x H200, level3/34's max_autotune
-    variant, listed last, was skipped at the budget after four others took 61-108 s each, and its run ended at
-    0.52x of max-autotune (``experiments/results/kernelbench_part9/``)."""
+    variant, listed last, was skipped at the budget behind three others of 61-108 s each and a fourth stopped at
+    it, and its run ended at 0.52x of max-autotune (``experiments/results/kernelbench_part9/``)."""
     if not variants:
         return variants
     return dict(sorted(variants.items(), key=lambda item: not autotuned(item[1])))
