@@ -54,8 +54,10 @@ case ${1:?start, wait or stop} in
       echo "GPUS=${GPUS:-all} SEARCH_S=$SEARCH_S PER_GPU=$PER_GPU PARALLEL=$PARALLEL TIMEOUT_S=$TIMEOUT_S" \
         "OMP_NUM_THREADS=${OMP_NUM_THREADS:-} EXTRA=${EXTRA:-} started $(date -u +%FT%TZ)"; } \
       > $W/machine.txt
+    # every stream away from the call's: a sampler holding its stdout keeps a `... start | tail` waiting for EOF (the
+    # likely cause of a call that ran to its 570 s limit in kernelbench_part9/)
     setsid nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 2000 \
-      -f $W/smi.csv 2>&1 < /dev/null &
+      -f $W/smi.csv > /dev/null 2>&1 < /dev/null &
     setsid python3 -m kernelevo.cli bench bench.root=.scratch/kb bench.problems=$W/order.txt bench.dir=$W/bench \
       bench.title=kernelbench-all search.wall_time_s=$SEARCH_S search.generations=1000 search.patience=null \
       parallel=$PARALLEL bench.backend.per_gpu=$PER_GPU bench.backend.timeout_s=$TIMEOUT_S ${EXTRA:-} \
