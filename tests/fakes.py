@@ -48,6 +48,7 @@ class FakeEvaluator:
         self.on_gpu, self.device = on_gpu, "cuda:0" if on_gpu else "cpu"
         self.cut: float | None = None
         self.closed = False
+        self.ieee, self.asked_ieee = None, []
 
     def describe(self) -> str:
         return "a fake evaluator"
@@ -60,6 +61,11 @@ class FakeEvaluator:
 
     def baseline(self) -> None:
         return None
+
+    def baseline_ieee(self, names: list[str]):
+        """`ieee` (a Baseline; None: nothing measured, as off a GPU); the names asked, in `asked_ieee`."""
+        self.asked_ieee.append(list(names))
+        return self.ieee
 
     def cut_running_at(self, deadline: float | None) -> None:
         self.cut = deadline

@@ -5,7 +5,7 @@ import torch
 
 from conftest import DEVICE, candidate, make_evaluator
 from fitness.judge.checks import output_type_problem
-from fitness.evaluation.evaluator import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
+from fitness.evaluation.scrub import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
 from fitness.measure.result import EvalResult
 
 

@@ -17,7 +17,8 @@ from evo.records.manifest import combine, manifest_rows
 from evo.reports.intervals import Bootstrap, interval_lines, interval_table, seed_summary
 from evo.reports.page import figure_png, link, pyplot, render
 from evo.reports.report import HTML_FILE
-from fitness.measure.baselines import BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, best_text, triton_best
+from fitness.measure.baselines import (BASELINES, BEST, LABELS, NOT_MEASURED, STATUS_TEXT, admitted_speedup,
+                                       best_text, triton_best)
 from fitness.common.formatting import DASH, number, percent, seconds, speedup
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -127,10 +128,14 @@ def library_note(s: RunOutcome) -> str:
 
 def tf32_note(s: RunOutcome) -> str:
     """Where a compiled baseline's own kernels, judged as seeds, were incorrect with TF32 dot products: the kernel
-    (IEEE fp32 dots) is compared with a baseline timed with TF32 that the policy's tolerance would refuse."""
+    (IEEE fp32 dots) is compared with a baseline timed with TF32 that the policy's tolerance would refuse; and the
+    speed-up over it timed again with IEEE fp32 dots, where it was (the best Triton-expressible baseline counts
+    that one)."""
     names = ", ".join(LABELS.get(name, name) for name in s.baselines_tf32_incorrect)
+    again = "; ".join(f"{speedup(admitted_speedup(vars(s), name))} over {LABELS.get(name, name)} with IEEE fp32 "
+                      f"dots ({ieee_s * 1e3:.4g} ms)" for name, ieee_s in s.baselines_ieee_s.items())
     return (f"{names}: Inductor's kernels for it were incorrect with TF32 dot products (as seeds), yet it is timed "
-            f"with TF32" if names else "")
+            f"with TF32{'; ' + again if again else ''}" if names else "")
 
 
 def cells(r: Row) -> list[str]:

@@ -32,6 +32,7 @@ SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were 
 SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
 SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (beside the baselines)
 TF32_INCORRECT = "tf32_incorrect"  # meta: compiled baselines whose own kernels, as seeds, were incorrect with TF32
+BASELINES_IEEE = "baselines_ieee_s"  # meta: those baselines timed again with IEEE fp32 dots, name -> seconds
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 
@@ -74,6 +75,9 @@ class RunOutcome:
     # compiled baselines (compile, max_autotune) whose Inductor kernels, judged as seeds, were incorrect with TF32 dot
     # products (the baseline is timed with TF32; the kernel that passed uses IEEE fp32 dots: evo.runs.seeding)
     baselines_tf32_incorrect: list = field(default_factory=list)
+    # of those, each one timed again with IEEE fp32 dot products (name -> seconds; absent: not measured, e.g. an
+    # older run): the time a Triton kernel the policy admits could be (fitness.measure.baselines.admitted_speedup)
+    baselines_ieee_s: dict = field(default_factory=dict)
     sol_fraction: float | None = None  # of the reference algorithm's roofline (fitness.problems.speed_of_light): may pass 1
     floor_fraction: float | None = None  # of the data floor (absent before issue 41: None)
     evaluations: int | None = None  # evaluator calls, repeats included
@@ -229,6 +233,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
         seed_check_s=store.get_meta(SEED_CHECK_S), seed_capture_s=store.get_meta(SEED_CAPTURE_S),
         seed_cache=store.get_meta(SEED_CACHE) or "", baselines_tf32_incorrect=store.get_meta(TF32_INCORRECT) or [],
+        baselines_ieee_s=store.get_meta(BASELINES_IEEE) or {},
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
         manifest=store.get_meta("manifest"), anytime=run_curve(store),

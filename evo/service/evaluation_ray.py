@@ -77,6 +77,9 @@ class EvaluatorActor:
     def baseline(self) -> Baseline:
         return self.evaluator.baseline()
 
+    def baseline_ieee(self, names: list[str]) -> Baseline | None:
+        return self.evaluator.baseline_ieee(names)
+
     def cut_at(self, deadline_epoch: float | None) -> None:
         """The search's cut (``time.time()`` on the driver: clocks of one host, or NTP-close ones) as this node's
         ``time.perf_counter()``: candidates' jobs still running then are killed (``Evaluator.cut_running_at``)."""
@@ -161,6 +164,10 @@ class RemoteEvaluator:
 
     def baseline(self) -> Baseline:
         return self._baselines.get()
+
+    def baseline_ieee(self, names: list[str]) -> Baseline | None:
+        """Measured by this actor (once per machine: its cache), when a run asks it after its search."""
+        return self._call(self.actor.baseline_ieee, names)
 
     def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None, settings=None) -> dict:
         """torch.compile's kernels captured on the actor's node and GPU, written into run_dir here."""

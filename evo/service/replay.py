@@ -58,6 +58,10 @@ class RecordedEvaluator:
         """Eager and torch.compile are in the recorded verdicts: nothing is measured."""
         return None
 
+    def baseline_ieee(self, names: list[str]) -> None:
+        """Nothing is measured: the replay's summary lacks the IEEE re-timing the recorded run made."""
+        return None
+
     def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None,
                        settings=None) -> CapturedSeeds:
         """The recorded run's compiler seeds (its generation 0 made by Inductor), in order (nothing captured)."""

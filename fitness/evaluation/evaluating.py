@@ -46,6 +46,10 @@ class Evaluating(Protocol):
     def baseline(self) -> Baseline | None:
         """The baselines' times, measured once (None where nothing is measured: a replay)."""
 
+    def baseline_ieee(self, names: list[str]) -> Baseline | None:
+        """The compiled baselines `names` timed with IEEE fp32 dot products, measured once: those whose own kernels
+        fail a TF32 policy (None where nothing is measured: off a GPU, a policy without TF32, a replay)."""
+
     def cut_running_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()`` of this process) on, kill the candidates' jobs still running;
         they answer ``cancelled``. None: no cut."""

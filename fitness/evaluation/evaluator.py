@@ -22,15 +22,15 @@ from pathlib import Path
 
 from fitness.measure import baseline_cache
 from fitness.workers import ncu
-from fitness.measure.baselines import (BASELINE_PROCESSES, BASELINES, NOT_MEASURED, Baseline,
-                               measure, measured_here)
+from fitness.measure.baselines import (BASELINE_PROCESSES, BASELINES, COMPILED, NOT_MEASURED, Baseline, measure,
+                                       measured_here)
 from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
 from fitness.measure.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
-from fitness.workers.worker_env import is_secret_variable
+from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
 from fitness.problems.speed_of_light import ProblemCost, data_floor_s, measure_cost, speed_of_light_s
 from fitness.judge.static_check import check_source
@@ -66,31 +66,6 @@ def implausibility(time_s: float, floor_s: float, margin: float, profile: Hardwa
     return (f"implausible time: {time_s * 1e6:.1f} us is below the data floor {floor_s * 1e6:.1f} us on "
             f"{profile.display_name} (the bytes the output depends on, read once, and the output written, over "
             f"bandwidth): the timed call cannot have read its inputs")
-
-
-SECRET_PLACEHOLDER = "[secret removed]"
-MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would scrub ordinary words
-
-
-def known_secrets(environ=None) -> list[str]:
-    """Values of this process's secret environment variables (the ones workers never see), longest first."""
-    env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if is_secret_variable(k) and len(v) >= MIN_SECRET_CHARS}
-    return sorted(values, key=len, reverse=True)
-
-
-def scrub_secrets(result: EvalResult, secrets: list[str] | None = None) -> None:
-    """Replace every known secret in the texts a candidate controls (reason, log_tail, notes)."""
-    secrets = known_secrets() if secrets is None else secrets
-
-    def clean(text: str) -> str:
-        for secret in secrets:
-            text = text.replace(secret, SECRET_PLACEHOLDER)
-        return text
-
-    if secrets:
-        result.reason, result.log_tail = clean(result.reason), clean(result.log_tail)
-        result.notes = [clean(str(n)) for n in result.notes]
 
 
 def default_device() -> str:
@@ -219,8 +194,9 @@ class Evaluator:
         except Exception:  # a reference the meta device cannot run: no speed-of-light figure
             return None
 
-    def _job(self, kind: str, **extra) -> WorkerJob:
-        return WorkerJob(kind=kind, device=self.device, problem=self.problem.to_dict(), policy=self.policy.to_dict(),
+    def _job(self, kind: str, policy: PrecisionPolicy | None = None, **extra) -> WorkerJob:
+        return WorkerJob(kind=kind, device=self.device, problem=self.problem.to_dict(),
+                         policy=(policy or self.policy).to_dict(),
                          settings=self.settings, l2_bytes=self.profile.l2_cache_bytes,
                          gpu_lock=lock_path(LOCK_DIR, self.device), memory_slots=self.memory_slots,
                          coverage_inputs=self.coverage_inputs(),
@@ -247,21 +223,35 @@ class Evaluator:
                     self.cache_dir, baseline_cache.facts(self), self._measure_baseline)
         return self._baselines.value
 
-    def _measure_baseline(self) -> Baseline:
+    def baseline_ieee(self, names: list[str]) -> Baseline | None:
+        """The compiled baselines `names` timed again with IEEE fp32 dot products (the policy with TF32 off), for
+        those whose own kernels fail the policy with TF32 (``evo.runs.run.measure_ieee_baselines``): measured once
+        per machine, as `baseline` is; None off a GPU or where the policy has no TF32 (nothing differs)."""
+        wanted = [name for name in names if name in self.baseline_names and name in COMPILED]
+        if not (self.on_gpu and self.policy.tf32 and wanted):
+            return None
+        ieee = replace(self.policy, tf32=False)
+        return baseline_cache.cached_or_measured(self.cache_dir, baseline_cache.facts(self, ieee, wanted),
+                                                 lambda: self._measure_baseline(ieee, wanted))
+
+    def _measure_baseline(self, policy: PrecisionPolicy | None = None, names: list[str] | None = None) -> Baseline:
         """On a GPU in BASELINE_PROCESSES fresh workers one after the other, the fastest reading of each kept
-        (`fitness.measure.baselines.measure`); one on the interpreter, whose times are never turned into speed-ups."""
+        (`fitness.measure.baselines.measure`); one on the interpreter, whose times are never turned into speed-ups.
+        `policy`, `names`: another policy's measurement of some of them (``baseline_ieee``)."""
         start, timeout = time.perf_counter(), self.settings.baseline_timeout_s
-        names = self.baseline_names
+        wanted_here = self.baseline_names if names is None else names
         limit = self.settings.baseline_compile_timeout_s
 
         def run(wanted: list[str]):
-            return self._sandbox.run(self._job("baseline", baselines=wanted), timeout, trusted=True,
+            return self._sandbox.run(self._job("baseline", policy, baselines=wanted), timeout, trusted=True,
                                      compile_timeout_s=limit)
 
-        baseline = measure(run, names, BASELINE_PROCESSES if self.on_gpu else 1,
+        baseline = measure(run, wanted_here, BASELINE_PROCESSES if self.on_gpu else 1,
                            lambda outcome: outcome.failure_reason(timeout, self._timeout_context()), limit)
+        if names is not None:
+            return baseline
         for name in self.settings.baselines:
-            if name not in names:
+            if name not in wanted_here:
                 baseline.status[name] = NOT_MEASURED
                 baseline.notes.append(f"baseline {name}: not measured on Triton's CPU interpreter")
         self._baselines.wall_s = time.perf_counter() - start

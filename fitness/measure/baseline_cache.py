@@ -50,14 +50,16 @@ def gpu_model(device: str) -> str:
     return torch.cuda.get_device_name(torch.device(device))
 
 
-def facts(evaluator) -> dict:
+def facts(evaluator, policy=None, names: list[str] | None = None) -> dict:
     """Everything an evaluator's baselines depend on: the problem's text (not its path: a Ray actor writes it
     elsewhere) and sizes in effect, the GPU model and hardware profile, the policy, the baselines asked for and the
-    settings that time them, the versions."""
+    settings that time them, the versions. `policy`, `names`: those of the measurement where not the evaluator's
+    (its compiled baselines re-timed with IEEE fp32 dot products: ``Evaluator.baseline_ieee``)."""
     settings = evaluator.settings
     return {"problem": evaluator.problem.name, "text": short_hash(Path(evaluator.problem.path).read_text()),
             "sizes": evaluator.sizes_used, "gpu": gpu_model(evaluator.device), "profile": evaluator.profile.name,
-            "policy": evaluator.policy.to_dict(), "baselines": list(evaluator.baseline_names),
+            "policy": (policy or evaluator.policy).to_dict(),
+            "baselines": list(evaluator.baseline_names if names is None else names),
             "timing": asdict(settings.timing), "seed": settings.seed,
             "compile_timeout_s": settings.baseline_compile_timeout_s, "versions": versions(),
             "library": LIBRARY_RECORD}  # how a baseline's library calls were read: files of before are measured again
