@@ -24,6 +24,7 @@ from fitness.common.formatting import DASH, number, percent, seconds, speedup
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 AGAINST = (*BASELINES, BEST)  # what fast_p and the geometric mean are computed against, each on its own
 SHORT = {"eager": "eager", "compile": "compile", "max_autotune": "max-autotune", BEST: "best"}  # column names
+NOTE_CHARS = 300  # a row's note at most (level3/49's: two baselines re-timed with IEEE fp32 dots, 254)
 
 
 def summarise(rows: list[Row]) -> dict:
@@ -132,10 +133,10 @@ def tf32_note(s: RunOutcome) -> str:
     speed-up over it timed again with IEEE fp32 dots, where it was (the best Triton-expressible baseline counts
     that one)."""
     names = ", ".join(LABELS.get(name, name) for name in s.baselines_tf32_incorrect)
-    again = "; ".join(f"{speedup(admitted_speedup(vars(s), name))} over {LABELS.get(name, name)} with IEEE fp32 "
-                      f"dots ({ieee_s * 1e3:.4g} ms)" for name, ieee_s in s.baselines_ieee_s.items())
+    again = ", ".join(f"{speedup(admitted_speedup(vars(s), name))} over {LABELS.get(name, name)} ({ieee_s * 1e3:.4g} "
+                      f"ms)" for name, ieee_s in s.baselines_ieee_s.items())
     return (f"{names}: Inductor's kernels for it were incorrect with TF32 dot products (as seeds), yet it is timed "
-            f"with TF32{'; ' + again if again else ''}" if names else "")
+            f"with TF32{'; with IEEE fp32 dots: ' + again if again else ''}" if names else "")
 
 
 def cells(r: Row) -> list[str]:
@@ -151,7 +152,7 @@ def cells(r: Row) -> list[str]:
             number(s.evaluations_per_hour), number(s.search_wall_s, "{:.0f}"), percent(s.gpu_busy),
             number(s.timeouts if s.evaluations is not None else None, "{}"),
             number(s.evaluations_cut if s.evaluations is not None else None, "{}"), str(s.llm_calls),
-            f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:240]]
+            f"${s.llm_cost_usd:.2f}", f"{r.wall_s:.0f}", note[:NOTE_CHARS]]
 
 
 def row_line(r: Row) -> str:
