@@ -239,19 +239,19 @@ class Evaluator:
         (`fitness.measure.baselines.measure`); one on the interpreter, whose times are never turned into speed-ups.
         `policy`, `names`: another policy's measurement of some of them (``baseline_ieee``)."""
         start, timeout = time.perf_counter(), self.settings.baseline_timeout_s
-        wanted_here = self.baseline_names if names is None else names
+        asked = self.baseline_names if names is None else names
         limit = self.settings.baseline_compile_timeout_s
 
         def run(wanted: list[str]):
             return self._sandbox.run(self._job("baseline", policy, baselines=wanted), timeout, trusted=True,
                                      compile_timeout_s=limit)
 
-        baseline = measure(run, wanted_here, BASELINE_PROCESSES if self.on_gpu else 1,
+        baseline = measure(run, asked, BASELINE_PROCESSES if self.on_gpu else 1,
                            lambda outcome: outcome.failure_reason(timeout, self._timeout_context()), limit)
         if names is not None:
             return baseline
         for name in self.settings.baselines:
-            if name not in wanted_here:
+            if name not in asked:
                 baseline.status[name] = NOT_MEASURED
                 baseline.notes.append(f"baseline {name}: not measured on Triton's CPU interpreter")
         self._baselines.wall_s = time.perf_counter() - start
