@@ -9,6 +9,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import TESTS, candidate, make_evaluator
 from fitness.workers import ncu
 from operators.llm.figures import profiler_text
@@ -105,3 +107,33 @@ def test_the_ncu_command_profiles_one_forward_call_only():
     assert command[:1] == ["/opt/ncu"] and command[-4:] == ["/usr/bin/python3", "-m", "fitness.workers.ncu_target", "job.json"]
     metrics = command[command.index("--metrics") + 1].split(",")
     assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" in metrics and len(metrics) == len(ncu.METRICS)
+
+
+def test_every_launch_is_totalled_and_a_forward_the_host_launches_is_said_so():
+    from llm_fakes import PARENT_GENOME, ind
+    from operators.base import OperatorContext
+    from operators.llm.operators import _profiles
+
+    kernels = ncu.merged(FIXTURE)
+    total = ncu.total(kernels)
+    assert total["launches"] == 3 == sum(k["launches"] for k in ncu.summarise(FIXTURE))
+    assert abs(total["time_s"] - sum(k["time_s"] for k in kernels)) < 1e-15
+    many = [{"name": f"k{i}", "launches": 128, "time_s": 1e-4} for i in range(ncu.MAX_KERNELS + 2)]  # past the cut
+    assert ncu.total(many) == {"launches": 128 * (ncu.MAX_KERNELS + 2),
+                               "time_s": pytest.approx(1e-4 * (ncu.MAX_KERNELS + 2))}
+    record = {"tool": "ncu", "kernels": ncu.summarise(FIXTURE), "total": total}
+    gpu = total["time_s"]
+    plain = profiler_text(record).splitlines()[-1]
+    assert plain == f"- all 3 launches together: {round(gpu * 1e6)} us on the GPU"
+    busy = profiler_text({**record, "measured_s": 1.5 * gpu}).splitlines()[-1]
+    assert busy == plain  # most of the forward is its kernels: nothing to add
+    # level3/34's shape: the kernels ran a sixth of the measured forward (4.3 ms: 1.2 ms a launch here)
+    host = profiler_text({**record, "measured_s": 6 * gpu}).splitlines()[-1]
+    assert host.startswith(f"{plain}, 17% of the 4.3 ms the forward measured: the rest is the host launching them, "
+                           f"about {5 * gpu / 3 * 1e6:.0f} us a launch. ")
+    assert "Fewer launches (kernels fused, one persistent kernel over a loop) gain more here than faster" in host
+    assert profiler_text({"tool": "ncu", "kernels": record["kernels"]}).count("\n") == 1  # an older record: no total
+    # the operators give each profiled kernel's measured time beside its record
+    parent = ind("1.0", PARENT_GENOME, 2e-3)
+    context = OperatorContext(generation=2, archive=(parent,), profile_kernel=lambda source: record)
+    assert _profiles(parent, context) == {"parent 1.0": {**record, "measured_s": 2e-3}}

@@ -26,15 +26,17 @@ def _team(context: OperatorContext):
 
 
 def _profiles(parent: Individual, context: OperatorContext) -> dict:
-    """Profiler records (``fitness.profile``) of the parent and of the fastest kernel so far, by label; {} when
-    profiling is off. Each kernel is profiled once per run (the run store keeps its record)."""
+    """Profiler records (``fitness.profile``) of the parent and of the fastest kernel so far, by label, each with the
+    kernel's measured time (``measured_s``: the prompt weighs the profiled GPU time against it); {} when profiling is
+    off. Each kernel is profiled once per run (the run store keeps its record)."""
     if context.profile_kernel is None:
         return {}
     chosen = [(f"parent {parent.id}", parent)] if parent.ok else []
     best = min((ind for ind in context.archive if ind.ok), key=lambda ind: ind.time_s, default=None)
     if best is not None and best.key != parent.key:
         chosen.append((f"best so far {best.id}", best))
-    return {label: record for label, ind in chosen if (record := context.profile_kernel(ind.genome.rendered()))}
+    return {label: {**record, "measured_s": ind.time_s} for label, ind in chosen
+            if (record := context.profile_kernel(ind.genome.rendered()))}
 
 
 def _unfit_parents(parents: list[Individual], context: OperatorContext, team) -> bool:
