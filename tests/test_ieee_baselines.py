@@ -10,8 +10,10 @@ import pytest
 from conftest import SCALE_SHIFT
 from evo.benchmark.bench_report import tf32_note
 from evo.records.store import RunStore
-from evo.reports.outcome import BASELINES_IEEE, TF32_INCORRECT, RunOutcome, summarise
+from evo.records.store import BASELINES_IEEE
+from evo.reports.outcome import TF32_INCORRECT, RunOutcome, summarise
 from evo.runs.run import measure_ieee_baselines
+from evo.service.replay import RecordedEvaluator
 from fakes import FakeEvaluator
 from fitness.comparison.policy import load_policy
 from fitness.evaluation.evaluator import EvalSettings, Evaluator
@@ -91,6 +93,19 @@ def test_the_run_retimes_what_its_seeding_found_once_and_the_summary_keeps_it(tm
     measure_ieee_baselines(type("Service", (), {"evaluators": [FakeEvaluator()]})(), none)  # nothing measured
     assert none.get_meta(BASELINES_IEEE) is None
     none.close()
+
+
+def test_a_replay_keeps_the_recorded_ieee_retiming(tmp_path):
+    record = RunStore(tmp_path / "record")
+    record.set_meta(BASELINES_IEEE, {"max_autotune": 0.98e-3})
+    replaying = RecordedEvaluator(FakeEvaluator(on_gpu=True), record)
+    assert replaying.baseline_ieee(["compile"]) is None  # the record re-timed no such baseline
+    replay = RunStore(tmp_path / "replay")
+    replay.set_meta(TF32_INCORRECT, ["max_autotune"])  # the replayed seeding found it again
+    measure_ieee_baselines(type("Service", (), {"evaluators": [replaying]})(), replay)
+    assert replay.get_meta(BASELINES_IEEE) == {"max_autotune": pytest.approx(0.98e-3)}  # nothing measured
+    replay.close()
+    replaying.close()
 
 
 def test_the_best_triton_expressible_baseline_counts_the_ieee_time_and_the_tables_say_both():

@@ -33,6 +33,9 @@ DB_NAME = "run.db"
 SCHEMA_VERSION = 2
 INFRASTRUCTURE_FAILURES = "infrastructure_failures"  # meta: evaluations that ended with no verdict (not stored)
 EVALUATIONS_CUT = "evaluations_cut"  # meta: evaluations killed while running at the search's budget (not stored)
+# meta: compiled baselines whose TF32 kernels fail the policy, timed again with IEEE fp32 dots, name -> seconds
+# (evo.runs.run.measure_ieee_baselines; a replay answers from it: evo.service.replay)
+BASELINES_IEEE = "baselines_ieee_s"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

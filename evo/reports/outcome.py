@@ -14,7 +14,7 @@ from pathlib import Path
 from evo.reports import full_size, sizes_label
 from evo.reports.anytime import interpreter_curve, run_curve
 from evo.records.checkpoint import Checkpoint
-from evo.records.store import RunStore
+from evo.records.store import BASELINES_IEEE, RunStore
 from evo.evolution.stopping import WALL_TIME
 from evo.tuning.tuner import describe_tuner
 from fitness.measure.baselines import BASELINES
@@ -32,7 +32,6 @@ SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were 
 SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
 SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (beside the baselines)
 TF32_INCORRECT = "tf32_incorrect"  # meta: compiled baselines whose own kernels, as seeds, were incorrect with TF32
-BASELINES_IEEE = "baselines_ieee_s"  # meta: those baselines timed again with IEEE fp32 dots, name -> seconds
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 

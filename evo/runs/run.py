@@ -22,15 +22,14 @@ from evo.reports import full_size, sizes_label
 from evo.service.evaluation import EvaluationService, evaluations_in_flight
 from evo.reports.console import print_generation, start_line, table
 from evo.records.manifest import run_manifest
-from evo.reports.outcome import (BASELINES_IEEE, INTERPRETER_TIMES, SEED_CHECK_S, START_UP, TF32_INCORRECT,
-                                 RunOutcome, summarise)
+from evo.reports.outcome import INTERPRETER_TIMES, SEED_CHECK_S, START_UP, TF32_INCORRECT, RunOutcome, summarise
 from evo.plan import RunPlan
 from evo.runs.progress import Progress
 from evo.reports.report_html import write_report
 from evo.evolution.search import Search, SearchSettings
 from evo.runs.seeding import make_seeds, start_capture
 from evo.benchmark.start_gate import wait_for_gate
-from evo.records.store import RunStore
+from evo.records.store import BASELINES_IEEE, RunStore
 from evo.settings import TunerSettings
 from evo.tuning.tuner import Tuner
 from core.resources import process_started

@@ -13,10 +13,12 @@ from pathlib import Path
 
 from evo.service.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight, leased_evaluators
 from evo.plan import RunPlan
-from evo.records.store import DB_NAME, RunStore
+from evo.records.store import BASELINES_IEEE, DB_NAME, RunStore
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
+from fitness.measure.baselines import OK, Baseline
 from fitness.measure.result import EvalResult
+from fitness.measure.timing import TimingStats
 from seeds.inductor.cache import CapturedSeeds
 
 
@@ -58,9 +60,16 @@ class RecordedEvaluator:
         """Eager and torch.compile are in the recorded verdicts: nothing is measured."""
         return None
 
-    def baseline_ieee(self, names: list[str]) -> None:
-        """Nothing is measured: the replay's summary lacks the IEEE re-timing the recorded run made."""
-        return None
+    def baseline_ieee(self, names: list[str]) -> Baseline | None:
+        """The recorded run's re-timing of `names` with IEEE fp32 dot products (``BASELINES_IEEE`` of its store), as
+        it measured them; None where it made none (nothing is measured)."""
+        times = {name: seconds for name, seconds in (self._record.get_meta(BASELINES_IEEE) or {}).items()
+                 if name in names}
+        if not times:
+            return None
+        stats = {name: TimingStats.from_samples("recorded", [seconds]) for name, seconds in times.items()}
+        return Baseline(None, stats.get("compile"), [], stats.get("max_autotune"), dict.fromkeys(times, OK),
+                        cached=f"the record {self._record.run_dir}")
 
     def inductor_seeds(self, run_dir: Path | None = None, variants: dict | None = None,
                        settings=None) -> CapturedSeeds:

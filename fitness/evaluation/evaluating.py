@@ -48,7 +48,7 @@ class Evaluating(Protocol):
 
     def baseline_ieee(self, names: list[str]) -> Baseline | None:
         """The compiled baselines `names` timed with IEEE fp32 dot products, measured once: those whose own kernels
-        fail a TF32 policy (None where nothing is measured: off a GPU, a policy without TF32, a replay)."""
+        fail a TF32 policy (None off a GPU or under a policy without TF32; a replay answers from its record)."""
 
     def cut_running_at(self, deadline: float | None) -> None:
         """From `deadline` (``time.perf_counter()`` of this process) on, kill the candidates' jobs still running;
