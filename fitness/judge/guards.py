@@ -1,7 +1,8 @@
 """Honesty guards that watch a candidate's ``forward`` while it runs (inside the evaluation worker).
 
-* ``LaunchCounter`` counts Triton kernel launches, by the module the kernel was defined in, so a candidate must
-  launch at least one kernel of its own: a decorative or absent kernel is caught.
+* ``LaunchCounter`` counts Triton kernel launches (the JIT's and those through a compiled kernel), by the module the
+  kernel was defined in, so a candidate must launch at least one kernel of its own: a decorative or absent kernel is
+  caught.
 * ``TorchOpTrace`` records the aten ops that ``forward`` dispatches (a TorchDispatchMode), so work done by torch
   instead of the candidate's kernels is caught. Ops issued by Triton itself while launching are ignored.
 
@@ -15,6 +16,7 @@ Both are installed by the fork server (``fitness.workers.worker`` at import) bef
 """
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from contextlib import contextmanager
 
@@ -57,6 +59,7 @@ class LaunchCounter:
             self._wrap(cls)
         self._wrap_autotuner()
         self._wrap_compile()
+        self._wrap_compiled_launch()
         self._installed = True
 
     @contextmanager
@@ -161,6 +164,42 @@ class LaunchCounter:
                 report(None)
 
         compiler.compile = compile
+
+    def _wrap_compiled_launch(self, compiled_kernel=None) -> None:
+        """A launch through a compiled kernel (``CompiledKernel.run``: what its ``[grid]`` launcher and the JIT's
+        launch call; a launch-heavy seed launches so, ``seeds.inductor.launches``) is counted as a JIT launch is,
+        unless it is the JIT's own (already counted); in compile-only mode it launches nothing. A Triton whose
+        CompiledKernel has no ``run`` property keeps its own: such launches go uncounted there, so a candidate
+        that launches only so is caught as launching nothing."""
+        if compiled_kernel is None:
+            from triton.compiler import CompiledKernel as compiled_kernel
+        original = inspect.getattr_static(compiled_kernel, "run", None)
+        if not isinstance(original, property):  # pragma: no cover - triton 3.3 on has it
+            return
+        counter, key = self, f"_counted_run_{id(self)}"  # a counter's own: a second one wraps the first's
+
+        def run(kernel):
+            launcher = original.fget(kernel)
+            made = kernel.__dict__.get(key)
+            if made is not None and made[0] is launcher:
+                return made[1]
+
+            def counted(*args, **kwargs):
+                if counter.active:  # the JIT's launch, counted there
+                    return launcher(*args, **kwargs)
+                if counter.compile_only:
+                    return None
+                source = getattr(getattr(kernel, "src", None), "fn", None)
+                counter.launches[getattr(source, "__module__", "?")] += 1
+                counter.active += 1
+                try:
+                    return launcher(*args, **kwargs)
+                finally:
+                    counter.active -= 1
+            kernel.__dict__[key] = (launcher, counted)  # made once per kernel: launches stay cheap
+            return counted
+
+        compiled_kernel.run = property(run)
 
     def reset(self) -> None:
         self.launches.clear()

@@ -21,7 +21,7 @@ from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
-from seeds.inductor import randoms, recurrent
+from seeds.inductor import launches, randoms, recurrent
 from seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
                                       k_major_loads, template_grid, template_kernel)
@@ -322,6 +322,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         del last.value.elts[captured["outputs"]:]  # the new values of tensor attributes forward assigns (level3/33)
     if captured.get("single_output") and returned and len(last.value.elts) == 1:
         last.value = last.value.elts[0]
+    body, through_sites = launches.through_sites(body, kernels, list(bound_to))
     forward = pyast.parse(f"def forward({written}):\n    pass").body[0]
     forward.body = [*pyast.parse("\n".join(bind)).body, *body]
     model_new = model_with(model, forward)
@@ -344,7 +345,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            + (NOTE if convolutions and convolutions.count else '')
            + (ATTENTION_NOTE if attentions and attentions.count else '')
            + (recurrent.NOTE if recurrents.count else '')
-           + (randoms.NOTE if randoms.draws_in(forward) else '') + '"""')
+           + (randoms.NOTE if randoms.draws_in(forward) else '')
+           + (launches.NOTE if through_sites else '') + '"""')
     parts = [doc, "\n".join(imports), "",
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
@@ -353,6 +355,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     parts += [attention_source(tf32)] if attentions and attentions.count else []
     parts += [kernel_source(tf32, recurrent.KERNEL_FILE)] if recurrents.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
+    parts += [launches.LAUNCH_SITES_HELPER.strip()] if through_sites else []
     parts += [ast.unparse(model_new)]
     kept = used_statements(header, imports, "\n".join(parts[3:]))
     parts[2] = ast.unparse(ast.Module(body=kept, type_ignores=[]))
