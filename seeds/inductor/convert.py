@@ -7,7 +7,8 @@ declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem
 (same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches; with
 ``triton_convolutions``, its library convolutions and attention calls as kernelevo's own Triton convolution and
 flash attention (``convolutions.py``, ``attentions.py``); and always, the calls of kernelevo's recurrent operators (a
-problem's nn.LSTM / nn.GRU, swapped at capture) as kernelevo's own Triton RNN (``recurrent.py``).
+problem's nn.LSTM / nn.GRU, swapped at capture) as kernelevo's own Triton RNN (``recurrent.py``). A forward of many
+launches launches through its compiled kernels after each site's first launch (``launches.py``).
 """
 from __future__ import annotations
 
