@@ -71,18 +71,32 @@ def triton_launches(call) -> int | None:
     return count[0]
 
 
+def loaded(problem_path: str, candidate_path: str) -> tuple:
+    """The problem's Model and the candidate's ModelNew with its weights, and the problem's inputs, on the GPU."""
+    problem, candidate = module_of(problem_path, "problem"), module_of(candidate_path, "candidate")
+    torch.manual_seed(0)
+    reference = problem.Model(*problem.get_init_inputs()).cuda().eval()
+    model = candidate.ModelNew(*problem.get_init_inputs()).cuda().eval()
+    model.load_state_dict(reference.state_dict(), strict=False)
+    return reference, model, [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+
+
+def written(rows: dict, out: str | None) -> None:
+    """Printed, and written to `out` when given."""
+    text = json.dumps(rows, indent=1)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--problem", required=True)
     parser.add_argument("--candidate", required=True)
     parser.add_argument("--out")
     args = parser.parse_args()
-    problem, candidate = module_of(args.problem, "problem"), module_of(args.candidate, "candidate")
-    torch.manual_seed(0)
-    reference = problem.Model(*problem.get_init_inputs()).cuda().eval()
-    model = candidate.ModelNew(*problem.get_init_inputs()).cuda().eval()
-    model.load_state_dict(reference.state_dict(), strict=False)
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    reference, model, inputs = loaded(args.problem, args.candidate)
     rows = {}
     with torch.no_grad():
         expected, got = reference(*inputs), model(*inputs)
@@ -94,11 +108,7 @@ def main() -> None:
             rows[name] = {"forward_ms": launched, "cuda_graph_ms": graphed, "triton_launches": launches,
                           "host_us_per_launch": (launched - graphed) * 1e3 / launches if launches else None}
     rows["device"] = torch.cuda.get_device_name()
-    text = json.dumps(rows, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    written(rows, args.out)
 
 
 if __name__ == "__main__":

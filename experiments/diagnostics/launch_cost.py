@@ -20,14 +20,13 @@ and with every launch keyed as above. A diagnostic only::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import torch
 import triton
 import triton.language as tl
 
-from experiments.diagnostics.launch_bound import graph_ms, module_of, timed_ms, triton_launches
+from experiments.diagnostics.launch_bound import graph_ms, loaded, timed_ms, triton_launches, written
 
 CALLS = 4000
 EXTRA = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -119,12 +118,7 @@ def kernel_rows() -> dict:
 def forward_rows(problem_path: str, candidate_path: str) -> dict:
     from triton.runtime.jit import JITFunction
 
-    problem, candidate = module_of(problem_path, "problem"), module_of(candidate_path, "candidate")
-    torch.manual_seed(0)
-    reference = problem.Model(*problem.get_init_inputs()).cuda().eval()
-    model = candidate.ModelNew(*problem.get_init_inputs()).cuda().eval()
-    model.load_state_dict(reference.state_dict(), strict=False)
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    reference, model, inputs = loaded(problem_path, candidate_path)
     rows = {}
     with torch.no_grad():
         expected = reference(*inputs)
@@ -190,11 +184,7 @@ def main() -> None:
 
     rows["compiled_kernel_run_is_property"] = isinstance(inspect.getattr_static(CompiledKernel, "run"), property)
     rows["kernel_us_per_launch"] = kernel_rows()  # last: it installs the judge's counter for good
-    text = json.dumps(rows, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    written(rows, args.out)
 
 
 if __name__ == "__main__":
