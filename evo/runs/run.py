@@ -35,7 +35,7 @@ from evo.tuning.tuner import Tuner
 from core.resources import process_started
 from fitness.evaluation.evaluator import Evaluator, start_up_under_lock
 from fitness.evaluation.from_config import check_fitness_config
-from fitness.measure.baselines import jobs_text
+from fitness.measure.baselines import PRECISION_NOTE, jobs_text
 from operators.base import CURRENT_CHILD
 
 log = logging.getLogger(f"kernelevo.{__name__}")
@@ -132,7 +132,7 @@ def measure_ieee_baselines(service: EvaluationService, store: RunStore) -> None:
     log.info(f"with IEEE fp32 dot products ({how}), as their TF32 kernels fail the policy: "
              + ", ".join(f"{name} {times[name] * 1e3:.4g} ms" if name in times else
                          f"{name} {baseline.status.get(name, 'not measured')}" for name in names)
-             + "".join(f"; {note}" for note in baseline.notes if "fp32 matmul precision" not in note)[:600])
+             + "".join(f"; {note}" for note in baseline.notes if not note.startswith(PRECISION_NOTE))[:600])
 
 
 def within_llm_budget(settings: SearchSettings, operators: list, plan: RunPlan) -> SearchSettings:

@@ -27,6 +27,7 @@ from fitness.settings import BASELINES
 from fitness.common.stage import BASELINE_COMPILE_STAGE
 from fitness.measure.timing import TimingStats, fastest_baselines
 
+PRECISION_NOTE = "baselines at fp32 matmul precision"  # every measurement's first note: "... 'high'"
 COMPILED = {"compile": {}, "max_autotune": {"mode": "max-autotune-no-cudagraphs"}}  # torch.compile's arguments
 LABELS = {"eager": "eager", "compile": "torch.compile", "max_autotune": "torch.compile max-autotune",
           "best": "the best baseline"}

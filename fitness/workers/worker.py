@@ -47,8 +47,8 @@ from fitness.judge.guards import LaunchCounter
 import torch  # noqa: E402
 
 from fitness.common.atomic import write_atomic  # noqa: E402
-from fitness.measure.baselines import (COMPILED, compiled_library, graph_breaks, inductor_code,  # noqa: E402
-                                       stage_of as baseline_stage)
+from fitness.measure.baselines import (COMPILED, PRECISION_NOTE, compiled_library, graph_breaks,  # noqa: E402
+                                       inductor_code, stage_of as baseline_stage)
 from fitness.judge.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
                                crowded_out, describe_exception, load_candidate, module_name_for)
 from fitness.judge.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
@@ -243,7 +243,7 @@ def run_baseline_job(job: WorkerJob) -> dict:
     problem = load_problem(ProblemSpec.from_dict(job.problem))
     torch.set_float32_matmul_precision(policy.fp32_matmul_precision)
     result = {"status": "ok", "timing": {}, "failed": {}, "library": {}, "compile_s": {},
-              "notes": [f"baselines at fp32 matmul precision '{policy.fp32_matmul_precision}'"]}
+              "notes": [f"{PRECISION_NOTE} '{policy.fp32_matmul_precision}'"]}
     with gpu_lock(job, exclusive=False), phase("setup"):
         reference = build_model(problem.Model, call_get_init_inputs(problem), job.settings.seed, job.device)
         with torch.no_grad():
