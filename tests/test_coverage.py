@@ -1,6 +1,8 @@
 """The coverage trial and the data floor (issue 41): an exact rewrite that skips the reference's FLOPs passes and is
 plausible; kernels that estimate from a subsample of the rows (1/2, 1/10, 1/100 skipped, rescaled) pass every
 ordinary trial and fail for the coverage trial; an input the reference ignores may be ignored (CPU interpreter)."""
+import math
+
 import pytest
 import torch
 
@@ -192,3 +194,24 @@ def test_the_coverage_trial_catches_every_subsample_on_every_seed(loss, targets)
             assert found["inputs"]["predictions"] >= 2e4
             if targets == "sign":
                 assert found["not_covered"] == ["targets"]
+
+
+def test_an_element_lowered_without_effect_is_raised_before_another_is_drawn(monkeypatch):
+    """A guessed softmax sum (tests/candidates/softmax_no_max_no_sum.py) got through `kernelbench` once in CI: the
+    elements first drawn were all lowered, and a softmax element lowered only loses its own small share. Here every
+    draw lowers (the sign's draw pinned): the trial still finds the raise that takes the row, and the guess misses
+    it."""
+    from fitness.judge import coverage
+
+    policy = load_policy("kernelbench")
+    torch.manual_seed(0)
+    x = torch.randn(8, 256)
+    softmax = (lambda t: torch.softmax(t, dim=-1))
+    rand = torch.rand
+    monkeypatch.setattr(coverage.torch, "rand", lambda *a, **k: torch.full_like(rand(*a, **k), 0.9))  # lowered
+    change, moved, amount = coverage._largest_move(softmax, [x], 0, [softmax(x)], policy,
+                                                   torch.Generator().manual_seed(0))
+    assert change is not None and change.sign == 1.0 and moved >= coverage.USABLE
+    change.apply(amount)
+    guess = torch.exp(x) / (x.shape[1] * math.sqrt(math.e))  # the cheat: no row maximum, no row sum
+    assert move_ratio([guess], [softmax(x)], policy) > 1  # outside the tolerance where the change moved the row

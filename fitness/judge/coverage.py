@@ -227,7 +227,9 @@ def _at_policy_precision(reference, inputs: list, found: Calibrated, base: list,
 
 def _largest_move(reference, inputs: list, index: int, base: list, policy, generator: torch.Generator) -> tuple:
     """(the change of input `index`, the move it makes in tolerance units, the amount) with the largest move found,
-    up to TARGET; (None, 0, 0) when no element tried moves the output."""
+    up to TARGET; (None, 0, 0) when no element tried moves the output. An element whose change moves nothing or
+    saturates one way is tried the other way before another element (a softmax's element lowered only loses its own
+    small share; raised, it takes the row: a guessed sum let through when the first elements drawn went down)."""
     x = inputs[index]
     nonneg, distribution = _kind(x)
     scale = float(sample(x).abs().to(torch.float64).mean()) or 1.0
@@ -236,41 +238,42 @@ def _largest_move(reference, inputs: list, index: int, base: list, policy, gener
     for _ in range(POSITIONS):
         flat = int(torch.randint(x.numel(), (1,), generator=generator))
         sign = 1.0 if nonneg else (1.0 if torch.rand((), generator=generator) < 0.5 else -1.0)
-        change, amount, last, good = Change(x, flat, sign, distribution), scale * 100, None, 0.0
-        while calls < MAX_REFERENCE_CALLS:
-            calls += 1
-            change.apply(amount)
-            with torch.no_grad():
-                outputs = as_tensor_list(reference(*inputs))
-            moved = move_ratio(outputs, base, policy)
-            scrub(outputs)
-            change.restore()
-            if math.isinf(moved) or math.isnan(moved):  # overflow: back off towards the last finite amount
-                amount = math.sqrt(amount * good) if good else amount / 1e3
-                continue
-            if moved > best[1] or (best[0] is change and ENOUGH <= moved):  # the largest, or back near TARGET
-                best, good = (change, moved, amount), amount
-            if moved > OVERSHOOT * TARGET and last is not None and last[1] > 0 and moved != last[1]:
-                exponent = min(max(math.log(moved / last[1]) / math.log(amount / last[0]), 0.25), 4.0)
-                last, amount = None, amount * (TARGET / moved) ** (1 / exponent)  # back to about TARGET
-                continue
-            if moved >= ENOUGH or amount >= cap:
+        for way in ((sign,) if nonneg else (sign, -sign)):
+            change, amount, last, good = Change(x, flat, way, distribution), scale * 100, None, 0.0
+            while calls < MAX_REFERENCE_CALLS:
+                calls += 1
+                change.apply(amount)
+                with torch.no_grad():
+                    outputs = as_tensor_list(reference(*inputs))
+                moved = move_ratio(outputs, base, policy)
+                scrub(outputs)
+                change.restore()
+                if math.isinf(moved) or math.isnan(moved):  # overflow: back off towards the last finite amount
+                    amount = math.sqrt(amount * good) if good else amount / 1e3
+                    continue
+                if moved > best[1] or (best[0] is change and ENOUGH <= moved):  # the largest, or back near TARGET
+                    best, good = (change, moved, amount), amount
+                if moved > OVERSHOOT * TARGET and last is not None and last[1] > 0 and moved != last[1]:
+                    exponent = min(max(math.log(moved / last[1]) / math.log(amount / last[0]), 0.25), 4.0)
+                    last, amount = None, amount * (TARGET / moved) ** (1 / exponent)  # back to about TARGET
+                    continue
+                if moved >= ENOUGH or amount >= cap:
+                    return best
+                if moved == 0 and amount < 1e8 * scale:  # below the output's resolution (a mean of 1e9 elements)?
+                    last, amount = None, min(cap, amount * 1e4)
+                    continue
+                exponent = 1.0
+                if last is not None and last[1] > 0:
+                    exponent = math.log(max(moved, 1e-300) / last[1]) / math.log(amount / last[0])
+                if exponent < SATURATED and best[1] >= USABLE:
+                    return best  # a bounded output (a softmax, a norm): as far as it moves
+                if moved == 0 or exponent < SATURATED:
+                    break  # this element moves nothing this way, or its effect saturates (a clamp)
+                exponent = min(max(exponent, 0.25), 4.0)
+                last = (amount, moved)
+                amount = min(cap, amount * min(max((TARGET / moved) ** (1 / exponent), 2.0), 1e8))
+            if calls >= MAX_REFERENCE_CALLS:
                 return best
-            if moved == 0 and amount < 1e8 * scale:  # below the output's resolution (a mean of 1e9 elements)?
-                last, amount = None, min(cap, amount * 1e4)
-                continue
-            exponent = 1.0
-            if last is not None and last[1] > 0:
-                exponent = math.log(max(moved, 1e-300) / last[1]) / math.log(amount / last[0])
-            if exponent < SATURATED and best[1] >= USABLE:
-                return best  # a bounded output (a softmax, a norm): as far as it moves
-            if moved == 0 or exponent < SATURATED:
-                break  # this element moves nothing, or its effect saturates (a clamp): another one
-            exponent = min(max(exponent, 0.25), 4.0)
-            last = (amount, moved)
-            amount = min(cap, amount * min(max((TARGET / moved) ** (1 / exponent), 2.0), 1e8))
-        if calls >= MAX_REFERENCE_CALLS:
-            break
     return best
 
 
