@@ -17,11 +17,11 @@ case ${1:?start or collect} in
     source experiments/scale/device_env.sh .whl-core || exit 1
     for job in "$@"; do
       IFS=: read -r gpu name problem <<< "$job"
-      ( for way in jit sites; do
-          CUDA_VISIBLE_DEVICES=$gpu python3 -m kernelevo.cli evaluate problem=.scratch/kb/$problem \
-            candidate=.scratch/sites/${name}_$way.py hydra.run.dir=$W/$name/$way ${EXTRA:-} > $W/${name}_$way.log 2>&1
-          echo "rc=$?" >> $W/${name}_$way.log
-        done ) < /dev/null > /dev/null 2>&1 &
+      # its own session (setsid), so that it outlives the call: the first use, without it, lost two judgements
+      setsid bash -c "for way in jit sites; do CUDA_VISIBLE_DEVICES=$gpu python3 -m kernelevo.cli evaluate \
+        problem=.scratch/kb/$problem candidate=.scratch/sites/${name}_\$way.py hydra.run.dir=$W/$name/\$way \
+        ${EXTRA:-} > $W/${name}_\$way.log 2>&1; echo rc=\$? >> $W/${name}_\$way.log; done" \
+        < /dev/null > /dev/null 2>&1 &
       echo $! >> $W/pids
     done
     nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader > $W/machine.txt
