@@ -38,7 +38,7 @@ WRITES_FIXTURE = (f"assert args[args.index('--profile-from-start') + 1] == 'off'
 def test_the_details_page_csv_gives_a_few_metrics_per_kernel():
     launches = ncu.parse_csv(FIXTURE)
     assert [launch["name"] for launch in launches][:2] == ["layernorm_kernel", "layernorm_kernel"]
-    kernels = ncu.summarise(FIXTURE)
+    kernels = ncu.merged(FIXTURE)
     assert len(kernels) == 2
     first = kernels[0]
     assert first["name"] == "layernorm_kernel" and first["launches"] == 2
@@ -52,7 +52,7 @@ def test_the_details_page_csv_gives_a_few_metrics_per_kernel():
             "achieved occupancy 45%; 40 registers/thread; 32 B shared memory/block; top stalls (cycles per issued "
             "instruction): long_scoreboard 12, wait 2, not_selected 1.1") in text
     assert "- void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocas... (1 launch" in text
-    assert ncu.summarise("==PROF== nothing profiled\n") == [] and profiler_text({"note": "x"}) == ""
+    assert ncu.merged("==PROF== nothing profiled\n") == [] and profiler_text({"note": "x"}) == ""
 
 
 def test_a_missing_ncu_is_a_clear_note(monkeypatch, tmp_path, sandbox):
@@ -91,7 +91,7 @@ def test_the_candidate_runs_under_ncu_from_a_sandbox_worker(tmp_path, sandbox):
 def test_profiler_metrics_reach_the_planner_and_the_debugger():
     from llm_fakes import PARENT, builder
 
-    record = {"tool": "ncu", "kernels": ncu.summarise(FIXTURE)}
+    record = {"tool": "ncu", "kernels": ncu.merged(FIXTURE)}
     for role in ("planner", "debugger"):
         text = builder().build(role, PARENT if role == "planner" else None,
                                profiles={"parent 1.0": record, "best so far 2.3": record}).text
@@ -116,12 +116,12 @@ def test_every_launch_is_totalled_and_a_forward_the_host_launches_is_said_so():
 
     kernels = ncu.merged(FIXTURE)
     total = ncu.total(kernels)
-    assert total["launches"] == 3 == sum(k["launches"] for k in ncu.summarise(FIXTURE))
+    assert total["launches"] == 3 == sum(k["launches"] for k in ncu.merged(FIXTURE))
     assert abs(total["time_s"] - sum(k["time_s"] for k in kernels)) < 1e-15
     many = [{"name": f"k{i}", "launches": 128, "time_s": 1e-4} for i in range(ncu.MAX_KERNELS + 2)]  # past the cut
     assert ncu.total(many) == {"launches": 128 * (ncu.MAX_KERNELS + 2),
                                "time_s": pytest.approx(1e-4 * (ncu.MAX_KERNELS + 2))}
-    record = {"tool": "ncu", "kernels": ncu.summarise(FIXTURE), "total": total}
+    record = {"tool": "ncu", "kernels": ncu.merged(FIXTURE), "total": total}
     gpu = total["time_s"]
     plain = profiler_text(record).splitlines()[-1]
     assert plain == f"- all 3 launches together: {round(gpu * 1e6)} us on the GPU"

@@ -146,11 +146,6 @@ def merged(text: str) -> list[dict]:
     return list(kernels.values())
 
 
-def summarise(text: str) -> list[dict]:
-    """`merged`, at most MAX_KERNELS."""
-    return merged(text)[:MAX_KERNELS]
-
-
 def total(kernels: list[dict]) -> dict:
     """Every launch of the forward call, past MAX_KERNELS too: how many, and their GPU time summed (under ncu, clocks
     locked to base). Beside the forward's measured time it says how much of it is the host launching: level3/34's
