@@ -20,13 +20,13 @@ from seeds.inductor.convert import convert
 
 
 class Compiled:
-    """A compiled kernel's stand-in: ``[grid]`` gives its launcher, which records what it was given."""
+    """A compiled kernel's stand-in: its launcher (``run``) records what it was given."""
 
     def __init__(self, calls):
-        self.calls = calls
+        self.calls, self.function, self.packed_metadata = calls, 7, "metadata"
 
-    def __getitem__(self, grid):
-        return lambda *args: self.calls.append(("compiled", grid, args))
+    def run(self, *args):
+        self.calls.append(("compiled", args[:3], args[3:9], args[9:]))
 
 
 class Kernel:
@@ -42,32 +42,43 @@ class Kernel:
         return launch
 
 
-def helper():
-    """The LaunchSites helper as a seed defines it, with `triton.compiler.CompiledKernel` the stand-in's class."""
-    stub = types.SimpleNamespace(compiler=types.SimpleNamespace(CompiledKernel=Compiled))
-    namespace = {"triton": stub}
+def helper(stream=None):
+    """The LaunchSites helper as a seed defines it, with `triton.compiler.CompiledKernel` the stand-in's class and
+    torch's current stream `stream` (a list: its first item is the stream's handle)."""
+    stream = [11] if stream is None else stream
+    namespace = {"triton": types.SimpleNamespace(compiler=types.SimpleNamespace(CompiledKernel=Compiled)),
+                 "torch": types.SimpleNamespace(cuda=types.SimpleNamespace(
+                     current_stream=lambda: types.SimpleNamespace(cuda_stream=stream[0])))}
     exec(launches.LAUNCH_SITES_HELPER, namespace)
     return namespace["LaunchSites"]()
 
 
-def test_a_sites_later_launches_go_through_its_compiled_kernel_with_the_constexprs_in_signature_order():
+def launch(sites, site, kernel, grid, *args, **constexprs):
+    """One launch as a converted seed's forward writes it."""
+    if not sites.run(site, *args):
+        sites.launch(site, kernel, grid, *args, **constexprs)
+
+
+def test_a_sites_later_launches_go_through_its_compiled_kernel_with_what_the_site_made_once():
     sites, kernel = helper(), Kernel(["x_ptr", "out_ptr", "n", "XBLOCK", "YBLOCK"])
     x, out = torch.zeros(8), torch.zeros(8)
     sites.check(x, out)
     for _ in range(3):
-        sites.launch(0, kernel, (4,), x, out, 8, YBLOCK=2, XBLOCK=16, num_warps=4)
+        launch(sites, 0, kernel, (4,), x, out, 8, YBLOCK=2, XBLOCK=16, num_warps=4)
     assert [c[0] for c in kernel.calls] == ["jit", "compiled", "compiled"]
     assert kernel.calls[0][3] == {"YBLOCK": 2, "XBLOCK": 16, "num_warps": 4}
-    assert kernel.calls[1] == ("compiled", (4, 1, 1), (x, out, 8, 16, 2))  # the grid as three axes
+    # the grid as three axes, the stream, the kernel's function and metadata, no launch metadata or hooks, then the
+    # arguments and the constexprs in signature order
+    assert kernel.calls[1] == ("compiled", (4, 1, 1), (11, 7, "metadata", None, None, None), (x, out, 8, 16, 2))
 
 
 def test_another_site_of_the_same_kernel_starts_through_the_jit():
     sites, kernel = helper(), Kernel(["x_ptr", "n", "XBLOCK"])
     x = torch.zeros(8)
     sites.check(x)
-    sites.launch(0, kernel, (1,), x, 8, XBLOCK=8)
-    sites.launch(1, kernel, (2,), x, 4, XBLOCK=8)
-    sites.launch(1, kernel, (2,), x, 4, XBLOCK=8)
+    launch(sites, 0, kernel, (1,), x, 8, XBLOCK=8)
+    launch(sites, 1, kernel, (2,), x, 4, XBLOCK=8)
+    launch(sites, 1, kernel, (2,), x, 4, XBLOCK=8)
     assert [c[0] for c in kernel.calls] == ["jit", "jit", "compiled"]
 
 
@@ -79,8 +90,20 @@ def test_a_change_of_forwards_tensors_sends_every_site_back_through_the_jit(chan
     other = {"alignment": storage[1:17], "shape": storage[:32], "dtype": storage[:16].double()}[changed]
     for tensor in (x, x, other, other, x):
         sites.check(tensor)
-        sites.launch(0, kernel, (1,), tensor, XBLOCK=16)
+        launch(sites, 0, kernel, (1,), tensor, XBLOCK=16)
     assert [c[0] for c in kernel.calls] == ["jit", "compiled", "jit", "compiled", "jit"]
+
+
+def test_a_change_of_stream_sends_every_site_back_through_the_jit_and_the_next_launches_take_the_new_one():
+    stream = [11]
+    sites, kernel = helper(stream), Kernel(["x_ptr", "XBLOCK"])
+    x = torch.zeros(4)
+    for handle in (11, 11, 12, 12):
+        stream[0] = handle
+        sites.check(x)
+        launch(sites, 0, kernel, (1,), x, XBLOCK=4)
+    assert [c[0] for c in kernel.calls] == ["jit", "compiled", "jit", "compiled"]
+    assert kernel.calls[1][2][0] == 11 and kernel.calls[3][2][0] == 12
 
 
 def test_no_compiled_kernel_from_the_jit_or_a_constexpr_left_to_its_default_keeps_the_jit():
@@ -89,8 +112,8 @@ def test_no_compiled_kernel_from_the_jit_or_a_constexpr_left_to_its_default_keep
     x = torch.zeros(4)
     sites.check(x)
     for _ in range(2):
-        sites.launch(0, interpreted, (1,), x, XBLOCK=4)
-        sites.launch(1, defaulted, (1,), x, XBLOCK=4)  # EVEN left to the kernel's default: not known here
+        launch(sites, 0, interpreted, (1,), x, XBLOCK=4)
+        launch(sites, 1, defaulted, (1,), x, XBLOCK=4)  # EVEN left to the kernel's default: not known here
     assert [c[0] for c in interpreted.calls] == ["jit", "jit"]
     assert [c[0] for c in defaulted.calls] == ["jit", "jit"]
 
@@ -138,7 +161,8 @@ def test_a_seed_with_many_launches_launches_through_sites_and_is_judged_correct(
     captured, source = converted(1, monkeypatch)  # every seed launches "many" kernels here
     forward = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
     text = ast.unparse(forward)
-    assert "LAUNCHES.check(" in text and "LAUNCHES.launch(0, " in text and "](" not in text
+    assert "LAUNCHES.check(" in text and "if not LAUNCHES.run(0, " in text and "LAUNCHES.launch(0, " in text
+    assert "](" not in text
     assert "class LaunchSites" in source and "compiled kernel" in source.split('"""')[1]
     assert check_source(source) == []
     with make_evaluator(problem=captured["fixture"]["problem"], sizes=captured["fixture"]["sizes"],
@@ -160,8 +184,10 @@ def test_each_launch_of_a_forward_is_a_site_of_its_own_and_other_calls_stay():
     rewritten, done = launches.through_sites(body, {"k0", "k1"}, ["x", "y"], many=3)
     assert done and ast.unparse(body[1]) == "k0[2,](x, buf, XBLOCK=4)"  # forward's own statements are left as they were
     assert [ast.unparse(s) for s in rewritten] == [
-        "LAUNCHES.check(x, y)", "buf = torch.empty(4)", "LAUNCHES.launch(0, k0, (2,), x, buf, XBLOCK=4)",
-        "LAUNCHES.launch(1, k1, (1,), buf, y)", "LAUNCHES.launch(2, k0, (2,), y, buf, XBLOCK=4)", "other[0](x)"]
+        "LAUNCHES.check(x, y)", "buf = torch.empty(4)",
+        "if not LAUNCHES.run(0, x, buf):\n    LAUNCHES.launch(0, k0, (2,), x, buf, XBLOCK=4)",
+        "if not LAUNCHES.run(1, buf, y):\n    LAUNCHES.launch(1, k1, (1,), buf, y)",
+        "if not LAUNCHES.run(2, y, buf):\n    LAUNCHES.launch(2, k0, (2,), y, buf, XBLOCK=4)", "other[0](x)"]
 
 
 def test_a_launch_inside_a_loop_or_branch_is_not_a_site():
@@ -169,3 +195,4 @@ def test_a_launch_inside_a_loop_or_branch_is_not_a_site():
     rewritten, done = launches.through_sites(body, {"k0"}, ["x"], many=1)
     assert done and [ast.unparse(s).splitlines()[-1].strip() for s in rewritten] == [
         "LAUNCHES.check(x)", "k0[2,](x, i)", "k0[1,](x, 0)", "LAUNCHES.launch(0, k0, (3,), x, 1)"]
+    assert ast.unparse(rewritten[-1]).startswith("if not LAUNCHES.run(0, x, 1):")
