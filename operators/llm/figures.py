@@ -233,7 +233,8 @@ def _total_line(total: dict, measured_s: float | None) -> str:
     """Every launch of the forward together, and where their GPU time is under HOST_BOUND of the forward's measured
     time, that the host's launching is the rest: level3/34's 1,024 launches ran 3.1 ms on the GPU of an 18.6 ms
     forward, and no tuning of the kernels' launch parameters changes that (experiments/results/kernelbench_part10/);
-    launched through their compiled kernels, 13.8 ms instead of 22.4 (experiments/results/launch_sites_h200/).
+    launched through their compiled kernels with each site's grid, stream and constexprs made once, 6.2 ms and
+    1.34x of max-autotune (experiments/results/kernelbench_part11/, launch_sites_h200/).
     ncu's clocks are locked to base, so its GPU time is if anything too long, and the host's share too small."""
     launches, gpu_s = total["launches"], total["time_s"]
     line = f"- all {launches} launch{'es' if launches != 1 else ''} together: {fmt_time(gpu_s)} on the GPU"
@@ -243,7 +244,7 @@ def _total_line(total: dict, measured_s: float | None) -> str:
     return (f"{line}, {gpu_s / measured_s:.0%} of the {fmt_time(measured_s)} the forward measured: the rest is the "
             f"host launching them, about {two_digits(per_launch_us)} us a launch. Fewer launches (kernels fused, one "
             f"persistent kernel over a loop) gain more here than faster kernels, and a launch through the compiled "
-            f"kernel (the seed's LaunchSites, where it has one) costs the host about half of what Triton's "
+            f"kernel (the seed's LaunchSites, where it has one) costs the host under half of what Triton's "
             f"kernel[grid](...) does")
 
 
