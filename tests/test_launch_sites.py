@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
 from triton.compiler import CompiledKernel
 
 from conftest import DEVICE, FIXTURES, make_evaluator
@@ -146,6 +147,29 @@ def test_the_judge_counts_a_launch_through_a_compiled_kernel_once_and_launches_n
     with counter.compiling_only():
         kernel.run(1, 1, 1)
     assert counter.count("candidate") == 1 and len(kernel.launched) == 2
+
+
+def test_the_judge_counts_every_launch_a_site_makes_through_its_compiled_kernel():
+    counter = LaunchCounter()
+    counter._wrap_compiled_launch(CountedKernel)
+    compiled = CountedKernel("candidate")
+    compiled.function, compiled.packed_metadata = 7, "metadata"
+    namespace = {"triton": triton, "torch": types.SimpleNamespace(cuda=types.SimpleNamespace(
+        current_stream=lambda: types.SimpleNamespace(cuda_stream=11)))}
+    exec(launches.LAUNCH_SITES_HELPER, namespace)  # with triton's own CompiledKernel, which CountedKernel is
+    sites, x = namespace["LaunchSites"](), torch.zeros(4)
+
+    class Jit:  # the JIT's launch returns the compiled kernel (and is counted by the JIT's own wrapper, not here)
+        arg_names = ["x_ptr", "XBLOCK"]
+
+        def __getitem__(self, grid):
+            return lambda *args, **constexprs: compiled
+
+    sites.check(x)
+    for _ in range(4):
+        launch(sites, 0, Jit(), (2,), x, XBLOCK=4)
+    assert len(compiled.launched) == 3 and counter.count("candidate") == 3  # every launch after the site's first
+    assert compiled.launched[0] == (2, 1, 1, 11, 7, "metadata", None, None, None, x, 4)
 
 
 def converted(many: int | None, monkeypatch) -> tuple[dict, str]:
