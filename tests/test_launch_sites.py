@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import triton
 from triton.compiler import CompiledKernel
 
 from conftest import DEVICE, FIXTURES, make_evaluator
@@ -43,11 +42,12 @@ class Kernel:
         return launch
 
 
-def helper(stream=None):
-    """The LaunchSites helper as a seed defines it, with `triton.compiler.CompiledKernel` the stand-in's class and
-    torch's current stream `stream` (a list: its first item is the stream's handle)."""
+def helper(stream=None, compiled_kernel=Compiled):
+    """The LaunchSites helper as a seed defines it, with `compiled_kernel` as `triton.compiler.CompiledKernel` (the
+    stand-in's class unless given) and torch's current stream `stream` (a list: its first item is the stream's
+    handle)."""
     stream = [11] if stream is None else stream
-    namespace = {"triton": types.SimpleNamespace(compiler=types.SimpleNamespace(CompiledKernel=Compiled)),
+    namespace = {"triton": types.SimpleNamespace(compiler=types.SimpleNamespace(CompiledKernel=compiled_kernel)),
                  "torch": types.SimpleNamespace(cuda=types.SimpleNamespace(
                      current_stream=lambda: types.SimpleNamespace(cuda_stream=stream[0])))}
     exec(launches.LAUNCH_SITES_HELPER, namespace)
@@ -154,10 +154,7 @@ def test_the_judge_counts_every_launch_a_site_makes_through_its_compiled_kernel(
     counter._wrap_compiled_launch(CountedKernel)
     compiled = CountedKernel("candidate")
     compiled.function, compiled.packed_metadata = 7, "metadata"
-    namespace = {"triton": triton, "torch": types.SimpleNamespace(cuda=types.SimpleNamespace(
-        current_stream=lambda: types.SimpleNamespace(cuda_stream=11)))}
-    exec(launches.LAUNCH_SITES_HELPER, namespace)  # with triton's own CompiledKernel, which CountedKernel is
-    sites, x = namespace["LaunchSites"](), torch.zeros(4)
+    sites, x = helper(compiled_kernel=CompiledKernel), torch.zeros(4)  # triton's own class, which CountedKernel is
 
     class Jit:  # the JIT's launch returns the compiled kernel (and is counted by the JIT's own wrapper, not here)
         arg_names = ["x_ptr", "XBLOCK"]
