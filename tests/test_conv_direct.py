@@ -23,6 +23,7 @@ from seeds.inductor.convolutions import too_small_for_templates
 from seeds.kernels.conv import conv_nd, direct_path
 
 TILES = dict(BLOCK_M=16, BLOCK_N=8)
+KERNELS = ("conv_nd_kernel", "conv_direct_kernel", "conv_depthwise_kernel")
 
 
 class Launches:
@@ -38,7 +39,7 @@ class Launches:
 
 @pytest.fixture
 def launches(monkeypatch):
-    counted = {name: Launches(getattr(conv, name)) for name in ("conv_nd_kernel", "conv_direct_kernel")}
+    counted = {name: Launches(getattr(conv, name)) for name in KERNELS}
     for name, launch in counted.items():
         monkeypatch.setattr(conv, name, launch)
     return counted
@@ -56,7 +57,7 @@ FORWARD = {
 
 
 @pytest.mark.parametrize("case", FORWARD)
-def test_a_depthwise_convolution_runs_direct_and_computes_what_torch_does(case, launches):
+def test_a_depthwise_convolution_runs_as_the_depthwise_kernel_and_computes_what_torch_does(case, launches):
     functional, channels, multiplier, kernel, stride, padding, dilation, bias, size = FORWARD[case]
     dims = len(size)
     kernel = kernel if isinstance(kernel, tuple) else (kernel,) * dims
@@ -69,7 +70,10 @@ def test_a_depthwise_convolution_runs_direct_and_computes_what_torch_does(case, 
     got = conv_nd(x, weight, b, *tuples, False, (0,) * dims, channels, **TILES)
     assert got.shape == expected.shape and got.is_contiguous()
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
-    assert launches["conv_direct_kernel"].count == 1 and launches["conv_nd_kernel"].count == 0
+    assert [launches[name].count for name in KERNELS] == [0, 0, 1]
+    forced = conv_nd(x, weight, b, *tuples, False, (0,) * dims, channels, **TILES, direct=False)  # the GEMM path
+    torch.testing.assert_close(forced, expected, atol=1e-4, rtol=1e-4)
+    assert [launches[name].count for name in KERNELS] == [1, 0, 1]
 
 
 def test_a_grouped_convolution_of_two_input_channels_per_group_and_a_channels_last_output(launches):
@@ -181,15 +185,15 @@ def test_a_depthwise_problems_seed_is_kernelevos_direct_convolution_and_judged_c
                                                {"kind": "param", "name": "conv2d.bias"}, {"kind": "input", "index": 0}],
                 "kernels": {}, "single_output": True, "device": "cpu"}
     source = seeds._checked_source(spec, json.loads(json.dumps(captured)), torch_compute_allowed=False)
-    assert seeds.library_calls(source) == [] and "def conv_direct_kernel(" in source
+    assert seeds.library_calls(source) == [] and "def conv_depthwise_kernel(" in source
     assert "conv_nd(arg2_1, arg0_1, arg1_1, (1, 1), (1, 1), (1, 1), False, (0, 0), 4," in source
     space = Genome.from_source(source).space  # what the direct path ignores is not tuned
     assert {"C0_BLOCK_M", "C0_BLOCK_N", "C0_NUM_WARPS"} <= set(space) and not {"C0_BLOCK_K", "C0_GROUP_M"} & set(space)
-    seed_file = tmp_path / "seed.py"  # the seed run here: its forward launches the direct kernel, once
+    seed_file = tmp_path / "seed.py"  # the seed run here: its forward launches the depthwise kernel, once
     seed_file.write_text(source)
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("depthwise_seed", seed_file))
     module.__spec__.loader.exec_module(module)
-    counted = {name: Launches(getattr(module, name)) for name in ("conv_nd_kernel", "conv_direct_kernel")}
+    counted = {name: Launches(getattr(module, name)) for name in KERNELS}
     vars(module).update(counted)
     reference = importlib.util.module_from_spec(importlib.util.spec_from_file_location("depthwise", problem))
     reference.__spec__.loader.exec_module(reference)
@@ -199,7 +203,7 @@ def test_a_depthwise_problems_seed_is_kernelevos_direct_convolution_and_judged_c
     new.load_state_dict(model.state_dict())
     x = reference.get_inputs()[0]
     torch.testing.assert_close(new(x), model(x), atol=1e-4, rtol=1e-4)
-    assert counted["conv_direct_kernel"].count == 1 and counted["conv_nd_kernel"].count == 0
+    assert [counted[name].count for name in KERNELS] == [0, 0, 1]
     with make_evaluator(problem=str(problem), policy="triton", sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok" and result.guards["torch_compute_ops"] == [], result.reason

@@ -1,36 +1,38 @@
 """kernelevo's own Triton convolution: any ``torch.convolution`` (1D/2D/3D, forward or transposed; stride, padding,
-dilation, groups, output_padding, bias) as implicit GEMMs that visit only the kernel taps that contribute.
+dilation, groups, output_padding, bias) as an implicit GEMM over channels-last data, a direct kernel where a group's
+GEMM is too small for ``tl.dot``, and a depthwise kernel for one input channel per group.
 
-The output's pixels (batch x depth x height x width, flattened: M) are the GEMM's rows, the output channels of one
-group (N) its columns, and the reduction (K) runs over the group's input channels x the taps of the kernel window,
-flattened, in tiles of BLOCK_K: each tile gathers its input pixels (A: BLOCK_M x BLOCK_K) and weights (B: BLOCK_K x
-BLOCK_N) and multiplies them with ``tl.dot``, accumulating in fp32.
+**Implicit GEMM** (``conv_nd_kernel``): the output's pixels (batch x depth x height x width, flattened: M) are the
+GEMM's rows, the output channels of one group (N) its columns, and the reduction runs **tap by tap, channels
+inner**: for each kernel tap of the phase, the group's input channels in blocks of BLOCK_K. ``conv_nd`` hands the
+kernel the input in channels-last layout (a pixel's channels contiguous: every A load reads BLOCK_K consecutive
+floats of a pixel, no index decoded per element) and the weight packed with its input channel innermost (B is
+K-major, as TF32 tensor cores read it); both copies are made inside the call, their time counted. Products by
+``tl.dot``, accumulated in fp32.
 
-One kernel, ``conv_nd_kernel``, takes a *phase*: along each spatial dimension, output position o = o0 + q * o_step,
-kernel offset k = k0 + t * k_step (t < T taps) and input position i = q * i_step + i0 + t * i_tap, for q < Q outputs.
-A forward convolution is one phase (o = q, k = t over the whole window, i = q * stride - padding + k * dilation). A
-transposed convolution (output o sums input i at kernel offset k wherever o = i * stride - padding + k * dilation) is
-split by output phase (sub-pixel decomposition): the outputs with one residue r = o mod stride per dimension take
-input from the same taps, those k with (r + padding - k * dilation) % stride == 0 (every stride / gcd(stride,
-dilation)-th offset from the first), at input i = q + (r + padding - k * dilation) / stride; ``conv_phases`` plans one
-launch per combination of residues, each a dense implicit GEMM over just its taps (about 1 / stride**d of the
-window where the dilation is prime to the stride), where the gather form read every tap and masked those the
-stride does not divide. A phase without taps (stride and dilation sharing a factor) writes the bias (or zeros);
-output_padding only lengthens the output.
+One kernel takes a *phase*: along each spatial dimension, output position o = o0 + q * o_step, kernel offset k = k0 +
+t * k_step (t < T taps) and input position i = q * i_step + i0 + t * i_tap, for q < Q outputs. A forward
+convolution is one phase (o = q, k = t over the whole window, i = q * stride - padding + k * dilation). A transposed
+convolution (output o sums input i at kernel offset k wherever o = i * stride - padding + k * dilation) is split by
+output phase (sub-pixel decomposition): the outputs with one residue r = o mod stride per dimension take input from
+the same taps, those k with (r + padding - k * dilation) % stride == 0, at input i = q + (r + padding - k *
+dilation) / stride; ``conv_phases`` plans one launch per combination of residues, each a dense implicit GEMM over
+just its taps. A phase without taps writes the bias (or zeros); output_padding only lengthens the output.
 
-Where a group's GEMM is too small for ``tl.dot`` (``direct_path``: its reduction, C_in_g x the phase's taps, under
-16, as a depthwise convolution's 1 x 9; or a grouped convolution's C_out_g under 16), a phase runs as
-``conv_direct_kernel`` instead: a direct convolution that tiles output channels (over all groups, BLOCK_N) x output
-pixels (BLOCK_M, the tile's fast axis the innermost output dimension, so neighbouring lanes touch neighbouring
-addresses) and accumulates over the group's input channels and the phase's taps with elementwise multiply-adds in
-fp32 (output channel co reads input channel co // C_out_g * C_in_g + ci: a channel multiplier C_out_g / C_in_g is a
-plain grouped convolution). It takes the same phase (stride, padding, dilation, transposed), the same launch
-parameters (BLOCK_K and GROUP_M unused) and writes the same layout.
+**Depthwise** (``conv_depthwise_kernel``, a forward convolution of one input channel per group, any channel
+multiplier): memory-bound, so each program computes a BLOCK_H x BLOCK_W tile of one output plane by multiply-adds
+over the window, reading the input's rows where they lie (no layout change); neighbouring taps hit the same cache
+lines.
+
+**Direct** (``conv_direct_kernel``: the other phases whose group's GEMM is too small for ``tl.dot``, ``direct_path``):
+a tile of output channels (over all groups) x output pixels, accumulated over the group's input channels and the
+phase's taps with multiply-adds in fp32.
 
 1D and 2D convolutions run as 3D ones with unit leading spatial dimensions. Programs take the output tiles in groups
 of GROUP_M rows (as Triton's GEMM tutorial does) for L2 reuse; axis 1 of the grid is the convolution's group. The
 phase's own values are not specialised on (one compiled kernel serves every phase). Addresses are computed in int64
-(KernelBench's inputs pass 2**31 elements).
+(KernelBench's inputs pass 2**31 elements). Every size is read from the tensors given, so a seed holding this file
+runs at any size.
 
 This file is standalone (torch and triton only): ``seeds.inductor.convolutions`` copies it into a seed whose
 Inductor code called ``torch.convolution``, where each call becomes ``conv_nd(...)`` with its launch parameters as
@@ -74,33 +76,34 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
     mask_m = offs_m < M
     mask_n = offs_n < C_out_g
     n, qd, qh, qw = output_pixel(offs_m, QD, QH, QW)
     co = group * C_out_g + offs_n  # the output channel, over all groups
+    x_pixel = n * sxn + (group * C_in_g).to(tl.int64) * sxc  # the group's first input channel of each row's batch
+    w_column = group.to(tl.int64) * sw_group + offs_n.to(tl.int64) * sw_co
 
-    taps = TD * TH * TW
-    K = C_in_g * taps  # no taps (a phase the stride and dilation leave empty): no reduction, the bias alone
+    chunks = tl.cdiv(C_in_g, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        mask_k = offs_k < K
-        ci = offs_k // taps  # the input channel within the group
-        t = offs_k % taps
+    for step in range(0, TD * TH * TW * chunks):  # taps outer, the group's input channels inner
+        t = step // chunks
+        c = (step - t * chunks) * BLOCK_K + offs_k
         td = t // (TH * TW)
         th = (t // TW) % TH
         tw = t % TW
-        idd = qd[:, None] * id_step + id0 + td[None, :] * id_tap
-        ih = qh[:, None] * ih_step + ih0 + th[None, :] * ih_tap
-        iw = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
-        valid = (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
-        x_offsets = n[:, None] * sxn + (group * C_in_g + ci)[None, :].to(tl.int64) * sxc \
-            + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
-        a = tl.load(x_ptr + x_offsets, mask=mask_m[:, None] & mask_k[None, :] & valid, other=0.0)
-        w_offsets = group.to(tl.int64) * sw_group + ci[:, None].to(tl.int64) * sw_ci + offs_n[None, :] * sw_co \
-            + (kd0 + td * kd_step)[:, None] * swd + (kh0 + th * kh_step)[:, None] * swh \
-            + (kw0 + tw * kw_step)[:, None] * sww
-        b = tl.load(w_ptr + w_offsets, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        idd = qd * id_step + id0 + td * id_tap
+        ih = qh * ih_step + ih0 + th * ih_tap
+        iw = qw * iw_step + iw0 + tw * iw_tap
+        valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
+        row = x_pixel + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+        mask_c = c < C_in_g
+        a = tl.load(x_ptr + row[:, None] + c[None, :].to(tl.int64) * sxc, mask=valid[:, None] & mask_c[None, :],
+                    other=0.0)
+        tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
+            + (kw0 + tw * kw_step).to(tl.int64) * sww
+        b = tl.load(w_ptr + tap + c[:, None].to(tl.int64) * sw_ci + w_column[None, :],
+                    mask=mask_c[:, None] & mask_n[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee")
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
@@ -110,6 +113,41 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     out_offsets = n[:, None] * son + co[None, :].to(tl.int64) * soc + od[:, None].to(tl.int64) * sod \
         + oh[:, None].to(tl.int64) * soh + ow[:, None].to(tl.int64) * sow
     tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit(do_not_specialize=["D", "H", "W", "OD", "OH", "OW", "KD", "KH", "KW", "pd", "ph", "pw"])
+def conv_depthwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_out, multiplier, D, H, W, OD, OH, OW, KD, KH, KW,
+                          sxn, sxc, sxd, sxh, sxw, swc, swd, swh, sww, son, soc, sod, soh, sow,
+                          sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                          HAS_BIAS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
+    """A BLOCK_H x BLOCK_W tile of output plane (batch, channel, depth) = program 0 of a forward convolution with
+    one input channel per group (output channel co reads input channel co // multiplier)."""
+    plane = tl.program_id(0)
+    od = plane % OD
+    co = (plane // OD) % C_out
+    n = (plane // OD // C_out).to(tl.int64)
+    oh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    ow = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)
+    out_ok = (oh < OH)[:, None] & (ow < OW)[None, :]
+    x_plane = x_ptr + n * sxn + (co // multiplier).to(tl.int64) * sxc
+    w_plane = w_ptr + co.to(tl.int64) * swc
+    acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)
+    for kd in range(0, KD):
+        idd = od * sd - pd + kd * dd + tl.zeros((BLOCK_H,), tl.int32)  # a row's (interpreter: scalar & vector)
+        for kh in range(0, KH):
+            ih = oh * sh - ph + kh * dh
+            row_ok = out_ok & ((ih >= 0) & (ih < H) & (idd >= 0) & (idd < D))[:, None]
+            row = x_plane + (idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh)[:, None]
+            for kw in range(0, KW):
+                iw = ow * sw - pw + kw * dw
+                ok = row_ok & ((iw >= 0) & (iw < W))[None, :]
+                weight = tl.load(w_plane + kd * swd + kh * swh + kw * sww).to(tl.float32)
+                acc += tl.load(row + iw.to(tl.int64)[None, :] * sxw, mask=ok, other=0.0).to(tl.float32) * weight
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co).to(tl.float32)
+    out = out_ptr + n * son + co.to(tl.int64) * soc + od.to(tl.int64) * sod + oh.to(tl.int64)[:, None] * soh \
+        + ow.to(tl.int64)[None, :] * sow
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=out_ok)
 
 
 @triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
@@ -187,12 +225,29 @@ def conv_phases(sizes, kernel, stride, padding, dilation, transposed):
     return [(d, h, w) for d in per_axis[0] for h in per_axis[1] for w in per_axis[2]]
 
 
+def channels_inner(t, first: int):
+    """`t` (5D) with the same sizes, its dimension `first` made the innermost in memory (a copy where it is not): the
+    input's channels (``first=1``), or a weight's input channels."""
+    if t.stride(first) == 1:
+        return t
+    order = [d for d in range(5) if d != first] + [first]
+    return t.permute(*order).contiguous().permute(*[order.index(d) for d in range(5)])
+
+
+def depthwise_path(c_in_g, transposed):
+    """Whether a convolution runs as ``conv_depthwise_kernel``: a forward one of one input channel per group."""
+    return c_in_g == 1 and not transposed
+
+
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
             BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=2, direct=None):
-    """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`` by
-    ``conv_nd_kernel``, one launch per phase of ``conv_phases``; the output has strides `out_stride` where given (the
-    layout Inductor's code expects of the library call's output), else torch's contiguous layout. A phase runs as
-    ``conv_direct_kernel`` where ``direct_path`` says so (`direct`: True or False, every phase one way)."""
+    """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
+    launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase of
+    ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
+    input in channels-last layout and the weight with its input channels innermost) otherwise (`direct`: True or
+    False, every phase one way). The output has strides `out_stride` where given (the layout Inductor's code expects
+    of the library call's output), else torch's contiguous layout. The depthwise kernel's tile is BLOCK_N output rows
+    by BLOCK_M * BLOCK_N / its rows columns (rows and columns capped at the output's)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -213,23 +268,42 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
         else torch.empty(shape, dtype=x.dtype, device=x.device)
     out5 = out[(slice(None), slice(None)) + (None,) * lead]
     c_in_g, c_out_g = c_in // groups, c_out // groups
-    sw0, sw1 = w5.stride()[:2]  # weight (C_in, C_out / groups, ...) transposed, else (C_out, C_in / groups, ...)
-    w_channels = (sw0, sw1, c_in_g * sw0) if transposed else (sw1, sw0, c_out_g * sw0)  # input, output, group
+    b = x5 if bias is None else bias
+    if direct is not False and depthwise_path(c_in_g, transposed):
+        rows = min(BLOCK_N, triton.next_power_of_2(sizes[1]))
+        columns = min(max(BLOCK_M * BLOCK_N // rows, 1), triton.next_power_of_2(sizes[2]))
+        grid = (batch * c_out * sizes[0], triton.cdiv(sizes[1], rows), triton.cdiv(sizes[2], columns))
+        conv_depthwise_kernel[grid](x5, w5, b, out5, c_out, c_out_g, *x5.shape[2:], *sizes, *kernel, *x5.stride(),
+                                    w5.stride(0), *w5.stride()[2:], *out5.stride(), *stride, *padding, *dilation,
+                                    HAS_BIAS=bias is not None, BLOCK_H=rows, BLOCK_W=columns, num_warps=num_warps,
+                                    num_stages=num_stages)
+        return out
+    packed = {}  # the GEMM's operands, copied once for every phase that needs them
+
+    def operands():
+        if not packed:  # the weight's input channels: dimension 0 of a transposed one's, else 1
+            packed.update(x=channels_inner(x5, 1), w=channels_inner(w5, 0 if transposed else 1))
+        return packed["x"], packed["w"]
+
     for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed):
         o0, o_step, q, i_step, i0, i_tap, k0, k_step, t = zip(*phase)
         pixels = batch * q[0] * q[1] * q[2]
-        shared = (*x5.stride(), *w_channels, *w5.stride()[2:], *out5.stride(), *o0, *o_step, *i_step, *i0, *i_tap,
+        gemm = not (direct_path(c_in_g, c_out_g, t[0] * t[1] * t[2], groups) if direct is None else direct)
+        xs, ws = operands() if gemm else (x5, w5)
+        sw0, sw1 = ws.stride()[:2]  # weight (C_in, C_out / groups, ...) transposed, else (C_out, C_in / groups, ...)
+        w_channels = (sw0, sw1, c_in_g * sw0) if transposed else (sw1, sw0, c_out_g * sw0)  # input, output, group
+        shared = (*xs.stride(), *w_channels, *ws.stride()[2:], *out5.stride(), *o0, *o_step, *i_step, *i0, *i_tap,
                   *k0, *k_step)
-        b = x5 if bias is None else bias
-        if direct_path(c_in_g, c_out_g, t[0] * t[1] * t[2], groups) if direct is None else direct:
+        if not gemm:
             block_n = min(BLOCK_N, triton.next_power_of_2(c_out))  # no tile wider than the channels
             grid = (triton.cdiv(pixels, BLOCK_M), triton.cdiv(c_out, block_n))
-            conv_direct_kernel[grid](x5, w5, b, out5, batch, *x5.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *shared,
+            conv_direct_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *shared,
                                      HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
                                      num_warps=num_warps, num_stages=num_stages)
             continue
+        block_k = min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))  # no chunk much wider than the channels
         grid = (triton.cdiv(pixels, BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
-        conv_nd_kernel[grid](x5, w5, b, out5, batch, *x5.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
-                             HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        conv_nd_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
+                             HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
                              GROUP_M=GROUP_M, num_warps=num_warps, num_stages=num_stages)
     return out
