@@ -19,7 +19,6 @@ from conftest import make_evaluator
 from core.genome import Genome
 from fitness.problems.problem import resolve_problem
 from seeds import inductor as seeds
-from seeds.inductor.convolutions import too_small_for_templates
 from seeds.kernels.conv import conv_nd, direct_path
 
 TILES = dict(BLOCK_M=16, BLOCK_N=8)
@@ -106,7 +105,7 @@ def test_the_path_follows_the_size_of_a_groups_gemm():
     assert not direct_path(32, 32, 9, 4)
 
 
-def test_the_capture_never_tries_inductors_conv_templates_for_a_depthwise_model(monkeypatch, tmp_path):
+def test_the_capture_never_tries_inductors_conv_templates(monkeypatch, tmp_path):
     capture = importlib.import_module("seeds.inductor.capture")
     import torch._inductor.config as inductor_config
 
@@ -118,19 +117,14 @@ def test_the_capture_never_tries_inductors_conv_templates_for_a_depthwise_model(
 
     monkeypatch.setattr(capture, "_capture_one", capture_one)
     spec = resolve_problem(str(_depthwise_problem(tmp_path)))
-    depthwise = nn.Sequential(nn.Conv2d(8, 8, 3, groups=8), nn.Conv2d(8, 16, 1))
-    assert too_small_for_templates(depthwise) == "0 (groups=8: per group 1 input channel(s) x 9 taps by 1 output " \
-                                                 "channel(s))"
-    with pytest.raises(RuntimeError, match="Inductor failed"):
-        capture._first_that_converts(depthwise, [], "cpu", spec, dynamic=True, templates=True)
-    assert backends == ["ATEN", "ATEN"]  # dynamic, then static shapes; never TRITON, not autotuned
-    dense = nn.Sequential(nn.Conv2d(8, 32, 3), nn.Conv2d(32, 32, 3, groups=2))  # 16 by 16 per group
-    assert too_small_for_templates(dense) == ""
-    backends.clear()
-    with pytest.raises(RuntimeError, match="Inductor failed"):
-        capture._first_that_converts(dense, [], "cpu", spec, dynamic=False, templates=True)
     default = inductor_config.max_autotune_conv_backends
-    assert backends == ["TRITON", default]  # as before: the templates first, then as Inductor chooses
+    for model in (nn.Sequential(nn.Conv2d(8, 8, 3, groups=8), nn.Conv2d(8, 16, 1)),  # depthwise, then pointwise
+                  nn.Sequential(nn.Conv2d(8, 32, 3), nn.Conv2d(32, 32, 3, groups=2))):  # dense: 16 by 16 per group
+        backends.clear()
+        with pytest.raises(RuntimeError, match="Inductor failed"):
+            capture._first_that_converts(model, [], "cpu", spec, dynamic=True)
+        assert backends == ["ATEN", "ATEN"]  # dynamic, then static shapes; never TRITON, not autotuned
+    assert inductor_config.max_autotune_conv_backends == default  # patched for the capture only
 
 
 DEPTHWISE = '''

@@ -323,7 +323,7 @@ def test_a_capture_not_kept_says_why_and_how_long_it_took(monkeypatch):
 
     monkeypatch.setattr(capture, "_capture_one", capture_one)
     spec = resolve_problem("rmsnorm")
-    got = capture._first_that_converts(torch.nn.Identity(), [], "cpu", spec, dynamic=True, templates=False)
+    got = capture._first_that_converts(torch.nn.Identity(), [], "cpu", spec, dynamic=True)
     assert attempts == [True, False] and got["code"] == "static"
     assert len(got["fell_back"]) == 1
     assert re.fullmatch(r"dynamic shapes: RuntimeError: a size Dynamo cannot keep symbolic \(\d+ s\)",

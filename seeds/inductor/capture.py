@@ -28,7 +28,7 @@ for Triton code (``cpu_backend="triton"``) that Triton's interpreter runs.
 Dynamo kept as literals all the same, where they are a size constant's value that other sizes change);
 ``fell_back``: why earlier captures were not kept (``_first_that_converts``).
 ``templates``: matmuls as Inductor's Triton GEMM templates (max-autotune over Triton's backend only), not cuBLAS
-calls, and convolutions as its conv2d/conv3d templates where it has one (else as it chooses: a library call); on a
+calls (convolutions stay library calls, never its conv templates: ``template_choices.LIBRARY_CONVOLUTIONS``); on a
 GPU only (Inductor's templates fail to build for the CPU here). ``autotune_up_to``: the default capture of a graph
 with more distinct matmuls and convolutions than N takes each template's first configuration without benchmarking
 (``template_choices.py``; ``"template_configs"`` in its capture says so); the variants autotune as always.
@@ -48,8 +48,8 @@ from typing import Callable
 
 from seeds.inductor.decompositions import own_options
 from seeds.inductor.kernel_configs import config_dict, kernel_configs, picked_config
-from seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
-                                              template_shapes)
+from seeds.inductor.template_choices import (LIBRARY_CONVOLUTIONS, TEMPLATE_OPTIONS, present, template_calls,
+                                              template_choices, template_shapes)
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -144,7 +144,7 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
         inductors, own = own_options(options)
         try:
             with inductor_config.patch(flat_options(inductors)), inductor_benchmarks_shared(gpu_lock):
-                got = _first_that_converts(model, inputs, device, spec, dynamic, templates, gpu_lock,
+                got = _first_that_converts(model, inputs, device, spec, dynamic, gpu_lock,
                                            autotune_up_to if name == "default" and templates else None, own)
                 if "specialised" in got:  # only sizes that change with the problem's sizes bake it
                     got["specialised"] = [s for s in got["specialised"] if int(s.rsplit(" = ", 1)[1]) in varying]
@@ -167,30 +167,24 @@ def _varying_sizes(problem) -> set[int]:
             if type(x) is int and (k in problem.spec.sizes or x >= MIN_SHRINKABLE)}
 
 
-def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templates: bool,
-                         gpu_lock: str | None = None, autotune_up_to: int | None = None,
+def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, gpu_lock: str | None = None,
+                         autotune_up_to: int | None = None,
                          decompositions: dict | None = None) -> dict:
     """The first of these captures that Inductor builds and the converter converts: with dynamic shapes (where
-    asked), then the sizes as literals; with templates, convolutions as Inductor's Triton templates, then as Inductor
-    chooses (a library call: the seed's SeedError names it). The last is returned whatever the converter makes of
-    it; ``fell_back`` says why each earlier one was not kept, and how long it took. A model with a convolution too
-    small per group for the templates (``too_small_for_templates``: depthwise) never tries or autotunes them, with
-    templates or under a variant's max-autotune: its convolutions are library calls, kernelevo's convolution in the
-    seed."""
+    asked), then the sizes as literals. The last is returned whatever the converter makes of it; ``fell_back`` says
+    why each earlier one was not kept, and how long it took. Convolutions are always left to the library
+    (``LIBRARY_CONVOLUTIONS``, also under a variant's max-autotune and with templates): the converter
+    puts kernelevo's own convolution in their place (``convolutions.py``), and no conv template is autotuned."""
     import torch._inductor.config as inductor_config
 
     from seeds.inductor.convert import convert
-    from seeds.inductor.convolutions import too_small_for_templates
 
-    no_conv_templates = bool(too_small_for_templates(model))  # nor under a variant's max-autotune
-    attempts = [(d, c) for d in ([True, False] if dynamic else [False])
-                for c in ([True, False] if templates and not no_conv_templates else [False])]
+    attempts = [True, False] if dynamic else [False]
     why = []
-    for index, (dynamic_shapes, triton_convs) in enumerate(attempts):
+    for index, dynamic_shapes in enumerate(attempts):
         last, started = index == len(attempts) - 1, time.perf_counter()
-        backends = "TRITON" if triton_convs else "ATEN" if no_conv_templates else None
         try:
-            with inductor_config.patch({"max_autotune_conv_backends": backends} if backends else {}):
+            with inductor_config.patch(LIBRARY_CONVOLUTIONS):
                 got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock,
                                    autotune_up_to=autotune_up_to, decompositions=decompositions)
             if not last:
@@ -199,8 +193,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, templa
         except Exception as exc:  # noqa: BLE001 - the next capture may still make a seed
             if last:
                 raise
-            what = ("dynamic shapes" if dynamic_shapes else "static shapes") + \
-                (", convolutions as Triton templates" if triton_convs else "")
+            what = "dynamic shapes" if dynamic_shapes else "static shapes"
             why.append(f"{what}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]} "
                        f"({time.perf_counter() - started:.0f} s)")  # where a long capture's time went
     raise AssertionError("unreachable: the last attempt returns or raises")

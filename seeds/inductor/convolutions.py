@@ -1,15 +1,15 @@
 """Inductor's library convolutions as kernelevo's own Triton convolution (``seeds/kernels/conv.py``).
 
-Where Inductor has no Triton form for a convolution (transposed, 1D, 3D, grouped or dilated ones; any on the CPU)
-its code calls the library: ``buf2 = extern_kernels.convolution(buf0, buf1, arg1_1, stride=(2, 2), ...)``, usually
-followed by ``assert_size_stride(buf2, size, stride)``, the layout its later kernels read the output in. Under
-policy ``triton`` each such call becomes ``conv_nd(...)`` (the same arguments, the output allocated with the strides
-Inductor asserts) and the kernel's file is copied into the seed; Inductor's other kernels (the fused pointwise and
-reductions around the convolution) stay. Each call's launch parameters are constants of the seed
-(``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
+The capture leaves every convolution to the library (``template_choices.LIBRARY_CONVOLUTIONS``: never Inductor's
+Triton conv templates), so Inductor's code calls it: ``buf2 = extern_kernels.convolution(buf0, buf1, arg1_1,
+stride=(2, 2), ...)``, usually followed by ``assert_size_stride(buf2, size, stride)``, the layout its later kernels
+read the output in. Under policy ``triton`` each such call becomes ``conv_nd(...)`` (the same arguments, the output
+allocated with the strides Inductor asserts) and the kernel's file is copied into the seed; Inductor's other kernels
+(the fused pointwise and reductions around the convolution) stay. Each call's launch parameters are constants of the
+seed (``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
 template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too; a call
-whose every launch takes conv.py's direct path (a depthwise convolution, seen from the weight's sizes Inductor
-asserts) keeps ``C<n>_BLOCK_K`` and ``C<n>_GROUP_M`` out of ``TUNABLE`` (the direct kernel ignores them).
+whose every launch takes conv.py's direct or depthwise path (seen from the weight's sizes Inductor asserts) keeps
+``C<n>_BLOCK_K`` and ``C<n>_GROUP_M`` out of ``TUNABLE`` (those kernels ignore them).
 """
 from __future__ import annotations
 
@@ -28,31 +28,12 @@ LAUNCHER = "conv_nd"
 LIBRARY_CALL = "extern_kernels.convolution"
 PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
 LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
-DIRECT_UNUSED = ("BLOCK_K", "GROUP_M")  # launch parameters conv.py's direct path ignores: not tuned where it is taken
+DIRECT_UNUSED = ("BLOCK_K", "GROUP_M")  # launch parameters conv.py's direct and depthwise paths ignore: not tuned there
 NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
-        "implicit GEMM, or a direct convolution where a group's GEMM is too small for tl.dot (depthwise); a "
-        "transposed one split by output phase into one launch per residue of the output modulo the stride; "
+        "implicit GEMM over channels-last data, a depthwise kernel, or a direct convolution where a group's GEMM is "
+        "too small for tl.dot; a transposed one split by output phase into one launch per residue of the output "
+        "modulo the stride; "
         "seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
-
-
-def too_small_for_templates(model) -> str:
-    """The first convolution of `model` whose groups' GEMMs are too small for Inductor's Triton conv template, said
-    in a few words ('' where none): one that kernelevo's convolution runs as a direct convolution
-    (``direct_path``), as a depthwise one. The template makes each group one GEMM of C_in/groups x taps by C_out/groups
-    (level1/84: 1 x 9 by 1, grid z the 128 groups): on an H200 2.2 s against cuDNN's 7.6 ms, and autotuning it took the
-    capture 457 s. Forward convolutions only (Inductor has no template for transposed ones)."""
-    import torch.nn as nn
-
-    from seeds.kernels.conv import direct_path  # imports triton: the capture's process only
-
-    for name, module in model.named_modules():
-        if isinstance(module, nn.modules.conv._ConvNd) and not module.transposed:
-            c_in_g, c_out_g = module.in_channels // module.groups, module.out_channels // module.groups
-            taps = math.prod(module.kernel_size)
-            if direct_path(c_in_g, c_out_g, taps, module.groups):
-                return (f"{name or 'the model'} (groups={module.groups}: per group {c_in_g} input channel(s) x "
-                        f"{taps} taps by {c_out_g} output channel(s))")
-    return ""
 
 
 def launcher_defaults() -> dict:
@@ -113,9 +94,9 @@ class Convolutions:
         return ast.parse(f"{LAUNCHER}({', '.join(arguments + layout + launch)})", mode="eval").body
 
     def _direct(self, given: dict) -> bool:
-        """Whether every launch of the call takes conv.py's direct path (``direct_path``), as far as Inductor's code
-        says: a forward convolution with literal groups whose weight's sizes it asserts as literals (a depthwise
-        one: level1/84)."""
+        """Whether every launch of the call takes conv.py's depthwise or direct path (``depthwise_path``,
+        ``direct_path``), as far as Inductor's code says: a forward convolution with literal groups whose weight's
+        sizes it asserts as literals (a depthwise one: level1/84)."""
         try:
             transposed, groups = (ast.literal_eval(given[p]) for p in ("transposed", "groups"))
             sizes = ast.literal_eval(self.sizes.get(ast.unparse(given["weight"]), "None"))
@@ -124,6 +105,7 @@ class Convolutions:
         if transposed is not False or type(groups) is not int or not isinstance(sizes, tuple) or len(sizes) < 3 or \
                 not all(type(size) is int for size in sizes):
             return False
-        from seeds.kernels.conv import direct_path  # imports triton
+        from seeds.kernels.conv import depthwise_path, direct_path  # imports triton
 
-        return direct_path(sizes[1], sizes[0] // groups, math.prod(sizes[2:]), groups)
+        return depthwise_path(sizes[1], transposed) or direct_path(sizes[1], sizes[0] // groups, math.prod(sizes[2:]),
+                                                                   groups)

@@ -8,8 +8,12 @@ import functools
 # matmul whose K is 32 times M and N (level1/4's matrix-vector product, level1/6's K=524288) is autotuned against
 # "decompose_k" too, a split-K subgraph whose batched matmul stays a library call (torch.bmm_dtype) with no Triton
 # form here; the GEMM template with its whole K is a seed, slow or not, that the search can start from.
+# Convolutions are never Inductor's Triton conv templates: every one stays a library call, which the converter
+# makes kernelevo's own convolution (convolutions.py). Part of the template options, so the seed cache's key tells
+# the captures made with conv templates apart.
+LIBRARY_CONVOLUTIONS = {"max_autotune_conv_backends": "ATEN"}
 TEMPLATE_OPTIONS = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
-                    "triton.num_decompose_k_splits": 0}
+                    "triton.num_decompose_k_splits": 0, **LIBRARY_CONVOLUTIONS}
 
 
 # Dynamo's calls that Inductor lowers to a GEMM or convolution template (by the callee's name)
