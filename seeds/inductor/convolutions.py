@@ -7,9 +7,10 @@ read the output in. Under policy ``triton`` each such call becomes ``conv_nd(...
 allocated with the strides Inductor asserts) and the kernel's file is copied into the seed; Inductor's other kernels
 (the fused pointwise and reductions around the convolution) stay. Each call's launch parameters are constants of the
 seed (``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
-template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too; a call
+template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too, and
+``C<n>_CHANNELS_LAST`` (1: the implicit GEMM reads a channels-last copy of the input; 0: the input as it is); a call
 whose every launch takes conv.py's direct or depthwise path (seen from the weight's sizes Inductor asserts) keeps
-``C<n>_BLOCK_K`` and ``C<n>_GROUP_M`` out of ``TUNABLE`` (those kernels ignore them).
+``C<n>_BLOCK_K``, ``C<n>_GROUP_M`` and ``C<n>_CHANNELS_LAST`` out of ``TUNABLE`` (those kernels ignore them).
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ LAUNCHER = "conv_nd"
 LIBRARY_CALL = "extern_kernels.convolution"
 PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
 LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
-DIRECT_UNUSED = ("BLOCK_K", "GROUP_M")  # launch parameters conv.py's direct and depthwise paths ignore: not tuned there
+PARAMS = (*TILE_PARAMS, "CHANNELS_LAST")  # conv_nd's launch parameters: a tile's, and the GEMM's input layout
+DIRECT_UNUSED = ("BLOCK_K", "GROUP_M", "CHANNELS_LAST")  # what conv.py's direct and depthwise paths ignore: not tuned
 NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
         "implicit GEMM over channels-last data, a depthwise kernel, or a direct convolution where a group's GEMM is "
         "too small for tl.dot; a transposed one split by output phase into one launch per residue of the output "
@@ -37,12 +39,12 @@ NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's ow
 
 
 def launcher_defaults() -> dict:
-    """The launch parameters of ``conv_nd`` (TILE_PARAMS' names) and their defaults, as its file writes them."""
+    """The launch parameters of ``conv_nd`` (``PARAMS``) and their defaults, as its file writes them."""
     function = next(n for n in pyast.parse(KERNEL_FILE.read_text()).body
                     if isinstance(n, ast.FunctionDef) and n.name == LAUNCHER)
     names = [a.arg for a in function.args.args][-len(function.args.defaults):]
     found = {name: ast.literal_eval(value) for name, value in zip(names, function.args.defaults)}
-    return {param: found[LAUNCH_KEYWORDS.get(param, param)] for param in TILE_PARAMS}
+    return {param: found[LAUNCH_KEYWORDS.get(param, param)] for param in PARAMS}
 
 
 def kernel_source(tf32: bool = False, path: Path = KERNEL_FILE) -> str:
@@ -62,7 +64,7 @@ class Convolutions:
 
     def __init__(self, call_body: list[ast.stmt], warps: list[int], stages: list[int]):
         self.count, self.constants, self.tunable = 0, [], {}
-        self.choices = {**BLOCK_CHOICES, "NUM_WARPS": warps, "NUM_STAGES": stages}
+        self.choices = {**BLOCK_CHOICES, "NUM_WARPS": warps, "NUM_STAGES": stages, "CHANNELS_LAST": [0, 1]}
         self.defaults = launcher_defaults()
         self.layouts = {}  # output buffer -> the strides Inductor asserts it has
         self.sizes = {}  # argument or buffer -> the sizes Inductor asserts it has
@@ -83,14 +85,14 @@ class Convolutions:
         prefix = f"C{self.count}_"
         self.count += 1
         unused = DIRECT_UNUSED if self._direct(given) else ()
-        for param in TILE_PARAMS:
+        for param in PARAMS:
             value = self.defaults[param]
             self.constants.append((prefix + param, value))
             if param not in unused:
                 self.tunable[prefix + param] = sorted(set(self.choices[param]) | {value})
         arguments = [ast.unparse(given[p]) if p in given else "None" for p in PARAMETERS]
         layout = [f"out_stride={self.layouts[target]}"] if target in self.layouts else []
-        launch = [f"{LAUNCH_KEYWORDS.get(p, p)}={prefix}{p}" for p in TILE_PARAMS]
+        launch = [f"{LAUNCH_KEYWORDS.get(p, p)}={prefix}{p}" for p in PARAMS]
         return ast.parse(f"{LAUNCHER}({', '.join(arguments + layout + launch)})", mode="eval").body
 
     def _direct(self, given: dict) -> bool:

@@ -62,7 +62,7 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                    od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
                    id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
                    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP_M: tl.constexpr):
+                   GROUP_M: tl.constexpr, FLAT_K: tl.constexpr):
     pid = tl.program_id(0)
     group = tl.program_id(1)
     M = N * QD * QH * QW
@@ -84,27 +84,48 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     x_pixel = n * sxn + (group * C_in_g).to(tl.int64) * sxc  # the group's first input channel of each row's batch
     w_column = group.to(tl.int64) * sw_group + offs_n.to(tl.int64) * sw_co
 
-    chunks = tl.cdiv(C_in_g, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for step in range(0, TD * TH * TW * chunks):  # taps outer, the group's input channels inner
-        t = step // chunks
-        c = (step - t * chunks) * BLOCK_K + offs_k
-        td = t // (TH * TW)
-        th = (t // TW) % TH
-        tw = t % TW
-        idd = qd * id_step + id0 + td * id_tap
-        ih = qh * ih_step + ih0 + th * ih_tap
-        iw = qw * iw_step + iw0 + tw * iw_tap
-        valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
-        row = x_pixel + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
-        mask_c = c < C_in_g
-        a = tl.load(x_ptr + row[:, None] + c[None, :].to(tl.int64) * sxc, mask=valid[:, None] & mask_c[None, :],
-                    other=0.0)
-        tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
-            + (kw0 + tw * kw_step).to(tl.int64) * sww
-        b = tl.load(w_ptr + tap + c[:, None].to(tl.int64) * sw_ci + w_column[None, :],
-                    mask=mask_c[:, None] & mask_n[None, :], other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="ieee")
+    if FLAT_K:  # few channels a group: the reduction (taps x channels, channels inner) flattened into tiles of BLOCK_K
+        for k0 in range(0, TD * TH * TW * C_in_g, BLOCK_K):
+            kk = k0 + offs_k
+            t = kk // C_in_g
+            c = kk - t * C_in_g
+            td = t // (TH * TW)
+            th = (t // TW) % TH
+            tw = t % TW
+            idd = qd[:, None] * id_step + id0 + td[None, :] * id_tap
+            ih = qh[:, None] * ih_step + ih0 + th[None, :] * ih_tap
+            iw = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
+            valid = mask_m[:, None] & (kk < TD * TH * TW * C_in_g)[None, :] & (idd >= 0) & (ih >= 0) & (iw >= 0) \
+                & (idd < D) & (ih < H) & (iw < W)
+            a = tl.load(x_ptr + x_pixel[:, None] + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh
+                        + iw.to(tl.int64) * sxw + c[None, :].to(tl.int64) * sxc, mask=valid, other=0.0)
+            tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
+                + (kw0 + tw * kw_step).to(tl.int64) * sww + c.to(tl.int64) * sw_ci
+            b = tl.load(w_ptr + tap[:, None] + w_column[None, :],
+                        mask=(kk < TD * TH * TW * C_in_g)[:, None] & mask_n[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+    else:
+        chunks = tl.cdiv(C_in_g, BLOCK_K)
+        for step in range(0, TD * TH * TW * chunks):  # taps outer, the group's input channels inner
+            t = step // chunks
+            c = (step - t * chunks) * BLOCK_K + offs_k
+            td = t // (TH * TW)
+            th = (t // TW) % TH
+            tw = t % TW
+            idd = qd * id_step + id0 + td * id_tap
+            ih = qh * ih_step + ih0 + th * ih_tap
+            iw = qw * iw_step + iw0 + tw * iw_tap
+            valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
+            row = x_pixel + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+            mask_c = c < C_in_g
+            a = tl.load(x_ptr + row[:, None] + c[None, :].to(tl.int64) * sxc, mask=valid[:, None] & mask_c[None, :],
+                        other=0.0)
+            tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
+                + (kw0 + tw * kw_step).to(tl.int64) * sww
+            b = tl.load(w_ptr + tap + c[:, None].to(tl.int64) * sw_ci + w_column[None, :],
+                        mask=mask_c[:, None] & mask_n[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision="ieee")
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
     od = od0 + qd * od_step
@@ -240,14 +261,15 @@ def depthwise_path(c_in_g, transposed):
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
-            BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=2, direct=None):
+            BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=1, direct=None):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
     launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase of
     ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
     input in channels-last layout and the weight with its input channels innermost) otherwise (`direct`: True or
     False, every phase one way). The output has strides `out_stride` where given (the layout Inductor's code expects
-    of the library call's output), else torch's contiguous layout. The depthwise kernel's tile is BLOCK_N output rows
-    by BLOCK_M * BLOCK_N / its rows columns (rows and columns capped at the output's)."""
+    of the library call's output), else torch's contiguous layout. The depthwise kernel's tile is BLOCK_N / 16 output
+    rows by 2 * BLOCK_M columns (at least one row; both capped at the output's). CHANNELS_LAST=0: the implicit GEMM
+    reads the input as it is (no channels-last copy: a memory-bound convolution, a 1 x 1 one, may gain)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -270,8 +292,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     c_in_g, c_out_g = c_in // groups, c_out // groups
     b = x5 if bias is None else bias
     if direct is not False and depthwise_path(c_in_g, transposed):
-        rows = min(BLOCK_N, triton.next_power_of_2(sizes[1]))
-        columns = min(max(BLOCK_M * BLOCK_N // rows, 1), triton.next_power_of_2(sizes[2]))
+        rows = min(max(BLOCK_N // 16, 1), triton.next_power_of_2(sizes[1]))
+        columns = min(2 * BLOCK_M, triton.next_power_of_2(sizes[2]))
         grid = (batch * c_out * sizes[0], triton.cdiv(sizes[1], rows), triton.cdiv(sizes[2], columns))
         conv_depthwise_kernel[grid](x5, w5, b, out5, c_out, c_out_g, *x5.shape[2:], *sizes, *kernel, *x5.stride(),
                                     w5.stride(0), *w5.stride()[2:], *out5.stride(), *stride, *padding, *dilation,
@@ -282,7 +304,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
 
     def operands():
         if not packed:  # the weight's input channels: dimension 0 of a transposed one's, else 1
-            packed.update(x=channels_inner(x5, 1), w=channels_inner(w5, 0 if transposed else 1))
+            packed.update(x=channels_inner(x5, 1) if CHANNELS_LAST else x5,
+                          w=channels_inner(w5, 0 if transposed else 1))
         return packed["x"], packed["w"]
 
     for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed):
@@ -301,9 +324,10 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
                                      HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
                                      num_warps=num_warps, num_stages=num_stages)
             continue
-        block_k = min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))  # no chunk much wider than the channels
+        flat = c_in_g < min(BLOCK_K, 16)  # a chunk of the channels would be mostly masked: flatten taps x channels
+        block_k = BLOCK_K if flat else min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
         grid = (triton.cdiv(pixels, BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
         conv_nd_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
                              HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
-                             GROUP_M=GROUP_M, num_warps=num_warps, num_stages=num_stages)
+                             GROUP_M=GROUP_M, FLAT_K=flat, num_warps=num_warps, num_stages=num_stages)
     return out
