@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import DEVICE, candidate, make_evaluator
+from conftest import DEVICE, PROBLEMS, candidate, make_evaluator
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +22,9 @@ VERDICTS = [
     ("patch_timer", "rejected", ["import of 'time'", "line 7: assignment into module 'time'",
                                  "line 8: assignment into module 'torch'"]),
     ("nan_output", "incorrect", ["NaN"]),
+    # issue 63: a global nn.Module hook runs inside the reference (at runtime: tests/test_judge_integrity.py)
+    ("global_forward_hook", "rejected", ["'.register_module_forward_hook' is not allowed"]),
+    ("registration_hook", "rejected", ["'.register_module_parameter_registration_hook' is not allowed"]),
     ("compile_error", "compile_error", ["undefined_thing"]),
     ("class ModelNew(:\n    pass\n", "compile_error", ["line 1"]),  # a syntax error
     ("import torch\n", "compile_error", ["ModelNew"]),  # no ModelNew
@@ -57,6 +60,13 @@ def test_result_cached_by_input_pointer_goes_stale(evaluator):
     result = evaluator.evaluate(candidate("pointer_cache"))
     assert result.status == "incorrect"
     assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
+
+
+def test_a_load_state_dict_that_zeroes_what_it_is_handed_zeroes_only_copies(sandbox):
+    """Handed the reference's live state_dict, it zeroed the reference's weight and its zeros agreed (issue 63)."""
+    with make_evaluator(str(PROBLEMS / "gemm_sum.py"), trials=1, coverage=False, sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate("state_dict_zeroes"))
+    assert result.status == "incorrect" and result.reason.startswith("trial 1"), result.reason
 
 
 def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
