@@ -76,6 +76,19 @@ def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
     assert result.guards["triton_launches"] == 1
 
 
+def test_torch_compute_inside_a_launchs_grid_or_pre_run_hook_is_traced(evaluator):
+    """Triton calls a callable grid and a kernel's pre-run hooks inside the launch, whose own ops the trace ignores:
+    a torch computation there was invisible (issue 63). A pre-run hook is refused statically too."""
+    honest = evaluator.evaluate(candidate("lambda_grid"))
+    assert honest.status == "ok" and honest.guards["torch_compute_ops"] == [], honest.reason
+    in_grid = evaluator.evaluate(candidate("grid_compute"))
+    assert in_grid.status == "rejected" and "torch ops ['add', 'mul']" in in_grid.reason, in_grid.reason
+    assert "'.add_pre_run_hook' is not allowed" in evaluator.evaluate(candidate("pre_run_hook_compute")).reason
+    with make_evaluator(static_check=False, sandbox=evaluator.sandbox) as ev:
+        in_hook = ev.evaluate(candidate("pre_run_hook_compute"))
+    assert in_hook.status == "rejected" and "torch ops ['add', 'mul']" in in_hook.reason, in_hook.reason
+
+
 def test_kernelbench_policy_allows_torch_compute_but_labels_it(evaluator):
     with make_evaluator(policy="kernelbench", sandbox=evaluator.sandbox) as ev:
         result = ev.evaluate(candidate("torch_compute"))
