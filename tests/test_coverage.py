@@ -123,6 +123,14 @@ def test_the_full_kernels_pass_and_ignoring_an_ignored_input_is_allowed(sandbox,
         assert list(result.guards["coverage"]["inputs"]) == ["x"]
 
 
+def test_a_kernel_honest_only_on_the_objects_it_saw_first_fails_for_the_coverage_trial(sandbox):
+    """The trials and the coverage trial refilled the same tensors, the timed calls got new ones: honest on the first
+    objects, subsampling elsewhere passed (issue 63). Every call gets new tensors now."""
+    with make_evaluator(ROW_MEAN, sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate("subsample_unless_seen"))
+    assert result.status == "incorrect" and result.reason.startswith("coverage trial: "), result.reason
+
+
 @pytest.mark.parametrize("skip", [2, 10, 100])
 @pytest.mark.parametrize("problem, name", [(ROW_LOSS, "row_loss_subsample"), (ROW_MEAN, "row_mean_subsample")],
                          ids=["loss", "row_wise"])

@@ -56,10 +56,11 @@ def test_wrong_kernel_is_incorrect(evaluator):
     assert "exceed atol" in result.reason and result.max_abs_err > 0.5
 
 
+@pytest.mark.skipif(DEVICE == "cpu", reason="every call gets new input tensors, the last call's freed first (issue "
+                    "63); the CPU's allocator then hands out a new address each time: such a cache never hits there")
 def test_result_cached_by_input_pointer_goes_stale(evaluator):
     result = evaluator.evaluate(candidate("pointer_cache"))
-    assert result.status == "incorrect"
-    assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
+    assert result.status == "incorrect"  # right on the first inputs it saw, stale where the allocator repeats one
 
 
 def test_a_load_state_dict_that_zeroes_what_it_is_handed_zeroes_only_copies(sandbox):

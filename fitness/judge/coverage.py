@@ -281,8 +281,8 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
                    generator: torch.Generator, prepare, allowance=None, reduced=None) -> dict:
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input in
     `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls forward
-    with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs and poisons
-    the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]}, with "failure" (the
+    with every trial's checks and returns its output; `prepare(buffers)` returns a copy of the inputs (new tensors:
+    what the candidate gets, `buffers` never reach it) and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]}, with "failure" (the
     reason) and the errors when the candidate's output did not follow: the caller gives the verdict. A failed comparison
     gets the second opinion of `allowance` (``fitness.judge.rounding``), when given. `reduced` computes the reference at
     the policy's own precision (``calibrate``; None: a ``TF32Reference``): "shrunk_for_precision" then names each input
@@ -315,15 +315,15 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
     scrub(base)  # no reference output is in memory while the candidate runs
     for i, change, moved, amount in chosen:
         change.apply(amount)
-        saved = prepare(buffers)
+        fresh = prepare(buffers)  # the candidate's: new tensors, as a timed call's; `buffers` stay the judge's
         where = f"coverage trial, {name(i)}{list(change.where())}"
-        output = judged_call(buffers, saved, where, name="coverage_call")
+        output = judged_call(fresh, buffers, where, name="coverage_call")
         with torch.no_grad():
-            refs = as_tensor_list(reference(*saved))
+            refs = as_tensor_list(reference(*buffers))
         comparison = compare_outputs(output, refs, policy, normwise=False)
         if allowance is not None:
-            comparison = allowance.judge(comparison, output, refs, saved, where)
-        scrub(as_tensor_list(output) + refs + [t for t in saved if isinstance(t, torch.Tensor)])
+            comparison = allowance.judge(comparison, output, refs, buffers, where)
+        scrub(as_tensor_list(output) + refs + [t for t in fresh if isinstance(t, torch.Tensor)])
         change.restore()
         summary["inputs"][name(i)] = round(moved, 1)
         if not comparison.ok:
