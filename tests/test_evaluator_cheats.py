@@ -4,6 +4,7 @@ import json
 import pytest
 
 from conftest import DEVICE, PROBLEMS, candidate, make_evaluator
+from fitness.problems.problem import resolve_problem
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +115,34 @@ def test_a_result_cached_by_input_content_never_hits_when_timed(evaluator):
     # that it would have hit on the old rotated sets, and never hits now: tests/test_timed_inputs.py
 
 
-def test_strict_fp32_policy_rejects_reduced_precision(evaluator):
-    loose = evaluator.evaluate(candidate("low_precision"))
+def test_fp16_operands_of_an_fp32_problem_are_refused_unless_the_policy_is_kernelbenchs(evaluator):
+    """fp16 rounding passed policy triton's 1e-2 on a draw that stays in fp16's range (issue 63): refused in the
+    source now (fitness/judge/precision_check.py), under strict-fp32 as under triton."""
+    default = evaluator.evaluate(candidate("low_precision"))
+    assert default.status == "rejected" and "'triton.language.float16' is not allowed under policy 'triton'" in \
+        default.reason, default.reason
+    with make_evaluator(policy="kernelbench", sandbox=evaluator.sandbox) as ev:
+        loose = ev.evaluate(candidate("low_precision"))
     with make_evaluator(policy="strict-fp32", sandbox=evaluator.sandbox) as ev:
         strict = ev.evaluate(candidate("low_precision"))
         exact = ev.evaluate(candidate("good"))
     assert loose.status == "ok", loose.reason
-    assert strict.status == "incorrect" and strict.policy["name"] == "strict-fp32"
+    assert strict.status == "rejected" and strict.policy["name"] == "strict-fp32"
     assert exact.status == "ok", exact.reason
+
+
+def test_strict_fp32_refuses_a_tf32_dot_that_the_interpreter_computes_in_fp32(sandbox):
+    """The interpreter computes tl.dot in fp32 whatever its precision: a TF32 GEMM passed strict-fp32 there."""
+    seed = resolve_problem("matmul").seed_source()
+    sizes = {"M": 16, "N": 16, "K": 16}
+    with make_evaluator("matmul", policy="strict-fp32", sizes=sizes, trials=1, sandbox=sandbox) as ev:
+        tf32 = ev.evaluate(seed)
+        ieee = ev.evaluate(seed.replace("tl.dot(a, b)", "tl.dot(a, b, input_precision=\"ieee\")"))
+    with make_evaluator("matmul", sizes=sizes, trials=1, sandbox=sandbox) as ev:
+        under_triton = ev.evaluate(seed)
+    assert tf32.status == "rejected" and "tl.dot without input_precision" in tf32.reason, tf32.reason
+    assert ieee.status == "ok", ieee.reason
+    assert under_triton.status == "ok", under_triton.reason  # TF32 is what policy triton allows
 
 
 def test_hang_times_out_and_the_next_evaluation_works(evaluator):
