@@ -2,7 +2,8 @@
 
 A policy fixes the tolerances per dtype, whether TF32 is allowed (for the candidate and, to keep speed-ups honest,
 for the eager / torch.compile baselines), whether torch compute ops inside ``forward`` are rejected or only
-labelled, and the narrowest operands an fp32 problem's kernels may use (checked in their source). The policies themselves are YAML files in ``conf/fitness/policy/``.
+labelled, and the narrowest operands an fp32 problem's kernels may use (checked in their source). The policies
+themselves are YAML files in ``conf/fitness/policy/``.
 """
 from __future__ import annotations
 

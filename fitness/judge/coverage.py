@@ -308,9 +308,10 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input in
     `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls forward
     with every trial's checks and returns its output; `prepare(buffers)` returns a copy of the inputs (new tensors:
-    what the candidate gets, `buffers` never reach it) and poisons the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]}, with "failure" (the
-    reason) and the errors when the candidate's output did not follow: the caller gives the verdict. A failed comparison
-    gets the second opinion of `allowance` (``fitness.judge.rounding``), when given. `reduced` computes the reference at
+    what the candidate gets, `buffers` never reach it) and poisons the output memory. Returns {"inputs": {name: move
+    in tolerance units}, "not_covered": [names]}, with "failure" (the reason) and the errors when the candidate's
+    output did not follow: the caller gives the verdict. A failed comparison gets the second opinion of `allowance`
+    (``fitness.judge.rounding``), when given. `reduced` computes the reference at
     the policy's own precision (``calibrate``; None: a ``TF32Reference``): "shrunk_for_precision" then names each input
     whose amount was shrunk ({name: [amount found, amount used]}) and "not_covered_at_precision" those no amount passed
     for (in "not_covered" too)."""

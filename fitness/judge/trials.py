@@ -23,9 +23,9 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
     trial a worker is in, not for all of them. Every call of the candidate gets new input tensors, as every timed call
     does: it cannot tell a checked call from a timed one by the inputs' identity (a kernel honest on the objects the
-    trials refilled and subsampling on others passed, issue 63). Every trial is traced and its launches counted, and the judge's
-    state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes;
-    `launches`: the worker's launch counter.
+    trials refilled and subsampling on others passed, issue 63). Every trial is traced and its launches counted, and
+    the judge's state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and
+    dtypes; `launches`: the worker's launch counter.
     Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
     opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given. `draws`: the random draws the
     reference makes (``fitness.judge.randomness``), the only ones the candidate may make."""
