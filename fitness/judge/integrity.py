@@ -21,7 +21,7 @@ classes and submodules of every module the evaluator's code names (``json``, ``o
 ``torch.Tensor``, ``torch.nn.Module``, ``torch.cuda.Event`` and Triton's kernel classes (which the launch counter
 wraps), strictly; torch's global ``nn.Module`` hook registries (a hook there runs inside the reference: it could make
 the reference return the candidate's output); and, once it is built (``JudgeState.watch``), the reference's
-parameters and buffers: the same tensors holding the same bytes.
+parameters: the same tensors holding the same bytes.
 """
 from __future__ import annotations
 
@@ -89,9 +89,10 @@ def _flags() -> dict:
 
 
 class ModelState:
-    """A model's parameters and buffers as they were when it was watched: the same tensor objects holding the same
-    bytes (a copy on the host, so the watch costs no device memory). The reference's, taken once it is built: the
-    candidate gets copies of them (``fitness.judge.candidate.copy_parameters``), and nothing of it may change."""
+    """A model's parameters as they were when it was watched: the same tensor objects holding the same bytes (a copy
+    on the host, so the watch costs no device memory). The reference's, taken once it is built: the candidate gets
+    copies of them (``fitness.judge.candidate.copy_parameters``), and none of them may change. Buffers are left out:
+    a reference's own forward may update them (a batch norm's running statistics in training mode)."""
 
     def __init__(self, model):
         self._model = model
@@ -99,7 +100,7 @@ class ModelState:
         self._copies = {name: self._bytes(t) for name, t in self._tensors.items()}
 
     def _named(self) -> dict:
-        return {**dict(self._model.named_parameters()), **dict(self._model.named_buffers())}
+        return dict(self._model.named_parameters())
 
     @staticmethod
     def _bytes(tensor) -> torch.Tensor:
@@ -125,7 +126,7 @@ class JudgeState:
         self._models: list[ModelState] = []
 
     def watch(self, model) -> None:
-        """Verify from now on that `model`'s parameters and buffers stay as they are now (``ModelState``)."""
+        """Verify from now on that `model`'s parameters stay as they are now (``ModelState``)."""
         self._models.append(ModelState(model))
 
     @classmethod

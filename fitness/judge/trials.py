@@ -30,7 +30,6 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given. `draws`: the random draws the
     reference makes (``fitness.judge.randomness``), the only ones the candidate may make."""
     device, settings = job.device, job.settings
-    inputs = saved = None
     worst, guards = None, empty_guards()
     passed = [0]
 
