@@ -61,7 +61,7 @@ def test_inductors_jit_helpers_are_the_one_private_module_a_candidate_may_import
     ("import torch\nc = getattr(torch, 'compile', None)", "'torch.compile' is not allowed"),
     ("getattr(f, name, None)", "call to getattr() is not allowed"),
     # the issue-63 red team's escapes: host compute the op trace cannot see, FFI and files through numpy
-    ("def f(x):\n    return x.numpy() @ x.numpy()", "line 2: '.numpy' is not allowed (a tensor's values on the host"),
+    ("def f(x):\n    return x.numpy() @ x.numpy()", "line 2: '.numpy' is not allowed (a tensor's values taken to the host"),
     ("def f(x):\n    return sum(x.tolist())", "line 2: '.tolist' is not allowed"),
     ("import torch\nf = torch.Tensor.numpy", "line 2: '.numpy' is not allowed"),
     ("import torch\ny = torch.from_numpy(a)", "line 2: 'torch.from_numpy' is not allowed (host compute"),
@@ -133,8 +133,8 @@ def test_a_references_construction_code_may_use_numpy_and_collections_but_nothin
         "line 16: 'numpy.cos' outside __init__ is not allowed (numpy computes on the host: only building the module "
         "may use it)",
         "line 16: 'torch.from_numpy' is not allowed (host compute through numpy, which the op trace cannot see)",
-        "line 16: '.numpy' is not allowed (a tensor's values on the host as numpy, computed on where the op trace "
-        "cannot see)"])
+        "line 16: '.numpy' is not allowed (a tensor's values taken to the host as numpy, where the op trace cannot "
+        "see what is computed)"])
     kept = NUMPY_IN_INIT + "        self.np = np\n        f = lambda v: np.cos(v)\n"
     assert findings(kept) == [
         "line 14: the module 'numpy' itself as a value is not allowed (it would reach forward)",

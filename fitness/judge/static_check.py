@@ -83,8 +83,8 @@ FORBIDDEN_APIS = {
 FORBIDDEN_ATTRIBUTES = {
     "get_type_hints": "evaluating string annotations (code execution)", "tofile": "file access",
     "fromfile": "file access", "from_file": "file access",
-    "numpy": "a tensor's values on the host as numpy, computed on where the op trace cannot see",
-    "tolist": "a tensor's values on the host as Python numbers, computed on where the op trace cannot see",
+    "numpy": "a tensor's values taken to the host as numpy, where the op trace cannot see what is computed",
+    "tolist": "a tensor's values taken to the host as Python numbers, where the op trace cannot see what is computed",
     "ctypeslib": "FFI", "add_pre_run_hook": "code run inside a Triton launch",
 }
 # torch's process-wide registries of module hooks (torch.nn.modules.module.register_module_forward_hook and its
