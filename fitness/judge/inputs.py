@@ -1,5 +1,5 @@
-"""The judge's inputs: made under a seed on the device, copied (a copy refilled in place), scrubbed before they are freed,
-and as many timing sets as fit in the device's memory (``fitness.measure.memory``)."""
+"""The judge's inputs: made under a seed on the device, copied (a copy refilled in place), scrubbed before they are
+freed, and as many timing sets as fit in the device's memory (``fitness.measure.memory``)."""
 from __future__ import annotations
 
 import secrets
