@@ -61,7 +61,8 @@ def test_inductors_jit_helpers_are_the_one_private_module_a_candidate_may_import
     ("import torch\nc = getattr(torch, 'compile', None)", "'torch.compile' is not allowed"),
     ("getattr(f, name, None)", "call to getattr() is not allowed"),
     # the issue-63 red team's escapes: host compute the op trace cannot see, FFI and files through numpy
-    ("def f(x):\n    return x.numpy() @ x.numpy()", "line 2: '.numpy' is not allowed (a tensor's values taken to the host"),
+    ("def f(x):\n    return x.numpy() @ x.numpy()",
+     "line 2: '.numpy' is not allowed (a tensor's values taken to the host"),
     ("def f(x):\n    return sum(x.tolist())", "line 2: '.tolist' is not allowed"),
     ("import torch\nf = torch.Tensor.numpy", "line 2: '.numpy' is not allowed"),
     ("import torch\ny = torch.from_numpy(a)", "line 2: 'torch.from_numpy' is not allowed (host compute"),
