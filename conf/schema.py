@@ -66,6 +66,7 @@ class PolicyConfig:
     tf32: bool = MISSING
     torch_compute: str = MISSING  # reject, or label (allowed, the result labelled)
     extra_allowed_ops: List[str] = MISSING
+    fp32_operands: str = MISSING  # any, tf32 (no fp16 / bf16 / fp8 operands), ieee (and every tl.dot in IEEE fp32)
 
 
 @dataclass

@@ -123,6 +123,34 @@ def test_the_full_kernels_pass_and_ignoring_an_ignored_input_is_allowed(sandbox,
         assert list(result.guards["coverage"]["inputs"]) == ["x"]
 
 
+@pytest.mark.parametrize("name", ["symmetric_matmul", "triangular_matmul"])
+def test_a_kernel_that_reads_the_stated_structure_only_passes(sandbox, name):
+    """level1/13's inputs are symmetric, level1/14's upper triangular in every draw: a kernel reading one triangle is
+    honest, and the coverage trial changed one element of a symmetric pair, or a structural zero (issue 63)."""
+    with make_evaluator(str(PROBLEMS / f"{name}.py"), sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate(name))
+    assert result.status == "ok", result.reason
+    assert set(result.guards["coverage"]["inputs"]) == {"A", "B"}  # covered, within the structure
+
+
+def test_a_symmetric_change_moves_both_elements_of_the_pair_and_restores_them():
+    x = torch.arange(9.0).reshape(3, 3)
+    x = x + x.T
+    change = Change(x, 5, 1.0, distribution=False, symmetric=True)  # element (1, 2)
+    change.apply(10.0)
+    assert x[1, 2] == x[2, 1] == 22.0 and torch.equal(x, x.T)
+    change.restore()
+    assert x[1, 2] == x[2, 1] == 12.0
+
+
+def test_a_kernel_honest_only_on_the_objects_it_saw_first_fails_for_the_coverage_trial(sandbox):
+    """The trials and the coverage trial refilled the same tensors, the timed calls got new ones: honest on the first
+    objects, subsampling elsewhere passed (issue 63). Every call gets new tensors now."""
+    with make_evaluator(ROW_MEAN, sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate("subsample_unless_seen"))
+    assert result.status == "incorrect" and result.reason.startswith("coverage trial: "), result.reason
+
+
 @pytest.mark.parametrize("skip", [2, 10, 100])
 @pytest.mark.parametrize("problem, name", [(ROW_LOSS, "row_loss_subsample"), (ROW_MEAN, "row_mean_subsample")],
                          ids=["loss", "row_wise"])

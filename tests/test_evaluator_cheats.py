@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from conftest import DEVICE, candidate, make_evaluator
+from conftest import DEVICE, PROBLEMS, candidate, make_evaluator
+from fitness.problems.problem import resolve_problem
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +23,9 @@ VERDICTS = [
     ("patch_timer", "rejected", ["import of 'time'", "line 7: assignment into module 'time'",
                                  "line 8: assignment into module 'torch'"]),
     ("nan_output", "incorrect", ["NaN"]),
+    # issue 63: a global nn.Module hook runs inside the reference (at runtime: tests/test_judge_integrity.py)
+    ("global_forward_hook", "rejected", ["'.register_module_forward_hook' is not allowed"]),
+    ("registration_hook", "rejected", ["'.register_module_parameter_registration_hook' is not allowed"]),
     ("compile_error", "compile_error", ["undefined_thing"]),
     ("class ModelNew(:\n    pass\n", "compile_error", ["line 1"]),  # a syntax error
     ("import torch\n", "compile_error", ["ModelNew"]),  # no ModelNew
@@ -53,10 +57,18 @@ def test_wrong_kernel_is_incorrect(evaluator):
     assert "exceed atol" in result.reason and result.max_abs_err > 0.5
 
 
+@pytest.mark.skipif(DEVICE == "cpu", reason="every call gets new input tensors, the last call's freed first (issue "
+                    "63); the CPU's allocator then hands out a new address each time: such a cache never hits there")
 def test_result_cached_by_input_pointer_goes_stale(evaluator):
     result = evaluator.evaluate(candidate("pointer_cache"))
-    assert result.status == "incorrect"
-    assert result.reason.startswith("trial ")  # right on the first inputs it saw, stale on the next
+    assert result.status == "incorrect"  # right on the first inputs it saw, stale where the allocator repeats one
+
+
+def test_a_load_state_dict_that_zeroes_what_it_is_handed_zeroes_only_copies(sandbox):
+    """Handed the reference's live state_dict, it zeroed the reference's weight and its zeros agreed (issue 63)."""
+    with make_evaluator(str(PROBLEMS / "gemm_sum.py"), trials=1, coverage=False, sandbox=sandbox) as ev:
+        result = ev.evaluate(candidate("state_dict_zeroes"))
+    assert result.status == "incorrect" and result.reason.startswith("trial 1"), result.reason
 
 
 def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
@@ -64,6 +76,20 @@ def test_torch_compute_behind_a_decorative_kernel_is_rejected(evaluator):
     assert result.status == "rejected"
     assert "torch ops" in result.reason and "mul" in result.reason
     assert result.guards["triton_launches"] == 1
+
+
+def test_torch_compute_inside_a_launchs_grid_or_pre_run_hook_is_traced(evaluator):
+    """Triton calls a callable grid and a kernel's pre-run hooks inside the launch, whose own ops the trace ignores:
+    a torch computation there was invisible (issue 63). A pre-run hook is refused statically too."""
+    honest = evaluator.evaluate(candidate("lambda_grid"))
+    assert honest.status == "ok" and honest.guards["torch_compute_ops"] == [], honest.reason
+    for name in ("grid_compute", "autotune_hook_compute"):  # an autotuner's config hooks run outside the launch
+        hidden = evaluator.evaluate(candidate(name))
+        assert hidden.status == "rejected" and "torch ops ['add', 'mul']" in hidden.reason, (name, hidden.reason)
+    assert "'.add_pre_run_hook' is not allowed" in evaluator.evaluate(candidate("pre_run_hook_compute")).reason
+    with make_evaluator(static_check=False, sandbox=evaluator.sandbox) as ev:
+        in_hook = ev.evaluate(candidate("pre_run_hook_compute"))
+    assert in_hook.status == "rejected" and "torch ops ['add', 'mul']" in in_hook.reason, in_hook.reason
 
 
 def test_kernelbench_policy_allows_torch_compute_but_labels_it(evaluator):
@@ -90,14 +116,34 @@ def test_a_result_cached_by_input_content_never_hits_when_timed(evaluator):
     # that it would have hit on the old rotated sets, and never hits now: tests/test_timed_inputs.py
 
 
-def test_strict_fp32_policy_rejects_reduced_precision(evaluator):
-    loose = evaluator.evaluate(candidate("low_precision"))
+def test_fp16_operands_of_an_fp32_problem_are_refused_unless_the_policy_is_kernelbenchs(evaluator):
+    """fp16 rounding passed policy triton's 1e-2 on a draw that stays in fp16's range (issue 63): refused in the
+    source now (fitness/judge/precision_check.py), under strict-fp32 as under triton."""
+    default = evaluator.evaluate(candidate("low_precision"))
+    assert default.status == "rejected" and "'triton.language.float16' is not allowed under policy 'triton'" in \
+        default.reason, default.reason
+    with make_evaluator(policy="kernelbench", sandbox=evaluator.sandbox) as ev:
+        loose = ev.evaluate(candidate("low_precision"))
     with make_evaluator(policy="strict-fp32", sandbox=evaluator.sandbox) as ev:
         strict = ev.evaluate(candidate("low_precision"))
         exact = ev.evaluate(candidate("good"))
     assert loose.status == "ok", loose.reason
-    assert strict.status == "incorrect" and strict.policy["name"] == "strict-fp32"
+    assert strict.status == "rejected" and strict.policy["name"] == "strict-fp32"
     assert exact.status == "ok", exact.reason
+
+
+def test_strict_fp32_refuses_a_tf32_dot_that_the_interpreter_computes_in_fp32(sandbox):
+    """The interpreter computes tl.dot in fp32 whatever its precision: a TF32 GEMM passed strict-fp32 there."""
+    seed = resolve_problem("matmul").seed_source()
+    sizes = {"M": 16, "N": 16, "K": 16}
+    with make_evaluator("matmul", policy="strict-fp32", sizes=sizes, trials=1, sandbox=sandbox) as ev:
+        tf32 = ev.evaluate(seed)
+        ieee = ev.evaluate(seed.replace("tl.dot(a, b)", "tl.dot(a, b, input_precision=\"ieee\")"))
+    with make_evaluator("matmul", sizes=sizes, trials=1, sandbox=sandbox) as ev:
+        under_triton = ev.evaluate(seed)
+    assert tf32.status == "rejected" and "tl.dot without input_precision" in tf32.reason, tf32.reason
+    assert ieee.status == "ok", ieee.reason
+    assert under_triton.status == "ok", under_triton.reason  # TF32 is what policy triton allows
 
 
 def test_hang_times_out_and_the_next_evaluation_works(evaluator):

@@ -3,8 +3,10 @@ judge relies on -- the comparison, the timer's statistics, torch modes, threads,
 before its outputs are compared or its time is used, and the candidate is rejected. The static check is off here:
 these are what a candidate that got past it could try. Each attack passes as `ok` without the state check."""
 import pytest
+import torch
 
-from conftest import candidate, make_evaluator
+from conftest import PROBLEMS, SCALE_SHIFT, candidate, make_evaluator
+from fitness.judge.integrity import JudgeState
 from fitness.workers.sandbox import read_result
 
 IMPORTS = "import sys\nimport threading\nimport time\nimport statistics\nimport torch\n"
@@ -130,3 +132,26 @@ def test_a_warning_torch_raises_under_the_judges_tf32_emulation_is_no_tampering(
         assert "fitness.judge.tf32: attribute(s) added: stolen" in state.verify()
     finally:
         del tf32.stolen
+
+
+@pytest.mark.parametrize("name", ["global_forward_hook", "registration_hook"])
+def test_a_global_module_hook_is_caught_before_the_reference_is_built(name):
+    """A hook in torch's global nn.Module registries runs inside the reference: one returning the candidate's last
+    output made the reference agree with anything, one zeroing registered parameters zeroed the reference's weights
+    (issue 63). The static check refuses both (tests/test_evaluator_cheats.py); without it they are found at import."""
+    problem = str(PROBLEMS / "gemm_sum.py") if name == "registration_hook" else SCALE_SHIFT
+    with make_evaluator(problem, static_check=False, trials=1, coverage=False, timeout_s=60) as ev:
+        rejected_for(ev.evaluate(candidate(name)), "(import): torch's global nn.Module hooks changed")
+
+
+def test_the_references_parameters_are_watched():
+    linear = torch.nn.Linear(4, 3)
+    linear.register_buffer("steps", torch.zeros(1))
+    state = JudgeState.capture()
+    state.watch(linear)
+    linear.steps += 1  # a reference's own forward may update its buffers
+    assert state.verify() == []
+    with torch.no_grad():
+        linear.weight[1, 2] += 1.0
+    linear.bias = torch.nn.Parameter(linear.bias.detach().clone())
+    assert sorted(state.verify()) == ["the reference's bias replaced or deleted", "the reference's weight changed"]

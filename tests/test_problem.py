@@ -160,6 +160,24 @@ def test_a_tuple_that_repeats_a_size_shrinks_with_it_and_lists_are_overridable(t
         load_problem(resolve_problem(str(mlp), sizes={"layer_sizes": 8}))
 
 
+CROSS_ENTROPY = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                 "    def forward(self, predictions, targets):\n"
+                 "        return torch.nn.functional.cross_entropy(predictions, targets)\n\n"
+                 "batch_size = 32768\nnum_classes = 4096\ninput_shape = (num_classes,)\n\n"
+                 "def get_inputs():\n"
+                 "    return [torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]\n\n"
+                 "def get_init_inputs():\n    return []\n")
+
+
+def test_a_size_the_file_writes_as_another_constant_shrinks_with_it(tmp_path):
+    """level1/95: `input_shape = (num_classes,)` halved apart from num_classes (both build on the meta device, which
+    reads no target) made targets fall outside the classes on the interpreter (issue 63)."""
+    path = tmp_path / "95_CrossEntropyLoss.py"
+    path.write_text(CROSS_ENTROPY)
+    spec = resolve_problem(str(path), size_preset="test")
+    assert spec.sizes["input_shape"] == (spec.sizes["num_classes"],) and spec.sizes["num_classes"] < 4096
+
+
 def test_other_sizes_move_the_elements_of_a_list_of_sizes_too(tmp_path):
     """The check at other sizes (is the best kernel baked at the test sizes?) changes level3/1_MLP's hidden widths
     as it changes its integers: a kernel with the widths baked in fails there."""

@@ -195,8 +195,8 @@ def operator_rows(individuals: list[Individual]) -> list[list]:
 def policy_rows(policy: dict) -> tuple[list, list]:
     tolerances = [[dtype, t.get("atol"), t.get("rtol"), t.get("max_rel_l2", "-")]
                   for dtype, t in (policy.get("tolerances") or {}).items()]
-    facts = [(key, str(policy[key])) for key in ("name", "description", "tf32", "torch_compute", "extra_allowed_ops")
-             if key in policy]
+    facts = [(key, str(policy[key])) for key in ("name", "description", "tf32", "torch_compute", "extra_allowed_ops",
+                                                 "fp32_operands") if key in policy]
     return tolerances, facts
 
 

@@ -1,8 +1,9 @@
 """Precision policies: the named rules a candidate's output is judged by, written into every result.
 
 A policy fixes the tolerances per dtype, whether TF32 is allowed (for the candidate and, to keep speed-ups honest,
-for the eager / torch.compile baselines), and whether torch compute ops inside ``forward`` are rejected or only
-labelled. The policies themselves are YAML files in ``conf/fitness/policy/``.
+for the eager / torch.compile baselines), whether torch compute ops inside ``forward`` are rejected or only
+labelled, and the narrowest operands an fp32 problem's kernels may use (checked in their source). The policies
+themselves are YAML files in ``conf/fitness/policy/``.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from core.records import from_record
 from core.resources import package_folder
 
 TORCH_COMPUTE_MODES = ("reject", "label")
+FP32_OPERANDS = ("any", "tf32", "ieee")
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,17 @@ class PrecisionPolicy:
     tf32: bool = False
     torch_compute: str = "reject"
     extra_allowed_ops: tuple = ()
+    # the narrowest operands a kernel of an fp32 problem may compute with, checked in its source
+    # (fitness.judge.precision_check): any, tf32 (no fp16 / bf16 / fp8), ieee (and every tl.dot in IEEE fp32)
+    fp32_operands: str = "any"
 
     def __post_init__(self):
         if self.torch_compute not in TORCH_COMPUTE_MODES:
             raise ValueError(f"policy {self.name!r}: torch_compute must be one of {TORCH_COMPUTE_MODES}, "
                              f"got {self.torch_compute!r}")
+        if self.fp32_operands not in FP32_OPERANDS:
+            raise ValueError(f"policy {self.name!r}: fp32_operands must be one of {FP32_OPERANDS}, "
+                             f"got {self.fp32_operands!r}")
         if "default" not in self.tolerances:
             raise ValueError(f"policy {self.name!r}: tolerances need a 'default' entry")
 

@@ -33,6 +33,7 @@ from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
 from fitness.problems.speed_of_light import ProblemCost, data_floor_s, measure_cost, speed_of_light_s
+from fitness.judge.precision_check import precision_findings
 from fitness.judge.static_check import check_source
 from fitness.problems.target import target_for
 from fitness.settings import EvalSettings
@@ -276,6 +277,8 @@ class Evaluator:
         """Syntax and static checks in this process; False when the candidate must not run."""
         try:
             findings = check_source(source)
+            if self.cost is not None and self.cost.dtype == "fp32":  # the policy's operands (unknown dtype: none)
+                findings = sorted(findings + precision_findings(source, self.policy), key=lambda f: f.line)
         except SyntaxError as exc:
             result.status, result.reason = "compile_error", f"syntax error: line {exc.lineno}: {exc.msg}"
             return False

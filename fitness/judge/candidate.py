@@ -135,12 +135,13 @@ def build_model(cls, init_inputs: list, seed: int, device: str):
 
 
 def copy_parameters(reference, candidate) -> str:
-    """Give the candidate the reference's parameters when their state_dicts line up; returns how they were made equal."""
+    """Give the candidate the reference's parameters when their state_dicts line up; returns how they were made equal.
+    The candidate's ``load_state_dict`` (its own, maybe overridden) gets copies: never a tensor of the reference's."""
     ref_state, new_state = reference.state_dict(), candidate.state_dict()
     same_layout = ref_state.keys() == new_state.keys() and all(
         ref_state[k].shape == new_state[k].shape for k in ref_state)
     if ref_state and same_layout:
-        candidate.load_state_dict(ref_state)
+        candidate.load_state_dict({k: v.detach().clone() for k, v in ref_state.items()})
         return "state_dict"
     return "seed" if ref_state or new_state else "none"
 

@@ -11,8 +11,12 @@ rescaled subsample fails whatever its fraction, and one that does not rescale is
 trials or, skipping at most about the tolerance's share of the work, is within the tolerance on every input.
 
 The element and the sign of the change come from the job's secret input seed; the change keeps the input in its
-domain: added (never subtracted) where the input is nonnegative, and for rows that are distributions (nonnegative,
-summing to 1 along the last dimension) the row is renormalised; an integer input, or one of small whole numbers
+domain and the structure the draw states: added (never subtracted) where the input is nonnegative, for rows that are
+distributions (nonnegative, summing to 1 along the last dimension) the row is renormalised, where the draw's
+matrices are exactly symmetric (no random draw is by chance: level1/13) the element's mirror image across the
+diagonal changes alike, and an element that is exactly zero is never the one changed (a structural zero, level1/14's
+lower triangle; a random draw holds no exact zeros to speak of), so a kernel that reads one triangle is judged on
+what the problem states; an integer input, or one of small whole numbers
 (labels, masks), is not changed (reported as not covered). The amount starts from the input's mean magnitude
 and grows (the response's exponent estimated from the last two calls) until the move is reached, the output stays
 finite and the amount representable; an element whose change moves nothing or saturates (a clamp, a max) is
@@ -88,15 +92,17 @@ def move_ratio(outputs: list, base: list, policy) -> float:
 
 class Change:
     """One element of one input changed in place (and restored): its row renormalised where rows are
-    distributions."""
+    distributions, its mirror image across the diagonal changed alike where the matrices are symmetric."""
 
-    def __init__(self, tensor: torch.Tensor, flat: int, sign: float, distribution: bool):
+    def __init__(self, tensor: torch.Tensor, flat: int, sign: float, distribution: bool, symmetric: bool = False):
         self.tensor, self.flat, self.sign, self.distribution = tensor, flat, sign, distribution
         self.row_len = tensor.shape[-1] if tensor.dim() else 1
         self.row = flat // self.row_len
         self.saved = self._view()[self.row].clone()
         self.old = float(tensor.reshape(-1)[flat])
         self.new = self.old
+        mirror = _mirror(flat, self.row_len) if symmetric else flat
+        self.mirror = None if mirror == flat else (mirror, float(tensor.reshape(-1)[mirror]))
 
     def _view(self) -> torch.Tensor:
         return self.tensor.view(-1, self.row_len)
@@ -108,14 +114,32 @@ class Change:
             row[self.flat % self.row_len] += self.sign * amount
             if self.distribution:
                 row /= row.sum()
+            if self.mirror is not None:
+                self.tensor.view(-1)[self.mirror[0]] = self.tensor.view(-1)[self.flat]
         self.new = float(self.tensor.reshape(-1)[self.flat])
 
     def restore(self) -> None:
         with torch.no_grad():
             self._view()[self.row].copy_(self.saved)
+            if self.mirror is not None:
+                self.tensor.view(-1)[self.mirror[0]] = self.mirror[1]
 
     def where(self) -> tuple:
         return unravel(self.flat, tuple(self.tensor.shape))
+
+
+def _mirror(flat: int, n: int) -> int:
+    """The flat index of element (j, i) of the (n, n) matrix that holds element (i, j) at `flat`."""
+    matrix, within = divmod(flat, n * n)
+    return matrix * n * n + (within % n) * n + within // n
+
+
+def symmetric(x: torch.Tensor) -> bool:
+    """Whether the draw's matrices (its last two dimensions, square) equal their transposes exactly: no random draw
+    is so by chance, so the problem states it (level1/13's inputs), and a kernel may read one triangle."""
+    return (x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and x.is_contiguous()
+            and bool(torch.equal(x[..., 0, :], x[..., :, 0]))  # first rows against columns: no full-size temporary
+            and bool(torch.equal(x, x.transpose(-1, -2))))  # for an input that is not symmetric
 
 
 def sample(x: torch.Tensor) -> torch.Tensor:
@@ -232,14 +256,17 @@ def _largest_move(reference, inputs: list, index: int, base: list, policy, gener
     small share; raised, it takes the row: a guessed sum let through when the first elements drawn went down)."""
     x = inputs[index]
     nonneg, distribution = _kind(x)
+    mirrored = not distribution and symmetric(x)
     scale = float(sample(x).abs().to(torch.float64).mean()) or 1.0
     cap = math.sqrt(torch.finfo(x.dtype).max) * (scale if distribution else 1.0)
     best, calls = (None, 0.0, 0.0), 0
     for _ in range(POSITIONS):
         flat = int(torch.randint(x.numel(), (1,), generator=generator))
         sign = 1.0 if nonneg else (1.0 if torch.rand((), generator=generator) < 0.5 else -1.0)
+        if float(x.reshape(-1)[flat]) == 0.0:
+            continue  # a structural zero (level1/14's lower triangle): a random draw holds no exact zeros to speak of
         for way in ((sign,) if nonneg else (sign, -sign)):
-            change, amount, last, good = Change(x, flat, way, distribution), scale * 100, None, 0.0
+            change, amount, last, good = Change(x, flat, way, distribution, mirrored), scale * 100, None, 0.0
             while calls < MAX_REFERENCE_CALLS:
                 calls += 1
                 change.apply(amount)
@@ -281,10 +308,11 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
                    generator: torch.Generator, prepare, allowance=None, reduced=None) -> dict:
     """Run the coverage trial on `buffers` (an input draw the candidate has not seen), one candidate call per input in
     `wanted` (None: every floating-point tensor input). `judged_call(inputs, saved, where, name=phase)` calls forward
-    with every trial's checks and returns its output; `prepare(buffers)` returns a saved copy of the inputs and poisons
-    the output memory. Returns {"inputs": {name: move in tolerance units}, "not_covered": [names]}, with "failure" (the
-    reason) and the errors when the candidate's output did not follow: the caller gives the verdict. A failed comparison
-    gets the second opinion of `allowance` (``fitness.judge.rounding``), when given. `reduced` computes the reference at
+    with every trial's checks and returns its output; `prepare(buffers)` returns a copy of the inputs (new tensors:
+    what the candidate gets, `buffers` never reach it) and poisons the output memory. Returns {"inputs": {name: move
+    in tolerance units}, "not_covered": [names]}, with "failure" (the reason) and the errors when the candidate's
+    output did not follow: the caller gives the verdict. A failed comparison gets the second opinion of `allowance`
+    (``fitness.judge.rounding``), when given. `reduced` computes the reference at
     the policy's own precision (``calibrate``; None: a ``TF32Reference``): "shrunk_for_precision" then names each input
     whose amount was shrunk ({name: [amount found, amount used]}) and "not_covered_at_precision" those no amount passed
     for (in "not_covered" too)."""
@@ -315,15 +343,15 @@ def coverage_trial(reference, judged_call, buffers: list, wanted: list | None, n
     scrub(base)  # no reference output is in memory while the candidate runs
     for i, change, moved, amount in chosen:
         change.apply(amount)
-        saved = prepare(buffers)
+        fresh = prepare(buffers)  # the candidate's: new tensors, as a timed call's; `buffers` stay the judge's
         where = f"coverage trial, {name(i)}{list(change.where())}"
-        output = judged_call(buffers, saved, where, name="coverage_call")
+        output = judged_call(fresh, buffers, where, name="coverage_call")
         with torch.no_grad():
-            refs = as_tensor_list(reference(*saved))
+            refs = as_tensor_list(reference(*buffers))
         comparison = compare_outputs(output, refs, policy, normwise=False)
         if allowance is not None:
-            comparison = allowance.judge(comparison, output, refs, saved, where)
-        scrub(as_tensor_list(output) + refs + [t for t in saved if isinstance(t, torch.Tensor)])
+            comparison = allowance.judge(comparison, output, refs, buffers, where)
+        scrub(as_tensor_list(output) + refs + [t for t in fresh if isinstance(t, torch.Tensor)])
         change.restore()
         summary["inputs"][name(i)] = round(moved, 1)
         if not comparison.ok:

@@ -4,7 +4,8 @@
   kernel was defined in, so a candidate must launch at least one kernel of its own: a decorative or absent kernel is
   caught.
 * ``TorchOpTrace`` records the aten ops that ``forward`` dispatches (a TorchDispatchMode), so work done by torch
-  instead of the candidate's kernels is caught. Ops issued by Triton itself while launching are ignored.
+  instead of the candidate's kernels is caught. Ops issued by Triton itself while launching are ignored; the
+  candidate's own callables a launch calls (a callable grid, a kernel's pre-run hooks) are traced.
 
 The launch counter also provides the compile-only mode of ``fitness.judge.compile_ahead``: while it is on, a Triton
 launch compiles the kernel (``warmup=True``) and loads it without launching, an autotuned kernel compiles every
@@ -89,6 +90,18 @@ class LaunchCounter:
         compiles = cls.__name__ == "JITFunction"  # the interpreter's run has no compile-only form
 
         def run(kernel, *args, **kwargs):
+            if callable(kwargs.get("grid")):
+                kwargs["grid"] = counter.outside_launch(kwargs["grid"])
+            hooks = getattr(kernel, "pre_run_hooks", None)
+            if hooks:  # read by the launch: swapped for traced ones while it runs
+                kernel.pre_run_hooks = [counter.outside_launch(hook) for hook in hooks]
+            try:
+                return launch(kernel, *args, **kwargs)
+            finally:
+                if hooks:
+                    kernel.pre_run_hooks = hooks
+
+        def launch(kernel, *args, **kwargs):
             if counter.compile_only:
                 if not compiles:
                     raise CompileAbort("the interpreter cannot compile without running")
@@ -103,6 +116,20 @@ class LaunchCounter:
                 counter.active -= 1
 
         cls.run = run
+
+    def outside_launch(self, fn):
+        """`fn`, a callable of the candidate's that a launch calls (a grid computed from the launch's arguments, a
+        pre-run hook), run as the candidate's own code: its torch ops traced, its launches counted, as if no launch
+        were active (a torch.matmul in a grid was hidden inside the launch, issue 63)."""
+        counter = self
+
+        def call(*args, **kwargs):
+            active, counter.active = counter.active, 0
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                counter.active = active
+        return call
 
     def _compile(self, original, kernel, args, kwargs):
         """Compile (warmup) and load the kernel, creating its launcher, without launching it."""

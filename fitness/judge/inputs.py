@@ -1,5 +1,5 @@
-"""The judge's inputs: made under a seed on the device, refilled in place, copied, scrubbed before they are freed,
-and as many timing sets as fit in the device's memory (``fitness.measure.memory``)."""
+"""The judge's inputs: made under a seed on the device, copied (a copy refilled in place), scrubbed before they are
+freed, and as many timing sets as fit in the device's memory (``fitness.measure.memory``)."""
 from __future__ import annotations
 
 import secrets
@@ -30,7 +30,8 @@ def meta_inputs(problem) -> list:
 
 
 def refill(buffers: list, fresh: list) -> None:
-    """Write fresh values into the same input buffers, so a result cached by input pointer goes stale."""
+    """Write fresh values into the same buffers: the copy of a checked timed call's inputs, allocated once
+    (``fitness.judge.timed_inputs``). A candidate's own inputs are new tensors on every call."""
     for i, (old, new) in enumerate(zip(buffers, fresh)):
         if isinstance(old, torch.Tensor):
             old.copy_(new)

@@ -19,7 +19,9 @@ classes and submodules of every module the evaluator's code names (``json``, ``o
 ``dataclasses``, ...) and of ``time``, ``math``, ``torch``, ``torch.nn.functional``, ``torch.linalg`` and
 ``torch.cuda`` (attributes added there are tolerated: torch imports submodules lazily); the class dictionaries of
 ``torch.Tensor``, ``torch.nn.Module``, ``torch.cuda.Event`` and Triton's kernel classes (which the launch counter
-wraps), strictly.
+wraps), strictly; torch's global ``nn.Module`` hook registries (a hook there runs inside the reference: it could make
+the reference return the candidate's output); and, once it is built (``JudgeState.watch``), the reference's
+parameters: the same tensors holding the same bytes.
 """
 from __future__ import annotations
 
@@ -60,11 +62,20 @@ def _is_code(value) -> bool:
     return callable(value) or isinstance(value, (type, types.ModuleType))
 
 
+def _module_hooks() -> dict:
+    """torch's process-wide registries of nn.Module hooks (``torch.nn.modules.module._global_forward_hooks`` and
+    kin): {registry: ((key, hook identity), ...)}. A hook there runs inside every module, the reference included."""
+    registries = vars(torch.nn.modules.module)
+    return {name: tuple((key, id(hook)) for key, hook in list(value.items()))
+            for name, value in list(registries.items()) if name.startswith("_global_") and isinstance(value, dict)}
+
+
 def _flags() -> dict:
     """Process-wide switches a candidate could leave on to change what the judge computes or measures."""
     c = torch._C
     matmul = torch.backends.cuda.matmul
     return {
+        "torch's global nn.Module hooks": _module_hooks(),
         "torch function modes": c._len_torch_function_stack() if hasattr(c, "_len_torch_function_stack") else 0,
         "torch dispatch modes": c._len_torch_dispatch_stack() if hasattr(c, "_len_torch_dispatch_stack") else 0,
         "sys.settrace": _gettrace(), "sys.setprofile": _getprofile(),
@@ -77,6 +88,34 @@ def _flags() -> dict:
     }
 
 
+class ModelState:
+    """A model's parameters as they were when it was watched: the same tensor objects holding the same bytes (a copy
+    on the host, so the watch costs no device memory). The reference's, taken once it is built: the candidate gets
+    copies of them (``fitness.judge.candidate.copy_parameters``), and none of them may change. Buffers are left out:
+    a reference's own forward may update them (a batch norm's running statistics in training mode)."""
+
+    def __init__(self, model):
+        self._model = model
+        self._tensors = self._named()
+        self._copies = {name: self._bytes(t) for name, t in self._tensors.items()}
+
+    def _named(self) -> dict:
+        return dict(self._model.named_parameters())
+
+    @staticmethod
+    def _bytes(tensor) -> torch.Tensor:
+        return tensor.detach().to("cpu", copy=True).contiguous().reshape(-1).view(torch.uint8)
+
+    def verify(self) -> list[str]:
+        now = self._named()
+        found = [f"the reference's {name} replaced or deleted" for name, tensor in self._tensors.items()
+                 if now.get(name) is not tensor]
+        found += [f"the reference's {name} added" for name in now if name not in self._tensors]
+        found += [f"the reference's {name} changed" for name, copy in self._copies.items()
+                  if now.get(name) is self._tensors[name] and not torch.equal(self._bytes(now[name]), copy)]
+        return found
+
+
 class JudgeState:
     """Identities of what the judge relies on; `verify()` -> the differences, as short descriptions."""
 
@@ -84,6 +123,11 @@ class JudgeState:
         self._owners = owners  # owner -> (live namespace, {name: object}, strict: nothing may be added)
         self._modules = modules  # module name -> module object (its sys.modules entry)
         self._flags = flags
+        self._models: list[ModelState] = []
+
+    def watch(self, model) -> None:
+        """Verify from now on that `model`'s parameters stay as they are now (``ModelState``)."""
+        self._models.append(ModelState(model))
 
     @classmethod
     def capture(cls) -> "JudgeState":
@@ -125,6 +169,8 @@ class JudgeState:
             added = sorted(n for n in list(namespace) if n not in values and n not in BOOKKEEPING) if strict else []
             if added:
                 found.append(f"{owner}: attribute(s) added: {', '.join(added[:MAX_NAMED])}")
+        for model in self._models:
+            found += model.verify()
         try:
             now = _flags()
         except Exception as exc:  # noqa: BLE001 - e.g. a torch mode left on that refuses the judge's own calls

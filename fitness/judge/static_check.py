@@ -2,7 +2,10 @@
 
 Candidates are untrusted code. This check rejects the constructs that published evaluators have been fooled with:
 process, file and network access, FFI, introspection and frame access, monkey-patching of torch / triton / timers,
-threads, CUDA streams and graphs, and handing the work to another compiler. Each finding names its line.
+threads, CUDA streams and graphs, handing the work to another compiler, a tensor's values taken to the host
+(``.numpy()``, ``.tolist()``, ``torch.from_numpy``: compute there is invisible to the op trace), torch's global
+``nn.Module`` hooks (they would run inside the reference) and code hooked into a Triton launch. Each finding names
+its line.
 The process isolation in ``fitness.workers.sandbox`` is the second line of defence; this one gives the clear reason.
 """
 from __future__ import annotations
@@ -67,13 +70,27 @@ FORBIDDEN_APIS = {
     "torch.save": "file access", "torch.load": "file access", "torch.from_file": "file access",
     "torch.serialization": "file access", "torch.hub": "downloads and file access", "torch.package": "file access",
     "torch.distributed": "network access", "torch.multiprocessing": "process access",
+    "torch.from_numpy": "host compute through numpy, which the op trace cannot see",
+    # what a construction-only numpy (CONSTRUCTION_ONLY) may not do even in __init__
+    "numpy.ctypeslib": "FFI", "numpy.load": "file access", "numpy.loadtxt": "file access",
+    "numpy.genfromtxt": "file access", "numpy.fromregex": "file access", "numpy.memmap": "file access",
+    "numpy.save": "file access", "numpy.savez": "file access", "numpy.savez_compressed": "file access",
+    "numpy.savetxt": "file access", "numpy.lib": "file access (numpy.lib.format.open_memmap, ...)",
+    "numpy.DataSource": "file access", "numpy.f2py": "compiling native code", "numpy.testing": "process access",
 }
 
 # Attribute names that are refused wherever they appear, whatever object they are read from.
 FORBIDDEN_ATTRIBUTES = {
     "get_type_hints": "evaluating string annotations (code execution)", "tofile": "file access",
     "fromfile": "file access", "from_file": "file access",
+    "numpy": "a tensor's values taken to the host as numpy, where the op trace cannot see what is computed",
+    "tolist": "a tensor's values taken to the host as Python numbers, where the op trace cannot see what is computed",
+    "ctypeslib": "FFI", "add_pre_run_hook": "code run inside a Triton launch",
 }
+# torch's process-wide registries of module hooks (torch.nn.modules.module.register_module_forward_hook and its
+# kin): a hook registered there runs inside every module, the reference's own forward and construction included.
+GLOBAL_HOOK_PREFIX = "register_module_"
+GLOBAL_HOOK_REASON = "a global nn.Module hook runs inside the reference too"
 
 # Modules that other modules expose as attributes (torch.os, torch.sys, ...): an attribute chain through one of
 # these names is refused whatever its root, e.g. torch.os.system, m.sys.modules with m = torch.
@@ -102,7 +119,10 @@ class _Checker(ast.NodeVisitor):
     def _check_module(self, node, module: str) -> bool:
         root = module.split(".")[0]
         if module in ALLOWED_IMPORTS or module.startswith(ALLOWED_IMPORT_PREFIXES) or root in CONSTRUCTION_ONLY:
-            return True  # a construction-only module's uses are checked where they are (_check_construction)
+            before = len(self.findings)  # a construction-only module's uses are checked where they are
+            if root in CONSTRUCTION_ONLY:  # (_check_construction); its forbidden parts here (numpy.ctypeslib)
+                self._check_api(node, module)
+            return len(self.findings) == before
         reason = IMPORT_REASONS.get(root, "only torch, triton and math are allowed")
         self.report(node, f"import of '{module}' is not allowed ({reason})")
         return False
@@ -120,8 +140,10 @@ class _Checker(ast.NodeVisitor):
                 self.report(node, "relative imports are not allowed")
             return
         for alias in node.names:
-            full = f"{module}.{alias.name}"
+            full, before = f"{module}.{alias.name}", len(self.findings)
             self._check_api(node, full)
+            if len(self.findings) == before:
+                self._check_attribute_name(node, alias.name)
             self.aliases[alias.asname or alias.name] = full
 
     # names, attributes, calls ----------------------------------------------------------------------------------
@@ -196,10 +218,16 @@ class _Checker(ast.NodeVisitor):
         if dotted is not None:
             self._check_api(node, dotted)
             self._check_construction(node, dotted, bare=False)
-        if node.attr in FORBIDDEN_ATTRIBUTES and len(self.findings) == before:  # one finding per construct
-            self.report(node, f"'.{node.attr}' is not allowed ({FORBIDDEN_ATTRIBUTES[node.attr]})")
+        if len(self.findings) == before:  # one finding per construct
+            self._check_attribute_name(node, node.attr)
         if dotted is None:  # a resolved chain was checked whole; do not re-check its prefixes
             self.generic_visit(node)
+
+    def _check_attribute_name(self, node, name: str) -> None:
+        if name in FORBIDDEN_ATTRIBUTES:
+            self.report(node, f"'.{name}' is not allowed ({FORBIDDEN_ATTRIBUTES[name]})")
+        elif name.startswith(GLOBAL_HOOK_PREFIX):
+            self.report(node, f"'.{name}' is not allowed ({GLOBAL_HOOK_REASON})")
 
     def visit_Name(self, node):
         if node.id in ("__builtins__", "__loader__", "__spec__"):

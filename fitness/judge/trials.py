@@ -11,7 +11,7 @@ from fitness.comparison.correctness import as_tensor_list, changed_inputs, compa
 from fitness.judge.coverage import coverage_trial
 from fitness.judge.tf32 import TF32Reference, no_reduced_reference
 from fitness.judge.guards import TorchOpTrace
-from fitness.judge.inputs import clone_all, make_inputs, poison_allocator, refill, scrub, synchronize
+from fitness.judge.inputs import clone_all, make_inputs, poison_allocator, scrub, synchronize
 from fitness.judge.phases import gpu_lock, phase
 from fitness.common.stage import stage
 
@@ -21,14 +21,16 @@ COVERAGE_SEED = 30_000  # the coverage trial's inputs and element choice: input_
 def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs,
                launches, allowance=None, draws=()) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
-    trial a worker is in, not for all of them. Every trial is traced and its launches counted, and the judge's
-    state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and dtypes;
-    `launches`: the worker's launch counter.
+    trial a worker is in, not for all of them. Every call of the candidate gets new input tensors, as every timed call
+    does: it cannot tell a checked call from a timed one by the inputs' identity (a kernel honest on the objects the
+    trials refilled and subsampling on others passed, issue 63). Every trial is traced and its launches counted, and
+    the judge's state verified (`verify`) before its output is looked at. `specs`: the reference outputs' shapes and
+    dtypes; `launches`: the worker's launch counter.
     Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
     opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given. `draws`: the random draws the
     reference makes (``fitness.judge.randomness``), the only ones the candidate may make."""
     device, settings = job.device, job.settings
-    buffers, worst, guards = None, None, empty_guards()
+    worst, guards = None, empty_guards()
     passed = [0]
 
     def judged_call(inputs: list, saved: list, where: str, first: bool = False, name: str = "trial_calls"):
@@ -51,6 +53,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         return output
 
     def prepare(inputs: list) -> list:
+        """A copy of `inputs` (new tensors), the output memory poisoned after it."""
         saved = clone_all(inputs)
         poison_allocator(specs, device)
         synchronize(device)  # the poison has landed before the candidate runs, on whatever stream it uses
@@ -60,13 +63,10 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
         stage(f"correctness trial {trial + 1}/{settings.trials}")
         with gpu_lock(job, exclusive=False), phase("trials"):
             with phase("trial_inputs"):
-                fresh = make_inputs(problem, input_seed + trial, device)
-                if buffers is None:
-                    buffers = fresh
-                else:
-                    refill(buffers, fresh)
-                saved = prepare(buffers)
-            output = judged_call(buffers, saved, f"trial {trial + 1}", first=trial == 0)
+                inputs = saved = None  # new tensors for every call, the last call's freed first, as a timed call's
+                inputs = make_inputs(problem, input_seed + trial, device)  # (fitness.judge.timed_inputs)
+                saved = prepare(inputs)
+            output = judged_call(inputs, saved, f"trial {trial + 1}", first=trial == 0)
             with phase("trial_compare"):
                 with phase("trial_reference"):
                     refs = as_tensor_list(reference(*saved))
@@ -83,7 +83,8 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     if settings.coverage:
         stage("coverage trial")
         with gpu_lock(job, exclusive=False), phase("coverage"):
-            refill(buffers, make_inputs(problem, input_seed + COVERAGE_SEED, device))
+            inputs = saved = None
+            buffers = make_inputs(problem, input_seed + COVERAGE_SEED, device)
             generator = torch.Generator().manual_seed(input_seed + COVERAGE_SEED)
             # a reference without matmuls computes the same at TF32: no second reference (nor its input copies)
             reduced = TF32Reference() if job.reference_matmuls else no_reduced_reference

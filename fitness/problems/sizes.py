@@ -13,7 +13,9 @@ The interpreter runs a kernel thousands of times slower than a GPU: at KernelBen
   allocated, no kernel runs; a recurrent layer answers with its output shapes instead of its steps);
 * while the largest tensor is over the bound, the largest size constant (ties: by name) is halved; one whose halving
   makes the problem fail to build or run on the meta device is halved with one other constant of the same value,
-  then with all of them (``bias_shape = (out_channels, 1, 1)``), and else keeps its value and is not tried again.
+  then with all of them (``bias_shape = (out_channels, 1, 1)``), and else keeps its value and is not tried again;
+  a size the file writes as another constant's name (level1/95's ``input_shape = (num_classes,)``) is halved with
+  that constant, never alone: halved apart, level1/95's targets fell outside its classes.
 
 A second set of interpreter sizes (``other_sizes``), for judging whether a kernel reads its sizes from its inputs or
 has the test sizes baked in (as kernels converted from torch.compile's capture at those sizes do), differs from the
@@ -25,10 +27,13 @@ time by name).
 """
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 
+from core import pyast
 from fitness.problems.problem_spec import LoadedProblem, size_constants
 
 MAX_ELEMENTS = 16384  # elements of the largest tensor on the interpreter (bundled test sizes: 6k-13k)
@@ -132,6 +137,26 @@ def _slots(module: ModuleType) -> dict:
     return slots
 
 
+def _tied(module: ModuleType, slots: dict) -> dict:
+    """{slot: the constant it is written as}: the slots whose value the file writes as another integer constant's
+    name (level1/95's ``input_shape = (num_classes,)``). They were computed when the file was imported, so they
+    follow that constant only when the rule sets them with it."""
+    try:
+        tree = pyast.parse(Path(module.__file__).read_text())
+    except (OSError, TypeError, SyntaxError):  # no file to read: no ties known
+        return {}
+    tied = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, node.value
+        items = (list(enumerate(value.elts)) if isinstance(value, (ast.Tuple, ast.List)) else [(None, value)])
+        for index, item in items:
+            if isinstance(item, ast.Name) and (item.id, None) in slots and (name, index) in slots:
+                tied[(name, index)] = item.id
+    return tied
+
+
 def _set(module: ModuleType, values: dict) -> None:
     """Each slot of `values` set on the module (a list or tuple constant made anew, of its own type)."""
     for (name, index), value in values.items():
@@ -158,11 +183,15 @@ def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
         except Exception as exc:  # noqa: BLE001
             return Shrunk(dict(fixed), None, why_not=f"its tensors cannot be built on torch's meta device "
                                                      f"({type(exc).__name__}: {str(exc)[:200]})")
-    shrinkable = {k for k, v in slots.items() if v >= MIN_SHRINKABLE and k[0] not in fixed}
+    follows = _tied(module, slots)  # slot -> the constant the file writes it as
+    shrinkable = {k for k, v in slots.items() if v >= MIN_SHRINKABLE and k[0] not in fixed and k not in follows}
     current = dict(slots)
 
     def halve(group: list) -> int | None:
-        """The largest tensor with the slots of `group` halved (kept so), or None (restored) where it fails."""
+        """The largest tensor with the slots of `group`, and those tied to them, halved (kept so), or None
+        (restored) where it fails."""
+        group = [*group, *(k for k, name in follows.items()
+                           if (name, None) in group and current[k] == current[name, None])]
         before = {k: current[k] for k in group}
         _set(module, {k: v // 2 for k, v in before.items()})
         try:

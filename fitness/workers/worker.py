@@ -157,7 +157,8 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
         torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
         init_inputs = call_get_init_inputs(problem)
         module_name = module_name_for(job.source)
-        verify = judge_state_check(JudgeState.capture())  # a local: out of the candidate's reach
+        state = JudgeState.capture()  # a local: out of the candidate's reach
+        verify = judge_state_check(state)
         try:
             module = load_candidate(job.source, Path.cwd())
         finally:
@@ -168,6 +169,7 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
     stage("constructing the reference Model and ModelNew")
     with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
         reference = build_model(problem.Model, init_inputs, seed, device)
+        state.watch(reference)  # built with the registries of global hooks verified unchanged: nothing of it changes
         try:
             model_new = build_model(module.ModelNew, init_inputs, seed, device)
         except Exception as exc:
