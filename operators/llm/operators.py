@@ -119,7 +119,8 @@ class LLMMutation(Operator):
         profiles = _profiles(parent, context)
         plan, made_before = "", context.duplicates_of(self.name)
         if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles, context.attempts))
+            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles, context.attempts,
+                                                   context.rank, context.independent))
             if plan is None:
                 return []
         if not self.use_planner and made_before:  # no planner to tell: the coder is told instead
