@@ -78,14 +78,14 @@ def test_5_siblings_get_distinct_prompts_and_never_a_siblings_cached_reply(serve
     team = live_team(server, tmp_path)
     parent = ind("1.0", PARENT_GENOME, 0.02, parents=("0.0",), note=PLAN)
     archive = [ind("0.0", PARENT_GENOME, 0.03, "seed"), parent]
-    for child in ("2.0", "2.1"):
-        mutate(team, parent, archive, child=child)
+    for rank, child in enumerate(("2.0", "2.1"), start=1):
+        mutate(team, parent, archive, child=child, rank=rank)
     first, second = prompts(server, "planner")
     assert first != second and "Yours is 1: plan the change with the largest expected gain" in first
     assert "Yours is 2: plan the change you rank 2nd" in second
     assert len(server.requests) == 4  # two plans and two kernels, each asked: no reply served from a sibling's
     assert len(ResponseCache(tmp_path / "cache")) == 4
-    mutate(live_team(server, tmp_path), parent, archive, child="2.1")  # a rerun of one child replays its own
+    mutate(live_team(server, tmp_path), parent, archive, child="2.1", rank=2)  # a rerun of one child replays its own
     assert len(server.requests) == 4
 
 
@@ -96,7 +96,7 @@ def test_5b_sixteen_siblings_of_one_parent_get_sixteen_distinct_planner_prompts(
     parent = ind("1.0", PARENT_GENOME, 0.02, parents=("0.0",), note=PLAN)
     archive = [ind("0.0", PARENT_GENOME, 0.03, "seed"), parent]
     for slot in range(16):
-        mutate(team, parent, archive, child=f"2.{slot}")
+        mutate(team, parent, archive, child=f"2.{slot}", rank=slot + 1)
     planners = [body["messages"] for _, _, body in server.requests
                 if "Your role: planner." in body["messages"][0]["content"]]
     assert len(planners) == 16 and len({repr(messages) for messages in planners}) == 16
