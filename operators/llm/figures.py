@@ -201,12 +201,14 @@ def ran_where(result, target: Target | None = None) -> str:
 
 
 def measured_text(result, target: Target | None = None) -> str:
-    """A correct kernel's measured figures, labelled with where they were measured."""
+    """A correct kernel's measured figures, labelled with where they were measured; on the interpreter only that it
+    was correct there (its wall-clock says nothing of a GPU's: no time is quoted as a speed)."""
     if result is None or not result.ok:
         return ""
+    if result.timer == "interpreter":
+        return (f"correct on the CPU interpreter at test sizes ({fmt_sizes(_judged_sizes(result, target))}); no GPU "
+                f"time was measured, and the interpreter's wall-clock is no speed")
     parts = [f"{fmt_time(result.time_s)} ({measured_where(result, target)})"]
-    if result.timer == "interpreter":  # its wall-clock says nothing of a GPU's: no ratio or fraction of it
-        return parts[0]
     if result.eager_s:
         parts.append(f"PyTorch eager {fmt_time(result.eager_s)} ({ratio(result.eager_s, result.time_s)}), "
                      f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})"
