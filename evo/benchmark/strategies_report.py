@@ -324,12 +324,14 @@ def curves_png(runs: list[StrategyRun], problem: str) -> bytes:
 def write_strategies_report(sweep_dir: Path) -> Path | None:
     """strategies.md, .json and .html in the sweep directory (None when it holds no finished run); the table
     printed. A run with no summary.json (killed, or still running) is left out, and named."""
-    from evo.benchmark.multirun import run_dirs
+    from evo.benchmark.multirun import failure, run_dirs
     from evo.reports.page import Raw, esc, page, png_img, table
 
-    dirs = run_dirs(sweep_dir)
-    unfinished = [str(d.relative_to(sweep_dir)) for d in dirs if not (d / SUMMARY_FILE).is_file()]
-    runs = [run_record(d, sweep_dir) for d in dirs if (d / SUMMARY_FILE).is_file()]
+    named = {d: str(d.relative_to(sweep_dir)) for d in run_dirs(sweep_dir)}
+    failed = {named[d]: found["message"] for d in named if (found := failure(d))}  # a job's error: its own row
+    finished = [d for d in named if (d / SUMMARY_FILE).is_file() and named[d] not in failed]
+    unfinished = [named[d] for d in named if d not in finished and named[d] not in failed]
+    runs = [run_record(d, sweep_dir) for d in finished]
     if not runs:
         return None
     budgets = {json.dumps(run.budget, sort_keys=True) for run in runs}
@@ -341,11 +343,13 @@ def write_strategies_report(sweep_dir: Path) -> Path | None:
     warnings = ([] if len(budgets) == 1 else [f"The runs do not share one budget ({' / '.join(sorted(budgets))}): "
                                                f"not an equal-budget comparison."]) + \
         ([f"Left out, with no {SUMMARY_FILE} (the run did not finish): {', '.join(unfinished)}."] if unfinished else [])
+    warnings += [f"Failed (the job's error; the sweep ran the others): {run}: {why}" for run, why in failed.items()]
     text = "".join(f"**{warning}**\n\n" for warning in warnings) + text
     (sweep_dir / f"{STEM}.md").write_text(text)
     (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer,
                                                         "selection": selection_text(selection, timer),
-                                                        "speedups": "interpreter" not in timer, "unfinished": unfinished,
+                                                        "speedups": "interpreter" not in timer,
+                                                        "unfinished": unfinished, "failed": failed,
                                                         "rows": [row.to_dict(timer) for row in rows],
                                                         "runs": [run.to_dict() for run in runs]}, indent=1) + "\n")
     head = "".join(f"<p><b>{esc(warning)}</b></p>" for warning in warnings) + \
