@@ -3,6 +3,7 @@ before it starts, so every plan is coded and a small budget runs fewer children 
 instead of planning more; replays from the cache count as calls. Through litellm's real HTTP client against the
 scripted server (replies chosen by the role asked: a plan, or a correct kernel of its own)."""
 import json
+import re
 import threading
 
 import pytest
@@ -28,8 +29,18 @@ def test_twelve_calls_with_eight_in_flight_code_every_plan_and_a_tree_goes_deep(
         done = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=12", "search/strategy=tree",
                    "search.generations=4", "llm.timeout_s=30", api_base=server.url, children=8, in_flight=8)
         sent = len(server.requests)
+        bodies = [body for _, _, body in server.requests]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "llm.budget.max_calls=12 carries 3 children in flight (of 8)" in done.stdout
+    assert len({json.dumps(body, sort_keys=True) for body in bodies}) == len(bodies)  # no request sent twice
+    ranks: dict = {}  # issue 66: each parent's children asked for its ideas 1, 2, ..., whatever their slots
+    for body in bodies:
+        prompt = body["messages"][1]["content"]
+        if "Your role: planner." in body["messages"][0]["content"]:
+            parent = re.search(r"## Parent kernel ([\d.]+) \(numbered\)", prompt)[1]
+            ranks.setdefault(parent, []).append(int(re.search(r"Yours is (\d+):", prompt)[1]))
+    assert max(map(len, ranks.values())) > 1 and all(sorted(found) == list(range(1, len(found) + 1))
+                                                    for found in ranks.values()), ranks
     run_dir = run_dir_of(done.stdout)
     calls, individuals = read_store(run_dir, lambda store: (store.llm_calls(), store.individuals()))
     assert sent == len(calls) == 12  # the whole budget, every call recorded
