@@ -20,7 +20,7 @@ import hydra
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
 from core.log import configure as configure_logging
 from fitness.common.lifeline import arm
-from kernelevo.commands import COMMANDS, fail, interrupted
+from kernelevo.commands import COMMANDS, Failed, fail, interrupted
 from kernelevo.listing import LISTS, print_list
 from kernelevo.locations import check_locations, claim, release
 from kernelevo.validate import Validator, split_flags, wants_info
@@ -29,6 +29,7 @@ from kernelevo.validate import Validator, split_flags, wants_info
 # command that logs nothing leaves no empty file in its output directory
 LOG_ONLY_WHEN_LOGGED = "++hydra.job_logging.handlers.file.delay=true"
 USAGE = "usage: kernelevo {" + ",".join([*COMMANDS, "list"]) + "} [key=value ...]"
+FAILED_JOBS: list[tuple[str, int]] = []  # the jobs of this command's sweep that failed: (directory, exit status)
 
 
 def expand_problem_paths(overrides: list[str]) -> list[str]:
@@ -98,6 +99,7 @@ def _main(argv: list[str] | None) -> None:
         print(f"  {'list':10s} what there is to choose from: kernelevo list {{{','.join(LISTS)}}}")
         sys.exit(0 if argv else 2)
     name, args = argv[0], argv[1:]
+    FAILED_JOBS.clear()
     if name == "list":
         sys.exit(print_list(args))
     if name not in COMMANDS:
@@ -138,6 +140,10 @@ def _main(argv: list[str] | None) -> None:
                         *[o for o in overrides if not pins or not o.startswith("hydra.run.dir=")], *pins,
                         *help_text(name, flags)]
             hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(in_job(command))()
+            if FAILED_JOBS:  # the sweep ran every other job and its tables: the command says the failures
+                print(f"kernelevo: error: {len(FAILED_JOBS)} job(s) of the sweep failed, each a row of its table: "
+                      f"{', '.join(where for where, _ in FAILED_JOBS)}", file=sys.stderr)
+                sys.exit(max(status for _, status in FAILED_JOBS))
     finally:
         release(held)
 
@@ -196,18 +202,53 @@ def run_single(command, validator: Validator, plan) -> None:
 
 
 def in_job(command):
-    """A job of ``hydra.main`` (a sweep's): the command's task on the plan of the config Hydra composed for it."""
+    """A job of ``hydra.main`` (a sweep's): the command's task on the plan of the config Hydra composed for it. A job
+    of a sweep that fails -- its error said, or an exception -- is its row in the sweep's tables (``job_failed``),
+    and the sweep goes on with its other jobs."""
     @functools.wraps(command.task)  # Hydra names the job (and its log) after the task's module
     def task(cfg):
         from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
 
         try:
-            plan = command.plan(cfg, list(HydraConfig.get().overrides.task))
-            plan = plan if command.claimed is None else command.claimed(plan)
-        except ValueError as exc:
-            fail(str(exc))
-        return command.task(cfg, plan)
+            try:
+                plan = command.plan(cfg, list(HydraConfig.get().overrides.task))
+                plan = plan if command.claimed is None else command.claimed(plan)
+            except ValueError as exc:
+                fail(str(exc))
+            return command.task(cfg, plan)
+        except (Failed, Exception) as exc:
+            if HydraConfig.get().mode != RunMode.MULTIRUN:
+                raise
+            job_failed(cfg, exc)
     return task
+
+
+def job_failed(cfg, exc: BaseException) -> None:
+    """A failed job of a sweep recorded in its directory (``evo.benchmark.multirun.record_failure``: its row in the
+    sweep's tables) and kept for the command's exit status; an exception other than a said error is also told with
+    its traceback."""
+    import traceback
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from evo.benchmark.multirun import record_failure
+    from fitness.problems.problem import resolve_problem
+
+    if isinstance(exc, Failed):
+        message, status = exc.message, exc.code
+    else:
+        traceback.print_exception(exc, file=sys.stderr)
+        message, status = f"{type(exc).__name__}: {exc}", 1
+    where = Path(HydraConfig.get().runtime.output_dir)
+    name = str(cfg.problem.name) if "problem" in cfg and "name" in cfg.problem else ""
+    try:
+        problem = resolve_problem(name).name if name else ""
+    except ValueError:
+        problem = name
+    record_failure(where, message, problem)
+    FAILED_JOBS.append((str(where), status))
 
 
 if __name__ == "__main__":

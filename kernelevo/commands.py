@@ -32,9 +32,17 @@ class Command:
     claimed: Callable | None = None
 
 
+class Failed(SystemExit):
+    """A command's error, said on stderr: its exit status and its message (a sweep's job keeps it as its row)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(status)
+        self.message = message
+
+
 def fail(message: str, status: int = 2) -> None:
     print(f"kernelevo: error: {message}", file=sys.stderr)
-    sys.exit(status)
+    raise Failed(message, status)
 
 
 INTERRUPTED = INTERRUPTED_EXIT  # the exit code of a command ended by Ctrl-C

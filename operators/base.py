@@ -36,6 +36,8 @@ class OperatorContext:
     duplicates: tuple = ()  # this child's earlier attempts that made a kernel which already existed (Duplicate)
     attempts: tuple = ()  # the history of attempts to tell the LLM (a refinement's lineage); (): the parent's own
     profile_kernel: Callable | None = None  # source -> profiler record (fitness.profile), kept in the run store
+    rank: int = 1  # this child is the rank-th its operator makes from these parents, over the whole search
+    independent: bool = False  # the strategy's children are independent samples (sampling): no ranking of ideas
 
     def duplicates_of(self, operator: str) -> tuple:
         """The notes of this child's earlier attempts by `operator` that made an existing kernel: what an agent is

@@ -170,10 +170,12 @@ def live_team(server, tmp_path, **context) -> LLMTeam:
     return LLMTeam(LLMClient(settings), builder(**context), TeamSettings(), {"name": "triton"})
 
 
-def mutate(team, parent, archive, child="2.0", duplicates=()):
+def mutate(team, parent, archive, child="2.0", duplicates=(), rank=1, independent=False):
+    """An LLM mutation of `parent` for `child`, the `rank`-th child of that parent (``OperatorContext.rank``)."""
     token = CURRENT_CHILD.set(ChildUsage(child))
     try:
-        context = OperatorContext(generation=2, team=team, archive=tuple(archive), duplicates=tuple(duplicates))
+        context = OperatorContext(generation=2, team=team, archive=tuple(archive), duplicates=tuple(duplicates),
+                                  rank=rank, independent=independent)
         return LLMMutation()([parent], random.Random(0), context)
     finally:
         CURRENT_CHILD.reset(token)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import kernelevo, read_store, run_dir_of
 from core.genome import evaluation_key
-from llm_fakes import GOOD, reply, run
+from llm_fakes import GOOD, reply, role_of, run
 from llm_fakes import RUN_KEY as KEY
 from llm_fakes import RUN_PLAN as PLAN
 from fitness.measure.result import format_seconds
@@ -91,13 +91,16 @@ def test_llm_run_improves_repairs_records_and_replays_from_cache(tmp_path):
 
 
 def test_llm_call_budget_stops_the_search_mid_generation(tmp_path):
-    with ScriptedLLMServer([reply(PLAN), reply(f"```python\n{IMPROVED}```"), reply(PLAN)]) as server:
+    with ScriptedLLMServer([reply(PLAN), reply(f"```python\n{IMPROVED}```"), reply(f"```python\n{FIXED}```"),
+                            reply(PLAN)]) as server:
         proc = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=3", "search.generations=2", api_base=server.url)
-        # issue 42: a child starts only when the budget can carry its plan and code; the second child's one call
-        # left could not (before, it was spent on a plan that was never coded)
-        assert len(server.requests) == 2
+        # issue 42: a child starts only when the budget can carry its plan and code; issue 66: the one call left is
+        # not stranded, it codes a child without a plan
+        roles = [role_of(body) for _, _, body in server.requests]
+        assert roles == ["planner", "coder", "coder"]
+        assert "(no plan: improve the kernel's speed" in server.requests[2][2]["messages"][1]["content"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "operator budget spent" in proc.stdout and "a child needs at least 2" in proc.stdout
+    assert "operator budget spent" in proc.stdout and "3 of 3 calls made or held, 0 left" in proc.stdout
 
 
 def test_children_ask_the_llm_concurrently(tmp_path):

@@ -2,6 +2,8 @@
 before it starts, so every plan is coded and a small budget runs fewer children in flight -- and goes deeper --
 instead of planning more; replays from the cache count as calls. Through litellm's real HTTP client against the
 scripted server (replies chosen by the role asked: a plan, or a correct kernel of its own)."""
+import json
+import re
 import threading
 
 import pytest
@@ -27,8 +29,18 @@ def test_twelve_calls_with_eight_in_flight_code_every_plan_and_a_tree_goes_deep(
         done = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=12", "search/strategy=tree",
                    "search.generations=4", "llm.timeout_s=30", api_base=server.url, children=8, in_flight=8)
         sent = len(server.requests)
+        bodies = [body for _, _, body in server.requests]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "llm.budget.max_calls=12 carries 3 children in flight (of 8)" in done.stdout
+    assert len({json.dumps(body, sort_keys=True) for body in bodies}) == len(bodies)  # no request sent twice
+    ranks: dict = {}  # issue 66: each parent's children asked for its ideas 1, 2, ..., whatever their slots
+    for body in bodies:
+        prompt = body["messages"][1]["content"]
+        if "Your role: planner." in body["messages"][0]["content"]:
+            parent = re.search(r"## Parent kernel ([\d.]+) \(numbered\)", prompt)[1]
+            ranks.setdefault(parent, []).append(int(re.search(r"Yours is (\d+):", prompt)[1]))
+    assert max(map(len, ranks.values())) > 1 and all(sorted(found) == list(range(1, len(found) + 1))
+                                                    for found in ranks.values()), ranks
     run_dir = run_dir_of(done.stdout)
     calls, individuals = read_store(run_dir, lambda store: (store.llm_calls(), store.individuals()))
     assert sent == len(calls) == 12  # the whole budget, every call recorded
@@ -78,6 +90,35 @@ def test_a_child_waits_for_the_calls_children_in_flight_give_back_and_the_last_g
     budget._calls = 9
     with pytest.raises(LLMBudgetExceeded, match="a child needs at least 2"):
         budget.child(needs, 2).__enter__()
+    with budget.child(needs, 2, fallback={"coder": 1}) as last:  # the last call: a child coded without a plan
+        assert last.calls == {"coder": 1}
+    budget._calls = 10
+    with pytest.raises(LLMBudgetExceeded, match="10 of 10 calls made or held, 0 left, a child needs at least 1"):
+        budget.child(needs, 2, fallback={"coder": 1}).__enter__()
+
+
+@pytest.mark.slow
+def test_a_sampling_run_sends_no_two_requests_alike_and_spends_its_last_call(tmp_path):
+    """Issue 66: sampling's children of the seed, told the same plan, still send distinct requests (the planner's
+    attempt number, the coder's seed: the cache key's sample); 7 calls make three planned children and a last one
+    coded without a plan, none left stranded."""
+    with ScriptedLLMServer(Replies()) as server:
+        done = run(tmp_path, tmp_path / "cache", "llm.budget.max_calls=7", "search/strategy=sampling",
+                   "search.generations=4", "llm.timeout_s=30", api_base=server.url, children=4, in_flight=4)
+        bodies = [body for _, _, body in server.requests]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert len(bodies) == 7 and len({json.dumps(body, sort_keys=True) for body in bodies}) == 7
+    coders = [body for body in bodies if "Your role: coder." in body["messages"][0]["content"]]
+    assert len({body["messages"][1]["content"] for body in coders}) < len(coders)  # same prompt, another seed
+    planners = [body["messages"][1]["content"] for body in bodies if "Your role: planner." in
+                body["messages"][0]["content"]]
+    assert all(f"this is attempt {k}." in planner for k, planner in enumerate(planners, start=1)), planners
+    assert "7 of 7 calls made or held, 0 left, a child needs at least 1" in done.stdout
+    calls = read_store(run_dir_of(done.stdout), lambda store: store.llm_calls())
+    per_child: dict = {}
+    for call in calls:
+        per_child.setdefault(call["individual"], []).append(call["role"])
+    assert sorted(per_child.values()) == [["coder"]] + [["planner", "coder"]] * 3, per_child
 
 
 def test_a_planners_retries_never_take_the_coders_call():

@@ -145,7 +145,9 @@ def test_sample_index_gives_independent_cached_samples(tmp_path):
         url = server.url
         client = LLMClient(settings(url, cache_dir=cache))
         texts = [client.complete(ask(), role="coder", sample=i).text for i in (0, 1)]
-        assert len(server.requests) == 2 and "sample" not in server.requests[1][2]
+        bodies = [body for _, _, body in server.requests]
+        assert len(bodies) == 2 and "sample" not in bodies[1]  # the cache key's field, sent as the request's seed
+        assert "seed" not in bodies[0] and bodies[1]["seed"] == 1 and bodies[0] != bodies[1]
     assert texts == ["sample 0", "sample 1"]
     replay = LLMClient(settings(url, cache_dir=cache))
     assert [replay.complete(ask(), role="coder", sample=i).text for i in (1, 0)] == ["sample 1", "sample 0"]

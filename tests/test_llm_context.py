@@ -1,6 +1,8 @@
 """Role-specific context built to a token budget from named, switchable parts: the target GPU and the problem at
 full size with its cost model, measured figures labelled with where they were measured, the parent once and the
 rest told against it; hardware limits before compiling."""
+from dataclasses import replace
+
 from conftest import candidate
 from core.genome import Genome
 from core.individual import Individual
@@ -45,8 +47,9 @@ def test_prompts_describe_the_target_gpu_and_the_full_size_cost_model_not_the_te
 
 
 def test_measured_figures_say_where_they_were_measured():
-    text = builder().build("planner", PARENT).text
-    assert "12 ms (CPU interpreter wall-clock at test sizes (batch_size=4, dim=4000), not GPU time)" in text
+    text = builder().build("planner", PARENT).text  # issue 66: no interpreter time is quoted as a speed
+    assert "correct on the CPU interpreter at test sizes (batch_size=4, dim=4000); no GPU time was measured" in text
+    assert "12 ms" not in text
     on_gpu = Individual("2.0", PARENT_GENOME, result=EvalResult(
         status="ok", time_s=95e-6, eager_s=142e-6, compile_s=92e-6, max_autotune_s=76e-6, sol_s=80e-6,
         sol_fraction=0.84, timer="cuda-events", device="cuda:0", hardware_profile="h100_sxm"))
@@ -61,12 +64,19 @@ def test_the_parent_appears_once_and_other_kernels_as_changes_against_it():
     tuned_slower = ind("1.2", PARENT_GENOME.with_params({"BLOCK": 64}), 0.011, parents=("0.0",))
     rewritten = Genome.from_source(GOOD.replace("x * scale + 1.0", "x * scale + 1.0 + 0.0 * x"))
     other = ind("2.0", rewritten, 0.009, parents=("1.0",), note="1. add a no-op")
-    archive = (PARENT, tuned, tuned_slower, other)
-    text = builder(top_k=3).build("planner", PARENT, archive).text
+    interpreted = builder(top_k=3).build("planner", PARENT, (PARENT, tuned, tuned_slower, other)).text
+    listed = interpreted.split("## Other correct kernels so far (newest first: off a GPU no time ranks them; "
+                               "against the parent)\n")[1]
+    assert listed.index("- 2.0 ") < listed.index("- 1.2 ") and "- 1.1 " not in listed  # newest first, no time
+    assert "- 1.2 (llm_mutation): correct; the parent's code with BLOCK 128 -> 64" in listed and " ms" not in listed
+    archive = tuple(replace(i, result=replace(i.result, timer="cuda-events", device="cuda:0"))
+                    for i in (PARENT, tuned, tuned_slower, other))
+    text = builder(top_k=3).build("planner", archive[0], archive).text
     assert text.count("def scale_shift_kernel") == 1  # the parent only: no best kernel repeats it
-    assert '- 2.0 (llm_mutation): 9 ms; idea: "add a no-op"; +1 -1 lines in scale_shift_kernel' in text
+    assert '- 2.0 (llm_mutation): 9 ms, 1.33x faster than the parent; idea: "add a no-op"; +1 -1 lines in ' \
+        'scale_shift_kernel' in text
     assert "```diff\n--- parent\n+++ 2.0" in text and "+    tl.store(y_ptr + offs, x * scale + 1.0 + 0.0 * x" in text
-    assert "- 1.1 (llm_mutation): 10 ms; the parent's code with BLOCK 128 -> 256" in text
+    assert "- 1.1 (llm_mutation): 10 ms, 1.20x faster than the parent; the parent's code with BLOCK 128 -> 256" in text
     assert "1.2 (llm_mutation): 11 ms" not in text  # same code as 1.1, slower: one entry per code
     assert change_summary(PARENT_GENOME, rewritten) == "+1 -1 lines in scale_shift_kernel"
 
@@ -78,9 +88,9 @@ def test_already_tried_gives_each_attempt_its_plan_outcome_time_and_change():
                  operator="param_mutation", reason="trial 0: max abs err 3.1\nmore")
     text = builder().build("planner", PARENT, (PARENT, tried, failed), duplicates=("1. use BLOCK 4096",)).text
     section = text.split("## Already tried from this lineage")[1].split("\n## ")[0]
-    assert "(times: CPU interpreter wall-clock at test sizes (batch_size=4, dim=4000), not GPU time)" in section
+    assert "(times:" not in section and " ms" not in section  # issue 66: no interpreter time quoted
     assert ('- 2.0 (llm_mutation of 1.0): "[constant BLOCK, line 7] raise BLOCK to 1024: fewer programs.; keep the '
-            'rest." -> ok, 6 ms; change: BLOCK 128 -> 256') in section
+            'rest." -> ok; change: BLOCK 128 -> 256') in section
     assert "- 2.1 (param_mutation of 1.0) -> incorrect (trial 0: max abs err 3.1); change: BLOCK 128 -> 64" in section
     assert '"use BLOCK 4096" -> made a kernel that already exists; propose a different change' in section
     assert "## Recent failures" not in text  # 2.1 is told once, as an attempt

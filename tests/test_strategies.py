@@ -169,7 +169,7 @@ class Team:
         self.client = type("Client", (), {"cut_at": lambda self, deadline: None})()
         self.context = SimpleNamespace(baked=lambda individuals: frozenset())  # no kernel holds test sizes
 
-    def plan(self, parent, archive, duplicates=(), profiles=None, attempts=()):
+    def plan(self, parent, archive, duplicates=(), profiles=None, attempts=(), rank=1, independent=False):
         with self.lock:
             self.told[parent.id, len(archive)] = [ind.id for ind in attempts]
         return "1. change V"

@@ -7,6 +7,7 @@ import json
 import statistics
 import threading
 from collections import Counter
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -66,8 +67,14 @@ class Team:
         return text
 
 
-def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strategies=STRATEGIES):
-    """One run per strategy and seed, as the experiment's multirun makes them, into sweep/<n>-toy."""
+def on_gpu(source: str):
+    """The toy's verdict as if timed on a GPU: only GPU times give speed-ups."""
+    return replace(toy_verdict(source), timer="cuda-events")
+
+
+def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strategies=STRATEGIES, verdict=toy_verdict):
+    """One run per strategy and seed, as the experiment's multirun makes them, into sweep/<n>-toy; `verdict`: the
+    toy's judge (on the interpreter, unless told otherwise)."""
     budget = budget or {"max_evaluations": 10}
     for n, (strategy, seed) in enumerate((s, seed) for s in strategies for seed in (0, 1)):
         run_dir = sweep / f"{n}-toy"
@@ -75,8 +82,8 @@ def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strateg
         store.set_meta("config", {"problem": {"name": "toy"}, "llm": {"input_cost_per_token": IN_PRICE,
                                                                       "output_cost_per_token": OUT_PRICE},
                                   "search": {"seed": seed, "strategy": {"_target_": TARGETS[strategy]}, **budget}})
-        evaluator = FakeEvaluator(toy_verdict) if record is None else \
-            RecordedEvaluator(FakeEvaluator(toy_verdict), RunStore(RecordedEvaluators(record).recorded_run(run_dir), False))
+        evaluator = FakeEvaluator(verdict) if record is None else \
+            RecordedEvaluator(FakeEvaluator(verdict), RunStore(RecordedEvaluators(record).recorded_run(run_dir), False))
         service = EvaluationService([evaluator], store, 2)
         tuner = Tuner(service, None, trials=2, seed=seed, parallel=2, store=store)
         from hydra.utils import get_class
@@ -99,7 +106,7 @@ def experiment(sweep, url, cache, record=None, in_flight=1, budget=None, strateg
 def test_the_experiment_replays_to_the_same_table_with_no_server(tmp_path):
     cache = tmp_path / "cache"
     with ScriptedLLMServer(replies) as server:
-        experiment(tmp_path / "record", server.url, cache)
+        experiment(tmp_path / "record", server.url, cache, verdict=on_gpu)
         asked = len(server.requests)
         url = server.url
     table = json.loads((tmp_path / "record" / "strategies.json").read_text())
@@ -112,7 +119,7 @@ def test_the_experiment_replays_to_the_same_table_with_no_server(tmp_path):
         statistics.median(end["llm_calls"] for run, end in zip(table["runs"], ends) if run["strategy"] == name)
         for name in STRATEGIES]  # the table's medians over the runs' curves
 
-    page = experiment(tmp_path / "replay", url, cache, record=tmp_path / "record")  # the server is gone
+    page = experiment(tmp_path / "replay", url, cache, record=tmp_path / "record", verdict=on_gpu)  # no server
     for name in ("strategies.json", "strategies.md"):
         assert (tmp_path / "replay" / name).read_text() == (tmp_path / "record" / name).read_text()
     assert page.read_text().count("<img") == 1
@@ -149,6 +156,14 @@ def test_the_table_compares_runs_at_their_budget_and_says_when_budgets_differ(tm
     assert all(run.outcome == RunOutcome.read(tmp_path / run.run) and run.problem == "toy" for run in runs)
     text = (tmp_path / "strategies.md").read_text()
     assert text.startswith("Budget per run: gpu_s 4.") and "interpreter wall-clock, not GPU figures" in text
+    # issue 66: on the interpreter no speed-up, no cost per gain, no curve of them; the selection rule is said
+    table = json.loads((tmp_path / "strategies.json").read_text())
+    assert table["speedups"] is False and "by interpreter wall-clock at test sizes" in table["selection"]
+    assert "Selection (parents, the tree's nodes, the best kernel): by interpreter wall-clock" in text
+    assert all(row[key] is None for row in table["rows"] for key in ("speedup", "calls_per_gain", "cost_per_gain",
+                                                                     "runs_with_gain"))
+    assert all(point["speedup_vs_seed"] is None for run in table["runs"] for point in run["curve"]["points"])
+    assert "<img" not in (tmp_path / "strategies.html").read_text()
     store = RunStore(tmp_path / "0-toy", create=False)
     store.set_meta("config", {**store.get_meta("config"), "search": {"seed": 0, "max_gpu_s": 9.0}})
     store.close()

@@ -67,6 +67,12 @@ class Row:
     gpu: str = ""
     summary: RunOutcome = field(default_factory=RunOutcome)  # the run's outcome (summary.json); none: nothing known
     search_seed: int | None = None  # its search seed, in a table of several seeds per problem (else None)
+    problem: str = ""  # the problem its run searched, where `name` is not it (a multirun names a row by overrides)
+
+    @property
+    def problem_name(self) -> str:
+        """The problem the row's run searched: what the tables count as problems."""
+        return self.problem or self.name
 
     @property
     def label(self) -> str:

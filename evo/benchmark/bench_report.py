@@ -37,8 +37,8 @@ def summarise(rows: list[Row]) -> dict:
     floor = [s.floor_fraction for s in ok if s.floor_fraction is not None]
     rates = [r.summary.evaluations_per_hour for r in rows if r.summary.evaluations_per_hour]
     labelled = Counter(label for s in ok for label in s.labels)
-    return {"problems": n, "correct": len(ok) + baked, "correct_rate": (len(ok) + baked) / n if n else 0.0,
-            "baked": baked,
+    return {"problems": n, "distinct_problems": len({r.problem_name for r in rows}), "correct": len(ok) + baked,
+            "correct_rate": (len(ok) + baked) / n if n else 0.0, "baked": baked,
             # correct on a GPU at the problem's sizes only (evo.reports.sizes_label: failed at other sizes)
             "specialised": sum(1 for s in ok if not s.interpreter and s.runs_at_other_sizes is False),
             "labelled": dict(sorted(labelled.items())), **fast,
@@ -75,8 +75,12 @@ def summary_lines(summary: dict) -> list[str]:
              f"{summary['min_evaluations_per_hour']:,.0f}"] if rate else [])
     labelled = "".join(f"; {count} of them {label}" for label, count in summary.get("labelled", {}).items())
     seeds = summary.get("intervals", {}).get("seeds", 1)
-    problems = len(summary.get("intervals", {}).get("problems", []))
-    runs = f" runs ({problems} problems x up to {seeds} search seeds)" if seeds > 1 else ""
+    groups = len(summary.get("intervals", {}).get("problems", []))  # a row name each: a problem, or a configuration
+    problems = summary.get("distinct_problems", groups)
+    over = f"{groups} problems" if groups == problems else \
+        f"{groups} configurations of {problems} problem{'s' if problems != 1 else ''}"
+    runs = f" runs ({over} x up to {seeds} search seeds)" if seeds > 1 else f" runs ({over})" if groups != problems \
+        else ""
     if summary["device"] == "GPU" and "intervals" in summary:
         speed += interval_lines(summary["intervals"])
     baked = (f"; {summary['baked']} of them correct at the test sizes only (baked there: they failed at other "

@@ -120,7 +120,8 @@ class Level:
 
     @property
     def attempted(self) -> int:
-        return len({r.name for r in self.rows if r.status != NOT_STARTED})
+        """The problems attempted (a multirun's configurations of one problem are one)."""
+        return len({r.problem_name for r in self.rows if r.status != NOT_STARTED})
 
     @property
     def runs(self) -> int:
@@ -128,7 +129,9 @@ class Level:
 
     @property
     def seeds(self) -> int:
-        return max(1, round(self.runs / self.attempted)) if self.attempted else 1
+        """Runs per configuration (a row name): its search seeds."""
+        configurations = len({r.name for r in self.rows if r.status != NOT_STARTED})
+        return max(1, round(self.runs / configurations)) if configurations else 1
 
     def correct(self) -> list[Row]:
         return [r for r in self.rows if r.status in (OK, BAKED)]

@@ -4,9 +4,13 @@ conf/config.yaml (``hydra.callbacks``); Hydra calls it once every job of the swe
 
 A sweep over search seeds (``search.seed=0,1,2``, or ``kernelevo run --seeds 3``) is a table of several seeds per
 configuration, as a bench's with ``--seeds``: the runs that differ in their seed alone are one row group, with the
-median speed-up and its confidence interval (``evo.reports.intervals``)."""
+median speed-up and its confidence interval (``evo.reports.intervals``).
+
+A job that failed (its error said, or an exception: ``kernelevo.cli.in_job``) leaves ``failed.json`` in its folder
+(``record_failure``) and is its row in the tables, the sweep going on with its other jobs."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 PAGE = "multirun"
 SEED_KEY = "search.seed"  # a sweep over it is a table of several seeds per configuration
+FAILED_FILE = "failed.json"  # a failed job's record in its folder: its error and its problem
 
 
 class MultirunReport(Callback):
@@ -23,15 +28,34 @@ class MultirunReport(Callback):
         write_multirun_report(Path(config.hydra.sweep.dir).resolve(), boot)
 
 
+def record_failure(run_dir: Path, message: str, problem: str = "") -> None:
+    """A failed job's row: its error and its problem, in its folder."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / FAILED_FILE).write_text(json.dumps({"message": message, "problem": problem}, indent=1) + "\n")
+
+
+def failure(run_dir: Path) -> dict | None:
+    """A failed job's record ({"message", "problem"}), or None: none, or an outcome written since (the run was
+    continued, ``kernelevo resume``)."""
+    from evo.reports.outcome import SUMMARY_FILE
+
+    path, outcome = run_dir / FAILED_FILE, run_dir / SUMMARY_FILE
+    if not path.is_file() or outcome.is_file() and outcome.stat().st_mtime > path.stat().st_mtime:
+        return None
+    return json.loads(path.read_text())
+
+
 def run_dirs(sweep_dir: Path) -> list[Path]:
-    """The sweep's run directories (each holding a run store), in job order (2 before 10)."""
+    """The sweep's run directories (each holding a run store, or a failed job's record), in job order (2 before
+    10)."""
     from evo.records.store import DB_NAME
 
     def job_order(path: Path) -> list:
         return [(0, int(part), "") if part.isdigit() else (1, 0, part)
                 for part in re.split(r"(\d+)", str(path.relative_to(sweep_dir)))]
 
-    return sorted((db.parent for db in sweep_dir.rglob(DB_NAME)), key=job_order)
+    found = {path.parent for name in (DB_NAME, FAILED_FILE) for path in sweep_dir.rglob(name)}
+    return sorted(found, key=job_order)
 
 
 def job_overrides(run_dir: Path) -> list[str]:
@@ -80,13 +104,18 @@ def write_multirun_report(sweep_dir: Path, boot=None) -> Path | None:
     same = next((o.problem for o in outcomes.values() if o.problem), "runs")  # the seed alone differs
     rows = []
     for d in dirs:
+        failed = failure(d)
+        if failed is not None:
+            rows.append(Row(named[d] or same, "failed", failed["message"], search_seed=seeds[d],
+                            problem=failed["problem"]))
+            continue
         if d not in outcomes:
             rows.append(Row(named[d] or same, "failed", f"the run did not finish (no {SUMMARY_FILE}); continue it "
                                                         f"with kernelevo resume run_dir={d}", search_seed=seeds[d]))
             continue
         o = outcomes[d]
         wall = (o.search_wall_s or 0.0) + (o.baseline_wall_s or 0.0) + (o.seed_wall_s or 0.0)
-        rows.append(Row(named[d] or same, o.status, o.stop_reason, wall, "", o, seeds[d]))
+        rows.append(Row(named[d] or same, o.status, o.stop_reason, wall, "", o, seeds[d], o.problem))
     reports = run_reports(sweep_dir, {r.label: d for d, r in zip(dirs, rows)})
     title = f"kernelevo multirun: {len(rows)} runs" + (f" ({' '.join(common)})" if common else "")
     summary = write_bench_report(sweep_dir, rows, title, {"common_overrides": common}, reports, stem=PAGE,

@@ -191,8 +191,8 @@ def run_record(run_dir: Path, sweep_dir: Path | None = None) -> StrategyRun:
     finally:
         store.close()
     budget = {unit: _get(config, path) for unit, path in BUDGETS if _get(config, path) is not None}
-    counted = within(lineage_steps(individuals, evaluations, calls, config.get("llm") or {}, outcome.tuned_seed_s),
-                     budget)
+    seed_s = None if "interpreter" in (outcome.timer or "") else outcome.tuned_seed_s  # no speed-up off a GPU
+    counted = within(lineage_steps(individuals, evaluations, calls, config.get("llm") or {}, seed_s), budget)
     children = [ind for ind, _ in counted if ind.generation > 0]
     return StrategyRun(str(run_dir.relative_to(sweep_dir)) if sweep_dir else run_dir.name, outcome,
                        strategy_name(config), _get(config, ("search", "seed")), budget, len(children),
@@ -221,7 +221,7 @@ class Row:
     gpu_s: float | None
     calls_per_gain: float | None
     cost_per_gain: float | None
-    runs_with_gain: int
+    runs_with_gain: int | None  # None on the interpreter: no speed-up is computed there
     depth: float | None  # the longest chain of children reached, median over seeds
 
     def to_dict(self, timer: str) -> dict:
@@ -248,7 +248,8 @@ def summary_rows(runs: list[StrategyRun]) -> list[Row]:
                                                                           "gpu_s")],
                         median(_per_gain(end["llm_calls"], end[SEED_COLUMN]) for end in ends),
                         median(_per_gain(end["llm_cost_usd"], end[SEED_COLUMN]) for end in ends),
-                        sum(1 for s in speedups if s > 1.0), median(run.depth for run in group)))
+                        None if all(run.interpreter for run in group) else sum(1 for s in speedups if s > 1.0),
+                        median(run.depth for run in group)))
     return rows
 
 
@@ -278,7 +279,15 @@ def _cells(r: Row, timer: str = "") -> list[str]:
     return [cells[column] for column in header(timer)]
 
 
-def caption(budget: dict, timer: str) -> str:
+def selection_text(selection: str, timer: str) -> str:
+    """What the runs chose their parents, the tree's nodes and their best kernel by (``RunOutcome.selection``)."""
+    if "interpreter" in (timer or ""):
+        return (f"Selection (parents, the tree's nodes, the best kernel): by {selection or 'interpreter wall-clock'} "
+                f"at test sizes, the only time measured off a GPU: a rule for choosing, not a speed.")
+    return f"Selection (parents, the tree's nodes, the best kernel): by {selection or 'GPU time'}."
+
+
+def caption(budget: dict, timer: str, selection: str = "") -> str:
     budget_text = ", ".join(f"{unit.removeprefix('llm_')} {limit:g}" for unit, limit in budget.items()) \
         or "search.generations only"
     counted = ("Correct rate: of every child (how many), those that made no kernel included. LLM calls: every call "
@@ -286,16 +295,18 @@ def caption(budget: dict, timer: str) -> str:
                "from the one before (median over seeds).")
     if "interpreter" in (timer or ""):
         return (f"Budget per run: {budget_text}. On the CPU ({timer}; interpreter wall-clock, not GPU figures): no "
-                f"speed-up column -- the interpreter's times say nothing of a GPU's; correctness, calls, children and "
-                f"depth compare the strategies. {counted}")
+                f"speed-up, no cost per gain and no anytime curve -- the interpreter's times say nothing of a GPU's; "
+                f"correctness, calls, children and depth compare the strategies. {selection_text(selection, timer)} "
+                f"{counted}")
     return (f"Budget per run: {budget_text}. Speed-up: the best kernel's time over the tuned seed's ({timer or '?'}); "
             f"median over seeds [{Bootstrap.default().describe()} interval; none for one seed]. GPU seconds: the "
-            f"evaluations' own GPU time. {counted} Per gain: spent / (speed-up - 1), median over the runs that gained.")
+            f"evaluations' own GPU time. {selection_text(selection, timer)} {counted} Per gain: spent / (speed-up - "
+            f"1), median over the runs that gained.")
 
 
-def markdown(rows: list[Row], budget: dict, timer: str) -> str:
+def markdown(rows: list[Row], budget: dict, timer: str, selection: str = "") -> str:
     columns = header(timer)
-    lines = [caption(budget, timer), "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines = [caption(budget, timer, selection), "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cells(r, timer)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
@@ -313,32 +324,40 @@ def curves_png(runs: list[StrategyRun], problem: str) -> bytes:
 def write_strategies_report(sweep_dir: Path) -> Path | None:
     """strategies.md, .json and .html in the sweep directory (None when it holds no finished run); the table
     printed. A run with no summary.json (killed, or still running) is left out, and named."""
-    from evo.benchmark.multirun import run_dirs
+    from evo.benchmark.multirun import failure, run_dirs
     from evo.reports.page import Raw, esc, page, png_img, table
 
-    dirs = run_dirs(sweep_dir)
-    unfinished = [str(d.relative_to(sweep_dir)) for d in dirs if not (d / SUMMARY_FILE).is_file()]
-    runs = [run_record(d, sweep_dir) for d in dirs if (d / SUMMARY_FILE).is_file()]
+    named = {d: str(d.relative_to(sweep_dir)) for d in run_dirs(sweep_dir)}
+    failed = {named[d]: found["message"] for d in named if (found := failure(d))}  # a job's error: its own row
+    finished = [d for d in named if (d / SUMMARY_FILE).is_file() and named[d] not in failed]
+    unfinished = [named[d] for d in named if d not in finished and named[d] not in failed]
+    runs = [run_record(d, sweep_dir) for d in finished]
     if not runs:
         return None
     budgets = {json.dumps(run.budget, sort_keys=True) for run in runs}
     budget = runs[0].budget if len(budgets) == 1 else {}
     timer = ",".join(sorted({run.outcome.timer for run in runs if run.outcome.timer}))
+    selection = ",".join(sorted({run.outcome.selection for run in runs if run.outcome.selection}))
     rows = summary_rows(runs)
-    text = markdown(rows, budget, timer)
+    text = markdown(rows, budget, timer, selection)
     warnings = ([] if len(budgets) == 1 else [f"The runs do not share one budget ({' / '.join(sorted(budgets))}): "
                                                f"not an equal-budget comparison."]) + \
         ([f"Left out, with no {SUMMARY_FILE} (the run did not finish): {', '.join(unfinished)}."] if unfinished else [])
+    warnings += [f"Failed (the job's error; the sweep ran the others): {run}: {why}" for run, why in failed.items()]
     text = "".join(f"**{warning}**\n\n" for warning in warnings) + text
     (sweep_dir / f"{STEM}.md").write_text(text)
-    (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer, "unfinished": unfinished,
+    (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer,
+                                                        "selection": selection_text(selection, timer),
+                                                        "speedups": "interpreter" not in timer,
+                                                        "unfinished": unfinished, "failed": failed,
                                                         "rows": [row.to_dict(timer) for row in rows],
                                                         "runs": [run.to_dict() for run in runs]}, indent=1) + "\n")
     head = "".join(f"<p><b>{esc(warning)}</b></p>" for warning in warnings) + \
-        f"<p class='note'>{esc(caption(budget, timer))}</p>"
+        f"<p class='note'>{esc(caption(budget, timer, selection))}</p>"
     sections = [(None, Raw(head + table(header(timer), [_cells(row, timer) for row in rows])))]
-    sections += [(f"Anytime curves: {problem}", png_img(curves_png(runs, problem), problem))
-                 for problem in dict.fromkeys(run.problem for run in runs)]
+    if "interpreter" not in timer:  # the curves are of speed-ups: none off a GPU
+        sections += [(f"Anytime curves: {problem}", png_img(curves_png(runs, problem), problem))
+                     for problem in dict.fromkeys(run.problem for run in runs)]
     html = sweep_dir / f"{STEM}.html"
     html.write_text(page(f"kernelevo strategies: {len(runs)} runs", sections))
     print(text, flush=True)

@@ -29,6 +29,7 @@ from deap import tools
 from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
 from evo.evolution.loop import LoopPieces, steady_state, window_start
+from evo.evolution.ranks import ParentRanks, rank_key
 from evo.evolution.selection import DistinctParents, Tournament
 from evo.settings import SearchSettings
 from evo.evolution.strategy import Evolution
@@ -92,6 +93,7 @@ class Search:
         self._decided: dict[int, Future] = {}  # child n -> the key it settled on (None: no new child)
         self._settled: dict[str, int] = {}  # a kernel settled on -> the first child that did (-1: a seed)
         self._tuned_at: dict[str, int] = {}  # a tuned child's kernel -> the first child that tuned to it
+        self._ranks = ParentRanks()  # which child of its parents each child is (OperatorContext.rank)
         self._state: dict = {}
 
     # children --------------------------------------------------------------------------------------------------
@@ -118,8 +120,9 @@ class Search:
                 rng = Random(f"{self.settings.seed}:{generation}:{slot}:{attempt}")
                 operator = rng.choices(self.operators, weights=weights)[0]
                 parents = self.strategy.parents(self.toolbox.select_parents, population, archive, operator.arity, rng)
+                rank = self._ranks.rank(n, rank_key(operator.name, parents), first_draw=attempt == 0)
                 try:
-                    genomes = operator(parents, rng, context)
+                    genomes = operator(parents, rng, replace(context, rank=rank))
                 except BudgetExhausted as exc:
                     self._exhausted, genomes = str(exc), []
                 except OperatorUnavailable as exc:
@@ -136,6 +139,7 @@ class Search:
                     return made
             return None
         finally:
+            self._ranks.skip(n)  # it drew nothing: the child after it must not wait for its rank
             if n - 1 in self._decided:
                 self._decided[n - 1].result()
             if made is not None:
@@ -148,13 +152,14 @@ class Search:
         context = OperatorContext(generation=generation, profile=self.service.profile, team=self.team,
                                   evaluate=lambda source: self.service.evaluate(source)[1],
                                   archive=self.strategy.told(archive), attempts=self.strategy.attempts(archive),
-                                  profile_kernel=self.service.profile_kernel)
+                                  profile_kernel=self.service.profile_kernel, independent=self.strategy.independent)
         usage = ChildUsage(individual_id(generation, slot))
         token = CURRENT_CHILD.set(usage)
         try:
             child = self._vary(n, islands[self._owner(n)], archive, context)
         finally:
             CURRENT_CHILD.reset(token)
+            self._ranks.skip(n)
             if not self._decided[n].done():  # _vary never began (an error): the child after it must not wait
                 self._decided[n].set_result(None)
         if child is None:
@@ -172,6 +177,7 @@ class Search:
     def _settle(self, n: int) -> None:
         """Child n is over: the child after it, waiting to decide after it, must not wait for ever (a child the loop
         cancelled before it began never decided; an interrupt did that)."""
+        self._ranks.skip(n)
         decided = self._decided.get(n)
         if decided is not None and not decided.done():
             decided.set_result(None)
@@ -190,6 +196,7 @@ class Search:
     def _fold(self, n: int, child: Individual | None) -> None:
         """Child n into the state: stored, archived, its island's best mu (one individual per kernel) survive; at
         the end of a generation, migration, the logbook and a checkpoint."""
+        self._ranks.fold(n)
         if child is not None:
             self.store.add_individual(child)
             self.archive.append(child)
@@ -251,6 +258,7 @@ class Search:
             self._snapshots[count] = ([[by_id[i] for i in island] for island in islands], length)
         self._settled = {key: -1 for key in state.seen}
         self._tuned_at = dict(state.tuned_at)
+        self._ranks = ParentRanks(state.ranks, folded)
         self.generation, self.best_s = state.generation, state.best_s
         return folded
 
@@ -327,7 +335,7 @@ class Search:
             generation=generation, children=folded, elapsed_s=self._elapsed(),
             islands=[[ind.id for ind in island] for island in self.islands],
             seen=sorted(key for key, n in self._settled.items() if n < folded),  # not those of children running
-            tuned_at=dict(self._tuned_at), logbook=list(self.logbook),
+            tuned_at=dict(self._tuned_at), ranks=self._ranks.counts, logbook=list(self.logbook),
             hall_of_fame=[ind.id for ind in self.hall_of_fame],
             snapshots={str(c): [[ind.id for ind in island] for island in self._snapshots[c][0]]
                        for c in window if c in self._snapshots})

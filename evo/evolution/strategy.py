@@ -35,6 +35,7 @@ class Evolution:
 
     name = "evolution"
     one_parent = False  # whether each child is made from one parent (operators of more are left out)
+    independent = False  # whether its children are independent samples: no ranking of ideas (OperatorContext)
 
     def check(self, settings):
         """The search settings this strategy runs with (ValueError for those it cannot)."""
@@ -74,6 +75,7 @@ class Sampling(_OnePopulation):
 
     name = "sampling"
     one_parent = True
+    independent = True
 
     def parents(self, select, population, archive, arity, rng):
         return [_fastest([ind for ind in archive if ind.generation == 0])]

@@ -28,6 +28,7 @@ class Checkpoint:
     logbook: list = field(default_factory=list)  # one entry per generation: gen, nevals, evaluations, best, ...
     hall_of_fame: list = field(default_factory=list)  # ids, fastest first
     snapshots: dict = field(default_factory=dict)  # children folded -> islands, for the children a resume remakes
+    ranks: dict = field(default_factory=dict)  # operator:parents -> children drawn from them (evo.evolution.ranks)
 
     def folded(self, per_generation: int) -> int:
         """Children folded in (a checkpoint of before steady state holds whole generations)."""

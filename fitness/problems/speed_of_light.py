@@ -5,7 +5,7 @@
   the device's bandwidth. No kernel computing the output can be faster: the evaluator's plausibility check uses it.
 * the **reference algorithm's roofline** (``speed_of_light_s``): max(every input, parameter and output moved once
   over bandwidth, the reference's FLOPs over peak). A reported figure only: an exact rewrite of the reference's
-  algebra (sum_h(x W^T) = x colsum(W)) need not do the reference's FLOPs, so a kernel may beat it (over 100 %).
+  algebra need not do the reference's FLOPs, so a kernel may beat it (over 100 %).
 
 FLOPs are counted by torch's FlopCounterMode on the reference (matmuls, convolutions, attention; elementwise work
 counts as zero). Bytes and FLOPs come from running the reference on the meta device, so no memory is allocated and

@@ -131,14 +131,27 @@ def request_payload(settings: LLMSettings, messages: list[dict], temperature: fl
                     sample: int = 0) -> dict:
     """Everything that determines a reply (and hence its cache key); never the API key.
 
-    ``sample`` (only present when non-zero) tells apart independent samples of one identical request; it is part of
-    the cache key but is not sent.
+    ``sample`` (only present when non-zero) tells apart independent samples of one identical request: it is part of
+    the cache key, and is sent as the request's ``seed`` where the provider takes one (``_seed``), so two samples
+    are never the same request.
     """
     payload = {"model": model, "api_base": settings.api_base, "messages": messages, "temperature": temperature,
                "max_tokens": settings.max_tokens}
     if sample:
         payload["sample"] = int(sample)
     return payload
+
+
+def _seed(litellm, payload: dict) -> dict:
+    """{"seed": the payload's sample} where it has one and its model's provider takes a seed (litellm's
+    ``get_supported_openai_params``: OpenAI and OpenAI-compatible servers, vLLM, Ollama; not Anthropic), else {}."""
+    if not payload.get("sample"):
+        return {}
+    try:
+        supported = litellm.get_supported_openai_params(model=payload["model"]) or ()
+    except Exception:  # noqa: BLE001 - a model litellm does not know: send nothing it may refuse
+        supported = ()
+    return {"seed": payload["sample"]} if "seed" in supported else {}
 
 
 def _field(obj: Any, name: str, default=None):
@@ -237,10 +250,10 @@ class LLMClient:
             self.recorder(reply.record(role))
         return reply
 
-    def child_budget(self, needs: dict, least: int):
+    def child_budget(self, needs: dict, least: int, fallback: dict | None = None):
         """Reserve a child's calls before it starts (``ledger.Budget.child``), waiting for children in flight to
         give back what they do not use; cut at the wall-time deadline."""
-        return self.budget.child(needs, least, check=lambda: self._left_s(self.settings.model))
+        return self.budget.child(needs, least, check=lambda: self._left_s(self.settings.model), fallback=fallback)
 
     def _cached_or_fetched(self, key: str, payload: dict, model: str) -> LLMReply:
         """The cached reply, else a fresh one (identical requests in flight, in this process or another sharing the
@@ -353,6 +366,7 @@ class LLMClient:
             response = litellm.completion(model=payload["model"], messages=copy.deepcopy(payload["messages"]),
                                           temperature=payload["temperature"], max_tokens=payload["max_tokens"],
                                           api_base=payload["api_base"], api_key=api_key, num_retries=0,
+                                          **_seed(litellm, payload),
                                           timeout=self.settings.timeout_s if left is None else
                                           min(self.settings.timeout_s, left))
         fields = parse_response(response)

@@ -25,7 +25,7 @@ from fitness.problems.problem import INDUCTOR
 from fitness.problems.target import Target
 from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,
                                    profiler_text)
-from operators.llm.history import best_entries, design_lines, history_lines, tried_lines
+from operators.llm.history import best_entries, design_lines, gpu_timed, history_lines, tried_lines
 from operators.llm.parsing import compact_source_view
 from operators.llm.settings import ContextSettings
 
@@ -108,7 +108,8 @@ class ContextBuilder:
         if metrics and "profiler" in wanted:
             parts["profiler"] = PROFILER_HEADING + "\n" + "\n".join(metrics)
         shown: set = set()  # attempts listed under "already tried" are not listed again as failures
-        where = f" (times: {measured_where(parent.result, self.target)})" if parent is not None and parent.ok else ""
+        where = (f" (times: {measured_where(parent.result, self.target)})" if parent is not None and gpu_timed(parent)
+                 else "")
         if parent is not None and "tree" in wanted:
             tried = (history_lines(attempts, archive, duplicates, self.settings.tried, baked) if attempts else
                      tried_lines(parent, archive, duplicates, self.settings.tried, baked))
@@ -118,18 +119,24 @@ class ContextBuilder:
                 parts["tree"] = f"## {heading}{where}\n" + "\n".join(tried)
         best = best_entries(parent, archive, self.settings.top_k, baked) if "top_k" in wanted else []
         if best:
-            fastest = parent is not None and parent.ok and parent.time_s <= min(i.time_s for i in archive)
-            heading = ("" if parent is None else " (the parent is the fastest; the next ones, against it)" if fastest
-                       else " (against the parent)")
-            parts["top_k"] = f"## Best kernels so far{heading}\n" + "\n".join(best)
+            timed = gpu_timed(*(i for i in archive if i.ok))
+            fastest = timed and parent is not None and gpu_timed(parent) and \
+                parent.time_s <= min(i.time_s for i in archive if i.ok)
+            against = "" if parent is None else " (the parent is the fastest; the next ones, against it)" if fastest \
+                else " (against the parent)"
+            parts["top_k"] = (f"## Best kernels so far{against}\n" if timed else
+                              f"## Other correct kernels so far (newest first: off a GPU no time ranks them"
+                              f"{'; against the parent' if parent is not None else ''})\n") + "\n".join(best)
             shown |= {line.split(" ", 2)[1] for line in best}
         if parent is not None and "designs" in wanted:
             by_id = {ind.id: ind for ind in archive}
             told = {parent.genome.structure} | {by_id[i].genome.structure for i in shown if i in by_id}
             designs = design_lines(archive, told, self.settings.designs, baked)
             if designs:
-                parts["designs"] = (f"## Other designs so far (each code structure once, by its fastest kernel"
-                                    f"{'; ' + where[2:-1] if where else ''})\n" + "\n".join(designs))
+                parts["designs"] = ((f"## Other designs so far (each code structure once, by its fastest kernel"
+                                     f"{'; ' + where[2:-1] if where else ''})\n") if where else
+                                    "## Other designs so far (each code structure once, by its newest correct "
+                                    "kernel)\n") + "\n".join(designs)
         failed = [i for i in archive if not i.ok and i.id not in shown][-self.settings.failures:]
         if failed and "failures" in wanted:
             parts["failures"] = "## Recent failures\n" + "\n".join(

@@ -103,6 +103,27 @@ def _depends_text(target: Target) -> str:
             + (f" (it ignores {ignored})" if ignored else ""))
 
 
+def beyond_roofline_text(target: Target) -> str:
+    """What bounds the reference's algorithm on the target and which kinds of change could beat its roofline, in
+    general terms (no problem's solution: the prompts teach, they do not tell)."""
+    gap = (" The data floor is below the bytes the reference moves: a kernel that reads only what the output depends "
+           "on moves less." if target.floor_s is not None and target.memory_s and target.floor_s < target.memory_s
+           else "")
+    if not target.cost or not target.cost.flops:
+        return ("Only bytes are counted here, so the roofline is their time: a kernel gains by moving fewer bytes "
+                "(each input read once, intermediates kept on chip instead of written and read back) and by keeping "
+                "the memory system busy, down to the data floor." + gap)
+    if target.bound == "compute":
+        return ("It is a bound on the reference's algorithm, not on the problem: a kernel that computes the same "
+                "outputs with fewer FLOPs -- an exact rewrite of the reference's algebra, equal up to floating-point "
+                "reassociation within the policy's tolerance -- may beat it, down to the data floor; else the gain "
+                "is in running the FLOPs nearer the peak (tensor cores, tiling, data reuse)." + gap)
+    return ("Its bytes take longer than its FLOPs: a kernel gains by moving fewer bytes (each input read once, "
+            "intermediates kept on chip instead of written and read back), down to the data floor; doing fewer "
+            "FLOPs (an exact rewrite of the reference's algebra, equal up to floating-point reassociation within "
+            "the policy's tolerance) gains here only where it also moves fewer bytes." + gap)
+
+
 def cost_model_text(target: Target, hardware: bool = True, judged: tuple = ()) -> str:
     """The problem at its full sizes and its cost there, every input's full shape (and, on the interpreter, its
     shape at the test sizes, `judged`); with `hardware`, the speed of light and the bound on the target GPU."""
@@ -128,11 +149,9 @@ def cost_model_text(target: Target, hardware: bool = True, judged: tuple = ()) -
         compute = f", its FLOPs / {target.peak_key} peak {fmt_time(target.compute_s)}" if target.compute_s else ""
         lines.append(f"The reference algorithm's roofline is {fmt_time(target.sol_s)} (bytes / bandwidth "
                      f"{fmt_time(target.memory_s)}{compute}): {target.bound} bound as the reference computes it (its "
-                     f"ridge point is {two_digits(target.ridge)} FLOP/byte at the {target.peak_key} peak). It is not a "
-                     f"floor: an exact rewrite of the reference's algebra -- the same result up to floating-point "
-                     f"reassociation, within the policy's tolerance (e.g. sum_h(x W^T) = x colsum(W)) -- may remove "
-                     f"FLOPs and beat it. Estimates are not exact: every element the output depends on must be read "
-                     f"(the judge changes single input elements and the output must follow).")
+                     f"ridge point is {two_digits(target.ridge)} FLOP/byte at the {target.peak_key} peak). "
+                     f"{beyond_roofline_text(target)} Estimates are not exact: every element the output depends on "
+                     f"must be read (the judge changes single input elements and the output must follow).")
     return "\n".join(lines)
 
 
@@ -182,12 +201,14 @@ def ran_where(result, target: Target | None = None) -> str:
 
 
 def measured_text(result, target: Target | None = None) -> str:
-    """A correct kernel's measured figures, labelled with where they were measured."""
+    """A correct kernel's measured figures, labelled with where they were measured; on the interpreter only that it
+    was correct there (its wall-clock says nothing of a GPU's: no time is quoted as a speed)."""
     if result is None or not result.ok:
         return ""
+    if result.timer == "interpreter":
+        return (f"correct on the CPU interpreter at test sizes ({fmt_sizes(_judged_sizes(result, target))}); no GPU "
+                f"time was measured, and the interpreter's wall-clock is no speed")
     parts = [f"{fmt_time(result.time_s)} ({measured_where(result, target)})"]
-    if result.timer == "interpreter":  # its wall-clock says nothing of a GPU's: no ratio or fraction of it
-        return parts[0]
     if result.eager_s:
         parts.append(f"PyTorch eager {fmt_time(result.eager_s)} ({ratio(result.eager_s, result.time_s)}), "
                      f"torch.compile {fmt_time(result.compile_s)} ({ratio(result.compile_s, result.time_s)})"

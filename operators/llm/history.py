@@ -161,10 +161,24 @@ def gpu_timed(*individuals: Individual) -> bool:
     return all(ind.ok and ind.result.timer != "interpreter" for ind in individuals)
 
 
+def by_speed(individuals) -> list:
+    """The correct ones of `individuals`, fastest first where every one was timed on a GPU; else newest first (in
+    the order given, reversed): the interpreter's wall-clock ranks nothing."""
+    correct = [ind for ind in individuals if ind.ok]
+    return sorted(correct, key=lambda ind: ind.time_s) if gpu_timed(*correct) else correct[::-1]
+
+
+def _time(ind: Individual) -> str:
+    """A correct kernel's time where a GPU measured it; on the interpreter, "correct" (no time quoted)."""
+    return fmt_time(ind.time_s) if gpu_timed(ind) else "correct"
+
+
 def _outcome(ind: Individual, parent: Individual | None) -> str:
     if not ind.ok:
         reason = ind.reason.splitlines()[0][:160] if ind.reason else ""
         return f"{ind.status}" + (f" ({reason})" if reason else "")
+    if not gpu_timed(ind):
+        return "ok"
     versus = (f" vs {fmt_time(parent.time_s)} for {parent.id}, {ratio(parent.time_s, ind.time_s)}"
               if parent is not None and gpu_timed(ind, parent) else "")
     return f"ok, {fmt_time(ind.time_s)}{versus}"
@@ -206,10 +220,11 @@ def history_lines(attempts: tuple, archive: tuple, duplicates: tuple = (), limit
 
 
 def best_entries(parent: Individual | None, archive: tuple, k: int, baked: frozenset = frozenset()) -> list[str]:
-    """The `k` fastest correct kernels other than the parent, one per code structure, each told against the parent
-    (its constants, or its change: a diff, or its changed code in full when the diff is over ``MAX_DIFF_LINES``)."""
+    """The `k` fastest correct kernels other than the parent (off a GPU the `k` newest, ``by_speed``), one per code
+    structure, each told against the parent (its constants, or its change: a diff, or its changed code in full when
+    the diff is over ``MAX_DIFF_LINES``)."""
     listed, entries = set(), []
-    for ind in sorted((i for i in archive if i.ok), key=lambda i: i.time_s):
+    for ind in by_speed(archive):
         if len(entries) == k:
             break
         if (parent is not None and ind.key == parent.key) or ind.genome.structure in listed:
@@ -219,7 +234,7 @@ def best_entries(parent: Individual | None, archive: tuple, k: int, baked: froze
         speed = f", {ratio(parent.time_s, ind.time_s)} than the parent" if parent is not None and \
             gpu_timed(parent, ind) else ""
         idea = plan_summary(ind.note) if ind.note and ind.note != "crossover" else ""
-        head = (f"- {ind.id} ({ind.operator}){BAKED_MARK if ind.id in baked else ''}: {fmt_time(ind.time_s)}{speed}"
+        head = (f"- {ind.id} ({ind.operator}){BAKED_MARK if ind.id in baked else ''}: {_time(ind)}{speed}"
                 + (f"; idea: \"{idea}\"" if idea else ""))
         if parent is None:
             entries.append(f"{head}\n```python\n{ind.genome.rendered().strip()}\n```")
@@ -238,19 +253,19 @@ def best_entries(parent: Individual | None, archive: tuple, k: int, baked: froze
 def design_lines(archive: tuple, skip: set, limit: int, baked: frozenset = frozenset()) -> list[str]:
     """The search's memory of designs: each distinct code structure of the archive once (those in `skip`, already
     told, left out), by its fastest correct kernel: id, maker, the plan's idea, best time and how many kernels
-    share the structure; the `limit` fastest."""
+    share the structure; the `limit` fastest. Off a GPU (``by_speed``): by its newest correct kernel, no time, the
+    `limit` newest."""
     by_structure: dict[str, list] = {}
-    for ind in archive:
-        if ind.ok:
-            by_structure.setdefault(ind.genome.structure, []).append(ind)
-    designs = [(min(kernels, key=lambda i: i.time_s), len(kernels)) for structure, kernels in by_structure.items()
-               if structure not in skip]
+    for ind in by_speed(archive):
+        by_structure.setdefault(ind.genome.structure, []).append(ind)
+    designs = [(kernels[0], len(kernels)) for structure, kernels in by_structure.items() if structure not in skip]
     lines = []
-    for best, count in sorted(designs, key=lambda item: item[0].time_s)[:limit]:
+    for best, count in designs[:limit]:
         maker = next((i for i in by_structure[best.genome.structure] if i.note and i.note != "crossover"), best)
         idea = plan_summary(maker.note) if maker.note and maker.note != "crossover" else ""
         lines.append(f"- {best.id} ({best.operator}" + (f" of {', '.join(best.parents)}" if best.parents else "")
-                     + ")" + (f": \"{idea}\"" if idea else "") + f" -> best {fmt_time(best.time_s)}"
+                     + ")" + (f": \"{idea}\"" if idea else "")
+                     + (f" -> best {fmt_time(best.time_s)}" if gpu_timed(best) else " -> correct")
                      + (f" over {count} kernels of this code" if count > 1 else "")
                      + (BAKED_MARK if best.id in baked else ""))
     return lines

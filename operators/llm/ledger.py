@@ -219,11 +219,13 @@ class Budget:
             self._lock.notify_all()
 
     @contextmanager
-    def child(self, needs: dict, least: int, check=lambda: None):
+    def child(self, needs: dict, least: int, check=lambda: None, fallback: dict | None = None):
         """Reserve a child's calls (`needs`: role -> calls, in order of importance) before it starts: wait while
         children in flight hold what it needs (what they leave goes back); when none holds any and fewer are left,
-        the child gets what is left if that is at least `least` (its last roles cut first), else LLMBudgetExceeded:
-        the budget cannot carry another child. `check()` is called while waiting (it raises to stop the wait)."""
+        the child gets what is left if that is at least `least` (its last roles cut first), else the smaller child
+        `fallback` (role -> calls: a child coded without a plan) if what is left covers it, so no call is left
+        stranded; else LLMBudgetExceeded: the budget cannot carry another child. `check()` is called while waiting
+        (it raises to stop the wait)."""
         wanted = sum(needs.values())
         with self._lock:
             while True:
@@ -236,8 +238,12 @@ class Budget:
                 self._lock.wait(0.2)
                 check()
             if free is not None and free < least:
-                raise LLMBudgetExceeded(f"LLM call budget spent: {self.max_calls - free} of {self.max_calls} calls "
-                                        f"made or held, {free} left, a child needs at least {least}")
+                smallest = sum(fallback.values()) if fallback else least
+                if not fallback or free < smallest:
+                    raise LLMBudgetExceeded(f"LLM call budget spent: {self.max_calls - free} of {self.max_calls} "
+                                            f"calls made or held, {free} left, a child needs at least "
+                                            f"{min(least, smallest)}")
+                needs, wanted = fallback, smallest
             grant, left = {}, wanted if free is None else min(free, wanted)
             for role, n in needs.items():
                 grant[role] = min(n, left)

@@ -16,6 +16,7 @@ from operators.base import BudgetExhausted, Operator, OperatorContext, OperatorU
 from operators.llm.parsing import ParseError
 
 REPAIRABLE = ("compile_error", "compile_timeout", "runtime_error", "incorrect")
+CODE_ONLY = {"coder": 1}  # the child the budget's last call makes where a plan and its code do not fit: no call left
 
 
 def _team(context: OperatorContext):
@@ -64,17 +65,18 @@ def _budget_guard(call):
         return None
 
 
-def _reserve(team, needs: dict, least: int, stack: ExitStack):
-    """Reserve the child's calls for as long as `stack` is open: its ``Allowance``; None for a team without a client
-    (a test's fake: nothing to reserve); False when the wall-time deadline cut the wait. When the budget cannot carry
-    another child, the search's BudgetExhausted."""
+def _reserve(team, needs: dict, least: int, stack: ExitStack, fallback: dict | None = None):
+    """Reserve the child's calls for as long as `stack` is open: its ``Allowance`` (`fallback`'s calls where fewer
+    than `least` are left, ``Budget.child``); None for a team without a client (a test's fake: nothing to reserve);
+    False when the wall-time deadline cut the wait. When the budget cannot carry another child, the search's
+    BudgetExhausted."""
     client = getattr(team, "client", None)
     if client is None or not hasattr(client, "child_budget"):
         return None
     from operators.llm.client import LLMBudgetExceeded, LLMCut
 
     try:
-        return stack.enter_context(client.child_budget(needs, least))  # waits for calls given back
+        return stack.enter_context(client.child_budget(needs, least, fallback))  # waits for calls given back
     except LLMBudgetExceeded as exc:
         raise BudgetExhausted(str(exc)) from exc
     except LLMCut:
@@ -112,17 +114,19 @@ class LLMMutation(Operator):
         if _unfit_parents(parents, context, team):
             return []
         with ExitStack() as stack:
-            allowance = _reserve(team, self.calls, int(self.use_planner) + 1, stack)
+            allowance = _reserve(team, self.calls, int(self.use_planner) + 1, stack, fallback=CODE_ONLY)
             return [] if allowance is False else self._make(team, parent, context, allowance)
 
     def _make(self, team, parent: Individual, context: OperatorContext, allowance) -> list[Genome]:
         profiles = _profiles(parent, context)
         plan, made_before = "", context.duplicates_of(self.name)
-        if self.use_planner:
-            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles, context.attempts))
+        planned = self.use_planner and (allowance is None or allowance.left("planner") > 0)  # not the last call's
+        if planned:
+            plan = _budget_guard(lambda: team.plan(parent, context.archive, made_before, profiles, context.attempts,
+                                                   context.rank, context.independent))
             if plan is None:
                 return []
-        if not self.use_planner and made_before:  # no planner to tell: the coder is told instead
+        if not planned and made_before:  # no planner to tell: the coder is told instead
             plan = "Your earlier change gave a kernel that already exists; make a different change."
         source = _budget_guard(lambda: team.code(parent, plan))
         if source is None:

@@ -35,20 +35,22 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-def siblings_text() -> str:
-    """The planner's rank among its siblings: its child's slot in the generation (``CURRENT_CHILD``: ``g.s``) plus
-    one, so the siblings of a generation -- however many are in flight, maybe from one parent with one context --
-    never get the same prompt, and a rerun asks the same whatever order they run in. Past the first, the planner
-    lists its ideas up to its rank (best first) and plans the last: the rank is one of its own ranking."""
-    child = CURRENT_CHILD.get()
-    rank = int(child.id.split(".")[1]) + 1 if child is not None and "." in child.id else 1
+def siblings_text(rank: int = 1, independent: bool = False) -> str:
+    """What the planner is told of the other children of its parent. Ranked (evolution, refinement, tree): this is
+    the parent's `rank`-th child by this operator, counted over the whole search (``OperatorContext.rank``), so the
+    k-th child of a parent plans the parent's k-th best idea: every rank asked once, and a new parent's best idea
+    first. Past the first, the planner lists its ideas up to its rank (best first) and plans the last. Independent
+    (sampling): no ranking, but each child's prompt names its attempt, so no two are the same request."""
+    if independent:
+        return (f"Children of this kernel are planned independently of each other from this same context; this is "
+                f"attempt {rank}. Plan the change you expect to gain most on the target GPU.\n")
     which = ("plan the change with the largest expected gain on the target GPU" if rank == 1 else
              f"plan the change you rank {_ordinal(rank)} by expected gain on the target GPU (those ranked above it "
-             f"are left to siblings): first list your {rank} best ideas under `## Ideas`, one line each, best "
-             f"first, then plan idea {rank}")
-    return (f"Sibling children are planned at the same time, maybe from this parent with this same context; so that "
-            f"they do not make the same kernel, each takes another rank of your ideas by its number. Yours is "
-            f"{rank}: {which}.\n")
+             f"were asked of its earlier children): first list your {rank} best ideas under `## Ideas`, one line "
+             f"each, best first, then plan idea {rank}")
+    return (f"Other children of this parent are planned from this same context, before, after or at the same time as "
+            f"this one; so that they do not make the same kernel, its k-th child plans your k-th best idea. Yours "
+            f"is {rank}: {which}.\n")
 
 
 def _usable(source: str) -> str:
@@ -126,12 +128,13 @@ class LLMTeam:
 
     # the roles ---------------------------------------------------------------------------------------------------
     def plan(self, parent: Individual, archive: tuple, duplicates: tuple = (), profiles: dict | None = None,
-             attempts: tuple = ()) -> str:
+             attempts: tuple = (), rank: int = 1, independent: bool = False) -> str:
         """A plan for `parent`; `attempts`: a history of attempts to tell instead of the parent lineage's own (a
-        refinement's, ``evo.evolution.strategy``)."""
+        refinement's, ``evo.evolution.strategy``); `rank`, `independent`: which child of the parent this is, and
+        whether its children are independent samples (``siblings_text``)."""
         context = self.context.build("planner", parent, archive, duplicates, profiles, attempts)
         prompt, parts = self._fill("planner", context, max_steps=str(self.settings.max_plan_steps),
-                                   siblings=siblings_text())
+                                   siblings=siblings_text(rank, independent))
         return self._ask("planner", prompt, lambda reply: extract_plan(reply.text), parts)
 
     def code(self, parent: Individual, plan: str) -> str:
