@@ -4,11 +4,12 @@ GEMM is too small for ``tl.dot``, and a depthwise kernel for one input channel p
 
 **Implicit GEMM** (``conv_nd_kernel``): the output's pixels (batch x depth x height x width, flattened: M) are the
 GEMM's rows, the output channels of one group (N) its columns, and the reduction runs **tap by tap, channels
-inner**: for each kernel tap of the phase, the group's input channels in blocks of BLOCK_K. ``conv_nd`` hands the
-kernel the input in channels-last layout (a pixel's channels contiguous: every A load reads BLOCK_K consecutive
-floats of a pixel, no index decoded per element) and the weight packed with its input channel innermost (B is
-K-major, as TF32 tensor cores read it); both copies are made inside the call, their time counted. Products by
-``tl.dot``, accumulated in fp32.
+inner**: for each kernel tap of the phase, the group's input channels in blocks of BLOCK_K, no index decoded per
+element (a group of fewer than 16 channels flattens taps x channels into the reduction instead: ``FLAT_K``).
+``conv_nd`` hands the kernel the weight packed with its input channel innermost (B is K-major, as TF32 tensor cores
+read it) and, where its CHANNELS_LAST asks, the input in channels-last layout (every A load BLOCK_K consecutive
+floats of a pixel); the copies are made inside the call, their time counted. Products by ``tl.dot``, accumulated in
+fp32.
 
 One kernel takes a *phase*: along each spatial dimension, output position o = o0 + q * o_step, kernel offset k = k0 +
 t * k_step (t < T taps) and input position i = q * i_step + i0 + t * i_tap, for q < Q outputs. A forward
@@ -261,15 +262,15 @@ def depthwise_path(c_in_g, transposed):
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
-            BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=1, direct=None):
+            BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=0, direct=None):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
     launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase of
     ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
-    input in channels-last layout and the weight with its input channels innermost) otherwise (`direct`: True or
-    False, every phase one way). The output has strides `out_stride` where given (the layout Inductor's code expects
+    weight with its input channels innermost) otherwise (`direct`: True or False, every phase one way). The output has strides `out_stride` where given (the layout Inductor's code expects
     of the library call's output), else torch's contiguous layout. The depthwise kernel's tile is BLOCK_N / 16 output
-    rows by 2 * BLOCK_M columns (at least one row; both capped at the output's). CHANNELS_LAST=0: the implicit GEMM
-    reads the input as it is (no channels-last copy: a memory-bound convolution, a 1 x 1 one, may gain)."""
+    rows by 2 * BLOCK_M columns (at least one row; both capped at the output's). CHANNELS_LAST=1: the implicit GEMM
+    reads a channels-last copy of the input (each A load BLOCK_K consecutive floats of a pixel); 0: the input as it
+    is (no copy)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
