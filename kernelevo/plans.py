@@ -30,10 +30,14 @@ class PlannedRun:
 
 
 def planned_run(cfg: DictConfig, run=None) -> PlannedRun:
+    """A new run's plan (a run's, a sweep job's, a bench's), checked."""
     from evo.runs.run import check_run_config
+    from operators.llm.check import unused_llm
 
     plan = run_plan(cfg, run)
-    return PlannedRun(plan, check_run_config(plan))
+    checked = check_run_config(plan)
+    unused_llm(checked.operators, plan.llm)
+    return PlannedRun(plan, checked)
 
 
 def plan_run(cfg: DictConfig, overrides: list[str]) -> PlannedRun:
