@@ -262,8 +262,9 @@ class Validator:
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
         for value in values:
             if value not in options:
-                raise ConfigError(self._absent_group(o) or f"{o.key_or_group}={value}: no such option of the group {o.key_or_group}"
-                                  + _closest(value, options, "options") + GROUP_HINTS.get(o.key_or_group, ""))
+                raise ConfigError(self._absent_group(o) or (
+                    f"{o.key_or_group}={value}: no such option of the group {o.key_or_group}"
+                    + _closest(value, options, "options") + GROUP_HINTS.get(o.key_or_group, "")))
 
     # keys ------------------------------------------------------------------------------------------------------
     def _normalise(self, o, base: DictConfig, groups: list) -> str:

@@ -108,7 +108,7 @@ def _size_value(path: Path, key: str, current, value):
         return type(current)(_size_value(path, key, current[0], v) for v in value)
     whole = isinstance(current, numbers.Integral)
     number = isinstance(value, numbers.Number) and not isinstance(value, bool)
-    if not number or whole and value != int(value):
+    if not number or whole and not float(value).is_integer():  # 2.5, inf, nan for a whole number
         kind = "a whole number" if whole else "a number"
         raise ProblemError(f"{path}: size override {key}={value!r}: the file's {key} is {current!r}; give {kind} "
                            f"like it (e.g. problem.sizes.{key}={current!r})")
