@@ -47,8 +47,8 @@ def test_each_bad_input_is_one_line_naming_the_fix_and_leaves_nothing_behind(cli
     assert tree(tmp_path) == before  # no run folder, no .hydra, the damaged store as it was
 
 
-def test_the_right_value_of_each_refused_size_passes_the_checks(cli, tmp_path):
-    """The refusals above are of the values, not of the keys: the value each error suggests gets past the checks
+def test_a_whole_number_for_the_refused_size_passes_its_checks(cli, tmp_path):
+    """The refusals above are of the values, not of the key: a whole number of at least 1 gets past the size checks
     (and fails only on its missing seed file, one check later)."""
     assert "seed kernel file 'none.py' not found" in refused(cli, *RUN, "problem.sizes.batch_size=3",
                                                              "problem.seed=none.py")
