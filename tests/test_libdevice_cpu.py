@@ -18,7 +18,7 @@ from seeds.inductor import libdevice
 from seeds.inductor.convert import LIBDEVICE_AS_TL, SeedError, convert
 from seeds.kernels import libdevice_cpu
 
-NO_CPU_FORM = {"cyl_bessel_i0", "cyl_bessel_i1", "j0", "j1", "y0", "y1", "lgamma"}  # the converter names them
+NO_CPU_FORM = {"cyl_bessel_i0", "cyl_bessel_i1", "j0", "j1", "y0", "y1"}  # the converter names them
 
 
 @triton.jit
@@ -73,6 +73,8 @@ CASES = {  # name: (torch's function, arguments)
     "erfc": (torch.erfc, [_span(-5, 9)]),
     "erfcx": (torch.special.erfcx, [_span(-5, 20)]),
     "erfinv": (torch.erfinv, [_span(-0.999, 0.999)]),
+    "lgamma": (torch.lgamma, [torch.cat([_span(-5.5, 12), torch.logspace(-30, 30, 60),
+                                         torch.tensor([1.0, 2.0, 0.0, -1.0, -3.0, 1e-3, -2.5, float("inf")])])]),
     "trunc": (torch.trunc, [_span(-7, 7)]),
     "nearbyint": (torch.round, [torch.cat([_span(-5, 5), torch.arange(-4.5, 5.0), torch.tensor([8388607.5, 3e7])])]),
     "llrint": (lambda x: torch.round(x).long(), [torch.cat([torch.linspace(-5, 5, 41), torch.arange(-4.5, 5.0)])]),
