@@ -1,6 +1,6 @@
 """A seed's ``libdevice`` calls on Triton's interpreter, which runs none of them: each ``libdevice.NAME(...)`` becomes
-``cpu_NAME(...)``, the CPU form of ``seeds/kernels/libdevice_cpu.py`` that the seed then holds a copy of (with the
-forms it calls); a call with no form there is a SeedError naming the function."""
+``cpu_NAME(...)``, the CPU form of ``seeds/kernels/libdevice_cpu.py`` (or ``libdevice_bessel.py``) that the seed
+then holds a copy of (with the forms it calls); a call with no form there is a SeedError naming the function."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +10,8 @@ from pathlib import Path
 from core import pyast
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 
-FORMS_FILE = Path(__file__).resolve().parents[1] / "kernels" / "libdevice_cpu.py"
+FORMS_FILES = [Path(__file__).resolve().parents[1] / "kernels" / name for name in ("libdevice_cpu.py",
+                                                                                   "libdevice_bessel.py")]
 PREFIX = "cpu_"
 # Inductor's jit helpers that call libdevice inside torch (the interpreter cannot run them either): their CPU form,
 # or None where there is none
@@ -19,8 +20,9 @@ HELPERS = {"exp": "tl.exp({0})", "frexp": None}
 
 @functools.cache
 def forms() -> dict[str, ast.FunctionDef]:
-    """The CPU forms and the helpers they call, by function name, in the file's order."""
-    return {n.name: n for n in pyast.parse(FORMS_FILE.read_text()).body if isinstance(n, ast.FunctionDef)}
+    """The CPU forms and the helpers they call, by function name, in the files' order."""
+    return {n.name: n for path in FORMS_FILES for n in pyast.parse(path.read_text()).body
+            if isinstance(n, ast.FunctionDef)}
 
 
 class _ForInterpreter(ast.NodeTransformer):
@@ -35,7 +37,7 @@ class _ForInterpreter(ast.NodeTransformer):
         if func.value.id == "libdevice":
             if PREFIX + func.attr not in forms():
                 raise SeedError(f"{self.where} calls libdevice.{func.attr}, which Triton's interpreter cannot run and "
-                                f"kernelevo has no CPU form of (seeds/kernels/libdevice_cpu.py); {OTHER_SEEDS}")
+                                f"kernelevo has no CPU form of (seeds/kernels/libdevice_*.py); {OTHER_SEEDS}")
             node.func = ast.Name(id=PREFIX + func.attr, ctx=ast.Load())
         elif func.value.id == "triton_helpers" and func.attr in HELPERS:
             if HELPERS[func.attr] is None:
@@ -51,7 +53,7 @@ def for_interpreter(function: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def forms_called(functions: list[ast.FunctionDef]) -> dict[str, ast.FunctionDef]:
-    """The CPU forms `functions` call, with those they call in turn, in the file's order (each before its caller)."""
+    """The CPU forms `functions` call, with those they call in turn, in the files' order (each before its caller)."""
     wanted, todo = set(), [*functions]
     while todo:
         for node in ast.walk(todo.pop()):
