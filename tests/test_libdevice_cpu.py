@@ -167,3 +167,11 @@ def test_a_seed_of_activations_calling_libdevice_is_a_correct_candidate_on_the_i
     with make_evaluator(problem=str(spec.path), sandbox=sandbox) as ev:
         result = ev.evaluate(source, label="inductor")
     assert result.status == "ok", result.reason
+
+
+def test_inductors_helpers_that_call_libdevice_are_written_as_tl_or_named():
+    kernel = ast.parse("def triton_per_0(x):\n    return triton_helpers.exp(x - 1.0, False)\n").body[0]
+    assert ast.unparse(libdevice.for_interpreter(kernel).body[0]) == "return tl.exp(x - 1.0)"
+    kernel = ast.parse("def triton_poi_0(x):\n    return triton_helpers.frexp(x)\n").body[0]
+    with pytest.raises(SeedError, match=r"kernel triton_poi_0 calls triton_helpers\.frexp, which calls libdevice"):
+        libdevice.for_interpreter(kernel)
