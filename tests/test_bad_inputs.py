@@ -60,3 +60,12 @@ def test_help_of_a_command_with_a_mandatory_key_prints_its_help(tmp_path, comman
     shown = kernelevo(command, "--help", cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout.startswith(f"kernelevo {command}: {does}"), shown
     assert "needs" not in shown.stderr and not list(tmp_path.iterdir())
+
+
+def test_a_sweep_whose_other_runs_ask_the_llm_is_not_refused_for_its_offline_one(monkeypatch):
+    from hydra.core.hydra_config import HydraConfig
+
+    from kernelevo.plans import in_sweep
+
+    monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: False))  # not a job of a sweep
+    assert in_sweep(["operators=offline,llm", "llm=openai"]) and not in_sweep(["operators=offline", "llm=openai"])
