@@ -275,10 +275,11 @@ def status_rows(results, reasons: int = 3) -> list[tuple[str, int, str]]:
     for status, count in Counter(r.status for r in results).most_common():
         lines = [r.reason.strip().splitlines()[0] for r in results if r.status == status and not r.ok
                  and r.reason.strip()]
-        kinds = Counter(NUMBER.sub("N", line) for line in lines)
-        first = {}
+        kinds, first = Counter(), {}
         for line in lines:
-            first.setdefault(NUMBER.sub("N", line), line)
+            kind = NUMBER.sub("N", line)
+            kinds[kind] += 1
+            first.setdefault(kind, line)
         shown = [f"{_cut(first[kind])} ({n})" for kind, n in kinds.most_common(reasons)]
         more = len(kinds) - len(shown)
         rows.append((status, count, "; ".join(shown) + (f"; and {more} other reason(s)" if more > 0 else "")))
