@@ -114,7 +114,8 @@ def _main(argv: list[str] | None) -> None:
         own_logging = any("job_logging" in o for o in overrides)  # hydra/job_logging=...: the user's, as given
         validator = Validator(name, command.config)
         cfg, overrides = validator.check([*expand_problem_paths(overrides),
-                                          *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])])
+                                          *([] if own_logging else [LOG_ONLY_WHEN_LOGGED])],
+                                         required=not wants_info(flags))
         if seeds is not None and name == "run":
             flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
         output_dir, multirun = validator.output_dir(flags)

@@ -100,6 +100,16 @@ def llm_stop(run_dir: Path, stop_reason: str) -> None:
     log.info(f"the LLM stopped the run after {made} LLM children: {then}")
 
 
+def no_correct_kernel(summary) -> None:
+    """A run (or a resume) whose search ended with no correct kernel ends with exit code NO_CORRECT_EXIT, its
+    table and best_kernel.py's header having said so."""
+    from evo.reports.outcome import NO_CORRECT_EXIT
+
+    if not summary.ok:
+        print(f"kernelevo: no correct kernel ({summary.status}): exit code {NO_CORRECT_EXIT}", file=sys.stderr)
+        sys.exit(NO_CORRECT_EXIT)
+
+
 def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
     """Evaluate one candidate (default: the problem's bundled seed) and print the verdict."""
     from fitness.evaluation.from_config import leased_evaluator, read_candidate
@@ -186,6 +196,8 @@ def run(cfg: DictConfig, planned: plans.PlannedRun) -> None:
         except KeyboardInterrupt:
             _interrupted_run(run_dir)
         llm_stop(run_dir, summary.stop_reason)
+        if not multirun:  # a sweep's job: the sweep goes on, its table says which runs found none
+            no_correct_kernel(summary)
     finally:
         if not held(run_dir):  # a job's own claim (the command line releases the one it made)
             own.release()
@@ -279,6 +291,7 @@ def resume(cfg: DictConfig, plan: plans.ResumePlan) -> None:
     except KeyboardInterrupt:
         _interrupted_run(run_dir)
     llm_stop(run_dir, summary.stop_reason)
+    no_correct_kernel(summary)
 
 
 def report(cfg: DictConfig, run_dir: Path) -> None:

@@ -29,15 +29,32 @@ class PlannedRun:
     checked: CheckedRun
 
 
-def planned_run(cfg: DictConfig, run=None) -> PlannedRun:
+def planned_run(cfg: DictConfig, run=None, swept: bool = False) -> PlannedRun:
+    """A new run's plan (a run's, a sweep job's, a bench's), checked: an LLM chosen that nothing would ask is refused,
+    but in a sweep (`swept`), whose other runs may ask it (``operators=offline,llm``)."""
     from evo.runs.run import check_run_config
+    from operators.llm.check import unused_llm
 
     plan = run_plan(cfg, run)
-    return PlannedRun(plan, check_run_config(plan))
+    checked = check_run_config(plan)
+    if not swept:
+        unused_llm(checked.operators, plan.llm)
+    return PlannedRun(plan, checked)
 
 
 def plan_run(cfg: DictConfig, overrides: list[str]) -> PlannedRun:
-    return planned_run(cfg)
+    return planned_run(cfg, swept=in_sweep(overrides))
+
+
+def in_sweep(overrides: list[str]) -> bool:
+    """Whether the run is one of a sweep: its command line sweeps a key, or it is a job of one."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.types import RunMode
+
+    if any(o.is_sweep_override() for o in OverridesParser.create().parse_overrides(list(overrides))):
+        return True
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 @dataclass(frozen=True)

@@ -157,11 +157,12 @@ class Validator:
         multirun = self.multirun or any(flag in ("--multirun", "-m") for flag in flags)
         return self.output_dirs.get("sweep" if multirun else "run"), multirun
 
-    def check(self, overrides: list[str]) -> tuple[DictConfig, list[str]]:
-        """(the composed config, the overrides for Hydra); raises ConfigError. The config is composed once when the
-        overrides are valid (``_at_once``); only a refused override composes the group choices alone first, to say
-        what is wrong with it (or to find a plug-in's parameter its node leaves out). ``composed`` keeps the config
-        with Hydra's node, which the command's job runs on (``kernelevo.cli``: Hydra composes nothing again)."""
+    def check(self, overrides: list[str], required: bool = True) -> tuple[DictConfig, list[str]]:
+        """(the composed config, the overrides for Hydra); raises ConfigError (a mandatory key left out: only where
+        `required`, not for ``--help`` or ``--cfg``). The config is composed once when the overrides are valid
+        (``_at_once``); only a refused override composes the group choices alone first, to say what is wrong with it
+        (or to find a plug-in's parameter its node leaves out). ``composed`` keeps the config with Hydra's node, which
+        the command's job runs on (``kernelevo.cli``: Hydra composes nothing again)."""
         from hydra import compose, initialize_config_module
         from hydra.core.global_hydra import GlobalHydra
         from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -184,7 +185,7 @@ class Validator:
                 try:
                     base = compose(self.config_name, overrides=first, return_hydra_config=True)
                 except HydraException as exc:
-                    raise ConfigError(str(exc).splitlines()[0]) from exc
+                    raise ConfigError(self._refused_group(exc, groups)) from exc
                 out = [self._normalise(o, base, groups) for o in parsed]
                 for o in parsed:  # the schema's type, said before OmegaConf's longer message
                     if not (o in groups or _is_hydra(o.key_or_group) or o.is_delete() or _is_open(o.key_or_group)):
@@ -200,7 +201,7 @@ class Validator:
         with open_dict(cfg):  # as compose() without return_hydra_config leaves it
             del cfg["hydra"]
         missing = sorted(OmegaConf.missing_keys(cfg))
-        if missing:
+        if missing and required:
             raise ConfigError(f"`kernelevo {self.command}` needs {' and '.join(f'{k}=...' for k in missing)}")
         return cfg, out
 
@@ -261,8 +262,9 @@ class Validator:
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
         for value in values:
             if value not in options:
-                raise ConfigError(f"{o.key_or_group}={value}: no such option of the group {o.key_or_group}"
-                                  + _closest(value, options, "options") + GROUP_HINTS.get(o.key_or_group, ""))
+                raise ConfigError(self._absent_group(o) or (
+                    f"{o.key_or_group}={value}: no such option of the group {o.key_or_group}"
+                    + _closest(value, options, "options") + GROUP_HINTS.get(o.key_or_group, "")))
 
     # keys ------------------------------------------------------------------------------------------------------
     def _normalise(self, o, base: DictConfig, groups: list) -> str:
@@ -300,8 +302,24 @@ class Validator:
         if kind is int and isinstance(given, float) and not given.is_integer():
             raise ConfigError(f"{key}={given}: a whole number expected (default {default})")
 
-    def _unknown(self, key: str, base: DictConfig) -> str:
-        message = f"unknown key {key!r} for `kernelevo {self.command}`"
+    def _refused_group(self, exc: Exception, groups: list) -> str:
+        """Hydra's refusal of the group choices; for a group the command's config does not have (``resume ...
+        fitness/policy=strict-fp32``: "Could not override ... No match in the defaults list"), what it takes."""
+        return next(filter(None, map(self._absent_group, groups)), str(exc).splitlines()[0])
+
+    def _absent_group(self, o) -> str | None:
+        """What the command takes, where group override `o` names a group its config does not have; else None."""
+        from hydra import compose
+
+        if o.input_line.startswith("+"):  # a group added on purpose
+            return None
+        base = compose(self.config_name, overrides=self._hydra, return_hydra_config=True)
+        if o.key_or_group in OmegaConf.select(base, "hydra.runtime.choices", default={}):
+            return None
+        return self._unknown(o.key_or_group, base, "group")
+
+    def _unknown(self, key: str, base: DictConfig, what: str = "key") -> str:
+        message = f"unknown {what} {key!r} for `kernelevo {self.command}`"
         group = key.partition(".")[0]
         chosen = OmegaConf.select(base, f"hydra.runtime.choices.{group}", default=None)
         if chosen is not None and "." in key:  # another option of its group may have it

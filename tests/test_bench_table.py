@@ -188,7 +188,8 @@ def test_fast_p_and_geometric_means_per_level_against_each_baseline(tmp_path):
         in table
     assert "| level1/1_Square_matrix_multiplication_.py | max-autotune (cuBLAS extern_kernels.mm) |" in table
     assert "<h2>Failures by cause</h2>" in (tmp_path / "bench.html").read_text()
-    assert "- without a correct kernel: converter: AttributeError 1; library call: torch.convolution 1" in table
+    assert ("- without a correct kernel: converter: AttributeError 1 (level3/1_MLP.py); library call: "
+            "torch.convolution 1 (level1/54_conv_standard_3D.py)") in table  # each cause's problems beside its count
     assert "| library call: torch.convolution | 1 | level1/54_conv_standard_3D.py |" in table
     assert json.loads((tmp_path / "bench.json").read_text())["summary"]["paper"] == json.loads(json.dumps(
         summary["paper"]))
@@ -224,6 +225,8 @@ def test_failures_are_grouped_by_a_short_cause_with_their_problems():
                    "implausible time: 5 us is below the data floor"),
             failed("level1/7_Y.py", "exit code 1: baseline timing failed: CUDA out of memory"),
             Row("level1/8_Z.py", "not started", "the bench was interrupted before it began"),
+            failed("level1/29_Softplus.py", "5 generations done", "compile_error", "InterpreterError: "
+                   "AttributeError(\"'NoneType' object has no attribute 'dtype'\")\nTraceback ..."),
             gpu_row("level1/19_ReLU.py", 10, 30, 20, 15)]
     assert level_of("level3/1_MLP.py") == "level3" and level_of("row_softmax") == "other"
     assert cause_of(rows[-1]) is None
@@ -239,6 +242,7 @@ def test_failures_are_grouped_by_a_short_cause_with_their_problems():
     assert groups["incorrect: coverage trial"] == ["level1/94_MSE.py"]
     assert groups["timeout"] == ["level1/5_Big.py"] and groups["baseline failed"] == ["level1/7_Y.py"]
     assert groups["rejected: implausible time"] == ["level1/6_X.py"] and groups["not started"] == ["level1/8_Z.py"]
+    assert groups["compile_error: InterpreterError"] == ["level1/29_Softplus.py"]  # another status: its reason's head
     assert sum(len(v) for v in groups.values()) == len(rows) - 1
 
 

@@ -12,72 +12,119 @@ from fitness.common.gpu_lock import lock_path, shared_during_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDER = """
-import sys, time
+import os, sys, time
 from fitness.common.gpu_lock import DeviceLock, start_up
-path, mode, hold, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+path, mode, out = sys.argv[1], sys.argv[2], sys.argv[3]
 with start_up(path, hold_gpu=mode == "start") if mode.startswith("start") else DeviceLock(path, exclusive=mode == "ex"):
     start = time.monotonic()
     open(out + ".acquired", "w").close()
-    time.sleep(hold)
+    while not os.path.exists(out + ".release"):
+        time.sleep(0.005)
     end = time.monotonic()
 open(out, "w").write(f"{start} {end}")
 """
+HANG_S = 120  # a holder that never gets the lock: a failure, not a measurement
 
 
 class Holder:
-    """A process that takes the lock, holds it `hold` seconds and writes when it held it (monotonic clock)."""
+    """A process that takes the lock, holds it until released and writes when it held it (the monotonic clock, one
+    for every process: the order of the events). The tests order the events themselves: a holder is released, and
+    another is started, only once the one before it holds the lock or waits for it (``waiting``)."""
 
-    def __init__(self, tmp_path: Path, name: str, mode: str, hold: float):
-        self.out = tmp_path / name
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "gpu-0.lock"), mode, str(hold),
-                                      str(self.out)], cwd=ROOT)
+    def __init__(self, tmp_path: Path, name: str, mode: str):
+        self.out, self.lock = tmp_path / name, tmp_path / "gpu-0.lock"
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(self.lock), mode, str(self.out)], cwd=ROOT)
 
-    def wait_acquired(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not Path(f"{self.out}.acquired").exists():
-            assert time.monotonic() < deadline, "the lock was never acquired"
-            time.sleep(0.01)
+    def acquired(self) -> bool:
+        return Path(f"{self.out}.acquired").exists()
+
+    def wait_acquired(self) -> None:
+        _until(self.acquired, f"{self.out.name} never got the lock")
+
+    def release(self) -> None:
+        Path(f"{self.out}.release").touch()
 
     def interval(self) -> tuple[float, float]:
-        assert self.proc.wait(timeout=20) == 0
+        assert self.proc.wait(timeout=HANG_S) == 0
         start, end = map(float, self.out.read_text().split())
         return start, end
 
 
+def _until(condition, what: str) -> None:
+    deadline = time.monotonic() + HANG_S
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def waiting(path: Path) -> int:
+    """How many flock requests wait on `path` (the kernel's /proc/locks: "->" lines name the file's device and
+    inode); the files are the test's own, so are the waiters."""
+    st = path.stat()
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return sum(1 for line in Path("/proc/locks").read_text().splitlines()
+               if "->" in line.split() and line.split()[line.split().index("->") + 5] == file)
+
+
+def wait_waiting(path: Path, count: int = 1) -> None:
+    _until(lambda: path.exists() and waiting(path) >= count, f"nothing came to wait on {path.name}")
+
+
 def test_shared_holders_coexist(tmp_path):
-    a, b = Holder(tmp_path, "a", "sh", 1.0), Holder(tmp_path, "b", "sh", 1.0)
+    a = Holder(tmp_path, "a", "sh")
+    a.wait_acquired()
+    b = Holder(tmp_path, "b", "sh")
+    b.wait_acquired()  # while a holds it
+    a.release(), b.release()
     (a_start, a_end), (b_start, b_end) = a.interval(), b.interval()
     assert a_start < b_end and b_start < a_end  # the two intervals overlap
 
 
 def test_exclusive_holder_excludes_shared_ones_and_vice_versa(tmp_path):
-    writer = Holder(tmp_path, "w", "ex", 0.6)
-    writer.wait_acquired()
-    reader = Holder(tmp_path, "r", "sh", 0.1)
-    assert reader.interval()[0] >= writer.interval()[1]
-    reader = Holder(tmp_path, "r2", "sh", 0.6)
-    reader.wait_acquired()
-    writer = Holder(tmp_path, "w2", "ex", 0.1)
-    assert writer.interval()[0] >= reader.interval()[1]
+    for first_mode, then_mode in (("ex", "sh"), ("sh", "ex")):
+        first = Holder(tmp_path, f"{first_mode}1", first_mode)
+        first.wait_acquired()
+        then = Holder(tmp_path, f"{then_mode}2", then_mode)
+        wait_waiting(tmp_path / "gpu-0.lock")
+        assert not then.acquired()
+        first.release()
+        then.wait_acquired()
+        then.release()
+        assert then.interval()[0] >= first.interval()[1]
 
 
 def test_waiting_exclusive_locker_goes_before_later_shared_ones(tmp_path):
-    first = Holder(tmp_path, "first", "sh", 1.0)
+    first = Holder(tmp_path, "first", "sh")
     first.wait_acquired()
-    writer = Holder(tmp_path, "w", "ex", 0.3)
-    time.sleep(0.4)  # the writer is now waiting for the first reader
-    late = Holder(tmp_path, "late", "sh", 0.1)
+    writer = Holder(tmp_path, "w", "ex")
+    wait_waiting(tmp_path / "gpu-0.lock")  # the writer waits for the first reader, holding the gate
+    late = Holder(tmp_path, "late", "sh")
+    wait_waiting(tmp_path / "gpu-0.lock.gate")  # the late reader queues behind it
+    first.release()
+    writer.wait_acquired()
+    assert not late.acquired()
+    writer.release()
+    late.wait_acquired()
+    late.release()
     (_, first_end), (w_start, w_end), (late_start, _) = first.interval(), writer.interval(), late.interval()
     assert first_end <= w_start and w_end <= late_start
 
 
 def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
-    first = Holder(tmp_path, "s1", "start", 0.8)
+    first = Holder(tmp_path, "s1", "start")
     first.wait_acquired()
-    reader = Holder(tmp_path, "r", "sh", 0.2)  # a correctness trial shares the GPU with a start-up
-    second = Holder(tmp_path, "s2", "start", 0.3)
-    time.sleep(0.3)  # the second start-up now waits for its turn, holding nothing of the GPU's lock
-    timer = Holder(tmp_path, "t", "ex", 0.3)
+    reader = Holder(tmp_path, "r", "sh")  # a correctness trial shares the GPU with a start-up
+    reader.wait_acquired()
+    second = Holder(tmp_path, "s2", "start")
+    wait_waiting(tmp_path / "gpu-0.lock.start")  # the second start-up waits for its turn, holding nothing of the GPU
+    timer = Holder(tmp_path, "t", "ex")
+    wait_waiting(tmp_path / "gpu-0.lock")  # the timer waits for the start-up and the trial
+    first.release(), reader.release()
+    timer.wait_acquired()
+    assert not second.acquired()
+    timer.release()
+    second.wait_acquired()
+    second.release()
     (s1_start, s1_end), (r_start, r_end) = first.interval(), reader.interval()
     (t_start, t_end), (s2_start, _) = timer.interval(), second.interval()
     assert r_start < s1_end and s1_start < r_end  # shared with the trial
@@ -87,10 +134,16 @@ def test_start_ups_take_turns_and_a_waiting_timer_goes_between_them(tmp_path):
 
 def test_a_start_up_outside_the_gpu_lock_overlaps_a_timer_and_still_takes_turns(tmp_path):
     """fitness.start_up_under_lock=false: start-ups run while a candidate is timed, one at a time still."""
-    first = Holder(tmp_path, "s1", "start-free", 0.8)
+    first = Holder(tmp_path, "s1", "start-free")
     first.wait_acquired()
-    timer = Holder(tmp_path, "t", "ex", 0.3)
-    second = Holder(tmp_path, "s2", "start-free", 0.1)
+    timer = Holder(tmp_path, "t", "ex")
+    timer.wait_acquired()  # while the start-up holds its turn
+    second = Holder(tmp_path, "s2", "start-free")
+    wait_waiting(tmp_path / "gpu-0.lock.start")
+    assert not second.acquired()
+    first.release(), timer.release()
+    second.wait_acquired()
+    second.release()
     (s1_start, s1_end), (t_start, t_end), (s2_start, _) = first.interval(), timer.interval(), second.interval()
     assert t_start < s1_end  # the timer did not wait for the start-up
     assert s1_end <= s2_start  # one start-up at a time

@@ -138,6 +138,7 @@ def test_a_server_that_answers_passes_in_one_line(capsys):
     with ScriptedLLMServer([], models=401) as server:
         checked(local(server.url, "llm.check=false"))  # skipped: the cache may replay every reply
         assert server.model_requests == 0
-    with ScriptedLLMServer([], models=401) as server:
-        checked(["run", "llm=local", f"llm.api_base={server.url}"])  # offline operators: no LLM asked, none checked
+    with ScriptedLLMServer([], models=401) as server:  # offline operators: an LLM nothing would ask, refused
+        with pytest.raises(ValueError, match="an LLM is chosen .* but no operator of the run asks one"):
+            checked(["run", "llm=local", f"llm.api_base={server.url}"])
         assert server.model_requests == 0

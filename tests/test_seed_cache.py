@@ -6,6 +6,7 @@ dir reproduce it here with the capture faked (a GEMM template captured on an H10
 import json
 import logging
 import pickle
+import threading
 import time
 from concurrent.futures import Future
 from types import SimpleNamespace
@@ -37,6 +38,7 @@ GEMM = json.loads((FIXTURES / "matmul_template.json").read_text())
 TF32_GEMM = {**GEMM, "code": GEMM["code"].replace("ALLOW_TF32 : tl.constexpr = False",
                                                   "ALLOW_TF32 : tl.constexpr = True")}  # as under policy triton
 CHECK_S = 0.3  # how long the fake service takes to judge a kernel
+HANG_S = 60  # a thread that never ends: a failure, not a measurement
 
 
 @pytest.fixture
@@ -156,10 +158,11 @@ def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check
     for run in ("warm", "bench1"):
         store = RunStore(tmp_path / run)
         service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
-        started = time.time()
+        started = time.perf_counter()  # the clock the seeds' times are taken on: their spans lie inside this one
         made = make_seeds(plan_of(), None, service, tmp_path / run)
         assert service.deadlines == []  # no wall-time budget: no cut
-        marks = {"process": started, "queued": 0.0, "run": started, "service": started, "search": time.time()}
+        marks = {"process": started, "queued": 0.0, "run": started, "service": started,
+                 "search": time.perf_counter()}
         summary = summarise(store, None)  # summary.json's fields, from the store
         assert (summary.seed_cache, summary.seed_check_s) == (store.get_meta(SEED_CACHE), store.get_meta(SEED_CHECK_S))
         outcomes.append((summary.seed_cache, summary.seed_wall_s, summary.seed_check_s, start_up(marks, store),
@@ -169,31 +172,40 @@ def test_two_runs_sharing_a_cache_the_second_hits_and_its_seed_time_is_the_check
     assert warm_cache.startswith("captured (why: no entry for matmul in ") and cache == "cached"
     assert fake_capture.asked == [["default"]]  # the second run captured nothing
     assert "ALLOW_TF32: tl.constexpr = False" in source  # the TF32 seed judged incorrect, its IEEE rewrite kept
-    assert check >= 2 * CHECK_S and 0 <= made_s < CHECK_S  # the seed and its rewrite judged: the seeds' time
-    assert stages["seeds"] == round(made_s, 2) and abs(stages["other"]) < CHECK_S  # the check is no start-up stage
+    assert check >= 2 * CHECK_S and made_s >= 0  # the seed and its rewrite judged: the check's time, not the seeds'
+    # the check is no start-up stage: the seeds' time and the check's, both inside the call, are not counted twice
+    assert stages["seeds"] == round(made_s, 2) and stages["other"] >= 0
 
 
-def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp_path, fake_capture):
+def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp_path, fake_capture, monkeypatch):
     fake_capture.captured = TF32_GEMM
     spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
     store = RunStore(tmp_path / "run")
     service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
-    before = time.perf_counter()
+    inner, captured = seeds.capture_variants, []
+
+    def timed_capture(*args, **kwargs):  # when the capture ended
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            captured.append(time.perf_counter())
+
+    monkeypatch.setattr(seeds, "capture_variants", timed_capture)
     make_seeds(plan_of(wall_time_s=5.0), None, service, tmp_path / "run")
+    after = time.perf_counter()
     (deadline, lifted) = service.deadlines  # cut at the budget while judging, lifted after (the search sets its own)
-    capture_s = store.get_meta("seed_capture_s")  # the budget counts from the checks, the capture before them
-    assert before + 5.0 <= deadline <= before + 5.0 + capture_s + 0.05 and lifted is None
+    assert captured[0] + 5.0 <= deadline <= after + 5.0 and lifted is None  # counted from the checks, not the capture
     settings = SearchSettings(mu=2, lambda_=2, budget=Budget(generations=50, wall_time_s=3.0, patience=None))
     search = Search([(Genome.from_source(SOURCE.format(v=0)), "seed")], [Step()], FakeTuner(store), store,
                     settings, spent_s=2.9)
-    started = time.perf_counter()
     state = search.run()
-    assert "wall-time budget of 3 s spent" in state["stop_reason"] and time.perf_counter() - started < 2.5
-    assert store.latest_checkpoint().elapsed_s >= 3.0  # the search's time (summary's search_wall_s) holds the check
+    assert "wall-time budget of 3 s spent" in state["stop_reason"]
+    checkpoint = store.latest_checkpoint()  # the search's time (summary's search_wall_s) holds the check: its clock
+    assert checkpoint.logbook[0]["elapsed_s"] >= 2.9 and checkpoint.elapsed_s >= 3.0  # starts at the 2.9 s spent
     composed = Validator("run", "config").check(["search.wall_time_s=3"])[0]  # the config a run stores
     store.set_meta("config", OmegaConf.to_container(composed, resolve=True))
     summary = summarise(store, store.latest_checkpoint(), state["stop_reason"])
-    assert summary.over_budget_s == round(summary.search_wall_s - 3.0, 2) and 0 <= summary.over_budget_s < 5
+    assert summary.over_budget_s == round(summary.search_wall_s - 3.0, 2) and summary.over_budget_s >= 0
     assert summarise(store, store.latest_checkpoint(), "4 generations done").over_budget_s is None
     store.close()
 
@@ -245,23 +257,26 @@ def test_the_capture_runs_beside_the_baselines_and_its_failure_is_raised_where_t
     # on 4 x H100 a problem's baselines took 50 s and its seeds 44 s (median), one after the other, both compiling
     fake_capture.captured = TF32_GEMM
     spec = resolve_problem("matmul", sizes=GEMM["fixture"]["sizes"])
-    slow, inner = 0.6, seeds.capture_variants
+    measured, inner, spans = threading.Event(), seeds.capture_variants, []
 
-    def slow_capture(*args, **kwargs):
-        time.sleep(slow)
+    def held_capture(*args, **kwargs):  # compiles until the baselines are measured
+        start = time.perf_counter()
+        assert measured.wait(HANG_S)
+        spans.append((start, time.perf_counter()))
         return inner(*args, **kwargs)
 
-    monkeypatch.setattr(seeds, "capture_variants", slow_capture)
+    monkeypatch.setattr(seeds, "capture_variants", held_capture)
     store = RunStore(tmp_path / "run")
     service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
-    started = time.perf_counter()
     capture = start_capture(plan_of(), None, service, tmp_path / "run")
-    assert time.perf_counter() - started < slow / 2  # started, not waited for
-    time.sleep(slow)  # the baselines, measured meanwhile
+    assert not capture.done()  # started, not waited for: it goes on while the baselines are measured
+    measured.set()  # the baselines measured
+    capture.result(timeout=HANG_S)
     made = make_seeds(plan_of(), None, service, tmp_path / "run", capture)
     assert "ALLOW_TF32: tl.constexpr = False" in made[0].genome.source  # the same seeds as without the thread
-    assert store.get_meta("seed_wall_s") < slow / 2  # the capture ran beside the baselines: no wait after them
-    assert slow <= summarise(store, None).seed_capture_s < 2 * slow  # its own time, kept apart (stages.md)
+    assert fake_capture.asked == [["default"]]  # the capture that ran beside the baselines: no other after them
+    (start, end), = spans
+    assert summarise(store, None).seed_capture_s >= end - start  # its own time, kept apart (stages.md)
     assert store.get_meta(SEED_CACHE).startswith("captured (why: no entry for matmul in ")
     store.close()
     for initialise, captures in ((False, True), ("from_seed", True), (True, False)):  # an LLM team's first kernel

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
-from evo.reports.outcome import SUMMARY_FILE, RunOutcome  # written at the end of every run
+from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
 from evo.benchmark.start_gate import START_GATE, open_gate
 from evo.records.store import RunStore
 from core.records import from_record
@@ -254,7 +254,7 @@ def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None
     if launched.gate is not None:
         launched.gate.unlink(missing_ok=True)
     summary_file = run_dir / SUMMARY_FILE
-    if code == 0 and summary_file.is_file():
+    if code in (0, NO_CORRECT_EXIT) and summary_file.is_file():  # a search that ended, with a correct kernel or not
         summary = RunOutcome.read(run_dir)
         return Row(task.name, summary.status, summary.stop_reason, wall, gpu or "", summary)
     if code is not None and (code == INTERRUPTED_EXIT or code < 0):  # stopped, not failed: a re-run resumes it

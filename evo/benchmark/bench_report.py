@@ -88,13 +88,18 @@ def summary_lines(summary: dict) -> list[str]:
     baked += (f"; {summary['specialised']} of them run only at the problem's sizes (they failed at other sizes)"
               if summary.get("specialised") else "")
     causes = (summary.get("paper") or {}).get("failures") or {}
-    failing = (["without a correct kernel: " + "; ".join(f"{cause} {len(names)}" for cause, names in causes.items())]
-               if causes else [])
+    failing = (["without a correct kernel: " + "; ".join(f"{cause} {len(names)} ({_some(names)})"
+                                                        for cause, names in causes.items())] if causes else [])
     return [f"correct: {summary['correct']} of {summary['problems']}{runs} ({summary['correct_rate']:.0%}){labelled}"
             f"{baked}",
             *failing, *speed, *pace,
             f"{summary['device']}-hours {summary['device_hours']:.2f}, LLM calls {summary['llm_calls']}, LLM cost "
             f"${summary['llm_cost_usd']:.2f}"]
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """The first `shown` of `names`, and how many more."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 STATUS = {BAKED: "correct at test sizes only (baked)"}  # a status as a table says it (summary.json keeps the key)

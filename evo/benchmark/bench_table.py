@@ -98,7 +98,8 @@ def cause_of(row: Row) -> str | None:
     if status == "failed":
         found = re.match(r"(exit code -?\d+)", reason)
         return f"run failed ({found.group(1)})" if found else "run failed"
-    return status or "unknown"
+    head = reason.splitlines()[0].split(":", 1)[0][:40] if reason else ""  # compile_error: InterpreterError
+    return f"{status}: {head}" if status and head else status or "unknown"
 
 
 def failures(rows: list[Row]) -> dict[str, list[str]]:

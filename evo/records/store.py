@@ -67,6 +67,14 @@ class StoreError(ValueError):
     """The directory holds no run, or a run this version cannot read; the message says what to do."""
 
 
+def _damaged(path: Path, exc: sqlite3.DatabaseError) -> StoreError | sqlite3.DatabaseError:
+    """A store SQLite cannot read as a database (not one its busy or locked errors: those are raised as they are)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return exc
+    return StoreError(f"{path} is not a readable run store ({exc}): it is damaged or not kernelevo's; start a new run "
+                      f"in another directory, or put back a copy of the file")
+
+
 class RunStore:
     def __init__(self, run_dir: Path, create: bool = True):
         self.run_dir = Path(run_dir)
@@ -76,9 +84,13 @@ class RunStore:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise _damaged(self.path, exc) from None
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -105,6 +117,8 @@ class RunStore:
             rows = db.execute("SELECT value FROM meta WHERE key = 'config'").fetchall()
         except sqlite3.OperationalError:  # no meta table yet: its run has not begun
             return None
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(path, exc) from None
         finally:
             db.close()
         return _meta_value("config", rows[0][0]) if rows else None

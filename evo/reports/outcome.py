@@ -34,6 +34,9 @@ SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (b
 TF32_INCORRECT = "tf32_incorrect"  # meta: compiled baselines whose own kernels, as seeds, were incorrect with TF32
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
+NO_CORRECT_EXIT = 3  # `kernelevo run`'s exit code when its search ended with no correct kernel (docs/search.md)
+NOT_CORRECT_HEADER = ("# kernelevo: NOT A CORRECT KERNEL: no kernel of this run passed the checks; this is its best "
+                      "candidate, which failed them ({why}). Do not use it as a kernel.\n")
 
 
 @dataclass
@@ -125,6 +128,13 @@ class RunOutcome:
     @property
     def interpreter(self) -> bool:
         return self.timer == INTERPRETER
+
+    def flagged(self, source: str) -> str:
+        """The best kernel's file: its source, under a header saying so when it is not correct."""
+        if self.ok:
+            return source
+        why = f"{self.status}: {self.reason.strip().splitlines()[0]}" if self.reason.strip() else self.status
+        return NOT_CORRECT_HEADER.format(why=why if len(why) <= 300 else why[:297] + "...") + source
 
     def baseline_s(self, name: str) -> float | None:
         return getattr(self, f"{name}_s")

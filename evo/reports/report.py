@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,7 @@ class RunReport:
     llm: list  # rows of LLM_HEADER
     policy: list  # rows of POLICY_HEADER
     policy_facts: list  # (setting, value)
-    statuses: Counter
+    statuses: list  # rows of STATUS_HEADER: each status, its count, its failures' reasons (status_rows)
     plot_png: bytes = b""
     llm_children: list = field(default_factory=list)  # rows of LLM_CHILD_HEADER
     prompt_sizes: dict = field(default_factory=dict)  # RunStore.prompt_sizes: per LLM role
@@ -67,6 +68,8 @@ class RunReport:
 
 
 ANYTIME_NONE = "No speed-up: no correct kernel, or times of Triton's CPU interpreter (no baselines)."
+STATUS_HEADER = ("status", "evaluations", "reasons (first line, how many)")
+NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")  # what reasons of one kind differ by (status_rows)
 GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "median", "correct in population")
 OPERATOR_HEADER = ("operator", "children", "correct", "improved on parent", "correct %", "improved %", "LLM calls",
                    "LLM cost")
@@ -254,13 +257,37 @@ def collect(store: RunStore) -> RunReport:
                      interpreter=interpreter, summary=summary_rows(summary), generations=generations,
                      lineage=lineage, diff=diff,
                      operators=operator_rows(individuals), llm=llm, policy=tolerances, policy_facts=facts,
-                     statuses=Counter(r.status for r in store.evaluations().values()),
+                     statuses=status_rows(store.evaluations().values()),
                      plot_png=plot_fitness(state.logbook, individuals, interpreter),
                      llm_children=llm_child_rows(store.llm_calls(), individuals),
                      prompt_sizes=store.prompt_sizes(), profiles=store.profiles(),
                      manifest=manifest_rows(summary.manifest), anytime=summary.anytime,
                      anytime_png=plot_anytime([("", summary.anytime)], "best speed-up so far")
                      if summary.anytime["points"] else b"")
+
+
+def status_rows(results, reasons: int = 3) -> list[tuple[str, int, str]]:
+    """Rows of STATUS_HEADER, the most common status first: a failure's `reasons` most common first lines with
+    how many evaluations gave each (lines that differ only in their numbers, an input seed or a value, count as one,
+    shown by their first; each cut at 200 characters), so a page says why, not only how often."""
+    results = list(results)
+    rows = []
+    for status, count in Counter(r.status for r in results).most_common():
+        lines = [r.reason.strip().splitlines()[0] for r in results if r.status == status and not r.ok
+                 and r.reason.strip()]
+        kinds, first = Counter(), {}
+        for line in lines:
+            kind = NUMBER.sub("N", line)
+            kinds[kind] += 1
+            first.setdefault(kind, line)
+        shown = [f"{_cut(first[kind])} ({n})" for kind, n in kinds.most_common(reasons)]
+        more = len(kinds) - len(shown)
+        rows.append((status, count, "; ".join(shown) + (f"; and {more} other reason(s)" if more > 0 else "")))
+    return rows
+
+
+def _cut(line: str, chars: int = 200) -> str:
+    return line if len(line) <= chars else line[:chars - 3] + "..."
 
 
 def _md_table(header, rows) -> list[str]:
@@ -293,7 +320,7 @@ def markdown(report: RunReport) -> str:
     lines += prompt_size_lines(report.prompt_sizes) + profiler_lines(report.profiles) + [""]
     lines += ["## Precision policy", "", *[f"- {k}: {v}" for k, v in report.policy_facts], "",
               *_md_table(POLICY_HEADER, report.policy),
-              "## Evaluations", "", ", ".join(f"{k}: {v}" for k, v in report.statuses.most_common()), ""]
+              "## Evaluations", "", *_md_table(STATUS_HEADER, report.statuses)]
     lines += ["## Best kernel against the seed", "", "```diff", *(report.diff or ["(no change)"]), "```", ""]
     return "\n".join(lines)
 

@@ -288,7 +288,7 @@ def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tupl
     if outcome.best_id:
         best = store.individual(outcome.best_id).genome.rendered()
         best = sizes_label.flagged(best, outcome.runs_at_other_sizes, outcome.other_sizes_note)
-        Path(outcome.best_file).write_text(full_size.flagged(best, outcome.sizes_check))
+        Path(outcome.best_file).write_text(outcome.flagged(full_size.flagged(best, outcome.sizes_check)))
     outcome.write(store.run_dir)
     store.close()
     return outcome

@@ -2,6 +2,7 @@
 fitness, hardware and device settings): the device, the hardware profile, the problem at the device's sizes."""
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,7 +47,19 @@ def problem_spec(problem: ProblemSettings, device: str) -> ProblemSpec:
     if not Path(seed).expanduser().is_file():
         raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
                          f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")
+    check_seed_file(seed)
     return replace(spec, seed_path=str(Path(seed).expanduser().resolve()))
+
+
+def check_seed_file(seed: str) -> None:
+    """A seed file that is not Python text is refused before anything runs, naming the line and the fix."""
+    fix = f"fix the file, or set problem.seed={INDUCTOR} to start from torch.compile's Triton kernels"
+    try:
+        ast.parse(Path(seed).expanduser().read_text(encoding="utf-8"), filename=seed)
+    except UnicodeDecodeError:
+        raise ValueError(f"problem.seed={seed} is not UTF-8 text; {fix}") from None
+    except SyntaxError as exc:
+        raise ValueError(f"problem.seed={seed}: line {exc.lineno}: {exc.msg}; {fix}") from None
 
 
 def profile_for(profile_name: str, device: str) -> HardwareProfile:

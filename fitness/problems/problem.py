@@ -98,7 +98,21 @@ def _apply_sizes(module: ModuleType, sizes: dict, path: Path) -> None:
         if isinstance(constants[key], (list, tuple)) != isinstance(value, (list, tuple)):
             raise ProblemError(f"{path}: size override {key}={value!r}: the file's {key} is {constants[key]!r}; give "
                                f"a {'list' if isinstance(constants[key], (list, tuple)) else 'number'} like it")
-        setattr(module, key, type(constants[key])(value))
+        setattr(module, key, _size_value(path, key, constants[key], value))
+
+
+def _size_value(path: Path, key: str, current, value):
+    """`value` as the type of the file's `current` value of `key` (a list's items as its first); a ProblemError where
+    it is not a number of that kind (``batch_size=abc``; ``2.5`` for a whole number)."""
+    if isinstance(current, (list, tuple)):
+        return type(current)(_size_value(path, key, current[0], v) for v in value)
+    whole = isinstance(current, numbers.Integral)
+    number = isinstance(value, numbers.Number) and not isinstance(value, bool)
+    if not number or whole and not float(value).is_integer():  # 2.5, inf, nan for a whole number
+        kind = "a whole number" if whole else "a number"
+        raise ProblemError(f"{path}: size override {key}={value!r}: the file's {key} is {current!r}; give {kind} "
+                           f"like it (e.g. problem.sizes.{key}={current!r})")
+    return type(current)(value)
 
 
 def load_problem(spec: ProblemSpec) -> LoadedProblem:
@@ -149,6 +163,11 @@ def _check_reference(problem: LoadedProblem, run_forward: bool) -> None:
     if odd:
         raise ProblemError(f"{path}: get_inputs() must return {ARGUMENT_TYPES} (Model.forward's arguments), but "
                            f"{'; '.join(odd)}")
+    empty = [f"item {i + 1} has shape {list(x.shape)}" for i, x in enumerate(inputs)
+             if isinstance(x, torch.Tensor) and x.numel() == 0]
+    if empty:
+        raise ProblemError(f"{path}: get_inputs() returns an empty tensor ({'; '.join(empty)}): a size is 0; give "
+                           f"every size of the inputs at least 1 (problem.sizes.NAME=N)")
     try:
         inspect.signature(problem.Model.forward).bind(None, *inputs)
     except TypeError as exc:

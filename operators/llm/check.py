@@ -47,6 +47,16 @@ def uses_llm(operators: list, llm: LLMPlan | None) -> bool:
     return bool(wanted) or (llm is not None and llm.initialise not in (False, None))
 
 
+def unused_llm(operators: list, llm: LLMPlan | None) -> None:
+    """ValueError where an LLM is chosen (``llm=openai``) and the run would never ask it (no LLM operator, no
+    ``llm.initialise``), rather than a run that silently runs offline: a new run's check (a resume keeps its run's
+    settings)."""
+    if llm is not None and llm.provider and not uses_llm(operators, llm):
+        raise ValueError(f"an LLM is chosen ({', '.join(llm.models)}) but no operator of the run asks one "
+                         f"(operators=offline, the default) and llm.initialise is false: add operators=llm (or "
+                         f"operators=llm_mutation), or llm.initialise=true, or leave llm= out to run offline")
+
+
 def check_llm(llm: LLMPlan) -> str:
     """Check the run's LLM as a user would; returns one line saying what answered, or "" when ``llm.check`` is
     false. LLMCheckFailed naming the cause and the fix."""

@@ -2,7 +2,8 @@
 
 The candidate has the problem's imports and constants, Inductor's ``@triton.jit`` kernels as plain kernels (its
 heuristics decorator dropped; its jit helpers imported from ``torch._inductor.runtime.triton_helpers``; libdevice
-calls written as the ``tl`` functions they are), each kernel's launch configuration as module-level constants
+calls written as the ``tl`` functions they are, and for the interpreter the others as their CPU forms,
+``libdevice.py``), each kernel's launch configuration as module-level constants
 declared in ``TUNABLE`` (Inductor's choice first), and ``ModelNew``: the problem's ``Model`` constructor verbatim
 (same parameters and buffers) with a ``forward`` that is Inductor's ``call`` with explicit grids and launches; with
 ``triton_convolutions``, its library convolutions and attention calls as kernelevo's own Triton convolution and
@@ -22,7 +23,7 @@ from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
-from seeds.inductor import launches, randoms, recurrent
+from seeds.inductor import launches, libdevice, randoms, recurrent
 from seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
                                       k_major_loads, template_grid, template_kernel)
@@ -34,7 +35,6 @@ LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": 
 # NaN-propagating helpers become Triton's builtins (which do not propagate NaN in max/min)
 INTERPRETER_HELPERS = {"maximum": "tl.maximum", "minimum": "tl.minimum", "max2": "tl.max", "min2": "tl.min",
                        "sum2": "tl.sum"}
-INTERPRETER_LIBDEVICE = {"tanh": "(2.0 * tl.sigmoid(2.0 * ({0})) - 1.0)"}  # libdevice does not run there
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 WARPS, STAGES = [1, 2, 4, 8, 16, 32], [1, 2, 3, 4, 5]
@@ -44,7 +44,8 @@ NO_TRITON_KERNEL = "Inductor generated no Triton kernel for this problem (it cal
 # kernels -----------------------------------------------------------------------------------------------------------
 def kernel_function(name: str, source: str, interpreter: bool = False) -> ast.FunctionDef:
     """The kernel's function from its Inductor module, with only @triton.jit left, libdevice mapped to tl (and on
-    the interpreter, Inductor's reduction helpers to Triton's builtins)."""
+    the interpreter, Inductor's reduction helpers to Triton's builtins, the other libdevice calls to their CPU forms:
+    ``libdevice.py``)."""
     function = next((n for n in pyast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if function is None:
         raise SeedError(f"kernel {name}: no function of that name in Inductor's kernel source")
@@ -56,19 +57,7 @@ def kernel_function(name: str, source: str, interpreter: bool = False) -> ast.Fu
         if interpreter and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                 and node.value.id == "triton_helpers" and node.attr in INTERPRETER_HELPERS:
             node.value.id, node.attr = INTERPRETER_HELPERS[node.attr].split(".")
-    if interpreter:
-        function = _InterpreterLibdevice().visit(function)
-    return function
-
-
-class _InterpreterLibdevice(ast.NodeTransformer):
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        name = ast.unparse(node.func)
-        if name.startswith("libdevice.") and name.split(".")[1] in INTERPRETER_LIBDEVICE and len(node.args) == 1:
-            form = INTERPRETER_LIBDEVICE[name.split(".")[1]].format(ast.unparse(node.args[0]))
-            return ast.parse(form, mode="eval").body
-        return node
+    return libdevice.for_interpreter(function) if interpreter else function
 
 
 def jit_helpers(source: str, kernel: str) -> dict:
@@ -257,7 +246,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
     for index, (name, source) in enumerate(kernel_sources(code_tree)):
         function = kernel_function(name, source, interpreter=interpreter)
-        helpers.update(jit_helpers(source, name))
+        helpers.update({n: libdevice.for_interpreter(f) if interpreter else f
+                        for n, f in jit_helpers(source, name).items()})
         meta = inductor_meta(source, name)
         template = is_template(meta) and is_gemm_template(function)  # another template: a fixed grid (templates.py)
         names, extra = {}, {}
@@ -290,6 +280,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         kernels[name] = {"runtime": runtime, "constants": names, "grid_type": meta.get("grid_type", "Grid1D"),
                          "meta": meta, **extra}
         functions.append(function)
+    if interpreter:
+        helpers.update(libdevice.forms_called([*helpers.values(), *functions]))
 
     header, model = model_parts(problem_source)
     call = _call_function(code_tree)
