@@ -1,0 +1,395 @@
+# kernelevo: RUNS ONLY AT THE PROBLEM'S SIZES: no, specialised to the problem's sizes (batch_size=16, height=1024, in_channels=16, out_channels=128, width=1024); failed at batch_size=12, height=768, in_channels=12, out_channels=96, width=768: runtime_error (evaluation failed outside the candidate: AcceleratorError: CUDA error: an illegal memory access was encountered)
+"""Seed for 63_conv_standard_2D__square_input__square_kernel: the Triton kernels torch.compile (Inductor) generated for this problem (torch 2.11.0+cu130, triton 3.6.0, captured on cuda:0), as a standalone candidate.
+
+Each kernel's launch configuration is a constant below (Inductor's choice) declared in TUNABLE; forward is Inductor's call() with explicit grids. Sizes are baked in, as Inductor compiled them. Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an implicit GEMM over channels-last data, a depthwise kernel, or a direct convolution where a group's GEMM is too small for tl.dot; a transposed one split by output phase into one launch per residue of the output modulo the stride; seeds/kernels/conv.py), its launch parameters the C<n>_* constants."""
+
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+K0_YBLOCK = 16
+K0_XBLOCK = 512
+K0_NUM_WARPS = 8
+K0_NUM_STAGES = 1
+K1_YBLOCK = 64
+K1_XBLOCK = 8
+K1_NUM_WARPS = 4
+K1_NUM_STAGES = 1
+K2_YBLOCK = 32
+K2_XBLOCK = 64
+K2_NUM_WARPS = 8
+K2_NUM_STAGES = 1
+C0_BLOCK_M = 128
+C0_BLOCK_N = 64
+C0_BLOCK_K = 32
+C0_GROUP_M = 8
+C0_NUM_WARPS = 4
+C0_NUM_STAGES = 3
+C0_CHANNELS_LAST = 1
+TUNABLE = {'K0_YBLOCK': [2, 4, 8, 16, 32, 64], 'K0_XBLOCK': [64, 128, 256, 512, 1024, 2048], 'K0_NUM_WARPS': [1, 2, 4, 8, 16, 32], 'K0_NUM_STAGES': [1, 2, 3, 4, 5], 'K1_YBLOCK': [8, 16, 32, 64, 128, 256], 'K1_XBLOCK': [1, 2, 4, 8, 16], 'K1_NUM_WARPS': [1, 2, 4, 8, 16, 32], 'K1_NUM_STAGES': [1, 2, 3, 4, 5], 'K2_YBLOCK': [4, 8, 16, 32, 64, 128], 'K2_XBLOCK': [8, 16, 32, 64, 128, 256], 'K2_NUM_WARPS': [1, 2, 4, 8, 16, 32], 'K2_NUM_STAGES': [1, 2, 3, 4, 5], 'C0_BLOCK_M': [16, 32, 64, 128, 256], 'C0_BLOCK_N': [16, 32, 64, 128, 256], 'C0_BLOCK_K': [16, 32, 64, 128], 'C0_GROUP_M': [1, 4, 8, 16], 'C0_NUM_WARPS': [1, 2, 4, 8, 16, 32], 'C0_NUM_STAGES': [1, 2, 3, 4, 5], 'C0_CHANNELS_LAST': [0, 1]}
+
+
+@triton.jit
+def triton_poi_fused_convolution_0(in_ptr0, out_ptr0, ynumel, xnumel, YBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
+    ynumel = 256
+    xnumel = 1048576
+    yoffset = tl.program_id(1) * YBLOCK
+    yindex = yoffset + tl.arange(0, YBLOCK)[:, None]
+    ymask = yindex < ynumel
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[None, :]
+    xmask = tl.full([XBLOCK], True, tl.int1)[None, :]
+    x2 = xindex
+    y3 = yindex
+    y0 = yindex % 16
+    y1 = yindex // 16
+    tmp0 = tl.load(in_ptr0 + (x2 + 1048576 * y3), ymask, eviction_policy='evict_last')
+    tl.store(out_ptr0 + (y0 + 16 * x2 + 16777216 * y1), tmp0, ymask)
+
+
+@triton.jit
+def triton_poi_fused_convolution_1(in_ptr0, out_ptr0, ynumel, xnumel, YBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
+    ynumel = 2048
+    xnumel = 9
+    yoffset = tl.program_id(1) * YBLOCK
+    yindex = yoffset + tl.arange(0, YBLOCK)[:, None]
+    ymask = tl.full([YBLOCK], True, tl.int1)[:, None]
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[None, :]
+    xmask = xindex < xnumel
+    x2 = xindex
+    y3 = yindex
+    y0 = yindex % 16
+    y1 = yindex // 16
+    tmp0 = tl.load(in_ptr0 + (x2 + 9 * y3), xmask, eviction_policy='evict_last')
+    tl.store(out_ptr0 + (y0 + 16 * x2 + 144 * y1), tmp0, xmask)
+
+
+@triton.jit
+def triton_poi_fused_convolution_2(in_ptr0, out_ptr0, ynumel, xnumel, YBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
+    ynumel = 2048
+    xnumel = 1044484
+    yoffset = tl.program_id(1) * YBLOCK
+    yindex = yoffset + tl.arange(0, YBLOCK)[:, None]
+    ymask = tl.full([YBLOCK], True, tl.int1)[:, None]
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[None, :]
+    xmask = xindex < xnumel
+    x2 = xindex
+    y0 = yindex % 128
+    y1 = yindex // 128
+    y3 = yindex
+    tmp0 = tl.load(in_ptr0 + (y0 + 128 * x2 + 133693952 * y1), xmask, eviction_policy='evict_last')
+    tl.store(out_ptr0 + (x2 + 1044484 * y3), tmp0, xmask)
+
+
+@triton.jit
+def output_pixel(offs_m, QD, QH, QW):
+    """The (batch, depth, row, column) of a phase's output pixels numbered `offs_m` (row-major), the batch in int64."""
+    qw = offs_m % QW
+    rest = offs_m // QW
+    qh = rest % QH
+    rest = rest // QH
+    qd = rest % QD
+    return (rest // QD).to(tl.int64), qd, qh, qw
+
+
+@triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
+                               "kd0", "kh0", "kw0"])
+def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
+                   N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g,
+                   sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
+                   od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
+                   id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
+                   HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                   GROUP_M: tl.constexpr, FLAT_K: tl.constexpr):
+    pid = tl.program_id(0)
+    group = tl.program_id(1)
+    M = N * QD * QH * QW
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(C_out_g, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_m
+    pid_n = (pid % in_group) // group_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mask_m = offs_m < M
+    mask_n = offs_n < C_out_g
+    n, qd, qh, qw = output_pixel(offs_m, QD, QH, QW)
+    co = group * C_out_g + offs_n  # the output channel, over all groups
+    x_pixel = n * sxn + (group * C_in_g).to(tl.int64) * sxc  # the group's first input channel of each row's batch
+    w_column = group.to(tl.int64) * sw_group + offs_n.to(tl.int64) * sw_co
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if FLAT_K:  # few channels a group: the reduction (taps x channels, channels inner) flattened into tiles of BLOCK_K
+        for k0 in range(0, TD * TH * TW * C_in_g, BLOCK_K):
+            kk = k0 + offs_k
+            t = kk // C_in_g
+            c = kk - t * C_in_g
+            td = t // (TH * TW)
+            th = (t // TW) % TH
+            tw = t % TW
+            idd = qd[:, None] * id_step + id0 + td[None, :] * id_tap
+            ih = qh[:, None] * ih_step + ih0 + th[None, :] * ih_tap
+            iw = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
+            valid = mask_m[:, None] & (kk < TD * TH * TW * C_in_g)[None, :] & (idd >= 0) & (ih >= 0) & (iw >= 0) \
+                & (idd < D) & (ih < H) & (iw < W)
+            a = tl.load(x_ptr + x_pixel[:, None] + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh
+                        + iw.to(tl.int64) * sxw + c[None, :].to(tl.int64) * sxc, mask=valid, other=0.0)
+            tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
+                + (kw0 + tw * kw_step).to(tl.int64) * sww + c.to(tl.int64) * sw_ci
+            b = tl.load(w_ptr + tap[:, None] + w_column[None, :],
+                        mask=(kk < TD * TH * TW * C_in_g)[:, None] & mask_n[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision="tf32")
+    else:
+        chunks = tl.cdiv(C_in_g, BLOCK_K)
+        for step in range(0, TD * TH * TW * chunks):  # taps outer, the group's input channels inner
+            t = step // chunks
+            c = (step - t * chunks) * BLOCK_K + offs_k
+            td = t // (TH * TW)
+            th = (t // TW) % TH
+            tw = t % TW
+            idd = qd * id_step + id0 + td * id_tap
+            ih = qh * ih_step + ih0 + th * ih_tap
+            iw = qw * iw_step + iw0 + tw * iw_tap
+            valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
+            row = x_pixel + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+            mask_c = c < C_in_g
+            a = tl.load(x_ptr + row[:, None] + c[None, :].to(tl.int64) * sxc, mask=valid[:, None] & mask_c[None, :],
+                        other=0.0)
+            tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
+                + (kw0 + tw * kw_step).to(tl.int64) * sww
+            b = tl.load(w_ptr + tap + c[:, None].to(tl.int64) * sw_ci + w_column[None, :],
+                        mask=mask_c[:, None] & mask_n[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision="tf32")
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    od = od0 + qd * od_step
+    oh = oh0 + qh * oh_step
+    ow = ow0 + qw * ow_step
+    out_offsets = n[:, None] * son + co[None, :].to(tl.int64) * soc + od[:, None].to(tl.int64) * sod \
+        + oh[:, None].to(tl.int64) * soh + ow[:, None].to(tl.int64) * sow
+    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit(do_not_specialize=["D", "H", "W", "OD", "OH", "OW", "KD", "KH", "KW", "pd", "ph", "pw"])
+def conv_depthwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_out, multiplier, D, H, W, OD, OH, OW, KD, KH, KW,
+                          sxn, sxc, sxd, sxh, sxw, swc, swd, swh, sww, son, soc, sod, soh, sow,
+                          sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                          HAS_BIAS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
+    """A BLOCK_H x BLOCK_W tile of output plane (batch, channel, depth) = program 0 of a forward convolution with
+    one input channel per group (output channel co reads input channel co // multiplier)."""
+    plane = tl.program_id(0)
+    od = plane % OD
+    co = (plane // OD) % C_out
+    n = (plane // OD // C_out).to(tl.int64)
+    oh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    ow = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)
+    out_ok = (oh < OH)[:, None] & (ow < OW)[None, :]
+    x_plane = x_ptr + n * sxn + (co // multiplier).to(tl.int64) * sxc
+    w_plane = w_ptr + co.to(tl.int64) * swc
+    acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)
+    for kd in range(0, KD):
+        idd = od * sd - pd + kd * dd + tl.zeros((BLOCK_H,), tl.int32)  # a row's (interpreter: scalar & vector)
+        for kh in range(0, KH):
+            ih = oh * sh - ph + kh * dh
+            row_ok = out_ok & ((ih >= 0) & (ih < H) & (idd >= 0) & (idd < D))[:, None]
+            row = x_plane + (idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh)[:, None]
+            for kw in range(0, KW):
+                iw = ow * sw - pw + kw * dw
+                ok = row_ok & ((iw >= 0) & (iw < W))[None, :]
+                weight = tl.load(w_plane + kd * swd + kh * swh + kw * sww).to(tl.float32)
+                acc += tl.load(row + iw.to(tl.int64)[None, :] * sxw, mask=ok, other=0.0).to(tl.float32) * weight
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co).to(tl.float32)
+    out = out_ptr + n * son + co.to(tl.int64) * soc + od.to(tl.int64) * sod + oh.to(tl.int64)[:, None] * soh \
+        + ow.to(tl.int64)[None, :] * sow
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=out_ok)
+
+
+@triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
+                               "kd0", "kh0", "kw0"])
+def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
+                       N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, C_out,
+                       sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
+                       od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
+                       id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
+                       HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One phase of a convolution whose groups' GEMMs are too small for tl.dot: a (BLOCK_N channels, BLOCK_M
+    pixels) tile of the output, the sum over the group's input channels and the phase's taps by multiply-adds."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    co = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)  # the output channel, over all groups
+    mask_m = offs_m < N * QD * QH * QW
+    mask_n = co < C_out
+    n, qd, qh, qw = output_pixel(offs_m, QD, QH, QW)
+    group = co // C_out_g
+    x_channel = (group * C_in_g).to(tl.int64) * sxc  # the group's first input channel
+    w_channel = group.to(tl.int64) * sw_group + (co - group * C_out_g).to(tl.int64) * sw_co
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for ci in range(0, C_in_g):
+        for td in range(0, TD):
+            idd = qd * id_step + id0 + td * id_tap
+            ok_d = mask_m & (idd >= 0) & (idd < D)
+            for th in range(0, TH):
+                ih = qh * ih_step + ih0 + th * ih_tap
+                ok_h = ok_d & (ih >= 0) & (ih < H)
+                for tw in range(0, TW):
+                    iw = qw * iw_step + iw0 + tw * iw_tap
+                    valid = ok_h & (iw >= 0) & (iw < W)
+                    pixel = n * sxn + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+                    a = tl.load(x_ptr + (x_channel + ci * sxc)[:, None] + pixel[None, :],
+                                mask=mask_n[:, None] & valid[None, :], other=0.0)
+                    w_offsets = w_channel + ci * sw_ci + (kd0 + td * kd_step) * swd + (kh0 + th * kh_step) * swh \
+                        + (kw0 + tw * kw_step) * sww
+                    b = tl.load(w_ptr + w_offsets, mask=mask_n, other=0.0)
+                    acc += a.to(tl.float32) * b.to(tl.float32)[:, None]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[:, None]
+    out_offsets = co[:, None].to(tl.int64) * soc + (n * son + (od0 + qd * od_step).to(tl.int64) * sod
+                                                    + (oh0 + qh * oh_step).to(tl.int64) * soh
+                                                    + (ow0 + qw * ow_step).to(tl.int64) * sow)[None, :]
+    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
+
+
+def direct_path(c_in_g, c_out_g, taps, groups):
+    """Whether a phase runs as ``conv_direct_kernel``: its groups' GEMMs are too small for tl.dot (tiles of at least
+    16): the reduction (the group's input channels x the phase's taps) under 16, or a grouped convolution's output
+    channels per group under 16 (a convolution of one group keeps the GEMM, whose input tile serves every channel)."""
+    return c_in_g * taps < 16 or (groups > 1 and c_out_g < 16)
+
+
+def axis_phases(size_out, kernel, stride, padding, dilation, transposed):
+    """One spatial dimension's phases, each ``(o0, o_step, Q, i_step, i0, i_tap, k0, k_step, T)``: output o = o0 + q *
+    o_step (q < Q), kernel offset k = k0 + t * k_step (t < T) and input i = q * i_step + i0 + t * i_tap. Forward: one
+    phase over the whole window. Transposed: one phase per residue r of the output modulo the stride, its taps the
+    offsets k with (r + padding - k * dilation) % stride == 0 (none: T = 0)."""
+    if not transposed:
+        return [(0, 1, size_out, stride, -padding, dilation, 0, 1, kernel)]
+    k_step = next(j for j in range(1, stride + 1) if j * dilation % stride == 0)  # stride / gcd(stride, dilation)
+    phases = []
+    for r in range(min(stride, size_out)):
+        first = [k for k in range(min(k_step, kernel)) if (r + padding - k * dilation) % stride == 0]
+        k0 = first[0] if first else 0
+        phases.append((r, stride, -(-(size_out - r) // stride), 1, (r + padding - k0 * dilation) // stride,
+                       -(k_step * dilation // stride), k0, k_step, len(range(k0, kernel, k_step)) if first else 0))
+    return phases
+
+
+def conv_phases(sizes, kernel, stride, padding, dilation, transposed):
+    """The launches of a 3D convolution (1D and 2D as 3D): one per combination of its dimensions' phases
+    (``axis_phases``), each the tuple of the three dimensions' phases."""
+    per_axis = [axis_phases(*a, transposed) for a in zip(sizes, kernel, stride, padding, dilation)]
+    return [(d, h, w) for d in per_axis[0] for h in per_axis[1] for w in per_axis[2]]
+
+
+def channels_inner(t, first: int):
+    """`t` (5D) with the same sizes, its dimension `first` made the innermost in memory (a copy where it is not): the
+    input's channels (``first=1``), or a weight's input channels."""
+    if t.stride(first) == 1:
+        return t
+    order = [d for d in range(5) if d != first] + [first]
+    return t.permute(*order).contiguous().permute(*[order.index(d) for d in range(5)])
+
+
+def depthwise_path(c_in_g, transposed):
+    """Whether a convolution runs as ``conv_depthwise_kernel``: a forward one of one input channel per group."""
+    return c_in_g == 1 and not transposed
+
+
+def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
+            BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=1, direct=None):
+    """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
+    launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase of
+    ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
+    input in channels-last layout and the weight with its input channels innermost) otherwise (`direct`: True or
+    False, every phase one way). The output has strides `out_stride` where given (the layout Inductor's code expects
+    of the library call's output), else torch's contiguous layout. The depthwise kernel's tile is BLOCK_N / 16 output
+    rows by 2 * BLOCK_M columns (at least one row; both capped at the output's). CHANNELS_LAST=0: the implicit GEMM
+    reads the input as it is (no channels-last copy: a memory-bound convolution, a 1 x 1 one, may gain)."""
+    dims = x.dim() - 2
+    lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
+    stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
+    padding, output_padding = ([0] * lead + list(v) for v in (padding, output_padding))
+    x5 = x[(slice(None), slice(None)) + (None,) * lead]
+    w5 = weight[(slice(None), slice(None)) + (None,) * lead]
+    batch, c_in = x5.shape[:2]
+    kernel = w5.shape[2:]
+    c_out = w5.shape[1] * groups if transposed else w5.shape[0]
+    if transposed:
+        sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                 zip(x5.shape[2:], stride, padding, dilation, kernel, output_padding)]
+    else:
+        sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
+                 zip(x5.shape[2:], stride, padding, dilation, kernel)]
+    shape = [batch, c_out, *sizes[lead:]]
+    out = torch.empty_strided(shape, out_stride, dtype=x.dtype, device=x.device) if out_stride is not None \
+        else torch.empty(shape, dtype=x.dtype, device=x.device)
+    out5 = out[(slice(None), slice(None)) + (None,) * lead]
+    c_in_g, c_out_g = c_in // groups, c_out // groups
+    b = x5 if bias is None else bias
+    if direct is not False and depthwise_path(c_in_g, transposed):
+        rows = min(max(BLOCK_N // 16, 1), triton.next_power_of_2(sizes[1]))
+        columns = min(2 * BLOCK_M, triton.next_power_of_2(sizes[2]))
+        grid = (batch * c_out * sizes[0], triton.cdiv(sizes[1], rows), triton.cdiv(sizes[2], columns))
+        conv_depthwise_kernel[grid](x5, w5, b, out5, c_out, c_out_g, *x5.shape[2:], *sizes, *kernel, *x5.stride(),
+                                    w5.stride(0), *w5.stride()[2:], *out5.stride(), *stride, *padding, *dilation,
+                                    HAS_BIAS=bias is not None, BLOCK_H=rows, BLOCK_W=columns, num_warps=num_warps,
+                                    num_stages=num_stages)
+        return out
+    packed = {}  # the GEMM's operands, copied once for every phase that needs them
+
+    def operands():
+        if not packed:  # the weight's input channels: dimension 0 of a transposed one's, else 1
+            packed.update(x=channels_inner(x5, 1) if CHANNELS_LAST else x5,
+                          w=channels_inner(w5, 0 if transposed else 1))
+        return packed["x"], packed["w"]
+
+    for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed):
+        o0, o_step, q, i_step, i0, i_tap, k0, k_step, t = zip(*phase)
+        pixels = batch * q[0] * q[1] * q[2]
+        gemm = not (direct_path(c_in_g, c_out_g, t[0] * t[1] * t[2], groups) if direct is None else direct)
+        xs, ws = operands() if gemm else (x5, w5)
+        sw0, sw1 = ws.stride()[:2]  # weight (C_in, C_out / groups, ...) transposed, else (C_out, C_in / groups, ...)
+        w_channels = (sw0, sw1, c_in_g * sw0) if transposed else (sw1, sw0, c_out_g * sw0)  # input, output, group
+        shared = (*xs.stride(), *w_channels, *ws.stride()[2:], *out5.stride(), *o0, *o_step, *i_step, *i0, *i_tap,
+                  *k0, *k_step)
+        if not gemm:
+            block_n = min(BLOCK_N, triton.next_power_of_2(c_out))  # no tile wider than the channels
+            grid = (triton.cdiv(pixels, BLOCK_M), triton.cdiv(c_out, block_n))
+            conv_direct_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *shared,
+                                     HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
+                                     num_warps=num_warps, num_stages=num_stages)
+            continue
+        flat = c_in_g < min(BLOCK_K, 16)  # a chunk of the channels would be mostly masked: flatten taps x channels
+        block_k = BLOCK_K if flat else min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
+        grid = (triton.cdiv(pixels, BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
+        conv_nd_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
+                             HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
+                             GROUP_M=GROUP_M, FLAT_K=flat, num_warps=num_warps, num_stages=num_stages)
+    return out
+
+
+class ModelNew(nn.Module):
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int=1, padding: int=0, dilation: int=1, groups: int=1, bias: bool=False):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, out_channels, (kernel_size, kernel_size), stride=stride, padding=padding, dilation=dilation, groups=groups, bias=bias)
+
+    def forward(self, x):
+        arg0_1 = self.conv2d.weight
+        arg1_1 = x
+        buf0 = torch.empty_strided((16, 16, 1024, 1024), (16777216, 1, 16384, 16), dtype=torch.float32, device=arg0_1.device)
+        triton_poi_fused_convolution_0[triton.cdiv(1048576, K0_XBLOCK), triton.cdiv(256, K0_YBLOCK)](arg1_1, buf0, 256, 1048576, YBLOCK=K0_YBLOCK, XBLOCK=K0_XBLOCK, num_warps=K0_NUM_WARPS, num_stages=K0_NUM_STAGES)
+        buf1 = torch.empty_strided((128, 16, 3, 3), (144, 1, 48, 16), dtype=torch.float32, device=arg0_1.device)
+        triton_poi_fused_convolution_1[triton.cdiv(9, K1_XBLOCK), triton.cdiv(2048, K1_YBLOCK)](arg0_1, buf1, 2048, 9, YBLOCK=K1_YBLOCK, XBLOCK=K1_XBLOCK, num_warps=K1_NUM_WARPS, num_stages=K1_NUM_STAGES)
+        buf2 = conv_nd(buf0, buf1, None, (1, 1), (0, 0), (1, 1), False, (0, 0), 1, out_stride=(133693952, 1, 130816, 128), BLOCK_M=C0_BLOCK_M, BLOCK_N=C0_BLOCK_N, BLOCK_K=C0_BLOCK_K, GROUP_M=C0_GROUP_M, num_warps=C0_NUM_WARPS, num_stages=C0_NUM_STAGES, CHANNELS_LAST=C0_CHANNELS_LAST)
+        buf3 = torch.empty_strided((16, 128, 1022, 1022), (133693952, 1044484, 1022, 1), dtype=torch.float32, device=arg0_1.device)
+        triton_poi_fused_convolution_2[triton.cdiv(1044484, K2_XBLOCK), triton.cdiv(2048, K2_YBLOCK)](buf2, buf3, 2048, 1044484, YBLOCK=K2_YBLOCK, XBLOCK=K2_XBLOCK, num_warps=K2_NUM_WARPS, num_stages=K2_NUM_STAGES)
+        return buf3
