@@ -125,6 +125,10 @@ def test_the_capture_never_tries_inductors_conv_templates(monkeypatch, tmp_path)
             capture._first_that_converts(model, [], "cpu", spec, dynamic=True)
         assert backends == ["ATEN", "ATEN"]  # dynamic, then static shapes; never TRITON, not autotuned
     assert inductor_config.max_autotune_conv_backends == default  # patched for the capture only
+    # with templates (policy triton on a GPU) Inductor's layout copies around the convolution are off too: an option
+    # this torch has, so the capture sets it (``present`` drops a name the installed torch lacks)
+    from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present
+    assert present(TEMPLATE_OPTIONS, inductor_config)["layout_optimization"] is False
 
 
 DEPTHWISE = '''

@@ -184,7 +184,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, gpu_lo
     for index, dynamic_shapes in enumerate(attempts):
         last, started = index == len(attempts) - 1, time.perf_counter()
         try:
-            with inductor_config.patch(present(LIBRARY_CONVOLUTIONS, inductor_config)):
+            with inductor_config.patch(LIBRARY_CONVOLUTIONS):
                 got = _capture_one(model, inputs, device, dynamic=dynamic_shapes, gpu_lock=gpu_lock,
                                    autotune_up_to=autotune_up_to, decompositions=decompositions)
             if not last:

@@ -9,13 +9,15 @@ import functools
 # "decompose_k" too, a split-K subgraph whose batched matmul stays a library call (torch.bmm_dtype) with no Triton
 # form here; the GEMM template with its whole K is a seed, slow or not, that the search can start from.
 # Convolutions are never Inductor's Triton conv templates: every one stays a library call, which the converter
-# makes kernelevo's own convolution (convolutions.py), on the tensors as the model has them (no layout_optimization:
-# Inductor's copies of a convolution's input and weight to channels-last and of its output back, 3 of the 4 kernels
-# of level1/63's seed; conv_nd makes its own copy where its CHANNELS_LAST asks). Part of the template options, so the
-# seed cache's key tells the captures made otherwise apart.
-LIBRARY_CONVOLUTIONS = {"max_autotune_conv_backends": "ATEN", "layout_optimization": False}
+# makes kernelevo's own convolution (convolutions.py) under policy triton. Every capture.
+LIBRARY_CONVOLUTIONS = {"max_autotune_conv_backends": "ATEN"}
+# With templates (policy triton on a GPU) also no layout_optimization, so kernelevo's convolution gets the tensors as
+# the model has them: Inductor's copies of a convolution's input and weight to channels-last and of its output back
+# were 3 of the 4 kernels of level1/63's seed (conv_nd makes its own copy where its CHANNELS_LAST asks). Without
+# templates (policy kernelbench) the library's convolution stays, with the copies, as torch.compile runs it. Part
+# of the seed cache's key, so captures made otherwise miss.
 TEMPLATE_OPTIONS = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
-                    "triton.num_decompose_k_splits": 0, **LIBRARY_CONVOLUTIONS}
+                    "triton.num_decompose_k_splits": 0, "layout_optimization": False, **LIBRARY_CONVOLUTIONS}
 
 
 # Dynamo's calls that Inductor lowers to a GEMM or convolution template (by the callee's name)
