@@ -29,10 +29,12 @@ import triton
 import triton.testing
 
 KERNEL_FILE = Path(__file__).resolve().parent.parent / "seeds" / "kernels" / "conv.py"
-# BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, CHANNELS_LAST: the implicit GEMM's; the depthwise kernel's tile is
-# BLOCK_N / 16 rows by 2 * BLOCK_M columns (conv_nd's docstring)
-GEMM_TILES = "128x128x32x8x3x1,128x64x32x4x3x1,64x128x32x4x3x1,128x128x16x8x4x1,128x64x32x4x3x0,128x128x32x8x3x0"
-DEPTHWISE_TILES = "128x64x0x4x1x0,32x256x0x4x1x0,64x128x0x4x1x0,256x32x0x4x1x0,128x128x0x8x1x0"
+# BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, CHANNELS_LAST, W_PHASES: the implicit GEMM's (W_PHASES=0, rows
+# gathered, only for a transposed convolution); the depthwise kernel's tile is BLOCK_N / 16 rows by 2 * BLOCK_M columns
+# (conv_nd's docstring)
+GEMM_TILES = ("128x128x32x8x3x1x1,128x64x32x4x3x1x1,64x128x32x4x3x1x1,128x128x16x8x4x1x1,128x64x32x4x3x0x1,"
+              "128x128x32x8x3x0x1,128x64x32x4x3x0x0,128x128x32x8x3x0x0")
+DEPTHWISE_TILES = "128x64x0x4x1x0x1,32x256x0x4x1x0x1,64x128x0x4x1x0x1,256x32x0x4x1x0x1,128x128x0x8x1x0x1"
 
 
 def tf32_conv():
@@ -91,9 +93,12 @@ def row_for(name: str, path: Path, conv_module, tiles: dict, rep: int) -> dict:
            "gflop": flops / 1e9, "mb_moved": moved / 1e6, "library_ms": library_ms, "tiles": {}}
     scale = expected.abs().max().item() or 1.0
     for tile in tiles["depthwise" if depthwise else "gemm"]:
-        block_m, block_n, block_k, warps, stages, channels_last = tile
+        block_m, block_n, block_k, warps, stages, channels_last, w_phases = tile
+        if not (w_phases or conv.transposed):
+            continue  # the same launch as with W_PHASES=1
         launch = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages,
-                      **({} if depthwise else {"BLOCK_K": block_k, "CHANNELS_LAST": channels_last}))
+                      **({} if depthwise else {"BLOCK_K": block_k, "CHANNELS_LAST": channels_last,
+                                               "W_PHASES": w_phases}))
         key = "x".join(map(str, tile))
         try:
             got = conv_module.conv_nd(*arguments, **launch)

@@ -186,7 +186,8 @@ def test_a_depthwise_problems_seed_is_kernelevos_direct_convolution_and_judged_c
     assert seeds.library_calls(source) == [] and "def conv_depthwise_kernel(" in source
     assert "conv_nd(arg2_1, arg0_1, arg1_1, (1, 1), (1, 1), (1, 1), False, (0, 0), 4," in source
     space = Genome.from_source(source).space  # what the direct path ignores is not tuned
-    assert {"C0_BLOCK_M", "C0_BLOCK_N", "C0_NUM_WARPS"} <= set(space) and not {"C0_BLOCK_K", "C0_GROUP_M", "C0_CHANNELS_LAST"} & set(space)
+    assert {"C0_BLOCK_M", "C0_BLOCK_N", "C0_NUM_WARPS"} <= set(space)
+    assert not {"C0_BLOCK_K", "C0_GROUP_M", "C0_CHANNELS_LAST", "C0_W_PHASES"} & set(space)  # a forward one's too
     seed_file = tmp_path / "seed.py"  # the seed run here: its forward launches the depthwise kernel, once
     seed_file.write_text(source)
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("depthwise_seed", seed_file))

@@ -50,6 +50,27 @@ def test_the_phase_split_transposed_convolution_computes_what_torch_does(case):
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("direct", [False, True])  # the GEMM, the direct path
+@pytest.mark.parametrize("case", CASES)
+def test_rows_gathered_not_split_by_phase_compute_what_torch_does_in_fewer_launches(case, direct, monkeypatch):
+    x, weight, b, (stride, padding, dilation, output_padding), groups = _problem(case)
+    functional = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[x.dim() - 2]
+    expected = functional(x, weight, b, stride, padding, output_padding, groups, dilation)
+    name = "conv_direct_kernel" if direct else "conv_nd_kernel"
+    recorded = RecordedLaunches(getattr(conv, name))
+    monkeypatch.setattr(conv, name, recorded)
+    got = conv_nd(x, weight, b, stride, padding, dilation, True, output_padding, groups, **TILES, W_PHASES=0,
+                  direct=direct)
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    lead = (1,) * (3 - len(stride))
+    split = [len(conv.axis_phases(*a, True)) for a in zip((1,) * len(lead) + tuple(expected.shape[2:]),
+                                                          lead + weight.shape[2:], lead + stride, (0,) * len(lead)
+                                                          + padding, lead + dilation)]
+    assert len(recorded.launches) == split[0] * split[1]  # the rows' phases only: one gathering launch each
+    assert {launch["iw_div"] for launch in recorded.launches} == {(lead + stride)[2]}
+    assert {launch["QW"] for launch in recorded.launches} == {expected.shape[-1]}  # every output of a row
+
+
 class RecordedLaunches:
     """Stands for ``conv_nd_kernel``: records each launch's arguments by name, then launches the kernel."""
 

@@ -78,15 +78,18 @@ def test_a_library_convolution_becomes_a_tunable_launch_of_kernelevos_convolutio
     assert ast.unparse(launch) == (
         "conv_nd(buf0, buf1, arg1_1, (2, 2), (1, 1), (1, 1), True, (1, 1), 2, out_stride=(600, 1, 60, 6), "
         "BLOCK_M=C0_BLOCK_M, BLOCK_N=C0_BLOCK_N, BLOCK_K=C0_BLOCK_K, GROUP_M=C0_GROUP_M, num_warps=C0_NUM_WARPS, "
-        "num_stages=C0_NUM_STAGES, CHANNELS_LAST=C0_CHANNELS_LAST)")
+        "num_stages=C0_NUM_STAGES, CHANNELS_LAST=C0_CHANNELS_LAST, W_PHASES=C0_W_PHASES)")
     defaults = launcher_defaults()  # the launcher's own defaults, Inductor-style names
-    assert dict(convolutions.constants) == {f"C0_{p}": defaults[p] for p in (*TILE_PARAMS, "CHANNELS_LAST")}
-    assert all(defaults[p] in convolutions.tunable[f"C0_{p}"] for p in (*TILE_PARAMS, "CHANNELS_LAST"))
+    launch_params = (*TILE_PARAMS, "CHANNELS_LAST", "W_PHASES")
+    assert dict(convolutions.constants) == {f"C0_{p}": defaults[p] for p in launch_params}
+    assert all(defaults[p] in convolutions.tunable[f"C0_{p}"] for p in launch_params)
     assert convolutions.tunable["C0_CHANNELS_LAST"] == [0, 1]  # the input's layout, the tuner's to choose
+    assert convolutions.tunable["C0_W_PHASES"] == [0, 1]  # a transposed one's rows: split by phase or gathered
     assert convolutions.tunable["C0_NUM_WARPS"] == sorted({1, 2, 4, 8, defaults["NUM_WARPS"]})
     params = dict(convolutions.constants)  # a hardware profile's GEMM tiles apply to it as to a GEMM template's
     assert tile_starts(convolutions.tunable, params, [(128, 64, 32, 8, 8, 3)]) == [
-        {**dict(zip([f"C0_{p}" for p in TILE_PARAMS], (128, 64, 32, 8, 8, 3))), "C0_CHANNELS_LAST": 0}]
+        {**dict(zip([f"C0_{p}" for p in TILE_PARAMS], (128, 64, 32, 8, 8, 3))), "C0_CHANNELS_LAST": 0,
+         "C0_W_PHASES": 1}]
     assert 'input_precision="tf32"' in kernel_source(tf32=True) and "tf32" not in kernel_source()
     bad = ast.parse("extern_kernels.convolution(buf0, buf1, arg1_1, stride=(1,), spin=3)", mode="eval").body
     with pytest.raises(SeedError, match=r"passes spin, which is not an argument of torch.convolution"):

@@ -8,7 +8,8 @@ allocated with the strides Inductor asserts) and the kernel's file is copied int
 (the fused pointwise and reductions around the convolution) stay. Each call's launch parameters are constants of the
 seed (``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
 template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too, and
-``C<n>_CHANNELS_LAST`` (1: the implicit GEMM reads a channels-last copy of the input; 0: the input as it is); a call
+``C<n>_CHANNELS_LAST`` (1: the implicit GEMM reads a channels-last copy of the input; 0: the input as it is), and
+for a transposed convolution ``C<n>_W_PHASES`` (0: its rows gathered, not split by output phase); a call
 whose every launch takes conv.py's direct or depthwise path (seen from the weight's sizes Inductor asserts) keeps
 ``C<n>_BLOCK_K``, ``C<n>_GROUP_M`` and ``C<n>_CHANNELS_LAST`` out of ``TUNABLE`` (those kernels ignore them).
 """
@@ -29,7 +30,8 @@ LAUNCHER = "conv_nd"
 LIBRARY_CALL = "extern_kernels.convolution"
 PARAMETERS = [a.name for a in torch.ops.aten.convolution.default._schema.arguments]  # input, weight, bias, ...
 LAUNCH_KEYWORDS = {"NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the others: the launcher's own names
-PARAMS = (*TILE_PARAMS, "CHANNELS_LAST")  # conv_nd's launch parameters: a tile's, and the GEMM's input layout
+PARAMS = (*TILE_PARAMS, "CHANNELS_LAST", "W_PHASES")  # conv_nd's launch parameters: a tile's, the input's layout,
+# and whether a transposed convolution's rows are split by output phase (tuned only for a transposed one)
 DIRECT_UNUSED = ("BLOCK_K", "GROUP_M", "CHANNELS_LAST")  # what conv.py's direct and depthwise paths ignore: not tuned
 NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's own Triton convolution (conv_nd, an "
         "implicit GEMM over channels-last data, a depthwise kernel, or a direct convolution where a group's GEMM is "
@@ -64,7 +66,8 @@ class Convolutions:
 
     def __init__(self, call_body: list[ast.stmt], warps: list[int], stages: list[int]):
         self.count, self.constants, self.tunable = 0, [], {}
-        self.choices = {**BLOCK_CHOICES, "NUM_WARPS": warps, "NUM_STAGES": stages, "CHANNELS_LAST": [0, 1]}
+        self.choices = {**BLOCK_CHOICES, "NUM_WARPS": warps, "NUM_STAGES": stages, "CHANNELS_LAST": [0, 1],
+                        "W_PHASES": [0, 1]}
         self.defaults = launcher_defaults()
         self.layouts = {}  # output buffer -> the strides Inductor asserts it has
         self.sizes = {}  # argument or buffer -> the sizes Inductor asserts it has
@@ -84,7 +87,8 @@ class Convolutions:
                             f"{', '.join(missing) or 'arguments'} as kernelevo's convolution needs them")
         prefix = f"C{self.count}_"
         self.count += 1
-        unused = DIRECT_UNUSED if self._direct(given) else ()
+        unused = (DIRECT_UNUSED if self._direct(given) else ()) + \
+            (() if ast.unparse(given["transposed"]) == "True" else ("W_PHASES",))
         for param in PARAMS:
             value = self.defaults[param]
             self.constants.append((prefix + param, value))

@@ -61,7 +61,7 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                    N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g,
                    sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
                    od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
-                   id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
+                   id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div,
                    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_M: tl.constexpr, FLAT_K: tl.constexpr):
     pid = tl.program_id(0)
@@ -96,9 +96,10 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
             tw = t % TW
             idd = qd[:, None] * id_step + id0 + td[None, :] * id_tap
             ih = qh[:, None] * ih_step + ih0 + th[None, :] * ih_tap
-            iw = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
+            iw_at = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
+            iw = iw_at // iw_div
             valid = mask_m[:, None] & (kk < TD * TH * TW * C_in_g)[None, :] & (idd >= 0) & (ih >= 0) & (iw >= 0) \
-                & (idd < D) & (ih < H) & (iw < W)
+                & (idd < D) & (ih < H) & (iw < W) & (iw * iw_div == iw_at)
             a = tl.load(x_ptr + x_pixel[:, None] + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh
                         + iw.to(tl.int64) * sxw + c[None, :].to(tl.int64) * sxc, mask=valid, other=0.0)
             tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
@@ -116,8 +117,10 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
             tw = t % TW
             idd = qd * id_step + id0 + td * id_tap
             ih = qh * ih_step + ih0 + th * ih_tap
-            iw = qw * iw_step + iw0 + tw * iw_tap
-            valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W)
+            iw_at = qw * iw_step + iw0 + tw * iw_tap
+            iw = iw_at // iw_div
+            valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W) \
+                & (iw * iw_div == iw_at)
             row = x_pixel + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
             mask_c = c < C_in_g
             a = tl.load(x_ptr + row[:, None] + c[None, :].to(tl.int64) * sxc, mask=valid[:, None] & mask_c[None, :],
@@ -178,7 +181,7 @@ def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                        N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, C_out,
                        sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
                        od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
-                       id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step,
+                       id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div,
                        HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """One phase of a convolution whose groups' GEMMs are too small for tl.dot: a (BLOCK_N channels, BLOCK_M
     pixels) tile of the output, the sum over the group's input channels and the phase's taps by multiply-adds."""
@@ -199,8 +202,9 @@ def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                 ih = qh * ih_step + ih0 + th * ih_tap
                 ok_h = ok_d & (ih >= 0) & (ih < H)
                 for tw in range(0, TW):
-                    iw = qw * iw_step + iw0 + tw * iw_tap
-                    valid = ok_h & (iw >= 0) & (iw < W)
+                    iw_at = qw * iw_step + iw0 + tw * iw_tap
+                    iw = iw_at // iw_div
+                    valid = ok_h & (iw >= 0) & (iw < W) & (iw * iw_div == iw_at)
                     pixel = n * sxn + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
                     a = tl.load(x_ptr + (x_channel + ci * sxc)[:, None] + pixel[None, :],
                                 mask=mask_n[:, None] & valid[None, :], other=0.0)
@@ -223,27 +227,34 @@ def direct_path(c_in_g, c_out_g, taps, groups):
     return c_in_g * taps < 16 or (groups > 1 and c_out_g < 16)
 
 
-def axis_phases(size_out, kernel, stride, padding, dilation, transposed):
-    """One spatial dimension's phases, each ``(o0, o_step, Q, i_step, i0, i_tap, k0, k_step, T)``: output o = o0 + q *
-    o_step (q < Q), kernel offset k = k0 + t * k_step (t < T) and input i = q * i_step + i0 + t * i_tap. Forward: one
-    phase over the whole window. Transposed: one phase per residue r of the output modulo the stride, its taps the
-    offsets k with (r + padding - k * dilation) % stride == 0 (none: T = 0)."""
+def axis_phases(size_out, kernel, stride, padding, dilation, transposed, gather=False):
+    """One spatial dimension's phases, each ``(o0, o_step, Q, i_step, i0, i_tap, k0, k_step, T, div)``: output o = o0
+    + q * o_step (q < Q), kernel offset k = k0 + t * k_step (t < T) and input i = (q * i_step + i0 + t * i_tap) / div
+    where that divides (div 1: always). Forward: one phase over the whole window. Transposed: one phase per residue r
+    of the output modulo the stride, its taps the offsets k with (r + padding - k * dilation) % stride == 0 (none: T =
+    0); with `gather`, one phase over every output and the whole window, each (output, tap) pair taken where the
+    stride divides o + padding - k * dilation (the stride's share of the pairs: more multiply-adds, but a program's
+    outputs neighbours in memory)."""
     if not transposed:
-        return [(0, 1, size_out, stride, -padding, dilation, 0, 1, kernel)]
+        return [(0, 1, size_out, stride, -padding, dilation, 0, 1, kernel, 1)]
+    if gather and stride > 1:
+        return [(0, 1, size_out, 1, padding, -dilation, 0, 1, kernel, stride)]
     k_step = next(j for j in range(1, stride + 1) if j * dilation % stride == 0)  # stride / gcd(stride, dilation)
     phases = []
     for r in range(min(stride, size_out)):
         first = [k for k in range(min(k_step, kernel)) if (r + padding - k * dilation) % stride == 0]
         k0 = first[0] if first else 0
         phases.append((r, stride, -(-(size_out - r) // stride), 1, (r + padding - k0 * dilation) // stride,
-                       -(k_step * dilation // stride), k0, k_step, len(range(k0, kernel, k_step)) if first else 0))
+                       -(k_step * dilation // stride), k0, k_step, len(range(k0, kernel, k_step)) if first else 0, 1))
     return phases
 
 
-def conv_phases(sizes, kernel, stride, padding, dilation, transposed):
+def conv_phases(sizes, kernel, stride, padding, dilation, transposed, gather_w=False):
     """The launches of a 3D convolution (1D and 2D as 3D): one per combination of its dimensions' phases
-    (``axis_phases``), each the tuple of the three dimensions' phases."""
-    per_axis = [axis_phases(*a, transposed) for a in zip(sizes, kernel, stride, padding, dilation)]
+    (``axis_phases``), each the tuple of the three dimensions' phases; with `gather_w`, the innermost dimension's as
+    one gathering phase."""
+    per_axis = [axis_phases(*a, transposed, gather=gather_w and axis == 2)
+                for axis, a in enumerate(zip(sizes, kernel, stride, padding, dilation))]
     return [(d, h, w) for d in per_axis[0] for h in per_axis[1] for w in per_axis[2]]
 
 
@@ -262,15 +273,18 @@ def depthwise_path(c_in_g, transposed):
 
 
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
-            BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=0, direct=None):
+            BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=0, W_PHASES=1,
+            direct=None):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
-    launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase of
-    ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
-    weight with its input channels innermost) otherwise (`direct`: True or False, every phase one way). The output has strides `out_stride` where given (the layout Inductor's code expects
-    of the library call's output), else torch's contiguous layout. The depthwise kernel's tile is BLOCK_N / 16 output
-    rows by 2 * BLOCK_M columns (at least one row; both capped at the output's). CHANNELS_LAST=1: the implicit GEMM
-    reads a channels-last copy of the input (each A load BLOCK_K consecutive floats of a pixel); 0: the input as it
-    is (no copy)."""
+    launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase
+    of ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
+    weight with its input channels innermost) otherwise (`direct`: True or False, every phase one way). The output
+    has strides `out_stride` where given (the layout Inductor's code expects of the library call's output), else
+    torch's contiguous layout. W_PHASES=0: a strided transposed convolution's innermost dimension is not split by
+    output phase but gathered (``axis_phases``): no launch writes every stride-th element of a row. The depthwise
+    kernel's tile is BLOCK_N / 16 output rows by 2 * BLOCK_M columns (at least one row; both capped at the output's).
+    CHANNELS_LAST=1: the implicit GEMM reads a channels-last copy of the input (each A load BLOCK_K consecutive
+    floats of a pixel); 0: the input as it is (no copy)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -309,15 +323,15 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
                           w=channels_inner(w5, 0 if transposed else 1))
         return packed["x"], packed["w"]
 
-    for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed):
-        o0, o_step, q, i_step, i0, i_tap, k0, k_step, t = zip(*phase)
+    for phase in conv_phases(sizes, kernel, stride, padding, dilation, transposed, gather_w=not W_PHASES):
+        o0, o_step, q, i_step, i0, i_tap, k0, k_step, t, div = zip(*phase)
         pixels = batch * q[0] * q[1] * q[2]
         gemm = not (direct_path(c_in_g, c_out_g, t[0] * t[1] * t[2], groups) if direct is None else direct)
         xs, ws = operands() if gemm else (x5, w5)
         sw0, sw1 = ws.stride()[:2]  # weight (C_in, C_out / groups, ...) transposed, else (C_out, C_in / groups, ...)
         w_channels = (sw0, sw1, c_in_g * sw0) if transposed else (sw1, sw0, c_out_g * sw0)  # input, output, group
         shared = (*xs.stride(), *w_channels, *ws.stride()[2:], *out5.stride(), *o0, *o_step, *i_step, *i0, *i_tap,
-                  *k0, *k_step)
+                  *k0, *k_step, div[2])
         if not gemm:
             block_n = min(BLOCK_N, triton.next_power_of_2(c_out))  # no tile wider than the channels
             grid = (triton.cdiv(pixels, BLOCK_M), triton.cdiv(c_out, block_n))
