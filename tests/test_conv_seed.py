@@ -19,6 +19,7 @@ from seeds.inductor.convert import convert
 from seeds.inductor.convolutions import Convolutions, kernel_source, launcher_defaults
 from seeds.inductor.errors import SeedError
 from seeds.inductor.templates import TILE_PARAMS, tile_starts
+import seeds.kernels.conv as conv
 from seeds.kernels.conv import conv_nd
 
 # dims, in channels, out channels, kernel, stride, padding, dilation, groups, transposed, output_padding, bias
@@ -53,6 +54,39 @@ def test_kernelevos_convolution_computes_what_torch_does(case):
     got = conv_nd(x, weight, b, *args, BLOCK_M=32, BLOCK_N=16, BLOCK_K=16, direct=False)  # the GEMM path
     assert got.shape == expected.shape and got.is_contiguous()
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+
+
+# in channels a group, BLOCK_K: the reduction in chunks of the group's channels (20 = 16 + 4: the last chunk masked)
+# or, for fewer channels than a chunk, taps x channels flattened (FLAT_K)
+CHUNKS = {"chunks of 16, the last masked": (20, 16, False), "chunks of 8": (16, 8, False),
+          "flattened: 3 channels": (3, 16, True), "flattened: 12 channels": (12, 16, True)}
+
+
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("case", CHUNKS)
+def test_the_reduction_in_channel_chunks_or_flattened_in_either_input_layout(case, transposed, channels_last,
+                                                                                monkeypatch):
+    c_in, block_k, flat = CHUNKS[case]
+    torch.manual_seed(0)
+    x = torch.randn(2, c_in, 5, 7)  # odd sizes: every pixel tile masked
+    weight = torch.randn(*((c_in, 3) if transposed else (3, c_in)), 3, 2)
+    args = ((2, 1), (1, 0), (1, 2), transposed, (1, 0) if transposed else (0, 0), 1)
+    launches = []
+    kernel = conv.conv_nd_kernel
+
+    class Recorded:
+        def __getitem__(self, grid):
+            def launch(*a, **k):
+                launches.append(k)
+                return kernel[grid](*a, **k)
+            return launch
+
+    monkeypatch.setattr(conv, "conv_nd_kernel", Recorded())
+    got = conv_nd(x, weight, None, *args, BLOCK_M=16, BLOCK_N=8, BLOCK_K=block_k, CHANNELS_LAST=channels_last,
+                  direct=False)
+    torch.testing.assert_close(got, torch.convolution(x, weight, None, *args), atol=1e-4, rtol=1e-4)
+    assert launches and {k["FLAT_K"] for k in launches} == {flat} and {k["BLOCK_K"] for k in launches} == {block_k}
 
 
 def test_the_output_has_the_strides_inductors_code_reads_it_in():
