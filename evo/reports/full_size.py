@@ -7,17 +7,21 @@ those sizes as literals, and so do its descendants by offline operators, which c
 baked at the test sizes and cannot run at the full sizes the target GPU would see -- unless it was captured with
 dynamic shapes and Dynamo kept no size a literal (its docstring says so: ``seeds.inductor.sizes.size_generic``),
 as the interpreter's captures are where Inductor and the converter can. So, when the test sizes are not
-the full sizes, the end of an interpreter run judges the fastest distinct correct kernels again (``TRIES`` at most,
-fastest first, as many at once as the run evaluates, until one passes), with an evaluator of their own, at other
-sizes that differ from the test sizes in every size constant (``fitness.problems.sizes.other_sizes``); the run's best
-(``best_kernel.py``, the summary, the table, the report) is the fastest that is correct there too. When none is, the
-fastest at the test sizes stays the best kernel, flagged: summary status ``BAKED``, a header in ``best_kernel.py``,
-a line of the table saying no kernel that runs at other sizes was found.
+the full sizes, the end of an interpreter run judges the fastest distinct correct kernels again for correctness
+(``TRIES`` at most, fastest first, as many at once as the run evaluates, until one passes), with evaluators of their
+own, at two other sizes that differ from the test sizes in every size constant (``size_sets``: about 3/4, and odd
+below that), each kernel at each size a worker job of its own. Each gets a verdict per size (``size_verdict``):
+runs-correct, refuses-cleanly (forward's ValueError: a converted seed's guard, ``seeds.inductor.input_guard``) or
+defective (anything else wrong). The run's best (``best_kernel.py``, the summary, the table, the report) is the fastest
+that runs correctly there too (``kept``). When none does, the fastest that refuses them cleanly is the best
+(``chosen``), flagged: summary status ``BAKED``, a header in ``best_kernel.py``, a line of the table saying no kernel
+that runs at other sizes was found. A defective kernel is never the best, save where every kernel tried is: then
+the fastest stays, flagged ``DEFECTIVE_STATUS``. On a GPU ``evo.reports.sizes_label`` uses the same judging.
 
 ``SizesCheck.plan`` (before the search: the start line) and ``SizesCheck.judge`` (after it) are what
 ``evo.runs.run.execute`` calls; the verdict is a record in the run store's meta (``META``), which
 ``evo.reports.outcome.summarise`` (and so the report) reads back through ``verdict`` and ``rows``. A GPU run judges at
-the full sizes: none of this.
+the full sizes: none of this, but ``evo.reports.sizes_label``.
 """
 from __future__ import annotations
 
