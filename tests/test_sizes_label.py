@@ -16,7 +16,8 @@ from evo.records.store import RunStore
 from evo.reports import sizes_label
 from evo.reports.console import table
 from evo.reports.outcome import summarise
-from evo.reports.sizes_label import SizesLabel
+from evo.reports.full_size import kernel_verdict
+from evo.reports.sizes_label import SizesLabel, settled
 from fitness.comparison.policy import load_policy
 from fitness.evaluation.plan import JudgePlan
 from fitness.measure.result import EvalResult
@@ -165,3 +166,17 @@ def test_without_other_sizes_nothing_is_judged_and_the_label_says_why(tmp_path, 
     assert sizes_label.verdict(store, "1.0") == record and sizes_label.verdict(store, "0.0") is None
     store.close()
     evaluator.close()
+
+
+def test_a_kernel_correct_at_one_other_size_refusing_the_other_refuses_cleanly_and_says_where():
+    assert kernel_verdict(["runs-correct", "refuses-cleanly"]) == "refuses-cleanly"
+    assert kernel_verdict(["refuses-cleanly", None, "defective"]) == "defective"  # the worst, a defect first
+    assert kernel_verdict(["runs-correct", None]) is None  # no verdict where the judge had none
+    sizes = [{"at": "dim=45", "verdict": "runs-correct", "status": "ok", "reason": ""},
+             {"at": "dim=43", "verdict": "refuses-cleanly", "status": "runtime_error", "reason": "ValueError: odd"}]
+    tried = [{"id": "1.0", "verdict": "refuses-cleanly", "status": "runtime_error", "reason": "ValueError: odd",
+              "sizes": sizes}]
+    record = {"best": "1.0", "problem_sizes": {"dim": 60}, "other_sizes": {"dim": 45},
+              "size_sets": [{"dim": 45}, {"dim": 43}], "tried": tried, "why_not": "", **settled(tried)}
+    assert sizes_label.label(record) == (False, "no, specialised to the problem's sizes (dim=60); refuses dim=43 "
+                                                "cleanly (ValueError: odd), correct at dim=45")

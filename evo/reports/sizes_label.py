@@ -131,7 +131,10 @@ def label(record: dict | None) -> tuple[bool | None, str]:
         if over else ""
     if record["runs"]:
         return True, f"yes, correct at {at} too" + over
-    how = f"refuses {at} cleanly ({record['reason']})" if record.get("chosen") else \
+    sizes = next((t["sizes"] for t in tried if t["id"] == record.get("chosen")), [])
+    ran = "; ".join(size["at"] for size in sizes if size["verdict"] == RUNS)
+    how = (f"refuses {'; '.join(size['at'] for size in sizes if size['verdict'] == REFUSES)} cleanly "
+           f"({record['reason']})" + (f", correct at {ran}" if ran else "")) if sizes else \
         f"failed at {at}: {record['status']}" + (f" ({record['reason']})" if record["reason"] else "")  # older
     return False, f"no, specialised to the problem's sizes ({sizes_text(record['problem_sizes'])}); {how}{over}"
 
