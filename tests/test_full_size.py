@@ -141,6 +141,13 @@ def test_when_every_kernel_tried_is_baked_the_best_is_flagged(tmp_path):
     correct = {ind.key for ind in individuals.values() if ind.ok}
     assert tried[0] == fastest and len(tried) == min(TRIES, len(correct))
     assert set(summary["other_sizes_failed"]) == set(tried)
+    # its guard refuses the other sizes before any launch: a clean refusal at each, not a defect
+    assert summary["other_sizes_verdicts"][fastest]["verdict"] == "refuses-cleanly"
+    assert [size["at"] for size in summary["other_sizes_verdicts"][fastest]["sizes"]] == \
+        ["batch_size=12, dim=36", "batch_size=11, dim=35"]
+    # the batch stayed symbolic (its own size expected), the normalised dimension a literal
+    assert "ValueError: ModelNew.forward: x expected shape (12, 48) (strides (48, 1), torch.float32, cpu), given " \
+           "shape (12, 36)" in summary["other_sizes_failed"][fastest]
     best = (run_dir / "best_kernel.py").read_text()
     assert best.startswith("# kernelevo: BAKED AT THE TEST SIZES dim=48")
     assert code_hash(best) == code_hash(individuals[fastest].genome.rendered())  # still written: the fastest
