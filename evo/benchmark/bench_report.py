@@ -104,8 +104,9 @@ def _some(names: list[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
+# a status as a table says it (summary.json keeps the key)
 STATUS = {BAKED: "correct at test sizes only (baked)",
-          DEFECTIVE_STATUS: "correct at its sizes, defective at other sizes"}  # a status as a table says it (summary.json keeps the key)
+          DEFECTIVE_STATUS: "correct at its sizes, defective at other sizes"}
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
           *(f"vs {SHORT[b]}" for b in AGAINST), "data floor %", "ref. roofline %", "evaluations", "evals/h",
           "search (s)", "GPU busy", "timeouts", "cut", "LLM calls", "LLM cost", "wall (s)", "note")

@@ -125,8 +125,8 @@ class SizesCheck:
     def judge(self, store: RunStore, checkpoint: Checkpoint | None, parallel: int = 1,
               sandbox: Sandbox | None = None) -> dict:
         """Judge the fastest distinct kernels at each other size, `parallel` at a time, until one runs correctly at
-        all of them (``judge_at_sizes``); the best is that one, else the fastest that refuses them cleanly (baked), never a
-        defective one; store and print the verdict, and return it. `sandbox`: the run's evaluator's, still open,
+        all of them (``judge_at_sizes``); the best is that one, else the fastest that refuses them cleanly (baked),
+        never a defective one; store and print the verdict, and return it. `sandbox`: the run's evaluator's, still open,
         whose fork server then serves this check too (None: a sandbox of its own)."""
         fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
         record = {"fastest": fastest, "test_sizes": self.test_sizes, "full_sizes": self.full_sizes,
@@ -136,7 +136,7 @@ class SizesCheck:
         tries = candidates(store, fastest) if self.other is not None else []
         if tries:
             record["tried"] = judge_at_sizes(tries, self.sets, self.judge_plan, sandbox, parallel,
-                                     lambda t: t["verdict"] == RUNS)
+                                             lambda t: t["verdict"] == RUNS)
             record["kept"] = next((t["id"] for t in record["tried"] if t["verdict"] == RUNS), None)
             record["chosen"] = record["kept"] or next((t["id"] for t in record["tried"] if t["verdict"] == REFUSES),
                                                       None)

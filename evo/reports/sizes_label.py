@@ -65,10 +65,9 @@ class SizesLabel:
         changed = {k for moved, _ in sets for k in moved}
         return cls(judge, {k: loaded.sizes.get(k) for k in sorted(changed)}, dict(sets[0][0]), sets[0][1], "", sets)
 
-    def judge(self, store: RunStore, checkpoint: Checkpoint | None, sandbox: Sandbox | None = None,
-              parallel: int = 1) -> dict:
-        """Judge the fastest distinct correct kernels for correctness at the other sizes (untimed), `parallel` at a
-        time, until one is not defective there; store and log the verdict, and return it. `sandbox`: the run's
+    def judge(self, store: RunStore, checkpoint: Checkpoint | None, sandbox: Sandbox | None = None) -> dict:
+        """Judge the fastest distinct correct kernels for correctness at the other sizes (untimed), one at a time,
+        until one is not defective there; store and log the verdict, and return it. `sandbox`: the run's
         evaluator's, still open (None: a sandbox of its own)."""
         best = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
         record = {"best": best, "problem_sizes": self.problem_sizes, "other_sizes": self.other_sizes,
@@ -79,8 +78,8 @@ class SizesLabel:
             record["why_not"] = "no correct kernel to judge"
         elif self.other is not None:
             try:
-                record["tried"] = judge_at_sizes(candidates(store, best), self.sets, self.judge_plan, sandbox,
-                                                 parallel, lambda t: t["verdict"] in (RUNS, REFUSES))
+                record["tried"] = judge_at_sizes(candidates(store, best), self.sets, self.judge_plan, sandbox, 1,
+                                                 lambda t: t["verdict"] in (RUNS, REFUSES))
             except Exception as exc:  # noqa: BLE001 - whatever fails (the problem at the other sizes, a
                 # ProblemError; the check's own evaluator), the run's figures and its summary stand
                 record["why_not"] = (f"the problem cannot be judged at {sizes_text(self.other_sizes)}: "

@@ -213,7 +213,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
         if size_label is not None:  # on a GPU: the fastest kernels not defective at other sizes; correctness only
-            size_label.judge(store, store.latest_checkpoint(), evaluator.sandbox)  # one kernel at a time
+            size_label.judge(store, store.latest_checkpoint(), evaluator.sandbox)
         measure_ieee_baselines(service, store)
         completed = True
     finally:

@@ -31,8 +31,8 @@ def {GUARD}(name, tensor, shape, stride, dtype, device):
 
 
 def input_dtypes(code_tree: ast.Module) -> dict[str, str]:
-    """Each argument's dtype as Inductor's ``get_args()`` makes it (``arg0_1 = rand_strided(..., dtype=torch.float32)``):
-    name -> the dtype's expression."""
+    """Each argument's dtype as Inductor's ``get_args()`` makes it (``arg0_1 = rand_strided(...,
+    dtype=torch.float32)``): name -> the dtype's expression."""
     dtypes = {}
     get_args = next((n for n in code_tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_args"), None)
     for node in ast.walk(get_args) if get_args is not None else []:
