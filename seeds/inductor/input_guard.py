@@ -21,6 +21,8 @@ GUARD_HELPER = f'''
 def {GUARD}(name, tensor, shape, stride, dtype, device):
     """A ValueError, before any launch, where `tensor` is not what forward's kernels were built for: its shape, its
     strides (of dimensions of more than one element), its dtype (None: any) or its device type."""
+    if tensor.shape == shape and tensor.stride() == stride and tensor.dtype == dtype and tensor.device.type == device:
+        return  # what it was built for, exactly: the one comparison of each
     given, strides = tuple(tensor.shape), tuple(tensor.stride())
     if given != tuple(shape) or (dtype is not None and tensor.dtype != dtype) or tensor.device.type != device \\
             or any(n > 1 and s != t for n, s, t in zip(given, strides, stride)):
