@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
-from evo.reports.full_size import (DEFECTIVE, REFUSES, RUNS, candidates, judge_at_sizes, size_sets, sizes_text,
-                                   verdict_of)
+from evo.reports.full_size import (DEFECTIVE, REFUSES, RUNS, candidates, judge_at_sizes, sets_text, size_sets,
+                                   sizes_text, verdict_of)
 from fitness.evaluation.plan import JudgePlan
 from fitness.problems.problem import ProblemSpec, load_problem
 from fitness.workers.sandbox import Sandbox
@@ -120,7 +120,7 @@ def label(record: dict | None) -> tuple[bool | None, str]:
         return None, ""
     if record["runs"] is None:
         return None, f"{NOT_CHECKED} ({record['why_not']})"
-    at = "; ".join(sizes_text(changed) for changed in record.get("size_sets") or [record["other_sizes"]])
+    at = sets_text(record)
     tried = record.get("tried", [])
     over = [f"{t['id']} {verdict_of(t)}" for t in tried if t["id"] != record.get("chosen")]
     if defective(record):
