@@ -7,13 +7,15 @@ import json
 
 import pytest
 
-from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, read_store, run_dir_of
-from evo.reports.full_size import TRIES
+from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, make_evaluator, read_store, run_dir_of
+from evo.reports.full_size import TRIES, SizesCheck, flagged
+from evo.reports.outcome import summarise
 from core.genome import code_hash
 from fitness.problems.problem import load_problem, resolve_problem, suite_manifest
-from fitness.problems.sizes import MIN_SHRINKABLE, other_sizes, other_value
+from fitness.problems.sizes import MIN_SHRINKABLE, odd_value, other_sizes, other_value
 from fitness.workers.zygote import Zygote
 from seeds import inductor as seeds
+from test_sizes_label import GENERIC, GUARDED, WRONG_MASK, judge_plan, run_store
 
 ZYGOTE_INIT = Zygote.__init__
 PAIRED = '''import torch
@@ -139,6 +141,42 @@ def test_when_every_kernel_tried_is_baked_the_best_is_flagged(tmp_path):
     correct = {ind.key for ind in individuals.values() if ind.ok}
     assert tried[0] == fastest and len(tried) == min(TRIES, len(correct))
     assert set(summary["other_sizes_failed"]) == set(tried)
+    # its guard refuses the other sizes before any launch: a clean refusal at each, not a defect
+    assert summary["other_sizes_verdicts"][fastest]["verdict"] == "refuses-cleanly"
+    assert [size["at"] for size in summary["other_sizes_verdicts"][fastest]["sizes"]] == \
+        ["batch_size=12, dim=36", "batch_size=11, dim=35"]
+    # the batch stayed symbolic (its own size expected), the normalised dimension a literal
+    assert "ValueError: ModelNew.forward: x expected shape (12, 48) (strides (48, 1), torch.float32, cpu), given " \
+           "shape (12, 36)" in summary["other_sizes_failed"][fastest]
     best = (run_dir / "best_kernel.py").read_text()
     assert best.startswith("# kernelevo: BAKED AT THE TEST SIZES dim=48")
     assert code_hash(best) == code_hash(individuals[fastest].genome.rendered())  # still written: the fastest
+
+
+def test_odd_other_sizes_are_odd_smaller_and_differ_from_the_first(tmp_path):
+    spec = resolve_problem("matmul", size_preset="test")
+    first, odd = (other_sizes(load_problem(spec), odd=o) for o in (False, True))
+    assert odd.changed == {k: odd_value(v) for k, v in spec.sizes.items()} and not odd.unchanged
+    assert all(v % 2 == 1 and v != first.changed[k] for k, v in odd.changed.items())
+    assert [odd_value(v) for v in (16, 60, 100, 4096)] == [11, 43, 73, 3071]  # below about 3/4: 12, 45, 75, 3072
+
+
+@pytest.mark.parametrize("variants, kept, chosen, status", [
+    ([WRONG_MASK, GUARDED, GENERIC], "1.0", "1.0", "ok"),  # runs at the other sizes: the slowest, kept
+    ([WRONG_MASK, GUARDED], None, "1.0", "baked-at-test-sizes"),  # refuses them cleanly: the best, baked
+    ([WRONG_MASK], None, None, "defective-at-other-sizes")])  # nothing fit: the fastest, flagged
+def test_on_the_interpreter_the_best_is_never_defective_at_other_sizes(tmp_path, sandbox, variants, kept, chosen,
+                                                                       status):
+    with make_evaluator(SCALE_SHIFT, sizes={"dim": 60}, sandbox=sandbox, trials=1) as evaluator:
+        check = SizesCheck.plan(judge_plan(SCALE_SHIFT), evaluator, [])
+    assert (check.test_sizes, [changed for changed, _ in check.sets]) == ({"dim": 60}, [{"dim": 45}, {"dim": 43}])
+    store, checkpoint = run_store(tmp_path, variants)
+    record = check.judge(store, checkpoint, 1, sandbox)
+    assert (record["kept"], record["chosen"]) == (kept, chosen)
+    outcome = summarise(store, checkpoint)
+    assert outcome.status == status and outcome.best_id == (chosen or checkpoint.hall_of_fame[0])
+    assert outcome.other_sizes_verdicts[checkpoint.hall_of_fame[0]]["verdict"] == "defective"
+    header = flagged("src", record).splitlines()[0]
+    assert header == "src" if status == "ok" else header.startswith(
+        "# kernelevo: BAKED AT THE TEST SIZES dim=60" if chosen else "# kernelevo: DEFECTIVE AT OTHER SIZES")
+    store.close()

@@ -48,6 +48,7 @@ def fake_capture(monkeypatch):
 
     def capture(spec, device, templates, tf32, variants, **kwargs):
         state.asked.append(sorted(variants))
+        state.dynamic = kwargs.get("dynamic")
         return {name: {"error": "Traceback ...\nAttributeError: no option 'x'"} if name in state.failing
                 else dict(state.captured) for name in variants}
 
@@ -365,3 +366,16 @@ def test_a_cached_capture_made_when_every_matmul_counted_is_captured_again(tmp_p
     assert get().cache["default"] == ("its cached capture took one configuration per template when every one of its "
                                       "512 matmuls and convolutions counted; distinct ones count now")
     assert fake_capture.asked == [["default"]] * 2
+
+
+@pytest.mark.parametrize("device, setting, dynamic", [("cpu", None, True), ("cuda", None, False),
+                                                      ("cuda", True, True), ("cpu", False, False)])
+def test_dynamic_shapes_are_the_default_off_a_gpu_and_a_setting_on_one(tmp_path, fake_capture, device, setting,
+                                                                         dynamic):
+    # inductor.dynamic_shapes: null keeps a GPU's capture static (not yet measured there); true asks for it on a GPU
+    spec = resolve_problem("row_softmax", sizes={"batch_size": 8, "dim": 512})
+    seeds.inductor_seeds(spec, device, "h100" if device == "cuda" else "cpu_interpreter", tmp_path / "cache",
+                         torch_compute_allowed=True, settings=CaptureSettings(dynamic_shapes=setting))
+    assert fake_capture.dynamic is dynamic
+    with open(next((tmp_path / "cache").rglob("*.json"))) as entry:
+        assert json.load(entry)["key"]["dynamic"] is dynamic  # cached apart from the other capture

@@ -1,7 +1,9 @@
-"""On a GPU the run's best kernel is judged for correctness only at other sizes and labelled when it runs only at the
-problem's own (evo/reports/sizes_label.py). No GPU here: the interpreter's evaluator stands in for the run's (the
-check needs correctness only, which the interpreter gives), on scale_shift at 4 x 60 with baked_or_generic's two
-variants as the run's kernels: BAKED=1 has 4 x 60 as literals, BAKED=0 reads its sizes from its input."""
+"""On a GPU the fastest kernels are judged for correctness only at other sizes, each a verdict per size (runs-correct,
+refuses-cleanly, defective), and the run's best is the fastest that is not defective there (evo/reports/sizes_label.py).
+No GPU here: the interpreter's evaluator stands in for the run's (the check needs correctness only, which the
+interpreter gives), on scale_shift at 4 x 60 (other sizes: 4 x 45, and odd, 4 x 43) with sizes_verdicts' three variants
+as the run's kernels: 0 reads its sizes from its input, 1 refuses other shapes with a ValueError (a guard), 2 has a mask
+that is wrong where its block does not divide the size."""
 import re
 
 import pytest
@@ -14,14 +16,15 @@ from evo.records.store import RunStore
 from evo.reports import sizes_label
 from evo.reports.console import table
 from evo.reports.outcome import summarise
-from evo.reports.sizes_label import SizesLabel
+from evo.reports.full_size import kernel_verdict
+from evo.reports.sizes_label import SizesLabel, settled
 from fitness.comparison.policy import load_policy
 from fitness.evaluation.plan import JudgePlan
 from fitness.measure.result import EvalResult
 from fitness.settings import EvalSettings, ProblemSettings
 
-# one launch for the size-generic variant (the file's 30 make it the slower on the interpreter, of no use here)
-SOURCE = (CANDIDATES / "baked_or_generic.py").read_text().replace("REPEAT = 30", "REPEAT = 1")
+SOURCE = (CANDIDATES / "sizes_verdicts.py").read_text()
+GENERIC, GUARDED, WRONG_MASK = 0, 1, 2
 NO_SIZES = '''import torch
 import torch.nn as nn
 
@@ -45,11 +48,11 @@ def judge_plan(problem: str) -> JudgePlan:
     return JudgePlan(ProblemSettings(name=problem), EvalSettings(trials=1), load_policy("triton"), device=DEVICE)
 
 
-def kernel(baked: int, time_s: float, ind_id: str) -> Individual:
+def kernel(variant: int, time_s: float, ind_id: str) -> Individual:
     """One of the run's correct kernels, with its (GPU) time as the search measured it."""
-    genome = Genome.from_source(SOURCE).with_params({"BAKED": baked})
+    genome = Genome.from_source(SOURCE).with_params({"VARIANT": variant})
     result = EvalResult(status="ok", problem="scale_shift", device="cuda:0", timer="cuda-events", time_s=time_s,
-                        speedup_vs_eager=2.0, policy={"name": "triton"})
+                        speedup_vs_eager=2.0 * 1e-5 / time_s, policy={"name": "triton"})
     return Individual(ind_id, genome, (), "seed", 0, result)
 
 
@@ -58,12 +61,13 @@ def add(store: RunStore, individual: Individual) -> None:
     store.add_evaluation(individual.key, individual.result)
 
 
-def run_store(tmp_path, fastest: int) -> tuple[RunStore, Checkpoint]:
-    """A finished run's store whose best (the hall of fame's first) is the variant BAKED=`fastest`."""
-    store = RunStore(tmp_path / f"run{fastest}")
-    add(store, kernel(fastest, 1e-5, "1.0"))
-    add(store, kernel(1 - fastest, 2e-5, "0.0"))
-    checkpoint = Checkpoint(generation=1, best_s=1e-5, hall_of_fame=["1.0", "0.0"])
+def run_store(tmp_path, variants: list[int]) -> tuple[RunStore, Checkpoint]:
+    """A finished run's store whose kernels are these variants, fastest first (the first: the hall of fame's)."""
+    store = RunStore(tmp_path / "run")
+    ids = [f"{len(variants) - i}.0" for i in range(len(variants))]
+    for i, (variant, ind_id) in enumerate(zip(variants, ids)):
+        add(store, kernel(variant, (i + 1) * 1e-5, ind_id))
+    checkpoint = Checkpoint(generation=1, best_s=1e-5, hall_of_fame=ids)
     store.save_checkpoint(checkpoint)
     return store, checkpoint
 
@@ -86,29 +90,66 @@ def judged(sandbox, monkeypatch):
     evaluator.close()
 
 
-@pytest.mark.parametrize("fastest", [0, 1])
-def test_the_best_kernel_is_labelled_by_whether_it_runs_at_other_sizes(tmp_path, sandbox, judged, fastest):
+def verdicts(outcome) -> dict:
+    return {i: (v["verdict"], [s["verdict"] for s in v["sizes"]]) for i, v in outcome.other_sizes_verdicts.items()}
+
+
+@pytest.mark.parametrize("fastest", [GENERIC, GUARDED])
+def test_a_best_that_runs_or_refuses_cleanly_at_other_sizes_stays_the_best(tmp_path, sandbox, judged, fastest):
     check, jobs = judged
     assert (check.problem_sizes, check.other_sizes, check.why_not) == ({"dim": 60}, {"dim": 45}, "")
-    store, checkpoint = run_store(tmp_path, fastest)
+    assert [changed for changed, _ in check.sets] == [{"dim": 45}, {"dim": 43}]  # smaller, and odd
+    store, checkpoint = run_store(tmp_path, [fastest, WRONG_MASK])
     record = check.judge(store, checkpoint, sandbox)
-    # one job: the best kernel's correctness at the other sizes, untimed (no timing, no baseline job)
-    assert [(kind, timed) for kind, timed, _ in jobs] == [("candidate", False)]
-    assert "timing" not in jobs[0][2]
+    # two jobs: the best kernel's correctness at each other size, untimed (no timing, no baseline job); the slower
+    # kernel is not judged
+    assert [(kind, timed) for kind, timed, _ in jobs] == [("candidate", False)] * 2
+    assert all("timing" not in result for _, _, result in jobs)
     runs, note = sizes_label.label(record)
     outcome = summarise(store, checkpoint)
-    # a label: the best kernel, its time and speed-ups and the status are the search's
-    assert (outcome.status, outcome.best_id, outcome.best_s, outcome.speedup_vs_eager) == ("ok", "1.0", 1e-5, 2.0)
+    # the best kernel, its time and speed-ups and the status are the search's
+    assert (outcome.status, outcome.best_id, outcome.best_s, outcome.speedup_vs_eager) == ("ok", "2.0", 1e-5, 2.0)
     assert (outcome.runs_at_other_sizes, outcome.other_sizes_note) == (runs, note)
-    if fastest == 0:  # reads its sizes from its input
-        assert record["runs"] is True and note == "yes, correct at dim=45 too"
+    if fastest == GENERIC:
+        assert verdicts(outcome) == {"2.0": ("runs-correct", ["runs-correct"] * 2)}
+        assert record["runs"] is True and note == "yes, correct at dim=45; dim=43 too"
         assert sizes_label.flagged("src", runs, note) == "src"
-    else:  # 4 x 60 baked in as literals
-        assert record["runs"] is False and record["status"] == "incorrect"
-        assert note.startswith("no, specialised to the problem's sizes (dim=60); failed at dim=45: incorrect (")
-        assert "output has shape (4, 60), expected (4, 45)" in note
+    else:  # the guard's ValueError: a clean refusal, not a defect
+        assert verdicts(outcome) == {"2.0": ("refuses-cleanly", ["refuses-cleanly"] * 2)}
+        assert record["runs"] is False and record["status"] == "runtime_error"
+        assert note.startswith("no, specialised to the problem's sizes (dim=60); refuses dim=45; dim=43 cleanly "
+                               "(ValueError: ModelNew.forward: x expected shape (4, 60), given shape (4, 45)")
         assert sizes_label.flagged("src", runs, note) == f"# kernelevo: RUNS ONLY AT THE PROBLEM'S SIZES: {note}\nsrc"
     assert re.search(rf"\n  runs at other sizes +{re.escape(note)}\n", table(outcome))
+    store.close()
+
+
+def test_a_kernel_with_a_wrong_mask_is_defective_and_never_the_best(tmp_path, sandbox, judged):
+    check, jobs = judged
+    store, checkpoint = run_store(tmp_path, [WRONG_MASK, GUARDED, GENERIC])  # the fastest is defective
+    record = check.judge(store, checkpoint, sandbox)
+    assert len(jobs) == 4  # two kernels at two sizes: the second is not defective, the third is not judged
+    outcome = summarise(store, checkpoint)
+    assert verdicts(outcome) == {"3.0": ("defective", ["defective"] * 2),
+                                 "2.0": ("refuses-cleanly", ["refuses-cleanly"] * 2)}
+    assert outcome.other_sizes_verdicts["3.0"]["sizes"][0]["status"] == "incorrect"  # its tail left unwritten
+    # the best is the fastest kernel that is not defective: slower, with its own time and speed-up
+    assert (record["chosen"], outcome.status, outcome.best_id, outcome.best_s) == ("2.0", "ok", "2.0", 2e-5)
+    assert outcome.speedup_vs_eager == 1.0 and outcome.runs_at_other_sizes is False
+    assert "2.0 is the best: faster kernels defective there: 3.0 defective (incorrect: " in outcome.other_sizes_note
+    store.close()
+
+
+def test_when_every_kernel_tried_is_defective_the_run_says_so(tmp_path, sandbox, judged):
+    check, jobs = judged
+    store, checkpoint = run_store(tmp_path, [WRONG_MASK])
+    record = check.judge(store, checkpoint, sandbox)
+    outcome = summarise(store, checkpoint)
+    assert record["chosen"] is None and sizes_label.defective(record)
+    assert (outcome.status, outcome.best_id, outcome.ok) == ("defective-at-other-sizes", "1.0", True)
+    assert outcome.other_sizes_note.startswith("no, defective at dim=45; dim=43: every kernel tried failed there")
+    flagged = sizes_label.flagged("src", outcome.runs_at_other_sizes, outcome.other_sizes_note, True)
+    assert flagged.startswith("# kernelevo: DEFECTIVE AT OTHER SIZES: no, defective")
     store.close()
 
 
@@ -119,9 +160,23 @@ def test_without_other_sizes_nothing_is_judged_and_the_label_says_why(tmp_path, 
     check = SizesLabel.plan(judge_plan(str(problem)), evaluator)
     monkeypatch.setattr(sandbox, "run", lambda *a, **k: pytest.fail("nothing is judged without other sizes"))
     store = RunStore(tmp_path / "run")
-    add(store, kernel(0, 1e-5, "1.0"))
+    add(store, kernel(GENERIC, 1e-5, "1.0"))
     record = check.judge(store, Checkpoint(generation=1, hall_of_fame=["1.0"]), sandbox)
     assert sizes_label.label(record) == (None, "not checked (the problem has no size constants to change)")
     assert sizes_label.verdict(store, "1.0") == record and sizes_label.verdict(store, "0.0") is None
     store.close()
     evaluator.close()
+
+
+def test_a_kernel_correct_at_one_other_size_refusing_the_other_refuses_cleanly_and_says_where():
+    assert kernel_verdict(["runs-correct", "refuses-cleanly"]) == "refuses-cleanly"
+    assert kernel_verdict(["refuses-cleanly", None, "defective"]) == "defective"  # the worst, a defect first
+    assert kernel_verdict(["runs-correct", None]) is None  # no verdict where the judge had none
+    sizes = [{"at": "dim=45", "verdict": "runs-correct", "status": "ok", "reason": ""},
+             {"at": "dim=43", "verdict": "refuses-cleanly", "status": "runtime_error", "reason": "ValueError: odd"}]
+    tried = [{"id": "1.0", "verdict": "refuses-cleanly", "status": "runtime_error", "reason": "ValueError: odd",
+              "sizes": sizes}]
+    record = {"best": "1.0", "problem_sizes": {"dim": 60}, "other_sizes": {"dim": 45},
+              "size_sets": [{"dim": 45}, {"dim": 43}], "tried": tried, "why_not": "", **settled(tried)}
+    assert sizes_label.label(record) == (False, "no, specialised to the problem's sizes (dim=60); refuses dim=43 "
+                                                "cleanly (ValueError: odd), correct at dim=45")

@@ -11,7 +11,7 @@ from core.stats import geometric_mean, median
 from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
 from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections, sizes_note
-from evo.reports.full_size import BAKED
+from evo.reports.full_size import BAKED, DEFECTIVE_STATUS
 from evo.reports.outcome import INTERPRETER, OK, RunOutcome
 from evo.records.manifest import combine, manifest_rows
 from evo.reports.intervals import Bootstrap, interval_lines, interval_table, seed_summary
@@ -31,14 +31,16 @@ def summarise(rows: list[Row]) -> dict:
     n = len(rows)
     ok = [r.summary for r in rows if r.status == OK]
     baked = sum(1 for r in rows if r.status == BAKED)  # correct at the interpreter's test sizes only
+    defective = sum(1 for r in rows if r.status == DEFECTIVE_STATUS)  # correct at its sizes, defective at others
     fast = {f"fast_{p:g}_vs_{base}": sum(1 for s in ok if (s.speedup(base) or 0) > p) / n if n else 0.0
             for base in AGAINST for p in FAST_P}  # a problem whose baseline was not measured counts as not fast
     sol = [s.sol_fraction for s in ok if s.sol_fraction is not None]
     floor = [s.floor_fraction for s in ok if s.floor_fraction is not None]
     rates = [r.summary.evaluations_per_hour for r in rows if r.summary.evaluations_per_hour]
     labelled = Counter(label for s in ok for label in s.labels)
-    return {"problems": n, "distinct_problems": len({r.problem_name for r in rows}), "correct": len(ok) + baked,
-            "correct_rate": (len(ok) + baked) / n if n else 0.0, "baked": baked,
+    return {"problems": n, "distinct_problems": len({r.problem_name for r in rows}),
+            "correct": len(ok) + baked + defective, "correct_rate": (len(ok) + baked + defective) / n if n else 0.0,
+            "baked": baked, "defective_at_other_sizes": defective,
             # correct on a GPU at the problem's sizes only (evo.reports.sizes_label: failed at other sizes)
             "specialised": sum(1 for s in ok if not s.interpreter and s.runs_at_other_sizes is False),
             "labelled": dict(sorted(labelled.items())), **fast,
@@ -102,7 +104,9 @@ def _some(names: list[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-STATUS = {BAKED: "correct at test sizes only (baked)"}  # a status as a table says it (summary.json keeps the key)
+# a status as a table says it (summary.json keeps the key)
+STATUS = {BAKED: "correct at test sizes only (baked)",
+          DEFECTIVE_STATUS: "correct at its sizes, defective at other sizes"}
 HEADER = ("problem", "status", "seed", "best from", "best", "seed (tuned)", *(SHORT[b] for b in BASELINES),
           *(f"vs {SHORT[b]}" for b in AGAINST), "data floor %", "ref. roofline %", "evaluations", "evals/h",
           "search (s)", "GPU busy", "timeouts", "cut", "LLM calls", "LLM cost", "wall (s)", "note")
@@ -241,7 +245,7 @@ def verdict_of(r: Row) -> str:
     """A row's kind, for the CPU page's plot: correct, correct at the test sizes only, incorrect, or no run."""
     if r.status == OK:
         return "correct"
-    if r.status == BAKED:
+    if r.status in (BAKED, DEFECTIVE_STATUS):
         return "correct at test sizes only"
     return "no correct kernel" if r.summary.evaluations else "run failed"
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from evo.benchmark.bench import INTERRUPTED, NOT_STARTED, Row
-from evo.reports.full_size import BAKED
+from evo.reports.full_size import BAKED, DEFECTIVE_STATUS
 from evo.reports.sizes_label import LABEL, NOT_CHECKED
 from evo.reports.intervals import Bootstrap, geomean_interval
 from evo.reports.outcome import OK, RunOutcome
@@ -80,7 +80,7 @@ def cause_of(row: Row) -> str | None:
     """A short key of why a run has no correct kernel (None: it has one), from its status and reason: `library
     call: torch.convolution`, `converter: <exception type>`, `incorrect: <trial kind>`, `timeout`, `no Triton from
     Inductor`, `baseline failed`, ...; rows of an interrupted bench are `interrupted` or `not started`."""
-    if row.status in (OK, BAKED):
+    if row.status in (OK, BAKED, DEFECTIVE_STATUS):
         return None
     if row.status in (INTERRUPTED, NOT_STARTED):
         return row.status
@@ -135,7 +135,7 @@ class Level:
         return max(1, round(self.runs / configurations)) if configurations else 1
 
     def correct(self) -> list[Row]:
-        return [r for r in self.rows if r.status in (OK, BAKED)]
+        return [r for r in self.rows if r.status in (OK, BAKED, DEFECTIVE_STATUS)]
 
 
 def levels(rows: list[Row], sizes: dict | None = None) -> list[Level]:

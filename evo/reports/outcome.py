@@ -116,6 +116,10 @@ class RunOutcome:
     # interpreter run, or one from before issue 43: none)
     runs_at_other_sizes: bool | None = None
     other_sizes_note: str = ""  # that verdict in a line: "no, specialised to the problem's sizes (N=4096); ..."
+    # each kernel judged at other sizes (both checks), fastest first: id -> {"verdict": runs-correct, refuses-cleanly or
+    # defective (null: no verdict), "sizes": [{"at": "N=12", "verdict", "status", "reason"}, ...]}; the best is never
+    # a defective one, save where every kernel tried was (status defective-at-other-sizes)
+    other_sizes_verdicts: dict = field(default_factory=dict)
     manifest: dict | None = None  # what the figures were measured on and with (evo.records.manifest; None: an older run)
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.reports.anytime.curve)
     interpreter_curve: list | None = None  # on the interpreter: correct kernels, best time so far per evaluation
@@ -123,7 +127,7 @@ class RunOutcome:
     @property
     def ok(self) -> bool:
         """Whether the run found a correct kernel (baked at the test sizes or not)."""
-        return self.status in (OK, full_size.BAKED)
+        return self.status in (OK, full_size.BAKED, full_size.DEFECTIVE_STATUS)
 
     @property
     def interpreter(self) -> bool:
@@ -183,17 +187,19 @@ def _seconds(result: EvalResult | None) -> float | None:
 
 
 def outcome_of(best: Individual | None, seed_written: EvalResult | None, tuned_seed: EvalResult | None,
-               seed_operator: str, rewritten_seed: str = "", sizes_check: dict | None = None, **spent) -> RunOutcome:
+               seed_operator: str, rewritten_seed: str = "", sizes_check: dict | None = None,
+               defective_there: bool = False, **spent) -> RunOutcome:
     """The record of a run whose best kernel is `best`, its seed's verdicts as written and tuned, what made the
-    seed (and, when the initialiser rewrote it, what made the seed it rewrote), and `spent`: the record's other
-    fields (evaluations, stop_reason, ...)."""
+    seed (and, when the initialiser rewrote it, what made the seed it rewrote), whether every kernel tried at other
+    sizes on a GPU was defective there, and `spent`: the record's other fields (evaluations, stop_reason, ...)."""
     r = best.result if best is not None else None
     first = r or tuned_seed  # the problem, device and timer, from the seed when there is no best
     ok = r is not None and r.ok
     check = sizes_check or {}
+    found = (full_size.DEFECTIVE_STATUS if full_size.defective(check) or defective_there else
+             full_size.BAKED if full_size.baked(check) else OK)
     return RunOutcome(
-        status=(full_size.BAKED if full_size.baked(check) else OK) if ok else (r.status if r is not None
-                                                                                 else NO_KERNEL),
+        status=found if ok else (r.status if r is not None else NO_KERNEL),
         reason=first.reason if first is not None and not ok else "", problem=first.problem if first else "",
         sizes=first.sizes if first else {}, device=first.device if first else "",
         hardware_profile=first.hardware_profile if first else "", timer=first.timer if first else "",
@@ -221,8 +227,10 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
     """The outcome of the run in `store` as of `checkpoint` (its hall of fame and search time)."""
     fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
     check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
-    best = store.individual((check or {}).get("kept") or fastest) if fastest else None  # other sizes too
-    runs, note = sizes_label.label(sizes_label.verdict(store, fastest))  # on a GPU, of the best: a label
+    label = sizes_label.verdict(store, fastest)  # other sizes too; on a GPU one not defective there
+    chosen = full_size.chosen(check) or (label or {}).get("chosen")
+    best = store.individual(chosen or fastest) if fastest else None
+    runs, note = sizes_label.label(label)
     seed, rewritten = store.individual("0.0"), store.get_meta(REWRITTEN_SEED) or {}
     seed_as_written = store.evaluation(rewritten.get("key") or evaluation_key(seed.genome.source)) if seed else None
     search_s = checkpoint.elapsed_s if checkpoint is not None else 0.0
@@ -230,7 +238,9 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
     return outcome_of(
         best, seed_as_written, seed.result if seed else None, seed.operator if seed else "",
         rewritten.get("made_by", ""), check, best_from=descends_from(store, best),
-        runs_at_other_sizes=runs, other_sizes_note=note,
+        runs_at_other_sizes=runs, other_sizes_note=note, defective_there=sizes_label.defective(label),
+        other_sizes_verdicts={t["id"]: {"verdict": t.get("verdict"), "sizes": t.get("sizes", [])}
+                              for t in (check or label or {}).get("tried", [])},
         best_file=str(store.run_dir / BEST_KERNEL_FILE) if best is not None else "",
         evaluations=evaluations, distinct_evaluations=store.distinct_evaluation_count(),
         infrastructure_failures=store.infrastructure_failures(),

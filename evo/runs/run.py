@@ -212,7 +212,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         store.set_meta("manifest", run_manifest(plan, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
-        if size_label is not None:  # on a GPU: is the best specialised to the problem's sizes? correctness only
+        if size_label is not None:  # on a GPU: the fastest kernels not defective at other sizes; correctness only
             size_label.judge(store, store.latest_checkpoint(), evaluator.sandbox)
         measure_ieee_baselines(service, store)
         completed = True
@@ -287,7 +287,8 @@ def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tupl
     outcome = summarise(store, checkpoint, stop_reason, busy, window)
     if outcome.best_id:
         best = store.individual(outcome.best_id).genome.rendered()
-        best = sizes_label.flagged(best, outcome.runs_at_other_sizes, outcome.other_sizes_note)
+        best = sizes_label.flagged(best, outcome.runs_at_other_sizes, outcome.other_sizes_note,
+                                   outcome.status == full_size.DEFECTIVE_STATUS and not outcome.interpreter)
         Path(outcome.best_file).write_text(outcome.flagged(full_size.flagged(best, outcome.sizes_check)))
     outcome.write(store.run_dir)
     store.close()

@@ -23,7 +23,8 @@ test sizes in every size constant: those the test sizes set and the file's other
 ``MIN_SHRINKABLE`` (of a list or tuple of sizes, each such element). Each moves to about three quarters of its
 value (at least one less; 1 and 2 gain one), so the interpreter's work stays about that of the test sizes; a change
 that makes the problem fail to build or run on the meta device is left out (all are tried together, then one at a
-time by name).
+time by name). A third set (``other_sizes(..., odd=True)``) moves each to an odd value below that (``odd_value``),
+so that no block size of a power of two divides it: a kernel whose masks assume one is found out there.
 """
 from __future__ import annotations
 
@@ -228,8 +229,17 @@ def other_value(value: int) -> int:
     return value + 1 if value <= 2 else value - max(1, value // 4)
 
 
-def other_sizes(problem: LoadedProblem) -> OtherSizes:
-    """The rule above, on a problem loaded at its test sizes (its module's constants are changed and restored)."""
+def odd_value(value: int) -> int:
+    """A size constant's odd other value: the largest odd number below ``other_value`` (3, or 5 for a 3, where that
+    is 1 or less)."""
+    below = other_value(value) - 1
+    below = below if below % 2 else below - 1
+    return below if below > 2 else 5 if value == 3 else 3
+
+
+def other_sizes(problem: LoadedProblem, odd: bool = False) -> OtherSizes:
+    """The rule above, on a problem loaded at its test sizes (its module's constants are changed and restored);
+    `odd`: each constant at its ``odd_value``."""
     module, spec = problem.module, problem.spec
     constants = size_constants(module)
     eligible = lambda name, x: type(x) is int and (name in spec.sizes or x >= MIN_SHRINKABLE)  # noqa: E731
@@ -237,8 +247,10 @@ def other_sizes(problem: LoadedProblem) -> OtherSizes:
     def moved(name: str, value):
         """The other value of a constant: an integer's, or a list's or tuple's with each eligible element moved."""
         if isinstance(value, (list, tuple)):
-            return type(value)(other_value(x) if eligible(name, x) else x for x in value)
-        return other_value(value)
+            return type(value)(move(x) if eligible(name, x) else x for x in value)
+        return move(value)
+
+    move = odd_value if odd else other_value
 
     names = sorted(k for k, v in constants.items()
                    if (any(eligible(k, x) for x in v) if isinstance(v, (list, tuple)) else eligible(k, v)))

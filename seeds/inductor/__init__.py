@@ -152,8 +152,9 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
     """The Inductor seed (``"inductor"``, first) and one more seed per variant of Inductor's options (name ->
     options) whose kernels differ from it (``"inductor:<name>"``), each converted, cached and written into run_dir
     as ``seed_inductor[_<name>].py``. The default seed's failure is a SeedError; a variant's is a printed note.
-    `dynamic` (default: off a GPU, where candidates are judged at the interpreter's sizes, not the file's): captured
-    with dynamic shapes, so the seed runs at other sizes, where Inductor and the converter can. `settings`: the
+    `dynamic` (default: ``settings.dynamic_shapes``, whose default is off a GPU, where candidates are judged at the
+    interpreter's sizes, not the file's): captured with dynamic shapes, so the seed runs at other sizes, where
+    Inductor and the converter can. `settings`: the
     capture's time (``CaptureSettings``; each capture is cached as it finishes, so a variant stopped at its budget or
     a crash loses none captured before it). A ``CapturedSeeds``: its `cache` says per capture whether it was read from
     the cache or why it was captured (``cache.why_missed``)."""
@@ -161,7 +162,9 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
         raise SeedError(f"an Inductor variant may not be called {DEFAULT!r} (that name is Inductor's own options); "
                         f"rename it in inductor.variants")
     templates = device.startswith("cuda") and not torch_compute_allowed
-    dynamic = not device.startswith("cuda") if dynamic is None else dynamic
+    if dynamic is None:  # the settings' choice, else off a GPU only
+        chosen = (settings or CaptureSettings()).dynamic_shapes
+        dynamic = not device.startswith("cuda") if chosen is None else chosen
     variants = autotuned_first(gpu_variants(variants, device))
     wanted = {DEFAULT: {}, **(variants or {})}
     files = {name: entry_file(cache_dir, spec, cache_key(spec, device, profile, templates, tf32, options, dynamic))

@@ -23,6 +23,7 @@ from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
+from seeds.inductor import input_guard
 from seeds.inductor import launches, libdevice, randoms, recurrent
 from seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
@@ -99,9 +100,11 @@ class CallRewriter(ast.NodeTransformer):
     """Inductor's ``call`` body -> statements of ``forward``."""
 
     def __init__(self, kernels: dict, device_expr: str, convolutions: Convolutions | None = None,
-                 attentions: Attentions | None = None, recurrents: recurrent.Recurrents | None = None):
+                 attentions: Attentions | None = None, recurrents: recurrent.Recurrents | None = None,
+                 guard: tuple | None = None):
         self.kernels, self.device_expr, self.convolutions = kernels, device_expr, convolutions
         self.attentions, self.recurrents = attentions, recurrents
+        self.guard = guard  # (labels, dtypes, device type): call()'s arguments' asserts as input_guard's checks
 
     def visit_With(self, node):  # torch.cuda._DeviceGuard(0): the device is the inputs' device
         kept = []
@@ -117,6 +120,9 @@ class CallRewriter(ast.NodeTransformer):
         call = node.value
         if isinstance(call, ast.Call):
             text = ast.unparse(call.func)
+            checked = input_guard.guard_statement(call, *self.guard) if self.guard else None
+            if checked is not None:
+                return checked
             if text.split(".")[-1] in DROPPED_CALLS or text in ("args.clear", "torch.cuda.set_device"):
                 return None
             if isinstance(call.func, ast.Attribute) and call.func.attr == "run" and \
@@ -301,8 +307,10 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     convolutions = Convolutions(call.body, WARPS, STAGES) if triton_convolutions else None
     attentions = Attentions(call.body, WARPS, STAGES, own=triton_convolutions)  # else torch's public SDPA
     recurrents = recurrent.Recurrents(WARPS, STAGES, bound_to)  # kernelevo's own operators: always its Triton RNN
+    guard = (bound_to, input_guard.input_dtypes(code_tree),
+             "cpu" if interpreter else str(captured.get("device", "cuda")).split(":")[0])
     body = CallRewriter(kernels, f"{tensor}.device" if tensor else "'cuda'", convolutions, attentions,
-                        recurrents).visit(ast.Module(body=call.body[1:], type_ignores=[])).body
+                        recurrents, guard).visit(ast.Module(body=call.body[1:], type_ignores=[])).body
     own = [r for r in (convolutions, attentions, recurrents) if r and r.count]  # kernelevo's kernels for library calls
     if not functions and not own:
         raise SeedError(f"{NO_TRITON_KERNEL}: {OTHER_SEEDS}")
@@ -316,6 +324,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     if captured.get("single_output") and returned and len(last.value.elts) == 1:
         last.value = last.value.elts[0]
     body, through_sites = launches.through_sites(body, kernels, list(bound_to))
+    guarded = f"{input_guard.GUARD}(" in ast.unparse(ast.Module(body=body, type_ignores=[]))
     forward = pyast.parse(f"def forward({written}):\n    pass").body[0]
     forward.body = [*pyast.parse("\n".join(bind)).body, *body]
     model_new = model_with(model, forward)
@@ -339,7 +348,8 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            + (ATTENTION_NOTE if attentions and attentions.count else '')
            + (recurrent.NOTE if recurrents.count else '')
            + (randoms.NOTE if randoms.draws_in(forward) else '')
-           + (launches.NOTE if through_sites else '') + '"""')
+           + (launches.NOTE if through_sites else '')
+           + (input_guard.NOTE if guarded else '') + '"""')
     parts = [doc, "\n".join(imports), "",
              "\n".join(f"{n} = {v!r}" for n, v in constants) + f"\nTUNABLE = {tunable!r}"]
     parts += [ast.unparse(f) for f in [*helpers.values(), *functions]]
@@ -349,6 +359,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     parts += [kernel_source(tf32, recurrent.KERNEL_FILE)] if recurrents.count else []
     parts += [YZ_OVERFLOW_HELPER.strip()] if "yz_overflow_grid(" in ast.unparse(forward) else []
     parts += [launches.LAUNCH_SITES_HELPER.strip()] if through_sites else []
+    parts += [input_guard.GUARD_HELPER.strip()] if guarded else []
     parts += [ast.unparse(model_new)]
     kept = used_statements(header, imports, "\n".join(parts[3:]))
     parts[2] = ast.unparse(ast.Module(body=kept, type_ignores=[]))

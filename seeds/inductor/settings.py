@@ -23,6 +23,12 @@ class CaptureSettings:
     # captures of SqueezeNet (26 convolutions), EfficientNetB1 and SwinMLP took 443, 332 and 353 s; level3/34's 512
     # Linears of 2 shapes (an RNN's steps unrolled), taken first-only, ran at 0.46x of max-autotune. null: always
     autotune_templates_up_to: Optional[int] = 12
+    # torch.compile's capture with dynamic shapes (every size an argument, as far as Dynamo and the converter keep
+    # it: the seed then reads its sizes from its inputs, and its guard checks only what stayed specialised; else the
+    # sizes as literals). null: off a GPU only, where candidates are judged at the interpreter's test sizes; true: on a
+    # GPU too (not yet measured on one: its seeds' speed at the problem's sizes and Inductor's autotuning with symbolic
+    # sizes are unknown, so a GPU stays static by default); false: never
+    dynamic_shapes: Optional[bool] = None
 
     def __post_init__(self):
         if self.autotune_templates_up_to is not None and self.autotune_templates_up_to < 0:
