@@ -10,7 +10,8 @@ from pathlib import Path
 from core.stats import geometric_mean, median
 from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
-from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections, sizes_note
+from evo.benchmark.bench_table import (failure_of, library_best, markdown_sections, paper_summary, sections,
+                                       sizes_note)
 from evo.reports.full_size import BAKED
 from evo.reports.outcome import INTERPRETER, OK, RunOutcome
 from evo.records.manifest import combine, manifest_rows
@@ -151,7 +152,7 @@ def tf32_note(s: RunOutcome) -> str:
 def cells(r: Row) -> list[str]:
     s = r.summary
     correct = [library_note(s), tf32_note(s), sizes_note(s)] if r.status == OK else []
-    note = "; ".join(filter(None, [*correct, r.reason if r.status != "ok" else s.stop_reason]))
+    note = "; ".join(filter(None, [*correct, failure_of(r) or r.reason if r.status != OK else s.stop_reason]))
     note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
@@ -167,7 +168,7 @@ def cells(r: Row) -> list[str]:
 def row_line(r: Row) -> str:
     """A finished run as the bench prints it: its label, its status as the tables say it, and why where the run found
     no correct kernel."""
-    why = f" {r.reason[:200]}" if r.status not in (OK, BAKED) else ""
+    why = f" {failure_of(r)[:200]}" if r.status not in (OK, BAKED) else ""
     seed = f"; seed: {r.summary.seed_cache}" if r.summary.seed_cache else ""
     return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}{seed}"
 

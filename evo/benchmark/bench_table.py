@@ -19,6 +19,7 @@ from evo.reports.full_size import BAKED
 from evo.reports.sizes_label import LABEL, NOT_CHECKED
 from evo.reports.intervals import Bootstrap, geomean_interval
 from evo.reports.outcome import OK, RunOutcome
+from evo.reports.report import STATUS_HEADER, reason_heads
 from fitness.measure.baselines import BASELINES, BEST, library_of, triton_best
 from fitness.common.formatting import percent
 
@@ -102,6 +103,26 @@ def cause_of(row: Row) -> str | None:
     return f"{status}: {head}" if status and head else status or "unknown"
 
 
+def failure_of(row: Row) -> str:
+    """Why a row has no correct kernel, in words: its run's failure (the first line of its best kernel's reason, or
+    its seed's), then how its run ended or why it has none ("" for a row with a correct kernel)."""
+    if row.status in (OK, BAKED):
+        return ""
+    failure = row.summary.reason.strip().splitlines()[0] if row.summary.reason.strip() else ""
+    return "; ".join(filter(None, [failure, row.reason]))
+
+
+def failure_reasons(rows: list[Row]) -> dict[str, str]:
+    """cause -> its rows' reasons: their most common first lines with how many runs gave each
+    (``evo.reports.report.reason_heads``)."""
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        cause = cause_of(row)
+        if cause is not None:
+            found.setdefault(cause, []).append(row.summary.reason or row.reason)
+    return {cause: reason_heads(reasons) for cause, reasons in found.items()}
+
+
 def failures(rows: list[Row]) -> dict[str, list[str]]:
     """cause -> the rows (labels) without a correct kernel for that cause, the most frequent cause first."""
     groups: dict[str, list[str]] = {}
@@ -178,7 +199,8 @@ def level_summary(level: Level, boot: Bootstrap) -> dict:
 def paper_summary(rows: list[Row], sizes: dict | None = None, boot: Bootstrap | None = None) -> dict:
     """The per-level figures and the failures by cause of a bench's rows (bench.json's `levels` and `failures`)."""
     boot = boot or Bootstrap.default()
-    return {"levels": [level_summary(level, boot) for level in levels(rows, sizes)], "failures": failures(rows)}
+    return {"levels": [level_summary(level, boot) for level in levels(rows, sizes)], "failures": failures(rows),
+            "failure_reasons": failure_reasons(rows)}
 
 
 # as tables ---------------------------------------------------------------------------------------------------------
@@ -232,10 +254,13 @@ def sections(paper: dict, gpu: bool) -> list[dict]:
                           "the problem's sizes but failed at other sizes (each size constant moved to about 3/4): "
                           "its speed-up holds at those sizes only",
                           "header": ["problem", "other sizes"], "rows": specialised})
-    causes = [[cause, str(len(names)), ", ".join(names)] for cause, names in paper["failures"].items()]
+    reasons = paper.get("failure_reasons", {})  # a bench.json written before issue 68 has none
+    causes = [[cause, str(len(names)), ", ".join(names), reasons.get(cause, "-") or "-"]
+              for cause, names in paper["failures"].items()]
     found.append({"title": "Failures by cause", "note": "the runs without a correct kernel, grouped by a short key "
-                  "of their reason (each row's full reason is in the table and bench.json)",
-                  "header": ["cause", "runs", "problems"], "rows": causes or [["none", "0", "-"]]})
+                  "of their reason, with the reasons' first lines (each row's full reason is in bench.json and its "
+                  "run's report)", "header": ["cause", "runs", "problems", STATUS_HEADER[-1]],
+                  "rows": causes or [["none", "0", "-", "-"]]})
     return found
 
 
@@ -248,5 +273,5 @@ def markdown_sections(paper: dict, gpu: bool) -> list[str]:
     return lines
 
 
-__all__ = ["AGAINST", "cause_of", "failures", "level_of", "levels", "library_best", "markdown_sections",
+__all__ = ["AGAINST", "cause_of", "failure_of", "failure_reasons", "failures", "level_of", "levels", "library_best", "markdown_sections",
            "paper_summary", "sections", "sizes_note", "speedup_of"]
