@@ -22,7 +22,7 @@ from core.log import configure as configure_logging
 from fitness.common.lifeline import arm
 from kernelevo.commands import COMMANDS, Failed, fail, interrupted
 from kernelevo.listing import LISTS, print_list
-from kernelevo.locations import check_locations, claim, release
+from kernelevo.locations import check_locations, claim, own_folder, release
 from kernelevo.validate import Validator, split_flags, wants_info
 
 # Hydra's log file (commands.log, named after this module) opened at the first record logged, not at the start: a
@@ -119,6 +119,7 @@ def _main(argv: list[str] | None) -> None:
         if seeds is not None and name == "run":
             flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
         output_dir, multirun = validator.output_dir(flags)
+        output_dir = output_dir if multirun else own_folder(name, cfg, output_dir)
         single = not flags and not multirun and output_dir is not None and not any(map(is_sweep, overrides))
         held, pins, plan = None, [], None
         if not wants_info(flags):

@@ -43,7 +43,7 @@ def test_a_failing_job_is_its_row_and_the_sweep_runs_the_others(tmp_path):
                      cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr  # the failed job's own status
     assert "1 job(s) of the sweep failed, each a row of its table" in proc.stderr
-    (sweep,) = tmp_path.glob("multirun/*/*")
+    (sweep,) = tmp_path.glob("outputs/multirun/*/*")
     assert len(list(sweep.glob("*/best_kernel.py"))) == 2  # the jobs before and after the failed one ran
     rows = json.loads((sweep / "multirun.json").read_text())["rows"]
     assert [row["status"] for row in rows] == ["ok", "failed", "ok"]
