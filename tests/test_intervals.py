@@ -267,4 +267,4 @@ def test_a_run_s_report_draws_its_anytime_curve(tmp_path, timer):
     assert drawn == (timer == "cuda-events") and ("alt='best speed-up so far'" in page) == drawn
     assert ("| evaluations | GPU-seconds | LLM cost | LLM calls | best vs eager | best vs compile |" in markdown
             ) == drawn
-    assert ("No speed-up: no correct kernel, or times of Triton&#39;s CPU interpreter" in section) != drawn
+    assert ("No speed-up: the kernel is correct, but its times are Triton&#39;s CPU interpreter&#39;s" in section) != drawn

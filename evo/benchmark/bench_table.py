@@ -32,9 +32,10 @@ OTHER = "other"  # the level of a problem that is not under a levelN/ folder (a 
 
 
 def level_of(name: str) -> str:
-    """A row's KernelBench level from its problem's name (level1/23_Softmax.py -> level1); OTHER for the rest."""
-    head = name.split("/", 1)[0]
-    return head if re.fullmatch(r"level\d+", head) else OTHER
+    """A row's KernelBench level from its problem's name (level1/23_Softmax.py -> level1; a multirun's row names the
+    file's path: problem=/x/KernelBench/level1/23_Softmax.py -> level1); OTHER for the rest."""
+    found = re.search(r"(?:^|[/=])(level\d+)/[^/\s]+$", name.split()[0] if name.split() else name)
+    return found.group(1) if found else OTHER
 
 
 def speedup_of(s: RunOutcome, against: str) -> float | None:
@@ -219,21 +220,30 @@ def _specialised(level: dict) -> str:
     return f"{len(level.get('specialised', {}))}" + (f" ({unchecked} {NOT_CHECKED})" if unchecked else "")
 
 
+def _level_name(level: str) -> str:
+    return "other (not KernelBench)" if level == OTHER else level
+
+
 def sections(paper: dict, gpu: bool) -> list[dict]:
     """The sections of the page and the markdown: each a title, a note and a table (header, rows)."""
     found = []
-    correctness = [[lv["level"], str(lv["size"] or "?"), str(lv["attempted"]),
-                    f"{lv['correct']} of {lv['runs']}" + (f" ({lv['seeds']} seeds)" if lv["seeds"] > 1 else ""),
-                    percent(lv["correct_of_attempted"]), percent(lv["correct_of_level"]), str(lv["baked"]),
-                    str(len(lv["library_best"])), _specialised(lv)] for lv in paper["levels"]]
-    found.append({"title": "Per level: correct", "note": "correct: the run's best kernel passed every trial; of the "
-                  "level: over all the level's problems in KernelBench (those not attempted count as not correct)",
-                  "header": ["level", "problems", "attempted", "correct runs", "of attempted", "of the level",
-                             "baked (CPU)", "best baseline a library call", "only at the problem's sizes (GPU)"],
-                  "rows": correctness})
-    if gpu:
-        speed = [[lv["level"], NAMES[base], *[percent(entry[f"fast_{p:g}"]) for p in FAST_P], _geomean(entry)]
-                 for lv in paper["levels"] for base, entry in lv["against"].items()]
+    # per level only where a row is of a KernelBench level (a sweep of bundled problems read "other | ?" there)
+    per_level = paper["levels"] if any(lv["level"] != OTHER for lv in paper["levels"]) else []
+    if per_level:
+        correctness = [[_level_name(lv["level"]), "-" if lv["level"] == OTHER else str(lv["size"] or "?"),
+                        str(lv["attempted"]),
+                        f"{lv['correct']} of {lv['runs']}" + (f" ({lv['seeds']} seeds)" if lv["seeds"] > 1 else ""),
+                        percent(lv["correct_of_attempted"]), percent(lv["correct_of_level"]), str(lv["baked"]),
+                        str(len(lv["library_best"])), _specialised(lv)] for lv in per_level]
+        found.append({"title": "Per level: correct", "note": "correct: the run's best kernel passed every trial; of "
+                      "the level: over all the level's problems in KernelBench (those not attempted count as not "
+                      "correct)",
+                      "header": ["level", "problems", "attempted", "correct runs", "of attempted", "of the level",
+                                 "baked (CPU)", "best baseline a library call", "only at the problem's sizes (GPU)"],
+                      "rows": correctness})
+    if gpu and per_level:
+        speed = [[_level_name(lv["level"]), NAMES[base], *[percent(entry[f"fast_{p:g}"]) for p in FAST_P],
+                  _geomean(entry)] for lv in per_level for base, entry in lv["against"].items()]
         found.append({"title": "Per level: fast_p and geometric means", "note": "fast_p: the share of the "
                       "attempted runs whose kernel is correct and more than p times faster than the baseline (one "
                       "not measured counts as not faster); the geometric mean over the correct kernels with that "
@@ -242,6 +252,7 @@ def sections(paper: dict, gpu: bool) -> list[dict]:
                       "that policy triton forbids a kernel",
                       "header": ["level", "against", *[f"fast_{p:g}" for p in FAST_P], "geometric mean"],
                       "rows": speed})
+    if gpu:
         library = [[name, text] for lv in paper["levels"] for name, text in lv["library_best"].items()]
         if library:
             found.append({"title": "Best baseline a library call", "note": "problems whose fastest baseline runs a "
