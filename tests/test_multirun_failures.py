@@ -76,8 +76,11 @@ def test_the_tables_count_runs_configurations_and_problems_apart(tmp_path):
     write_multirun_report(tmp_path)
     text = (tmp_path / "multirun.md").read_text()
     assert "- correct: 7 of 8 runs (4 configurations of 2 problems x up to 2 search seeds) (88%)" in text, text
-    assert "| other | ? | 2 | 7 of 8 (2 seeds) |" in text  # 2 problems attempted, 2 seeds per configuration
-    rows = json.loads((tmp_path / "multirun.json").read_text())["rows"]
+    saved = json.loads((tmp_path / "multirun.json").read_text())
+    (level,) = saved["summary"]["paper"]["levels"]  # 2 problems attempted, 2 seeds per configuration
+    assert (level["level"], level["attempted"], level["runs"], level["seeds"], level["correct"]) == ("other", 2, 8, 2, 7)
+    assert "## Per level" not in text  # no KernelBench level: no per-level table (it read "other | ?")
+    rows = saved["rows"]
     assert rows[5]["status"] == "failed" and rows[5]["reason"] == "its reference failed"
     write_strategies_report(tmp_path)
     table = json.loads((tmp_path / "strategies.json").read_text())
