@@ -27,3 +27,9 @@ def test_the_stage_is_the_last_progress_line_of_its_own_run_each_change_said_onc
                 "[kernelevo seed 1] gen   0 | evaluations    4\n")
     assert watch.poll() == "[bench] level1/23_Softmax.py: gen   0 | evaluations    4"
     assert StageWatch("x", tmp_path / "missing.log").poll() is None  # no log yet: nothing to say
+
+
+def test_a_long_log_is_read_at_its_end(tmp_path):
+    log = tmp_path / "p.log"
+    log.write_text("[kernelevo] gen   1 | old\n" + "Triton's noise\n" * 10_000 + "[kernelevo] gen  40 | now\n")
+    assert StageWatch("p", log).poll() == "[bench] p: gen  40 | now"

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 STAGE_EVERY_S = 15.0  # how often a running problem's log is read for a new stage line
+TAIL_BYTES = 65536  # how much of the log's end is read for its last progress line
 TAG = "[kernelevo"  # a run's lines of progress: "[kernelevo] ...", "[kernelevo seed N] gen ..."
 
 
@@ -29,7 +30,7 @@ class StageWatch:
         """The last progress line its run wrote so far ("" before its first)."""
         try:
             with open(self.log, "rb") as f:
-                f.seek(self.offset)
+                f.seek(max(self.offset, f.seek(0, 2) - TAIL_BYTES))  # its last lines: a long run's log grows
                 text = f.read().decode(errors="replace")
         except OSError:
             return ""
