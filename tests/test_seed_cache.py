@@ -220,7 +220,7 @@ def test_the_first_seed_is_judged_before_the_budget_can_cut_it_also_without_tf32
         make_seeds(plan_of(wall_time_s=0.1), None, service, tmp_path / "run")  # a budget shorter than one judgement
     said = [r.getMessage() for r in caplog.records if r.name == "kernelevo.evo.runs.seeding"]
     assert said[0].startswith("generation 0: 1 seed(s) (inductor), torch.compile's capture ")  # what it will judge
-    assert said[1] == "generation 0: seed inductor judged as written: incorrect"  # each verdict as it comes
+    assert said[1] == "generation 0: inductor as written: incorrect"  # each verdict as it comes
     assert service.events[0] == ("submit", "inductor")  # judged first, before any cut
     assert [kind for kind, _ in service.events] == ["submit", "cut", "cut"]  # judged once; the cut set, lifted
     assert store.get_meta(SEED_CHECK_S) >= CHECK_S  # its time is the search's: it counts against the budget

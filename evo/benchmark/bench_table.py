@@ -284,5 +284,5 @@ def markdown_sections(paper: dict, gpu: bool) -> list[str]:
     return lines
 
 
-__all__ = ["AGAINST", "cause_of", "failure_of", "failure_reasons", "failures", "level_of", "levels", "library_best", "markdown_sections",
-           "paper_summary", "sections", "sizes_note", "speedup_of"]
+__all__ = ["AGAINST", "cause_of", "failure_of", "failure_reasons", "failures", "level_of", "levels", "library_best",
+           "markdown_sections", "paper_summary", "sections", "sizes_note", "speedup_of"]
