@@ -120,6 +120,11 @@ def _main(argv: list[str] | None) -> None:
             flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
         output_dir, multirun = validator.output_dir(flags)
         output_dir = output_dir if multirun else own_folder(name, cfg, output_dir)
+        swept = next((o for o in overrides if is_sweep(o)), None)
+        if swept is not None and not multirun:  # else Hydra's "Ambiguous value", after the directory was made
+            key, _, value = swept.partition("=")
+            raise ValueError(f"{swept}: a comma makes a sweep, which needs --multirun; for one value holding a "
+                             f"comma, quote it: {key}='{value}'")
         single = not flags and not multirun and output_dir is not None and not any(map(is_sweep, overrides))
         held, pins, plan = None, [], None
         if not wants_info(flags):
