@@ -125,7 +125,7 @@ def _main(argv: list[str] | None) -> None:
             key, _, value = swept.partition("=")
             raise ValueError(f"{swept}: a comma makes a sweep, which needs --multirun; for one value holding a "
                              f"comma, quote it: {key}='{value}'")
-        single = not flags and not multirun and output_dir is not None and not any(map(is_sweep, overrides))
+        single = not flags and not multirun and output_dir is not None  # a sweep without --multirun: refused above
         held, pins, plan = None, [], None
         if not wants_info(flags):
             if single:  # the job's Hydra config, as the plan resolves it (the LLM reply cache in its directory)

@@ -78,7 +78,8 @@ def test_the_tables_count_runs_configurations_and_problems_apart(tmp_path):
     assert "- correct: 7 of 8 runs (4 configurations of 2 problems x up to 2 search seeds) (88%)" in text, text
     saved = json.loads((tmp_path / "multirun.json").read_text())
     (level,) = saved["summary"]["paper"]["levels"]  # 2 problems attempted, 2 seeds per configuration
-    assert (level["level"], level["attempted"], level["runs"], level["seeds"], level["correct"]) == ("other", 2, 8, 2, 7)
+    assert (level["level"], level["attempted"], level["runs"], level["seeds"], level["correct"]) == \
+        ("other", 2, 8, 2, 7)
     assert "## Per level" not in text  # no KernelBench level: no per-level table (it read "other | ?")
     rows = saved["rows"]
     assert rows[5]["status"] == "failed" and rows[5]["reason"] == "its reference failed"
