@@ -22,7 +22,7 @@ from core.log import configure as configure_logging
 from fitness.common.lifeline import arm
 from kernelevo.commands import COMMANDS, Failed, fail, interrupted
 from kernelevo.listing import LISTS, print_list
-from kernelevo.locations import check_locations, claim, release
+from kernelevo.locations import check_locations, claim, own_folder, release
 from kernelevo.validate import Validator, split_flags, wants_info
 
 # Hydra's log file (commands.log, named after this module) opened at the first record logged, not at the start: a
@@ -119,7 +119,13 @@ def _main(argv: list[str] | None) -> None:
         if seeds is not None and name == "run":
             flags, overrides = seed_sweep(cfg.search.seed, seeds, flags, overrides)
         output_dir, multirun = validator.output_dir(flags)
-        single = not flags and not multirun and output_dir is not None and not any(map(is_sweep, overrides))
+        output_dir = output_dir if multirun else own_folder(name, cfg, output_dir)
+        swept = next((o for o in overrides if is_sweep(o)), None)
+        if swept is not None and not multirun:  # else Hydra's "Ambiguous value", after the directory was made
+            key, _, value = swept.partition("=")
+            raise ValueError(f"{swept}: a comma makes a sweep, which needs --multirun; for one value holding a "
+                             f"comma, quote it: {key}='{value}'")
+        single = not flags and not multirun and output_dir is not None  # a sweep without --multirun: refused above
         held, pins, plan = None, [], None
         if not wants_info(flags):
             if single:  # the job's Hydra config, as the plan resolves it (the LLM reply cache in its directory)

@@ -72,8 +72,8 @@ def check_locations(command: str, cfg: DictConfig, output_dir: Path | None, mult
         check_writable(Path(cfg.run_dir), f"into run_dir={cfg.run_dir}", f"`kernelevo {command}` writes there: "
                        f"copy the run directory to a writable place and pass that")
         return
-    if output_dir is not None:
-        check_writable(output_dir, f"the output directory {output_dir}", f"set {setting}=A_WRITABLE_DIR")
+    if command == "bench" and cfg.bench.dir:  # first: Hydra's output directory is this folder (own_folder)
+        check_writable(Path(cfg.bench.dir).expanduser(), f"bench.dir={cfg.bench.dir}", "pass bench.dir=A_WRITABLE_DIR")
     if command in ("evaluate", "seed"):
         out = Path(cfg.out)
         if not out.is_absolute() and output_dir is not None:
@@ -81,12 +81,24 @@ def check_locations(command: str, cfg: DictConfig, output_dir: Path | None, mult
         if out.is_absolute():
             name = f"out={cfg.out}" + ("" if out == Path(cfg.out) else f" ({out})")
             check_writable(out, name, "pass out=A_WRITABLE_PATH", folder=False)
-    if command == "bench" and cfg.bench.dir:
-        check_writable(Path(cfg.bench.dir).expanduser(), f"bench.dir={cfg.bench.dir}", "pass bench.dir=A_WRITABLE_DIR")
+    if output_dir is not None:
+        check_writable(output_dir, f"the output directory {output_dir}", f"set {setting}=A_WRITABLE_DIR")
     if command == "run" and output_dir is not None and not multirun:
         taken = run_taken(output_dir, setting)
         if taken is not None:
             raise LocationError(taken)
+
+
+def own_folder(command: str, cfg: DictConfig, output_dir: Path | None) -> Path | None:
+    """Hydra's output directory for one job of `command`: a bench's ``bench.dir`` where one is given, the folder of
+    a seed's absolute ``out=``; else the one its config names (`output_dir`). Hydra makes its output directory
+    whatever the command writes: each bench given a bench.dir, or seed an out=, left a near-empty
+    ``outputs/.../.hydra`` folder beside it."""
+    if command == "bench" and cfg.bench.dir:
+        return Path(cfg.bench.dir).expanduser().absolute()
+    if command == "seed" and Path(cfg.out).is_absolute():
+        return Path(cfg.out).parent
+    return output_dir
 
 
 CLAIMS: dict[Path, Claim] = {}  # the directories this process holds (a run's task undoes its own: ``held``)
@@ -110,9 +122,8 @@ def claim(command: str, cfg: DictConfig, output_dir: Path | None, multirun: bool
         fix = f"wait for it to end, or start this run in another directory ({setting}=NEW_DIR)"
     elif command == "resume":
         folder, fix = Path(cfg.run_dir), "resume it once that process has ended"
-    elif command == "bench" and (cfg.bench.dir or output_dir is not None):
-        folder = Path(cfg.bench.dir).expanduser() if cfg.bench.dir else output_dir
-        pins = [] if cfg.bench.dir else [_pinned("hydra.run.dir", output_dir)]
+    elif command == "bench" and output_dir is not None:  # its bench.dir, where given (own_folder)
+        folder, pins = output_dir, [_pinned("hydra.run.dir", output_dir)]
         fix = "wait for it to end, or give this bench another bench.dir"
     else:
         return None, []

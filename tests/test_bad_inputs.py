@@ -34,6 +34,11 @@ def tree(folder) -> dict:
                                                             "it takes run_dir, search.generations"),
     (["resume", "run_dir=D", "fitness/policy=X"], "unknown group 'fitness/policy' for `kernelevo resume`"),
     (["report", "run_dir=D", "search=tiny"], "unknown group 'search' for `kernelevo report`; it takes run_dir"),
+    ([*RUN, "problem=rmsnorm,row_softmax"], "problem=rmsnorm,row_softmax: a comma makes a sweep, which needs "
+                                            "--multirun; for one value holding a comma, quote it: "
+                                            "problem='rmsnorm,row_softmax'"),
+    (["bench", "bench.problems=[row_softmax]", "bench.dir=B", "bench.title=a, b"],
+     "bench.title=a, b: a comma makes a sweep, which needs --multirun"),  # it left B behind, with Hydra's message
     ([*RUN, "hydra.run.dir=D"], NO_RUN_STORE),
     (["resume", "run_dir=D"], NO_RUN_STORE),
     (["report", "run_dir=D"], NO_RUN_STORE),

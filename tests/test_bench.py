@@ -44,6 +44,11 @@ def test_a_bench_runs_each_problem_in_its_own_run_and_writes_one_table(finished)
     assert table.startswith("# two problems") and "(interpreter)" in table
     assert "| [row_softmax](runs/row_softmax/report.html) | ok | seed |" in table
     assert "correct: 2 of 2" in done.stdout and "data:image/png;base64," in (bench_dir / "bench.html").read_text()
+    assert f"each problem's log in {bench_dir / 'logs'}" in done.stdout  # said before any problem runs
+    for name in ("row_softmax", "rmsnorm"):  # each problem's start, with its log, before its row
+        said = f"[bench] {name}: started on the CPU interpreter; its log: {bench_dir / 'logs' / name}.log"
+        assert done.stdout.index(said) < done.stdout.index(f"[bench] {name}: ok")
+    assert not (bench_dir.parent / "outputs").exists()  # Hydra wrote into bench.dir, no outputs/.../.hydra beside
     page = (bench_dir / "bench.html").read_text()
     for name in ("row_softmax", "rmsnorm"):  # each problem's row links its run's own report, and so does the table
         report = bench_dir / "runs" / name / "report.html"
@@ -61,6 +66,8 @@ def test_a_rerun_skips_finished_problems_and_resumes_a_started_one(finished):
     again = bench("bench.problems=[row_softmax,rmsnorm]", f"bench.dir={bench_dir}", *TINY, cwd=cwd)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "2 problems, 1 finished before" in again.stdout
+    assert f"[bench] rmsnorm: resumed on the CPU interpreter; its log: {bench_dir / 'logs' / 'rmsnorm.log'}" \
+        in again.stdout and "[bench] row_softmax: started" not in again.stdout
     assert (bench_dir / "logs" / "row_softmax.log").read_text() == logs["row_softmax"]  # not run again
     resumed = (bench_dir / "logs" / "rmsnorm.log").read_text()[len(logs["rmsnorm"]):]
     assert resumed and "0 generations done" in resumed

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -94,18 +95,23 @@ def test_an_interrupted_bench_stops_its_prestarted_search_before_it_begins_and_l
 
 @pytest.mark.parametrize("gated", [False, True])
 def test_a_gated_row_counts_its_wall_time_from_the_gate(tmp_path, monkeypatch, gated):
-    """The row's wall time is the GPU's: from the gate's opening (a search queued behind another is not slower)."""
+    """The row's wall time is the GPU's: from the gate's opening (a search queued behind another is not slower).
+    The bench's clock is a fake that moves only between the events: launched at 100, queued until 160 (the gate
+    opens), ended at 170; no wall-clock bound."""
     class Ended:
         def wait(self, timeout=None):
             return 1
 
+    clock = [100.0]
+    monkeypatch.setattr(bench, "time", types.SimpleNamespace(time=lambda: clock[0]))
     monkeypatch.setattr(bench.Searches, "start", lambda self, command, **popen: Ended())
     task = bench.BenchTask("p", "p")
     launched = bench.launch(task, tmp_path, "0", bench.Searches(), gated=gated)
-    time.sleep(1.0)
+    clock[0] = 160.0  # queued behind the GPU's search until now
     launched.open()
+    clock[0] = 170.0  # the search ended
     row = bench.finish(task, launched, tmp_path, "0", None, bench.Searches())
-    assert row.status == "failed" and (row.wall_s < 0.5 if gated else row.wall_s >= 1.0)
+    assert row.status == "failed" and row.wall_s == (10.0 if gated else 70.0)  # from the gate, or from the launch
     assert (launched.gate is not None) == gated and not (tmp_path / bench.GATES / "p").exists()
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from conftest import kernelevo
 from evo.benchmark.bench import Row
-from evo.benchmark.bench_report import write_bench_report
-from evo.benchmark.bench_table import cause_of, failures, level_of, paper_summary
+from evo.benchmark.bench_report import short_label, write_bench_report
+from evo.benchmark.bench_table import (cause_of, failure_of, failure_reasons, failures, level_of, paper_summary,
+                                       sections)
 from kernelevo.tables import check_table, gather, write_table
 from conf.schema import TableConfig
 from omegaconf import OmegaConf
@@ -190,9 +191,29 @@ def test_fast_p_and_geometric_means_per_level_against_each_baseline(tmp_path):
     assert "<h2>Failures by cause</h2>" in (tmp_path / "bench.html").read_text()
     assert ("- without a correct kernel: converter: AttributeError 1 (level3/1_MLP.py); library call: "
             "torch.convolution 1 (level1/54_conv_standard_3D.py)") in table  # each cause's problems beside its count
-    assert "| library call: torch.convolution | 1 | level1/54_conv_standard_3D.py |" in table
+    assert "| library call: torch.convolution | 1 | level1/54_conv_standard_3D.py | exit code 2: Inductor's code" \
+        in table  # the reasons' first lines beside the count
+    assert "<td>converter: AttributeError</td><td>1</td><td>level3/1_MLP.py</td><td>exit code 2: the converter failed" \
+        in (tmp_path / "bench.html").read_text()
     assert json.loads((tmp_path / "bench.json").read_text())["summary"]["paper"] == json.loads(json.dumps(
         summary["paper"]))
+
+
+def test_a_sweeps_rows_are_placed_in_their_kernelbench_level_and_bundled_problems_get_no_per_level_table():
+    # a multirun's rows are named by their overrides: the per-level table read "other | ?" (issue 68)
+    assert level_of("problem=/work/KernelBench/level1/19_ReLU.py") == "level1"
+    assert level_of("problem=/work/KernelBench/level1/19_ReLU.py fitness/policy=strict-fp32") == "level1"
+    assert level_of("problem=rmsnorm") == level_of("problem=/tmp/level1/x/own.py") == "other"
+    bundled = [failed("problem=rmsnorm", "1 generation done", "incorrect", "trial 1: wrong"),
+               gpu_row("problem=row_softmax", 10, 30, 20, 15)]
+    titles = [section["title"] for section in sections(paper_summary(bundled), gpu=True)]
+    assert titles == ["Failures by cause"]  # no level to speak of
+    mixed = sections(paper_summary([*bundled, gpu_row("problem=/k/KernelBench/level1/19_ReLU.py", 10, 30, 20, 15)],
+                                   {"level1": 100}), gpu=True)
+    assert [row[:3] for row in mixed[0]["rows"]] == [["level1", "100", "1"], ["other (not KernelBench)", "-", "2"]]
+    assert short_label("problem=/work/shared/KernelBench/level1/19_ReLU.py search.seed=3") == \
+        "problem=.../level1/19_ReLU.py search.seed=3"  # a plot's axis: the path by its last two parts
+    assert short_label("x" * 60) == "x" * 45 + "..."
 
 
 def test_two_search_seeds_give_each_levels_geometric_mean_an_interval(tmp_path):
@@ -243,6 +264,16 @@ def test_failures_are_grouped_by_a_short_cause_with_their_problems():
     assert groups["timeout"] == ["level1/5_Big.py"] and groups["baseline failed"] == ["level1/7_Y.py"]
     assert groups["rejected: implausible time"] == ["level1/6_X.py"] and groups["not started"] == ["level1/8_Z.py"]
     assert groups["compile_error: InterpreterError"] == ["level1/29_Softplus.py"]  # another status: its reason's head
+    reasons = failure_reasons(rows)  # each cause's reasons, first lines, beside their counts (issue 68)
+    assert reasons["compile_error: InterpreterError"] == ("InterpreterError: AttributeError(\"'NoneType' object has "
+                                                          "no attribute 'dtype'\") (1)")
+    assert reasons["library call: torch.convolution"].startswith("exit code 2: Inductor's code for 63 calls library "
+                                                                 "kernels")
+    assert reasons["library call: torch.convolution"].endswith("; exit code 2: Inductor's code for 1 calls library "
+                                                               "kernels (torch.convolution) for which ... (1)")
+    assert failure_of(rows[-2]) == ("InterpreterError: AttributeError(\"'NoneType' object has no attribute "
+                                    "'dtype'\"); 5 generations done")  # the failure first, then how the run ended
+    assert failure_of(rows[-1]) == ""
     assert sum(len(v) for v in groups.values()) == len(rows) - 1
 
 

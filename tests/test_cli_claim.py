@@ -165,3 +165,19 @@ def test_looking_for_a_run_writes_nothing_into_a_store_being_made(tmp_path):
     assert RunStore.saved_run(tmp_path) is None and (tmp_path / DB_NAME).read_bytes() == b""
     a_run(tmp_path / "D")
     assert RunStore.saved_run(tmp_path / "D") == {"problem": {"name": "elementwise_chain"}}
+
+
+def test_a_bench_dir_or_a_seeds_absolute_out_is_hydras_output_directory(tmp_path):
+    """Issue 68: each bench given a bench.dir, or seed an absolute out=, left a near-empty outputs/.../.hydra folder
+    (Hydra makes its output directory whatever the command writes)."""
+    from omegaconf import OmegaConf
+
+    from kernelevo.locations import own_folder
+
+    named = tmp_path / "outputs" / "x"  # the folder the config names
+    bench = OmegaConf.create({"bench": {"dir": str(tmp_path / "b")}})
+    assert own_folder("bench", bench, named) == tmp_path / "b"
+    assert own_folder("bench", OmegaConf.create({"bench": {"dir": None}}), named) == named  # the bench's own folder
+    assert own_folder("seed", OmegaConf.create({"out": str(tmp_path / "s" / "seed.py")}), named) == tmp_path / "s"
+    assert own_folder("seed", OmegaConf.create({"out": "seed.py"}), named) == named  # relative: inside it
+    assert own_folder("run", OmegaConf.create({}), named) == named

@@ -43,7 +43,7 @@ def test_a_failing_job_is_its_row_and_the_sweep_runs_the_others(tmp_path):
                      cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr  # the failed job's own status
     assert "1 job(s) of the sweep failed, each a row of its table" in proc.stderr
-    (sweep,) = tmp_path.glob("multirun/*/*")
+    (sweep,) = tmp_path.glob("outputs/multirun/*/*")
     assert len(list(sweep.glob("*/best_kernel.py"))) == 2  # the jobs before and after the failed one ran
     rows = json.loads((sweep / "multirun.json").read_text())["rows"]
     assert [row["status"] for row in rows] == ["ok", "failed", "ok"]
@@ -76,8 +76,12 @@ def test_the_tables_count_runs_configurations_and_problems_apart(tmp_path):
     write_multirun_report(tmp_path)
     text = (tmp_path / "multirun.md").read_text()
     assert "- correct: 7 of 8 runs (4 configurations of 2 problems x up to 2 search seeds) (88%)" in text, text
-    assert "| other | ? | 2 | 7 of 8 (2 seeds) |" in text  # 2 problems attempted, 2 seeds per configuration
-    rows = json.loads((tmp_path / "multirun.json").read_text())["rows"]
+    saved = json.loads((tmp_path / "multirun.json").read_text())
+    (level,) = saved["summary"]["paper"]["levels"]  # 2 problems attempted, 2 seeds per configuration
+    assert (level["level"], level["attempted"], level["runs"], level["seeds"], level["correct"]) == \
+        ("other", 2, 8, 2, 7)
+    assert "## Per level" not in text  # no KernelBench level: no per-level table (it read "other | ?")
+    rows = saved["rows"]
     assert rows[5]["status"] == "failed" and rows[5]["reason"] == "its reference failed"
     write_strategies_report(tmp_path)
     table = json.loads((tmp_path / "strategies.json").read_text())

@@ -47,6 +47,7 @@ def test_the_page_holds_summary_plot_lineage_diff_operators_llm_and_policy(tmp_p
         assert not re.search(r"\d\.\d\dx", text) and "speed-up vs" not in text
         assert "best kernel, interpreter wall-clock2.000 ms" in text
         assert "seed kernel time (interpreter wall-clock, as written)5.000 ms" in text
+        assert "No speed-up: the kernel is correct, but its times are Triton's CPU interpreter's wall-clock" in text
     # the lineage: the best kernel, then what it was made from, down to the seed; operator and change on each edge
     tree = page[page.index("<ul class='tree'>"):]
     tree = tree[:tree.index("</ul></li></ul>") + 15]
@@ -83,7 +84,9 @@ def test_a_run_whose_seed_fails_gets_a_page_saying_so(tmp_path):
     store.close()
     text = text_of(write_report(tmp_path).read_text())
     assert "best kernelno correct kernel (incorrect: wrong values)" in text
-    assert "0.0 inductor, generation 0: incorrect" in text and "incorrect1" in text
+    assert "0.0 inductor, generation 0: incorrect" in text and "incorrect1wrong values (1)" in text
+    assert "No speed-up: the run found no correct kernel (why: the failures under Evaluations)." in text
+    assert "the kernel is correct" not in text  # the one reason that holds, not both
 
 
 def test_a_run_without_a_finished_generation_has_no_report(tmp_path):

@@ -208,8 +208,8 @@ def test_multirun_sweeps_problems_and_writes_one_combined_page(tmp_path, monkeyp
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(started) <= 1, started  # one per job before the pool; none where an earlier run gave one back
     assert SANDBOXES.idle and SANDBOXES.idle[-1].zygote_pid is not None  # back in the pool, its fork server up
-    assert len(list(tmp_path.glob("multirun/*/*/*/best_kernel.py"))) == 2
-    (sweep,) = tmp_path.glob("multirun/*/*")
+    assert len(list(tmp_path.glob("outputs/multirun/*/*/*/best_kernel.py"))) == 2
+    (sweep,) = tmp_path.glob("outputs/multirun/*/*")
     reports = sorted(sweep.glob("*/report.html"))
     assert len(reports) == 2
     table = proc.stdout[proc.stdout.index("[multirun] kernelevo multirun: 2 runs"):].splitlines()

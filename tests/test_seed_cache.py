@@ -211,12 +211,17 @@ def test_the_seeds_check_runs_under_the_searchs_budget_which_counts_its_time(tmp
     store.close()
 
 
-def test_the_first_seed_is_judged_before_the_budget_can_cut_it_also_without_tf32_dots(tmp_path, fake_capture):
+def test_the_first_seed_is_judged_before_the_budget_can_cut_it_also_without_tf32_dots(tmp_path, fake_capture,
+                                                                                      caplog):
     # the 4 x H100 bench: 15 s searches of large problems had every first evaluation cut and ended with no kernel
     spec = resolve_problem("row_softmax", sizes=SOFTMAX["fixture"]["sizes"])  # no dot products: no TF32 check
     store = RunStore(tmp_path / "run")
     service = SlowJudge(store, GemmEvaluator(tmp_path / "cache", spec))
-    make_seeds(plan_of(wall_time_s=0.1), None, service, tmp_path / "run")  # a budget shorter than one judgement
+    with caplog.at_level(logging.INFO, logger="kernelevo.evo.runs.seeding"):
+        make_seeds(plan_of(wall_time_s=0.1), None, service, tmp_path / "run")  # a budget shorter than one judgement
+    said = [r.getMessage() for r in caplog.records if r.name == "kernelevo.evo.runs.seeding"]
+    assert said[0].startswith("generation 0: 1 seed(s) (inductor), torch.compile's capture ")  # what it will judge
+    assert said[1] == "generation 0: inductor as written: incorrect"  # each verdict as it comes
     assert service.events[0] == ("submit", "inductor")  # judged first, before any cut
     assert [kind for kind, _ in service.events] == ["submit", "cut", "cut"]  # judged once; the cut set, lifted
     assert store.get_meta(SEED_CHECK_S) >= CHECK_S  # its time is the search's: it counts against the budget

@@ -1,5 +1,6 @@
 """The steady-state search against fakes (no worker, no kernel): children start as slots free, are folded in order,
 every stop reason, dedupe, migration, checkpoint and resume, and the same lineage whatever the number in flight."""
+import logging
 import math
 import threading
 import time
@@ -13,6 +14,7 @@ from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from core.genome import Genome
 from fakes import CALLS, SOURCE, Cross, FakeTuner, Step, lineage
+from fitness.measure.result import EvalResult
 
 
 # the loop alone --------------------------------------------------------------------------------------------------
@@ -90,6 +92,25 @@ def search(tmp_path, in_flight=4, operators=None, tuner=None, **budget):
                               migration_interval=1, budget=Budget(**budget))
     seeds = [(Genome.from_source(SOURCE.format(v=0)), "seed")]
     return Search(seeds, operators or [Step(), Cross(weight=0.5)], tuner or FakeTuner(store), store, settings), store
+
+
+def test_generation_zero_says_each_seed_as_it_is_tuned_with_its_verdict(tmp_path, caplog):
+    s, store = search(tmp_path, generations=0)
+    s.seeds = [*s.seeds, (Genome.from_source(SOURCE.format(v=3)), "inductor")]
+    with caplog.at_level(logging.INFO, logger="kernelevo.evo.evolution.search"):
+        s.run()
+    said = sorted(r.getMessage() for r in caplog.records if r.name == "kernelevo.evo.evolution.search")
+    assert said == ["generation 0: seed 1 of 2 (seed) tuned over 2 trial(s): ok, 1.000 s",
+                    "generation 0: seed 2 of 2 (inductor) tuned over 2 trial(s): ok, 250.000 ms"]
+    store.close()
+
+
+def test_a_verdict_in_one_line_is_its_time_or_its_status_and_reasons_first_line():
+    assert EvalResult("ok", time_s=2e-3, timer="interpreter").brief() == "ok, 2.000 ms (interpreter wall-clock)"
+    failed = EvalResult("compile_error", reason="InterpreterError: AttributeError('x')\nTraceback ...\n" + "y" * 300)
+    assert failed.brief() == "compile_error: InterpreterError: AttributeError('x')"
+    assert EvalResult("timeout", reason="z" * 300).brief() == "timeout: " + "z" * 157 + "..."
+    assert EvalResult("incorrect").brief() == "incorrect"
 
 
 def test_the_same_lineage_with_one_or_four_children_in_flight(tmp_path):

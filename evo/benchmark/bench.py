@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
+from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
 from evo.benchmark.start_gate import START_GATE, open_gate
 from evo.records.store import RunStore
@@ -50,6 +51,11 @@ class BenchTask:
     @property
     def slug(self) -> str:
         return slug(self.name, self.seed)
+
+    @property
+    def label(self) -> str:
+        """The task as the bench says it: its problem, and its search seed where the bench repeats it."""
+        return self.name if self.seed is None else f"{self.name} seed {self.seed}"
 
 
 def slug(name: str, seed: int | None = None) -> str:
@@ -204,12 +210,15 @@ class Launched:
     started: float  # time.time() its run began (the gate's opening, for a prestarted one)
     log: Path
     gate: Path | None = None
+    said: str = ""  # its start as the bench says it (start_line), once it begins
+    log_from: int = 0  # its log's size when it started: what an earlier run of it wrote comes before
 
     def open(self) -> None:
         """Let a prestarted search begin: its wall time counts from now."""
         if self.gate is not None:
             open_gate(self.gate)
             self.started = time.time()
+            print(self.said, flush=True)
 
 
 def cpu_threads(searches_at_once: int) -> int:
@@ -240,16 +249,24 @@ def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches
     if gate is not None:
         gate.unlink(missing_ok=True)
         env[START_GATE] = str(gate)
+    said = start_line(task.label, gpu, started(run_dir), log)
     with open(log, "a") as out:
+        log_from = out.tell()
         proc = searches.start(run_command(task, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env)
-    return None if proc is None else Launched(proc, time.time(), log, gate)
+    if proc is not None and gate is None:
+        print(said, flush=True)
+    return None if proc is None else Launched(proc, time.time(), log, gate, said, log_from)
 
 
 def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None, timeout_s: float | None,
            searches: Searches) -> Row:
     """Wait for a launched search (`timeout_s` from now) and make its row, also when it failed."""
     run_dir = bench_dir / RUNS / task.slug
-    code = searches.wait(launched.proc, timeout_s)
+    watch = StageWatch(task.label, launched.log, launched.log_from).start()
+    try:
+        code = searches.wait(launched.proc, timeout_s)
+    finally:
+        watch.stop()
     wall = time.time() - launched.started
     if launched.gate is not None:
         launched.gate.unlink(missing_ok=True)
@@ -391,7 +408,7 @@ def execute_bench(tasks: list[BenchTask], backend, bench_dir: Path, on_row=None)
     seeds = len(tasks) // len({t.name for t in tasks}) if tasks else 1
     print(f"[bench] {len(tasks) // seeds} problems{f' x {seeds} search seeds' if seeds > 1 else ''}, "
           f"{len(tasks) - len(todo)}{' runs' if seeds > 1 else ''} finished before; {backend.describe()}; "
-          f"bench dir {bench_dir}", flush=True)
+          f"bench dir {bench_dir}; each problem's log in {bench_dir / LOGS}", flush=True)
 
     def done(task: BenchTask, row: Row) -> None:
         row.search_seed = task.seed

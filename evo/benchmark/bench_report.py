@@ -4,13 +4,16 @@ markdown, JSON and a static HTML page with plots."""
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from collections import Counter
 from pathlib import Path
 
 from core.stats import geometric_mean, median
 from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
-from evo.benchmark.bench_table import library_best, markdown_sections, paper_summary, sections, sizes_note
+from evo.benchmark.bench_table import (failure_of, library_best, markdown_sections, paper_summary, sections,
+                                       sizes_note)
 from evo.reports.full_size import BAKED, DEFECTIVE_STATUS
 from evo.reports.outcome import INTERPRETER, OK, RunOutcome
 from evo.records.manifest import combine, manifest_rows
@@ -155,7 +158,7 @@ def tf32_note(s: RunOutcome) -> str:
 def cells(r: Row) -> list[str]:
     s = r.summary
     correct = [library_note(s), tf32_note(s), sizes_note(s)] if r.status == OK else []
-    note = "; ".join(filter(None, [*correct, r.reason if r.status != "ok" else s.stop_reason]))
+    note = "; ".join(filter(None, [*correct, failure_of(r) or r.reason if r.status != OK else s.stop_reason]))
     note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
@@ -171,7 +174,7 @@ def cells(r: Row) -> list[str]:
 def row_line(r: Row) -> str:
     """A finished run as the bench prints it: its label, its status as the tables say it, and why where the run found
     no correct kernel."""
-    why = f" {r.reason[:200]}" if r.status not in (OK, BAKED) else ""
+    why = f" {failure_of(r)[:200]}" if r.status not in (OK, BAKED) else ""
     seed = f"; seed: {r.summary.seed_cache}" if r.summary.seed_cache else ""
     return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}{seed}"
 
@@ -238,7 +241,7 @@ def _interpreter_curves(rows: list[Row]) -> list[tuple[str, bytes]]:
         if r.summary.interpreter_curve:
             by_problem.setdefault(r.name, []).append(("" if r.search_seed is None else f"seed {r.search_seed}",
                                                       r.summary.interpreter_curve))
-    return [(name, plot_interpreter(curves, name)) for name, curves in by_problem.items()]
+    return [(name, plot_interpreter(curves)) for name, curves in by_problem.items()]
 
 
 def verdict_of(r: Row) -> str:
@@ -250,6 +253,13 @@ def verdict_of(r: Row) -> str:
     return "no correct kernel" if r.summary.evaluations else "run failed"
 
 
+def short_label(label: str, chars: int = 48) -> str:
+    """A row's label as a plot's axis says it: a path in it (a multirun's problem=/x/KernelBench/level1/19_ReLU.py)
+    by its last two parts, the whole cut at `chars` (the page's table has it whole)."""
+    label = re.sub(r"(?<![^\s=])/\S*/([^/\s]+/[^/\s]+)", r".../\1", label)
+    return label if len(label) <= chars else label[:chars - 3] + "..."
+
+
 def _cpu_plots(rows: list[Row]) -> bytes:
     """What a bench on the CPU interpreter has, as one PNG: each run's evaluations, the correct ones apart, and
     how many runs ended correct, correct at the test sizes only, incorrect or failed."""
@@ -259,7 +269,7 @@ def _cpu_plots(rows: list[Row]) -> bytes:
     colours = ("#2a9d8f", "#e9c46a", "#e76f51", "#999999")
     height = max(3.2, 0.22 * len(rows) + 1.2)
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, height), gridspec_kw={"width_ratios": (3, 2)})
-    labels = [r.label for r in rows][::-1]
+    labels = [short_label(r.label) for r in rows][::-1]
     curves = [r.summary.interpreter_curve for r in rows][::-1]
     correct = [curve[-1]["correct"] if curve else 0 for curve in curves]
     total = [r.summary.evaluations or 0 for r in rows][::-1]
@@ -269,13 +279,13 @@ def _cpu_plots(rows: list[Row]) -> bytes:
     if any(t and not curve for t, curve in zip(total, curves)):  # a summary.json of before the curve was kept
         left.barh(labels, [0 if curve else t for t, curve in zip(total, curves)], color=colours[3],
                   label="correct ones not recorded")
-    left.set(xlabel="evaluations", title="evaluations per run")
+    left.set(xlabel="evaluations", title="evaluations per run", xlim=(0, max(max(total, default=0), 1) * 1.4))
     left.tick_params(axis="y", labelsize=7)
-    left.legend(fontsize=7)
+    left.legend(fontsize=7, loc="upper right")  # right of the longest bar (xlim)
     counts = Counter(verdict_of(r) for r in rows)
     right.bar(range(len(kinds)), [counts.get(k, 0) for k in kinds], color=colours)
-    right.set_xticks(range(len(kinds)), [k.replace(" ", "\n", 2) for k in kinds], fontsize=7)
-    right.set(ylabel="runs", title="runs by outcome (CPU interpreter)")
+    right.set_xticks(range(len(kinds)), [textwrap.fill(k, 10) for k in kinds], fontsize=7)
+    right.set(ylabel="runs", title="runs by outcome")
     right.yaxis.set_major_locator(MaxNLocator(integer=True))
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     return figure_png(fig, dpi=90)

@@ -19,6 +19,7 @@ from evo.reports.full_size import BAKED, DEFECTIVE_STATUS
 from evo.reports.sizes_label import LABEL, NOT_CHECKED
 from evo.reports.intervals import Bootstrap, geomean_interval
 from evo.reports.outcome import OK, RunOutcome
+from evo.reports.report import STATUS_HEADER, reason_heads
 from fitness.measure.baselines import BASELINES, BEST, library_of, triton_best
 from fitness.common.formatting import percent
 
@@ -31,9 +32,10 @@ OTHER = "other"  # the level of a problem that is not under a levelN/ folder (a 
 
 
 def level_of(name: str) -> str:
-    """A row's KernelBench level from its problem's name (level1/23_Softmax.py -> level1); OTHER for the rest."""
-    head = name.split("/", 1)[0]
-    return head if re.fullmatch(r"level\d+", head) else OTHER
+    """A row's KernelBench level from its problem's name (level1/23_Softmax.py -> level1; a multirun's row names the
+    file's path: problem=/x/KernelBench/level1/23_Softmax.py -> level1); OTHER for the rest."""
+    found = re.search(r"(?:^|[/=])(level\d+)/[^/\s]+$", name.split()[0] if name.split() else name)
+    return found.group(1) if found else OTHER
 
 
 def speedup_of(s: RunOutcome, against: str) -> float | None:
@@ -100,6 +102,26 @@ def cause_of(row: Row) -> str | None:
         return f"run failed ({found.group(1)})" if found else "run failed"
     head = reason.splitlines()[0].split(":", 1)[0][:40] if reason else ""  # compile_error: InterpreterError
     return f"{status}: {head}" if status and head else status or "unknown"
+
+
+def failure_of(row: Row) -> str:
+    """Why a row has no correct kernel, in words: its run's failure (the first line of its best kernel's reason, or
+    its seed's), then how its run ended or why it has none ("" for a row with a correct kernel)."""
+    if row.status in (OK, BAKED):
+        return ""
+    failure = row.summary.reason.strip().splitlines()[0] if row.summary.reason.strip() else ""
+    return "; ".join(filter(None, [failure, row.reason]))
+
+
+def failure_reasons(rows: list[Row]) -> dict[str, str]:
+    """cause -> its rows' reasons: their most common first lines with how many runs gave each
+    (``evo.reports.report.reason_heads``)."""
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        cause = cause_of(row)
+        if cause is not None:
+            found.setdefault(cause, []).append(row.summary.reason or row.reason)
+    return {cause: reason_heads(reasons) for cause, reasons in found.items()}
 
 
 def failures(rows: list[Row]) -> dict[str, list[str]]:
@@ -178,7 +200,8 @@ def level_summary(level: Level, boot: Bootstrap) -> dict:
 def paper_summary(rows: list[Row], sizes: dict | None = None, boot: Bootstrap | None = None) -> dict:
     """The per-level figures and the failures by cause of a bench's rows (bench.json's `levels` and `failures`)."""
     boot = boot or Bootstrap.default()
-    return {"levels": [level_summary(level, boot) for level in levels(rows, sizes)], "failures": failures(rows)}
+    return {"levels": [level_summary(level, boot) for level in levels(rows, sizes)], "failures": failures(rows),
+            "failure_reasons": failure_reasons(rows)}
 
 
 # as tables ---------------------------------------------------------------------------------------------------------
@@ -197,21 +220,30 @@ def _specialised(level: dict) -> str:
     return f"{len(level.get('specialised', {}))}" + (f" ({unchecked} {NOT_CHECKED})" if unchecked else "")
 
 
+def _level_name(level: str) -> str:
+    return "other (not KernelBench)" if level == OTHER else level
+
+
 def sections(paper: dict, gpu: bool) -> list[dict]:
     """The sections of the page and the markdown: each a title, a note and a table (header, rows)."""
     found = []
-    correctness = [[lv["level"], str(lv["size"] or "?"), str(lv["attempted"]),
-                    f"{lv['correct']} of {lv['runs']}" + (f" ({lv['seeds']} seeds)" if lv["seeds"] > 1 else ""),
-                    percent(lv["correct_of_attempted"]), percent(lv["correct_of_level"]), str(lv["baked"]),
-                    str(len(lv["library_best"])), _specialised(lv)] for lv in paper["levels"]]
-    found.append({"title": "Per level: correct", "note": "correct: the run's best kernel passed every trial; of the "
-                  "level: over all the level's problems in KernelBench (those not attempted count as not correct)",
-                  "header": ["level", "problems", "attempted", "correct runs", "of attempted", "of the level",
-                             "baked (CPU)", "best baseline a library call", "only at the problem's sizes (GPU)"],
-                  "rows": correctness})
-    if gpu:
-        speed = [[lv["level"], NAMES[base], *[percent(entry[f"fast_{p:g}"]) for p in FAST_P], _geomean(entry)]
-                 for lv in paper["levels"] for base, entry in lv["against"].items()]
+    # per level only where a row is of a KernelBench level (a sweep of bundled problems read "other | ?" there)
+    per_level = paper["levels"] if any(lv["level"] != OTHER for lv in paper["levels"]) else []
+    if per_level:
+        correctness = [[_level_name(lv["level"]), "-" if lv["level"] == OTHER else str(lv["size"] or "?"),
+                        str(lv["attempted"]),
+                        f"{lv['correct']} of {lv['runs']}" + (f" ({lv['seeds']} seeds)" if lv["seeds"] > 1 else ""),
+                        percent(lv["correct_of_attempted"]), percent(lv["correct_of_level"]), str(lv["baked"]),
+                        str(len(lv["library_best"])), _specialised(lv)] for lv in per_level]
+        found.append({"title": "Per level: correct", "note": "correct: the run's best kernel passed every trial; of "
+                      "the level: over all the level's problems in KernelBench (those not attempted count as not "
+                      "correct)",
+                      "header": ["level", "problems", "attempted", "correct runs", "of attempted", "of the level",
+                                 "baked (CPU)", "best baseline a library call", "only at the problem's sizes (GPU)"],
+                      "rows": correctness})
+    if gpu and per_level:
+        speed = [[_level_name(lv["level"]), NAMES[base], *[percent(entry[f"fast_{p:g}"]) for p in FAST_P],
+                  _geomean(entry)] for lv in per_level for base, entry in lv["against"].items()]
         found.append({"title": "Per level: fast_p and geometric means", "note": "fast_p: the share of the "
                       "attempted runs whose kernel is correct and more than p times faster than the baseline (one "
                       "not measured counts as not faster); the geometric mean over the correct kernels with that "
@@ -220,6 +252,7 @@ def sections(paper: dict, gpu: bool) -> list[dict]:
                       "that policy triton forbids a kernel",
                       "header": ["level", "against", *[f"fast_{p:g}" for p in FAST_P], "geometric mean"],
                       "rows": speed})
+    if gpu:
         library = [[name, text] for lv in paper["levels"] for name, text in lv["library_best"].items()]
         if library:
             found.append({"title": "Best baseline a library call", "note": "problems whose fastest baseline runs a "
@@ -232,10 +265,13 @@ def sections(paper: dict, gpu: bool) -> list[dict]:
                           "the problem's sizes but failed at other sizes (each size constant moved to about 3/4): "
                           "its speed-up holds at those sizes only",
                           "header": ["problem", "other sizes"], "rows": specialised})
-    causes = [[cause, str(len(names)), ", ".join(names)] for cause, names in paper["failures"].items()]
+    reasons = paper.get("failure_reasons", {})  # a bench.json written before issue 68 has none
+    causes = [[cause, str(len(names)), ", ".join(names), reasons.get(cause, "-") or "-"]
+              for cause, names in paper["failures"].items()]
     found.append({"title": "Failures by cause", "note": "the runs without a correct kernel, grouped by a short key "
-                  "of their reason (each row's full reason is in the table and bench.json)",
-                  "header": ["cause", "runs", "problems"], "rows": causes or [["none", "0", "-"]]})
+                  "of their reason, with the reasons' first lines (each row's full reason is in bench.json and its "
+                  "run's report)", "header": ["cause", "runs", "problems", STATUS_HEADER[-1]],
+                  "rows": causes or [["none", "0", "-", "-"]]})
     return found
 
 
@@ -248,5 +284,5 @@ def markdown_sections(paper: dict, gpu: bool) -> list[str]:
     return lines
 
 
-__all__ = ["AGAINST", "cause_of", "failures", "level_of", "levels", "library_best", "markdown_sections",
-           "paper_summary", "sections", "sizes_note", "speedup_of"]
+__all__ = ["AGAINST", "cause_of", "failure_of", "failure_reasons", "failures", "level_of", "levels", "library_best",
+           "markdown_sections", "paper_summary", "sections", "sizes_note", "speedup_of"]

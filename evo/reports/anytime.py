@@ -108,10 +108,11 @@ def interpreter_curve(history: list) -> list[dict]:
     return points
 
 
-def plot_interpreter(curves: list[tuple[str, list]], title: str) -> bytes:
+def plot_interpreter(curves: list[tuple[str, list]]) -> bytes:
     """Interpreter curves (``interpreter_curve``, each labelled: a search seed or '') side by side: correct kernels
     so far, and the best interpreter wall-clock time so far, against evaluations; where no kernel was correct, the
-    second panel says so instead of drawing empty axes. PNG."""
+    second panel says so instead of drawing empty axes. PNG. The panels' titles do not name the problem (the page
+    does, above the plot): a multirun's names, its overrides with a file's path, ran over each other."""
     from matplotlib.ticker import MaxNLocator
 
     timed = any(p["best_s"] is not None for _, points in curves for p in points)
@@ -126,11 +127,11 @@ def plot_interpreter(curves: list[tuple[str, list]], title: str) -> bytes:
     most = max((p["correct"] for _, points in curves for p in points), default=0)
     last = max((p["evaluations"] for _, points in curves for p in points), default=1)
     left.set(xlabel="evaluations", ylabel="correct kernels so far", ylim=(0, max(most, 1) * 1.05), xlim=(0, last),
-             title=f"{title}: correct kernels" + ("" if timed else " (none correct)"))
+             title="correct kernels" + ("" if timed else " (none correct)"))
     left.yaxis.set_major_locator(MaxNLocator(integer=True))
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     if timed:
-        axes[0][1].set(xlabel="evaluations", ylabel="ms (interpreter wall-clock)", title=f"{title}: best time so far")
+        axes[0][1].set(xlabel="evaluations", ylabel="ms (interpreter wall-clock)", title="best time so far")
         axes[0][1].xaxis.set_major_locator(MaxNLocator(integer=True))
     for axis in axes[0]:
         axis.grid(alpha=0.3)

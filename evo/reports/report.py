@@ -65,9 +65,18 @@ class RunReport:
     manifest: list = field(default_factory=list)  # (fact, value): what the figures were measured on (evo.records.manifest)
     anytime: dict = field(default_factory=dict)  # best speed-up so far against GPU-seconds and LLM cost (evo.reports.anytime)
     anytime_png: bytes = b""  # that curve drawn (none without a speed-up: the interpreter)
+    anytime_none: str = ""  # why there is no curve (no_speedup)
 
 
-ANYTIME_NONE = "No speed-up: no correct kernel, or times of Triton's CPU interpreter (no baselines)."
+def no_speedup(correct: bool, interpreter: bool) -> str:
+    """Why a run's report has no speed-up curve, the one reason that holds."""
+    if not correct:
+        return "No speed-up: the run found no correct kernel (why: the failures under Evaluations)."
+    if interpreter:
+        return ("No speed-up: the kernel is correct, but its times are Triton's CPU interpreter's wall-clock and no "
+                "baseline is measured there (speed-ups need a GPU).")
+    return "No speed-up: the kernel is correct, but no baseline was measured to compare it with."
+
 STATUS_HEADER = ("status", "evaluations", "reasons (first line, how many)")
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")  # what reasons of one kind differ by (status_rows)
 GENERATION_HEADER = ("generation", "offspring", "evaluations so far", "best", "median", "correct in population")
@@ -263,27 +272,29 @@ def collect(store: RunStore) -> RunReport:
                      prompt_sizes=store.prompt_sizes(), profiles=store.profiles(),
                      manifest=manifest_rows(summary.manifest), anytime=summary.anytime,
                      anytime_png=plot_anytime([("", summary.anytime)], "best speed-up so far")
-                     if summary.anytime["points"] else b"")
+                     if summary.anytime["points"] else b"", anytime_none=no_speedup(summary.ok, interpreter))
 
 
 def status_rows(results, reasons: int = 3) -> list[tuple[str, int, str]]:
-    """Rows of STATUS_HEADER, the most common status first: a failure's `reasons` most common first lines with
-    how many evaluations gave each (lines that differ only in their numbers, an input seed or a value, count as one,
-    shown by their first; each cut at 200 characters), so a page says why, not only how often."""
+    """Rows of STATUS_HEADER, the most common status first, each failure's `reasons` most common first lines beside
+    (``reason_heads``), so a page says why, not only how often."""
     results = list(results)
-    rows = []
-    for status, count in Counter(r.status for r in results).most_common():
-        lines = [r.reason.strip().splitlines()[0] for r in results if r.status == status and not r.ok
-                 and r.reason.strip()]
-        kinds, first = Counter(), {}
-        for line in lines:
-            kind = NUMBER.sub("N", line)
-            kinds[kind] += 1
-            first.setdefault(kind, line)
-        shown = [f"{_cut(first[kind])} ({n})" for kind, n in kinds.most_common(reasons)]
-        more = len(kinds) - len(shown)
-        rows.append((status, count, "; ".join(shown) + (f"; and {more} other reason(s)" if more > 0 else "")))
-    return rows
+    return [(status, count, reason_heads([r.reason for r in results if r.status == status and not r.ok], reasons))
+            for status, count in Counter(r.status for r in results).most_common()]
+
+
+def reason_heads(reasons: list[str], shown: int = 3) -> str:
+    """The `shown` most common first lines of `reasons` with how many gave each (lines that differ only in their
+    numbers, an input seed or a value, count as one, shown by their first; each cut at 200 characters), and how many
+    other first lines there are; "" for none."""
+    lines = [reason.strip().splitlines()[0] for reason in reasons if reason.strip()]
+    kinds = Counter(NUMBER.sub("N", line) for line in lines)
+    first: dict[str, str] = {}
+    for line in lines:
+        first.setdefault(NUMBER.sub("N", line), line)
+    heads = [f"{_cut(first[kind])} ({n})" for kind, n in kinds.most_common(shown)]
+    more = len(kinds) - len(heads)
+    return "; ".join(heads) + (f"; and {more} other reason(s)" if more > 0 else "")
 
 
 def _cut(line: str, chars: int = 200) -> str:
@@ -309,7 +320,7 @@ def markdown(report: RunReport) -> str:
              "## Time per generation", "", f"![best and median time per generation]({PLOT_FILE})", "",
              *_md_table(GENERATION_HEADER, report.generations), "## Best speed-up so far", "",
              *(_md_table(curve_header(report.anytime), curve_rows(report.anytime)) if report.anytime_png
-               else [ANYTIME_NONE, ""])]
+               else [report.anytime_none, ""])]
     if report.lineage is not None:
         lines += ["## Lineage of the best kernel (down to the seed; operator and change on each edge)", "",
                   *_md_tree(report.lineage), ""]

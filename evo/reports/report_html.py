@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evo.reports.page import render as render_page
 from evo.reports.anytime import curve_header, curve_rows
-from evo.reports.report import (ANYTIME_NONE, GENERATION_HEADER, HTML_FILE, LLM_CHILD_HEADER, LLM_HEADER, OPERATOR_HEADER,
+from evo.reports.report import (GENERATION_HEADER, HTML_FILE, LLM_CHILD_HEADER, LLM_HEADER, OPERATOR_HEADER,
                         PLOT_FILE, POLICY_HEADER, REPORT_FILE, STATUS_HEADER, RunReport, collect, markdown,
                         profiler_lines)
 from evo.records.store import RunStore
@@ -38,7 +38,7 @@ def render(report: RunReport) -> str:
         prompt_sizes=prompt_size_rows(report.prompt_sizes or {}), profiler=profiler,
         generation_header=GENERATION_HEADER, operator_header=OPERATOR_HEADER, llm_header=LLM_HEADER,
         llm_child_header=LLM_CHILD_HEADER,
-        policy_header=POLICY_HEADER, status_header=STATUS_HEADER, anytime_none=ANYTIME_NONE, report_file=REPORT_FILE,
+        policy_header=POLICY_HEADER, status_header=STATUS_HEADER, report_file=REPORT_FILE,
         plot_file=PLOT_FILE)
 
 

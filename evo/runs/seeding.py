@@ -108,13 +108,18 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
     sources, capture_s = (None, None) if not compiler else capture.result() if capture is not None else \
         (evaluator.inductor_seeds(run_dir, plan.variants, plan.capture), None)
     checking, first = time.perf_counter(), service.store.get_meta(SEED_CHECK_S) is None
-    if first and compiler:  # the capture's own time, read from the cache or not (a resume's does not count)
-        service.store.set_meta(SEED_CAPTURE_S, round(capture_s if capture_s is not None else checking - started, 2))
+    capture_s = capture_s if capture_s is not None else checking - started  # read from the cache or not
+    if first and compiler:  # the capture's own time (a resume's does not count)
+        service.store.set_meta(SEED_CAPTURE_S, round(capture_s, 2))
     made = ([Seed.from_source(s, by) for by, s in sources.items()] if compiler
             else [Seed.from_source(evaluator.problem.seed_source(), "seed")])
+    how = f" ({cache_note(sources.cache)})" if compiler and cache_note(sources.cache) else ""
+    took = f", torch.compile's capture {capture_s:.1f} s{how}" if compiler else ""
+    log.info(f"generation 0: {len(made)} seed(s) ({', '.join(seed.made_by for seed in made)}){took}; each is judged "
+             f"and tuned, a line as each ends")
     leading = floor(made, plan.variants) if first else []  # the run's floor, judged before the budget can cut it
-    for judged in [service.submit(seed.genome.rendered(), label=seed.made_by) for seed in leading]:
-        judged.result()
+    for seed, judged in [(seed, service.submit(seed.genome.rendered(), label=seed.made_by)) for seed in leading]:
+        log.info(f"generation 0: {seed.made_by} as written: {judged.result()[1].brief()}")
     head = ieee_where_tf32_fails(service, leading) if compiler else leading
     budget_s = plan.search.budget.wall_time_s if first and compiler else None
     if budget_s is not None:  # generation 0's other evaluations: the search's budget holds them

@@ -73,13 +73,13 @@ def main() -> int:
     parser.add_argument("--problem", default="elementwise_chain")
     parser.add_argument("--llm", default="", help="an llm preset (conf/llm/): openai, anthropic, local")
     parser.add_argument("--operators", default="", help="force one operators preset for every ablation")
-    parser.add_argument("--out", default="", help="sweep directory (default: multirun/ablations-<pid>)")
+    parser.add_argument("--out", default="", help="sweep directory (default: outputs/multirun/ablations-<pid>)")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides (after --)")
     args = parser.parse_args()
     unknown = sorted(set(args.presets) - set(PRESETS))
     if unknown:
         parser.error(f"unknown presets {unknown}; choose from {PRESETS}")
-    sweep_dir = Path(args.out or f"multirun/ablations-{os.getpid()}").resolve()
+    sweep_dir = Path(args.out or f"outputs/multirun/ablations-{os.getpid()}").resolve()
     proc = subprocess.run(multirun_command(args, sweep_dir), cwd=Path.cwd())
     rows = [run_row(d) for d in sorted(sweep_dir.iterdir()) if (d / "run.db").is_file()]
     text = table(rows)

@@ -118,6 +118,16 @@ class EvalResult:
     def from_dict(cls, data: dict, where: str = "a stored verdict") -> "EvalResult":
         return from_record(cls, data, where)
 
+    def brief(self) -> str:
+        """The verdict in one line, as a run tells its progress: ok and the time (interpreter wall-clock on the CPU),
+        else the status and the reason's first line (at most 160 characters)."""
+        if self.ok:
+            wall = " (interpreter wall-clock)" if self.timer == "interpreter" else ""
+            return f"ok, {format_seconds(self.time_s)}{wall}" if self.time_s is not None else "ok"
+        first = self.reason.strip().splitlines()[0] if self.reason.strip() else ""
+        first = first if len(first) <= 160 else first[:157] + "..."
+        return f"{self.status}: {first}" if first else self.status
+
     def summary(self) -> str:
         """A readable verdict for the terminal."""
         lines = [f"status: {self.status}" + (f"  ({self.label})" if self.label else ""),
