@@ -225,7 +225,8 @@ def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
     """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
     from hydra.utils import instantiate
 
-    from evo.benchmark.bench import BenchError, BenchInterrupted, execute_bench, level_sizes
+    from evo.benchmark.bench import BenchError, BenchInterrupted, execute_bench
+    from evo.benchmark.selection import level_sizes
     from evo.benchmark.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 

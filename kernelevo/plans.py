@@ -101,7 +101,7 @@ class BenchPlan:
 
 
 def plan_bench(cfg: DictConfig, overrides: list[str]) -> BenchPlan:
-    from evo.benchmark.bench import select, with_seeds
+    from evo.benchmark.selection import select, with_seeds
     from kernelevo.benching import OWN
 
     node = typed(cfg)

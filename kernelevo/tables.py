@@ -15,7 +15,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from evo.benchmark.bench import ROWS, RUNS, Row, level_sizes, slug
+from evo.benchmark.bench import ROWS, RUNS, Row, slug
+from evo.benchmark.selection import level_sizes
 from evo.benchmark.bench_report import console_table, summary_lines, write_bench_report
 from conf.plan import typed
 from evo.reports.report import HTML_FILE

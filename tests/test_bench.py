@@ -175,7 +175,8 @@ def test_a_bad_selection_is_a_clear_error_before_anything_runs(cli, tmp_path, ar
 
 
 def test_problems_are_selected_by_path_id_level_or_list_file(tmp_path):
-    from evo.benchmark.bench import BenchError, select
+    from evo.benchmark.bench import BenchError
+    from evo.benchmark.selection import select
 
     for name in ("100_Big.py", "23_Softmax.py", "1_Matmul.py"):
         (tmp_path / "level1").mkdir(exist_ok=True)

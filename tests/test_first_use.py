@@ -11,7 +11,8 @@ import pytest
 from conftest import CANDIDATES, SCALE_SHIFT, candidate, kernelevo, make_evaluator
 from evo.evolution import stopping
 from evo.reports.anytime import interpreter_curve
-from evo.benchmark.bench import Row, select
+from evo.benchmark.bench import Row
+from evo.benchmark.selection import select
 from evo.benchmark.bench_report import HEADER, row_line, write_bench_report
 from evo.reports.console import print_generation, time_text
 from evo.reports.full_size import BAKED

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from evo.benchmark import bench
+from evo.benchmark import bench, selection
 from evo.reports.anytime import Step, best_so_far, curve, llm_axis, run_curve
 from evo.benchmark.bench import Row
 from evo.benchmark.bench_report import write_bench_report
@@ -122,16 +122,16 @@ def test_a_table_over_seeds_gives_each_problem_s_median_and_the_geometric_mean_w
 
 
 def test_a_bench_over_seeds_runs_each_problem_once_per_seed_in_its_own_folders(tmp_path):
-    tasks = bench.select(None, None, ["row_softmax", "rmsnorm"], ("search=tiny", "search.seed=9"))
-    assert bench.with_seeds(tasks, 1, 0) == tasks  # one seed: the bench as before
-    seeded = bench.with_seeds(tasks, 2, 5)
+    tasks = selection.select(None, None, ["row_softmax", "rmsnorm"], ("search=tiny", "search.seed=9"))
+    assert selection.with_seeds(tasks, 1, 0) == tasks  # one seed: the bench as before
+    seeded = selection.with_seeds(tasks, 2, 5)
     assert [(t.name, t.seed, t.slug) for t in seeded] == [
         ("row_softmax", 5, "row_softmax__seed5"), ("row_softmax", 6, "row_softmax__seed6"),
         ("rmsnorm", 5, "rmsnorm__seed5"), ("rmsnorm", 6, "rmsnorm__seed6")]
     assert seeded[1].overrides == ("search=tiny", "search.seed=6")  # the seed the bench gives, and only it
     for bad in (0, 2.5, "2", True):
         with pytest.raises(bench.BenchError, match=f"bench.seeds={bad}: give the number of search seeds"):
-            bench.with_seeds(tasks, bad, 0)
+            selection.with_seeds(tasks, bad, 0)
     ran = []
 
     class Backend:

@@ -14,7 +14,7 @@ import torch
 from fitness.problems.problem import load_problem, resolve_problem
 from fitness.problems.speed_of_light import meta_build
 from seeds.kernels.conv import conv_phases
-from evo.benchmark.bench import select
+from evo.benchmark.selection import select
 
 
 def layer_work(layer: torch.nn.Module, out_shape) -> tuple[int, int, int]:
