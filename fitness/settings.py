@@ -76,6 +76,9 @@ class EvalSettings:
     # two calls after the module's parameters changed, in place and by replacement: the output must follow
     # (fitness/judge/parameters.py: a result cached by the weight's pointer)
     parameter_trial: bool = True
+    # two calls on a draw and on it with one row's block set to the draw's own top or bottom decile: the candidate's
+    # difference of outputs must match the float64 reference's (fitness/judge/differential.py: a guessed normaliser)
+    differential_trial: bool = True
     # K of the second opinion on a failed comparison (fitness/judge/rounding.py): the output is compared again against
     # the reference computed in float64, within atol + rtol |exact| + K x the fp32 reference's own rounding error
     # (the rms among elements of about the same magnitude, or each element's spread when the reference's inputs and

@@ -1,15 +1,16 @@
-"""Issue 63, classes 4 and 5 (CPU interpreter): an output that ignores an input only for the values get_inputs() draws
-is probed beyond them (the probe trial), a problem whose output no probe moves is labelled degenerate, and a module
-must follow its parameters when they change between calls (the parameter trial). Cheats of each fail; honest
-kernels (an exact algebraic rewrite, a TF32 tl.dot GEMM) pass."""
+"""Issue 63, classes 3 (by value), 4 and 5 (CPU interpreter): an output that ignores an input only for the values
+get_inputs() draws is probed beyond them (the probe trial), a problem whose output no probe moves is labelled
+degenerate, a module must follow its parameters when they change between calls (the parameter trial), and a kernel's
+outputs must follow an in-distribution change as the exact ones do (the differential trial). Cheats of each fail;
+honest kernels (an exact algebraic rewrite, a TF32 tl.dot GEMM, a softmax) pass."""
 import pytest
 
 from conftest import PROBLEMS, candidate, make_evaluator
 from fitness.problems.dependence import apply_probe, dependence_of
 from fitness.problems.problem import resolve_problem
 
-BELOW, CONSTANT, GEMM_SUM = (str(PROBLEMS / f"{name}.py") for name in ("below_threshold", "constant_output",
-                                                                        "gemm_sum"))
+BELOW, CONSTANT, GEMM_SUM, LONG_SOFTMAX = (str(PROBLEMS / f"{name}.py") for name in (
+    "below_threshold", "constant_output", "gemm_sum", "long_softmax"))
 
 
 def test_an_input_ignored_only_for_the_drawn_values_counts_and_is_probed():
@@ -87,3 +88,43 @@ def test_the_parameter_trial_says_why_it_did_not_run(sandbox):
         result = ev.evaluate(candidate("good"))
     assert result.status == "ok", result.reason
     assert result.guards["parameters"] == {"not_run": "Model has no floating-point parameters"}
+
+
+def test_a_guessed_normaliser_fails_the_differential_trial_and_an_honest_softmax_passes(sandbox):
+    guessed = candidate("softmax_guessed_normaliser")  # exact only for a row holding an outlier
+    with make_evaluator(LONG_SOFTMAX, sandbox=sandbox) as ev:
+        honest = ev.evaluate(guessed.replace("GUESS = True", "GUESS = False"))
+        cheat = ev.evaluate(guessed)
+    with make_evaluator(LONG_SOFTMAX, sandbox=sandbox, differential_trial=False) as off:
+        unchecked = off.evaluate(guessed)
+    assert honest.status == "ok", honest.reason
+    record = honest.guards["differential"]
+    assert list(record["changed"]) == ["x"] and "decile's values" in record["changed"]["x"]
+    assert record["moved"][0] > 1  # the change moves the output beyond the reference's own rounding: judged
+    assert cheat.status == "incorrect" and cheat.reason.startswith("differential trial"), cheat.reason
+    assert "values the draw itself holds" in cheat.reason
+    assert unchecked.status == "ok", unchecked.reason  # the ordinary and coverage trials let it through
+
+
+def test_the_differential_change_stays_within_the_draws_values_and_structure():
+    import torch
+
+    from fitness.judge.differential import BLOCK_SHARE, change_block
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 64)
+    before = x.clone()
+    where = change_block(x, generator)
+    moved = (x != before).sum(dim=1)
+    assert where and int((moved > 0).sum()) == 1 and int(moved.max()) <= 64 // BLOCK_SHARE
+    assert before.min() <= x.min() and x.max() <= before.max()  # no outlier: values the draw holds
+    upper = torch.triu(torch.randn(16, 16))  # structural zeros stay zeros
+    changed = upper.clone()
+    change_block(changed, generator)
+    assert bool((changed[upper == 0] == 0).all())
+    a = torch.randn(16, 16)
+    symmetric = a + a.T
+    change_block(symmetric, generator)
+    assert torch.equal(symmetric, symmetric.T)
+    labels = torch.randint(0, 2, (8, 8)).float() * 2 - 1  # discrete: left alone
+    assert change_block(labels, generator) == ""

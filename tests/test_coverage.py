@@ -180,8 +180,9 @@ def test_a_problem_whose_output_no_input_moves_says_so_in_its_start_line(sandbox
                        "    def forward(self, x):\n        return self.w * 2.0\n\n\n"
                        "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return []\n")
     with make_evaluator(str(problem), sandbox=sandbox) as ev:
-        assert "no coverage trial: no change of an input moves the reference's output (the output ignores x)" \
-            in ev.describe()
+        assert ("no coverage trial: no change of an input moves the reference's output even beyond get_inputs()'s "
+                "values: degenerate (the output ignores x)") in ev.describe()
+        assert ev.dependence.degenerate
         assert ev.cost.data_bytes == 8 * 4 + 8 * 4  # the parameter read, the output written; not x
 
 

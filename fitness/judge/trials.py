@@ -9,6 +9,7 @@ import torch
 from fitness.judge.checks import Verdict, check_guards, check_output_types, empty_guards
 from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
 from fitness.judge.coverage import coverage_trial
+from fitness.judge.differential import DIFFERENTIAL_SEED, differential_trial
 from fitness.judge.parameters import PARAMETER_SEED
 from fitness.judge.probes import PROBE_SEED, probe_trial
 from fitness.judge.rounding import RoundingAllowance
@@ -32,8 +33,9 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
     opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given. `draws`: the random draws the
     reference makes (``fitness.judge.randomness``), the only ones the candidate may make.
-    Then the probe trial (``fitness.judge.probes``; only where the job names probes) and the parameter trial
-    (`parameters`, a ``fitness.judge.parameters.ParameterTrial``; None: not run), each its own phase."""
+    Then the probe trial (``fitness.judge.probes``; only where the job names probes), the parameter trial
+    (`parameters`, a ``fitness.judge.parameters.ParameterTrial``; None: not run) and the differential trial
+    (``fitness.judge.differential``), each its own phase."""
     device, settings = job.device, job.settings
     worst, guards = None, empty_guards()
     passed = [0]
@@ -118,6 +120,16 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
                 judged_call, prepare, lambda k: make_inputs(problem, input_seed + PARAMETER_SEED + k, device), policy,
                 lambda model: None if allowance is None else RoundingAllowance(model, policy, allowance.k))
         failed(guards["parameters"], input_seed + PARAMETER_SEED)
+    if settings.differential_trial:
+        stage("differential trial")
+        with gpu_lock(job, exclusive=False), phase("differential"):
+            exact = (allowance or RoundingAllowance(reference, policy, None)).exact
+            buffers = make_inputs(problem, input_seed + DIFFERENTIAL_SEED, device)
+            generator = torch.Generator().manual_seed(input_seed + DIFFERENTIAL_SEED)
+            guards["differential"] = differential_trial(
+                reference, exact, judged_call, prepare, buffers, job.coverage_inputs, job.input_names, policy,
+                generator, (allowance.k if allowance is not None else None) or 0.0, allowance)
+        failed(guards["differential"], input_seed + DIFFERENTIAL_SEED)
     if allowance is not None and allowance.passed:
         guards["rounding_allowance"] = allowance.summary()
     return {"guards": guards, "trials_passed": settings.trials, "max_abs_err": worst.max_abs_err,
