@@ -1,4 +1,5 @@
-"""The cost of the judge's trials added for issue 63 (the probe trial, the parameter trial), on the CPU interpreter.
+"""The cost of the judge's trials added for issue 63 (the probe, parameter and differential trials), on the CPU
+interpreter.
 
     TRITON_INTERPRET=1 python experiments/new_trials_cost.py OUT_DIR [--repeats 3] [--problems matmul layernorm ...]
 
@@ -6,7 +7,8 @@ Evaluates each bundled problem's seed at its test sizes (the full evaluation, in
 `--repeats` times, plus
 tests/problems/below_threshold.py (KernelBench level2/9 in small, the only one here with a probe trial) with
 tests/candidates/linear_relu_tf32.py, and writes OUT_DIR/new_trials_cost.md and .json: per problem the median share
-of the evaluation's wall time (``eval_wall_s``) spent in each new trial's phase (``probes``, ``parameters``; the coverage trial's beside them), then
+of the evaluation's wall time (``eval_wall_s``) spent in each new trial's phase (``probes``, ``parameters``,
+``differential``; the coverage trial's beside them), then
 the median over the problems where the trial ran. Interpreter seconds: a share here says nothing of a GPU's.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.stats import median  # noqa: E402
 
-PHASES = ("probes", "parameters", "coverage")  # the coverage trial (not new) for comparison
+PHASES = ("probes", "parameters", "differential", "coverage")  # the coverage trial (not new) for comparison
 OWN = ("below_threshold", ROOT / "tests" / "problems" / "below_threshold.py",
        ROOT / "tests" / "candidates" / "linear_relu_tf32.py")
 
@@ -65,12 +67,13 @@ def main() -> None:
                for p in PHASES}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "new_trials_cost.json").write_text(json.dumps({"problems": table, "median": overall}, indent=1))
-    lines = ["| problem | ok / judged | median eval wall s | probe trial | parameter trial | coverage trial (before) "
-             "| parameter trial's record |", "|---|---|---|---|---|---|---|"]
+    lines = ["| problem | ok / judged | median eval wall s | probe trial | parameter trial | differential trial "
+             "| coverage trial (before) | parameter trial's record |", "|---|---|---|---|---|---|---|---|"]
     for name, row in table.items():
         share = {p: "-" if row[f"{p}_share"] is None else f"{100 * row[f'{p}_share']:.1f} %" for p in PHASES}
         lines.append(f"| {name} | {row['ok']} / {row['evaluations']} | {row['median_wall_s'] or 0:.2f} | "
-                     f"{share['probes']} | {share['parameters']} | {share['coverage']} | {json.dumps(row['parameters_record'])} |")
+                     f"{share['probes']} | {share['parameters']} | {share['differential']} | {share['coverage']} | "
+                     f"{json.dumps(row['parameters_record'])} |")
     lines.append("")
     lines.append("Median over the problems where each ran: " + ", ".join(
         f"{p} {'-' if v is None else f'{100 * v:.1f} %'}" for p, v in overall.items()))

@@ -89,13 +89,20 @@ def differential_trial(reference, exact, judged_call, prepare, buffers: list, wa
         if allowance is not None:
             comparison = allowance.judge(comparison, output, refs, inputs, where)
         dtypes = [r.dtype for r in refs]
-        outputs.append([o.detach().to(torch.float64) for o in output])
-        scrub(as_tensor_list(output) + [t for t in fresh if isinstance(t, torch.Tensor)])
         if not comparison.ok:
+            scrub(as_tensor_list(output) + refs + [t for t in fresh if isinstance(t, torch.Tensor)])
             return {**summary, "failure": f"{where}: {comparison.reason}", "max_abs_err": comparison.max_abs_err,
                     "max_rel_err": comparison.max_rel_err, "rel_l2": comparison.rel_l2}
-        fp32.append([r.detach().to(torch.float64) for r in refs])
-        exacts.append(exact(inputs))
+        try:  # the judge's own float64 work: out of memory, or an op without float64, is no verdict on the kernel
+            outputs.append([o.detach().to(torch.float64) for o in output])
+            fp32.append([r.detach().to(torch.float64) for r in refs])
+            exacts.append(exact(inputs))
+        except Exception as exc:  # noqa: BLE001
+            scrub([t for each in outputs + fp32 + exacts for t in each])
+            return {**summary, "not_run": f"no float64 reference: {type(exc).__name__}: "
+                                          f"{(str(exc).strip().splitlines() or [''])[0][:160]}"}
+        finally:
+            scrub(as_tensor_list(output) + refs + [t for t in fresh if isinstance(t, torch.Tensor)])
     summary["moved"] = []
     for j, ((out0, out1), (ref0, ref1), (ex0, ex1), dtype) in enumerate(zip(zip(*outputs), zip(*fp32), zip(*exacts),
                                                                              dtypes)):
@@ -113,7 +120,8 @@ def differential_trial(reference, exact, judged_call, prepare, buffers: list, wa
         if error > bound:
             label = "output" if len(outputs[0]) == 1 else f"output #{j}"
             summary.update(
-                failure=f"differential trial ({changes}, values the draw itself holds): the {label}'s change did not follow the exact one: "
+                failure=f"differential trial ({changes}, values the draw itself holds): the {label}'s change did not "
+                        f"follow the exact one: "
                         f"||d_out - d_exact|| = {error:.3g} > {bound:.3g} ({error / moved:.3g} of ||d_exact||). Each "
                         f"call was within the tolerance, but a kernel must compute the problem's result, not an "
                         f"estimate that holds for typical inputs",
