@@ -44,6 +44,8 @@ def judge(problem, source: str, repeats: int) -> dict:
                          **{p: result.phases_s.get(p) for p in PHASES},
                          "parameters_record": result.guards.get("parameters")})
     ok = [r for r in rows if r["status"] == "ok" and r["wall_s"]]
+    for r in ok:  # a parameter trial not run (no parameters) leaves a phase of microseconds: not its cost
+        r["parameters"] = r["parameters"] if "changed" in (r["parameters_record"] or {}) else None
     return {"evaluations": len(rows), "ok": len(ok), "median_wall_s": median(r["wall_s"] for r in ok),
             **{f"{p}_share": median(r[p] / r["wall_s"] for r in ok if r[p] is not None) for p in PHASES},
             "parameters_record": rows[-1]["parameters_record"]}
