@@ -128,3 +128,33 @@ def test_the_differential_change_stays_within_the_draws_values_and_structure():
     assert torch.equal(symmetric, symmetric.T)
     labels = torch.randint(0, 2, (8, 8)).float() * 2 - 1  # discrete: left alone
     assert change_block(labels, generator) == ""
+
+
+def test_an_output_within_the_tolerance_that_ignores_the_change_fails_on_its_difference():
+    """A stale output (the first call's) for a row sum offset by 1e5: the block's change (about 900) is within the
+    policy's 1 % of the output, so each call passes its comparison; its difference (0) misses the exact one."""
+    import torch
+
+    from fitness.comparison.policy import load_policy
+    from fitness.judge.differential import differential_trial
+
+    def reference(x):
+        return x.sum(dim=1) + 1e5
+
+    def run(stale: bool) -> dict:
+        first = []
+
+        def judged_call(inputs, saved, where, name):
+            output = reference(inputs[0])
+            first.append(output)
+            return first[0].clone() if stale else output
+
+        x = torch.randn(1, 4096, generator=torch.Generator().manual_seed(3))
+        return differential_trial(reference, lambda inputs: [reference(inputs[0].double())], judged_call,
+                                  lambda inputs: [t.clone() for t in inputs], [x], None, ["x"],
+                                  load_policy("triton"), torch.Generator().manual_seed(4), 8.0)
+
+    honest, stale = run(False), run(True)
+    assert "failure" not in honest and honest["moved"][0] > 1, honest
+    assert stale["failure"].startswith("differential trial (x row 0, ") and "did not follow the exact one" in \
+        stale["failure"] and stale["rel_l2"] == 1.0, stale

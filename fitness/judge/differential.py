@@ -9,11 +9,12 @@ row (1/``BLOCK_SHARE`` of its last dimension) is set to values of the draw's own
 ordinary value of the draw (zeros kept: a structural zero stays one; a symmetric draw's mirror image changed alike;
 discrete inputs and rows that are distributions left alone). The candidate runs on the draw and on the changed draw
 (two calls, each checked like a trial and compared with the reference), and its difference of outputs must match the
-reference's difference computed in float64: ||d_out - d_exact|| <= max_rel_l2 ||d_exact|| + K (||e|| + ||e'||), e
-the fp32 reference's own rounding on each draw (K: ``fitness.rounding_allowance``). An estimate that does not follow
-the change misses a share of d_exact far above the 1 % bound; an honest kernel's rounding barely moves between two
-draws that differ in one block. An output whose exact difference is within K times the rounding is not judged so
-(reported as not moved).
+reference's difference computed in float64: ||d_out - d_exact|| <= r ||d_exact|| + K (||e|| + ||e'||), r the
+largest of 1 % (``DIFFERENCE_RTOL``) and the policy's rtol and max_rel_l2, e the fp32 reference's own rounding on
+each draw (K: ``fitness.rounding_allowance``). An estimate that does not follow the change misses a share of d_exact
+far above 1 %; an honest kernel's rounding barely moves between two draws that differ in one block. An output whose
+exact difference is within K times that rounding, or below ``MIN_SHARE`` of its norm, is not judged so (`moved`:
+the move in units of the larger of the two; at most 1: not judged).
 """
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ from fitness.judge.inputs import clone_all, scrub
 DIFFERENTIAL_SEED = 60_000  # the trial's inputs and its block's choice: input_seed + this
 BLOCK_SHARE = 8  # the block changed is 1/this of the last dimension of one row
 DECILE = 0.1  # the new values come from this share of the draw's largest (or smallest) values
+DIFFERENCE_RTOL = 1e-2  # the difference must follow within this share of its norm (or the policy's, where looser)
+# an output the change moves by less than this share of its norm is not judged: a global reduction's honest
+# reordering (atomics) is about 1e-6 of the output, so a bound of 1e-2 of a smaller move could reject it
+MIN_SHARE = 1e-3
 
 
 def change_block(x: torch.Tensor, generator: torch.Generator) -> str:
@@ -112,11 +117,12 @@ def differential_trial(reference, exact, judged_call, prepare, buffers: list, wa
         tol = policy.tolerance_for(dtype)
         moved = _distance(ex1, ex0)
         rounding = k * (_distance(ref0, ex0) + _distance(ref1, ex1))
-        summary["moved"].append(round(moved / rounding, 1) if rounding else None)
-        if moved <= rounding:
-            continue  # the change moves this output less than the reference's own rounding: nothing to judge
+        floor = max(rounding, MIN_SHARE * float(torch.linalg.vector_norm(ex1.reshape(-1))))
+        summary["moved"].append(round(moved / floor, 1) if floor else None)
+        if moved <= floor:
+            continue  # a move within the reference's own rounding, or a tiny share of the output: nothing to judge
         error = _distance(out1 - out0, ex1 - ex0)
-        bound = (tol.max_rel_l2 if tol.max_rel_l2 is not None else tol.rtol) * moved + rounding
+        bound = max(tol.max_rel_l2 or 0.0, tol.rtol, DIFFERENCE_RTOL) * moved + rounding
         if error > bound:
             label = "output" if len(outputs[0]) == 1 else f"output #{j}"
             summary.update(
