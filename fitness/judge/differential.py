@@ -29,7 +29,7 @@ BLOCK_SHARE = 8  # the block changed is 1/this of the last dimension of one row
 DECILE = 0.1  # the new values come from this share of the draw's largest (or smallest) values
 DIFFERENCE_RTOL = 1e-2  # the difference must follow within this share of its norm (or the policy's, where looser)
 # an output the change moves by less than this share of its norm is not judged: a global reduction's honest
-# reordering (atomics) is about 1e-6 of the output, so a bound of 1e-2 of a smaller move could reject it
+# reordering (atomics) is about 1e-6 of the output (estimated), so a bound of 1e-2 of a smaller move could reject it
 MIN_SHARE = 1e-3
 
 

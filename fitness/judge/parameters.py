@@ -63,9 +63,8 @@ class ParameterTrial:
                  draws=()):
         self.problem, self.init_inputs, self.seed, self.device = problem, init_inputs, seed, device
         self.reference, self.candidate = reference, candidate
-        names = [n for n, p in _parameters(reference).items() if p.is_floating_point() and p.numel()]
+        self.names = names = [n for n, p in _parameters(reference).items() if p.is_floating_point() and p.numel()]
         own = _parameters(candidate)
-        self.names = names
         self.skip = ("Model has no floating-point parameters" if not names else
                      "ModelNew's state_dict does not line up with Model's" if param_sync != "state_dict" else
                      "the reference draws random numbers (its seeding is the trials')" if draws else

@@ -41,7 +41,8 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     passed = [0]
 
     def failed(found: dict, seed: int) -> None:
-        """The verdict of a trial after the ordinary ones (coverage, probes, parameters) whose record has a failure."""
+        """The verdict of a trial after the ordinary ones (coverage, probe, parameter, differential) whose record has a
+        failure."""
         if "failure" in found:
             raise Verdict("incorrect", f"{found['failure']} (input seed {seed})", guards=guards,
                           trials_passed=settings.trials, max_abs_err=found["max_abs_err"],
@@ -128,7 +129,7 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
             generator = torch.Generator().manual_seed(input_seed + DIFFERENTIAL_SEED)
             guards["differential"] = differential_trial(
                 reference, exact, judged_call, prepare, buffers, job.coverage_inputs, job.input_names, policy,
-                generator, (allowance.k if allowance is not None else None) or 0.0, allowance)
+                generator, (allowance.k or 0.0) if allowance is not None else 0.0, allowance)
         failed(guards["differential"], input_seed + DIFFERENTIAL_SEED)
     if allowance is not None and allowance.passed:
         guards["rounding_allowance"] = allowance.summary()

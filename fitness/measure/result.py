@@ -29,9 +29,8 @@ LABELS = {"uses-torch-compute": "forward computes part of its output with torch 
                                 "of its work is Triton",
           "draws-random-numbers": "forward draws random numbers with torch's generator as the problem's reference "
                                   "does, seeded alike by the judge: those draws are torch calls, not Triton",
-          DEGENERATE: "no input of the problem moves its output, even scaled, sign-flipped or shifted "
-                                "beyond the values get_inputs() draws: a constant output, so its figures say little "
-                                "of a kernel"}
+          DEGENERATE: "no input of the problem moves its output, even scaled, sign-flipped or shifted beyond the "
+                      "values get_inputs() draws: a constant output, so its figures say little of a kernel"}
 
 
 def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
