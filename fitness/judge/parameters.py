@@ -5,7 +5,8 @@ keeps it (colsum(W) cached by the weight's ``data_ptr``, a transposed copy made 
 check while answering for weights it no longer has (issue 63). Between calls this trial changes the candidate's
 parameters twice, as a user's training step or ``load_state_dict`` would: first in place (the same tensors, new
 values: a cache keyed by pointer goes stale), then by replacement (new ``nn.Parameter`` objects: one keyed by
-identity goes stale), each followed by one candidate call checked like a trial and compared with a reference
+identity goes stale; set as a user would, through the module's own ``__setattr__``, which an RNN's keeps its flat
+weight list by), each followed by one candidate call checked like a trial and compared with a reference
 holding the same values. The new values are the parameters of the problem's ``Model`` built under other seeds (its
 own initialisation: in distribution), noise added where that draws the same values (constants: a norm's weight of
 ones). The judge's reference is never changed (``fitness.judge.integrity`` watches it): the changed reference is a
@@ -95,8 +96,9 @@ class ParameterTrial:
                             originals[name].copy_(values[name])
                         else:
                             owner, leaf = _owner(self.candidate, name)
-                            nn.Module.__setattr__(owner, leaf, nn.Parameter(
-                                values[name].clone(), requires_grad=originals[name].requires_grad))
+                            # the module's own __setattr__, as a user's: nn.LSTM's keeps its flat weights so
+                            setattr(owner, leaf, nn.Parameter(values[name].clone(),
+                                                              requires_grad=originals[name].requires_grad))
                 failure = self._call(judged_call, prepare, make_inputs(k), policy, changed, allowance_for(changed),
                                      way)
                 summary["changed"].append(way)
@@ -107,7 +109,7 @@ class ParameterTrial:
             with torch.no_grad():
                 for name in self.names:
                     owner, leaf = _owner(self.candidate, name)
-                    nn.Module.__setattr__(owner, leaf, originals[name])
+                    setattr(owner, leaf, originals[name])
                     originals[name].copy_(kept[name])
         return summary
 
