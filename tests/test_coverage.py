@@ -164,8 +164,8 @@ def test_a_kernel_skipping_part_of_the_rows_fails_for_the_coverage_trial(sandbox
 
 
 def test_without_the_coverage_trial_a_subsample_passes(sandbox):
-    """The cases bite: the ordinary trials alone accept the estimate from half the rows (the differential trial, whose
-    changed block falls in a skipped row about half the time, off too)."""
+    """The cases bite: the ordinary trials alone accept the estimate from half the rows (the differential trial, which
+    caught it in this test's first run with it, off too)."""
     with make_evaluator(ROW_LOSS, sandbox=sandbox, coverage=False, differential_trial=False) as ev:
         assert "coverage trial off" in ev.describe()
         result = ev.evaluate(skipping("row_loss_subsample", 2))
