@@ -70,6 +70,15 @@ class EvalSettings:
     # after the trials, one trial per input the output depends on with one element changed so far that the
     # reference's output moves far beyond the tolerance: the candidate's output must follow (fitness/judge/coverage.py)
     coverage: bool = True
+    # one call on inputs beyond the drawn distribution, for problems whose output depends on an input only there
+    # (fitness/judge/probes.py: level2/9's zeros for every rand draw)
+    probe_trial: bool = True
+    # two calls after the module's parameters changed, in place and by replacement: the output must follow
+    # (fitness/judge/parameters.py: a result cached by the weight's pointer)
+    parameter_trial: bool = True
+    # two calls on a draw and on it with one row's block set to the draw's own top or bottom decile: the candidate's
+    # difference of outputs must match the float64 reference's (fitness/judge/differential.py: a guessed normaliser)
+    differential_trial: bool = True
     # K of the second opinion on a failed comparison (fitness/judge/rounding.py): the output is compared again against
     # the reference computed in float64, within atol + rtol |exact| + K x the fp32 reference's own rounding error
     # (the rms among elements of about the same magnitude, or each element's spread when the reference's inputs and

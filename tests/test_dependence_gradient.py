@@ -7,7 +7,7 @@ import os
 import pytest
 
 from evo.benchmark import bench
-from fitness.problems.dependence import DRAWS, find_dependence
+from fitness.problems.dependence import DRAWS, PROBES, find_dependence
 from fitness.problems.problem import load_problem, resolve_problem
 
 NETWORK = '''
@@ -66,8 +66,9 @@ def test_the_gradient_decides_as_the_perturbation_does_with_a_forward_only_for_w
     assert by_gradient.inputs == (True, True, False) and by_gradient.ignored_inputs == ["ignored"]
     assert by_gradient.ignored_parameters == ("unused.weight", "unused.bias")  # `dead` counts: a big change revives it
     # two reference forwards per draw and the backward's; then a forward each for what no gradient shows: the integer
-    # input, the ignored one, `dead` and the unused layer's two, then the three still unused
-    assert forwards == 2 * DRAWS + 1 + (3 + 2) + 3 * (DRAWS - 1)
+    # input, the ignored one, `dead` and the unused layer's two, then the three still unused; then the ignored input
+    # under each probe beyond the draw (none moves it)
+    assert forwards == 2 * DRAWS + 1 + (3 + 2) + 3 * (DRAWS - 1) + len(PROBES)
     # alone, the perturbation takes a forward for x, each of the 24 linear and batch norm weights and biases, and the
     # batch norms' 12 running statistics (their gradient comes through batch norm written out: _StatisticsWritten)
     assert perturbed == forwards - 1 + 1 + 24 + 12

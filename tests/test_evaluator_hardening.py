@@ -49,17 +49,19 @@ def test_every_trial_is_traced_and_must_launch(evaluator):
 def test_every_timed_call_must_launch_the_candidates_kernel(evaluator):
     result = evaluator.evaluate(candidate("torch_when_timed"))
     assert result.status == "rejected"
-    if COMPILE_PASS_CALLS:  # turns during the coverage trial, the last correctness call
-        assert "launched no Triton kernel of its own (coverage trial" in result.reason and result.trials_passed == 3
+    if COMPILE_PASS_CALLS:  # turns during the differential trial's second call, the last correctness call
+        assert "launched no Triton kernel of its own (differential trial" in result.reason
+        assert result.trials_passed == 3
     else:
         assert "timed calls launched no Triton kernel" in result.reason
-        assert result.trials_passed == 3 and result.guards["triton_launches"] == 4  # 3 trials and the coverage trial
+        # 3 trials, the coverage trial and the differential trial's two calls
+        assert result.trials_passed == 3 and result.guards["triton_launches"] == 6
 
 
 def test_a_stale_answer_in_the_timed_calls_is_incorrect(evaluator):
     result = evaluator.evaluate(candidate("stale_when_timed"))
     assert result.status == "incorrect"
-    expected = "coverage trial: " if COMPILE_PASS_CALLS else "output of a timed call differs from the reference"
+    expected = "differential trial" if COMPILE_PASS_CALLS else "output of a timed call differs from the reference"
     assert expected in result.reason
 
 
@@ -122,8 +124,9 @@ def test_a_softmax_within_atol_everywhere_but_wrong_as_a_whole_is_incorrect(sand
         assert result.status == "incorrect" and "normwise relative error" in result.reason, result.reason
         assert 0.015 < result.rel_l2 < 0.1  # every element within atol=1e-2: only the normwise bound sees it
     with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1, coverage=False,
-                        sandbox=sandbox) as ev:
-        assert ev.evaluate(source).ok  # KernelBench's own rules (elementwise only) let it through
+                        differential_trial=False, sandbox=sandbox) as ev:
+        assert ev.evaluate(source).ok  # KernelBench's own rules (elementwise only) let it through (and the
+        # differential trial off: it catches the guess too)
     with make_evaluator("row_softmax", policy="kernelbench", sizes=sizes, trials=1, sandbox=sandbox) as ev:
         result = ev.evaluate(source)  # but not the coverage trial: one large element makes the guessed sum wrong
         assert result.status == "incorrect" and result.reason.startswith("coverage trial: "), result.reason

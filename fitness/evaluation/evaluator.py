@@ -28,7 +28,7 @@ from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
-from fitness.measure.result import CANCELLED, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
+from fitness.measure.result import CANCELLED, DEGENERATE, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
@@ -180,8 +180,10 @@ class Evaluator:
             return "coverage trial on every floating-point input"
         ignored = f" (the output ignores {', '.join(dep.ignored_inputs)})" if dep.ignored_inputs else ""
         if not wanted:
-            return f"no coverage trial: no change of an input moves the reference's output{ignored}"
-        return f"coverage trial on {', '.join(dep.name(i) for i in wanted)}{ignored}"
+            degenerate = " even beyond get_inputs()'s values: degenerate" if dep.degenerate else ""
+            return f"no coverage trial: no change of an input moves the reference's output{degenerate}{ignored}"
+        probes = "".join(f"; probe trial: {dep.name(i)} {probe}" for i, probe in dep.beyond)
+        return f"coverage trial on {', '.join(dep.name(i) for i in wanted)}{ignored}{probes}"
 
     def sizes_text(self) -> str:
         """The sizes actually used, and where they come from: `batch_size=5, dim=519 (test sizes of ...)`."""
@@ -201,6 +203,7 @@ class Evaluator:
                          settings=self.settings, l2_bytes=self.profile.l2_cache_bytes,
                          gpu_lock=lock_path(LOCK_DIR, self.device), memory_slots=self.memory_slots,
                          coverage_inputs=self.coverage_inputs(),
+                         probes=[list(each) for each in self.dependence.beyond] if self.dependence else [],
                          input_names=list(self.dependence.input_names) if self.dependence else [],
                          # the reference's matmuls (FLOPs counted; unknown: assumed): only they round differently
                          # under TF32
@@ -306,7 +309,9 @@ class Evaluator:
         for key, value in data.verdict().items():
             setattr(result, key, value)
         result.notes.extend(data.notes)  # the judge's own notes (fewer timing input sets, say)
-        for label in result.guards.get("labels", []):  # uses-torch-compute, draws-random-numbers
+        if self.dependence is not None and self.dependence.degenerate and result.guards:
+            result.guards.setdefault("labels", []).append(DEGENERATE)  # the problem's, on every verdict judged
+        for label in result.guards.get("labels", []):  # uses-torch-compute, draws-random-numbers, degenerate-problem
             result.label = ", ".join(filter(None, [result.label, label]))
 
     def _score(self, result: EvalResult) -> float:

@@ -148,7 +148,7 @@ def sample(x: torch.Tensor) -> torch.Tensor:
     return flat[::max(1, flat.numel() // SAMPLE)]
 
 
-def _kind(x: torch.Tensor) -> tuple:
+def domain(x: torch.Tensor) -> tuple:
     """(nonnegative, rows are distributions) of an input draw, from a sample of its elements and rows."""
     nonneg = bool((sample(x) >= 0).all())
     rows = x.reshape(-1, x.shape[-1])[:SAMPLE_ROWS] if x.dim() >= 1 and x.shape[-1] > 1 else None
@@ -255,7 +255,7 @@ def _largest_move(reference, inputs: list, index: int, base: list, policy, gener
     saturates one way is tried the other way before another element (a softmax's element lowered only loses its own
     small share; raised, it takes the row: a guessed sum let through when the first elements drawn went down)."""
     x = inputs[index]
-    nonneg, distribution = _kind(x)
+    nonneg, distribution = domain(x)
     mirrored = not distribution and symmetric(x)
     scale = float(sample(x).abs().to(torch.float64).mean()) or 1.0
     cap = math.sqrt(torch.finfo(x.dtype).max) * (scale if distribution else 1.0)

@@ -14,7 +14,8 @@ from fitness.common.stage import GPU_WAIT_STAGE, MEMORY_STAGE, STAGE, stage
 PHASES: dict = {}
 SPANS: list = []  # [phase, wall start, wall end] of the stages below, in the order they ended
 SPAN_PHASES = frozenset({"cuda_init", "warm_judge", "setup", "compile", "wait_memory", "wait_shared", "trials",
-                         "coverage", "wait_exclusive", "timing", "profile"})
+                         "coverage", "probes", "parameters", "differential",
+                         "wait_exclusive", "timing", "profile"})
 WALL = time.time  # bound before any candidate code exists
 
 

@@ -176,7 +176,8 @@ class RoundingAllowance:
         self.passed: list[str] = []
         self.rms = 0.0
 
-    def _exact(self, saved: list) -> list:
+    def exact(self, saved: list) -> list:
+        """The reference's outputs on `saved` in float64 (its float64 copy made on first use)."""
         if self.model is None:
             self.model = copy.deepcopy(self.reference).double()
         inputs = _float64(saved)
@@ -195,7 +196,7 @@ class RoundingAllowance:
             return comparison
         if not self.unavailable:
             try:
-                exact = self._exact(saved)
+                exact = self.exact(saved)
             except Exception as exc:  # an op without float64 support, out of memory
                 self.model = None
                 self.unavailable = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"

@@ -9,6 +9,10 @@ import torch
 from fitness.judge.checks import Verdict, check_guards, check_output_types, empty_guards
 from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
 from fitness.judge.coverage import coverage_trial
+from fitness.judge.differential import DIFFERENTIAL_SEED, differential_trial
+from fitness.judge.parameters import PARAMETER_SEED
+from fitness.judge.probes import PROBE_SEED, probe_trial
+from fitness.judge.rounding import RoundingAllowance
 from fitness.judge.tf32 import TF32Reference, no_reduced_reference
 from fitness.judge.guards import TorchOpTrace
 from fitness.judge.inputs import clone_all, make_inputs, poison_allocator, scrub, synchronize
@@ -19,7 +23,7 @@ COVERAGE_SEED = 30_000  # the coverage trial's inputs and element choice: input_
 
 
 def run_trials(reference, model_new, problem, job, policy, module_name, input_seed: int, verify, specs,
-               launches, allowance=None, draws=()) -> dict:
+               launches, allowance=None, draws=(), parameters=None) -> dict:
     """The correctness trials, each under the shared GPU lock on its own: a timer waiting for the GPU waits for the
     trial a worker is in, not for all of them. Every call of the candidate gets new input tensors, as every timed call
     does: it cannot tell a checked call from a timed one by the inputs' identity (a kernel honest on the objects the
@@ -28,10 +32,21 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
     dtypes; `launches`: the worker's launch counter.
     Then the coverage trial (``fitness.coverage``), timed as its own phase. A failed comparison gets the second
     opinion of `allowance` (``fitness.judge.rounding.RoundingAllowance``), when given. `draws`: the random draws the
-    reference makes (``fitness.judge.randomness``), the only ones the candidate may make."""
+    reference makes (``fitness.judge.randomness``), the only ones the candidate may make.
+    Then the probe trial (``fitness.judge.probes``; only where the job names probes), the parameter trial
+    (`parameters`, a ``fitness.judge.parameters.ParameterTrial``; None: not run) and the differential trial
+    (``fitness.judge.differential``), each its own phase."""
     device, settings = job.device, job.settings
     worst, guards = None, empty_guards()
     passed = [0]
+
+    def failed(found: dict, seed: int) -> None:
+        """The verdict of a trial after the ordinary ones (coverage, probe, parameter, differential) whose record has a
+        failure."""
+        if "failure" in found:
+            raise Verdict("incorrect", f"{found['failure']} (input seed {seed})", guards=guards,
+                          trials_passed=settings.trials, max_abs_err=found["max_abs_err"],
+                          max_rel_err=found["max_rel_err"], rel_l2=found["rel_l2"])
 
     def judged_call(inputs: list, saved: list, where: str, first: bool = False, name: str = "trial_calls"):
         """forward on `inputs`, traced and its launches counted (the phase `name`, or first_call), the judge's state
@@ -91,11 +106,31 @@ def run_trials(reference, model_new, problem, job, policy, module_name, input_se
             guards["coverage"] = coverage_trial(reference, judged_call, buffers, job.coverage_inputs,
                                                 job.input_names, policy, generator, prepare,
                                                 allowance, reduced)
-        if "failure" in guards["coverage"]:
-            found = guards["coverage"]
-            raise Verdict("incorrect", f"{found['failure']} (input seed {input_seed + COVERAGE_SEED})",
-                          guards=guards, trials_passed=settings.trials, max_abs_err=found["max_abs_err"],
-                          max_rel_err=found["max_rel_err"], rel_l2=found["rel_l2"])
+        failed(guards["coverage"], input_seed + COVERAGE_SEED)
+    if settings.probe_trial and job.probes:
+        stage("probe trial")
+        with gpu_lock(job, exclusive=False), phase("probes"):
+            buffers = make_inputs(problem, input_seed + PROBE_SEED, device)
+            guards["probes"] = probe_trial(reference, judged_call, prepare, buffers, job.probes, job.input_names,
+                                           policy, allowance)
+        failed(guards["probes"], input_seed + PROBE_SEED)
+    if settings.parameter_trial and parameters is not None:
+        stage("parameter trial")
+        with gpu_lock(job, exclusive=False), phase("parameters"):
+            guards["parameters"] = parameters.run(
+                judged_call, prepare, lambda k: make_inputs(problem, input_seed + PARAMETER_SEED + k, device), policy,
+                lambda model: None if allowance is None else RoundingAllowance(model, policy, allowance.k))
+        failed(guards["parameters"], input_seed + PARAMETER_SEED)
+    if settings.differential_trial:
+        stage("differential trial")
+        with gpu_lock(job, exclusive=False), phase("differential"):
+            exact = (allowance or RoundingAllowance(reference, policy, None)).exact
+            buffers = make_inputs(problem, input_seed + DIFFERENTIAL_SEED, device)
+            generator = torch.Generator().manual_seed(input_seed + DIFFERENTIAL_SEED)
+            guards["differential"] = differential_trial(
+                reference, exact, judged_call, prepare, buffers, job.coverage_inputs, job.input_names, policy,
+                generator, (allowance.k or 0.0) if allowance is not None else 0.0, allowance)
+        failed(guards["differential"], input_seed + DIFFERENTIAL_SEED)
     if allowance is not None and allowance.passed:
         guards["rounding_allowance"] = allowance.summary()
     return {"guards": guards, "trials_passed": settings.trials, "max_abs_err": worst.max_abs_err,

@@ -22,12 +22,15 @@ TIMED_OUT = frozenset({"timeout", "compile_timeout"})  # ran out of time: the wh
 NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
                                                 # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000
+DEGENERATE = "degenerate-problem"  # the problem's label (fitness.problems.dependence), on each of its verdicts
 # labels a verdict can carry (the guards' "labels"): what a kernel did that its precision policy allows but whoever
 # reads its figures must know; every table and report names them
 LABELS = {"uses-torch-compute": "forward computes part of its output with torch ops (its policy allows it): not all "
                                 "of its work is Triton",
           "draws-random-numbers": "forward draws random numbers with torch's generator as the problem's reference "
-                                  "does, seeded alike by the judge: those draws are torch calls, not Triton"}
+                                  "does, seeded alike by the judge: those draws are torch calls, not Triton",
+          DEGENERATE: "no input of the problem moves its output, even scaled, sign-flipped or shifted beyond the "
+                      "values get_inputs() draws: a constant output, so its figures say little of a kernel"}
 
 
 def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -184,6 +187,7 @@ class WorkerJob:
     gpu_lock: str | None = None  # the device's lock file (``fitness.common.gpu_lock``); None: no lock (the interpreter)
     memory_slots: int | None = None  # jobs holding problem-sized memory at once (None: all)
     coverage_inputs: list | None = None  # forward arguments the coverage trial changes (None: every float tensor)
+    probes: list = field(default_factory=list)  # [input index, probe name]: the probe trial's (fitness.judge.probes)
     input_names: list = field(default_factory=list)  # the forward's argument names (for the trial's messages)
     reference_matmuls: bool = True  # the reference has matmuls (only they round differently under TF32)
     source: str = ""  # the candidate's module (candidate, profile)

@@ -17,6 +17,12 @@ gradient is zero here, or every tensor where autograd cannot take the forward) t
 1,402 s (level3/23; ``experiments/results/kernelbench_part7/``). The gradient also shows a dependence below the
 output's rounding, which no perturbation can: level3/19_MobileNetV1's activations shrink layer by layer until, at
 its test sizes, its input and 47 of its tensors change no bit of the output; they count (the floor only rises).
+
+Beyond the drawn distribution (issue 63): an input neither the gradient nor another draw shows used is probed scaled,
+sign-flipped and shifted (``PROBES``); one that then moves the output counts, and is recorded with the probe that
+showed it (`beyond`): the judge's probe trial (``fitness.judge.probes``) checks a candidate there, since its trials
+cannot (KernelBench level2/9: ``relu(linear(x) - 2)`` is 0 for every ``torch.rand`` draw of x, so a kernel writing
+zeros passed). A problem whose output no input moves under any probe is `degenerate` (a label on every verdict).
 """
 from __future__ import annotations
 
@@ -31,6 +37,10 @@ from fitness.comparison.correctness import as_tensor_list, same_bits
 from fitness.problems.problem import LoadedProblem, ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
 
 DRAWS = 2  # random draws of the inputs; a tensor counts if it changes the output in any of them
+# transforms of an input draw beyond its distribution, tried in this order: (name, f(x, mean magnitude of x))
+PROBES = (("scaled by 10", lambda x, m: x * 10), ("sign-flipped", lambda x, m: -x),
+          ("shifted by +4x its mean magnitude", lambda x, m: x + 4 * m),
+          ("shifted by -4x its mean magnitude", lambda x, m: x - 4 * m))
 MAX_ELEMENTS = 1 << 22  # a problem whose largest tensor at its test sizes is larger is not run here (16 MiB fp32)
 
 
@@ -40,6 +50,8 @@ class Dependence:
     ignored_parameters: tuple = ()  # state_dict names (parameters and buffers) the output does not depend on
     input_names: tuple = ()  # forward's argument names, for messages
     note: str = ""  # why the decision could not be made ("" when it was): then every tensor counts
+    beyond: tuple = ()  # (index, probe name) of inputs that move the output only beyond the drawn distribution
+    degenerate: bool = False  # no tensor input moves the output, even beyond the drawn distribution
 
     @property
     def ignored_inputs(self) -> list[str]:
@@ -50,7 +62,34 @@ class Dependence:
 
     def to_dict(self) -> dict:
         return {"inputs": list(self.inputs), "ignored_parameters": list(self.ignored_parameters),
-                "input_names": list(self.input_names), "note": self.note}
+                "input_names": list(self.input_names), "note": self.note,
+                "beyond": [list(b) for b in self.beyond], "degenerate": self.degenerate}
+
+
+def apply_probe(name: str, x: torch.Tensor) -> torch.Tensor:
+    """Input `x` transformed by the probe `name` (``PROBES``)."""
+    scale = float(x.detach().abs().to(torch.float64).mean()) if x.numel() else 0.0
+    return dict(PROBES)[name](x, scale or 1.0)
+
+
+def _probed(model, base: list, reference: list, indices: list) -> list:
+    """(index, probe name) for each floating-point input of `base` at `indices` that some probe (``PROBES``) makes
+    move the reference's output (a finite output that differs from `reference`); each input probed alone."""
+    found = []
+    for i in indices:
+        value = base[i]
+        if not (isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel()):
+            continue
+        for name, _ in PROBES:
+            probed = list(base)
+            probed[i] = apply_probe(name, value)
+            outputs = _outputs(model, probed)
+            finite = all(torch.isfinite(o).all() for o in outputs if isinstance(o, torch.Tensor)
+                         and o.is_floating_point())
+            if finite and _changed(reference, outputs):
+                found.append((i, name))
+                break
+    return found
 
 
 def _outputs(model, inputs) -> list:
@@ -174,7 +213,12 @@ def find_dependence(problem: LoadedProblem, names: tuple = (), gradient: bool = 
                 tensor.add_(torch.randn(tensor.shape, generator=generator).to(tensor.dtype) * (saved.abs().mean() + 1))
                 used_state[name] = _changed(reference, _outputs(model, base))
                 tensor.copy_(saved)
-    return Dependence(tuple(used_inputs or ()), tuple(n for n, used in used_state.items() if not used), names)
+    beyond = tuple(_probed(model, base, reference, [i for i, used in enumerate(used_inputs) if not used]))
+    for i, _ in beyond:
+        used_inputs[i] = True
+    tensors = any(isinstance(x, torch.Tensor) for x in base)
+    return Dependence(tuple(used_inputs or ()), tuple(n for n, used in used_state.items() if not used), names,
+                      beyond=beyond, degenerate=tensors and not any(used_inputs))
 
 
 def small_spec(spec: ProblemSpec) -> ProblemSpec:

@@ -66,6 +66,7 @@ from fitness.judge.rounding import RoundingAllowance  # noqa: E402
 from fitness.workers.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.judge.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
 from fitness.judge.trials import run_trials  # noqa: E402
+from fitness.judge.parameters import ParameterTrial  # noqa: E402
 from fitness.common.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
@@ -196,8 +197,10 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
                     randomness.watching(reference) as draws:
                 specs = reference_output_specs(reference, problem, job, input_seed)
             randomness.seed_alike(reference, model_new, draws)  # a forward drawing random numbers: both alike
+            parameters = ParameterTrial(problem, init_inputs, input_seed, device, reference, model_new, param_sync,
+                                        draws)  # new weights from the secret seed
             result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
-                                LAUNCHES, allowance, draws)
+                                LAUNCHES, allowance, draws, parameters)
             timed = feed = None
             if job.timed:  # else correctness only: no timing, no exclusive lock
                 timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)

@@ -1,5 +1,5 @@
-"""Cheat: honest for the correctness calls (3 trials and the coverage trial in the tests), then copies its last
-answer (stale) when timed."""
+"""Cheat: honest for the correctness calls (3 trials, the coverage trial and the differential trial's two calls in the
+tests), then copies its last answer (stale) when timed."""
 import torch
 import torch.nn as nn
 import triton
@@ -32,7 +32,7 @@ class ModelNew(nn.Module):
         CALLS[0] += 1
         n = x.numel()
         y = torch.empty_like(x)
-        if CALLS[0] <= 4:
+        if CALLS[0] <= 6:
             scale_shift_kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128)
             CACHE[:] = [y.clone()]
         else:
