@@ -24,7 +24,10 @@ from core.genome import Genome, evaluation_key
 from core.individual import Individual
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
+from fitness.comparison.policy import load_policy
+from fitness.evaluation.plan import JudgePlan
 from fitness.measure.result import EvalResult
+from fitness.settings import EvalSettings, ProblemSettings
 from hardware_profiles import load_profile
 from operators.base import BudgetExhausted, Operator
 from seeds.inductor.cache import CapturedSeeds
@@ -343,3 +346,39 @@ def write_run(run_dir, timer: str) -> None:
                                      best_s=0.002))
     store.set_meta("stop_reason", "2 generations done")
     store.close()
+
+
+# the check at other sizes (tests/test_sizes_label.py, tests/test_full_size.py): a run's kernels made of
+# tests/candidates/sizes_verdicts.py, one that runs at any size, one whose guard refuses other sizes, one whose mask
+# is wrong there
+SIZES_SOURCE = (Path(__file__).resolve().parent / "candidates" / "sizes_verdicts.py").read_text()
+GENERIC, GUARDED, WRONG_MASK = 0, 1, 2
+
+
+def judge_plan(problem: str, device: str) -> JudgePlan:
+    """The run's judge, one trial a kernel, on `device`."""
+    return JudgePlan(ProblemSettings(name=problem), EvalSettings(trials=1), load_policy("triton"), device=device)
+
+
+def sizes_kernel(variant: int, time_s: float, ind_id: str) -> Individual:
+    """One of the run's correct kernels, with its (GPU) time as the search measured it."""
+    genome = Genome.from_source(SIZES_SOURCE).with_params({"VARIANT": variant})
+    result = EvalResult(status="ok", problem="scale_shift", device="cuda:0", timer="cuda-events", time_s=time_s,
+                        speedup_vs_eager=2.0 * 1e-5 / time_s, policy={"name": "triton"})
+    return Individual(ind_id, genome, (), "seed", 0, result)
+
+
+def add_kernel(store: RunStore, individual: Individual) -> None:
+    store.add_individual(individual)
+    store.add_evaluation(individual.key, individual.result)
+
+
+def sizes_run_store(tmp_path, variants: list[int]) -> tuple[RunStore, Checkpoint]:
+    """A finished run's store whose kernels are these variants, fastest first (the first: the hall of fame's)."""
+    store = RunStore(tmp_path / "run")
+    ids = [f"{len(variants) - i}.0" for i in range(len(variants))]
+    for i, (variant, ind_id) in enumerate(zip(variants, ids)):
+        add_kernel(store, sizes_kernel(variant, (i + 1) * 1e-5, ind_id))
+    checkpoint = Checkpoint(generation=1, best_s=1e-5, hall_of_fame=ids)
+    store.save_checkpoint(checkpoint)
+    return store, checkpoint

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CANDIDATES, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, make_evaluator, read_store, run_dir_of
+from conftest import CANDIDATES, DEVICE, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, make_evaluator, read_store, run_dir_of
 from evo.reports.full_size import TRIES, SizesCheck, flagged
 from evo.reports.outcome import summarise
 from core.genome import code_hash
@@ -15,7 +15,7 @@ from fitness.problems.problem import load_problem, resolve_problem, suite_manife
 from fitness.problems.sizes import MIN_SHRINKABLE, odd_value, other_sizes, other_value
 from fitness.workers.zygote import Zygote
 from seeds import inductor as seeds
-from test_sizes_label import GENERIC, GUARDED, WRONG_MASK, judge_plan, run_store
+from fakes import GENERIC, GUARDED, WRONG_MASK, judge_plan, sizes_run_store
 
 ZYGOTE_INIT = Zygote.__init__
 PAIRED = '''import torch
@@ -168,9 +168,9 @@ def test_odd_other_sizes_are_odd_smaller_and_differ_from_the_first(tmp_path):
 def test_on_the_interpreter_the_best_is_never_defective_at_other_sizes(tmp_path, sandbox, variants, kept, chosen,
                                                                        status):
     with make_evaluator(SCALE_SHIFT, sizes={"dim": 60}, sandbox=sandbox, trials=1) as evaluator:
-        check = SizesCheck.plan(judge_plan(SCALE_SHIFT), evaluator, [])
+        check = SizesCheck.plan(judge_plan(SCALE_SHIFT, DEVICE), evaluator, [])
     assert (check.test_sizes, [changed for changed, _ in check.sets]) == ({"dim": 60}, [{"dim": 45}, {"dim": 43}])
-    store, checkpoint = run_store(tmp_path, variants)
+    store, checkpoint = sizes_run_store(tmp_path, variants)
     record = check.judge(store, checkpoint, 1, sandbox)
     assert (record["kept"], record["chosen"]) == (kept, chosen)
     outcome = summarise(store, checkpoint)

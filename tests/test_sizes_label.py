@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from conftest import CANDIDATES, DEVICE, SCALE_SHIFT, make_evaluator
-from core.genome import Genome
-from core.individual import Individual
+from conftest import DEVICE, SCALE_SHIFT, make_evaluator
+from fakes import GENERIC, GUARDED, WRONG_MASK, add_kernel, judge_plan, sizes_kernel, sizes_run_store
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
 from evo.reports import sizes_label
@@ -18,13 +17,7 @@ from evo.reports.console import table
 from evo.reports.outcome import summarise
 from evo.reports.full_size import kernel_verdict
 from evo.reports.sizes_label import SizesLabel, settled
-from fitness.comparison.policy import load_policy
-from fitness.evaluation.plan import JudgePlan
-from fitness.measure.result import EvalResult
-from fitness.settings import EvalSettings, ProblemSettings
 
-SOURCE = (CANDIDATES / "sizes_verdicts.py").read_text()
-GENERIC, GUARDED, WRONG_MASK = 0, 1, 2
 NO_SIZES = '''import torch
 import torch.nn as nn
 
@@ -43,41 +36,12 @@ def get_init_inputs():
 '''
 
 
-def judge_plan(problem: str) -> JudgePlan:
-    """The run's judge, one trial a kernel, on the test device."""
-    return JudgePlan(ProblemSettings(name=problem), EvalSettings(trials=1), load_policy("triton"), device=DEVICE)
-
-
-def kernel(variant: int, time_s: float, ind_id: str) -> Individual:
-    """One of the run's correct kernels, with its (GPU) time as the search measured it."""
-    genome = Genome.from_source(SOURCE).with_params({"VARIANT": variant})
-    result = EvalResult(status="ok", problem="scale_shift", device="cuda:0", timer="cuda-events", time_s=time_s,
-                        speedup_vs_eager=2.0 * 1e-5 / time_s, policy={"name": "triton"})
-    return Individual(ind_id, genome, (), "seed", 0, result)
-
-
-def add(store: RunStore, individual: Individual) -> None:
-    store.add_individual(individual)
-    store.add_evaluation(individual.key, individual.result)
-
-
-def run_store(tmp_path, variants: list[int]) -> tuple[RunStore, Checkpoint]:
-    """A finished run's store whose kernels are these variants, fastest first (the first: the hall of fame's)."""
-    store = RunStore(tmp_path / "run")
-    ids = [f"{len(variants) - i}.0" for i in range(len(variants))]
-    for i, (variant, ind_id) in enumerate(zip(variants, ids)):
-        add(store, kernel(variant, (i + 1) * 1e-5, ind_id))
-    checkpoint = Checkpoint(generation=1, best_s=1e-5, hall_of_fame=ids)
-    store.save_checkpoint(checkpoint)
-    return store, checkpoint
-
-
 @pytest.fixture
 def judged(sandbox, monkeypatch):
     """The check at other sizes, planned from the stand-in evaluator, and the worker jobs it sent (kind, timed,
     what each answered)."""
     evaluator = make_evaluator(SCALE_SHIFT, sizes={"dim": 60}, sandbox=sandbox, trials=1)
-    check = SizesLabel.plan(judge_plan(SCALE_SHIFT), evaluator)
+    check = SizesLabel.plan(judge_plan(SCALE_SHIFT, DEVICE), evaluator)
     jobs, run = [], sandbox.run
 
     def spy(job, *args, **kwargs):
@@ -99,7 +63,7 @@ def test_a_best_that_runs_or_refuses_cleanly_at_other_sizes_stays_the_best(tmp_p
     check, jobs = judged
     assert (check.problem_sizes, check.other_sizes, check.why_not) == ({"dim": 60}, {"dim": 45}, "")
     assert [changed for changed, _ in check.sets] == [{"dim": 45}, {"dim": 43}]  # smaller, and odd
-    store, checkpoint = run_store(tmp_path, [fastest, WRONG_MASK])
+    store, checkpoint = sizes_run_store(tmp_path, [fastest, WRONG_MASK])
     record = check.judge(store, checkpoint, sandbox)
     # two jobs: the best kernel's correctness at each other size, untimed (no timing, no baseline job); the slower
     # kernel is not judged
@@ -126,7 +90,7 @@ def test_a_best_that_runs_or_refuses_cleanly_at_other_sizes_stays_the_best(tmp_p
 
 def test_a_kernel_with_a_wrong_mask_is_defective_and_never_the_best(tmp_path, sandbox, judged):
     check, jobs = judged
-    store, checkpoint = run_store(tmp_path, [WRONG_MASK, GUARDED, GENERIC])  # the fastest is defective
+    store, checkpoint = sizes_run_store(tmp_path, [WRONG_MASK, GUARDED, GENERIC])  # the fastest is defective
     record = check.judge(store, checkpoint, sandbox)
     assert len(jobs) == 4  # two kernels at two sizes: the second is not defective, the third is not judged
     outcome = summarise(store, checkpoint)
@@ -142,7 +106,7 @@ def test_a_kernel_with_a_wrong_mask_is_defective_and_never_the_best(tmp_path, sa
 
 def test_when_every_kernel_tried_is_defective_the_run_says_so(tmp_path, sandbox, judged):
     check, jobs = judged
-    store, checkpoint = run_store(tmp_path, [WRONG_MASK])
+    store, checkpoint = sizes_run_store(tmp_path, [WRONG_MASK])
     record = check.judge(store, checkpoint, sandbox)
     outcome = summarise(store, checkpoint)
     assert record["chosen"] is None and sizes_label.defective(record)
@@ -157,10 +121,10 @@ def test_without_other_sizes_nothing_is_judged_and_the_label_says_why(tmp_path, 
     problem = tmp_path / "no_sizes.py"
     problem.write_text(NO_SIZES)
     evaluator = make_evaluator(str(problem), sandbox=sandbox, trials=1)
-    check = SizesLabel.plan(judge_plan(str(problem)), evaluator)
+    check = SizesLabel.plan(judge_plan(str(problem), DEVICE), evaluator)
     monkeypatch.setattr(sandbox, "run", lambda *a, **k: pytest.fail("nothing is judged without other sizes"))
     store = RunStore(tmp_path / "run")
-    add(store, kernel(GENERIC, 1e-5, "1.0"))
+    add_kernel(store, sizes_kernel(GENERIC, 1e-5, "1.0"))
     record = check.judge(store, Checkpoint(generation=1, hall_of_fame=["1.0"]), sandbox)
     assert sizes_label.label(record) == (None, "not checked (the problem has no size constants to change)")
     assert sizes_label.verdict(store, "1.0") == record and sizes_label.verdict(store, "0.0") is None
