@@ -150,7 +150,8 @@ def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written
     into its run directory; generation 0 holds the variants after the seed, as in a local run."""
     pytest.importorskip("ray")
     proc = kernelevo("run", "problem=sum_reduction", "problem.seed=inductor", "search=tiny",
-                     "search.generations=0",  # generation 0 is what this asserts
+                     "search.generations=0", "search.tuner.trials=1",  # generation 0 is what this asserts, each
+                     # seed as captured (a drawn tile of 1 x 1 blocks took the interpreter past its 120 s timeout)
                      "fitness.trials=1", "fitness.timing.interpreter_reps=1", *RAY, "hydra.run.dir=ray", cwd=tmp_path,
                      process=True)  # a local Ray of its own, gone with the process
     assert proc.returncode == 0, proc.stdout + proc.stderr
