@@ -55,6 +55,33 @@ def output_pixel(offs_m, QD, QH, QW):
     return (rest // QD).to(tl.int64), qd, qh, qw
 
 
+@triton.jit
+def tap_position(t, TH, TW):
+    """The (depth, row, column) within a phase's taps of tap number `t` (row-major)."""
+    return t // (TH * TW), (t // TW) % TH, t % TW
+
+
+@triton.jit
+def input_pixel(qd, qh, qw, td, th, tw, D, H, W, sxd, sxh, sxw, id_step, ih_step, iw_step, id0, ih0, iw0,
+                id_tap, ih_tap, iw_tap, iw_div):
+    """The input element phase output (qd, qh, qw) reads at tap (td, th, tw) (any shapes that broadcast): its offset
+    from the pixel's batch and channel, and whether it exists (inside the input; on a gathering row, the stride
+    divides its column)."""
+    idd = qd * id_step + id0 + td * id_tap
+    ih = qh * ih_step + ih0 + th * ih_tap
+    iw_at = qw * iw_step + iw0 + tw * iw_tap
+    iw = iw_at // iw_div
+    valid = (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W) & (iw * iw_div == iw_at)
+    return idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw, valid
+
+
+@triton.jit
+def weight_tap(td, th, tw, kd0, kh0, kw0, kd_step, kh_step, kw_step, swd, swh, sww):
+    """The offset of the weight's kernel offset at tap (td, th, tw) of a phase."""
+    return (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
+        + (kw0 + tw * kw_step).to(tl.int64) * sww
+
+
 @triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
                                "kd0", "kh0", "kw0"])
 def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
@@ -87,46 +114,33 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if FLAT_K:  # few channels a group: the reduction (taps x channels, channels inner) flattened into tiles of BLOCK_K
-        for k0 in range(0, TD * TH * TW * C_in_g, BLOCK_K):
+        K = TD * TH * TW * C_in_g
+        for k0 in range(0, K, BLOCK_K):
             kk = k0 + offs_k
             t = kk // C_in_g
             c = kk - t * C_in_g
-            td = t // (TH * TW)
-            th = (t // TW) % TH
-            tw = t % TW
-            idd = qd[:, None] * id_step + id0 + td[None, :] * id_tap
-            ih = qh[:, None] * ih_step + ih0 + th[None, :] * ih_tap
-            iw_at = qw[:, None] * iw_step + iw0 + tw[None, :] * iw_tap
-            iw = iw_at // iw_div
-            valid = mask_m[:, None] & (kk < TD * TH * TW * C_in_g)[None, :] & (idd >= 0) & (ih >= 0) & (iw >= 0) \
-                & (idd < D) & (ih < H) & (iw < W) & (iw * iw_div == iw_at)
-            a = tl.load(x_ptr + x_pixel[:, None] + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh
-                        + iw.to(tl.int64) * sxw + c[None, :].to(tl.int64) * sxc, mask=valid, other=0.0)
-            tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
-                + (kw0 + tw * kw_step).to(tl.int64) * sww + c.to(tl.int64) * sw_ci
-            b = tl.load(w_ptr + tap[:, None] + w_column[None, :],
-                        mask=(kk < TD * TH * TW * C_in_g)[:, None] & mask_n[None, :], other=0.0)
+            td, th, tw = tap_position(t, TH, TW)
+            offset, valid = input_pixel(qd[:, None], qh[:, None], qw[:, None], td[None, :], th[None, :], tw[None, :],
+                                        D, H, W, sxd, sxh, sxw, id_step, ih_step, iw_step, id0, ih0, iw0,
+                                        id_tap, ih_tap, iw_tap, iw_div)
+            a = tl.load(x_ptr + x_pixel[:, None] + offset + c[None, :].to(tl.int64) * sxc,
+                        mask=valid & mask_m[:, None] & (kk < K)[None, :], other=0.0)
+            tap = weight_tap(td, th, tw, kd0, kh0, kw0, kd_step, kh_step, kw_step, swd, swh, sww) \
+                + c.to(tl.int64) * sw_ci
+            b = tl.load(w_ptr + tap[:, None] + w_column[None, :], mask=(kk < K)[:, None] & mask_n[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision="ieee")
     else:
         chunks = tl.cdiv(C_in_g, BLOCK_K)
         for step in range(0, TD * TH * TW * chunks):  # taps outer, the group's input channels inner
             t = step // chunks
             c = (step - t * chunks) * BLOCK_K + offs_k
-            td = t // (TH * TW)
-            th = (t // TW) % TH
-            tw = t % TW
-            idd = qd * id_step + id0 + td * id_tap
-            ih = qh * ih_step + ih0 + th * ih_tap
-            iw_at = qw * iw_step + iw0 + tw * iw_tap
-            iw = iw_at // iw_div
-            valid = mask_m & (idd >= 0) & (ih >= 0) & (iw >= 0) & (idd < D) & (ih < H) & (iw < W) \
-                & (iw * iw_div == iw_at)
-            row = x_pixel + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+            td, th, tw = tap_position(t, TH, TW)
+            offset, valid = input_pixel(qd, qh, qw, td, th, tw, D, H, W, sxd, sxh, sxw, id_step, ih_step, iw_step,
+                                        id0, ih0, iw0, id_tap, ih_tap, iw_tap, iw_div)
             mask_c = c < C_in_g
-            a = tl.load(x_ptr + row[:, None] + c[None, :].to(tl.int64) * sxc, mask=valid[:, None] & mask_c[None, :],
-                        other=0.0)
-            tap = (kd0 + td * kd_step).to(tl.int64) * swd + (kh0 + th * kh_step).to(tl.int64) * swh \
-                + (kw0 + tw * kw_step).to(tl.int64) * sww
+            a = tl.load(x_ptr + (x_pixel + offset)[:, None] + c[None, :].to(tl.int64) * sxc,
+                        mask=(valid & mask_m)[:, None] & mask_c[None, :], other=0.0)
+            tap = weight_tap(td, th, tw, kd0, kh0, kw0, kd_step, kh_step, kw_step, swd, swh, sww)
             b = tl.load(w_ptr + tap + c[:, None].to(tl.int64) * sw_ci + w_column[None, :],
                         mask=mask_c[:, None] & mask_n[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision="ieee")
