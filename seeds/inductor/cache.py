@@ -17,7 +17,7 @@ from pathlib import Path
 from core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.problems.problem_spec import ProblemSpec
-from seeds.inductor.template_choices import TEMPLATE_OPTIONS
+from seeds.inductor.template_choices import template_key
 
 FOLDER = "inductor-seeds"  # under the cache dir
 CACHED = "cached"
@@ -43,7 +43,7 @@ def key_parts(spec: ProblemSpec, device: str, profile: str, templates: bool = Fa
     """The parts of an entry's key (the problem file by its hash), as stored beside the entry."""
     return {"problem": short_hash(Path(spec.path).read_text()), "sizes": dict(spec.sizes),
             "device": device.split(":")[0], "profile": profile, "versions": versions(),
-            "templates": TEMPLATE_OPTIONS if templates else False,  # an entry of other template options misses
+            "templates": template_key() if templates else False,  # an entry of other template options misses
             "tf32": tf32, "dynamic": dynamic, "options": options or None}
 
 

@@ -48,8 +48,8 @@ from typing import Callable
 
 from seeds.inductor.decompositions import own_options
 from seeds.inductor.kernel_configs import config_dict, kernel_configs, picked_config
-from seeds.inductor.template_choices import (LIBRARY_CONVOLUTIONS, TEMPLATE_OPTIONS, present, template_calls,
-                                              template_choices, template_shapes)
+from seeds.inductor.template_choices import (LIBRARY_CONVOLUTIONS, TEMPLATE_DECOMPOSITIONS, TEMPLATE_OPTIONS,
+                                              present, template_calls, template_choices, template_shapes)
 
 
 def _prepare(device: str, templates: bool, tf32: bool) -> None:
@@ -142,6 +142,7 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
     for name, options in (variants or {"default": {}}).items():
         started = time.perf_counter()
         inductors, own = own_options(options)
+        own = {**TEMPLATE_DECOMPOSITIONS, **own} if templates else own
         try:
             with inductor_config.patch(flat_options(inductors)), inductor_benchmarks_shared(gpu_lock):
                 got = _first_that_converts(model, inputs, device, spec, dynamic, gpu_lock,

@@ -23,6 +23,13 @@ owns the capture's extra decompositions and the switches it sets while it traces
   kernel: KernelBench level1/48's one-pass mean topped out at 0.98x of eager on an H200, split over four parts
   1.00x (``experiments/results/kernelbench_part7/middle_reduction.json``); this variant's seed, tuned for 300 s,
   1.03x, and level1/47's sum too (``experiments/results/kernelbench_part9/``).
+* **Split-K matmuls**, with Inductor's GEMM templates (``template_choices.TEMPLATE_DECOMPOSITIONS``: policy triton on
+  a GPU): a matrix product whose K is at least ``SPLIT_K_RATIO`` times M and N (KernelBench level1/6: 256 x 256 over
+  K = 524,288) gives a whole-K template only M/128 x N/128 programs, a few SMs busy for the whole reduction. ``split_k``
+  makes it a batched product over K's parts, each part's (M, N) partial product a program of its own, then their sum:
+  Inductor's own "decompose_k" choice, whose batched product is a library call (``bmm_dtype``) where this one is a
+  template. Its parts: K's power-of-two divisor that gives every SM ``waves`` tiles, each part at least
+  ``SPLIT_K_MIN_PART`` long.
 """
 from __future__ import annotations
 
@@ -34,6 +41,9 @@ import math
 INDUCTOR_MAX_UNROLLED = 25  # Inductor's avg_pool lowering falls back above this window size (kernel != stride)
 OWN = "decompositions"  # the key of a variant's options that is the capture's, not Inductor's (capture_decompositions)
 MIN_PART = 256  # a split outer reduction's least elements per part: a reduction short enough stays in one pass
+SPLIT_K_RATIO = 32  # a matmul is split over K where K >= this x max(M, N) (Inductor's decompose_k_threshold)
+SPLIT_K_MIN_PART = 1024  # a split matmul's least K per part
+SPLIT_K_TILE = 128  # the output tile the parts are counted for (the GEMM templates' usual BLOCK_M, BLOCK_N)
 
 
 def own_options(options: dict) -> tuple[dict, dict]:
@@ -41,9 +51,10 @@ def own_options(options: dict) -> tuple[dict, dict]:
     return {k: v for k, v in options.items() if k != OWN}, dict(options.get(OWN) or {})
 
 
-def capture_decompositions(split_outer_reductions: int | None = None) -> dict:
+def capture_decompositions(split_outer_reductions: int | None = None, split_k_waves: int | None = None) -> dict:
     """Inductor's decomposition table with the capture's own added: for ``compile_fx(..., decompositions=...)``.
-    `split_outer_reductions`: outer sums and means split over that many parts (``split_sum``)."""
+    `split_outer_reductions`: outer sums and means split over that many parts (``split_sum``); `split_k_waves`:
+    matmuls with a long K split over parts that give each SM that many tiles (``split_k``)."""
     import torch
     from torch._inductor.decomposition import select_decomp_table
 
@@ -54,6 +65,9 @@ def capture_decompositions(split_outer_reductions: int | None = None) -> dict:
     if split_outer_reductions:
         for op, mean in ((aten.sum.dim_IntList, False), (aten.mean.dim, True)):
             table[op] = functools.partial(split_sum, parts=int(split_outer_reductions), mean=mean)
+    if split_k_waves:
+        table[aten.mm.default] = functools.partial(split_k, waves=int(split_k_waves),
+                                                   inductors=table.get(aten.mm.default))
     return table
 
 
@@ -91,6 +105,46 @@ def split_sum(x, dim=None, keepdim=False, dtype=None, *, parts: int, mean: bool 
     finally:
         _splitting[0] = False
     return (total / size if mean else total).to(dtype or x.dtype)
+
+
+def split_k_parts(m: int, n: int, k: int, programs: int) -> int:
+    """How many parts ``split_k`` splits K into: doubled while the (M, N) tiles times the parts are fewer than
+    `programs` and K stays divisible with parts of at least SPLIT_K_MIN_PART; 1 where K is not long against M and N."""
+    if k < SPLIT_K_RATIO * max(m, n):
+        return 1
+    tiles, parts = math.ceil(m / SPLIT_K_TILE) * math.ceil(n / SPLIT_K_TILE), 1
+    while tiles * parts < programs and k % (2 * parts) == 0 and k // (2 * parts) >= SPLIT_K_MIN_PART:
+        parts *= 2
+    return parts
+
+
+def split_k(a, b, out_dtype=None, *, waves: int, inductors=None):
+    """``aten.mm`` of an (M, K) and a (K, N) floating matrix with static sizes as ``split_k_parts`` parts of K: a
+    batched product of (parts, M, K/parts) and (parts, K/parts, N) views (no copy), summed over the parts in fp32 for
+    16-bit inputs; elsewhere Inductor's own handling."""
+    import torch
+
+    def own():
+        if inductors is None:
+            return NotImplemented
+        return inductors(a, b) if out_dtype is None else inductors(a, b, out_dtype)
+
+    sizes = [s if isinstance(s, int) else None for s in (*a.shape, b.shape[-1])]
+    if _splitting[0] or out_dtype is not None or a.dim() != 2 or b.dim() != 2 or None in sizes \
+            or not a.dtype.is_floating_point:
+        return own()
+    m, k, n = sizes
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.device.type == "cuda" else 1
+    parts = split_k_parts(m, n, k, waves * sms)
+    if parts == 1:
+        return own()
+    acc = torch.float32 if a.dtype in (torch.float16, torch.bfloat16) else a.dtype
+    _splitting[0] = True
+    try:
+        partial = torch.bmm(a.reshape(m, parts, k // parts).permute(1, 0, 2), b.reshape(parts, k // parts, n))
+        return partial.sum(0, dtype=acc).to(a.dtype)
+    finally:
+        _splitting[0] = False
 
 
 @contextlib.contextmanager

@@ -19,6 +19,16 @@ LIBRARY_CONVOLUTIONS = {"max_autotune_conv_backends": "ATEN"}
 TEMPLATE_OPTIONS = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
                     "triton.num_decompose_k_splits": 0, "layout_optimization": False, **LIBRARY_CONVOLUTIONS}
 
+# The capture's own decompositions with templates (decompositions.py): matmuls with a long K split over parts that
+# give every SM two output tiles, each part a program of a batched GEMM template (Inductor's decompose_k, disabled
+# above, would make that batched product a library call).
+TEMPLATE_DECOMPOSITIONS = {"split_k_waves": 2}
+
+
+def template_key() -> dict:
+    """What the seed cache's key holds of a capture with templates: Inductor's options and the capture's own."""
+    return {**TEMPLATE_OPTIONS, "decompositions": TEMPLATE_DECOMPOSITIONS}
+
 
 # Dynamo's calls that Inductor lowers to a GEMM or convolution template (by the callee's name)
 TEMPLATE_CALLS = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "conv1d", "conv2d",
