@@ -66,6 +66,7 @@ from fitness.judge.rounding import RoundingAllowance  # noqa: E402
 from fitness.workers.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.judge.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
 from fitness.judge.trials import run_trials  # noqa: E402
+from fitness.judge.tma import sanction_allocator  # noqa: E402
 from fitness.judge.parameters import ParameterTrial  # noqa: E402
 from fitness.common.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
 
@@ -158,6 +159,7 @@ def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
         torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
         init_inputs = call_get_init_inputs(problem)
         module_name = module_name_for(job.source)
+        sanction_allocator(device)  # device tensor descriptors (TMA): the judge's allocator, before the candidate
         state = JudgeState.capture()  # a local: out of the candidate's reach
         verify = judge_state_check(state)
         try:
