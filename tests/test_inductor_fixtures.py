@@ -125,7 +125,7 @@ def test_a_transposed_a_inlined_in_its_load_is_found_too():
 
     function = ast.parse(TRANSPOSED_A).body[0]
     copies = k_major_loads(function, {"M": 32, "N": 16, "K": 64})
-    assert copies == {"arg_A": ("A_KMAJOR", 64, 32), "arg_B": ("B_KMAJOR", 64, 16)}
+    assert copies == {"arg_A": ("A_KMAJOR", 64, 32, 1), "arg_B": ("B_KMAJOR", 64, 16, 1)}
     body = ast.unparse(function)
     assert "if A_KMAJOR:\n            a = tl.load(A + (idx_n + 64 * idx_m))" in body
     assert "if B_KMAJOR:\n            b = tl.load(B + (idx_m + 64 * idx_n))" in body

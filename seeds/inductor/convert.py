@@ -165,8 +165,9 @@ class CallRewriter(ast.NodeTransformer):
         """A template kernel's argument, through a K-major copy when the kernel's constant asks (templates.py)."""
         if name not in info.get("k_major", {}):
             return value
-        param, k, other = info["k_major"][name]
-        return f"(k_major({value}, {k}, {other}) if {param} else {value})"
+        param, k, other, batch = info["k_major"][name]
+        batched = f", {batch}" if batch > 1 else ""
+        return f"(k_major({value}, {k}, {other}{batched}) if {param} else {value})"
 
     def launch(self, kernel: str, call: ast.Call) -> ast.Call:
         info = self.kernels[kernel]
@@ -259,10 +260,10 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
         names, extra = {}, {}
         if template:
             defaults, choices, sizes = template_kernel(function)
-            copies = k_major_loads(function, sizes)  # {runtime argument: (parameter, K, other size)}
+            copies = k_major_loads(function, sizes)  # {runtime argument: (parameter, K, other size, batch)}
             extra = {"template": True, "sizes": sizes, "defaults": defaults,
-                     "k_major": {arg: (f"K{index}_{param}", k, d) for arg, (param, k, d) in copies.items()}}
-            for block, value in [*defaults.items(), *((param, 1) for param, _, _ in copies.values())]:
+                     "k_major": {arg: (f"K{index}_{param}", *rest) for arg, (param, *rest) in copies.items()}}
+            for block, value in [*defaults.items(), *((param, 1) for param, *_ in copies.values())]:
                 names[block] = f"K{index}_{block}"
                 constants.append((names[block], value))
                 tunable[names[block]] = choices.get(block, [0, 1])

@@ -125,18 +125,21 @@ K_MAJOR_NOTE = (" A GEMM operand stored contiguous along M or N is first copied 
 K_MAJOR_COPY = '''
 @triton.jit
 def _k_major_copy(src, dst, K, D, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
-    """dst[d, k] = src[k, d]: an operand stored contiguous along D (M or N), copied contiguous along K."""
+    """dst[b, d, k] = src[b, k, d]: an operand stored contiguous along D (M or N), copied contiguous along K; b is
+    axis 2 of the grid (a batched GEMM's operand, one K x D matrix after another)."""
     offs_k = tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)
     offs_d = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    batch = tl.program_id(2).to(tl.int64) * K * D
     mask = (offs_k[:, None] < K) & (offs_d[None, :] < D)
-    tile = tl.load(src + offs_k[:, None] * D + offs_d[None, :], mask=mask)
-    tl.store(dst + offs_d[None, :] * K + offs_k[:, None], tile, mask=mask)
+    tile = tl.load(src + batch + offs_k[:, None] * D + offs_d[None, :], mask=mask)
+    tl.store(dst + batch + offs_d[None, :] * K + offs_k[:, None], tile, mask=mask)
 
 
-def k_major(src, K, D):
-    """The K x D operand at src's storage (row-major), as a D x K row-major copy."""
-    dst = torch.empty((D, K), dtype=src.dtype, device=src.device)
-    _k_major_copy[(triton.cdiv(K, 64), triton.cdiv(D, 64))](src, dst, K, D, BLOCK_K=64, BLOCK_D=64)
+def k_major(src, K, D, batch=1):
+    """The K x D operand at src's storage (row-major; `batch` of them, one after another), as D x K row-major
+    copies."""
+    dst = torch.empty((batch, D, K) if batch > 1 else (D, K), dtype=src.dtype, device=src.device)
+    _k_major_copy[(triton.cdiv(K, 64), triton.cdiv(D, 64), batch)](src, dst, K, D, BLOCK_K=64, BLOCK_D=64)
     return dst
 '''
 
@@ -160,8 +163,9 @@ def _operand_address(pointer: ast.expr, index: str) -> tuple[str, str]:
 def k_major_loads(function: ast.FunctionDef, sizes: dict) -> dict:
     """Give each operand that a TF32 template loads contiguous along M or N a ``<operand>_KMAJOR`` constexpr
     parameter (in place): with it 1, the load reads a K-major copy (``k_major``). Returns {runtime argument:
-    (parameter, K, size of the other dimension)}; {} where the template does not allow TF32 or loads no operand at
-    an address ``other + D * k_index`` (``_operand_address``)."""
+    (parameter, K, size of the other dimension, batch)}; {} where the template does not allow TF32 or loads no
+    operand at an address ``other + D * k_index`` (``_operand_address``) nor through batched strides
+    (``k_major_strides``)."""
     if _constexpr_value(function, "ALLOW_TF32") is not True:
         return {}
     bound = {ast.unparse(n.targets[0]): n.value.id for n in function.body
@@ -188,8 +192,45 @@ def k_major_loads(function: ast.FunctionDef, sizes: dict) -> dict:
                                                    mode="eval").body
             holder.body[position] = ast.If(test=ast.Name(id=param), body=[k_major_load], orelse=[statement])
             found[bound[operand]] = operand
+    batch = 1
+    if not found:  # a batched template (Inductor's bmm) reads its operands through literal strides instead
+        found, batch = k_major_strides(function, bound, sizes), _literal_or_none(function, "BATCH") or 1
     for runtime, operand in found.items():
         function.args.args.append(ast.arg(arg=f"{operand}_KMAJOR",
                                           annotation=ast.parse("tl.constexpr", mode="eval").body))
-    return {runtime: (f"{operand}_KMAJOR", sizes["K"], sizes[OPERAND_INDICES[operand][2]])
+    return {runtime: (f"{operand}_KMAJOR", sizes["K"], sizes[OPERAND_INDICES[operand][2]], batch)
             for runtime, operand in found.items()}
+
+
+# operand: (its batch, K and other strides' names, the other dimension's size)
+BATCHED_STRIDES = {"A": ("stride_aq", "stride_ak", "stride_am", "M"), "B": ("stride_bq", "stride_bk", "stride_bn", "N")}
+MAX_COPY_BATCH = 65535  # the copy's batch is its grid's axis 2
+
+
+def k_major_strides(function: ast.FunctionDef, bound: dict, sizes: dict) -> dict:
+    """Give each operand of a batched template whose literal strides read it contiguous along M or N (``stride_bn =
+    1``, ``stride_bk = N``, one matrix after another) a ``<operand>_KMAJOR`` constexpr: with it 1, the strides are a
+    K-major copy's (``k_major``). Returns {runtime argument: operand}."""
+    batch = _literal_or_none(function, "BATCH")
+    if batch is None or batch > MAX_COPY_BATCH:
+        return {}
+    found = {}
+    for operand, (q, k, other, dim) in BATCHED_STRIDES.items():
+        strides = {name: _literal_or_none(function, name) for name in (q, k, other)}
+        if operand not in bound or strides != {q: sizes["K"] * sizes[dim], k: sizes[dim], other: 1}:
+            continue
+        param = f"{operand}_KMAJOR"
+        for position, node in enumerate(function.body):
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) in (k, other):
+                name = ast.unparse(node.targets[0])
+                k_major = ast.parse(f"{name} = {1 if name == k else sizes['K']}").body[0]
+                function.body[position] = ast.If(test=ast.Name(id=param), body=[k_major], orelse=[node])
+        found[bound[operand]] = operand
+    return found
+
+
+def _literal_or_none(function: ast.FunctionDef, name: str) -> int | None:
+    try:
+        return _literal(function, name)
+    except SeedError:
+        return None
