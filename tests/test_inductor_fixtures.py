@@ -12,7 +12,7 @@ from conftest import DEVICE, FIXTURES, make_evaluator
 from core.genome import Genome
 from fitness.problems.problem import resolve_problem
 from seeds.inductor.convert import SeedError, convert
-from seeds.inductor.templates import template_grid
+from seeds.inductor.templates import persistent_programs, template_grid
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="converted for Triton's interpreter")
 
@@ -71,6 +71,18 @@ def test_a_template_grid_that_is_not_the_gemm_grid_is_refused():
     assert template_grid("k", info, grid) == "triton.cdiv(64, K0_BLOCK_M) * triton.cdiv(64, K0_BLOCK_N), 1, 1"
     with pytest.raises(SeedError, match="not cdiv"):
         template_grid("k", info, [ast.Constant(5), ast.Constant(1), ast.Constant(1)])
+
+
+def test_a_persistent_templates_grid_is_its_sms_or_fewer_tiles():
+    """Inductor's persistent TMA template loops NUM_SMS programs over the tiles (a NUM_SMS constexpr)."""
+    function = ast.parse("def k(A):\n    NUM_SMS : tl.constexpr = 132\n    M = 1024\n").body[0]
+    info = {"sizes": {"M": 1024, "N": 4096, "K": 64}, "constants": {"BLOCK_M": "BM", "BLOCK_N": "BN"},
+            "defaults": {"BLOCK_M": 128, "BLOCK_N": 128}, "persistent": persistent_programs(function)}
+    grid = [ast.Constant(132), ast.Constant(1), ast.Constant(1)]  # 256 tiles over 132 programs
+    assert template_grid("k", info, grid) == "min(132, triton.cdiv(1024, BM) * triton.cdiv(4096, BN)), 1, 1"
+    with pytest.raises(SeedError, match="not cdiv"):  # the tiles' count is not a persistent template's grid
+        template_grid("k", info, [ast.Constant(256), ast.Constant(1), ast.Constant(1)])
+    assert persistent_programs(ast.parse("def k(A):\n    M = 1024\n").body[0]) is None
 
 
 def with_tf32(captured: dict) -> dict:

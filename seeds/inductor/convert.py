@@ -27,7 +27,7 @@ from seeds.inductor import input_guard
 from seeds.inductor import launches, libdevice, randoms, recurrent
 from seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
 from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
-                                      k_major_loads, template_grid, template_kernel)
+                                      k_major_loads, persistent_programs, template_grid, template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",
                    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "floor": "tl.floor",
@@ -262,6 +262,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
             defaults, choices, sizes = template_kernel(function)
             copies = k_major_loads(function, sizes)  # {runtime argument: (parameter, K, other size, batch)}
             extra = {"template": True, "sizes": sizes, "defaults": defaults,
+                     "persistent": persistent_programs(function),
                      "k_major": {arg: (f"K{index}_{param}", *rest) for arg, (param, *rest) in copies.items()}}
             for block, value in [*defaults.items(), *((param, 1) for param, *_ in copies.values())]:
                 names[block] = f"K{index}_{block}"

@@ -107,11 +107,20 @@ def template_grid(kernel: str, info: dict, captured_grid: list[ast.expr]) -> str
     except ValueError as exc:
         raise SeedError(f"kernel {kernel}: the captured grid is not literal; {OTHER_SEEDS}") from exc
     programs = -(-sizes["M"] // defaults["BLOCK_M"]) * -(-sizes["N"] // defaults["BLOCK_N"])
+    tiles = f"triton.cdiv({sizes['M']}, {names['BLOCK_M']}) * triton.cdiv({sizes['N']}, {names['BLOCK_N']})"
+    persistent = info.get("persistent")  # NUM_SMS programs loop over the tiles (Inductor's persistent TMA template)
+    if persistent:
+        programs, tiles = min(programs, persistent), f"min({persistent}, {tiles})"
     if len(extents) != 3 or extents[0] != programs:
         raise SeedError(f"kernel {kernel}: Inductor launched grid {extents}, not cdiv(M, BLOCK_M) * cdiv(N, "
                         f"BLOCK_N) = {programs} programs; this template's grid is not supported; {OTHER_SEEDS}")
-    return (f"triton.cdiv({sizes['M']}, {names['BLOCK_M']}) * triton.cdiv({sizes['N']}, {names['BLOCK_N']}), "
-            f"{extents[1]}, {extents[2]}")
+    return f"{tiles}, {extents[1]}, {extents[2]}"
+
+
+def persistent_programs(function: ast.FunctionDef) -> int | None:
+    """A persistent template's program count (its ``NUM_SMS`` constexpr, over which its tiles loop), else None."""
+    value = _constexpr_value(function, "NUM_SMS")
+    return value if isinstance(value, int) else None
 
 
 # K-major operands ------------------------------------------------------------------------------------------------
