@@ -176,6 +176,8 @@ def row_line(r: Row) -> str:
     no correct kernel."""
     why = f" {failure_of(r)[:200]}" if r.status not in (OK, BAKED) else ""
     seed = f"; seed: {r.summary.seed_cache}" if r.summary.seed_cache else ""
+    seed += f"; baselines: {r.summary.baseline_cache}" if r.summary.baseline_cache else ""
+    seed += f"; {r.summary.verdicts_reused} generation-0 verdict(s) cached" if r.summary.verdicts_reused else ""
     return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}{seed}"
 
 

@@ -25,7 +25,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, TF32_INCORRECT
+from evo.reports.outcome import (REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, TF32_INCORRECT,
+                                 VERDICTS_REUSED)
+from evo.service.seed_verdicts import SeedVerdicts
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.result import EvalResult
@@ -39,6 +41,28 @@ if TYPE_CHECKING:
     from evo.plan import RunPlan
 
 log = logging.getLogger(f"kernelevo.{__name__}")
+
+
+def reuse_verdicts(service: Evaluations, store) -> SeedVerdicts | None:
+    """Generation 0's verdicts an earlier run on this machine judged (``evo.service.seed_verdicts``), put into the
+    run store before the seeds are judged, so none of them is judged again (nor counted as this run's evaluations);
+    the file, for ``keep_verdicts`` after generation 0. Only a new run reads it (a resume has its own verdicts);
+    None where the evaluators are not this host's."""
+    verdicts = SeedVerdicts.of(service.evaluators[0])
+    if verdicts is None or store.get_meta(SEED_CHECK_S) is not None:
+        return None
+    reused = store.add_reused_evaluations(verdicts.load())
+    store.set_meta(VERDICTS_REUSED, reused)
+    if reused:
+        log.info(f"generation 0: {reused} verdict(s) of earlier runs read from {verdicts.path}: not judged again")
+    return verdicts
+
+
+def keep_verdicts(verdicts: SeedVerdicts | None, store) -> None:
+    """Generation 0's verdicts (every evaluation in the store once generation 0 is over: the seeds judged and
+    tuned, before any child) merged into the machine's cache for later runs."""
+    if verdicts is not None:
+        verdicts.save(store.evaluations())
 
 
 class Seed(NamedTuple):
