@@ -38,7 +38,8 @@ def test_verdicts_come_back_under_the_same_judge_and_not_under_another(tmp_path)
     assert kept.path.is_relative_to(tmp_path / "cache")
     assert {k: v.status for k, v in SeedVerdicts.of(evaluator).load().items()} == {"a": "ok", "b": "incorrect"}
     assert SeedVerdicts.of(evaluator).save({"d": OK}) == 3  # merged into what is there
-    for changed in (local_evaluator(tmp_path, trials=3), SimpleNamespace(**{**vars(evaluator), "sizes_used": {"N": 65}}),
+    for changed in (local_evaluator(tmp_path, trials=3),
+                    SimpleNamespace(**{**vars(evaluator), "sizes_used": {"N": 65}}),
                     SimpleNamespace(**{**vars(evaluator), "policy": load_policy("kernelbench")})):
         assert SeedVerdicts.of(changed).load() == {}  # another judge: judged again, never a stale verdict
     # where the cache lives, how many spares or whether a profiler runs change no verdict: the same file

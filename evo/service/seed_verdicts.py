@@ -64,7 +64,8 @@ class SeedVerdicts:
 
     def __init__(self, cache_dir: Path, found: dict):
         name = found["problem"].replace("/", "_")
-        self.path = Path(cache_dir) / FOLDER / f"{name}-{short_hash(json.dumps(found, sort_keys=True, default=str))}.json"
+        key = short_hash(json.dumps(found, sort_keys=True, default=str))
+        self.path = Path(cache_dir) / FOLDER / f"{name}-{key}.json"
         self.facts = found
 
     @classmethod
