@@ -145,8 +145,8 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
     for seed, judged in [(seed, service.submit(seed.genome.rendered(), label=seed.made_by)) for seed in leading]:
         log.info(f"generation 0: {seed.made_by} as written: {judged.result()[1].brief()}")
     head = ieee_where_tf32_fails(service, leading) if compiler else leading
-    budget_s = plan.search.budget.wall_time_s if first and compiler else None
-    if budget_s is not None:  # generation 0's other evaluations: the search's budget holds them
+    budget_s = plan.search.budget.generation0_wall_s if first and compiler else None
+    if budget_s is not None:  # generation 0's other evaluations: the search's budget (or generation 0's) holds them
         service.cut_at(checking + budget_s)
     try:
         rest = [seed for seed in made if seed not in leading]
