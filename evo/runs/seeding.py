@@ -48,7 +48,7 @@ def reuse_verdicts(service: Evaluations, store) -> SeedVerdicts | None:
     run store before the seeds are judged, so none of them is judged again (nor counted as this run's evaluations);
     the file, for ``keep_verdicts`` after generation 0. Only a new run reads it (a resume has its own verdicts);
     None where the evaluators are not this host's."""
-    verdicts = SeedVerdicts.of(service.evaluators[0])
+    verdicts = SeedVerdicts.of(service.evaluators[0]) if service.evaluators else None
     if verdicts is None or store.get_meta(SEED_CHECK_S) is not None:
         return None
     reused = store.add_reused_evaluations(verdicts.load())
