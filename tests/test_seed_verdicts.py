@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from conftest import kernelevo, read_store, run_dir_of
 from evo.benchmark.bench import Row
-from evo.benchmark.bench_report import row_line
+from evo.benchmark.bench_report import from_caches, row_line
 from evo.records.store import RunStore
 from evo.reports.outcome import RunOutcome
 from evo.service.seed_verdicts import SeedVerdicts, facts
@@ -78,6 +78,8 @@ def test_the_bench_row_says_what_came_from_a_cache():
     summary = RunOutcome(problem="p", status="ok", seed_cache="cached", baseline_cache="cached", verdicts_reused=7)
     line = row_line(Row("level1/1", "ok", summary=summary, wall_s=3.0))
     assert "seed: cached; baselines: cached; 7 generation-0 verdict(s) cached" in line
+    assert from_caches(summary) == "from caches: seeds, baselines, 7 generation-0 verdicts"
+    assert from_caches(RunOutcome(seed_cache="captured (why: no entry ...)", baseline_cache="measured")) == ""
 
 
 TINY = ["problem=elementwise_chain", "search=tiny", "search.generations=0", "fitness.trials=2",
