@@ -12,7 +12,7 @@ from evo.benchmark.bench_report import from_caches, row_line
 from evo.records.store import RunStore
 from evo.reports.outcome import RunOutcome
 from evo.service.seed_verdicts import SeedVerdicts, facts
-from fitness.evaluation.evaluator import default_cache_dir
+from fitness.evaluation.evaluator import default_cache_dir, sandbox_options
 from fitness.measure.result import EvalResult
 from fitness.problems.problem import resolve_problem
 from fitness.settings import EvalSettings
@@ -72,6 +72,9 @@ def test_the_cache_dir_is_a_setting_with_one_default(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir(EvalSettings()) == tmp_path / "xdg" / "kernelevo" == default_cache_dir()
     assert default_cache_dir(EvalSettings(cache_dir=str(tmp_path / "c"))) == tmp_path / "c"
+    # the baselines' compile cache of every worker follows it too (the leased sandboxes of a run's evaluators)
+    options = sandbox_options(EvalSettings(cache_dir=str(tmp_path / "c")), load_profile("cpu_interpreter"), "cpu")
+    assert options["trusted_cache_dir"] == tmp_path / "c" / "baseline-cache"
 
 
 def test_the_bench_row_says_what_came_from_a_cache():
