@@ -12,6 +12,11 @@ max-autotune's options (``floor``): the run starts no worse than the Triton max-
 ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
 rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is.
 
+Generation 0's verdicts of earlier runs on this machine (the same seeds judged and tuned under the same judge:
+``evo.service.seed_verdicts``) are read into the run store before the seeds are judged (``reuse_verdicts``) and its
+own merged into them once generation 0 is over (``keep_verdicts``): a re-run judges none of them again, so its
+generation 0 takes none of the search's window; ``search.generation0_s`` caps the window's share generation 0 may take.
+
 torch.compile's capture (``start_capture``) starts before the baselines are measured and runs beside them: both
 are mostly compilation on the CPU (on 4 x H100 the baselines took 50 s and the seeds 44 s of a problem's median
 133 s), and the baselines' timing waits for the capture's hold on the GPU (its lock, shared) all the same.
