@@ -13,7 +13,7 @@ PROBLEMS=${PROBLEMS:-level1/19,level1/23,level1/36}; SEARCH_S=${SEARCH_S:-15}; P
 W=${W:-/tmp/cache_rerun}; OUT=${OUT:-$W/out}
 source experiments/scale/device_env.sh ${WHEELS:-.whl} || exit 1
 rm -rf $W && mkdir -p $W $OUT
-{ nvidia-smi --query-gpu=name --format=csv,noheader; echo "cores $(nproc)"; git log --oneline -1; } > $OUT/machine.txt
+{ nvidia-smi --query-gpu=name --format=csv,noheader; echo "cores $(nproc)"; git log --oneline -1; } > $OUT/machine.txt 2>/dev/null
 passes="first warm${G0:+ warm_g0}"
 for pass in $passes; do
   extra=${EXTRA:-}; [ $pass = warm_g0 ] && extra="$extra search.generation0_s=$G0"
