@@ -23,10 +23,20 @@ class Budget:
     # seconds of search (baselines and seed capture apart): no child or evaluation begins after it, and evaluations
     # still running then are cut (their workers killed, counted as evaluations_cut) (null: no limit)
     wall_time_s: Optional[float] = 900.0
+    # seconds of wall_time_s that generation 0 (the seeds judged and tuned) may take: its evaluations not begun by
+    # then are not made and those still running are cut, the rest of wall_time_s left to the children; the seed and
+    # max-autotune's seed are judged whatever it says (evo.runs.seeding.floor). null: generation 0 may take it all
+    generation0_s: Optional[float] = None
     patience: Optional[int] = 3  # stop after this many generations without improvement (null: never)
 
+    @property
+    def generation0_wall_s(self) -> float | None:
+        """Seconds of search generation 0 may take: its own cap within wall_time_s (None: no limit)."""
+        caps = [cap for cap in (self.wall_time_s, self.generation0_s) if cap is not None]
+        return min(caps) if caps else None
+
     def __post_init__(self):
-        for name in ("generations", "max_evaluations", "max_gpu_s", "wall_time_s", "patience"):
+        for name in ("generations", "max_evaluations", "max_gpu_s", "wall_time_s", "generation0_s", "patience"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"search.{name} must not be negative, got {value}")

@@ -108,6 +108,10 @@ class EvalSettings:
     # own; a note when ncu is missing)
     profile: str = "none"
     profile_timeout_s: float = 300.0  # one kernel's run under the profiler
+    # where what outlives a run is kept on this machine (the baselines' times, torch.compile's seeds and their
+    # generation-0 verdicts, the baselines' compile cache); null: $XDG_CACHE_HOME/kernelevo (~/.cache/kernelevo).
+    # Not part of any cache's key: a cache moved with its folder still hits
+    cache_dir: Optional[str] = None
 
     def __post_init__(self):
         if isinstance(self.timing, dict):  # a partial dict (tests, a stored run): the rest at their defaults

@@ -150,7 +150,7 @@ def seed(cfg: DictConfig, plan: plans.SeedPlan) -> None:
     try:
         parts = fitness_parts(plan.judge)
         device, problem, policy = parts.device, parts.problem, parts.policy
-        sources = inductor_seeds(problem, device, parts.profile.name, default_cache_dir(),
+        sources = inductor_seeds(problem, device, parts.profile.name, default_cache_dir(parts.settings),
                                  variants=plan.variants, settings=plan.capture, **policy_options(policy))
     except ValueError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))

@@ -40,12 +40,14 @@ class FakeProc:
         return 0
 
 
-def fake_bench(monkeypatch, events, gpus, interrupt_after=None):
-    """launch/finish replaced by fakes recording their order; `interrupt_after`: finish of that task interrupts."""
+def fake_bench(monkeypatch, events, gpus, interrupt_after=None, sharing=None):
+    """launch/finish replaced by fakes recording their order; `interrupt_after`: finish of that task interrupts;
+    `sharing`: a list that gets each launch's searches sharing the host."""
     monkeypatch.setattr(bench, "visible_gpus", lambda: gpus)
 
-    def launch(task, bench_dir, gpu, searches, gated=False, threads=None):
+    def launch(task, bench_dir, gpu, searches, gated=False, threads=None, sharing=1):
         events.append(("launch", task.name, gated))
+        shared.append(sharing)
         gate = Path(bench_dir) / bench.GATES / task.slug if gated else None
         return bench.Launched(FakeProc(task.name, events), time.time(), Path(bench_dir) / "log", gate)
 
@@ -56,11 +58,19 @@ def fake_bench(monkeypatch, events, gpus, interrupt_after=None):
             searches.interrupt()
         return bench.Row(task.name, "ok", "", 1.0, gpu or "")
 
+    shared = sharing if sharing is not None else []
     monkeypatch.setattr(bench, "launch", launch)
     monkeypatch.setattr(bench, "finish", finish)
 
 
 TASKS = [bench.BenchTask(n, n) for n in ("a", "b", "c")]
+
+
+def test_every_search_is_told_how_many_searches_share_the_host(tmp_path, monkeypatch):
+    events, sharing = [], []
+    fake_bench(monkeypatch, events, ["0", "1"], sharing=sharing)
+    bench.LocalBackend(per_gpu=2).run(TASKS, tmp_path, lambda t, row: None)
+    assert sharing == [4, 4, 4]  # two GPUs, two searches each: their evaluations in flight share the cores by four
 
 
 def test_each_gpu_slot_starts_its_next_problem_while_the_current_one_searches(tmp_path, monkeypatch):

@@ -7,7 +7,8 @@ import time
 from dataclasses import replace
 
 from conftest import candidate, make_evaluator
-from evo.service.evaluation import auto_parallel, memory_slots
+from evo.benchmark.bench import BenchTask, launch
+from evo.service.evaluation import SEARCHES_ON_HOST, auto_parallel, memory_slots
 from fitness.common.gpu_lock import create_lock_files, memory_slot, memory_slot_files
 from fitness.workers.job_clock import MemoryWait, slot_holders
 from fitness.measure.result import WorkerJob
@@ -24,6 +25,31 @@ def test_in_flight_follow_the_cores_and_memory_slots_the_problems_footprint():
     assert memory_slots(80 * GIB, 14, 6 * GIB) == 1  # KernelBench-sized tensors: one at a time, never none
     assert memory_slots(80 * GIB, 14, 2 * GIB) == 2  # (64 - 14 GiB of contexts) // 20 GiB
     assert memory_slots(80 * GIB, 2, 2 * GIB) is None
+
+
+def test_in_flight_share_the_cores_among_a_benchs_searches_on_the_host(monkeypatch):
+    assert auto_parallel(cpus=16, searches=2) == 7  # what issue 43's benches set by hand: PER_GPU=2 PARALLEL=7
+    assert auto_parallel(cpus=16, searches=8) == 2  # never fewer than two
+    assert auto_parallel(cpus=64, gpu_bytes=[8 * GIB], searches=4) == 6  # memory still bounds
+    monkeypatch.setenv(SEARCHES_ON_HOST, "2")  # as the bench launches each search (evo.benchmark.bench.launch)
+    assert auto_parallel(cpus=16) == 7
+    monkeypatch.setenv(SEARCHES_ON_HOST, "not a number")
+    assert auto_parallel(cpus=16) == 14
+    monkeypatch.delenv(SEARCHES_ON_HOST)
+    assert auto_parallel() == max(2, len(os.sched_getaffinity(0)) - 2)  # this process's cores, not the host's
+
+
+def test_a_bench_tells_each_search_how_many_share_the_host(tmp_path, monkeypatch):
+    started = {}
+
+    class Recorded:  # the bench's Searches, recording the environment a search starts in
+        def start(self, command, env, **kwargs):
+            started.update(env)
+            return object()
+
+    task = BenchTask("level1/19", str(tmp_path / "19.py"))
+    assert launch(task, tmp_path, None, Recorded(), threads=8, sharing=2) is not None
+    assert started[SEARCHES_ON_HOST] == "2"
 
 
 def test_a_memory_slot_is_held_by_at_most_slots_holders_at_once(tmp_path):

@@ -145,9 +145,9 @@ class SlowJudge:
         self.events.append(("cut", deadline))
 
 
-def plan_of(wall_time_s=None):
+def plan_of(wall_time_s=None, generation0_s=None):
     return SimpleNamespace(judge=SimpleNamespace(problem=SimpleNamespace(seed="inductor")), variants=None, llm=None,
-                           search=SimpleNamespace(budget=SimpleNamespace(wall_time_s=wall_time_s)),
+                           search=SimpleNamespace(budget=Budget(wall_time_s=wall_time_s, generation0_s=generation0_s)),
                            capture=CaptureSettings())
 
 
@@ -384,3 +384,12 @@ def test_dynamic_shapes_are_the_default_off_a_gpu_and_a_setting_on_one(tmp_path,
     assert fake_capture.dynamic is dynamic
     with open(next((tmp_path / "cache").rglob("*.json"))) as entry:
         assert json.load(entry)["key"]["dynamic"] is dynamic  # cached apart from the other capture
+
+
+def test_generation_0s_own_cap_cuts_the_seeds_check_where_it_is_shorter_than_the_window(tmp_path, fake_capture):
+    fake_capture.captured = TF32_GEMM
+    service = SlowJudge(RunStore(tmp_path / "run"), GemmEvaluator(tmp_path / "cache", resolve_problem("matmul")))
+    before = time.perf_counter()
+    make_seeds(plan_of(wall_time_s=300.0, generation0_s=2.0), None, service, tmp_path / "run")
+    (deadline, lifted) = service.deadlines
+    assert before + 2.0 <= deadline <= time.perf_counter() + 2.0 and lifted is None  # the cap's, not the window's

@@ -25,6 +25,7 @@ from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
 from evo.benchmark.start_gate import START_GATE, open_gate
 from evo.records.store import RunStore
+from evo.service.evaluation import SEARCHES_ON_HOST
 from core.records import from_record
 from fitness.common.atomic import write_atomic
 from fitness.common.lifeline import INTERRUPTED_EXIT, lifeline_env
@@ -141,19 +142,21 @@ def cpu_threads(searches_at_once: int) -> int:
 
 
 def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False,
-           threads: int | None = None) -> Launched | None:
+           threads: int | None = None, sharing: int = 1) -> Launched | None:
     """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
     touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``; `threads`: its CPU threads
-    (``OMP_NUM_THREADS``, unless set already in the bench's environment). Inductor's compile workers keep its
-    default: capped to the same share in ``experiments/results/kernelbench_part8/``, 13 of 14 max-autotune baselines
-    ran out of compile time while the host's load average stayed at 40-53 of its 64 cores (not measured against the
-    default). None when the bench was interrupted first."""
+    (``OMP_NUM_THREADS``, unless set already in the bench's environment); `sharing`: the searches at once on this
+    host, whose evaluations in flight share its cores (``evo.service.evaluation.auto_parallel``). Inductor's
+    compile workers keep its default: capped to the same share in ``experiments/results/kernelbench_part8/``, 13 of
+    14 max-autotune baselines ran out of compile time while the host's load average stayed at 40-53 of its 64 cores
+    (not measured against the default). None when the bench was interrupted first."""
     run_dir = bench_dir / RUNS / task.slug
     log = bench_dir / LOGS / f"{task.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = lifeline_env()
     if threads is not None:
         env.setdefault("OMP_NUM_THREADS", str(threads))
+    env[SEARCHES_ON_HOST] = str(sharing)  # its evaluations in flight (parallel=auto) share the cores too
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     gate = bench_dir / GATES / task.slug if gated else None
@@ -280,13 +283,15 @@ class LocalBackend:
                         (task, launched), ahead = ahead, None
                         launched.open()
                     elif (task := pop()) is None or \
-                            (launched := launch(task, bench_dir, gpu, searches, threads=threads)) is None:
+                            (launched := launch(task, bench_dir, gpu, searches, threads=threads,
+                                                     sharing=len(slots))) is None:
                         return
                     # prestarted only while the queue holds a task for every slot: at the tail, a task waiting
                     # behind one slot's search would leave another slot idle
                     if self.prestart and gpu is not None and len(queue) >= len(slots) \
                             and (following := pop()) is not None:
-                        started = launch(following, bench_dir, gpu, searches, gated=True, threads=threads)
+                        started = launch(following, bench_dir, gpu, searches, gated=True, threads=threads,
+                                         sharing=len(slots))
                         ahead = (following, started) if started is not None else None
                     row = finish(task, launched, bench_dir, gpu, self.timeout_s, searches)
                     done(task, row)

@@ -155,10 +155,19 @@ def tf32_note(s: RunOutcome) -> str:
             f"with TF32{'; with IEEE fp32 dots: ' + again if again else ''}" if names else "")
 
 
+def from_caches(s: RunOutcome) -> str:
+    """What a run read from the machine's caches (``from caches: seeds, baselines, 7 generation-0 verdicts``; ""
+    for nothing), for the table's note."""
+    found = [name for name, how in (("seeds", s.seed_cache), ("baselines", s.baseline_cache)) if how == "cached"]
+    found += [f"{s.verdicts_reused} generation-0 verdicts"] if s.verdicts_reused else []
+    return "from caches: " + ", ".join(found) if found else ""
+
+
 def cells(r: Row) -> list[str]:
     s = r.summary
     correct = [library_note(s), tf32_note(s), sizes_note(s)] if r.status == OK else []
-    note = "; ".join(filter(None, [*correct, failure_of(r) or r.reason if r.status != OK else s.stop_reason]))
+    note = "; ".join(filter(None, [*correct, failure_of(r) or r.reason if r.status != OK else s.stop_reason,
+                                   from_caches(s)]))
     note = note.replace("|", "/").replace("\n", " ")
     interp = " (interpreter)" if s.interpreter else ""
     status = ", ".join([STATUS.get(r.status, r.status), *s.labels])  # ok, uses-torch-compute: the policy allowed it
@@ -176,6 +185,8 @@ def row_line(r: Row) -> str:
     no correct kernel."""
     why = f" {failure_of(r)[:200]}" if r.status not in (OK, BAKED) else ""
     seed = f"; seed: {r.summary.seed_cache}" if r.summary.seed_cache else ""
+    seed += f"; baselines: {r.summary.baseline_cache}" if r.summary.baseline_cache else ""
+    seed += f"; {r.summary.verdicts_reused} generation-0 verdict(s) cached" if r.summary.verdicts_reused else ""
     return f"[bench] {r.label}: {STATUS.get(r.status, r.status)} ({r.wall_s:.0f} s){why}{seed}"
 
 

@@ -197,6 +197,19 @@ class Search:
 
         return list(self.toolbox.map(tuned, range(len(self.seeds))))
 
+    def _generation0(self) -> list[Individual]:
+        """The seeds tuned (``_seeds``) within generation 0's own cap (``Budget.generation0_s``, counted like the
+        search's budget from the time spent before it: the seeds judged), then the search's budget cut again."""
+        budget = self.settings.budget
+        if budget.generation0_s is None or budget.generation0_wall_s == budget.wall_time_s:
+            return self._seeds()
+        self._cut_at(self._started + budget.generation0_wall_s - self._resumed_elapsed)
+        try:
+            return self._seeds()
+        finally:
+            self._cut_at(None if budget.wall_time_s is None else
+                         self._started + budget.wall_time_s - self._resumed_elapsed)
+
     # folding in ------------------------------------------------------------------------------------------------
     def _fold(self, n: int, child: Individual | None) -> None:
         """Child n into the state: stored, archived, its island's best mu (one individual per kernel) survive; at
@@ -277,7 +290,7 @@ class Search:
         try:
             if state is None:
                 self._state = {"generation": -1, "best_s": math.inf, "stale": 0, "offspring": 0}
-                seeds = self._seeds()
+                seeds = self._generation0()
                 self.archive = list(seeds)
                 self.islands = [_one_per_kernel(seeds) for _ in range(self.settings.islands)]
                 self.hall_of_fame.update(seeds)

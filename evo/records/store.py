@@ -6,7 +6,9 @@ tuner trials and LLM usage; its result is the evaluation under its kernel's key)
 distinct evaluated source: the cache that makes the same code never evaluated twice), ``evaluation_log`` (one
 row per evaluator call: how a run proves it repeated nothing), ``checkpoints`` (the search state after each
 generation), ``llm_calls``, ``llm_prompts`` (the size of every prompt an agent was sent, per part of its context)
-and ``profiles`` (profiler metrics of an evaluated kernel, under its evaluation's key). Optuna's studies live in
+``profiles`` (profiler metrics of an evaluated kernel, under its evaluation's key) and ``reused`` (the keys of
+verdicts an earlier run on this machine judged, read from its cache: ``evo.service.seed_verdicts``; no evaluator
+call of this run, so not in ``evaluation_log`` nor in the run's evaluation counts and seconds). Optuna's studies live in
 the same file (their own tables).
 """
 from __future__ import annotations
@@ -52,6 +54,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 CREATE TABLE IF NOT EXISTS llm_prompts (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, role TEXT, individual TEXT, chars INTEGER, parts TEXT, created REAL);
 CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, profile TEXT NOT NULL, created REAL);
+CREATE TABLE IF NOT EXISTS reused (key TEXT PRIMARY KEY, created REAL);
 """
 LLM_COLUMNS = ("role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash",
                "individual")
@@ -194,6 +197,27 @@ class RunStore:
                                  (key, result.status, result.time_s, result.to_json(indent=None), now))
                 self._db.execute("INSERT INTO evaluation_log (key, created) VALUES (?, ?)", (key, now))
 
+    def add_reused_evaluations(self, results: dict[str, EvalResult]) -> int:
+        """Verdicts judged by an earlier run (key -> result, ``evo.service.seed_verdicts``), stored as this run's
+        without an evaluator call: a key already evaluated keeps its own; returns how many were added."""
+        now, added = time.time(), 0
+        with self._lock:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                for key, result in results.items():
+                    if result.infrastructure or self._db.execute("SELECT 1 FROM evaluations WHERE key = ?",
+                                                                 (key,)).fetchone():
+                        continue
+                    self._db.execute("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?)",
+                                     (key, result.status, result.time_s, result.to_json(indent=None), now))
+                    self._db.execute("INSERT OR IGNORE INTO reused VALUES (?, ?)", (key, now))
+                    added += 1
+        return added
+
+    def reused_keys(self) -> set[str]:
+        """The keys of the verdicts read from an earlier run's cache (``add_reused_evaluations``)."""
+        return {row[0] for row in self._read("SELECT key FROM reused")}
+
     def _count(self, name: str) -> None:
         """One more of the meta counter `name`, over the run's resumes."""
         self._write(f"INSERT INTO meta VALUES ('{name}', '1') ON CONFLICT(key) DO UPDATE SET "
@@ -222,10 +246,12 @@ class RunStore:
 
     def evaluation_seconds(self) -> float:
         """Seconds the run's evaluations took, each its own (``eval_wall_s``): GPU-seconds on a GPU."""
-        return self._read("SELECT COALESCE(SUM(json_extract(result, '$.eval_wall_s')), 0) FROM evaluations")[0][0]
+        return self._read("SELECT COALESCE(SUM(json_extract(result, '$.eval_wall_s')), 0) FROM evaluations "
+                          "WHERE key NOT IN (SELECT key FROM reused)")[0][0]
 
     def distinct_evaluation_count(self) -> int:
-        return self._read("SELECT COUNT(*) FROM evaluations")[0][0]
+        """Distinct sources this run's evaluators judged (verdicts reused from a cache left out)."""
+        return self._read("SELECT COUNT(*) FROM evaluations WHERE key NOT IN (SELECT key FROM reused)")[0][0]
 
     def evaluations(self) -> dict[str, EvalResult]:
         """Every evaluation (verdict), by key, in the order they finished."""

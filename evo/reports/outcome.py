@@ -29,6 +29,8 @@ REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialise
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
 START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.runs.run)
 SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
+VERDICTS_REUSED = "verdicts_reused"  # meta: generation 0's verdicts read from the machine's cache (seed_verdicts)
+BASELINE_CACHE = "baseline_cache"  # meta: the baselines read from the machine's cache ("cached") or "measured"
 SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
 SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (beside the baselines)
 TF32_INCORRECT = "tf32_incorrect"  # meta: compiled baselines whose own kernels, as seeds, were incorrect with TF32
@@ -97,6 +99,8 @@ class RunOutcome:
     seed_check_s: float | None = None  # the first seed judged, then the TF32 check: generation 0's, in search_wall_s
     seed_capture_s: float | None = None  # torch.compile's capture from its start, beside the baselines (None: none)
     seed_cache: str = ""  # torch.compile's seeds: "cached", or "captured (why: ...)" ("": not from torch.compile)
+    baseline_cache: str = ""  # the baselines: "cached" (an earlier run's, this machine's), "measured"; "": none (CPU)
+    verdicts_reused: int = 0  # generation 0's verdicts read from the machine's cache (evo.service.seed_verdicts)
     # seconds from the process's start to the search's by stage: process (interpreter, imports, config), service
     # (workers, the problem and its reference), baselines, seeds, other (None: an older run)
     start_up_s: dict | None = None
@@ -251,7 +255,9 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
         baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
         seed_check_s=store.get_meta(SEED_CHECK_S), seed_capture_s=store.get_meta(SEED_CAPTURE_S),
-        seed_cache=store.get_meta(SEED_CACHE) or "", baselines_tf32_incorrect=store.get_meta(TF32_INCORRECT) or [],
+        seed_cache=store.get_meta(SEED_CACHE) or "", baseline_cache=store.get_meta(BASELINE_CACHE) or "",
+        verdicts_reused=store.get_meta(VERDICTS_REUSED) or 0,
+        baselines_tf32_incorrect=store.get_meta(TF32_INCORRECT) or [],
         baselines_ieee_s=store.get_meta(BASELINES_IEEE) or {},
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
         tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,

@@ -22,12 +22,13 @@ from evo.reports import full_size, sizes_label
 from evo.service.evaluation import EvaluationService, evaluations_in_flight
 from evo.reports.console import print_generation, start_line, table
 from evo.records.manifest import run_manifest
-from evo.reports.outcome import INTERPRETER_TIMES, SEED_CHECK_S, START_UP, TF32_INCORRECT, RunOutcome, summarise
+from evo.reports.outcome import (BASELINE_CACHE, INTERPRETER_TIMES, SEED_CHECK_S, START_UP, TF32_INCORRECT, RunOutcome,
+                                 summarise)
 from evo.plan import RunPlan
 from evo.runs.progress import Progress
 from evo.reports.report_html import write_report
 from evo.evolution.search import Search, SearchSettings
-from evo.runs.seeding import make_seeds, start_capture
+from evo.runs.seeding import keep_verdicts, make_seeds, reuse_verdicts, start_capture
 from evo.benchmark.start_gate import wait_for_gate
 from evo.records.store import BASELINES_IEEE, RunStore
 from evo.settings import TunerSettings
@@ -105,6 +106,7 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
         start = time.perf_counter()
         baseline = evaluator.baseline()
         store.set_meta("baseline_wall_s", time.perf_counter() - start)
+        store.set_meta(BASELINE_CACHE, "cached" if baseline.cached else "measured")
         how = f"read from {baseline.cached}" if baseline.cached else "measured"
         log.info(f"baselines {how} in {time.perf_counter() - start:.1f} s: "
                  + ", ".join(f"{name} {state}" for name, state in baseline.status.items())
@@ -198,11 +200,18 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         team = build_team(plan, store, evaluator)
         capture = start_capture(plan, team, service, run_dir)  # beside the baselines: both mostly compile
         measure_baselines(service, store)
+        verdicts = reuse_verdicts(service, store)  # generation 0's verdicts of earlier runs: not judged again
         seeds = make_seeds(plan, team, service, run_dir, capture)
         sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
         size_label = sizes_label.SizesLabel.plan(plan.judge, evaluator) if evaluator.on_gpu else None
-        search = Search(seeds, operators, tuner, store, settings,
-                        partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
+        shown = partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag)
+
+        def on_generation(report) -> None:
+            shown(report)
+            if report.generation == 0:  # before any child: the store holds generation 0's verdicts only
+                keep_verdicts(verdicts, store)
+
+        search = Search(seeds, operators, tuner, store, settings, on_generation,
                         selection=instantiate(plan.selection), team=team, strategy=checked.strategy,
                         spent_s=store.get_meta(SEED_CHECK_S) or 0.0)
         marks["search"] = time.time()

@@ -12,6 +12,11 @@ max-autotune's options (``floor``): the run starts no worse than the Triton max-
 ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
 rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is.
 
+Generation 0's verdicts of earlier runs on this machine (the same seeds judged and tuned under the same judge:
+``evo.service.seed_verdicts``) are read into the run store before the seeds are judged (``reuse_verdicts``) and its
+own merged into them once generation 0 is over (``keep_verdicts``): a re-run judges none of them again, so its
+generation 0 takes none of the search's window; ``search.generation0_s`` caps the window's share generation 0 may take.
+
 torch.compile's capture (``start_capture``) starts before the baselines are measured and runs beside them: both
 are mostly compilation on the CPU (on 4 x H100 the baselines took 50 s and the seeds 44 s of a problem's median
 133 s), and the baselines' timing waits for the capture's hold on the GPU (its lock, shared) all the same.
@@ -25,7 +30,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from evo.reports.outcome import REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, TF32_INCORRECT
+from evo.reports.outcome import (REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, TF32_INCORRECT,
+                                 VERDICTS_REUSED)
+from evo.service.seed_verdicts import SeedVerdicts
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.result import EvalResult
@@ -39,6 +46,28 @@ if TYPE_CHECKING:
     from evo.plan import RunPlan
 
 log = logging.getLogger(f"kernelevo.{__name__}")
+
+
+def reuse_verdicts(service: Evaluations, store) -> SeedVerdicts | None:
+    """Generation 0's verdicts an earlier run on this machine judged (``evo.service.seed_verdicts``), put into the
+    run store before the seeds are judged, so none of them is judged again (nor counted as this run's evaluations);
+    the file, for ``keep_verdicts`` after generation 0. Only a new run reads it (a resume has its own verdicts);
+    None where the evaluators are not this host's."""
+    verdicts = SeedVerdicts.of(service.evaluators[0]) if service.evaluators else None
+    if verdicts is None or store.get_meta(SEED_CHECK_S) is not None:
+        return None
+    reused = store.add_reused_evaluations(verdicts.load())
+    store.set_meta(VERDICTS_REUSED, reused)
+    if reused:
+        log.info(f"generation 0: {reused} verdict(s) of earlier runs read from {verdicts.path}: not judged again")
+    return verdicts
+
+
+def keep_verdicts(verdicts: SeedVerdicts | None, store) -> None:
+    """Generation 0's verdicts (every evaluation in the store once generation 0 is over: the seeds judged and
+    tuned, before any child) merged into the machine's cache for later runs."""
+    if verdicts is not None:
+        verdicts.save(store.evaluations())
 
 
 class Seed(NamedTuple):
@@ -121,8 +150,8 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
     for seed, judged in [(seed, service.submit(seed.genome.rendered(), label=seed.made_by)) for seed in leading]:
         log.info(f"generation 0: {seed.made_by} as written: {judged.result()[1].brief()}")
     head = ieee_where_tf32_fails(service, leading) if compiler else leading
-    budget_s = plan.search.budget.wall_time_s if first and compiler else None
-    if budget_s is not None:  # generation 0's other evaluations: the search's budget holds them
+    budget_s = plan.search.budget.generation0_wall_s if first and compiler else None
+    if budget_s is not None:  # generation 0's other evaluations: the search's budget (or generation 0's) holds them
         service.cut_at(checking + budget_s)
     try:
         rest = [seed for seed in made if seed not in leading]

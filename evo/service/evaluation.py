@@ -39,11 +39,33 @@ COPIES_PER_WORKER = 10  # inputs and outputs a worker holds at once: trial buffe
                         # timing input sets (input_sets) and their outputs
 
 
-def auto_parallel(cpus: int | None = None, gpu_bytes: list[int] = ()) -> int:
-    """Evaluations in flight when the config says `auto`: all cores but two (for the search and the OS), at least
-    two; on GPUs, no more than their workers' contexts fit in 80 % of their memory. Problem-sized memory is admitted
-    apart, a few evaluations at a time (`memory_slots`), so the others start, import and compile meanwhile."""
-    parallel = max(2, (cpus or os.cpu_count() or 2) - 2)
+SEARCHES_ON_HOST = "KERNELEVO_SEARCHES_ON_HOST"  # set by a bench: how many searches share this host's cores
+
+
+def host_cores() -> int:
+    """The cores this process may run on (its affinity: a container's or a `taskset`'s share, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 2
+
+
+def searches_on_host() -> int:
+    """How many searches share this host's cores: a bench's (``SEARCHES_ON_HOST``, its searches at once), else 1."""
+    try:
+        return max(1, int(os.environ.get(SEARCHES_ON_HOST) or 1))
+    except ValueError:
+        return 1
+
+
+def auto_parallel(cpus: int | None = None, gpu_bytes: list[int] = (), searches: int | None = None) -> int:
+    """Evaluations in flight when the config says `auto`: all cores but two (for the search and the OS), shared
+    among the `searches` on the host (a bench's searches at once: ``searches_on_host``), at least two; on GPUs, no
+    more than their workers' contexts fit in 80 % of their memory. Problem-sized memory is admitted apart, a few
+    evaluations at a time (`memory_slots`), so the others start, import and compile meanwhile. 16 cores: 14 for one
+    search, 7 each for two (what issue 43's benches set by hand: PER_GPU=2 PARALLEL=7)."""
+    shared = searches or searches_on_host()
+    parallel = max(2, ((cpus or host_cores()) - 2) // shared)
     if gpu_bytes:
         parallel = min(parallel, sum(max(1, int(0.8 * total) // WORKER_CONTEXT_BYTES) for total in gpu_bytes))
     return parallel

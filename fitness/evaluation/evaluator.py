@@ -75,9 +75,12 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def default_cache_dir() -> Path:
-    """Where kernelevo keeps what outlives a run (Inductor's seeds, the baselines' compile cache):
-    $XDG_CACHE_HOME/kernelevo, by default ~/.cache/kernelevo. Read when asked, so a changed HOME (the tests') counts."""
+def default_cache_dir(settings: EvalSettings | None = None) -> Path:
+    """Where kernelevo keeps what outlives a run (Inductor's seeds and their verdicts, the baselines' times and compile
+    cache): `settings`' ``fitness.cache_dir`` where given, else $XDG_CACHE_HOME/kernelevo, by default
+    ~/.cache/kernelevo. Read when asked, so a changed HOME (the tests') counts."""
+    if settings is not None and settings.cache_dir:
+        return Path(settings.cache_dir).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelevo"
 
 
@@ -86,7 +89,7 @@ def sandbox_options(settings: EvalSettings, profile: HardwareProfile, device: st
     """The settings of the sandbox an evaluator of `device` runs its jobs in (``Sandbox``'s, or a lease's from
     ``fitness.workers.pool``), besides its device."""
     under_lock = start_up_under_lock(settings, profile)
-    return {"trusted_cache_dir": Path(cache_dir or default_cache_dir()) / "baseline-cache",
+    return {"trusted_cache_dir": Path(cache_dir or default_cache_dir(settings)) / "baseline-cache",
             "spares": settings.warm_spares(1), "confine": settings.confine,
             "warm": {"judge": settings.warm_judge, "gpu_lock": lock_path(LOCK_DIR, device),
                      "start_up_under_lock": under_lock}}
@@ -108,7 +111,7 @@ class Evaluator:
         self.settings = replace(settings, start_up_under_lock=start_up_under_lock(settings, profile))
         self.device = device or default_device()
         self.on_gpu = self.device.startswith("cuda")
-        self.cache_dir = Path(cache_dir or default_cache_dir())
+        self.cache_dir = Path(cache_dir or default_cache_dir(settings))
         loaded = load_problem(self.problem)  # raises ProblemError early, in the caller's process
         self.sizes_used = int_constants(loaded.module)  # the size constants in effect (file's, preset, overrides)
         self.target = target_for(problem, self.device, profile, policy.tf32, loaded)  # what kernels are written for
