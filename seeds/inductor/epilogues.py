@@ -25,6 +25,7 @@ reads too (several consumers), other statements between the convolution and the 
 from __future__ import annotations
 
 import ast
+import logging
 import math
 import re
 
@@ -32,6 +33,7 @@ import torch
 
 from core import pyast
 
+log = logging.getLogger(f"kernelevo.{__name__}")
 LAUNCHER = "conv_nd"
 NOTE = (" Elementwise kernels Inductor ran over a convolution's output are fused into it: conv_nd's epilogue (the "
         "*_epilogue functions) is applied to each output tile before its one store (seeds/inductor/epilogues.py).")
@@ -115,6 +117,27 @@ def _evaluate(node: ast.AST, env: dict):
     raise Refused(f"its index {ast.unparse(node)} is not plain integer arithmetic")
 
 
+def _allocation(body: list[ast.stmt], at: int, aliases: set) -> tuple | None:
+    """(sizes, strides, dtype, the buffer whose memory it reuses or None) where ``body[at]`` allocates a buffer: by
+    ``torch.empty_strided``, or ``torch.as_strided(buffer, sizes, strides, 0)`` reusing a dead buffer's memory
+    (Inductor's ``reinterpret_tensor``), of that buffer's dtype."""
+    statement = body[at]
+    call = statement.value if isinstance(statement, ast.Assign) else None
+    if not isinstance(call, ast.Call) or _names(call) & aliases:
+        return None
+    if ast.unparse(call.func) == "torch.empty_strided" and len(call.args) >= 2:
+        dtype = next((k.value for k in call.keywords if k.arg == "dtype"), None)
+        return (call.args[0], call.args[1], dtype, None) if dtype is not None else None
+    if ast.unparse(call.func) == "torch.as_strided" and len(call.args) == 4 and _literal(call.args[3]) == 0 and \
+            isinstance(call.args[0], ast.Name):
+        base = call.args[0].id
+        made = next((i for i in range(at - 1, -1, -1) if isinstance(body[i], ast.Assign) and
+                     ast.unparse(body[i].targets[0]) == base), None)
+        earlier = _allocation(body, made, aliases) if made is not None else None
+        return (call.args[1], call.args[2], earlier[2], base) if earlier else None
+    return None
+
+
 def _address(call: ast.Call, pointer: str) -> ast.AST:
     """The index `call` (tl.load / tl.store) reads or writes at from `pointer` (``pointer + (index)``)."""
     where = call.args[0] if call.args else None
@@ -171,19 +194,20 @@ class Epilogues:
                 continue
             if _is_call(statement, GUARDS):
                 continue
-            allocation = _is_call(statement, {"torch.empty_strided"})
-            if allocation is not None and isinstance(statement, ast.Assign) and not _names(allocation) & aliases:
-                allocated[ast.unparse(statement.targets[0])] = (later, allocation)
+            allocation = _allocation(body, later, aliases)
+            if allocation is not None:
+                allocated[ast.unparse(statement.targets[0])] = (later, *allocation)
                 continue
             found = _launch(statement, self.kernels)
-            if found is None or not _names(found[1]) & aliases:
-                return body  # something else reads the output first, or no kernel follows at once
-            kernel, call = found
             try:
-                return self._fused(body, at, later, kernel, call, aliases, allocated)
+                if found is None or not _names(found[1]) & aliases:
+                    raise Refused(f"the statement after it is no kernel that reads it: {ast.unparse(statement)[:80]}")
+                return self._fused(body, at, later, *found, aliases, allocated)
             except Refused as why:
-                self.refused.append((kernel, str(why)))
+                self.refused.append((found[0] if found else None, str(why)))
+                log.info(f"{target} = {LAUNCHER}(...) keeps {found[0] if found else 'its output'} apart: {why}")
                 return body
+        self.refused.append((None, "no kernel reads its output"))
         return body
 
     def _fused(self, body, at: int, later: int, kernel: str, call: ast.Call, aliases: set, allocated: dict):
@@ -206,6 +230,8 @@ class Epilogues:
         later_uses = set().union(*(_names(s) for s in body[later + 1:])) if later + 1 < len(body) else set()
         if not in_place and later_uses & aliases:
             raise Refused("the convolution's output is read again after it (several consumers)")
+        if not in_place and later_uses & {allocated[ast.unparse(given[out_arg])][4]}:
+            raise Refused("it writes into a buffer whose memory is read again after it")
         conv = body[at].value
         keywords = {k.arg: k for k in conv.keywords}
         conv_sizes = _literal(ast.parse(self.sizes.get(ast.unparse(body[at].targets[0]), "None"), mode="eval").body)
@@ -213,8 +239,7 @@ class Epilogues:
         if in_place:
             out_sizes, out_strides = conv_sizes, conv_strides
         else:
-            allocation = allocated[ast.unparse(given[out_arg])][1]
-            out_sizes, out_strides = _literal(allocation.args[0]), _literal(allocation.args[1])
+            out_sizes, out_strides = (_literal(v) for v in allocated[ast.unparse(given[out_arg])][1:3])
         if not all(isinstance(v, tuple) and all(type(e) is int for e in v)
                    for v in (conv_sizes, conv_strides, out_sizes, out_strides)):
             raise Refused("the sizes or strides of the convolution's output are not literals")
@@ -231,8 +256,7 @@ class Epilogues:
         name = self._epilogue(kernel, source, conv_arg, out_arg, passed, numels, order, int32)
         keywords["out_stride"].value = ast.parse(repr(out_strides), mode="eval").body  # the layout it writes
         if not in_place:
-            conv.keywords.append(ast.keyword("out_dtype", next(k.value for k in allocated[ast.unparse(
-                given[out_arg])][1].keywords if k.arg == "dtype")))
+            conv.keywords.append(ast.keyword("out_dtype", allocated[ast.unparse(given[out_arg])][3]))
         conv.keywords.append(ast.keyword("epilogue", ast.Name(name)))
         args = ", ".join(ast.unparse(given[p]) for p in passed)
         conv.keywords.append(ast.keyword("epilogue_args", ast.parse(f"({args}{',' if passed else ''})",
