@@ -30,7 +30,7 @@ FIXTURES = {
 
 # name -> (problem file under tests/problems/, sizes, templates): captured on the CPU (TRITON_INTERPRET=1)
 CPU_FIXTURES = {name: (f"tests/problems/{name}.py", {}, False)
-                for name in ("conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "conv_pool")}
+                for name in ("conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "conv_mish", "conv_pool")}
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """Level-2 convolutions with their elementwise epilogue fused (seeds/inductor/epilogues.py, conv_nd's `epilogue`):
 every path of kernelevo's convolution applies an epilogue to its tile before its one store (odd sizes: every mask);
 Inductor's pointwise kernel after a convolution (captured on the CPU: tests/fixtures/inductor_cpu/, made by
-experiments/inductor_fixtures.py --device cpu; and the in-place form Inductor writes on a GPU) becomes the
+experiments/inductor_fixtures.py --device cpu, among them one running in the convolution's channels-last order,
+conv_mish; and the in-place form Inductor writes on a GPU) becomes the
 convolution's epilogue, the seed correct against the reference with one launch fewer; a reduction, pooling, a second
 reader of the output or a kernel reading other elements stays a kernel of its own."""
 import ast
@@ -153,7 +154,7 @@ def _seeds(captured: dict, problem: str) -> tuple[str, str]:
                          epilogues=fused) for fused in (False, True))
 
 
-@pytest.mark.parametrize("name", ["conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "gpu_form"])
+@pytest.mark.parametrize("name", ["conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "conv_mish", "gpu_form"])
 def test_a_convolutions_pointwise_kernel_becomes_its_epilogue_correct_with_one_launch_fewer(name, tmp_path):
     captured, problem = _captured(name)
     plain, fused = _seeds(captured, problem)

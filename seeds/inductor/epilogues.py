@@ -11,10 +11,12 @@ its accumulator tile before its one store, the output written once, in the layou
 the pointwise kernel's launch (and its tunable constants) is gone. The conv's own launch parameters stay tunable.
 
 The epilogue is the pointwise kernel's body as a ``@triton.jit`` function ``(acc, offset, mask, args)``: its index
-variables bound to the tile's elements (``xindex = offset % xnumel``, ``yindex = offset // xnumel``, or the one
-order of a 1D kernel: ``offset`` is an element's offset in the output), its masks to the tile's, its load of the
+variables bound to the tile's elements (``xindex = offset % xnumel``, ``yindex = offset // xnumel``, y inner, or the
+one index of a 1D kernel: ``offset`` is an element's offset in the output, or, for a kernel that ran in the
+convolution's buffer's order, the element's offset there, computed from it), its masks to the tile's, its load of the
 convolution's buffer replaced by the accumulator, its one store by ``return``; its other arguments (a bias, scalars)
-come in ``args``. The binding is checked before it is used: evaluated on the buffers' literal sizes and strides
+come in ``args``. The output may be a new buffer or one whose memory Inductor reuses (``reinterpret_tensor`` of a
+dead one): the fused convolution allocates it afresh. The binding is checked before it is used: evaluated on the buffers' literal sizes and strides
 (every element of a small output, else 4096 drawn and the corners), the pointwise kernel must read the convolution's
 buffer and write its output at the same element the tile holds.
 
@@ -250,10 +252,12 @@ class Epilogues:
             raise Refused("its sizes are not literals")
         if not numels or math.prod(numels.values()) != math.prod(out_sizes):
             raise Refused(f"it runs over {numels}, not the convolution's {math.prod(out_sizes)} elements")
-        order = self._binding(source, conv_arg, out_arg, numels, (conv_sizes, conv_strides), (out_sizes, out_strides))
+        layouts = (conv_sizes, conv_strides), (out_sizes, out_strides)
+        numbered, order = self._binding(source, conv_arg, out_arg, numels, *layouts)
         int32 = math.prod(out_sizes) < 2 ** 31
         passed = [name for name in runtime if name not in (conv_arg, out_arg) and name not in numels]
-        name = self._epilogue(kernel, source, conv_arg, out_arg, passed, numels, order, int32)
+        renumber = _renumbered(*layouts) if numbered == "conv" else []
+        name = self._epilogue(kernel, source, conv_arg, passed, numels, order, int32, renumber)
         keywords["out_stride"].value = ast.parse(repr(out_strides), mode="eval").body  # the layout it writes
         if not in_place:
             conv.keywords.append(ast.keyword("out_dtype", allocated[ast.unparse(given[out_arg])][3]))
@@ -268,10 +272,11 @@ class Epilogues:
         return [s for i, s in enumerate(body[:later]) if i not in drop] + out + body[later + 1:]
 
     def _binding(self, source: ast.FunctionDef, conv_arg: str, out_arg: str, numels: dict, conv: tuple,
-                 out: tuple) -> str:
-        """How the epilogue numbers an output element as the kernel did (``"x"``: xindex = offset, ``"xy"``: x
-        inner, ``"yx"``: y inner), checked on the buffers' elements; Refused when none reads the convolution's
-        buffer and writes its output at the element the tile holds."""
+                 out: tuple) -> tuple[str, str]:
+        """How the epilogue numbers an output element as the kernel did: (by its offset in the output, ``"out"``,
+        or in the convolution's buffer, ``"conv"``; ``"x"``: xindex = offset, ``"xy"``: x inner, ``"yx"``: y
+        inner), checked on the buffers' elements; Refused when none reads the convolution's buffer and writes its
+        output at the element the tile holds."""
         statements = [s for s in source.body if isinstance(s, ast.Assign) and len(s.targets) == 1 and
                       isinstance(s.targets[0], ast.Name)]
         index = [s for s in statements if INDEX.match(s.targets[0].id)]
@@ -284,8 +289,9 @@ class Epilogues:
         coords = _coordinates(conv[0])
         conv_offsets, out_offsets = _offsets(*conv, coords), _offsets(*out, coords)
         orders = ["x"] if set(numels) == {"xnumel"} else ["xy", "yx"]
-        for order in orders:
-            env = dict(zip(("xindex", "yindex"), _split(out_offsets, order, numels)))
+        for numbered, order in [(layout, order) for layout in ("out", "conv") for order in orders]:
+            offsets = out_offsets if numbered == "out" else conv_offsets
+            env = dict(zip(("xindex", "yindex"), _split(offsets, order, numels)))
             try:
                 for statement in index:
                     env[statement.targets[0].id] = _evaluate(statement.value, env)
@@ -295,16 +301,17 @@ class Epilogues:
                 continue
             if all(torch.equal(torch.as_tensor(r).expand_as(conv_offsets), conv_offsets) for r in reads) and \
                     torch.equal(torch.as_tensor(stored).expand_as(out_offsets), out_offsets):
-                return order
+                return numbered, order
         raise Refused("it reads the convolution's output or writes its own at other elements than the one it computes "
                       "(pooling, a transpose, a broadcast)")
 
-    def _epilogue(self, kernel: str, source: ast.FunctionDef, conv_arg: str, out_arg: str, passed: list[str],
-                  numels: dict, order: str, int32: bool) -> str:
+    def _epilogue(self, kernel: str, source: ast.FunctionDef, conv_arg: str, passed: list[str],
+                  numels: dict, order: str, int32: bool, renumber: list[str]) -> str:
         """The name of the epilogue function for `kernel` (made and added after it where new)."""
         lines = [f"{p} = args[{i}]" for i, p in enumerate(passed)]
         lines += [f"{n} = {v}" for n, v in numels.items()]
         lines += ["offset = offset.to(tl.int32)"] if int32 else []
+        lines += renumber
         lines += {"x": ["xindex = offset"], "xy": ["xindex = offset % xnumel", "yindex = offset // xnumel"],
                   "yx": ["yindex = offset % ynumel", "xindex = offset // ynumel"]}[order]
         lines += ["xmask = mask", "ymask = mask"]
@@ -333,6 +340,14 @@ class Epilogues:
         self.epilogues[ast.unparse(function)] = name
         self.functions.insert(self.functions.index(self.sources[kernel]) + 1, function)
         return name
+
+
+def _renumbered(conv: tuple, out: tuple) -> list[str]:
+    """Statements turning an element's offset in the output (layout `out`: sizes, strides) into its offset in the
+    convolution's buffer (layout `conv`), the numbering a kernel that ran over the buffer's order used."""
+    terms = [f"(offset // {stride} % {size}) * {conv_stride}" for size, stride, conv_stride in
+             zip(out[0], out[1], conv[1]) if size > 1]
+    return [f"offset = {' + '.join(terms) or '0 * offset'}"]
 
 
 def _split(offsets: torch.Tensor, order: str, numels: dict) -> tuple:
