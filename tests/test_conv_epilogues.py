@@ -164,6 +164,9 @@ def test_a_convolutions_pointwise_kernel_becomes_its_epilogue_correct_with_one_l
     kernel = epilogues[0].removesuffix("_epilogue")
     assert f"def {kernel}(" in plain and f"def {kernel}(" not in fused
     assert sum(c.startswith(f"{kernel}[") for c in _forward_calls(plain)) == 1
+    calls = _forward_calls(fused)  # every input the epilogue reads is checked before the convolution launches
+    first_conv = next(i for i, c in enumerate(calls) if c.startswith("conv_nd("))
+    assert not any(c.startswith("check_input(") for c in calls[first_conv:]), calls
     assert not any(c.startswith(f"{kernel}[") for c in _forward_calls(fused))
     space_plain, space_fused = Genome.from_source(plain).space, Genome.from_source(fused).space
     assert {"C0_BLOCK_M", "C0_BLOCK_N", "C0_NUM_WARPS"} <= set(space_fused)  # the convolution's still tuned

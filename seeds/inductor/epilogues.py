@@ -269,7 +269,9 @@ class Epilogues:
         out = [] if in_place else [ast.parse(f"{ast.unparse(given[out_arg])} = {ast.unparse(body[at].targets[0])}")
                                    .body[0]]
         drop = {later} | (set() if in_place else {allocated[ast.unparse(given[out_arg])][0]})
-        return [s for i, s in enumerate(body[:later]) if i not in drop] + out + body[later + 1:]
+        guards = [s for s in body[at + 1:later] if _is_call(s, GUARDS)]  # the inputs' checks, before any launch
+        between = [s for i, s in enumerate(body[at + 1:later], at + 1) if i not in drop and not _is_call(s, GUARDS)]
+        return body[:at] + guards + [body[at]] + between + out + body[later + 1:]
 
     def _binding(self, source: ast.FunctionDef, conv_arg: str, out_arg: str, numels: dict, conv: tuple,
                  out: tuple) -> tuple[str, str]:
