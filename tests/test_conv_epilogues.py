@@ -9,6 +9,9 @@ import ast
 import importlib.util
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,3 +219,36 @@ def test_a_fused_seed_passes_the_judge(sandbox):
         result = ev.evaluate(fused, label="inductor")
     assert result.status == "ok", result.reason
     assert result.guards["torch_compute_ops"] == []
+
+
+BUILD_FOR_H100 = """
+import importlib.util, sys
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+loader = importlib.util.spec_from_file_location("fused_seed", sys.argv[1])
+seed = importlib.util.module_from_spec(loader)
+loader.loader.exec_module(seed)
+kernel, epilogue = seed.conv_nd_kernel, getattr(seed, sys.argv[2])
+constants = {"HAS_BIAS": False, "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8, "FLAT_K": False,
+             "EPILOGUE": epilogue}
+signature = {n: "constexpr" if n in constants else "*fp32" if n.endswith("_ptr") else ("*fp32", "*fp32")
+             if n == "ep_args" else "i32" for n in kernel.arg_names}
+source = ASTSource(kernel, signature, {(kernel.arg_names.index(n),): v for n, v in constants.items()})
+built = compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})
+print("built", len(built.asm["cubin"]))
+"""
+
+
+def test_the_fused_convolution_builds_for_an_h100_through_tritons_compiler(tmp_path):
+    # the interpreter runs the epilogue as Python; Triton's compiler (no GPU needed) must take it as a constexpr
+    # function argument with its arguments as a tuple, down to the cubin
+    captured, problem = _captured("gpu_form")
+    fused = convert(captured, Path(problem).read_text(), "conv_relu_bias", interpreter=False,
+                    triton_convolutions=True, tf32=True)
+    seed = tmp_path / "fused_seed.py"
+    seed.write_text(fused)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    built = subprocess.run([sys.executable, "-c", BUILD_FOR_H100, str(seed),
+                            "triton_poi_fused_add_convolution_relu_0_epilogue"], capture_output=True, text=True,
+                           env={**env, "TRITON_CACHE_DIR": str(tmp_path / "cache")}, timeout=300)
+    assert built.returncode == 0 and built.stdout.startswith("built"), built.stderr[-2000:]
