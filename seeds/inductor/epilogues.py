@@ -41,6 +41,7 @@ NOTE = (" Elementwise kernels Inductor ran over a convolution's output are fused
         "*_epilogue functions) is applied to each output tile before its one store (seeds/inductor/epilogues.py).")
 HEADER = {"xnumel", "ynumel", "xoffset", "yoffset", "xindex", "yindex", "xmask", "ymask"}  # rebound by the epilogue
 INDEX = re.compile(r"[xy]\d+$")  # Inductor's index variables (x0 = xindex % 16)
+ALLOCATORS = {"torch.empty_strided", "torch.as_strided"}
 GUARDS = {"check_input"}  # statements that may stand between the convolution and its epilogue kernel
 SAMPLES = 4096
 
@@ -166,10 +167,8 @@ class Epilogues:
 
     def fuse(self, body: list[ast.stmt]) -> list[ast.stmt]:
         body = list(body)
-        for index in range(len(body)):
-            conv = _is_call(body[index], {LAUNCHER}) if index < len(body) else None
-            if conv is not None and isinstance(body[index], ast.Assign):
-                body = self._fuse_after(body, index)
+        for conv in [s for s in body if isinstance(s, ast.Assign) and _is_call(s, {LAUNCHER})]:
+            body = self._fuse_after(body, next(i for i, s in enumerate(body) if s is conv))
         launched = {_launch(s, self.kernels)[0] for s in ast.walk(ast.Module(body=body, type_ignores=[]))
                     if isinstance(s, ast.stmt) and _launch(s, self.kernels)}
         self.dropped = {name for name in self.sources if name not in launched and self._fused_any(name)}
@@ -199,7 +198,10 @@ class Epilogues:
             allocation = _allocation(body, later, aliases)
             if allocation is not None:
                 allocated[ast.unparse(statement.targets[0])] = (later, *allocation)
-                continue
+            if _is_call(statement, ALLOCATORS) or isinstance(statement, ast.Assign) and \
+                    isinstance(statement.value, ast.Name):  # another buffer made or renamed (an output for later)
+                if not _names(statement) & aliases:
+                    continue
             found = _launch(statement, self.kernels)
             try:
                 if found is None or not _names(found[1]) & aliases:
