@@ -6,7 +6,7 @@ makes fewer, and why each one left apart was left. Captures are kept in --cache 
 
     python3 experiments/conv_epilogue_coverage.py --root /work/shared/kernelbench/level2 --cache DIR --out OUT.json
     python3 experiments/conv_epilogue_coverage.py --table OUT.json > table.md
-    python3 experiments/conv_epilogue_coverage.py ... --check     # also each fused seed against the reference
+    python3 experiments/conv_epilogue_coverage.py ... --check --jobs 2   # each fused seed against the reference
 
 On the CPU Inductor lays convolutions out channels-last and writes NCHW output in its epilogue (a 2D kernel); on a
 GPU it peels the bias off into the epilogue: both forms fuse, but which problems fuse can differ between the two.
@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,6 +96,13 @@ def one(path: Path, cache: Path, device: str, checked: bool) -> dict:
     return row
 
 
+def safe_one(path: Path, cache: Path, device: str, checked: bool) -> dict:
+    try:
+        return one(path, cache, device, checked)
+    except Exception as exc:  # noqa: BLE001 - a problem that fails is a row; the others go on
+        return {"problem": path.stem, "why": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+
+
 def table(rows: list[dict]) -> str:
     done = [r for r in rows if "fused" in r]
     took = [r for r in done if r["fused"]]
@@ -124,6 +132,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", default="")
     parser.add_argument("--check", action="store_true", help="run each fused seed against the reference")
+    parser.add_argument("--jobs", type=int, default=1, help="problems at once (processes)")
     parser.add_argument("--table", default="", help="print the markdown table of an OUT.json")
     parser.add_argument("names", nargs="*", help="problem file stems (default: every convolution problem)")
     args = parser.parse_args()
@@ -139,14 +148,13 @@ def main() -> None:
     paths = [p for p in paths if not args.names or p.stem in args.names]
     paths = sorted(paths, key=lambda p: args.names.index(p.stem)) if args.names else paths  # in the order given
     rows = []
-    for path in paths:
-        try:
-            rows.append(one(path, cache, args.device, args.check))
-        except Exception as exc:  # noqa: BLE001 - a problem that fails is a row; the others go on
-            rows.append({"problem": path.stem, "why": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"})
-        print(json.dumps(rows[-1])[:400], flush=True)
-        if args.out:
-            Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(safe_one, path, cache, args.device, args.check) for path in paths]
+        for future in futures:  # in the problems' order
+            rows.append(future.result())
+            print(json.dumps(rows[-1])[:400], flush=True)
+            if args.out:
+                Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":
