@@ -112,7 +112,8 @@ def table(rows: list[dict]) -> str:
              f"{len(rows) - len(done)} failed before conversion."
              + (f" The fused seed's largest error relative to the reference's largest magnitude, over the "
                 f"{len(checked)} run: {max(r['error_fused'] for r in checked):.1e}." if checked else ""), "",
-             "| problem | convolutions | fused | launches (unfused -> fused) | fused seed's error | left apart, why |",
+             "| problem | convolutions | fused | forward's launches, a conv_nd call as one (unfused -> fused) | "
+             "fused seed's error | left apart, why |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         if "fused" not in r:
