@@ -182,6 +182,24 @@ def test_a_convolutions_pointwise_kernel_becomes_its_epilogue_correct_with_one_l
     assert launches_fused == launches_plain - 1, (launches_plain, launches_fused)
 
 
+def test_a_kernel_launched_after_two_convolutions_becomes_one_epilogue_of_both(tmp_path):
+    captured, problem = _captured("gpu_form")
+    second = ("    buf2 = extern_kernels.convolution(arg2_1, arg0_1, stride=(1, 1), padding=(0, 0), dilation=(1, 1), "
+              "transposed=False, output_padding=(0, 0), groups=1, bias=None)\n"
+              "    assert_size_stride(buf2, (3, 7, 7, 9), (441, 63, 9, 1))\n    buf3 = buf2; del buf2  # reuse\n"
+              "    triton_poi_fused_add_convolution_relu_0.run(buf3, arg1_1, arg3_1, 1323, stream=stream0)\n"
+              "    return (buf3, )\n")
+    captured["code"] = captured["code"].replace("    return (buf1, )\n", second)  # the same layer twice
+    plain, fused = _seeds(captured, problem)
+    epilogues = [n.name for n in ast.parse(fused).body if isinstance(n, ast.FunctionDef) and "_epilogue" in n.name]
+    assert epilogues == ["triton_poi_fused_add_convolution_relu_0_epilogue"]
+    assert [c.count(f"epilogue={epilogues[0]}") for c in _forward_calls(fused) if c.startswith("conv_nd(")] == [1, 1]
+    out_fused, reference, launches_fused = _run(fused, problem, tmp_path, "twice_fused")
+    _, _, launches_plain = _run(plain, problem, tmp_path, "twice_plain")
+    torch.testing.assert_close(out_fused, reference, rtol=1e-4, atol=1e-4)
+    assert launches_fused == launches_plain - 2
+
+
 def _refused(captured: dict, problem: str, caplog) -> list[str]:
     """The reasons the converter gives for each kernel it left apart; asserts the seed is the unfused one."""
     with caplog.at_level(logging.INFO, logger=LOGGER):

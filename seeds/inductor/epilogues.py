@@ -341,7 +341,7 @@ class Epilogues:
             return self.epilogues[text]
         name = f"{kernel}_epilogue" + (f"_{len(self.epilogues)}" if self._fused_any(kernel) else "")
         function.name = name
-        self.epilogues[ast.unparse(function)] = name
+        self.epilogues[text] = name
         self.functions.insert(self.functions.index(self.sources[kernel]) + 1, function)
         return name
 
