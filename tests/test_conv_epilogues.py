@@ -22,7 +22,9 @@ import triton.language as tl
 from conftest import DEVICE, PROBLEMS, make_evaluator
 from core.genome import Genome
 from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
+from seeds import inductor as seeds
 from seeds.inductor.convert import convert
+from seeds.inductor.settings import CaptureSettings
 from seeds.kernels.conv import conv_nd
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="captured on and converted for Triton's interpreter")
@@ -198,6 +200,16 @@ def test_a_kernel_launched_after_two_convolutions_becomes_one_epilogue_of_both(t
     _, _, launches_plain = _run(plain, problem, tmp_path, "twice_plain")
     torch.testing.assert_close(out_fused, reference, rtol=1e-4, atol=1e-4)
     assert launches_fused == launches_plain - 2
+
+
+def test_the_seed_of_policy_triton_is_fused_unless_the_setting_says_not():
+    captured, problem = _captured("conv_relu_bias")
+    spec = resolve_problem(problem)
+    fused, plain = (seeds._checked_source(spec, captured, torch_compute_allowed=False, epilogues=fuse)
+                    for fuse in (CaptureSettings().fuse_epilogues, False))
+    assert "epilogue=triton_poi_fused_add_relu_2_epilogue" in fused and "_epilogue" not in plain
+    library = seeds._checked_source(spec, captured, torch_compute_allowed=True)  # policy kernelbench: cuDNN's
+    assert seeds.library_calls(library) == ["torch.convolution"] and "_epilogue" not in library
 
 
 def _refused(captured: dict, problem: str, caplog) -> list[str]:
