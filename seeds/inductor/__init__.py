@@ -204,12 +204,14 @@ def inductor_seeds(spec: ProblemSpec, device: str, profile: str, cache_dir: Path
                 keep(name, got)
     if "error" in captured[DEFAULT]:
         raise SeedError(_failed(spec, captured[DEFAULT]["error"]))
-    sources = CapturedSeeds({INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32)}, how)
+    fuse = (settings or CaptureSettings()).fuse_epilogues
+    sources = CapturedSeeds({INDUCTOR: _checked_source(spec, captured[DEFAULT], torch_compute_allowed, tf32, fuse)},
+                            how)
     for name in variants or {}:
         try:
             if "error" in captured[name]:
                 raise SeedError(captured[name]["error"].strip().splitlines()[-1])
-            source = _checked_source(spec, captured[name], torch_compute_allowed, tf32)
+            source = _checked_source(spec, captured[name], torch_compute_allowed, tf32, fuse)
         except SeedError as exc:
             log.info(f"no seed from Inductor's variant {name!r}: {str(exc).splitlines()[0][:300]}")
             continue
@@ -270,10 +272,11 @@ def write_seeds(sources: dict, folder: Path, base: str = SEED_FILE) -> list[Path
     return paths
 
 
-def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool, tf32: bool = False) -> str:
+def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bool, tf32: bool = False,
+                    epilogues: bool = True) -> str:
     """The seed's source: under policy ``triton`` with Inductor's library convolutions and attention calls as
     kernelevo's Triton convolution and flash attention (``convolutions.py``, ``attentions.py``; `tf32`: their dot
-    products in TF32), under ``kernelbench`` as Inductor wrote them (kernelevo's kernels only where Inductor wrote no
+    products in TF32; `epilogues`: the pointwise kernels after a convolution fused into it, ``epilogues.py``), under ``kernelbench`` as Inductor wrote them (kernelevo's kernels only where Inductor wrote no
     Triton kernel at all). SeedError naming any library call left under ``triton``, with why kernelevo's kernel
     could not take it where it could not."""
     problem = Path(spec.path).read_text()
@@ -283,9 +286,10 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
         except SeedError as exc:
             if NO_TRITON_KERNEL not in str(exc):
                 raise
-            return convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32)
+            return convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32, epilogues=epilogues)
     try:
-        source, why = convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32), ""
+        source, why = convert(captured, problem, spec.name, triton_convolutions=True, tf32=tf32,
+                              epilogues=epilogues), ""
     except SeedError as exc:  # the library's convolution or attention is named below, with this reason
         kernel = "flash attention" if isinstance(exc, AttentionRefused) else "convolution"
         why = f"; kernelevo's Triton {kernel} could not take it: {str(exc).splitlines()[0][:300]}"

@@ -21,6 +21,7 @@ from seeds.inductor.sizes import sizes_note
 from seeds.inductor.attentions import NOTE as ATTENTION_NOTE, Attentions, attention_op
 from seeds.inductor.attentions import kernel_source as attention_source
 from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
+from seeds.inductor.epilogues import NOTE as EPILOGUE_NOTE, Epilogues
 from seeds.inductor.errors import OTHER_SEEDS, SeedError
 from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
 from seeds.inductor import input_guard
@@ -232,13 +233,14 @@ def bound(arg: dict, inputs: list[str], home: str | None = None) -> str:
 
 
 def convert(captured: dict, problem_source: str, title: str, interpreter: bool | None = None,
-            triton_convolutions: bool = False, tf32: bool = False) -> str:
+            triton_convolutions: bool = False, tf32: bool = False, epilogues: bool = True) -> str:
     """The candidate module's source (see the module docstring). `interpreter`: write it for Triton's CPU
     interpreter (default: when it was captured on the CPU); `triton_convolutions`: Inductor's library convolutions
     and attention calls as kernelevo's Triton convolution and flash attention, their dot products in TF32 where
-    `tf32`. Any failure is a SeedError saying what failed."""
+    `tf32`; `epilogues`: the pointwise kernels after those convolutions fused into them where they can be
+    (``epilogues.py``). Any failure is a SeedError saying what failed."""
     try:
-        return _convert(captured, problem_source, title, interpreter, triton_convolutions, tf32)
+        return _convert(captured, problem_source, title, interpreter, triton_convolutions, tf32, epilogues)
     except SeedError:
         raise
     except Exception as exc:  # noqa: BLE001 - a converter bug is a seed's failure with its reason, not a traceback
@@ -247,7 +249,7 @@ def convert(captured: dict, problem_source: str, title: str, interpreter: bool |
 
 
 def _convert(captured: dict, problem_source: str, title: str, interpreter: bool | None, triton_convolutions: bool,
-             tf32: bool) -> str:
+             tf32: bool, epilogues: bool = True) -> str:
     interpreter = captured.get("device") == "cpu" if interpreter is None else interpreter
     code_tree = pyast.parse(captured["code"])
     kernels, functions, constants, tunable, helpers = {}, [], [], {}, {}
@@ -319,6 +321,10 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
     for replaced in own:
         constants += replaced.constants
         tunable.update(replaced.tunable)
+    fused = Epilogues(kernels, functions, convolutions.sizes) if epilogues and convolutions else None
+    if fused:
+        body, functions = fused.fuse(body), fused.functions
+        constants, tunable = fused.pruned(constants, tunable)
     last = body[-1] if body else None
     returned = isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple)
     if returned and captured.get("outputs") and len(last.value.elts) > captured["outputs"]:
@@ -347,6 +353,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'a constant below (Inductor\'s choice) declared in TUNABLE; forward is Inductor\'s call() with explicit '
            f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
            + (NOTE if convolutions and convolutions.count else '')
+           + (EPILOGUE_NOTE if fused and fused.count else '')
            + (ATTENTION_NOTE if attentions and attentions.count else '')
            + (recurrent.NOTE if recurrents.count else '')
            + (randoms.NOTE if randoms.draws_in(forward) else '')

@@ -1,4 +1,4 @@
-"""How long torch.compile's capture may take: ``inductor.*`` of a command's config (``conf/schema.py``'s
+"""How long torch.compile's capture may take, and how its code becomes a seed: ``inductor.*`` of a command's config (``conf/schema.py``'s
 ``InductorConfig`` adds the variants). No torch import: the command line reads this before anything heavy."""
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ class CaptureSettings:
     # GPU too (not yet measured on one: its seeds' speed at the problem's sizes and Inductor's autotuning with symbolic
     # sizes are unknown, so a GPU stays static by default); false: never
     dynamic_shapes: Optional[bool] = None
+    # under policy triton, the pointwise kernel Inductor runs over a convolution's output is fused into kernelevo's
+    # convolution as its epilogue where that is its only role (seeds/inductor/epilogues.py); false: the seed keeps it
+    # as a launch of its own (the unfused seed, for comparisons)
+    fuse_epilogues: bool = True
 
     def __post_init__(self):
         if self.autotune_templates_up_to is not None and self.autotune_templates_up_to < 0:

@@ -88,9 +88,9 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                    N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g,
                    sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
                    od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
-                   id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div,
+                   id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div, ep_args,
                    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP_M: tl.constexpr, FLAT_K: tl.constexpr):
+                   GROUP_M: tl.constexpr, FLAT_K: tl.constexpr, EPILOGUE: tl.constexpr):
     pid = tl.program_id(0)
     group = tl.program_id(1)
     M = N * QD * QH * QW
@@ -151,14 +151,18 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     ow = ow0 + qw * ow_step
     out_offsets = n[:, None] * son + co[None, :].to(tl.int64) * soc + od[:, None].to(tl.int64) * sod \
         + oh[:, None].to(tl.int64) * soh + ow[:, None].to(tl.int64) * sow
-    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+    out_mask = mask_m[:, None] & mask_n[None, :]
+    if EPILOGUE is not None:
+        acc = EPILOGUE(acc, out_offsets, out_mask, ep_args)
+    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
 
 
 @triton.jit(do_not_specialize=["D", "H", "W", "OD", "OH", "OW", "KD", "KH", "KW", "pd", "ph", "pw"])
 def conv_depthwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_out, multiplier, D, H, W, OD, OH, OW, KD, KH, KW,
                           sxn, sxc, sxd, sxh, sxw, swc, swd, swh, sww, son, soc, sod, soh, sow,
-                          sd, sh, sw, pd, ph, pw, dd, dh, dw,
-                          HAS_BIAS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
+                          sd, sh, sw, pd, ph, pw, dd, dh, dw, ep_args,
+                          HAS_BIAS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
+                          EPILOGUE: tl.constexpr):
     """A BLOCK_H x BLOCK_W tile of output plane (batch, channel, depth) = program 0 of a forward convolution with
     one input channel per group (output channel co reads input channel co // multiplier)."""
     plane = tl.program_id(0)
@@ -184,9 +188,11 @@ def conv_depthwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_out, multiplier, D, H,
                 acc += tl.load(row + iw.to(tl.int64)[None, :] * sxw, mask=ok, other=0.0).to(tl.float32) * weight
     if HAS_BIAS:
         acc += tl.load(b_ptr + co).to(tl.float32)
-    out = out_ptr + n * son + co.to(tl.int64) * soc + od.to(tl.int64) * sod + oh.to(tl.int64)[:, None] * soh \
+    out_offsets = n * son + co.to(tl.int64) * soc + od.to(tl.int64) * sod + oh.to(tl.int64)[:, None] * soh \
         + ow.to(tl.int64)[None, :] * sow
-    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=out_ok)
+    if EPILOGUE is not None:
+        acc = EPILOGUE(acc, out_offsets, out_ok, ep_args)
+    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_ok)
 
 
 @triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
@@ -195,8 +201,9 @@ def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                        N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, C_out,
                        sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
                        od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
-                       id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div,
-                       HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                       id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div, ep_args,
+                       HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       EPILOGUE: tl.constexpr):
     """One phase of a convolution whose groups' GEMMs are too small for tl.dot: a (BLOCK_N channels, BLOCK_M
     pixels) tile of the output, the sum over the group's input channels and the phase's taps by multiply-adds."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -231,7 +238,10 @@ def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     out_offsets = co[:, None].to(tl.int64) * soc + (n * son + (od0 + qd * od_step).to(tl.int64) * sod
                                                     + (oh0 + qh * oh_step).to(tl.int64) * soh
                                                     + (ow0 + qw * ow_step).to(tl.int64) * sow)[None, :]
-    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
+    out_mask = mask_n[:, None] & mask_m[None, :]
+    if EPILOGUE is not None:
+        acc = EPILOGUE(acc, out_offsets, out_mask, ep_args)
+    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
 
 
 def direct_path(c_in_g, c_out_g, taps, groups):
@@ -288,7 +298,7 @@ def depthwise_path(c_in_g, transposed):
 
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
             BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=0, W_PHASES=1,
-            direct=None):
+            direct=None, out_dtype=None, epilogue=None, epilogue_args=()):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
     launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase
     of ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
@@ -298,7 +308,10 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     output phase but gathered (``axis_phases``): no launch writes every stride-th element of a row. The depthwise
     kernel's tile is BLOCK_N / 16 output rows by 2 * BLOCK_M columns (at least one row; both capped at the output's).
     CHANNELS_LAST=1: the implicit GEMM reads a channels-last copy of the input (each A load BLOCK_K consecutive
-    floats of a pixel); 0: the input as it is (no copy)."""
+    floats of a pixel); 0: the input as it is (no copy). `epilogue`: a jit function ``(acc, offsets, mask, args)`` every
+    kernel applies to its fp32 tile before its one store (`offsets`: the tile's elements' offsets in the output,
+    `mask`: those that exist, `args`: `epilogue_args`), so elementwise work after the convolution costs no pass of its
+    own (``seeds.inductor.epilogues``); the output is of dtype `out_dtype` where given (else the input's)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -315,8 +328,9 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
         sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
                  zip(x5.shape[2:], stride, padding, dilation, kernel)]
     shape = [batch, c_out, *sizes[lead:]]
-    out = torch.empty_strided(shape, out_stride, dtype=x.dtype, device=x.device) if out_stride is not None \
-        else torch.empty(shape, dtype=x.dtype, device=x.device)
+    dtype = x.dtype if out_dtype is None else out_dtype
+    out = torch.empty_strided(shape, out_stride, dtype=dtype, device=x.device) if out_stride is not None \
+        else torch.empty(shape, dtype=dtype, device=x.device)
     out5 = out[(slice(None), slice(None)) + (None,) * lead]
     c_in_g, c_out_g = c_in // groups, c_out // groups
     b = x5 if bias is None else bias
@@ -326,8 +340,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
         grid = (batch * c_out * sizes[0], triton.cdiv(sizes[1], rows), triton.cdiv(sizes[2], columns))
         conv_depthwise_kernel[grid](x5, w5, b, out5, c_out, c_out_g, *x5.shape[2:], *sizes, *kernel, *x5.stride(),
                                     w5.stride(0), *w5.stride()[2:], *out5.stride(), *stride, *padding, *dilation,
-                                    HAS_BIAS=bias is not None, BLOCK_H=rows, BLOCK_W=columns, num_warps=num_warps,
-                                    num_stages=num_stages)
+                                    tuple(epilogue_args), HAS_BIAS=bias is not None, BLOCK_H=rows, BLOCK_W=columns,
+                                    EPILOGUE=epilogue, num_warps=num_warps, num_stages=num_stages)
         return out
     packed = {}  # the GEMM's operands, copied once for every phase that needs them
 
@@ -350,13 +364,14 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
             block_n = min(BLOCK_N, triton.next_power_of_2(c_out))  # no tile wider than the channels
             grid = (triton.cdiv(pixels, BLOCK_M), triton.cdiv(c_out, block_n))
             conv_direct_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *shared,
-                                     HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                                     num_warps=num_warps, num_stages=num_stages)
+                                     tuple(epilogue_args), HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M,
+                                     BLOCK_N=block_n, EPILOGUE=epilogue, num_warps=num_warps, num_stages=num_stages)
             continue
         flat = c_in_g < min(BLOCK_K, 16)  # a chunk of the channels would be mostly masked: flatten taps x channels
         block_k = BLOCK_K if flat else min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
         grid = (triton.cdiv(pixels, BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
         conv_nd_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
-                             HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
-                             GROUP_M=GROUP_M, FLAT_K=flat, num_warps=num_warps, num_stages=num_stages)
+                             tuple(epilogue_args), HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+                             BLOCK_K=block_k, GROUP_M=GROUP_M, FLAT_K=flat, EPILOGUE=epilogue, num_warps=num_warps,
+                             num_stages=num_stages)
     return out
