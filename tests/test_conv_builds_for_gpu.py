@@ -1,6 +1,7 @@
 """kernelevo's convolution kernels (seeds/kernels/conv.py) build for an H100 through Triton's compiler, down to the
 cubin, with their dots in TF32 as policy triton runs them: the interpreter runs a kernel as Python and cannot see
-what the compiler refuses (a jit helper returning a tuple, a constexpr used as a value). No GPU needed."""
+what the compiler refuses (a jit helper returning a tuple, a constexpr used as a value). No GPU needed. The fused
+form (an epilogue function and its arguments) is built by tests/test_conv_epilogues.py."""
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ loader = importlib.util.spec_from_file_location("conv_tf32", tf32)
 conv = importlib.util.module_from_spec(loader)
 loader.loader.exec_module(conv)
 def build(kernel, constants, stages):
+    constants = {**constants, "EPILOGUE": None, "ep_args": ()}  # no epilogue: an empty tuple of its arguments
     signature = {n: "constexpr" if n in constants else "*fp32" if n.endswith("_ptr") else "i32"
                  for n in kernel.arg_names}
     source = ASTSource(kernel, signature, {(kernel.arg_names.index(n),): v for n, v in constants.items()})
