@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from core.errors import KernelevoError
+
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
 
 
@@ -29,7 +31,7 @@ class Budget:
         for name in ("generations", "max_evaluations", "max_gpu_s", "wall_time_s", "patience"):
             value = getattr(self, name)
             if value is not None and value < 0:
-                raise ValueError(f"search.{name} must not be negative, got {value}")
+                raise KernelevoError(f"search.{name} must not be negative, got {value}")
 
 
 @dataclass
@@ -68,17 +70,17 @@ class SearchSettings(Population):
 
     def __post_init__(self):
         if self.mu < 1 or self.lambda_ < 1:
-            raise ValueError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
+            raise KernelevoError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
         if self.islands < 1 or self.migration_interval < 1 or not 0 <= self.migration_size <= self.mu:
-            raise ValueError(f"search.islands and search.migration_interval must be at least 1 and "
-                             f"search.migration_size within [0, mu]; got {self.islands}, {self.migration_interval}, "
-                             f"{self.migration_size}")
+            raise KernelevoError(f"search.islands and search.migration_interval must be at least 1 and "
+                                 f"search.migration_size within [0, mu]; got {self.islands}, "
+                                 f"{self.migration_interval}, {self.migration_size}")
         if self.parallel is not None and self.parallel < 1:
-            raise ValueError(f"search.parallel must be at least 1 (or null: lambda_ x islands), got "
-                             f"{self.parallel}")
+            raise KernelevoError(f"search.parallel must be at least 1 (or null: lambda_ x islands), got "
+                                 f"{self.parallel}")
         if self.staleness is not None and self.staleness < 1:
-            raise ValueError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
-                             f"{self.staleness}")
+            raise KernelevoError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
+                                 f"{self.staleness}")
 
     def on_evaluators(self, evaluators: int) -> "SearchSettings":
         """The settings of a search on `evaluators` evaluators (GPUs): its supply scaled to them (lambda_per_gpu)."""
@@ -139,8 +141,8 @@ class TunerSettings:
 
     def __post_init__(self):
         if self.trials < 1 or self.parallel < 1:
-            raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {self.trials}, "
-                             f"{self.parallel}")
+            raise KernelevoError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got "
+                                 f"{self.trials}, {self.parallel}")
         if self.sampler not in SAMPLERS:
-            raise ValueError(f"search.tuner.sampler={self.sampler!r} is not a sampler; use one of "
-                             f"{', '.join(SAMPLERS)}")
+            raise KernelevoError(f"search.tuner.sampler={self.sampler!r} is not a sampler; use one of "
+                                 f"{', '.join(SAMPLERS)}")

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from core.errors import KernelevoError
+
 PROFILERS = ("none", "ncu")
 # every known baseline, in the order tables show them (what each one is: fitness.baselines)
 BASELINES = ("eager", "compile", "max_autotune")
@@ -113,31 +115,31 @@ class EvalSettings:
         if isinstance(self.timing, dict):  # a partial dict (tests, a stored run): the rest at their defaults
             self.timing = TimingSettings(**self.timing)
         if self.profile not in PROFILERS:
-            raise ValueError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
+            raise KernelevoError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
         if self.trials < 1:
-            raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
+            raise KernelevoError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
-            raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+            raise KernelevoError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
         if self.compile_timeout_s is not None and self.compile_timeout_s <= 0:
-            raise ValueError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
-                             f"{self.compile_timeout_s}")
+            raise KernelevoError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
+                                 f"{self.compile_timeout_s}")
         if self.spares is not None and self.spares < 0:
-            raise ValueError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
-                             f"{self.spares}")
+            raise KernelevoError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
+                                 f"{self.spares}")
         self.baselines = list(self.baselines or [])
         if set(self.baselines) - set(BASELINES) or len(set(self.baselines)) < len(self.baselines):
-            raise ValueError(f"fitness.baselines={self.baselines}: name each baseline once, from {list(BASELINES)} "
-                             f"(e.g. fitness.baselines=[eager,compile] to skip max-autotune)")
+            raise KernelevoError(f"fitness.baselines={self.baselines}: name each baseline once, from {list(BASELINES)} "
+                                 f"(e.g. fitness.baselines=[eager,compile] to skip max-autotune)")
         if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
-            raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
-                             f"own), got {self.baseline_compile_timeout_s}")
+            raise KernelevoError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
+                                 f"own), got {self.baseline_compile_timeout_s}")
         if self.rounding_allowance is not None and not self.rounding_allowance >= 0:
-            raise ValueError(f"fitness.rounding_allowance must be at least 0 (K times the fp32 reference's rms rounding "
-                             f"error), or null for no second opinion, got {self.rounding_allowance}")
+            raise KernelevoError(f"fitness.rounding_allowance must be at least 0 (K times the fp32 reference's rms "
+                                 f"rounding error), or null for no second opinion, got {self.rounding_allowance}")
         checked = self.timing.checked_calls
         if not isinstance(checked, int) or checked < 0:
-            raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "
-                             f"against the reference), got {checked!r}")
+            raise KernelevoError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls "
+                                 f"checked against the reference), got {checked!r}")
 
     def warm_spares(self, in_flight: int) -> int:
         """Warm workers to keep ready with `in_flight` evaluations at once on one evaluator's device: ``spares``, by

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conf.plan import run_plan
+from core.errors import KernelevoError
 from fitness.problems.problem import resolve_problem
 from kernelevo.validate import ConfigError, Validator
 from seeds import inductor as seeds
@@ -105,5 +106,6 @@ def test_the_variants_budget_is_a_setting_of_run_and_seed_checked_on_the_command
     assert cfg.inductor.variants_budget_s == 45
     with pytest.raises(ConfigError, match="did you mean inductor.variants_budget_s"):
         Validator("run", "config").check(["inductor.variants_budget=30"])
-    with pytest.raises(ValueError, match=r"inductor.variants_budget_s=0: the seconds Inductor's variants share must"):
+    with pytest.raises(KernelevoError,
+                       match=r"inductor.variants_budget_s=0: the seconds Inductor's variants share must"):
         CaptureSettings(variants_budget_s=0)

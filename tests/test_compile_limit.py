@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 
 from conftest import candidate, make_evaluator
+from core.errors import KernelevoError
 from fitness.judge.compile_ahead import compile_pass, meta_copy, meta_like, meta_pass
 from fitness.evaluation.evaluator import EvalSettings
 from fitness.judge.guards import LaunchCounter
@@ -96,7 +97,7 @@ def test_a_worker_still_compiling_after_the_limit_is_killed_with_a_reason_naming
 def test_compile_statuses_and_settings():
     assert COMPILE_FAILURES == {"compile_error", "compile_timeout"} and COMPILE_FAILURES <= set(STATUSES)
     assert EvalSettings(compile_timeout_s=None).compile_timeout_s is None  # no limit but timeout_s
-    with pytest.raises(ValueError, match="fitness.compile_timeout_s must be positive"):
+    with pytest.raises(KernelevoError, match="fitness.compile_timeout_s must be positive"):
         EvalSettings(compile_timeout_s=0)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, candidate, kernelevo, make_evaluator
+from core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.reports.anytime import interpreter_curve
 from evo.benchmark.bench import Row
@@ -146,7 +147,8 @@ def test_a_sweeps_progress_lines_name_the_search_seed(capsys):
 
 def test_one_bench_problem_by_name_is_a_list_of_one():
     assert [t.name for t in select(None, None, "row_softmax")] == ["row_softmax"]
-    with pytest.raises(ValueError, match="bench.problems=nope: not a problem .*neither a list nor an existing list"):
+    with pytest.raises(KernelevoError,
+                       match="bench.problems=nope: not a problem .*neither a list nor an existing list"):
         select(None, None, "nope")
 
 

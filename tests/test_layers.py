@@ -1,8 +1,9 @@
 """The packages' import graph: no module cycles, and no package imports one of its own layer or above.
 
-Layers, bottom up: the data model and the facts (``core``, ``hardware_profiles``), the judge (``fitness``), what
-makes candidates (``operators``: variation operators; ``seeds``: seed sources), the search (``evo``), the config
-schema (``conf``: it gathers each layer's settings classes into the commands' configs), the command (``kernelevo``).
+Layers, bottom up: the data model and the user errors' family (``core``), the facts (``hardware_profiles``), the
+judge (``fitness``), what makes candidates (``operators``: variation operators; ``seeds``: seed sources), the search
+(``evo``), the config schema (``conf``: it gathers each layer's settings classes into the commands' configs), the
+command (``kernelevo``).
 Every import that can run counts: at module level, in class bodies and inside functions alike (an import deferred
 into a function is still a dependency: the judge reaching ``conf`` from a function pulled the whole search in); only
 ``if TYPE_CHECKING:`` blocks, which never run, are left out. The graph is read from the source with ``ast``; nothing
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = [("core", "hardware_profiles"), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
+LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
 SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
     "evo": ["records", "service", "tuning", "evolution", "reports", "benchmark", "runs"],
     # suite: the bundled problems (data: each problem and seed imports nothing of fitness)

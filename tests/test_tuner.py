@@ -6,6 +6,7 @@ import threading
 import optuna
 import pytest
 
+from core.errors import KernelevoError
 from evo.reports.outcome import run_tuner
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner, check_tuner_settings
@@ -174,7 +175,7 @@ def test_sampler_names_reach_the_records_and_a_bad_one_is_refused():
     assert run_tuner(config).startswith("random: seeded random search; 6 trials")
     assert run_tuner({"search": {"tuner": {"sampler": "tpe", "warm_start": True, "trials": 6, "parallel": 3}}}) == \
         "tpe: multivariate TPE, warm-started from ancestors of the same structure; 6 trials per individual, 3 at once"
-    with pytest.raises(ValueError, match="search.tuner.sampler='grid' is not a sampler; use one of tpe, random"):
+    with pytest.raises(KernelevoError, match="search.tuner.sampler='grid' is not a sampler; use one of tpe, random"):
         check_tuner_settings(6, 3, "grid")
 
 

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.errors import KernelevoError
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
 from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
@@ -35,7 +36,7 @@ RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an
 NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
 
 
-class BenchError(ValueError):
+class BenchError(KernelevoError):
     """A bench that cannot start; the message names the problem and the fix."""
 
 

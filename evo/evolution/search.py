@@ -27,6 +27,7 @@ from random import Random
 
 from deap import tools
 
+from core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
 from evo.evolution.loop import LoopPieces, steady_state, window_start
@@ -68,7 +69,7 @@ class Search:
         is made from (evo.evolution.strategy; None: evolution). `spent_s`: wall time a new search has spent before
         it began (the compiler seeds judged, ``evo.runs.seeding``), counted against its budget."""
         if not operators:
-            raise ValueError("the search needs at least one operator (operators.list is empty)")
+            raise KernelevoError("the search needs at least one operator (operators.list is empty)")
         if not seeds:
             raise ValueError("the search needs a seed genome")
         self.seeds, self.spent_s = seeds, spent_s

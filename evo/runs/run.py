@@ -32,6 +32,7 @@ from evo.benchmark.start_gate import wait_for_gate
 from evo.records.store import BASELINES_IEEE, RunStore
 from evo.settings import TunerSettings
 from evo.tuning.tuner import Tuner
+from core.errors import KernelevoError
 from core.resources import process_started
 from fitness.evaluation.evaluator import Evaluator, start_up_under_lock
 from fitness.evaluation.from_config import check_fitness_config
@@ -44,20 +45,28 @@ LOCAL_BACKEND = {"_target_": "evo.service.evaluation.LocalEvaluators"}  # a run 
 SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
 
 
-def evaluation_backend(plan: RunPlan):
-    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. ValueError with the
-    backend's own message when it cannot be made (Ray missing, a bad setting)."""
+def plugin(node):
+    """A plug-in made from its config node (``_target_``); a KernelevoError its class raises (a setting it refuses)
+    as it is, not wrapped in Hydra's InstantiationException; any other failure is a bug and stays one."""
     try:
-        return instantiate(plan.backend or LOCAL_BACKEND)
+        return instantiate(node)
     except InstantiationException as exc:
-        raise ValueError(str(exc.__cause__ or exc)) from exc
+        if isinstance(exc.__cause__, KernelevoError):
+            raise exc.__cause__ from None
+        raise
+
+
+def evaluation_backend(plan: RunPlan):
+    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. KernelevoError with the
+    backend's own message when it cannot be made (Ray missing, a bad setting)."""
+    return plugin(plan.backend or LOCAL_BACKEND)
 
 
 def build_strategy(plan: RunPlan):
     """The `search/strategy` plug-in (evo.evolution.strategy); evolution for a run saved before strategies existed."""
     from evo.evolution.strategy import Evolution
 
-    return instantiate(plan.strategy) if plan.strategy else Evolution()
+    return plugin(plan.strategy) if plan.strategy else Evolution()
 
 
 def build_team(plan: RunPlan, store: RunStore, evaluator: Evaluator):
@@ -158,8 +167,8 @@ class CheckedRun:
 def check_run_config(plan: RunPlan) -> CheckedRun:
     """Everything about a run's plan that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory, once per command; the settings' own checks ran when the plan was
-    made); what the run is made of. Raises ValueError."""
-    operators = [instantiate(op) for op in plan.operators]
+    made); what the run is made of. Raises KernelevoError."""
+    operators = [plugin(op) for op in plan.operators]
     settings = within_llm_budget(plan.search, operators, plan)
     strategy = build_strategy(plan)
     strategy.check(settings), strategy.usable(operators)
@@ -203,7 +212,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         size_label = sizes_label.SizesLabel.plan(plan.judge, evaluator) if evaluator.on_gpu else None
         search = Search(seeds, operators, tuner, store, settings,
                         partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag),
-                        selection=instantiate(plan.selection), team=team, strategy=checked.strategy,
+                        selection=plugin(plan.selection), team=team, strategy=checked.strategy,
                         spent_s=store.get_meta(SEED_CHECK_S) or 0.0)
         marks["search"] = time.time()
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from core.errors import KernelevoError
 from evo.service.evaluation_protocol import RunEvaluator
 from evo.plan import RunPlan
 from evo.records.store import RunStore
@@ -90,7 +91,7 @@ def evaluations_in_flight(value, gpu_bytes: list[int] = ()) -> int:
     if value in (None, "auto"):
         return auto_parallel(gpu_bytes=gpu_bytes)
     if int(value) < 1:
-        raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
+        raise KernelevoError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
     return int(value)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from core.errors import KernelevoError
+
 
 @dataclass
 class CaptureSettings:
@@ -32,8 +34,8 @@ class CaptureSettings:
 
     def __post_init__(self):
         if self.autotune_templates_up_to is not None and self.autotune_templates_up_to < 0:
-            raise ValueError(f"inductor.autotune_templates_up_to={self.autotune_templates_up_to}: the most matmuls "
-                             f"and convolutions a default capture autotunes must be 0 or more (null: no limit)")
+            raise KernelevoError(f"inductor.autotune_templates_up_to={self.autotune_templates_up_to}: the most matmuls "
+                                 f"and convolutions a default capture autotunes must be 0 or more (null: no limit)")
         if not self.variants_budget_s > 0:
-            raise ValueError(f"inductor.variants_budget_s={self.variants_budget_s}: the seconds Inductor's variants "
-                             f"share must be more than 0 (inductor=none captures no variant)")
+            raise KernelevoError(f"inductor.variants_budget_s={self.variants_budget_s}: the seconds Inductor's "
+                                 f"variants share must be more than 0 (inductor=none captures no variant)")
