@@ -85,9 +85,8 @@ def test_the_variants_budget_starts_when_the_default_is_written_and_stops_the_pr
     out, names, arrived = tmp_path / "captured.json", ["default", "slow", "after"], []
     command = lambda variant_s, default_s=0.1: [sys.executable, "-c", SLOW_VARIANT, str(out),  # noqa: E731
                                                 str(variant_s), str(default_s)]
-    started = time.monotonic()
     stopped = watch(command(30), out, names, 5.0, 0.5, lambda name, got: arrived.append(name))
-    assert time.monotonic() - started < 5  # stopped at the budget's end, not at the variant's
+    # stopped at the budget's end (killed: no return code), not at the variant's (which would have written it)
     assert list(stopped.captured) == arrived == ["default"] and stopped.returncode is None
     assert stopped.stopped_after_s == 0.5 and "finished_at" not in stopped.captured["default"]
     out.unlink()
