@@ -129,9 +129,8 @@ class TunerSettings:
     """``search.tuner``: each individual's own Optuna study (``evo.tuning.tuner``)."""
     trials: int = 6  # Optuna trials per individual (its first trial is the operator's own choice)
     # trials of one individual asked at once and evaluated concurrently (told back in order). TPE learns between
-    # batches, so this is part of the search: 3 gives its model a second batch (experiments/results/
-    # tuner_compare_h100_8seeds.md measured the samplers so); six at once brought no more evaluations per hour
-    # (experiments/results/throughput/throughput_h100.md, run i)
+    # batches, so this is part of the search: 3 gives its model a second batch within the default 6 trials; more at
+    # once raise no throughput (docs/measurements.md)
     parallel: int = 3
     sampler: str = "tpe"  # tpe: multivariate TPE, a third of the trials random start-up; random: seeded random search
     # tpe: each study starts from the trials of the individual's ancestors of the same kernel structure (same code

@@ -57,8 +57,8 @@ class EvalSettings:
     seed: int = 0  # base seed: trial t uses seed+t; parameters are initialised with seed
     timeout_s: float = 120.0  # per candidate evaluation, in its own process
     # per kernel Triton builds for a candidate (ahead, or on its first call): a worker still compiling one after this
-    # is killed (status compile_timeout); kernels build in 0.7-2.1 s on an H100, a tile far too large for its warps
-    # in minutes; null: only timeout_s
+    # is killed (status compile_timeout): a kernel builds in seconds, a tile far too large for its warps in minutes
+    # (docs/measurements.md); null: only timeout_s
     compile_timeout_s: Optional[float] = 30.0
     baseline_timeout_s: float = 900.0  # one baseline job: the reference's baselines compiled and timed
     # what speed-ups are measured against: eager, compile (torch.compile at its defaults), max_autotune
@@ -101,8 +101,8 @@ class EvalSettings:
     warm_judge: bool = True
     # true: a worker's start-up (its CUDA context, then the judge's warm-up) holds the GPU's shared lock, so none
     # overlaps a timing (one start-up at a time either way); false: they run during timings (more evaluations per
-    # hour: experiments/results/throughput/throughput_h100.md); null: false where the hardware profile says start-ups
-    # were measured not to disturb a timing (start_up_disturbs_timing: false; the H200), else true
+    # hour); null: false where the hardware profile says start-ups do not disturb a timing (its
+    # start_up_disturbs_timing: false), else true
     start_up_under_lock: Optional[bool] = None
     timing: TimingSettings = field(default_factory=TimingSettings)
     # profiler feedback for the LLM agents: none, or ncu (Nsight Compute on a GPU: DRAM/SM throughput, occupancy,

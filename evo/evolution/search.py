@@ -187,7 +187,7 @@ class Search:
 
     def _seeds(self) -> list[Individual]:
         """Generation 0: every seed tuned (concurrently), stored as 0.0, 0.1, ...; a line for each as it is tuned,
-        with its verdict (a KernelBench problem's generation 0 took 131 s on the CPU with nothing said)."""
+        with its verdict, so that a long generation 0 is never silent (docs/measurements.md)."""
         def tuned(index: int) -> Individual:
             genome, made_by = self.seeds[index]
             ind = self.tuner.tune(Individual(individual_id(0, index), genome, operator=made_by, generation=0))

@@ -126,8 +126,8 @@ def measure_ieee_baselines(service: EvaluationService, store: RunStore) -> None:
     """After the search (outside its time), once per run: the compiled baselines whose own kernels were incorrect
     with TF32 dot products (``evo.runs.seeding``; timed with TF32, as the policy allows) timed again with IEEE fp32
     dots, kept in the store (``BASELINES_IEEE``). A Triton kernel the policy admits could be that, not the TF32 one
-    (``fitness.measure.baselines.triton_best``): level3/49's kernel was 0.79x of a TF32 max-autotune whose kernels
-    fail the policy, and 1.00x of max-autotune with TF32 off throughout (experiments/results/kernelbench_part9/)."""
+    (``fitness.measure.baselines.triton_best``), and a speed-up against a baseline the policy refuses says little
+    (docs/measurements.md)."""
     names = store.get_meta(TF32_INCORRECT) or []
     if not names or store.get_meta(BASELINES_IEEE) is not None:
         return
