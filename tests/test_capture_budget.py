@@ -6,7 +6,6 @@ as it arrives, the variants after the default share ``inductor.variants_budget_s
 import os
 import re
 import sys
-import time
 
 import pytest
 
