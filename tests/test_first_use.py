@@ -178,7 +178,8 @@ def test_the_time_before_the_search_is_split_by_stage_from_the_process_s_start(t
     """Issue 45: a bench problem's wall time beyond its search budget, split by stage so it can be cut: the
     interpreter and config, the evaluation service, the baselines and seeds (as the store has them), the rest."""
     started = process_started()
-    assert started is not None and 0 <= time.time() - started < 24 * 3600  # this test's own process
+    booted = time.time() - float(Path("/proc/uptime").read_text().split()[0])
+    assert started is not None and booted <= started <= time.time()  # a process's start: after the boot, before now
     store = RunStore(tmp_path)
     store.set_meta("baseline_wall_s", 1.5)
     store.set_meta("seed_wall_s", 0.25)
