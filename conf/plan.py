@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from core.errors import KernelevoError
 from evo.plan import RunPlan
 from evo.settings import Budget, Population, SearchSettings
 from fitness.evaluation.plan import JudgePlan
@@ -27,13 +28,13 @@ from seeds.inductor.settings import CaptureSettings
 
 
 def typed(cfg: DictConfig) -> Any:
-    """The composed config as the schema's dataclasses (its interpolations resolved). ValueError naming the key
-    whose value a settings class refuses."""
+    """The composed config as the schema's dataclasses (its interpolations resolved). KernelevoError naming the key
+    whose value a settings class refuses (a settings class's own KernelevoError passes as it is)."""
     try:
         return OmegaConf.to_object(cfg)
-    except OmegaConfBaseException as exc:
+    except OmegaConfBaseException as exc:  # a value OmegaConf refuses: its type, a missing value
         cause = exc.__cause__ if isinstance(exc.__cause__, ValueError) else None
-        raise ValueError(str(cause) if cause else f"{str(exc).splitlines()[0]} (key {exc.full_key})") from exc
+        raise KernelevoError(str(cause) if cause else f"{str(exc).splitlines()[0]} (key {exc.full_key})") from exc
 
 
 def part(node: Any, cls: type) -> Any:
@@ -64,7 +65,7 @@ def search_settings(search: Any) -> SearchSettings:
 
 def run_plan(cfg: DictConfig, run: Any = None) -> RunPlan:
     """A run's plan from its composed config (``conf.schema.RunConfig``, or a bench's, whose run part it is; `run`:
-    the config already ``typed``). ValueError naming a refused value."""
+    the config already ``typed``). KernelevoError naming a refused value."""
     run = typed(cfg) if run is None else run
     variants = run.inductor.variants
     return RunPlan(judge=judge_plan(run), search=search_settings(run.search), tuner=run.search.tuner,

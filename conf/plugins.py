@@ -17,7 +17,8 @@ from dataclasses import field, make_dataclass
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from hydra.utils import get_class
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from evo.benchmark.bench import LocalBackend
 from evo.benchmark.bench_ray import RayBackend
@@ -78,3 +79,15 @@ def register() -> None:
     store = ConfigStore.instance()
     for cls in PLUGINS:
         store.store(group=GROUP, name=target(cls), node=node(cls))
+
+
+def node_parameters(cfg, parent: str) -> list[str]:
+    """The parameters of the class the node at `parent` builds (``_target_``), as keys (``operators.list.0.weight``):
+    an operator's entry gives only those it changes, and the others are keys too. [] for a node that builds none."""
+    plugin = OmegaConf.select(cfg, parent, default=None) if parent else None
+    if not isinstance(plugin, DictConfig) or not isinstance(plugin.get("_target_"), str):
+        return []
+    try:
+        return [f"{parent}.{name}" for name in inspect.signature(get_class(plugin._target_)).parameters]
+    except (ImportError, ValueError, TypeError):  # no such class, or no signature: instantiate says what is wrong
+        return []

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from core.errors import KernelevoError
 from evo.reports.intervals import Bootstrap
 from evo.settings import Budget, Population, TunerSettings
 from fitness.settings import EvalSettings, ProblemSettings
@@ -111,8 +112,8 @@ class LLMConfig(TeamSettings, LLMSettings):
         LLMSettings.__post_init__(self)
         TeamSettings.__post_init__(self)
         if self.initialise not in INITIALISE_MODES:
-            raise ValueError(f"llm.initialise={self.initialise!r}: use true (write the first kernel from the "
-                             f"reference), from_seed (rewrite the seed) or false (start from the seed)")
+            raise KernelevoError(f"llm.initialise={self.initialise!r}: use true (write the first kernel from the "
+                                 f"reference), from_seed (rewrite the seed) or false (start from the seed)")
 
 
 @dataclass
@@ -239,7 +240,7 @@ def register() -> None:
 
 def run_config(saved: dict) -> DictConfig:
     """A run's config as its store saved it, typed: the keys it lacks (a run saved before they existed) at their
-    defaults. ValueError naming a key it has that the schema does not know."""
+    defaults. KernelevoError naming a key it has that the schema does not know."""
     from omegaconf.errors import OmegaConfBaseException
 
     saved = dict(saved)
@@ -248,5 +249,5 @@ def run_config(saved: dict) -> DictConfig:
     try:
         return OmegaConf.merge(OmegaConf.structured(RunConfig), saved)
     except OmegaConfBaseException as exc:
-        raise ValueError(f"the saved config does not fit this version's schema: {str(exc).splitlines()[0]} "
-                         f"(key {exc.full_key})") from exc
+        raise KernelevoError(f"the saved config does not fit this version's schema: {str(exc).splitlines()[0]} "
+                             f"(key {exc.full_key})") from exc

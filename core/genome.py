@@ -18,12 +18,13 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from core import pyast
+from core.errors import KernelevoError
 from core.records import from_record
 
 TUNABLE_NAME = "TUNABLE"
 
 
-class GenomeError(ValueError):
+class GenomeError(KernelevoError):
     """The source does not follow the TUNABLE convention; the message says what to fix."""
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from core.errors import KernelevoError
+
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
 
 
@@ -39,7 +41,7 @@ class Budget:
         for name in ("generations", "max_evaluations", "max_gpu_s", "wall_time_s", "generation0_s", "patience"):
             value = getattr(self, name)
             if value is not None and value < 0:
-                raise ValueError(f"search.{name} must not be negative, got {value}")
+                raise KernelevoError(f"search.{name} must not be negative, got {value}")
 
 
 @dataclass
@@ -78,17 +80,17 @@ class SearchSettings(Population):
 
     def __post_init__(self):
         if self.mu < 1 or self.lambda_ < 1:
-            raise ValueError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
+            raise KernelevoError(f"search.mu and search.lambda_ must be at least 1, got {self.mu}, {self.lambda_}")
         if self.islands < 1 or self.migration_interval < 1 or not 0 <= self.migration_size <= self.mu:
-            raise ValueError(f"search.islands and search.migration_interval must be at least 1 and "
-                             f"search.migration_size within [0, mu]; got {self.islands}, {self.migration_interval}, "
-                             f"{self.migration_size}")
+            raise KernelevoError(f"search.islands and search.migration_interval must be at least 1 and "
+                                 f"search.migration_size within [0, mu]; got {self.islands}, "
+                                 f"{self.migration_interval}, {self.migration_size}")
         if self.parallel is not None and self.parallel < 1:
-            raise ValueError(f"search.parallel must be at least 1 (or null: lambda_ x islands), got "
-                             f"{self.parallel}")
+            raise KernelevoError(f"search.parallel must be at least 1 (or null: lambda_ x islands), got "
+                                 f"{self.parallel}")
         if self.staleness is not None and self.staleness < 1:
-            raise ValueError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
-                             f"{self.staleness}")
+            raise KernelevoError(f"search.staleness must be at least 1 (or null: lambda_ x islands), got "
+                                 f"{self.staleness}")
 
     def on_evaluators(self, evaluators: int) -> "SearchSettings":
         """The settings of a search on `evaluators` evaluators (GPUs): its supply scaled to them (lambda_per_gpu)."""
@@ -137,9 +139,8 @@ class TunerSettings:
     """``search.tuner``: each individual's own Optuna study (``evo.tuning.tuner``)."""
     trials: int = 6  # Optuna trials per individual (its first trial is the operator's own choice)
     # trials of one individual asked at once and evaluated concurrently (told back in order). TPE learns between
-    # batches, so this is part of the search: 3 gives its model a second batch (experiments/results/
-    # tuner_compare_h100_8seeds.md measured the samplers so); six at once brought no more evaluations per hour
-    # (experiments/results/throughput/throughput_h100.md, run i)
+    # batches, so this is part of the search: 3 gives its model a second batch within the default 6 trials; more at
+    # once raise no throughput (docs/measurements.md)
     parallel: int = 3
     sampler: str = "tpe"  # tpe: multivariate TPE, a third of the trials random start-up; random: seeded random search
     # tpe: each study starts from the trials of the individual's ancestors of the same kernel structure (same code
@@ -149,8 +150,8 @@ class TunerSettings:
 
     def __post_init__(self):
         if self.trials < 1 or self.parallel < 1:
-            raise ValueError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got {self.trials}, "
-                             f"{self.parallel}")
+            raise KernelevoError(f"search.tuner.trials and search.tuner.parallel must be at least 1, got "
+                                 f"{self.trials}, {self.parallel}")
         if self.sampler not in SAMPLERS:
-            raise ValueError(f"search.tuner.sampler={self.sampler!r} is not a sampler; use one of "
-                             f"{', '.join(SAMPLERS)}")
+            raise KernelevoError(f"search.tuner.sampler={self.sampler!r} is not a sampler; use one of "
+                                 f"{', '.join(SAMPLERS)}")

@@ -1,4 +1,3 @@
-"""The judge layer: problems, sandboxed workers, correctness, guards, timing and baselines. It may import core and
-hardware_profiles. Its subpackages, bottom up, each importing only those below it and the root's settings
-(fitness.settings, which imports none of them): common, comparison, problems, measure, judge, workers, evaluation;
-fitness/suite/ holds the bundled problems (data) (docs/architecture.md; tests/test_layers.py)."""
+"""The judge layer: problems, sandboxed workers, correctness, guards, timing and baselines; fitness/suite/ holds
+the bundled problems (data). Its subpackages and the root's settings (fitness.settings), and what each may import:
+docs/architecture.md, checked by tests/test_layers.py."""

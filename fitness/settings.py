@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from core.errors import KernelevoError
+
 PROFILERS = ("none", "ncu")
 # every known baseline, in the order tables show them (what each one is: fitness.baselines)
 BASELINES = ("eager", "compile", "max_autotune")
@@ -55,8 +57,8 @@ class EvalSettings:
     seed: int = 0  # base seed: trial t uses seed+t; parameters are initialised with seed
     timeout_s: float = 120.0  # per candidate evaluation, in its own process
     # per kernel Triton builds for a candidate (ahead, or on its first call): a worker still compiling one after this
-    # is killed (status compile_timeout); kernels build in 0.7-2.1 s on an H100, a tile far too large for its warps
-    # in minutes; null: only timeout_s
+    # is killed (status compile_timeout): a kernel builds in seconds, a tile far too large for its warps in minutes
+    # (docs/measurements.md); null: only timeout_s
     compile_timeout_s: Optional[float] = 30.0
     baseline_timeout_s: float = 900.0  # one baseline job: the reference's baselines compiled and timed
     # what speed-ups are measured against: eager, compile (torch.compile at its defaults), max_autotune
@@ -99,8 +101,8 @@ class EvalSettings:
     warm_judge: bool = True
     # true: a worker's start-up (its CUDA context, then the judge's warm-up) holds the GPU's shared lock, so none
     # overlaps a timing (one start-up at a time either way); false: they run during timings (more evaluations per
-    # hour: experiments/results/throughput/throughput_h100.md); null: false where the hardware profile says start-ups
-    # were measured not to disturb a timing (start_up_disturbs_timing: false; the H200), else true
+    # hour); null: false where the hardware profile says start-ups do not disturb a timing (its
+    # start_up_disturbs_timing: false), else true
     start_up_under_lock: Optional[bool] = None
     timing: TimingSettings = field(default_factory=TimingSettings)
     # profiler feedback for the LLM agents: none, or ncu (Nsight Compute on a GPU: DRAM/SM throughput, occupancy,
@@ -117,31 +119,31 @@ class EvalSettings:
         if isinstance(self.timing, dict):  # a partial dict (tests, a stored run): the rest at their defaults
             self.timing = TimingSettings(**self.timing)
         if self.profile not in PROFILERS:
-            raise ValueError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
+            raise KernelevoError(f"fitness.profile must be one of {PROFILERS}, got {self.profile!r}")
         if self.trials < 1:
-            raise ValueError(f"fitness.trials must be at least 1, got {self.trials}")
+            raise KernelevoError(f"fitness.trials must be at least 1, got {self.trials}")
         if self.timeout_s <= 0:
-            raise ValueError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
+            raise KernelevoError(f"fitness.timeout_s must be positive, got {self.timeout_s}")
         if self.compile_timeout_s is not None and self.compile_timeout_s <= 0:
-            raise ValueError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
-                             f"{self.compile_timeout_s}")
+            raise KernelevoError(f"fitness.compile_timeout_s must be positive (or null for no limit of its own), got "
+                                 f"{self.compile_timeout_s}")
         if self.spares is not None and self.spares < 0:
-            raise ValueError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
-                             f"{self.spares}")
+            raise KernelevoError(f"fitness.spares must be at least 0 (or null: one per evaluation in flight), got "
+                                 f"{self.spares}")
         self.baselines = list(self.baselines or [])
         if set(self.baselines) - set(BASELINES) or len(set(self.baselines)) < len(self.baselines):
-            raise ValueError(f"fitness.baselines={self.baselines}: name each baseline once, from {list(BASELINES)} "
-                             f"(e.g. fitness.baselines=[eager,compile] to skip max-autotune)")
+            raise KernelevoError(f"fitness.baselines={self.baselines}: name each baseline once, from {list(BASELINES)} "
+                                 f"(e.g. fitness.baselines=[eager,compile] to skip max-autotune)")
         if self.baseline_compile_timeout_s is not None and self.baseline_compile_timeout_s <= 0:
-            raise ValueError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
-                             f"own), got {self.baseline_compile_timeout_s}")
+            raise KernelevoError(f"fitness.baseline_compile_timeout_s must be positive (or null for no limit of its "
+                                 f"own), got {self.baseline_compile_timeout_s}")
         if self.rounding_allowance is not None and not self.rounding_allowance >= 0:
-            raise ValueError(f"fitness.rounding_allowance must be at least 0 (K times the fp32 reference's rms rounding "
-                             f"error), or null for no second opinion, got {self.rounding_allowance}")
+            raise KernelevoError(f"fitness.rounding_allowance must be at least 0 (K times the fp32 reference's rms "
+                                 f"rounding error), or null for no second opinion, got {self.rounding_allowance}")
         checked = self.timing.checked_calls
         if not isinstance(checked, int) or checked < 0:
-            raise ValueError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls checked "
-                             f"against the reference), got {checked!r}")
+            raise KernelevoError(f"fitness.timing.checked_calls must be a whole number of at least 0 (timed calls "
+                                 f"checked against the reference), got {checked!r}")
 
     def warm_spares(self, in_flight: int) -> int:
         """Warm workers to keep ready with `in_flight` evaluations at once on one evaluator's device: ``spares``, by

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from core.errors import KernelevoError
+
 PROFILE_DIR = Path(__file__).resolve().parent
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 # what torch's device properties do not report: 255 registers per thread on every NVIDIA GPU from compute
@@ -68,7 +70,7 @@ def available_profiles() -> list[str]:
 def load_profile(name: str) -> HardwareProfile:
     path = PROFILE_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise ValueError(
+        raise KernelevoError(
             f"unknown hardware profile {name!r}; choose one of {available_profiles()} "
             f"(files in {PROFILE_DIR}) or 'auto' to detect the live device"
         )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 
+from core.errors import KernelevoError
 from evo.benchmark.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def changed_runs(config: dict, tasks: list[BenchTask], bench_dir: Path) -> dict[
             continue
         try:
             stored = stored_settings(saved)
-        except ValueError as exc:
+        except KernelevoError as exc:
             changed[run_dir.name] = [f"its config is of another kernelevo version ({exc})"]
             continue
         now = dict(expected)
@@ -113,22 +114,22 @@ def changed_runs(config: dict, tasks: list[BenchTask], bench_dir: Path) -> dict[
 
 
 def check_rerun(plan: BenchPlan, bench_dir: Path) -> dict[str, list[str]]:
-    """The runs to make again (``changed_runs``); ValueError naming them and the two ways on when there are any
+    """The runs to make again (``changed_runs``); KernelevoError naming them and the two ways on when there are any
     and bench.rerun does not ask for it."""
     rerun = plan.bench.rerun
     if rerun not in (None, *RERUN):
-        raise ValueError(f"bench.rerun={rerun}: use bench.rerun=changed (run again the problems whose "
-                         f"stored runs have other settings than the command's) or leave it out")
+        raise KernelevoError(f"bench.rerun={rerun}: use bench.rerun=changed (run again the problems whose "
+                             f"stored runs have other settings than the command's) or leave it out")
     changed = changed_runs(plan.run.plan.config, list(plan.tasks), bench_dir)
     if changed and rerun is None:
         first = [f"{name} ({'; '.join(keys[:SHOWN])}{f'; {len(keys) - SHOWN} more' if len(keys) > SHOWN else ''})"
                  for name, keys in list(changed.items())[:3]]
         more = f", and {len(changed) - 3} more" if len(changed) > 3 else ""
-        raise ValueError(f"bench.dir={bench_dir} holds {len(changed)} run{'s' if len(changed) > 1 else ''} made with "
-                         f"other settings than this command's: {', '.join(first)}{more}; start a fresh bench in "
-                         f"another bench.dir (or none: a new one under outputs/bench/), or run those problems again "
-                         f"with these settings: bench.rerun=changed (their runs are kept under "
-                         f"{bench_dir / REPLACED}/)")
+        raise KernelevoError(f"bench.dir={bench_dir} holds {len(changed)} run{'s' if len(changed) > 1 else ''} made "
+                             f"with other settings than this command's: {', '.join(first)}{more}; start a fresh bench "
+                             f"in another bench.dir (or none: a new one under outputs/bench/), or run those problems "
+                             f"again with these settings: bench.rerun=changed (their runs are kept under "
+                             f"{bench_dir / REPLACED}/)")
     return changed
 
 

@@ -18,6 +18,7 @@ import sys
 import hydra
 
 import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
+from core.errors import KernelevoError
 from core.log import configure as configure_logging
 from fitness.common.lifeline import arm
 from kernelevo.commands import COMMANDS, Failed, fail, interrupted
@@ -52,10 +53,10 @@ def seeds_option(name: str, args: list[str]) -> tuple[list[str], int | None]:
     joined = args[at].startswith("--seeds=")  # --seeds=3 as well as --seeds 3
     given = args[at].partition("=")[2] if joined else args[at + 1] if at + 1 < len(args) else ""
     if name not in ("bench", "run"):
-        raise ValueError(f"--seeds is an option of kernelevo bench and kernelevo run, not of kernelevo {name}")
+        raise KernelevoError(f"--seeds is an option of kernelevo bench and kernelevo run, not of kernelevo {name}")
     if not given.isdigit() or int(given) < 1:
-        raise ValueError(f"--seeds {given}: give the number of search seeds, a whole number of at least 1 (e.g. "
-                         f"--seeds 3)")
+        raise KernelevoError(f"--seeds {given}: give the number of search seeds, a whole number of at least 1 (e.g. "
+                             f"--seeds 3)")
     return args[:at] + args[at + (1 if joined else 2):], int(given)
 
 
@@ -123,8 +124,8 @@ def _main(argv: list[str] | None) -> None:
         swept = next((o for o in overrides if is_sweep(o)), None)
         if swept is not None and not multirun:  # else Hydra's "Ambiguous value", after the directory was made
             key, _, value = swept.partition("=")
-            raise ValueError(f"{swept}: a comma makes a sweep, which needs --multirun; for one value holding a "
-                             f"comma, quote it: {key}='{value}'")
+            raise KernelevoError(f"{swept}: a comma makes a sweep, which needs --multirun; for one value holding a "
+                                 f"comma, quote it: {key}='{value}'")
         single = not flags and not multirun and output_dir is not None  # a sweep without --multirun: refused above
         held, pins, plan = None, [], None
         if not wants_info(flags):
@@ -137,7 +138,7 @@ def _main(argv: list[str] | None) -> None:
             held, pins = claim(name, cfg, output_dir, multirun)  # the directory is this command's
             if command.claimed is not None:
                 plan = claimed(command, plan, held)
-    except ValueError as exc:  # a ConfigError, a command check's or a location's error naming the fix
+    except KernelevoError as exc:  # a ConfigError, a command check's or a location's error naming the fix
         fail(str(exc))
     try:
         if single and plan is not None:
@@ -221,7 +222,7 @@ def in_job(command):
             try:
                 plan = command.plan(cfg, list(HydraConfig.get().overrides.task))
                 plan = plan if command.claimed is None else command.claimed(plan)
-            except ValueError as exc:
+            except KernelevoError as exc:
                 fail(str(exc))
             return command.task(cfg, plan)
         except (Failed, Exception) as exc:
@@ -252,7 +253,7 @@ def job_failed(cfg, exc: BaseException) -> None:
     name = str(cfg.problem.name) if "problem" in cfg and "name" in cfg.problem else ""
     try:
         problem = resolve_problem(name).name if name else ""
-    except ValueError:
+    except KernelevoError:
         problem = name
     record_failure(where, message, problem)
     FAILED_JOBS.append((str(where), status))

@@ -12,6 +12,7 @@ from typing import Callable
 
 from omegaconf import DictConfig
 
+from core.errors import KernelevoError
 from fitness.common.lifeline import INTERRUPTED_EXIT
 from kernelevo import plans
 
@@ -116,13 +117,13 @@ def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
 
     try:
         evaluator, lease = leased_evaluator(plan.judge)
-    except ValueError as exc:
+    except KernelevoError as exc:
         fail(str(exc))
     completed = False
     try:
         try:
             source, label = read_candidate(plan.candidate, evaluator.problem)
-        except ValueError as exc:
+        except KernelevoError as exc:
             fail(str(exc))
         with evaluator:
             log.info(f"{evaluator.describe()}")
@@ -152,7 +153,7 @@ def seed(cfg: DictConfig, plan: plans.SeedPlan) -> None:
         device, problem, policy = parts.device, parts.problem, parts.policy
         sources = inductor_seeds(problem, device, parts.profile.name, default_cache_dir(parts.settings),
                                  variants=plan.variants, settings=plan.capture, **policy_options(policy))
-    except ValueError as exc:  # SeedError included: it names what is missing and the ways out
+    except KernelevoError as exc:  # SeedError included: it names what is missing and the ways out
         fail(str(exc))
     try:
         out = _out_path(plan.out)
@@ -179,7 +180,7 @@ def run(cfg: DictConfig, planned: plans.PlannedRun) -> None:
     try:
         own = own or Claim(run_dir, "wait for it to end, or start this sweep in another hydra.sweep.dir",
                            "kernelevo run").__enter__()
-    except ValueError as exc:
+    except KernelevoError as exc:
         fail(str(exc))
     try:
         taken = run_taken(run_dir, "hydra.sweep.dir" if multirun else "hydra.run.dir")  # known before Hydra: checked
@@ -189,10 +190,10 @@ def run(cfg: DictConfig, planned: plans.PlannedRun) -> None:
         try:  # runs of a sweep over search seeds (--seeds N) name theirs in every progress line
             summary = execute(planned.plan, run_dir, planned.checked,
                               tag=f"seed {planned.plan.search.seed}" if "search.seed" in swept else "")
-        except ValueError as exc:
-            fail(str(exc) + _discarded(run_dir, own))
         except LLMError as exc:  # the initialiser's call, before the search (no child is made without it)
             fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
+        except KernelevoError as exc:  # a user's error; any other exception is a bug: its traceback, its directory
+            fail(str(exc) + _discarded(run_dir, own))
         except KeyboardInterrupt:
             _interrupted_run(run_dir)
         llm_stop(run_dir, summary.stop_reason)
@@ -204,9 +205,10 @@ def run(cfg: DictConfig, planned: plans.PlannedRun) -> None:
 
 
 def _discarded(run_dir: Path, own) -> str:
-    """After a run failed: when it had evaluated nothing (a bad problem, a failed seed capture), the directory as
-    it was before the run (none, when the run made it), so that nothing blocks running it there again; what to add
-    to the error saying so ('' when the run kept its evaluations)."""
+    """After a run failed with a user's error (a KernelevoError: a bad problem, a failed seed capture): when it had
+    evaluated nothing, the directory as it was before the run (none, when the run made it), so that nothing blocks
+    running it there again; what to add to the error saying so ('' when the run kept its evaluations). A bug never
+    comes here: its directory stays as the run left it."""
     from evo.records.store import DB_NAME, RunStore
 
     if (run_dir / DB_NAME).is_file():
@@ -223,22 +225,21 @@ def _discarded(run_dir: Path, own) -> str:
 
 def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
     """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
-    from hydra.utils import instantiate
-
     from evo.benchmark.bench import BenchError, BenchInterrupted, execute_bench
     from evo.benchmark.selection import level_sizes
     from evo.benchmark.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
+    from evo.runs.run import plugin
     from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
     tasks = list(plan.tasks)
     try:
-        backend = instantiate(cfg.bench.backend)  # the bench/backend plug-in, a node of its own
-    except ValueError as exc:
+        backend = plugin(cfg.bench.backend)  # the bench/backend plug-in, a node of its own
+    except KernelevoError as exc:
         fail(str(exc))
     bench_dir = Path(plan.bench.dir).expanduser().resolve() if plan.bench.dir else _output_dir().resolve()
     try:  # again, now that the bench directory is this command's: a bench may have written there since
         replaced = set_aside(bench_dir, list(check_rerun(plan, bench_dir)))
-    except ValueError as exc:
+    except KernelevoError as exc:
         fail(str(exc))
     if replaced is not None:
         print(f"[bench] bench.rerun=changed: the runs made with other settings are kept under {replaced}; their "
@@ -285,10 +286,10 @@ def resume(cfg: DictConfig, plan: plans.ResumePlan) -> None:
     try:
         plans.check_llm(plan.run, warn=True)
         summary = execute(plan.run.plan, run_dir, plan.run.checked)
-    except ValueError as exc:
-        fail(str(exc))
     except LLMError as exc:
         fail(f"{exc}; fix it, then: kernelevo resume run_dir={run_dir}", status=1)
+    except KernelevoError as exc:
+        fail(str(exc))
     except KeyboardInterrupt:
         _interrupted_run(run_dir)
     llm_stop(run_dir, summary.stop_reason)
@@ -301,7 +302,7 @@ def report(cfg: DictConfig, run_dir: Path) -> None:
 
     try:
         path = write_report(run_dir)
-    except ValueError as exc:
+    except KernelevoError as exc:
         fail(str(exc))
     print(f"report written to {path}")
 
@@ -319,7 +320,7 @@ def table(cfg: DictConfig, plan) -> None:
 
     try:
         write_table(plan)
-    except ValueError as exc:
+    except KernelevoError as exc:
         fail(str(exc))
 
 

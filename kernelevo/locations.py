@@ -23,10 +23,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from core.errors import KernelevoError
 from evo.records.claim import Claim
 
 
-class LocationError(ValueError):
+class LocationError(KernelevoError):
     """A command could not write where it is told to; the message names the location and the fix."""
 
 
@@ -113,7 +114,7 @@ def _pinned(key: str, path: Path) -> str:
 def claim(command: str, cfg: DictConfig, output_dir: Path | None, multirun: bool) -> tuple[Claim | None, list[str]]:
     """Claim the directory `command` writes into, before Hydra writes anything: (the claim, or None where the
     command claims nothing here; the overrides that pin Hydra's output directory to the one claimed, whose
-    ``${now:...}`` would otherwise be resolved again, a second later). Raises ValueError (``DirectoryInUse``, or the
+    ``${now:...}`` would otherwise be resolved again, a second later). Raises KernelevoError (``DirectoryInUse``, or the
     directory holds a run already) naming the way out."""
     setting = "hydra.sweep.dir" if multirun else "hydra.run.dir"
     pins: list[str] = []

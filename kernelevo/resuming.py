@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
+from core.errors import KernelevoError
+
 if TYPE_CHECKING:  # the CLI imports this module before any of the search's
     from evo.records.checkpoint import Checkpoint
     from evo.settings import Budget, SearchSettings
@@ -67,7 +69,7 @@ def patience_note(budget: Budget, checkpoint: Checkpoint | None) -> str:
 
 
 def check_resume(settings: SearchSettings, run_dir: Path, given: dict) -> str:
-    """Raise ValueError when a resume given budgets (`given`: key -> value, applied in `settings`, the search's
+    """Raise KernelevoError when a resume given budgets (`given`: key -> value, applied in `settings`, the search's
     settings of the config ``resumed_config`` made) would run nothing; else the note on patience ('' when none).
     Prints nothing."""
     from evo.records.store import RunStore
@@ -82,7 +84,7 @@ def check_resume(settings: SearchSettings, run_dir: Path, given: dict) -> str:
         store.close()
     if stops:
         asked = " ".join(f"{key}={'null' if value is None else value}" for key, value in given.items())
-        raise ValueError(f"resuming {run_dir} with {asked} would run nothing: {'; '.join(stops)}")
+        raise KernelevoError(f"resuming {run_dir} with {asked} would run nothing: {'; '.join(stops)}")
     return patience_note(settings.budget, checkpoint)
 
 
@@ -111,10 +113,10 @@ def saved_config(run_dir: Path) -> DictConfig:
     config = store.get_meta("config")
     store.close()
     if config is None:
-        raise ValueError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")
+        raise KernelevoError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")
     if "sampler" not in (config.get("search") or {}).get("tuner", {"sampler": None}):  # its tuner would change
-        raise ValueError(f"{run_dir}: the run was saved before search.tuner.sampler and warm_start existed: start a "
-                         f"new run")
+        raise KernelevoError(f"{run_dir}: the run was saved before search.tuner.sampler and warm_start existed: start "
+                             f"a new run")
     from conf.schema import run_config
 
     return run_config(config)
@@ -122,7 +124,7 @@ def saved_config(run_dir: Path) -> DictConfig:
 
 def resumed_config(run_dir: Path, changes: dict) -> tuple[DictConfig, str]:
     """The run's saved config with `changes` (budgets: `search.generations` -> 10, ...) applied, and the line saying
-    which checkpoint the run resumes from and what changed. ValueError for a budget of settings the run has not
+    which checkpoint the run resumes from and what changed. KernelevoError for a budget of settings the run has not
     (``llm.budget.*`` of a run without an LLM)."""
     from evo.records.store import RunStore
 
@@ -134,8 +136,8 @@ def resumed_config(run_dir: Path, changes: dict) -> tuple[DictConfig, str]:
     for key, value in changes.items():
         top = key.partition(".")[0]
         if OmegaConf.select(cfg, top) is None:  # llm.budget.* of a run without an LLM
-            raise ValueError(f"{key}: the run in {run_dir} has no {top} settings to change ({top}=none); leave "
-                             f"{key} out")
+            raise KernelevoError(f"{key}: the run in {run_dir} has no {top} settings to change ({top}=none); leave "
+                                 f"{key} out")
         before = OmegaConf.select(cfg, key, default=None)
         if before != value:
             OmegaConf.update(cfg, key, value, force_add=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from core.errors import KernelevoError
 from evo.benchmark.bench import ROWS, RUNS, Row, slug
 from evo.benchmark.selection import level_sizes
 from evo.benchmark.bench_report import console_table, summary_lines, write_bench_report
@@ -28,11 +29,11 @@ BENCH_JSON = "bench.json"  # a bench's own table, whose meta says its KernelBenc
 
 
 def bench_folder(text: str) -> Path:
-    """A bench directory of `bench_dirs`, checked: it holds a bench's rows (ValueError naming the fix)."""
+    """A bench directory of `bench_dirs`, checked: it holds a bench's rows (KernelevoError naming the fix)."""
     folder = Path(text).expanduser().resolve()
     if not (folder / ROWS).is_dir():
-        raise ValueError(f"bench_dirs: {text} holds no bench (no {ROWS}/ folder in it); give the bench.dir of each "
-                         f"`kernelevo bench` to gather, e.g. bench_dirs=[B/level1,B/level2]")
+        raise KernelevoError(f"bench_dirs: {text} holds no bench (no {ROWS}/ folder in it); give the bench.dir of each "
+                             f"`kernelevo bench` to gather, e.g. bench_dirs=[B/level1,B/level2]")
     return folder
 
 
@@ -42,8 +43,8 @@ def check_table(cfg: DictConfig):
     plan = typed(cfg)  # the command's typed plan (conf.plan): TableConfig, its intervals a Bootstrap
     dirs = [bench_folder(d) for d in plan.bench_dirs]
     if len(set(dirs)) != len(dirs):
-        raise ValueError(f"bench_dirs names a directory twice ({', '.join(str(d) for d in plan.bench_dirs)}); give "
-                         f"each bench directory once")
+        raise KernelevoError(f"bench_dirs names a directory twice ({', '.join(str(d) for d in plan.bench_dirs)}); give "
+                             f"each bench directory once")
     gather(dirs, plan.later_wins)
     return plan
 
@@ -55,7 +56,7 @@ def _settings(run_dir: Path) -> dict | None:
         return None
     try:
         return stored_settings(saved)
-    except ValueError:
+    except KernelevoError:
         return None
 
 
@@ -69,7 +70,7 @@ def differing(a: dict | None, b: dict | None) -> list[str]:
 
 def gather(folders: list[Path], later_wins: bool = False) -> tuple[list[Row], dict, list[str]]:
     """The rows of every bench directory, one per problem and search seed: (rows, row label -> its run directory,
-    lines saying which duplicates were resolved). ValueError naming a problem held with other settings, unless
+    lines saying which duplicates were resolved). KernelevoError naming a problem held with other settings, unless
     `later_wins`: then the later directory's row is kept and its line names the keys."""
     kept: dict[str, tuple[Path, Row]] = {}
     lines, clashes = [], []
@@ -93,12 +94,12 @@ def gather(folders: list[Path], later_wins: bool = False) -> tuple[list[Row], di
                                  f"{folder} (the later in bench_dirs) is kept")
             kept[key] = (folder, row)
     if clashes:
-        raise ValueError(f"{clashes[0]}" + (f", and {len(clashes) - 1} more problem(s) so" if len(clashes) > 1
+        raise KernelevoError(f"{clashes[0]}" + (f", and {len(clashes) - 1} more problem(s) so" if len(clashes) > 1
                                              else "") +
-                         "; one table holds one setting per problem: leave one of those directories out of "
-                         "bench_dirs, run the problem again in one of them with the other's settings "
-                         "(kernelevo bench ... bench.dir=DIR bench.rerun=changed), or keep the later directory's "
-                         "row (later_wins=true)")
+                             "; one table holds one setting per problem: leave one of those directories out of "
+                             "bench_dirs, run the problem again in one of them with the other's settings "
+                             "(kernelevo bench ... bench.dir=DIR bench.rerun=changed), or keep the later directory's "
+                             "row (later_wins=true)")
     rows = [row for _, row in kept.values()]
     return rows, {row.label: folder / RUNS / slug(row.name, row.search_seed) for folder, row in kept.values()}, lines
 

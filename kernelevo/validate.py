@@ -32,6 +32,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
+from conf.plugins import node_parameters
+from core.errors import KernelevoError
+
 JOB_NAME = "commands"  # Hydra's job name, as hydra.main named it after the tasks' module (its log: commands.log)
 OPEN_SPOTS = ("problem.sizes", "inductor.variants")  # keys below these are free (see above)
 GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (kernelevo list problems)",
@@ -46,7 +49,7 @@ INFO_FLAGS = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--
               "-sc", "--version"}
 
 
-class ConfigError(ValueError):
+class ConfigError(KernelevoError):
     """An override names no key or option of the command's config, or a mandatory value is missing."""
 
 
@@ -84,22 +87,6 @@ def has_key(cfg, key: str) -> bool:
     return False
 
 
-def plugin_parameters(cfg, parent: str) -> list[str]:
-    """The parameters of the class the node at `parent` builds (``_target_``), as keys (``operators.list.0.weight``):
-    an operator's entry gives only those it changes, and the others are keys too. [] for a node that builds none."""
-    import inspect
-
-    from hydra.utils import get_class
-
-    node = OmegaConf.select(cfg, parent, default=None) if parent else None
-    if not isinstance(node, DictConfig) or not isinstance(node.get("_target_"), str):
-        return []
-    try:
-        return [f"{parent}.{name}" for name in inspect.signature(get_class(node._target_)).parameters]
-    except (ImportError, ValueError, TypeError):  # instantiate says what is wrong with the target
-        return []
-
-
 def all_keys(cfg, prefix: str = "") -> list[str]:
     """Every dotted key of a config (dict keys, then their children)."""
     keys = []
@@ -130,7 +117,7 @@ def _resolved_dir(cfg: DictConfig, key: str) -> Path | None:
 
     try:
         return Path(OmegaConf.select(cfg, key, throw_on_missing=True)).absolute()
-    except (OmegaConfBaseException, ValueError):  # the job's runtime (`${hydra:...}`): the task checks it itself
+    except OmegaConfBaseException:  # the job's runtime (`${hydra:...}`): the task checks it itself
         return None
 
 
@@ -274,7 +261,7 @@ class Validator:
         if "/" in key:
             raise ConfigError(f"{line}: no config group {key!r}" + _closest(key, self._groups(), "groups"))
         text = line.lstrip("+~")
-        if _is_open(key) or (not has_key(base, key) and key in plugin_parameters(base, key.rpartition(".")[0])):
+        if _is_open(key) or (not has_key(base, key) and key in node_parameters(base, key.rpartition(".")[0])):
             return line if o.is_delete() else "++" + text
         if not has_key(base, key):
             raise ConfigError(self._unknown(key, base))
@@ -330,7 +317,7 @@ class Validator:
                       and has_key(compose(self.config_name, overrides=[f"{group}={option}"]), key)]
             if having:
                 return message + f": it exists with {group}={'|'.join(having)}"
-        keys = [k for k in all_keys(base) if not _is_hydra(k)] + plugin_parameters(base, key.rpartition(".")[0])
+        keys = [k for k in all_keys(base) if not _is_hydra(k)] + node_parameters(base, key.rpartition(".")[0])
         leaves = [k for k in keys if not any(other.startswith(k + ".") for other in keys)]
         if len(leaves) <= 12:  # a small config (resume, report): say all it takes
             return message + f"; it takes {', '.join(leaves)}"

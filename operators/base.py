@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
+from core.errors import KernelevoError
 from core.genome import Genome
 from core.individual import Individual
 from hardware_profiles import HardwareProfile
@@ -97,7 +98,7 @@ class Operator(ABC):
 
     def __post_init__(self):
         if not self.weight >= 0:
-            raise ValueError(f"{type(self).__name__}: weight must be >= 0, got {self.weight!r}")
+            raise KernelevoError(f"{type(self).__name__}: weight must be >= 0, got {self.weight!r}")
 
     @abstractmethod
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:

@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
+from core.errors import KernelevoError
 from core.genome import Genome
 from core.individual import Individual
 from operators.base import Operator, OperatorContext
@@ -50,9 +51,9 @@ class ParamMutation(Operator):
     def __post_init__(self):
         super().__post_init__()
         if self.max_params < 1:
-            raise ValueError(f"ParamMutation: max_params must be >= 1, got {self.max_params}")
+            raise KernelevoError(f"ParamMutation: max_params must be >= 1, got {self.max_params}")
         if not 0.0 <= self.neighbour_prob <= 1.0:
-            raise ValueError(f"ParamMutation: neighbour_prob must be in [0, 1], got {self.neighbour_prob}")
+            raise KernelevoError(f"ParamMutation: neighbour_prob must be in [0, 1], got {self.neighbour_prob}")
 
     def __call__(self, parents: list[Individual], rng: random.Random, context: OperatorContext) -> list[Genome]:
         (parent,) = self.check_arity(parents)

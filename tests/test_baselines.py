@@ -5,6 +5,7 @@ CPU, and the evaluator's on the interpreter (no compiled baseline there: not mea
 import pytest
 
 from conftest import SCALE_SHIFT
+from core.errors import KernelevoError
 from fitness.measure import baselines
 from fitness.workers import worker
 from fitness.measure.baselines import (BASELINES, Baseline, best_text, compiling, jobs_text, measure, speedup_rows,
@@ -141,9 +142,9 @@ def test_no_verdict_where_no_baseline_was_measured():
 
 def test_the_baselines_are_one_setting_checked_with_a_clear_error():
     assert EvalSettings().baselines == ["eager", "compile", "max_autotune"]
-    with pytest.raises(ValueError, match=r"fitness.baselines=\['eager', 'autotune'\]: name each baseline once"):
+    with pytest.raises(KernelevoError, match=r"fitness.baselines=\['eager', 'autotune'\]: name each baseline once"):
         EvalSettings(baselines=["eager", "autotune"])
-    with pytest.raises(ValueError, match="once"):
+    with pytest.raises(KernelevoError, match="once"):
         EvalSettings(baselines=["eager", "eager"])
     from conf.schema import run_config  # a run saved before fitness.baselines: its config, typed (issue 46: one place)
 

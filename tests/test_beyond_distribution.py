@@ -90,6 +90,7 @@ def test_the_parameter_trial_says_why_it_did_not_run(sandbox):
     assert result.guards["parameters"] == {"not_run": "Model has no floating-point parameters"}
 
 
+@pytest.mark.slow
 def test_a_guessed_normaliser_fails_the_differential_trial_and_an_honest_softmax_passes(sandbox):
     guessed = candidate("softmax_guessed_normaliser")  # exact only for a row holding an outlier
     with make_evaluator(LONG_SOFTMAX, sandbox=sandbox) as ev:

@@ -6,11 +6,11 @@ as it arrives, the variants after the default share ``inductor.variants_budget_s
 import os
 import re
 import sys
-import time
 
 import pytest
 
 from conf.plan import run_plan
+from core.errors import KernelevoError
 from fitness.problems.problem import resolve_problem
 from kernelevo.validate import ConfigError, Validator
 from seeds import inductor as seeds
@@ -84,9 +84,8 @@ def test_the_variants_budget_starts_when_the_default_is_written_and_stops_the_pr
     out, names, arrived = tmp_path / "captured.json", ["default", "slow", "after"], []
     command = lambda variant_s, default_s=0.1: [sys.executable, "-c", SLOW_VARIANT, str(out),  # noqa: E731
                                                 str(variant_s), str(default_s)]
-    started = time.monotonic()
     stopped = watch(command(30), out, names, 5.0, 0.5, lambda name, got: arrived.append(name))
-    assert time.monotonic() - started < 5  # stopped at the budget's end, not at the variant's
+    # stopped at the budget's end (killed: no return code), not at the variant's (which would have written it)
     assert list(stopped.captured) == arrived == ["default"] and stopped.returncode is None
     assert stopped.stopped_after_s == 0.5 and "finished_at" not in stopped.captured["default"]
     out.unlink()
@@ -105,5 +104,6 @@ def test_the_variants_budget_is_a_setting_of_run_and_seed_checked_on_the_command
     assert cfg.inductor.variants_budget_s == 45
     with pytest.raises(ConfigError, match="did you mean inductor.variants_budget_s"):
         Validator("run", "config").check(["inductor.variants_budget=30"])
-    with pytest.raises(ValueError, match=r"inductor.variants_budget_s=0: the seconds Inductor's variants share must"):
+    with pytest.raises(KernelevoError,
+                       match=r"inductor.variants_budget_s=0: the seconds Inductor's variants share must"):
         CaptureSettings(variants_budget_s=0)

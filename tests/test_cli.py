@@ -2,6 +2,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import CANDIDATES, SCALE_SHIFT, SESSION_HOME, kernelevo
 from fitness.workers.pool import SANDBOXES, Lease
 
@@ -69,6 +71,7 @@ def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
     assert list((SESSION_HOME / ".cache" / "kernelevo" / "inductor-seeds").glob("layernorm-*"))  # not in ~/.cache
 
 
+@pytest.mark.slow
 def test_seed_writes_each_inductor_variant_that_changes_the_kernels_next_to_the_seed(tmp_path):
     out = tmp_path / "seed.py"
     proc = kernelevo("seed", "problem=sum_reduction", "problem.size_preset=test", f"out={out}", cwd=tmp_path)

@@ -1,6 +1,7 @@
 """Issue 44: a run directory is claimed for a command's life (two runs started together: one runs, the other is
 refused in one line and writes nothing; also `resume`), a claim left by a dead process blocks nothing, and a run that
-fails before its first evaluation leaves its directory as it found it."""
+fails with a user's error before its first evaluation leaves its directory as it found it (issue 67: a bug leaves it
+as the run made it)."""
 import json
 import os
 import signal
@@ -181,3 +182,23 @@ def test_a_bench_dir_or_a_seeds_absolute_out_is_hydras_output_directory(tmp_path
     assert own_folder("seed", OmegaConf.create({"out": str(tmp_path / "s" / "seed.py")}), named) == tmp_path / "s"
     assert own_folder("seed", OmegaConf.create({"out": "seed.py"}), named) == named  # relative: inside it
     assert own_folder("run", OmegaConf.create({}), named) == named
+
+
+def test_a_bug_inside_a_run_keeps_its_traceback_and_its_directory(tmp_path, monkeypatch):
+    """Issue 67: the commands took any ValueError for a user's error, so a bug inside a run (a failed unpacking, a
+    shape error) was said in one line and, nothing evaluated yet, its directory removed with the evidence. Only a
+    KernelevoError is a user's error now: a bug ends the run with its traceback and leaves the directory as the run
+    made it (its config, its store)."""
+    from evo.records.store import DB_NAME
+    from evo.service.evaluation import LocalEvaluators
+
+    def bug(*args, **kwargs):
+        raise ValueError("not enough values to unpack (expected 2, got 1)")
+
+    monkeypatch.setattr(LocalEvaluators, "service", bug)  # inside the run: its store made, nothing evaluated
+    failed = kernelevo("run", "problem=elementwise_chain", *TINY, "hydra.run.dir=D", cwd=tmp_path)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "Traceback" in failed.stderr and "ValueError: not enough values to unpack" in failed.stderr, failed.stderr
+    assert "kernelevo: error:" not in failed.stderr and "nothing kept" not in failed.stderr
+    assert (tmp_path / "D" / DB_NAME).is_file() and (tmp_path / "D" / ".hydra" / "config.yaml").is_file()
+    assert read_store(tmp_path / "D", lambda store: store.get_meta("config"))["problem"]["name"] == "elementwise_chain"

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from conftest import CANDIDATES, PROBLEMS, kernelevo
+from core.errors import KernelevoError
 
 
 @pytest.mark.parametrize("args, message", [
@@ -223,7 +224,7 @@ def test_resume_takes_every_budget_key_its_messages_name(cli, tmp_path):
         cli("resume", "run_dir=D", "search.max_gpu_s=10"))
 
 
-class Stop(ValueError):
+class Stop(KernelevoError):
     """Raised where a counted command has done what is counted: it ends as a config error would (exit 2)."""
 
 

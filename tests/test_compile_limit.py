@@ -2,7 +2,6 @@
 (status compile_timeout, one of COMPILE_FAILURES), each build timed on its own; and the compile pass runs on meta
 tensors, needing no device memory, with a device pass only where forward cannot run on meta tensors."""
 import os
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -10,6 +9,7 @@ import torch
 import torch.nn as nn
 
 from conftest import candidate, make_evaluator
+from core.errors import KernelevoError
 from fitness.judge.compile_ahead import compile_pass, meta_copy, meta_like, meta_pass
 from fitness.evaluation.evaluator import EvalSettings
 from fitness.judge.guards import LaunchCounter
@@ -84,19 +84,16 @@ def test_the_launch_counter_reports_every_triton_build_even_a_failing_one():
 def test_a_worker_still_compiling_after_the_limit_is_killed_with_a_reason_naming_the_limit(sandbox):
     # it imports fitness; the pytest worker's fork server (the limit kills the worker alone)
     with make_evaluator(compile_timeout_s=1.0, timeout_s=60, static_check=False, sandbox=sandbox) as ev:
-        started = time.perf_counter()
         result = ev.evaluate(candidate("endless_compile"))
-        took = time.perf_counter() - started
-    assert result.status == "compile_timeout" and result.status in COMPILE_FAILURES, result.reason
+    assert result.status == "compile_timeout" and result.status in COMPILE_FAILURES, result.reason  # not "timeout"
     assert "build 1, endless_kernel (num_warps=1)" in result.reason and "after 1 s" in result.reason
     assert "fitness.compile_timeout_s=1" in result.reason and "raise fitness.compile_timeout_s" in result.reason
-    assert took < 30  # not fitness.timeout_s
 
 
 def test_compile_statuses_and_settings():
     assert COMPILE_FAILURES == {"compile_error", "compile_timeout"} and COMPILE_FAILURES <= set(STATUSES)
     assert EvalSettings(compile_timeout_s=None).compile_timeout_s is None  # no limit but timeout_s
-    with pytest.raises(ValueError, match="fitness.compile_timeout_s must be positive"):
+    with pytest.raises(KernelevoError, match="fitness.compile_timeout_s must be positive"):
         EvalSettings(compile_timeout_s=0)
 
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 import conf
 from conf import plugins
 from conf.schema import SCHEMAS, LLMConfig, run_config
+from core.errors import KernelevoError
 
 CONF = Path(conf.__file__).parent
 PRIMARIES = {"config": "run", "bench": "bench", "evaluate": "evaluate", "seed": "seed", "resume": "resume",
@@ -271,7 +272,7 @@ def test_a_saved_run_config_is_typed_and_filled(tmp_path):
                       "fitness": {"trials": 2, "compile_baseline": False}})
     assert cfg.search.mu == 2 and cfg.search.lambda_ == 8 and cfg.fitness.baselines == ["eager"]
     assert cfg.fitness.backend is None and cfg.llm is None
-    with pytest.raises(ValueError, match="search.mue"):
+    with pytest.raises(KernelevoError, match="search.mue"):
         run_config({"search": {"mue": 2}})
 
 

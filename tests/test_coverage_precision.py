@@ -3,6 +3,7 @@ the allowed rounding into a failure. A huge x[r, j] makes row r's logits a multi
 differ in fp32 but round to the same 10-bit mantissa then tie, and the softmax of the rounded product splits where
 the fp32 one does not (KernelBench level2/66 on an H200). A fake reduced-precision reference (the matmul's operands
 rounded to 10 mantissa bits, as TF32 does) stands in for the GPU's TF32 on the CPU."""
+import pytest
 import torch
 from conftest import PROBLEMS, make_evaluator
 
@@ -191,6 +192,7 @@ class SoftmaxLinear(torch.nn.Module):
         return torch.softmax(x @ self.weight.T, dim=-1)
 
 
+@pytest.mark.slow
 def test_weights_that_tie_only_when_truncated_to_tf32_do_not_fail_an_honest_truncating_kernel():
     """Level2/66 on an H200: with the TF32 reference rounding to nearest only, one position in two still failed the
     seed. Weights whose low bits differ across TF32's rounding point (0x0800 and 0x1800 of 0x2000) stay apart when

@@ -19,12 +19,10 @@ BUDGET_S = 3.0
 def test_an_evaluation_running_at_the_cut_is_killed_and_answers_cancelled_with_where_it_was(sandbox):
     with make_evaluator(timeout_s=120, sandbox=sandbox) as ev:  # the pytest worker's fork server: it kills one worker
         ev.cut_running_at(time.perf_counter() + 1.5)
-        started = time.perf_counter()
         result = ev.evaluate(candidate("hang"))  # loops for ever in forward: only the cut ends it before 120 s
-        took = time.perf_counter() - started
         ev.cut_running_at(None)
         assert ev.evaluate(candidate("good")).ok  # the next job, with no cut, is judged as ever
-    assert result.status == CANCELLED and took < 20, (result.status, took)
+    assert result.status == CANCELLED, result.status  # the 120 s timeout would say "timeout"
     assert result.reason.startswith("cut: the search's budget was spent while it was ") and "killed" in result.reason
 
 
@@ -36,10 +34,7 @@ def test_a_search_whose_evaluation_outlives_its_budget_ends_at_the_budget_and_sa
     seed = Genome.from_source(candidate("hang"))  # its evaluation never ends by itself
     search = Search([(seed, "seed")], [ParamMutation()], Tuner(service, None, trials=1), store, settings)
     try:
-        started = time.perf_counter()
         state = search.run()
-        took = time.perf_counter() - started
-        assert took < BUDGET_S + 5, took  # not the evaluation's 120 s timeout
         assert "wall-time budget" in state["stop_reason"], state["stop_reason"]
         assert service.cut == 1 and store.evaluations_cut() == 1
         assert store.evaluation(store.individual("0.0").key) is None  # no verdict stored for the kernel cut
@@ -76,19 +71,20 @@ def test_a_ray_actor_kills_its_running_evaluation_at_the_drivers_cut(tmp_path, m
         def cut_at(epoch):
             sent.append(epoch)
             actor.cut_at(epoch)
-            if len(sent) > 1:
+            if len(sent) > 2:
                 raise Lost("the actor died")
 
         fake_ray = SimpleNamespace(get=lambda value: value, exceptions=SimpleNamespace(RayError=Lost))
         remote = er.RemoteEvaluator.__new__(er.RemoteEvaluator)
         remote._ray, remote.actor = fake_ray, SimpleNamespace(cut_at=SimpleNamespace(remote=cut_at))
-        deadline = time.perf_counter() + 1.5
-        remote.cut_running_at(deadline)
-        assert abs(sent[0] - (time.time() + 1.5)) < 0.2  # the driver's deadline as wall-clock time
-        assert abs(actor.evaluator._cut_at - deadline) < 0.2  # and as the actor's own clock (one host here)
-        started = time.perf_counter()
+        monkeypatch.setattr(er, "time", SimpleNamespace(time=lambda: 1000.0, perf_counter=lambda: 50.0))  # stopped
+        remote.cut_running_at(51.5)
+        assert sent == [1001.5]  # the driver's deadline as wall-clock time
+        assert actor.evaluator._cut_at == 51.5  # and as the actor's own clock (one host here)
+        monkeypatch.setattr(er, "time", time)  # the clocks running again
+        remote.cut_running_at(time.perf_counter() + 1.5)
         result = actor.evaluate(candidate("hang"), "child")
-        assert result.status == CANCELLED and time.perf_counter() - started < 20, result.reason
+        assert result.status == CANCELLED, result.reason  # the 120 s timeout would say "timeout"
         remote.cut_running_at(None)  # the actor is lost meanwhile: nothing to cut, no error
         assert actor.evaluator._cut_at is None
     finally:

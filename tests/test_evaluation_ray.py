@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import assert_lineage_is_sound, kernelevo, lineage_of, log_counts, read_store, replay_measurements
+from core.errors import KernelevoError
 from evo.service.ray_cluster import connect
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",
@@ -52,7 +53,7 @@ def test_a_bad_address_is_an_error_naming_the_setting(tmp_path):
                      "hydra.run.dir=run", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "fitness.backend.address=127.0.0.1:1: no Ray cluster answers there" in done.stderr
-    with pytest.raises(ValueError, match="fitness.backend.address='head-node': not HOST:PORT"):
+    with pytest.raises(KernelevoError, match="fitness.backend.address='head-node': not HOST:PORT"):
         connect(ray, "head-node", "fitness.backend.address")
     assert not ray.is_initialized()  # nothing was started for a bad address
 

@@ -91,9 +91,8 @@ def test_killing_the_fork_server_fails_waiting_evaluations_and_the_next_one_work
                 time.sleep(0.05)
             zygote = ev._sandbox.zygote_pid
             os.kill(zygote, signal.SIGKILL)
-            start = time.monotonic()
-            results = [f.result(timeout=30) for f in hung]
-        assert time.monotonic() - start < 20  # failed at once, not after the 120 s timeout
+            results = [f.result(timeout=60) for f in hung]
+        # failed when the fork server died: the 120 s timeout would say "timeout"
         assert [r.status for r in results] == ["infrastructure_error"] * 2  # not the kernels' verdicts
         assert "fork server died" in results[0].reason and results[0].infrastructure
         after = ev.evaluate(candidate("good"))

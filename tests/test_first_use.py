@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, candidate, kernelevo, make_evaluator
+from core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.reports.anytime import interpreter_curve
 from evo.benchmark.bench import Row
@@ -146,7 +147,8 @@ def test_a_sweeps_progress_lines_name_the_search_seed(capsys):
 
 def test_one_bench_problem_by_name_is_a_list_of_one():
     assert [t.name for t in select(None, None, "row_softmax")] == ["row_softmax"]
-    with pytest.raises(ValueError, match="bench.problems=nope: not a problem .*neither a list nor an existing list"):
+    with pytest.raises(KernelevoError,
+                       match="bench.problems=nope: not a problem .*neither a list nor an existing list"):
         select(None, None, "nope")
 
 
@@ -176,7 +178,8 @@ def test_the_time_before_the_search_is_split_by_stage_from_the_process_s_start(t
     """Issue 45: a bench problem's wall time beyond its search budget, split by stage so it can be cut: the
     interpreter and config, the evaluation service, the baselines and seeds (as the store has them), the rest."""
     started = process_started()
-    assert started is not None and 0 <= time.time() - started < 24 * 3600  # this test's own process
+    booted = time.time() - float(Path("/proc/uptime").read_text().split()[0])
+    assert started is not None and booted <= started <= time.time()  # a process's start: after the boot, before now
     store = RunStore(tmp_path)
     store.set_meta("baseline_wall_s", 1.5)
     store.set_meta("seed_wall_s", 0.25)

@@ -3,6 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.errors import KernelevoError
 from hardware_profiles import available_profiles, load_profile, profile_for_device_name, profile_from_properties
 
 REQUIRED = {"h100_sxm", "h100_pcie", "h200", "a100_80gb", "l40s", "rtx_4090", "cpu_interpreter"}
@@ -41,7 +42,7 @@ def test_unknown_gpu_gets_a_profile_from_its_properties_with_unknown_peaks():
 
 
 def test_unknown_profile_name_lists_the_choices():
-    with pytest.raises(ValueError, match="h100_sxm"):
+    with pytest.raises(KernelevoError, match="h100_sxm"):
         load_profile("h900")
 
 

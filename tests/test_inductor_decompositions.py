@@ -94,6 +94,7 @@ def test_the_fused_fast_path_of_encoders_and_attention_is_off_while_capturing_an
     assert torch.backends.mha.get_fastpath_enabled()  # restored after a failure too
 
 
+@pytest.mark.slow
 def test_level1_46s_pooling_and_level3_32s_encoder_layer_get_a_seed_the_evaluator_judges_correct(sandbox):
     spec = resolve_problem(str(PROBLEMS / "pool_encoder.py"))
     captured = seeds.capture(spec, "cpu")

@@ -127,6 +127,7 @@ def test_level3_mlps_sequential_of_linear_layers_converts_and_its_library_calls_
     assert result.status == "ok" and "uses-torch-compute" in result.label, (result.status, result.reason)
 
 
+@pytest.mark.slow
 def test_a_forward_that_warns_is_captured_in_one_graph():
     # level2/28: nn.InstanceNorm2d warns on each call there, and the warning broke the capture's one graph
     captured = seeds.capture(resolve_problem(str(PROBLEMS / "warns_in_forward.py")), "cpu")
@@ -144,6 +145,7 @@ def test_a_converter_failure_is_a_seed_error_with_its_reason_not_a_traceback():
 ND_TILING = {"nd_tiling": {"triton": {"prefer_nd_tiling": True, "tile_reductions": True}}}
 
 
+@pytest.mark.slow
 def test_each_inductor_variant_is_cached_on_its_own_and_one_inductor_cannot_build_is_a_note(tmp_path, monkeypatch,
                                                                                               capsys, sandbox):
     spec = resolve_problem("sum_reduction", size_preset="test")

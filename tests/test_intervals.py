@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from core.errors import KernelevoError
 from evo.benchmark import bench, selection
 from evo.reports.anytime import Step, best_so_far, curve, llm_axis, run_curve
 from evo.benchmark.bench import Row
@@ -69,9 +70,9 @@ def test_the_geometric_mean_is_over_problems_and_its_interval_resamples_problems
 
 def test_the_bootstrap_settings_live_in_conf_and_bad_ones_are_named():
     assert Bootstrap.default() == Bootstrap(0.95, 2000, 0)  # conf/intervals.yaml
-    with pytest.raises(ValueError, match="intervals.confidence=95 is not a probability"):
+    with pytest.raises(KernelevoError, match="intervals.confidence=95 is not a probability"):
         Bootstrap(95, 2000, 0)
-    with pytest.raises(ValueError, match="intervals.resamples=10 is too few"):
+    with pytest.raises(KernelevoError, match="intervals.resamples=10 is too few"):
         Bootstrap(0.95, 10, 0)
 
 
@@ -156,9 +157,9 @@ def test_the_seeds_option_of_bench_and_run(tmp_path):
     assert seeds_option("bench", ["a=1"]) == (["a=1"], None)
     for args, message in ((["--seeds", "0"], "--seeds 0: give the number"), (["--seeds"], "--seeds : give"),
                           (["--seeds", "x=1"], "--seeds x=1: give")):
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(KernelevoError, match=message):
             seeds_option("bench", args)
-    with pytest.raises(ValueError, match="--seeds is an option of kernelevo bench and kernelevo run"):
+    with pytest.raises(KernelevoError, match="--seeds is an option of kernelevo bench and kernelevo run"):
         seeds_option("evaluate", ["--seeds", "2"])
     # a run: a multirun over the seeds from its own (a search.seed given is where they start)
     assert seed_sweep(4, 3, [], ["search.seed=4", "search=tiny"]) == (["--multirun"], ["search=tiny",

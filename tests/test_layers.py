@@ -1,26 +1,28 @@
 """The packages' import graph: no module cycles, and no package imports one of its own layer or above.
 
-Layers, bottom up: the data model and the facts (``core``, ``hardware_profiles``), the judge (``fitness``), what
-makes candidates (``operators``: variation operators; ``seeds``: seed sources), the search (``evo``), the config
-schema (``conf``: it gathers each layer's settings classes into the commands' configs), the command (``kernelevo``).
+Layers, bottom up: the data model and the user errors' family (``core``), the facts (``hardware_profiles``), the
+judge (``fitness``), what makes candidates (``operators``: variation operators; ``seeds``: seed sources), the search
+(``evo``), the config schema (``conf``: it gathers each layer's settings classes into the commands' configs), the
+command (``kernelevo``).
 Every import that can run counts: at module level, in class bodies and inside functions alike (an import deferred
 into a function is still a dependency: the judge reaching ``conf`` from a function pulled the whole search in); only
 ``if TYPE_CHECKING:`` blocks, which never run, are left out. The graph is read from the source with ``ast``; nothing
 is imported.
 
-Inside ``evo`` and ``fitness`` the subpackages are ordered too (SUBLAYERS, bottom up, as each subpackage's
-``__init__`` says): a subpackage imports only those below it and its layer's root modules (the settings, which
+Inside ``evo`` and ``fitness`` the subpackages are ordered too (SUBLAYERS, bottom up, as docs/architecture.md's
+tables are): a subpackage imports only those below it and its layer's root modules (the settings, which
 import none of them), so the subpackages cannot import each other in a cycle either.
 """
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = [("core", "hardware_profiles"), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
+LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
 SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
     "evo": ["records", "service", "tuning", "evolution", "reports", "benchmark", "runs"],
     # suite: the bundled problems (data: each problem and seed imports nothing of fitness)
@@ -201,13 +203,19 @@ def test_the_subpackages_import_only_downward_and_have_no_cycle():
     assert cycles(subpackage_graph(graph, SUBLAYERS)) == []
 
 
-def test_each_subpackage_says_what_it_owns_and_may_import():
+def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():
+    """Each subpackage's ``__init__`` says what it owns and that it imports only the subpackages below it; the order
+    itself lives in docs/architecture.md (its package's table, bottom up) and in SUBLAYERS here, which agree."""
+    docs = (REPO / "docs" / "architecture.md").read_text()
     for package, order in SUBLAYERS.items():
         packages = [name for name in order if name != "suite"]  # fitness.suite: data, the bundled problems
         for name in packages:
             doc = ast.get_docstring(ast.parse((REPO / package / name / "__init__.py").read_text())) or ""
             doc = " ".join(doc.split())
-            assert doc.startswith("Owns ") and "may import" in doc and ", ".join(packages) in doc, name
+            assert doc.startswith("Owns ") and "imports only the subpackages below it" in doc, name
+            assert "docs/architecture.md" in doc and ", ".join(packages[:3]) not in doc, name  # not repeated
+        section = docs.split(f"\n## {package}/:", 1)[1].split("\n## ", 1)[0]
+        assert re.findall(r"^\| `(\w+)/` \|", section, re.M) == packages, f"docs/architecture.md's {package}/ table"
 
 
 def _tree(root: Path, files: dict) -> Path:

@@ -114,11 +114,9 @@ def test_children_ask_the_llm_concurrently(tmp_path):
     with ScriptedLLMServer(script) as server:
         proc = run(tmp_path, tmp_path / "cache", "llm.concurrency=8", "llm.timeout_s=30", api_base=server.url,
                    children=8, in_flight=8)
-        span, concurrent, requests = server.busy_span_s, server.max_concurrent, len(server.requests)
+        concurrent, requests = server.max_concurrent, len(server.requests)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert requests == 16 and concurrent == 8
-    one_child_s = 2 * delay_s
-    assert span <= 2 * one_child_s, f"the generation's LLM calls took {span:.1f} s; one child's take {one_child_s} s"
+    assert requests == 16 and concurrent == 8  # the eight children's calls at once: not one after the other
     children = [row for row in lineage(run_dir_of(proc.stdout)) if row[0] == "llm_mutation"]
     assert len(children) == 8 and all(status == "ok" for _, _, status, _ in children)
 

@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from core.errors import KernelevoError
 from kernelevo import cli
 from kernelevo.commands import COMMANDS
 from kernelevo.validate import Validator
@@ -139,6 +140,6 @@ def test_a_server_that_answers_passes_in_one_line(capsys):
         checked(local(server.url, "llm.check=false"))  # skipped: the cache may replay every reply
         assert server.model_requests == 0
     with ScriptedLLMServer([], models=401) as server:  # offline operators: an LLM nothing would ask, refused
-        with pytest.raises(ValueError, match="an LLM is chosen .* but no operator of the run asks one"):
+        with pytest.raises(KernelevoError, match="an LLM is chosen .* but no operator of the run asks one"):
             checked(["run", "llm=local", f"llm.api_base={server.url}"])
         assert server.model_requests == 0

@@ -107,26 +107,35 @@ def test_a_worker_waiting_for_memory_others_hold_is_not_timed_out_and_is_cancell
         judged = ev._sandbox.run(replace(ev._job("candidate", source=candidate("good")), gpu_lock=path,
                                          memory_slots=1), timeout_s=120.0)  # a candidate's job holds a slot too
         assert judged.result["status"] == "ok" and "wait_memory" in judged.result["phases_s"], judged.result
-        held = threading.Event()
+        held, release, events = threading.Event(), threading.Event(), []
 
-        def hold(seconds):
+        def hold(until):
             with memory_slot(path, 1):
                 held.set()
-                time.sleep(seconds)
+                release.wait(until)  # until told (a timer, or the job's end); a safety cap, not a bound asserted
+                events.append("released")
 
         job = _baseline_job(ev, path)
-        holder = threading.Thread(target=hold, args=(8.0,))  # past the timeout, with seconds to start the worker
+        holder = threading.Thread(target=hold, args=(60.0,))
         holder.start()
         held.wait(5)
+        timer = threading.Timer(8.0, release.set)  # the slot held twice the job's timeout after it began
+        timer.start()
         outcome = ev._sandbox.run(job, timeout_s=4.0)  # waits for the slot longer than its timeout
+        events.append("job ended")
         holder.join()
-        assert outcome.status == "finished", outcome.failure_reason(4.0)
-        assert outcome.result["phases_s"]["wait_memory"] > 4.0
+        timer.cancel()
+        assert outcome.status == "finished", outcome.failure_reason(4.0)  # not timed out: its wait is off its clock
+        assert events == ["released", "job ended"] and outcome.result["phases_s"]["wait_memory"] > 0
 
-        held.clear()
-        holder = threading.Thread(target=hold, args=(6.0,))  # till the latest the cancel may come (wall_s below)
+        held.clear(), release.clear(), events.clear()
+        holder = threading.Thread(target=hold, args=(60.0,))  # held until the job has ended
         holder.start()
         held.wait(5)
         outcome = ev._sandbox.run(job, timeout_s=60.0, cut_at=time.perf_counter() + 2.0)
+        events.append("job ended")
+        release.set()
         holder.join()
-        assert outcome.status == "cancelled" and outcome.result is None and outcome.wall_s < 6.0
+        # cancelled at the cut while still waiting for the slot (without the cut it would have waited for the
+        # holder's release, which comes only after the job's end, and then run: "finished")
+        assert outcome.status == "cancelled" and outcome.result is None and events == ["job ended", "released"]

@@ -4,8 +4,10 @@ from it. Counted here for `kernelevo run` on a bundled problem with the offline 
 stopped where its work would begin."""
 import pytest
 
+from core.errors import KernelevoError
 
-class Stop(ValueError):
+
+class Stop(KernelevoError):
     """Raised where a counted command has done what is counted: it ends as a config error would (exit 2)."""
 
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import candidate, make_evaluator
+from core.errors import KernelevoError
 from evo.benchmark.bench import Row
 from evo.reports import console
 from evo.records.checkpoint import Checkpoint
@@ -91,7 +92,7 @@ def test_a_run_whose_seed_fails_gets_a_page_saying_so(tmp_path):
 
 def test_a_run_without_a_finished_generation_has_no_report(tmp_path):
     RunStore(tmp_path).close()
-    with pytest.raises(ValueError, match="no finished generation yet"):
+    with pytest.raises(KernelevoError, match="no finished generation yet"):
         write_report(tmp_path)
     assert not (tmp_path / "report.html").exists()
 

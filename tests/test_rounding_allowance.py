@@ -9,6 +9,7 @@ import torch
 import torch.nn as nn
 
 from conftest import PROBLEMS, candidate, make_evaluator
+from core.errors import KernelevoError
 from fitness.comparison.correctness import compare_outputs, compare_tensor
 from fitness.comparison.policy import Tolerance, load_policy
 from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
@@ -184,7 +185,7 @@ def test_a_mismatch_of_shape_or_a_nan_gets_no_second_opinion():
 
 
 def test_a_negative_allowance_is_refused_with_what_to_give_instead():
-    with pytest.raises(ValueError, match=r"fitness.rounding_allowance must be at least 0 .*or null for no second"):
+    with pytest.raises(KernelevoError, match=r"fitness.rounding_allowance must be at least 0 .*or null for no second"):
         EvalSettings(rounding_allowance=-1.0)
     assert EvalSettings(rounding_allowance=None).rounding_allowance is None
 

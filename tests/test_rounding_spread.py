@@ -5,6 +5,7 @@ comparison and the magnitude classes' allowance, and passes within K x the refer
 perturbations of its inputs and weights; a kernel with a wrong parameter, or scaled by 1.02, still fails (CPU)."""
 import copy
 
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -44,6 +45,7 @@ def cases():
             yield model, x, model(x), copy.deepcopy(model).double()(x.double()), honest(model, x)
 
 
+@pytest.mark.slow
 def test_an_honest_reordering_of_cancelling_exponentials_passes_within_each_elements_own_rounding():
     tol, missed = load_policy("triton").tolerance_for(torch.float32), 0
     for model, x, ref, exact, out in cases():

@@ -153,9 +153,8 @@ def test_a_spent_wall_time_or_evaluation_budget_starts_no_child(tmp_path):
     assert state["stop_reason"] == "evaluation budget of 10 spent"
     assert 10 <= store.evaluation_count() < 10 + 2 * 4  # the children in flight finished, nothing more began
     s, store = search(tmp_path / "w", generations=10_000, wall_time_s=0.3)
-    started = time.perf_counter()
     state = s.run()
-    assert state["stop_reason"] == "wall-time budget of 0.3 s spent" and time.perf_counter() - started < 1.0
+    assert state["stop_reason"] == "wall-time budget of 0.3 s spent"  # not its 10,000 generations
     assert s.service.cut is None  # the deadline was handed to the service, and taken back at the end
 
 

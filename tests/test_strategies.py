@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.errors import KernelevoError
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
@@ -150,14 +151,14 @@ def test_every_strategy_resumes_after_a_kill_to_the_lineage_of_one_never_killed(
 
 
 def test_strategies_of_one_parent_refuse_crossovers_alone_and_islands(tmp_path):
-    with pytest.raises(ValueError, match="sampling makes each child from one parent.*add a mutation"):
+    with pytest.raises(KernelevoError, match="sampling makes each child from one parent.*add a mutation"):
         run(tmp_path / "a", "sampling", operators=[Cross()])
     run(tmp_path / "b", "tree", operators=[Cross()])  # the tree gives a crossover two distinct nodes
     store = RunStore(tmp_path / "c")
-    with pytest.raises(ValueError, match="search.islands=1, or use search/strategy=evolution"):
+    with pytest.raises(KernelevoError, match="search.islands=1, or use search/strategy=evolution"):
         Search([(Genome.from_source(SOURCE.format(v=0)), "seed")], [Step()], FakeTuner(store), store,
                SearchSettings(islands=2), strategy=Tree())
-    with pytest.raises(ValueError, match="epsilon"):
+    with pytest.raises(KernelevoError, match="epsilon"):
         Tree(epsilon=0.1, min_epsilon=0.2)
 
 

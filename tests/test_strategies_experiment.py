@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService
 from evo.reports.anytime import Step
 from evo.reports.outcome import SUMMARY_FILE, RunOutcome, summarise
@@ -133,7 +134,7 @@ def test_a_replay_that_goes_another_way_is_an_error_naming_the_kernel(tmp_path):
     recorded = RecordedEvaluator(FakeEvaluator(toy_verdict), store)
     with pytest.raises(ReplayMiss, match="never measured in the record .*went another way"):
         recorded.evaluate(SOURCE.format(v=3))
-    with pytest.raises(ValueError, match="no recorded run 7-toy"):
+    with pytest.raises(KernelevoError, match="no recorded run 7-toy"):
         RecordedEvaluators(str(tmp_path)).recorded_run(tmp_path / "7-toy")
 
 

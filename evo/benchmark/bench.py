@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.errors import KernelevoError
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
 from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
@@ -36,7 +37,7 @@ RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an
 NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
 
 
-class BenchError(ValueError):
+class BenchError(KernelevoError):
     """A bench that cannot start; the message names the problem and the fix."""
 
 
@@ -134,10 +135,9 @@ class Launched:
 
 
 def cpu_threads(searches_at_once: int) -> int:
-    """CPU threads for each of `searches_at_once` problem processes sharing this host's cores. torch's default is
-    every core in every process: 15 problems on 4 x H200's 64 cores kept evaluators from starting for 1,402 s,
-    their CPU work (which inputs the output depends on) crawling through threads waiting on each other
-    (``experiments/results/kernelbench_part7/``)."""
+    """CPU threads for each of `searches_at_once` problem processes sharing this host's cores: the host's cores
+    divided among them, at least one each. torch's default, every core in every process, has the processes' CPU work
+    (which inputs the output depends on) wait on each other's threads (docs/measurements.md)."""
     return max(1, len(os.sched_getaffinity(0)) // max(1, searches_at_once))
 
 
@@ -146,10 +146,9 @@ def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches
     """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
     touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``; `threads`: its CPU threads
     (``OMP_NUM_THREADS``, unless set already in the bench's environment); `sharing`: the searches at once on this
-    host, whose evaluations in flight share its cores (``evo.service.evaluation.auto_parallel``). Inductor's
-    compile workers keep its default: capped to the same share in ``experiments/results/kernelbench_part8/``, 13 of
-    14 max-autotune baselines ran out of compile time while the host's load average stayed at 40-53 of its 64 cores
-    (not measured against the default). None when the bench was interrupted first."""
+    host, whose evaluations in flight share its cores (``evo.service.evaluation.auto_parallel``). Inductor's compile
+    workers keep its default: capped to the same share, max-autotune baselines ran out of compile time
+    (docs/measurements.md). None when the bench was interrupted first."""
     run_dir = bench_dir / RUNS / task.slug
     log = bench_dir / LOGS / f"{task.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)

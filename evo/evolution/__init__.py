@@ -1,4 +1,3 @@
 """Owns the search itself: the steady-state loop, selection, strategies, the stopping rule and the DEAP toolbox. It
-may import core, hardware_profiles, fitness, operators and seeds, and of evo/ evo.settings and the subpackages below
-it (evo.records, evo.service, evo.tuning); the order of evo/ bottom up: records, service, tuning, evolution,
-reports, benchmark, runs (tests/test_layers.py)."""
+imports only the subpackages below it in evo/'s order, and that layer's root settings (the order:
+docs/architecture.md, checked by tests/test_layers.py)."""

@@ -27,6 +27,7 @@ from random import Random
 
 from deap import tools
 
+from core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
 from evo.evolution.loop import LoopPieces, steady_state, window_start
@@ -68,7 +69,7 @@ class Search:
         is made from (evo.evolution.strategy; None: evolution). `spent_s`: wall time a new search has spent before
         it began (the compiler seeds judged, ``evo.runs.seeding``), counted against its budget."""
         if not operators:
-            raise ValueError("the search needs at least one operator (operators.list is empty)")
+            raise KernelevoError("the search needs at least one operator (operators.list is empty)")
         if not seeds:
             raise ValueError("the search needs a seed genome")
         self.seeds, self.spent_s = seeds, spent_s
@@ -186,7 +187,7 @@ class Search:
 
     def _seeds(self) -> list[Individual]:
         """Generation 0: every seed tuned (concurrently), stored as 0.0, 0.1, ...; a line for each as it is tuned,
-        with its verdict (a KernelBench problem's generation 0 took 131 s on the CPU with nothing said)."""
+        with its verdict, so that a long generation 0 is never silent (docs/measurements.md)."""
         def tuned(index: int) -> Individual:
             genome, made_by = self.seeds[index]
             ind = self.tuner.tune(Individual(individual_id(0, index), genome, operator=made_by, generation=0))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 
+from core.errors import KernelevoError
+
 
 def _correct_or_all(individuals: list) -> list:
     return [ind for ind in individuals if ind.ok] or list(individuals)
@@ -22,7 +24,7 @@ class Tournament:
 
     def __init__(self, size: int = 2):
         if size < 1:
-            raise ValueError(f"search.selection.size must be at least 1, got {size}")
+            raise KernelevoError(f"search.selection.size must be at least 1, got {size}")
         self.size = size
 
     def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:
@@ -35,7 +37,7 @@ class EpsilonGreedy:
 
     def __init__(self, epsilon: float = 0.2):
         if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"search.selection.epsilon must be within [0, 1], got {epsilon}")
+            raise KernelevoError(f"search.selection.epsilon must be within [0, 1], got {epsilon}")
         self.epsilon = epsilon
 
     def __call__(self, population: list, archive: list, k: int, rng: random.Random) -> list:

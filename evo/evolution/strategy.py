@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from core.errors import KernelevoError
 from evo.evolution.selection import DistinctParents, EpsilonGreedy
 
 
@@ -38,7 +39,7 @@ class Evolution:
     independent = False  # whether its children are independent samples: no ranking of ideas (OperatorContext)
 
     def check(self, settings):
-        """The search settings this strategy runs with (ValueError for those it cannot)."""
+        """The search settings this strategy runs with (KernelevoError for those it cannot)."""
         return settings
 
     def parents(self, select, population: list, archive: tuple, arity: int, rng: random.Random) -> list:
@@ -54,19 +55,21 @@ class Evolution:
         return ()
 
     def usable(self, operators: list) -> list:
-        """The operators this strategy applies; ValueError when none is left."""
+        """The operators this strategy applies; KernelevoError when none is left."""
         kept = [op for op in operators if op.arity == 1] if self.one_parent else list(operators)
         if not kept:
-            raise ValueError(f"search/strategy={self.name} makes each child from one parent, and operators.list has "
-                             f"no operator of one parent (only crossovers): add a mutation, e.g. operators=offline")
+            raise KernelevoError(f"search/strategy={self.name} makes each child from one parent, and operators.list "
+                                 f"has no operator of one parent (only crossovers): add a mutation, e.g. "
+                                 f"operators=offline")
         return kept
 
 
 class _OnePopulation(Evolution):
     def check(self, settings):
         if settings.islands != 1:
-            raise ValueError(f"search/strategy={self.name} keeps no islands, got search.islands={settings.islands}: "
-                             f"set search.islands=1, or use search/strategy=evolution")
+            raise KernelevoError(f"search/strategy={self.name} keeps no islands, got "
+                                 f"search.islands={settings.islands}: set search.islands=1, or use "
+                                 f"search/strategy=evolution")
         return settings
 
 
@@ -94,7 +97,7 @@ class Refinement(_OnePopulation):
 
     def __init__(self, staleness: int | None = 1):
         if staleness is not None and staleness < 1:
-            raise ValueError(f"search.strategy.staleness must be at least 1 (or null), got {staleness}")
+            raise KernelevoError(f"search.strategy.staleness must be at least 1 (or null), got {staleness}")
         self.staleness = staleness
 
     def check(self, settings):
@@ -117,8 +120,8 @@ class Tree(_OnePopulation):
 
     def __init__(self, epsilon: float = 0.6, decay: float = 0.95, min_epsilon: float = 0.05):
         if not 0.0 <= min_epsilon <= epsilon <= 1.0 or not 0.0 < decay <= 1.0:
-            raise ValueError(f"search.strategy needs 0 <= min_epsilon <= epsilon <= 1 and 0 < decay <= 1, got "
-                             f"epsilon={epsilon}, decay={decay}, min_epsilon={min_epsilon}")
+            raise KernelevoError(f"search.strategy needs 0 <= min_epsilon <= epsilon <= 1 and 0 < decay <= 1, got "
+                                 f"epsilon={epsilon}, decay={decay}, min_epsilon={min_epsilon}")
         self.epsilon, self.decay, self.min_epsilon = epsilon, decay, min_epsilon
 
     def epsilon_after(self, attempts: int) -> float:

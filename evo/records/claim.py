@@ -18,10 +18,12 @@ import shutil
 import time
 from pathlib import Path
 
+from core.errors import KernelevoError
+
 CLAIM_FILE = ".kernelevo.lock"
 
 
-class DirectoryInUse(ValueError):
+class DirectoryInUse(KernelevoError):
     """Another live process holds the directory's claim; the message names it and the way out."""
 
 

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from core.errors import KernelevoError
 from core.individual import Individual
 from evo.records.checkpoint import Checkpoint
 from evo.records.moved import current_targets
@@ -66,7 +67,7 @@ def _verdict(stored: str | None) -> EvalResult | None:
     return None if result is None or result.infrastructure else result
 
 
-class StoreError(ValueError):
+class StoreError(KernelevoError):
     """The directory holds no run, or a run this version cannot read; the message says what to do."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from core.errors import KernelevoError
 from core.stats import geometric_mean, median
 
 SPEEDUP_PREFIX = "speedup_vs_"  # a run summary's speed-up columns: speedup_vs_eager, speedup_vs_compile, ...
@@ -29,11 +30,11 @@ class Bootstrap:
 
     def __post_init__(self):
         if not 0 < self.confidence < 1:
-            raise ValueError(f"intervals.confidence={self.confidence} is not a probability; give one between 0 and "
-                             f"1, e.g. intervals.confidence=0.95")
+            raise KernelevoError(f"intervals.confidence={self.confidence} is not a probability; give one between 0 and "
+                                 f"1, e.g. intervals.confidence=0.95")
         if int(self.resamples) != self.resamples or self.resamples < 100:
-            raise ValueError(f"intervals.resamples={self.resamples} is too few for a percentile interval; give a "
-                             f"whole number of at least 100, e.g. intervals.resamples=2000")
+            raise KernelevoError(f"intervals.resamples={self.resamples} is too few for a percentile interval; give a "
+                                 f"whole number of at least 100, e.g. intervals.resamples=2000")
 
     @classmethod
     def default(cls) -> "Bootstrap":

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import KernelevoError
 from evo.reports import full_size, sizes_label
 from evo.reports.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.reports.page import figure_png, pyplot
@@ -236,7 +237,7 @@ def collect(store: RunStore) -> RunReport:
     """Everything the report shows, read through the store's typed API."""
     state = store.latest_checkpoint()
     if state is None:
-        raise ValueError(f"{store.run_dir}: the run has no finished generation yet; nothing to report")
+        raise KernelevoError(f"{store.run_dir}: the run has no finished generation yet; nothing to report")
     summary = summarise(store, state, store.get_meta("stop_reason", ""))
     individuals = store.individuals()
     by_id = {ind.id: ind for ind in individuals}

@@ -1,4 +1,3 @@
-"""Owns a run wired from its config (store, service, tuner, operators, seeds, search, outcome), its generation 0 and
-its live progress. It may import core, hardware_profiles, fitness, operators and seeds, and of evo/ evo.settings and
-the subpackages below it (evo.records, evo.service, evo.tuning, evo.evolution, evo.reports, evo.benchmark); the
-order of evo/ bottom up: records, service, tuning, evolution, reports, benchmark, runs (tests/test_layers.py)."""
+"""Owns a run wired from its config (store, service, tuner, operators, seeds, search, outcome), its generation 0 and its
+live progress. It imports only the subpackages below it in evo/'s order, and that layer's root settings (the order:
+docs/architecture.md, checked by tests/test_layers.py)."""

@@ -33,6 +33,7 @@ from evo.benchmark.start_gate import wait_for_gate
 from evo.records.store import BASELINES_IEEE, RunStore
 from evo.settings import TunerSettings
 from evo.tuning.tuner import Tuner
+from core.errors import KernelevoError
 from core.resources import process_started
 from fitness.evaluation.evaluator import Evaluator, start_up_under_lock
 from fitness.evaluation.from_config import check_fitness_config
@@ -45,20 +46,28 @@ LOCAL_BACKEND = {"_target_": "evo.service.evaluation.LocalEvaluators"}  # a run 
 SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
 
 
-def evaluation_backend(plan: RunPlan):
-    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. ValueError with the
-    backend's own message when it cannot be made (Ray missing, a bad setting)."""
+def plugin(node):
+    """A plug-in made from its config node (``_target_``); a KernelevoError its class raises (a setting it refuses)
+    as it is, not wrapped in Hydra's InstantiationException; any other failure is a bug and stays one."""
     try:
-        return instantiate(plan.backend or LOCAL_BACKEND)
+        return instantiate(node)
     except InstantiationException as exc:
-        raise ValueError(str(exc.__cause__ or exc)) from exc
+        if isinstance(exc.__cause__, KernelevoError):
+            raise exc.__cause__ from None
+        raise
+
+
+def evaluation_backend(plan: RunPlan):
+    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. KernelevoError with the
+    backend's own message when it cannot be made (Ray missing, a bad setting)."""
+    return plugin(plan.backend or LOCAL_BACKEND)
 
 
 def build_strategy(plan: RunPlan):
     """The `search/strategy` plug-in (evo.evolution.strategy); evolution for a run saved before strategies existed."""
     from evo.evolution.strategy import Evolution
 
-    return instantiate(plan.strategy) if plan.strategy else Evolution()
+    return plugin(plan.strategy) if plan.strategy else Evolution()
 
 
 def build_team(plan: RunPlan, store: RunStore, evaluator: Evaluator):
@@ -119,8 +128,8 @@ def measure_ieee_baselines(service: EvaluationService, store: RunStore) -> None:
     """After the search (outside its time), once per run: the compiled baselines whose own kernels were incorrect
     with TF32 dot products (``evo.runs.seeding``; timed with TF32, as the policy allows) timed again with IEEE fp32
     dots, kept in the store (``BASELINES_IEEE``). A Triton kernel the policy admits could be that, not the TF32 one
-    (``fitness.measure.baselines.triton_best``): level3/49's kernel was 0.79x of a TF32 max-autotune whose kernels
-    fail the policy, and 1.00x of max-autotune with TF32 off throughout (experiments/results/kernelbench_part9/)."""
+    (``fitness.measure.baselines.triton_best``), and a speed-up against a baseline the policy refuses says little
+    (docs/measurements.md)."""
     names = store.get_meta(TF32_INCORRECT) or []
     if not names or store.get_meta(BASELINES_IEEE) is not None:
         return
@@ -160,8 +169,8 @@ class CheckedRun:
 def check_run_config(plan: RunPlan) -> CheckedRun:
     """Everything about a run's plan that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory, once per command; the settings' own checks ran when the plan was
-    made); what the run is made of. Raises ValueError."""
-    operators = [instantiate(op) for op in plan.operators]
+    made); what the run is made of. Raises KernelevoError."""
+    operators = [plugin(op) for op in plan.operators]
     settings = within_llm_budget(plan.search, operators, plan)
     strategy = build_strategy(plan)
     strategy.check(settings), strategy.usable(operators)
@@ -212,7 +221,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
                 keep_verdicts(verdicts, store)
 
         search = Search(seeds, operators, tuner, store, settings, on_generation,
-                        selection=instantiate(plan.selection), team=team, strategy=checked.strategy,
+                        selection=plugin(plan.selection), team=team, strategy=checked.strategy,
                         spent_s=store.get_meta(SEED_CHECK_S) or 0.0)
         marks["search"] = time.time()
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)

@@ -5,9 +5,8 @@ one seed per variant of Inductor's options, ``inductor.variants``, that writes o
 seed; a compiler seed incorrect with TF32 dot products is replaced by its rewrite with IEEE fp32 dot products
 where that is correct. The first seed as written is judged before anything else, whatever the search's wall-time
 budget, and so is its IEEE rewrite where TF32 made it incorrect (their time counts against the budget;
-``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from.
-15 s searches of large problems whose first evaluations took longer ended with no kernel at all
-(``experiments/results/kernelbench_h100x4/``). So is, on a GPU, the seed of each variant that turns on
+``over_budget_s`` says by how much the run went over): a run always has a verdict on the kernel it starts from,
+however short its budget (docs/measurements.md). So is, on a GPU, the seed of each variant that turns on
 max-autotune's options (``floor``): the run starts no worse than the Triton max-autotune picked. With an LLM team,
 ``llm.initialise``: true, the initialiser agent writes the first kernel from the reference alone; from_seed, it
 rewrites the seed for speed (so an LLM run starts from compile's kernels too); false, the seed as it is.
@@ -18,8 +17,8 @@ own merged into them once generation 0 is over (``keep_verdicts``): a re-run jud
 generation 0 takes none of the search's window; ``search.generation0_s`` caps the window's share generation 0 may take.
 
 torch.compile's capture (``start_capture``) starts before the baselines are measured and runs beside them: both
-are mostly compilation on the CPU (on 4 x H100 the baselines took 50 s and the seeds 44 s of a problem's median
-133 s), and the baselines' timing waits for the capture's hold on the GPU (its lock, shared) all the same.
+are mostly compilation on the CPU (docs/measurements.md), and the baselines' timing waits for the capture's hold on
+the GPU (its lock, shared) all the same.
 """
 from __future__ import annotations
 
@@ -172,8 +171,7 @@ def floor(made: list[Seed], variants: dict | None) -> list[Seed]:
     """The seeds judged before the search's budget can cut them (their IEEE rewrites too, where TF32 made them
     incorrect): the first seed as written, and the seeds of Inductor's variants that turn on max-autotune's options
     (``seeds.inductor.autotuned``), which hold the Triton kernels and configurations max-autotune picked, so a run
-    starts no worse than them. On 2 x H200 three kernels ended at 0.87-0.93x of max-autotune, their
-    max-autotune seed cut by the 15 s budget (``experiments/results/kernelbench_part2/``)."""
+    starts no worse than them, whatever the search's budget (docs/measurements.md)."""
     names = {f"{INDUCTOR}:{name}" for name, options in (variants or {}).items() if autotuned(options)}
     return made[:1] + [seed for seed in made[1:] if seed.made_by in names]
 

@@ -1,4 +1,3 @@
-"""Owns the evaluation service the search submits to: the local pool, its Ray backend, the replay of an earlier
-run's measurements and Ray's connection. It may import core, hardware_profiles, fitness, operators and seeds, and of
-evo/ evo.settings and the subpackages below it (evo.records); the order of evo/ bottom up: records, service, tuning,
-evolution, reports, benchmark, runs (tests/test_layers.py)."""
+"""Owns the evaluation service the search submits to: the local pool, its Ray backend, the replay of an earlier run's
+measurements and Ray's connection. It imports only the subpackages below it in evo/'s order, and that layer's root
+settings (the order: docs/architecture.md, checked by tests/test_layers.py)."""

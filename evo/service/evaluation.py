@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from core.errors import KernelevoError
 from evo.service.evaluation_protocol import RunEvaluator
 from evo.plan import RunPlan
 from evo.records.store import RunStore
@@ -112,7 +113,7 @@ def evaluations_in_flight(value, gpu_bytes: list[int] = ()) -> int:
     if value in (None, "auto"):
         return auto_parallel(gpu_bytes=gpu_bytes)
     if int(value) < 1:
-        raise ValueError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
+        raise KernelevoError(f"parallel must be at least 1 (evaluations in flight) or auto, got {value}")
     return int(value)
 
 
@@ -306,7 +307,7 @@ SLOW_START_S = 10.0  # an evaluator that took longer than this to start says whe
 def said_if_slow(device: str, sandbox_s: float, evaluator_s: float) -> None:
     """A log line when an evaluator's start took more than SLOW_START_S: its sandbox's lease (a fork server started
     or reused) and the evaluator itself (the problem's cost model on the meta device and which inputs the output
-    depends on, decided on the CPU). On 2 x H200 level3/37's evaluation service took 185 s, not accounted for."""
+    depends on, decided on the CPU), so that a slow start is accounted for (docs/measurements.md)."""
     if sandbox_s + evaluator_s > SLOW_START_S:
         log.info(f"evaluator on {device} started in {sandbox_s + evaluator_s:.1f} s: sandbox {sandbox_s:.1f} s, "
                  f"the problem's cost model and input dependence {evaluator_s:.1f} s")

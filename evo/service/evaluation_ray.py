@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 
+from core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
 from core.log import configure as configure_logging
 from evo.service.ray_cluster import connect, import_ray, placement
@@ -194,21 +195,21 @@ class RayEvaluators:
     def __init__(self, address: str | None = "auto", gpus: int | str = "auto", per_gpu: int = 4,
                  local_cpus: int | None = None):
         if gpus != "auto" and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
-            raise ValueError(f"{SETTING}.gpus={gpus!r}: a count of GPU actors, auto (every GPU of the cluster) or 0 "
-                             f"(one actor on the CPU interpreter)")
+            raise KernelevoError(f"{SETTING}.gpus={gpus!r}: a count of GPU actors, auto (every GPU of the cluster) or "
+                                 f"0 (one actor on the CPU interpreter)")
         if isinstance(per_gpu, bool) or not isinstance(per_gpu, int) or per_gpu < 1:
-            raise ValueError(f"{SETTING}.per_gpu={per_gpu!r}: evaluations at once on each actor, at least 1")
+            raise KernelevoError(f"{SETTING}.per_gpu={per_gpu!r}: evaluations at once on each actor, at least 1")
         self.address, self.gpus, self.per_gpu, self.local_cpus = address, gpus, per_gpu, local_cpus
         self._ray = import_ray("fitness/backend=ray")
 
     def _gpu_actors(self, where: str) -> int:
         have = int(self._ray.cluster_resources().get("GPU", 0))
         if self.gpus == "auto" and not have:
-            raise ValueError(f"the Ray cluster ({where}) has no GPU: start Ray on GPU nodes, or set "
-                             f"{SETTING}.gpus=0 to evaluate on one actor on the CPU interpreter")
+            raise KernelevoError(f"the Ray cluster ({where}) has no GPU: start Ray on GPU nodes, or set "
+                                 f"{SETTING}.gpus=0 to evaluate on one actor on the CPU interpreter")
         if self.gpus != "auto" and self.gpus > have:
-            raise ValueError(f"{SETTING}.gpus={self.gpus}, but the Ray cluster ({where}) has {have} GPUs: ask for "
-                             f"at most {have}, or auto")
+            raise KernelevoError(f"{SETTING}.gpus={self.gpus}, but the Ray cluster ({where}) has {have} GPUs: ask for "
+                                 f"at most {have}, or auto")
         return have if self.gpus == "auto" else self.gpus
 
     def _start(self, actors: list, where: str) -> list[dict]:
@@ -218,15 +219,15 @@ class RayEvaluators:
         try:
             ready, _ = ray.wait(pending, num_returns=len(pending), timeout=START_TIMEOUT_S)
             if len(ready) < len(pending):
-                raise ValueError(f"{len(pending) - len(ready)} of {len(actors)} evaluator actors were not started "
-                                 f"on the Ray cluster ({where}) within {START_TIMEOUT_S:.0f} s: each asks for one "
-                                 f"GPU (none with {SETTING}.gpus=0) and one CPU; ask for fewer ({SETTING}.gpus)")
+                raise KernelevoError(f"{len(pending) - len(ready)} of {len(actors)} evaluator actors were not started "
+                                     f"on the Ray cluster ({where}) within {START_TIMEOUT_S:.0f} s: each asks for one "
+                                     f"GPU (none with {SETTING}.gpus=0) and one CPU; ask for fewer ({SETTING}.gpus)")
             return ray.get(pending)
         except ray.exceptions.RayError as exc:
             self._kill(actors)
-            raise ValueError(f"an evaluator actor could not start on the Ray cluster ({where}): {exc}\n"
-                             f"({NODE_SOFTWARE})") from exc
-        except ValueError:
+            raise KernelevoError(f"an evaluator actor could not start on the Ray cluster ({where}): {exc}\n"
+                                 f"({NODE_SOFTWARE})") from exc
+        except KernelevoError:
             self._kill(actors)
             raise
 

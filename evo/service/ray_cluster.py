@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import socket
 
+from core.errors import KernelevoError
+
 INSTALL = "pip install 'kernelevo[ray]' (or pip install ray)"
 PROBE_TIMEOUT_S = 10.0  # a HOST:PORT that does not answer within this is an error (ray.init would wait for minutes)
 
 
-def import_ray(chosen: str, error: type[Exception] = ValueError):
+def import_ray(chosen: str, error: type[Exception] = KernelevoError):
     """The ray module, or `error` saying that `chosen` (the backend, as the user selects it) needs it installed."""
     try:
         import ray
@@ -41,7 +43,7 @@ def _probe(address: str, setting: str, error: type[Exception]) -> None:
 
 
 def connect(ray, address: str | None, setting: str, local_cpus: int | None = None,
-            error: type[Exception] = ValueError) -> str:
+            error: type[Exception] = KernelevoError) -> str:
     """Connect to the cluster at `address` (auto: the one this host belongs to, else a local Ray started here;
     HOST:PORT: that one, or `error` naming `setting`; null: a local Ray); says where."""
     if ray.is_initialized():

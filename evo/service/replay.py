@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
+from core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight, leased_evaluators
 from evo.plan import RunPlan
 from evo.records.store import BASELINES_IEEE, DB_NAME, RunStore
@@ -22,7 +23,7 @@ from fitness.measure.timing import TimingStats
 from seeds.inductor.cache import CapturedSeeds
 
 
-class ReplayMiss(ValueError):
+class ReplayMiss(KernelevoError):
     """The replay asked for a measurement the record does not hold."""
 
 
@@ -95,14 +96,14 @@ class RecordedEvaluators:
     def __init__(self, record: str):
         self.record = Path(str(record)).expanduser()
         if not self.record.is_dir():
-            raise ValueError(f"fitness.backend.record={record}: no such directory; pass the sweep (or run) directory "
-                             f"of the run to replay")
+            raise KernelevoError(f"fitness.backend.record={record}: no such directory; pass the sweep (or run) "
+                                 f"directory of the run to replay")
 
     def recorded_run(self, run_dir: Path) -> Path:
         found = self.record if (self.record / DB_NAME).is_file() else self.record / Path(run_dir).name
         if not (found / DB_NAME).is_file():
-            raise ValueError(f"replay: no recorded run {Path(run_dir).name} in {self.record}: replay with the same "
-                             f"sweep command as the recorded one (its jobs are matched by folder name)")
+            raise KernelevoError(f"replay: no recorded run {Path(run_dir).name} in {self.record}: replay with the same "
+                                 f"sweep command as the recorded one (its jobs are matched by folder name)")
         return found
 
     def service(self, plan: RunPlan, store: RunStore) -> EvaluationService:

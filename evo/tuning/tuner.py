@@ -20,9 +20,8 @@ have. The individual keeps the record of its trials (``Individual.tuning``), whi
 
 Studies live in memory while they are tuned and are copied, finished, into the run's Optuna storage (run.db, what
 optuna-dashboard opens) by one background thread, with the individual's own trials only (the warm start is named in
-the study's user attributes); `close` waits for it. Asked and told through SQLite, eight children's studies took
-1.5-1.8 s of Python per generation (``experiments/results/optuna_storage_cost_cpu/optuna_storage_cost_cpu.md``) and held
-up the start and end of every generation. A run killed with -9 may lack the studies of its last children in run.db;
+the study's user attributes); `close` waits for it. Studies asked and told through SQLite held up the start and end
+of every generation (docs/measurements.md). A run killed with -9 may lack the studies of its last children in run.db;
 their evaluations are in the run store, and resume tunes an interrupted generation's children again.
 """
 from __future__ import annotations

@@ -7,12 +7,12 @@ takes a gate file exclusively, then the lock itself, then releases the gate (wri
 exclusive locker holds the gate, and shared lockers that arrive after it queue behind it.
 
 Creating a CUDA context also uses the GPU (the driver clears the new context's memory: a timed kernel ran 25 %
-slower meanwhile), so a worker's start-up holds the lock shared too. Many starting at once held it shared for
-seconds on end and starved the timer (``experiments/results/throughput/throughput_h100.md``): ``start_up`` lets one
+slower meanwhile), so a worker's start-up holds the lock shared too. Many starting at once would hold it shared for
+seconds on end and starve the timer (docs/measurements.md): ``start_up`` lets one
 start-up at a time per GPU into the shared lock, so a waiting timer gets the GPU after at most one of them (or, with
 ``fitness.start_up_under_lock=false``, one at a time outside the GPU's lock: contexts made and the judge warmed up
-during timings). Two things tried did not raise throughput and were removed (``throughput_h100.md``, session 12):
-several start-ups at once, and timers that queue taking the GPU back to back before any shared work.
+during timings). Neither several start-ups at once nor timers that queue taking the GPU back to back before any
+shared work: neither raised throughput (docs/measurements.md).
 
 Usage::
 
@@ -140,9 +140,8 @@ INDUCTOR_BENCHMARK_CALLS = ("benchmark", "benchmark_gpu", "benchmark_gpu_with_cu
 def inductor_benchmarks_shared(path: str | None):
     """``shared_during_calls`` over Inductor's benchmarker and over each run of a graph Inductor compiled
     (``CompiledFxGraph.__call__``): a torch.compile inside holds the GPU's lock while it benchmarks and while the
-    compiled model runs, not while it compiles (torch is imported only with a path: on a GPU). The compiled run was
-    not covered before: on one H200 with three problems, level1/90's max-autotune seed was rejected for "work on
-    another stream", timed twice while a neighbour's baseline ran its compiled cumprod over 4 GB."""
+    compiled model runs, not while it compiles (torch is imported only with a path: on a GPU), so no timing overlaps
+    another process's compiled run (docs/measurements.md)."""
     if not path:
         yield
         return

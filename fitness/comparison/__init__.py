@@ -1,4 +1,3 @@
 """Owns the precision policies and the output comparison (the one-pass Triton statistics kernel and the per-dtype
-tolerances). It may import core and hardware_profiles, and of fitness/ fitness.settings and the subpackages below it
-(fitness.common); the order of fitness/ bottom up: common, comparison, problems, measure, judge, workers, evaluation
-(tests/test_layers.py)."""
+tolerances). It imports only the subpackages below it in fitness/'s order, and that layer's root settings (the order:
+docs/architecture.md, checked by tests/test_layers.py)."""

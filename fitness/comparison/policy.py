@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from core.errors import KernelevoError
 from core.records import from_record
 from core.resources import package_folder
 
@@ -40,13 +41,13 @@ class PrecisionPolicy:
 
     def __post_init__(self):
         if self.torch_compute not in TORCH_COMPUTE_MODES:
-            raise ValueError(f"policy {self.name!r}: torch_compute must be one of {TORCH_COMPUTE_MODES}, "
-                             f"got {self.torch_compute!r}")
+            raise KernelevoError(f"policy {self.name!r}: torch_compute must be one of {TORCH_COMPUTE_MODES}, "
+                                 f"got {self.torch_compute!r}")
         if self.fp32_operands not in FP32_OPERANDS:
-            raise ValueError(f"policy {self.name!r}: fp32_operands must be one of {FP32_OPERANDS}, "
-                             f"got {self.fp32_operands!r}")
+            raise KernelevoError(f"policy {self.name!r}: fp32_operands must be one of {FP32_OPERANDS}, "
+                                 f"got {self.fp32_operands!r}")
         if "default" not in self.tolerances:
-            raise ValueError(f"policy {self.name!r}: tolerances need a 'default' entry")
+            raise KernelevoError(f"policy {self.name!r}: tolerances need a 'default' entry")
 
     def tolerance_for(self, dtype) -> Tolerance:
         key = str(dtype).replace("torch.", "")
@@ -86,7 +87,7 @@ def load_policy(name: str) -> PrecisionPolicy:
 
     path = policy_dir() / f"{name}.yaml"
     if not path.is_file():
-        raise ValueError(f"unknown precision policy {name!r}; choose one of {available_policies()}")
+        raise KernelevoError(f"unknown precision policy {name!r}; choose one of {available_policies()}")
     return PrecisionPolicy.from_dict(yaml.safe_load(path.read_text()))
 
 

@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from core.errors import KernelevoError
 from fitness.evaluation.evaluator import EvalSettings, Evaluator, default_device, sandbox_options
 from fitness.evaluation.plan import JudgePlan
 from fitness.comparison.policy import PrecisionPolicy
@@ -21,10 +22,10 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return default_device()
     if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={requested} but no GPU is visible; use device=auto or device=cpu "
-                         f"(Triton's CPU interpreter)")
+        raise KernelevoError(f"device={requested} but no GPU is visible; use device=auto or device=cpu "
+                             f"(Triton's CPU interpreter)")
     if requested != "cpu" and not requested.startswith("cuda"):
-        raise ValueError(f"unknown device {requested!r}; use auto, cpu, cuda or cuda:N")
+        raise KernelevoError(f"unknown device {requested!r}; use auto, cpu, cuda or cuda:N")
     return requested
 
 
@@ -45,8 +46,8 @@ def problem_spec(problem: ProblemSettings, device: str) -> ProblemSpec:
     if seed is None or seed == INDUCTOR:
         return spec  # the Inductor seed is made when the run starts (seeds.inductor)
     if not Path(seed).expanduser().is_file():
-        raise ValueError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
-                         f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")
+        raise KernelevoError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
+                             f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")
     check_seed_file(seed)
     return replace(spec, seed_path=str(Path(seed).expanduser().resolve()))
 
@@ -57,9 +58,9 @@ def check_seed_file(seed: str) -> None:
     try:
         ast.parse(Path(seed).expanduser().read_text(encoding="utf-8"), filename=seed)
     except UnicodeDecodeError:
-        raise ValueError(f"problem.seed={seed} is not UTF-8 text; {fix}") from None
+        raise KernelevoError(f"problem.seed={seed} is not UTF-8 text; {fix}") from None
     except SyntaxError as exc:
-        raise ValueError(f"problem.seed={seed}: line {exc.lineno}: {exc.msg}; {fix}") from None
+        raise KernelevoError(f"problem.seed={seed}: line {exc.lineno}: {exc.msg}; {fix}") from None
 
 
 def profile_for(profile_name: str, device: str) -> HardwareProfile:
@@ -80,7 +81,7 @@ class FitnessParts:
 
 
 def fitness_parts(judge: JudgePlan) -> FitnessParts:
-    """The device, hardware profile, problem, policy and settings a judge plan names. Raises ValueError naming the
+    """The device, hardware profile, problem, policy and settings a judge plan names. Raises KernelevoError naming the
     fix."""
     device = resolve_device(str(judge.device))
     return FitnessParts(device, profile_for(judge.profile, device), problem_spec(judge.problem, device), judge.policy,
@@ -89,7 +90,7 @@ def fitness_parts(judge: JudgePlan) -> FitnessParts:
 
 def check_fitness_config(judge: JudgePlan) -> ProblemSpec:
     """What an evaluator would be built from, checked without starting anything; the problem spec. Raises
-    ValueError naming the fix."""
+    KernelevoError naming the fix."""
     from fitness.problems.problem import check_reference, load_problem
 
     parts = fitness_parts(judge)
@@ -117,18 +118,18 @@ def read_candidate(path: str | None, problem: ProblemSpec) -> tuple[str, str]:
     """The candidate's source and a label: a file, or the problem's bundled seed when no path is given."""
     if path is None:
         if problem.seed_path is None:
-            raise ValueError(f"problem {problem.name!r} has no seed kernel of its own: pass candidate=PATH (a module "
-                             f"defining ModelNew), e.g. torch.compile's kernels converted by `kernelevo seed "
-                             f"problem={problem.path} out=seed.py`")
+            raise KernelevoError(f"problem {problem.name!r} has no seed kernel of its own: pass candidate=PATH (a "
+                                 f"module defining ModelNew), e.g. torch.compile's kernels converted by `kernelevo "
+                                 f"seed problem={problem.path} out=seed.py`")
         return problem.seed_source(), "seed"
     file = Path(path).expanduser()
     if file.is_dir():
-        raise ValueError(f"candidate={path} is a directory; pass candidate=PATH to a Python file defining ModelNew")
+        raise KernelevoError(f"candidate={path} is a directory; pass candidate=PATH to a Python file defining ModelNew")
     if not file.is_file():
-        raise ValueError(f"candidate file {path!r} not found; pass candidate=PATH to a module defining ModelNew, "
-                         f"or leave it out to evaluate the problem's bundled seed")
+        raise KernelevoError(f"candidate file {path!r} not found; pass candidate=PATH to a module defining ModelNew, "
+                             f"or leave it out to evaluate the problem's bundled seed")
     try:
         return file.read_text(encoding="utf-8"), file.name
     except UnicodeDecodeError as exc:
-        raise ValueError(f"candidate file {path!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
-                         f"{exc.start}): is it a binary? pass a Python source file defining ModelNew") from None
+        raise KernelevoError(f"candidate file {path!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                             f"{exc.start}): is it a binary? pass a Python source file defining ModelNew") from None

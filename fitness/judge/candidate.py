@@ -155,9 +155,8 @@ CROWDED_SHARE = 0.97  # a job that held and asked for less than this share of a 
 def crowded_out(reason: str) -> str:
     """Why a CUDA out-of-memory error in `reason` is not the job's own doing ('' when it may be): torch's message
     says what the job asked for and what its process held; when those together fit in CROWDED_SHARE of the GPU,
-    other processes held the rest. No verdict either way: such a job is run again, never counted a pass. On 4 x H100
-    with three problems on a GPU, an honest kernel of level1/76 asked for 10.7 GiB holding 62.0 GiB of 79.2 GiB and
-    was judged a runtime error."""
+    other processes held the rest. No verdict either way: such a job is run again, never counted a pass
+    (docs/measurements.md)."""
     found = _OOM.search(reason)
     if not found:
         return ""

@@ -68,8 +68,8 @@ SAMPLE_ROWS = 1024
 SHRINK = 10.0  # the amount is divided by this while the reference at the policy's precision disagrees
 PRECISION_STEPS = 16  # amounts tried per input at the policy's precision (two reference calls each)
 CLOSE = 1.2  # the bisection between an amount moving too little and one failing at the precision stops here
-PRECISION_POSITIONS = 4  # elements tried per input when no amount passes at the policy's precision (level2/66 at
-# full size on an H200: 2 of 8 elements of x had one, the top weights of a column lying closer than TF32 resolves)
+PRECISION_POSITIONS = 4  # elements tried per input when no amount passes at the policy's precision (an element may
+# have none: a column's top weights lying closer than TF32 resolves; docs/measurements.md)
 
 
 def move_ratio(outputs: list, base: list, policy) -> float:

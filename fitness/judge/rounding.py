@@ -85,9 +85,8 @@ def perturbed_spread(reference: torch.nn.Module, saved: list, runs: int = PERTUR
     """Per output of `reference` on the inputs `saved`, per element, the largest |ref' - ref| over `runs` runs with
     every floating-point input, parameter and buffer multiplied by 1 + `ulps` u r (r uniform in [-1, 1], u its
     dtype's unit roundoff), ref the unperturbed run: each element's own rounding error, as its rounding pattern and
-    values move by about an honest kernel's backward error (level3/49 on the CPU: an honest reordering's error is at
-    most 1.7 times it, a wrong parameter's 200 times and more; by 1 u, 7.6 times, too close to K = 8:
-    ``experiments/results/rounding_spread_cpu/``).
+    values move by about an honest kernel's backward error, which separates an honest reordering from a wrong
+    kernel by far more than a perturbation of 1 u does (docs/measurements.md).
     Every run starts from the same random state (``fork_rng``), so a forward that draws random numbers (dropout)
     draws the same ones each time and spreads by its rounding only. The
     perturbed copies are scrubbed after (``scrub``); `reference` and `saved` are left as they were."""

@@ -5,8 +5,8 @@ rounds them. Owns the rounding and the emulated reference; imports torch and fit
 A deep network needs the rounding at every matmul, not at the inputs and weights alone: on level3/3 (DeepNarrowMLP,
 17 Linear layers) the coverage trial raised one input element to 5.7e8, the first layer made activations of about
 1e7, and a TF32 kernel rounds those again as the next layer's operand. Rounding only the inputs and weights agreed
-with the fp32 reference where Inductor's TF32 seed did not, and the trial rejected that honest kernel (4 x H100,
-``experiments/results/kernelbench_h100x4/``); a 16-layer MLP on the CPU reproduces it (tests/test_coverage_tf32.py).
+with the fp32 reference where Inductor's TF32 seed did not, and the trial rejected that honest kernel
+(docs/measurements.md); a 16-layer MLP on the CPU reproduces it (tests/test_coverage_tf32.py).
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from torch.overrides import TorchFunctionMode
 from fitness.comparison.correctness import as_tensor_list
 
 TF32_MODES = ("nearest", "toward zero")  # how a TF32 matmul may round its fp32 operands: cuBLAS converts to
-# nearest; a Triton dot on Hopper reads the fp32 bits and drops the low 13 (level2/66's seed on an H200 split a row
-# where only the truncated weights tie)
+# nearest; a Triton dot on Hopper reads the fp32 bits and drops the low 13 (a row may split where only the
+# truncated weights tie: docs/measurements.md)
 
 # torch's matmul-like functions and the positions of their operands (a bias or an accumulator added in fp32 is not)
 MATMUL_OPERANDS = {
@@ -70,9 +70,7 @@ class TF32Reference:
     every matmul's operands rounded again where they are computed (``TF32Operands``), in each of TF32_MODES (a copy
     of the model per mode, made at the first call: one per coverage trial), which emulates a TF32 matmul the same way
     on any device and torch version; None where that is the fp32 reference itself (a policy without TF32). (torch's
-    own TF32, tried first, did not help on an H100: level2/66's reference with `allow_tf32` agreed with the fp32 one
-    while Inductor's TF32 seed split a row between weights that round to one TF32 value; rounding to nearest alone
-    missed one of two such positions on an H200.)"""
+    own TF32, tried first, and rounding to nearest alone, each missed such a kernel: docs/measurements.md.)"""
 
     def __init__(self):
         self.rounded = {}  # mode: the reference with its weights rounded to TF32 that way

@@ -10,8 +10,8 @@ candidate code is imported: later patching of ``time`` or ``torch.cuda`` attribu
   the start-to-end event time, unless work on some other stream ran past the end event by more than the
   device-wide estimate's own noise (``DEVICE_WIDE_MARGIN``): then the device-wide time (less the measured latency
   of that last event) counts. The device-wide time goes through a host synchronisation, so it moves with host
-  scheduling (+-5 us on an H100, ``experiments/results/throughput/timing_spread_h100.md``); taking it whenever it was
-  the larger made the median move by up to 10 % between evaluations of one kernel. The number of repetitions is sized
+  scheduling; taking it whenever it was the larger made the median move between evaluations of one kernel
+  (docs/measurements.md). The number of repetitions is sized
   to a time budget.
 * ``WallClockTimer``: for Triton's CPU interpreter; times are labelled ``interpreter`` and mean nothing on a GPU.
 
@@ -257,9 +257,8 @@ def make_timer(device: str, l2_bytes: int, settings: TimingSettings):
 def settled_baselines(timer, models: dict, inputs: list, rounds: int = 2, tolerance: float = 0.05):
     """({name: TimingStats dict}, notes): each of `models` timed `rounds` times, all of them per round, the last
     round kept. The baselines are measured once per run and every speed-up of the run divides by them, so they
-    must not be read cold: earlier rounds warm the GPU up (its clocks after an idle spell, first uses). Twice on an
-    H200 a run's first baselines read 1.2-1.9x slow (experiments/results/throughput/throughput_h100.md, session 11). A
-    note says where an earlier round read slower than the kept one by more than `tolerance`."""
+    must not be read cold: earlier rounds warm the GPU up (its clocks after an idle spell, first uses;
+    docs/measurements.md). A note says where an earlier round read slower than the kept one by more than `tolerance`."""
     measured = [{name: timer.measure(model, inputs) for name, model in models.items()} for _ in range(rounds)]
     first, kept = measured[0], measured[-1]
     notes = [f"baseline {name}: its first timing read {first[name].median_s / stats.median_s - 1:.0%} slower than "
@@ -271,9 +270,8 @@ def settled_baselines(timer, models: dict, inputs: list, rounds: int = 2, tolera
 def fastest_baselines(readings: list[dict], tolerance: float = 0.05) -> tuple[dict, list[str]]:
     """({name: TimingStats dict}, notes) from the baseline jobs of several fresh processes (`readings`: each a
     {name: TimingStats dict}): per model the reading with the lowest median, so a slow process cannot inflate the
-    run's speed-ups. On a freshly started H200 the first processes to use the GPU read layernorm's eager and
-    torch.compile 1.2-1.9x slow for as long as they lived, every round alike, while later processes read normal
-    (experiments/results/throughput/throughput_h100.md, session 12). A note says where a process read slower than the
+    run's speed-ups: a process may read slow for as long as it lives, every round alike (docs/measurements.md). A
+    note says where a process read slower than the
     one kept by more than `tolerance`."""
     kept, notes = {}, []
     for name in sorted({n for reading in readings for n in reading}):

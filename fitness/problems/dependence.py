@@ -12,9 +12,8 @@ still counts, which only raises the floor.
 One backward pass first: every forward argument, parameter and floating-point buffer with a nonzero gradient of a
 random projection of the output is used (a nonzero derivative means some change of it changes the output; batch norm
 in eval mode is written out so that its running statistics get one), so only the rest (integer inputs, tensors whose
-gradient is zero here, or every tensor where autograd cannot take the forward) take a forward each. On
-4 x H200, with 15 problems at once, a network's perturbation forward by forward kept its evaluator from starting for
-1,402 s (level3/23; ``experiments/results/kernelbench_part7/``). The gradient also shows a dependence below the
+gradient is zero here, or every tensor where autograd cannot take the forward) take a forward each: a network's
+perturbation forward by forward is slow (docs/measurements.md). The gradient also shows a dependence below the
 output's rounding, which no perturbation can: level3/19_MobileNetV1's activations shrink layer by layer until, at
 its test sizes, its input and 47 of its tensors change no bit of the output; they count (the floor only rises).
 

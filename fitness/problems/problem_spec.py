@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from core.errors import KernelevoError
 from core.records import from_record
 
 
-class ProblemError(ValueError):
+class ProblemError(KernelevoError):
     """A problem file or its size overrides cannot be used; the message names the file and the fix."""
 
 

@@ -99,9 +99,8 @@ def largest_tensor(problem: LoadedProblem, with_outputs: bool = True) -> int:
 
 def recurrent_shapes(layer, x, hx=None):
     """What an ``nn.LSTM``, ``nn.GRU`` or ``nn.RNN`` returns, as empty meta tensors of its output shapes, with the
-    shape checks its forward makes. On the meta device its forward runs every step of every layer operation by
-    operation: the shrink rule's forwards of level3/35-42 took 15.6-39.1 s on one CPU thread, and level3/38's evaluator
-    took 196.5 s to start on 4 x H200 (``experiments/results/kernelbench_part8/shrink_rnn_cpu.md``)."""
+    shape checks its forward makes, without running it: on the meta device its forward runs every step of every
+    layer operation by operation, which takes long (docs/measurements.md)."""
     import torch
 
     if not isinstance(x, torch.Tensor):  # a PackedSequence: the real forward

@@ -190,7 +190,7 @@ def _set_read_only(libc, path: str, read_only: bool, recursive: bool) -> None:
 def read_only_except(libc, writable: list[str]) -> None:
     """Every mount read-only but the writable directories (each bound onto itself first: a mount of its own), a
     private /dev/shm and the worker's own /proc, whose kernel-wide parts stay read-only (``PROC_READ_ONLY``):
-    CUDA's initialisation fails with error 304 on a read-only /proc (seen on an H100, driver 580)."""
+    CUDA's initialisation fails with error 304 on a read-only /proc (docs/measurements.md)."""
     for path in writable:
         _call(libc.mount(path.encode(), path.encode(), None, MS_BIND, None), f"bind {path}")
     _set_read_only(libc, "/", True, recursive=True)

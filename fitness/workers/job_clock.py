@@ -115,11 +115,9 @@ class MemoryWait(PausedWait):
 
 class LockWait(PausedWait):
     """The seconds a job's worker (`pid`) has waited for the GPU's lock (stage GPU_WAIT_STAGE) while another process
-    held the lock or its gate (`paused_s`, added to its timeout, at most `cap_s`). On one H200 with three problems,
-    level2/96's two evaluations were killed at their 120 s limit "while timing the candidate" and in a correctness
-    trial, stages that included the wait for the lock; likely a neighbour's timing held it (level1/84's seed ran
-    2.2 s a call), not checked. Candidate code that writes the stage gains at most `cap_s`, and only while others hold
-    the GPU."""
+    held the lock or its gate (`paused_s`, added to its timeout, at most `cap_s`), so that a neighbour's timing is not
+    counted against the job (docs/measurements.md). Candidate code that writes the stage gains at most `cap_s`, and
+    only while others hold the GPU."""
 
     def __init__(self, path: str | None, pid: int | None, cap_s: float):
         super().__init__()

@@ -148,8 +148,8 @@ def merged(text: str) -> list[dict]:
 
 def total(kernels: list[dict]) -> dict:
     """Every launch of the forward call, past MAX_KERNELS too: how many, and their GPU time summed (under ncu, clocks
-    locked to base). Beside the forward's measured time it says how much of it is the host launching: level3/34's
-    1,024 launches ran 3.1 ms on the GPU of an 18.6 ms forward (experiments/results/kernelbench_part10/)."""
+    locked to base). Beside the forward's measured time it says how much of it is the host launching
+    (docs/measurements.md)."""
     return {"launches": sum(k["launches"] for k in kernels), "time_s": sum(k.get("time_s", 0.0) for k in kernels)}
 
 

@@ -6,7 +6,7 @@ stages start warm:
   launching them, outside the GPU's lock;
 * ``warm_judge``: run the judge's own GPU work once on small tensors -- random inputs, copies, the output
   comparison, CUDA events -- under the GPU's *shared* lock unless ``fitness.start_up_under_lock`` resolves to
-  false (on the H200, by its profile: then during timings, like the worker's CUDA context). A fresh
+  false (by the hardware profile: then during timings, like the worker's CUDA context). A fresh
   process pays for each torch kernel's first use (its module is loaded lazily) and for its first allocations; paid
   here, in the spare's idle time, they are meant not to lengthen the correctness trials, which hold the shared
   lock and so keep a waiting timer off the GPU. Its effect on throughput has not been isolated yet

@@ -83,8 +83,8 @@ def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
     """Time forward through `timed`, which counts each call's launches, on the inputs of `feed`, which draws them
     fresh for every call and checks a sample of the calls. Work left on another stream is rejected when a second
     timing shows it too: the device-wide end is recorded once the host's synchronize returns, so a host slow to wake
-    under load looks the same (Inductor's honest seed of level1/44 was rejected once so, 12 searches sharing 64
-    cores on 4 x H100), while a kernel that uses another stream does it every time."""
+    under load looks the same once (docs/measurements.md), while a kernel that uses another stream does it every
+    time."""
     timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
     try:
         stats = timer.measure(timed, feed)
@@ -355,8 +355,8 @@ def serve(device: str, forked_at: float, origin: dict | None = None, warm: dict 
     SPANS.clear()
     PHASES.update({"fork": max(time.monotonic() - forked_at, 0.0), "import": 0.0})
     # one start-up at a time, each (its CUDA context, then the judge's warm-up) holding the GPU's shared lock unless
-    # fitness.start_up_under_lock is false: on an H100 a start-up slowed a candidate timed meanwhile; on an H200
-    # neither contexts nor whole start-ups did (experiments/results/throughput/timing_spread_h100.md)
+    # fitness.start_up_under_lock is false (whether a start-up disturbs a timing is the hardware profile's to say:
+    # docs/measurements.md)
     warm = warm or {}
     under_lock = warm.get("start_up_under_lock", True)
     asked = time.monotonic()

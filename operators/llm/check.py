@@ -15,6 +15,7 @@ import socket
 import urllib.error
 import urllib.request
 
+from core.errors import KernelevoError
 from core.resources import package_folder
 from operators.llm.client import LLMClient, LLMSettings
 from operators.llm.diagnosis import cause
@@ -26,7 +27,7 @@ MODELS_TIMEOUT_S = 15.0  # the most GET /models may take (a black-holed address 
 SKIP = "llm.check=false skips this check"
 
 
-class LLMCheckFailed(ValueError):
+class LLMCheckFailed(KernelevoError):
     """The LLM a run would use cannot be used: the message names the cause and the fix."""
 
 
@@ -38,23 +39,23 @@ def presets() -> list[str]:
 
 
 def uses_llm(operators: list, llm: LLMPlan | None) -> bool:
-    """Whether the run would ask an LLM (an LLM operator, or ``llm.initialise``); ValueError when it would and no
+    """Whether the run would ask an LLM (an LLM operator, or ``llm.initialise``); KernelevoError when it would and no
     LLM is chosen (``llm=none``): before anything is made, rather than after generation 0."""
     wanted = [op.name for op in operators if isinstance(op, LLM_OPERATORS)]
     if wanted and not (llm is not None and llm.provider):
-        raise ValueError(f"the operators {', '.join(sorted(set(wanted)))} need an LLM and none is chosen: add "
-                         f"llm={'|'.join(presets())} (conf/llm/), or use operators=offline")
+        raise KernelevoError(f"the operators {', '.join(sorted(set(wanted)))} need an LLM and none is chosen: add "
+                             f"llm={'|'.join(presets())} (conf/llm/), or use operators=offline")
     return bool(wanted) or (llm is not None and llm.initialise not in (False, None))
 
 
 def unused_llm(operators: list, llm: LLMPlan | None) -> None:
-    """ValueError where an LLM is chosen (``llm=openai``) and the run would never ask it (no LLM operator, no
+    """KernelevoError where an LLM is chosen (``llm=openai``) and the run would never ask it (no LLM operator, no
     ``llm.initialise``), rather than a run that silently runs offline: a new run's check (a resume keeps its run's
     settings)."""
     if llm is not None and llm.provider and not uses_llm(operators, llm):
-        raise ValueError(f"an LLM is chosen ({', '.join(llm.models)}) but no operator of the run asks one "
-                         f"(operators=offline, the default) and llm.initialise is false: add operators=llm (or "
-                         f"operators=llm_mutation), or llm.initialise=true, or leave llm= out to run offline")
+        raise KernelevoError(f"an LLM is chosen ({', '.join(llm.models)}) but no operator of the run asks one "
+                             f"(operators=offline, the default) and llm.initialise is false: add operators=llm (or "
+                             f"operators=llm_mutation), or llm.initialise=true, or leave llm= out to run offline")
 
 
 def check_llm(llm: LLMPlan) -> str:

@@ -252,11 +252,9 @@ HOST_BOUND = 0.5  # a forward whose kernels' GPU time (under ncu) is below this 
 
 def _total_line(total: dict, measured_s: float | None) -> str:
     """Every launch of the forward together, and where their GPU time is under HOST_BOUND of the forward's measured
-    time, that the host's launching is the rest: level3/34's 1,024 launches ran 3.1 ms on the GPU of an 18.6 ms
-    forward, and no tuning of the kernels' launch parameters changes that (experiments/results/kernelbench_part10/);
-    launched through their compiled kernels with each site's grid, stream and constexprs made once, 6.2 ms and
-    1.34x of max-autotune (experiments/results/kernelbench_part11/, launch_sites_h200/).
-    ncu's clocks are locked to base, so its GPU time is if anything too long, and the host's share too small."""
+    time, that the host's launching is the rest, which no tuning of the kernels' launch parameters changes (fewer or
+    cheaper launches do: docs/measurements.md). ncu's clocks are locked to base, so its GPU time is if anything too
+    long, and the host's share too small."""
     launches, gpu_s = total["launches"], total["time_s"]
     line = f"- all {launches} launch{'es' if launches != 1 else ''} together: {fmt_time(gpu_s)} on the GPU"
     if not measured_s or gpu_s >= HOST_BOUND * measured_s:

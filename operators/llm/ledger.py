@@ -13,13 +13,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from core.errors import KernelevoError
+
 logger = logging.getLogger("operators.llm.client")
 
 
 UNAVAILABLE = "LLM unavailable"  # how the stop reason of a run that its LLM failed begins
 
 
-class LLMError(RuntimeError):
+class LLMError(KernelevoError):
     """An LLM call failed after its retries (the message names the model, the URL and the cause, never the key).
 
     ``kind`` says what failed: key (no key to send), connection, timeout, auth (401/403), not_found (404: model or

@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import ClassVar
 
+from core.errors import KernelevoError
 from core.genome import Genome, GenomeError
 from core.individual import Individual
 from operators.base import BudgetExhausted, Operator, OperatorContext, OperatorUnavailable
@@ -21,8 +22,8 @@ CODE_ONLY = {"coder": 1}  # the child the budget's last call makes where a plan 
 
 def _team(context: OperatorContext):
     if context.team is None:
-        raise ValueError("LLM operators need an LLM: choose one with llm=<preset> (see conf/llm/), or use "
-                         "operators=offline")
+        raise KernelevoError("LLM operators need an LLM: choose one with llm=<preset> (see conf/llm/), or use "
+                             "operators=offline")
     return context.team
 
 

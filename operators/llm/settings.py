@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
+from core.errors import KernelevoError
+
 EDIT_FORMATS = ("file", "diff")
 ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",
              "failures")
@@ -36,12 +38,12 @@ class LLMSettings:
 
     def __post_init__(self):
         if self.concurrency < 1:
-            raise ValueError(f"llm.concurrency must be at least 1, got {self.concurrency}")
+            raise KernelevoError(f"llm.concurrency must be at least 1, got {self.concurrency}")
         if self.max_retries < 0:
-            raise ValueError(f"llm.max_retries must be at least 0, got {self.max_retries}")
+            raise KernelevoError(f"llm.max_retries must be at least 0, got {self.max_retries}")
         if self.max_consecutive_failures is not None and self.max_consecutive_failures < 1:
-            raise ValueError(f"llm.max_consecutive_failures must be at least 1 (or null: never stop), got "
-                             f"{self.max_consecutive_failures}")
+            raise KernelevoError(f"llm.max_consecutive_failures must be at least 1 (or null: never stop), got "
+                                 f"{self.max_consecutive_failures}")
 
 
 @dataclass
@@ -66,7 +68,7 @@ class TeamSettings:
 
     def __post_init__(self):
         if self.edit_format not in EDIT_FORMATS:
-            raise ValueError(f"llm.edit_format must be one of {EDIT_FORMATS}, got {self.edit_format!r}")
+            raise KernelevoError(f"llm.edit_format must be one of {EDIT_FORMATS}, got {self.edit_format!r}")
 
     def role(self, name: str) -> RoleSettings:
         return self.roles.get(name, RoleSettings())

@@ -65,12 +65,9 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
     capturing and those after it are ``{"error": "... not finished within N s"}``, as are those a crash of the
     process left (what finished before is kept). SeedError with the output's tail when the default was asked and the
     process failed or timed out before writing it. On a GPU the process holds the GPU's lock shared
-    (``fitness.common.gpu_lock``) while it runs the model or Inductor benchmarks its choices: on 4 x H100, with three
-    problems per GPU, 14 of 16 candidates rejected for work on another stream were timed while a neighbour on their
-    GPU was making its seeds or baselines. Not while it compiles: held for the whole capture (up to 900 s and the
-    variants' budget), it kept the neighbour's timer waiting and, behind that timer's claim, every other user of the
-    GPU: on 4 x H200 problems that shared a GPU with a long capture ran out of time in pairs (level1/6 with
-    level3/34, level1/99 with level3/21, level3/18 with level3/37; experiments/results/kernelbench_part4/)."""
+    (``fitness.common.gpu_lock``) while it runs the model or Inductor benchmarks its choices, so that no neighbour's
+    timing overlaps them; not while it compiles, so that a long capture keeps no neighbour's timer (and, behind that
+    timer's claim, every other user of the GPU) waiting (docs/measurements.md)."""
     variants, settings = variants or {DEFAULT: {}}, settings or CaptureSettings()
     names, budget_s = list(variants), settings.variants_budget_s
 
@@ -234,9 +231,8 @@ def autotuned(options: dict) -> list[str]:
 def autotuned_first(variants: dict | None) -> dict | None:
     """`variants` in the order they are captured: those that turn on max-autotune's options (``autotuned``) first,
     the others in their order. The variants share one time budget in that order, and the autotuned ones hold the
-    kernels a run must start no worse than (``evo.runs.seeding.floor``): on 4 x H200, level3/34's max_autotune
-    variant, listed last, was skipped at the budget behind three others of 61-108 s each and a fourth stopped at
-    it, and its run ended at 0.52x of max-autotune (``experiments/results/kernelbench_part9/``)."""
+    kernels a run must start no worse than (``evo.runs.seeding.floor``), so the budget never leaves them out behind
+    the others (docs/measurements.md)."""
     if not variants:
         return variants
     return dict(sorted(variants.items(), key=lambda item: not autotuned(item[1])))

@@ -20,9 +20,7 @@ owns the capture's extra decompositions and the switches it sets while it traces
   ``MIN_PART`` elements per part, as partial sums over PARTS parts of that dimension (zero-padded to a multiple of
   PARTS, which Inductor folds into its loads), then their sum. Inductor splits a reduction itself only where its
   output is small (under 64 per SM: ``Reduction.num_splits``), and nothing the search changes later makes the second
-  kernel: KernelBench level1/48's one-pass mean topped out at 0.98x of eager on an H200, split over four parts
-  1.00x (``experiments/results/kernelbench_part7/middle_reduction.json``); this variant's seed, tuned for 300 s,
-  1.03x, and level1/47's sum too (``experiments/results/kernelbench_part9/``).
+  kernel, so the split is this variant's to offer (docs/measurements.md).
 * **Split-K matmuls**, with Inductor's GEMM templates (``template_choices.TEMPLATE_DECOMPOSITIONS``: policy triton on
   a GPU): a matrix product whose K is at least ``SPLIT_K_RATIO`` times M and N (KernelBench level1/6: 256 x 256 over
   K = 524,288) gives a whole-K template only M/128 x N/128 programs, a few SMs busy for the whole reduction. ``split_k``

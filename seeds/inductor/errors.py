@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import ast
 
+from core.errors import KernelevoError
+
 OTHER_SEEDS = "pass a seed file (problem.seed=PATH) or let an LLM write one (llm=... llm.initialise=true)"
 
 
-class SeedError(ValueError):
+class SeedError(KernelevoError):
     """Inductor's output uses something the converter does not handle; the message says what and the way out."""
 
 

@@ -1,9 +1,8 @@
 """Launch-heavy seeds launch their kernels through the compiled kernels, as Inductor's own launcher does.
 
-Triton's JIT launch (``kernel[grid](...)``) binds and specialises its arguments again on every call. On an H200's
-host that is 14-15 us per launch against 7.5-10.6 through the compiled kernel's own launcher,
-``CompiledKernel[grid]`` (``experiments/diagnostics/launch_cost.py``, ``experiments/results/launch_sites_h200/``).
-A forward of a thousand launches (level3/34, an RNN's 256 steps unrolled) is then bound by its host. Inductor
+Triton's JIT launch (``kernel[grid](...)``) binds and specialises its arguments again on every call, which costs
+more host time per launch than the compiled kernel's own launcher, ``CompiledKernel[grid]`` (docs/measurements.md).
+A forward of a thousand launches (an RNN's steps unrolled) is then bound by its host. Inductor
 launches the same kernels through its own launcher and is faster with them.
 
 So a seed whose forward makes at least ``MANY_LAUNCHES`` launches gets the ``LaunchSites`` helper below, and each of

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from core.errors import KernelevoError
+
 
 @dataclass
 class CaptureSettings:
@@ -12,16 +14,14 @@ class CaptureSettings:
     (``seeds.inductor.CAPTURE_TIMEOUT_S``); Inductor's variants after it share `variants_budget_s`."""
     # seconds the variants after the default capture share, from the default's end (from the capture process's
     # start when the default is cached): the process is then stopped and the variants not finished are left out,
-    # said in a line (the default seed and every variant finished before are kept and cached). On 4 x H200 the six
-    # captures of level3/34 (an RNN of 256 steps unrolled) took 14 minutes together and level1/6's (K=524288) had
-    # not ended after 15, past a bench's time per problem (bench.backend.timeout_s, 900 s)
+    # said in a line (the default seed and every variant finished before are kept and cached); unbounded, a network's
+    # captures can outlast a bench's time per problem (bench.backend.timeout_s; docs/measurements.md)
     variants_budget_s: float = 240.0
     # the default capture autotunes Inductor's GEMM and convolution templates (policy triton on a GPU) only for a graph
     # with at most this many distinct matmuls and convolutions (shapes, strides, dtypes, arguments: Inductor
     # benchmarks each distinct one once); a larger one (a network) gets each template's first configuration,
-    # unbenchmarked, and its max_autotune variant autotunes them within the budget above. On an H200 the default
-    # captures of SqueezeNet (26 convolutions), EfficientNetB1 and SwinMLP took 443, 332 and 353 s; level3/34's 512
-    # Linears of 2 shapes (an RNN's steps unrolled), taken first-only, ran at 0.46x of max-autotune. null: always
+    # unbenchmarked, and its max_autotune variant autotunes them within the budget above (a network's autotuned
+    # default capture takes minutes: docs/measurements.md). null: always
     autotune_templates_up_to: Optional[int] = 12
     # torch.compile's capture with dynamic shapes (every size an argument, as far as Dynamo and the converter keep
     # it: the seed then reads its sizes from its inputs, and its guard checks only what stayed specialised; else the
@@ -36,8 +36,8 @@ class CaptureSettings:
 
     def __post_init__(self):
         if self.autotune_templates_up_to is not None and self.autotune_templates_up_to < 0:
-            raise ValueError(f"inductor.autotune_templates_up_to={self.autotune_templates_up_to}: the most matmuls "
-                             f"and convolutions a default capture autotunes must be 0 or more (null: no limit)")
+            raise KernelevoError(f"inductor.autotune_templates_up_to={self.autotune_templates_up_to}: the most matmuls "
+                                 f"and convolutions a default capture autotunes must be 0 or more (null: no limit)")
         if not self.variants_budget_s > 0:
-            raise ValueError(f"inductor.variants_budget_s={self.variants_budget_s}: the seconds Inductor's variants "
-                             f"share must be more than 0 (inductor=none captures no variant)")
+            raise KernelevoError(f"inductor.variants_budget_s={self.variants_budget_s}: the seconds Inductor's "
+                                 f"variants share must be more than 0 (inductor=none captures no variant)")

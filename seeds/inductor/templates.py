@@ -125,9 +125,9 @@ def persistent_programs(function: ast.FunctionDef) -> int | None:
 
 # K-major operands ------------------------------------------------------------------------------------------------
 # Hopper's TF32 tensor-core instruction reads both operands K-major; an fp32 operand whose tile is contiguous along M
-# or N (B of `A @ B`, row-major) leaves Triton a path 3.6x slower at the same tile (4096^3 on an H200:
-# experiments/results/inductor_seeds/inductor_seeds_h200.md, session 12). Such an operand is copied K-major first when
-# the kernel's `<operand>_KMAJOR` constant is 1 (the default where the template allows TF32; the tuner may try 0).
+# or N (B of `A @ B`, row-major) leaves Triton a slower path at the same tile (docs/measurements.md). Such an
+# operand is copied K-major first when the kernel's `<operand>_KMAJOR` constant is 1 (the default where the template
+# allows TF32; the tuner may try 0).
 OPERAND_INDICES = {"A": ("idx_n", "idx_m", "M"), "B": ("idx_m", "idx_n", "N")}  # operand: K index, other, its size
 K_MAJOR_NOTE = (" A GEMM operand stored contiguous along M or N is first copied K-major (k_major), the layout Hopper's "
                 "TF32 tensor cores read; its kernel's *_KMAJOR constant set to 0 loads it as Inductor did.")

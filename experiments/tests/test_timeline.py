@@ -1,12 +1,9 @@
 """The benchmark's timeline of a search (experiments/timeline.py): each instant in one state, timers first."""
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from experiments.timeline import STATES, gpu_timeline  # noqa: E402
+from experiments.timeline import STATES, gpu_timeline
 
 
 def result(*spans):

@@ -1,10 +1,6 @@
 """Part X of the timing-spread diagnosis decides a hardware profile's `start_up_disturbs_timing` (which sets where
 workers may start up during a timing): its verdict from the rows it measured."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from experiments.diagnostics.diagnose_timing_spread import start_up_verdict  # noqa: E402
+from experiments.diagnostics.diagnose_timing_spread import start_up_verdict
 
 
 def row(condition, medians, cv):
