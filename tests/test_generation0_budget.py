@@ -3,6 +3,7 @@ generation 0 (the seeds judged and tuned) took the whole window, leaving the chi
 0's evaluations are cut at it and the children get the rest of the window; without it, nothing changes."""
 import pytest
 
+from core.errors import KernelevoError
 from core.genome import Genome
 from evo.evolution.search import Search
 from evo.records.store import RunStore
@@ -50,7 +51,7 @@ def test_a_cap_without_a_window_still_cuts_generation_0_and_nothing_after(tmp_pa
 
 
 def test_the_cap_is_checked_like_the_other_budgets():
-    with pytest.raises(ValueError, match="search.generation0_s must not be negative"):
+    with pytest.raises(KernelevoError, match="search.generation0_s must not be negative"):
         Budget(generation0_s=-1.0)
     assert Budget(wall_time_s=15.0, generation0_s=5.0).generation0_wall_s == 5.0
     assert Budget(wall_time_s=15.0, generation0_s=50.0).generation0_wall_s == 15.0
