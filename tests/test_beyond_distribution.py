@@ -158,3 +158,30 @@ def test_an_output_within_the_tolerance_that_ignores_the_change_fails_on_its_dif
     assert "failure" not in honest and honest["moved"][0] > 1, honest
     assert stale["failure"].startswith("differential trial (x row 0, ") and "did not follow the exact one" in \
         stale["failure"] and stale["rel_l2"] == 1.0, stale
+
+
+def test_a_constant_for_a_bounded_logsumexp_fails_the_differential_trial_and_the_honest_kernel_passes(sandbox):
+    """KernelBench level2/45 in small: a constant is within the tolerance of every row for every draw, and no single
+    element's change moves the output a tolerance; the differential trial's move is below 1e-3 of the output, so it
+    was not judged. Such a move must now be followed at least half way (issue 63, class 4)."""
+    source = candidate("gemm_sigmoid_lse_constant")
+    with make_evaluator(str(PROBLEMS / "gemm_sigmoid_lse.py"), sandbox=sandbox) as ev:
+        honest = ev.evaluate(source.replace("CONSTANT = True", "CONSTANT = False"))
+        constant = ev.evaluate(source)
+    assert honest.status == "ok", honest.reason
+    assert constant.status == "incorrect" and constant.reason.startswith("differential trial"), constant.reason
+    assert "a move below 0.001 of the output" in constant.reason and "(1 of ||d_exact||" in constant.reason
+
+
+def test_the_shrink_keeps_whole_groups_so_the_bias_alone_fails_and_the_honest_kernel_passes(sandbox):
+    """KernelBench level2/75 at the interpreter's sizes: out_features was halved down to num_groups, every group one
+    feature, where the output is the bias alone; it is halved with num_groups now (issue 63, class 4)."""
+    problem = str(PROBLEMS / "gemm_groupnorm_min.py")
+    sizes = resolve_problem(problem, size_preset="test").sizes
+    assert sizes["out_features"] // sizes["num_groups"] == 16 and sizes["bias_shape"][1] == sizes["out_features"]
+    source = candidate("gemm_groupnorm_bias_only")
+    with make_evaluator(problem, size_preset="test", sandbox=sandbox) as ev:
+        honest = ev.evaluate(source.replace("BIAS_ONLY = True", "BIAS_ONLY = False"))
+        bias_only = ev.evaluate(source)
+    assert honest.status == "ok", honest.reason
+    assert bias_only.status == "incorrect" and bias_only.reason.startswith("trial 1"), bias_only.reason
