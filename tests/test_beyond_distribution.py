@@ -185,3 +185,35 @@ def test_the_shrink_keeps_whole_groups_so_the_bias_alone_fails_and_the_honest_ke
         bias_only = ev.evaluate(source)
     assert honest.status == "ok", honest.reason
     assert bias_only.status == "incorrect" and bias_only.reason.startswith("trial 1"), bias_only.reason
+
+
+def test_a_move_below_a_thousandth_of_the_output_must_be_followed_half_way_where_it_moves():
+    """Row sums offset by 1e5 over 64 rows: one row's block change moves the output by far less than 1e-3 of its
+    norm. A stale output (0 of the move) fails; a kernel off by a third of the move on the changed row passes (half is
+    the bound); rows the change leaves alone are not judged here."""
+    import torch
+
+    from fitness.comparison.policy import load_policy
+    from fitness.judge.differential import differential_trial
+
+    def reference(x):
+        return x.sum(dim=1) + 1e5
+
+    def run(kind: str) -> dict:
+        first = []
+
+        def judged_call(inputs, saved, where, name):
+            output = reference(inputs[0])
+            first.append(output)
+            if kind == "stale":
+                return first[0].clone()
+            return output.clone() if len(first) == 1 else first[0] + (output - first[0]) * 2 / 3
+
+        x = torch.randn(64, 256, generator=torch.Generator().manual_seed(3))
+        return differential_trial(reference, lambda inputs: [reference(inputs[0].double())], judged_call,
+                                  lambda inputs: [t.clone() for t in inputs], [x], None, ["x"],
+                                  load_policy("triton"), torch.Generator().manual_seed(4), 8.0)
+
+    third_off, stale = run("third"), run("stale")
+    assert "failure" not in third_off and third_off["moved"][0] < 1, third_off
+    assert "a move below 0.001 of the output" in stale["failure"] and stale["rel_l2"] == 1.0, stale

@@ -17,7 +17,7 @@ class Model(nn.Module):
 
 
 batch_size = 32
-input_size = 64
+input_size = 128
 hidden_size = 64
 output_size = 64
 
