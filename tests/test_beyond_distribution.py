@@ -159,3 +159,62 @@ def test_an_output_within_the_tolerance_that_ignores_the_change_fails_on_its_dif
     assert "failure" not in honest and honest["moved"][0] > 1, honest
     assert stale["failure"].startswith("differential trial (x row 0, ") and "did not follow the exact one" in \
         stale["failure"] and stale["rel_l2"] == 1.0, stale
+
+
+def test_a_constant_for_a_bounded_logsumexp_fails_the_differential_trial_and_the_honest_kernel_passes(sandbox):
+    """KernelBench level2/45 in small: a constant is within the tolerance of every row for every draw, and no single
+    element's change moves the output a tolerance; the differential trial's move is below 1e-3 of the output, so it
+    was not judged. Such a move must now be followed at least half way (issue 63, class 4)."""
+    source = candidate("gemm_sigmoid_lse_constant")
+    with make_evaluator(str(PROBLEMS / "gemm_sigmoid_lse.py"), sandbox=sandbox) as ev:
+        honest = ev.evaluate(source.replace("CONSTANT = True", "CONSTANT = False"))
+        constant = ev.evaluate(source)
+    assert honest.status == "ok", honest.reason
+    assert constant.status == "incorrect" and constant.reason.startswith("differential trial"), constant.reason
+    assert "a move below 0.001 of the output" in constant.reason and "(1 of ||d_exact||" in constant.reason
+
+
+def test_the_shrink_keeps_whole_groups_so_the_bias_alone_fails_and_the_honest_kernel_passes(sandbox):
+    """KernelBench level2/75 at the interpreter's sizes: out_features was halved down to num_groups, every group one
+    feature, where the output is the bias alone; it is halved with num_groups now (issue 63, class 4)."""
+    problem = str(PROBLEMS / "gemm_groupnorm_min.py")
+    sizes = resolve_problem(problem, size_preset="test").sizes
+    assert sizes["out_features"] // sizes["num_groups"] == 16 and sizes["bias_shape"][1] == sizes["out_features"]
+    source = candidate("gemm_groupnorm_bias_only")
+    with make_evaluator(problem, size_preset="test", sandbox=sandbox) as ev:
+        honest = ev.evaluate(source.replace("BIAS_ONLY = True", "BIAS_ONLY = False"))
+        bias_only = ev.evaluate(source)
+    assert honest.status == "ok", honest.reason
+    assert bias_only.status == "incorrect" and bias_only.reason.startswith("trial 1"), bias_only.reason
+
+
+def test_a_move_below_a_thousandth_of_the_output_must_be_followed_half_way_where_it_moves():
+    """Row sums offset by 1e5 over 64 rows: one row's block change moves the output by far less than 1e-3 of its
+    norm. A stale output (0 of the move) fails; a kernel off by a third of the move on the changed row passes (half is
+    the bound); rows the change leaves alone are not judged here."""
+    import torch
+
+    from fitness.comparison.policy import load_policy
+    from fitness.judge.differential import differential_trial
+
+    def reference(x):
+        return x.sum(dim=1) + 1e5
+
+    def run(kind: str) -> dict:
+        first = []
+
+        def judged_call(inputs, saved, where, name):
+            output = reference(inputs[0])
+            first.append(output)
+            if kind == "stale":
+                return first[0].clone()
+            return output.clone() if len(first) == 1 else first[0] + (output - first[0]) * 2 / 3
+
+        x = torch.randn(64, 256, generator=torch.Generator().manual_seed(3))
+        return differential_trial(reference, lambda inputs: [reference(inputs[0].double())], judged_call,
+                                  lambda inputs: [t.clone() for t in inputs], [x], None, ["x"],
+                                  load_policy("triton"), torch.Generator().manual_seed(4), 8.0)
+
+    third_off, stale = run("third"), run("stale")
+    assert "failure" not in third_off and third_off["moved"][0] < 1, third_off
+    assert "a move below 0.001 of the output" in stale["failure"] and stale["rel_l2"] == 1.0, stale

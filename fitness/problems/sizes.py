@@ -15,7 +15,10 @@ The interpreter runs a kernel thousands of times slower than a GPU: at KernelBen
   makes the problem fail to build or run on the meta device is halved with one other constant of the same value,
   then with all of them (``bias_shape = (out_channels, 1, 1)``), and else keeps its value and is not tried again;
   a size the file writes as another constant's name (level1/95's ``input_shape = (num_classes,)``) is halved with
-  that constant, never alone: halved apart, level1/95's targets fell outside its classes.
+  that constant, never alone: halved apart, level1/95's targets fell outside its classes; and a size that must stay
+  a multiple of a smaller constant (level2/75's ``out_features`` of ``num_groups``: the problem builds with one more
+  group's worth of features, not with half a group's) is halved with it while that one can halve, so the quotient
+  stays: halved apart, level2/75's groups became one feature each, where its output is the bias alone.
 
 A second set of interpreter sizes (``other_sizes``), for judging whether a kernel reads its sizes from its inputs or
 has the test sizes baked in (as kernels converted from torch.compile's capture at those sizes do), differs from the
@@ -157,6 +160,31 @@ def _tied(module: ModuleType, slots: dict) -> dict:
     return tied
 
 
+def _divisors(problem: LoadedProblem, module: ModuleType, slots: dict, shrinkable: set, with_outputs: bool) -> dict:
+    """{slot: [integer constants it must stay a multiple of]}: a shrinkable slot A and a smaller integer constant B
+    dividing it are tied when the problem builds with A + B but not with A + B / 2 (level2/75's out_features and
+    num_groups: nn.GroupNorm needs whole groups). Halved apart, A reached B and every group held one feature, where a
+    kernel writing the bias alone was exact (issue 63); halved together, the quotient (a group's size) stays."""
+    def builds(slot, value) -> bool:
+        before = current[slot]
+        _set(module, {slot: value})
+        try:
+            largest_tensor(problem, with_outputs)
+            return True
+        except Exception:  # noqa: BLE001 - these sizes do not make a problem
+            return False
+        finally:
+            _set(module, {slot: before})
+
+    current, tied = dict(slots), {}
+    for a in sorted(shrinkable, key=str):
+        for b in sorted(shrinkable, key=str):
+            if b[1] is None and 1 < slots[b] < slots[a] and slots[a] % slots[b] == 0 \
+                    and builds(a, slots[a] + slots[b]) and not builds(a, slots[a] + slots[b] // 2):
+                tied.setdefault(a, []).append(b)
+    return tied
+
+
 def _set(module: ModuleType, values: dict) -> None:
     """Each slot of `values` set on the module (a list or tuple constant made anew, of its own type)."""
     for (name, index), value in values.items():
@@ -186,10 +214,13 @@ def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
     follows = _tied(module, slots)  # slot -> the constant the file writes it as
     shrinkable = {k for k, v in slots.items() if v >= MIN_SHRINKABLE and k[0] not in fixed and k not in follows}
     current = dict(slots)
+    divisors = _divisors(problem, module, slots, shrinkable, with_outputs)  # slot -> the slots it must be a multiple of
 
     def halve(group: list) -> int | None:
-        """The largest tensor with the slots of `group`, and those tied to them, halved (kept so), or None
-        (restored) where it fails."""
+        """The largest tensor with the slots of `group`, those tied to them and their divisors that can still halve,
+        halved (kept so), or None (restored) where it fails."""
+        group = [*group, *(d for k in group for d in divisors.get(k, ())
+                           if d in shrinkable and d not in group and current[k] % current[d] == 0)]
         group = [*group, *(k for k, name in follows.items()
                            if (name, None) in group and current[k] == current[name, None])]
         before = {k: current[k] for k in group}

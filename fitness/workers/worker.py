@@ -69,11 +69,13 @@ from fitness.judge.trials import run_trials  # noqa: E402
 from fitness.judge.tma import sanction_allocator  # noqa: E402
 from fitness.judge.parameters import ParameterTrial  # noqa: E402
 from fitness.common.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
+from fitness.judge import interpreter_bf16  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
 JOB_POLL_S = 0.005
 LAUNCHES = LaunchCounter()
 LAUNCHES.install()
+interpreter_bf16.install()  # bf16 dots and casts on the CPU interpreter as on a GPU (a no-op on a GPU)
 MEMORY: list = []  # the job's memory slot, held until the process ends (its descriptors close then)
 KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no finalizer of theirs runs after judging
 
