@@ -30,6 +30,7 @@ from deap import tools
 from core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
+from evo.records.meta import STOP_REASON
 from evo.evolution.loop import LoopPieces, steady_state, window_start
 from evo.evolution.ranks import ParentRanks, rank_key
 from evo.evolution.selection import DistinctParents, Tournament
@@ -313,7 +314,7 @@ class Search:
         # what it spent since (children dropped, an LLM's retries and waits), not the time at that checkpoint
         self._checkpoint(self._state["generation"], max(self._snapshots))
         self._state["stop_reason"] = stop
-        self.store.set_meta("stop_reason", stop)
+        self.store.set_meta(STOP_REASON, stop)
         return self._state
 
     def _cut_at(self, deadline: float | None) -> None:
