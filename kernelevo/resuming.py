@@ -107,10 +107,11 @@ def interrupted_run(run_dir: Path) -> str:
 
 def saved_config(run_dir: Path) -> DictConfig:
     """The config a run was started with (or last resumed with), from its store."""
+    from evo.records.meta import CONFIG
     from evo.records.store import RunStore
 
     store = RunStore(run_dir, create=False)
-    config = store.get_meta("config")
+    config = store.get_meta(CONFIG)
     store.close()
     if config is None:
         raise KernelevoError(f"{run_dir}: the run store has no saved config; it was not made by `kernelevo run`")

@@ -10,8 +10,8 @@ import pytest
 from conftest import SCALE_SHIFT
 from evo.benchmark.bench_report import tf32_note
 from evo.records.store import RunStore
-from evo.records.store import BASELINES_IEEE
-from evo.reports.outcome import TF32_INCORRECT, RunOutcome, summarise
+from evo.records.meta import BASELINES_IEEE, TF32_INCORRECT
+from evo.reports.outcome import RunOutcome, summarise
 from evo.runs.run import measure_ieee_baselines
 from evo.service.replay import RecordedEvaluator
 from fakes import FakeEvaluator

@@ -21,7 +21,8 @@ from evo.benchmark.bench_report import row_line
 from evo.evolution.search import Search
 from evo.records.store import RunStore
 from evo.reports.console import time_text
-from evo.reports.outcome import SEED_CACHE, SEED_CHECK_S, RunOutcome, summarise
+from evo.records.meta import SEED_CACHE, SEED_CHECK_S
+from evo.reports.outcome import RunOutcome, summarise
 from evo.runs.run import start_up
 from evo.runs.seeding import make_seeds, start_capture
 from evo.settings import Budget, SearchSettings

@@ -7,7 +7,8 @@ from concurrent.futures import Future
 
 import pytest
 
-from evo.runs.run import SUPPLY_EVALUATORS, supplied
+from evo.records.meta import SUPPLY_EVALUATORS
+from evo.runs.run import supplied
 from evo.runs.seeding import Seed, ieee_where_tf32_fails
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings

@@ -31,6 +31,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from core.stats import median
+from evo.records.meta import CONFIG
 from evo.reports.anytime import GPU_AXIS, Step, best_so_far, plot
 from evo.reports.intervals import Bootstrap, Interval, median_interval
 from evo.reports.outcome import SUMMARY_FILE, RunOutcome
@@ -186,7 +187,7 @@ def run_record(run_dir: Path, sweep_dir: Path | None = None) -> StrategyRun:
     outcome = RunOutcome.read(run_dir)
     store = RunStore(run_dir, create=False)
     try:
-        config, individuals = store.get_meta("config") or {}, store.individuals()
+        config, individuals = store.get_meta(CONFIG) or {}, store.individuals()
         evaluations, calls = store.evaluations(), store.llm_calls()
     finally:
         store.close()

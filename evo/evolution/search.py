@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from random import Random
 
 from deap import tools
@@ -30,6 +30,7 @@ from deap import tools
 from core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
+from evo.records.meta import STOP_REASON
 from evo.evolution.loop import LoopPieces, steady_state, window_start
 from evo.evolution.ranks import ParentRanks, rank_key
 from evo.evolution.selection import DistinctParents, Tournament
@@ -46,6 +47,18 @@ from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Duplicat
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 ATTEMPTS_PER_CHILD = 20  # draws of (operator, parents) before a slot gives up finding a new child
+
+
+@dataclass
+class SearchState(Checkpoint):
+    """The running search's state: the checkpoint it saves next (``checkpoint``) and what lives in the running search
+    only; ``Search.run`` returns it as a dict (``to_dict``)."""
+
+    offspring: int = 0  # children folded into the generation so far
+    stop_reason: str = ""  # why the search stopped (set when it has)
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(**{f.name: getattr(self, f.name) for f in fields(Checkpoint)})
 
 
 @dataclass
@@ -97,7 +110,7 @@ class Search:
         self._settled: dict[str, int] = {}  # a kernel settled on -> the first child that did (-1: a seed)
         self._tuned_at: dict[str, int] = {}  # a tuned child's kernel -> the first child that tuned to it
         self._ranks = ParentRanks()  # which child of its parents each child is (OperatorContext.rank)
-        self._state: dict = {}
+        self._state = SearchState(generation=-1)
 
     # children --------------------------------------------------------------------------------------------------
     def _owner(self, n: int) -> int:
@@ -224,7 +237,7 @@ class Search:
             island = self._owner(n)
             self.islands[island] = self.toolbox.select_survivors(_one_per_kernel(self.islands[island] + [child]),
                                                                  self.settings.mu)
-            self._state["offspring"] += 1
+            self._state.offspring += 1
             self.best_s = min(self.best_s, child.time_s)
         self._decided.pop(n - 1, None)
         folded = n + 1
@@ -245,7 +258,7 @@ class Search:
         once, an operator that cannot go on: the children not folded yet are dropped, a resume makes them again."""
         if self._gone:
             return self._gone
-        stops = stopping.ended(self.settings.budget, self._id(n)[0], self._state["generation"], self._state["stale"])
+        stops = stopping.ended(self.settings.budget, self._id(n)[0], self._state.generation, self._state.stale)
         return stops[0].reason if stops else ""
 
     def _spent(self) -> str:
@@ -282,7 +295,7 @@ class Search:
         return folded
 
     def run(self) -> dict:
-        """Run (or resume) to the end of the budget; returns the final state."""
+        """Run (or resume) to the end of the budget; returns the final state (``SearchState.to_dict``)."""
         state = self.store.latest_checkpoint()
         self._resumed_elapsed = state.elapsed_s if state else self.spent_s
         self._started = time.perf_counter()
@@ -290,18 +303,18 @@ class Search:
             self._cut_at(self._started + self.settings.budget.wall_time_s - self._resumed_elapsed)
         try:
             if state is None:
-                self._state = {"generation": -1, "best_s": math.inf, "stale": 0, "offspring": 0}
+                self._state = SearchState(generation=-1)
                 seeds = self._generation0()
                 self.archive = list(seeds)
                 self.islands = [_one_per_kernel(seeds) for _ in range(self.settings.islands)]
                 self.hall_of_fame.update(seeds)
                 self._settled = {key: -1 for key in [genome.key for genome, _ in self.seeds] + [s.key for s in seeds]}
-                self._state["offspring"] = len(seeds)
+                self._state.offspring = len(seeds)
                 self._advance(0, 0)
                 folded = 0
                 self._snapshots[0] = ([list(island) for island in self.islands], len(self.archive))
             else:
-                self._state = {**state.to_dict(), "offspring": 0}
+                self._state = SearchState(**state.to_dict())
                 folded = self._restore(state)
             pieces = LoopPieces(start=self._start, fold=self._fold, ended=self._ended, spent=self._spent)
             stop = steady_state(pieces, folded, self.settings.children_in_flight, self.settings.window)
@@ -311,10 +324,10 @@ class Search:
             self._cut_at(None)
         # the state at the stop, also with no child folded since the last checkpoint: the search's time then counts
         # what it spent since (children dropped, an LLM's retries and waits), not the time at that checkpoint
-        self._checkpoint(self._state["generation"], max(self._snapshots))
-        self._state["stop_reason"] = stop
-        self.store.set_meta("stop_reason", stop)
-        return self._state
+        self._checkpoint(self._state.generation, max(self._snapshots))
+        self._state.stop_reason = stop
+        self.store.set_meta(STOP_REASON, stop)
+        return self._state.to_dict()
 
     def _cut_at(self, deadline: float | None) -> None:
         """No evaluation begins, and no LLM request is sent, after `deadline` (time.perf_counter(); None: none); an
@@ -336,22 +349,22 @@ class Search:
         """The end of a generation: its logbook entry, report and checkpoint."""
         population = [ind for island in self.islands for ind in island]
         record = self.stats.compile(population)
-        self.logbook.record(gen=generation, nevals=self._state["offspring"],
+        self.logbook.record(gen=generation, nevals=self._state.offspring,
                             evaluations=self.store.evaluation_count(), elapsed_s=round(self._elapsed(), 3), **record)
-        improved = record["best"] < self._state["best_s"]
-        self._state.update(best_s=min(record["best"], self._state["best_s"]), offspring=0,
-                           stale=0 if improved else self._state["stale"] + 1)
+        improved = record["best"] < self._state.best_s
+        self._state = replace(self._state, best_s=min(record["best"], self._state.best_s), offspring=0,
+                              stale=0 if improved else self._state.stale + 1)
         self._checkpoint(generation, folded)
         self.generation = generation
         self.on_generation(GenerationReport(generation, self.store.evaluation_count(), record["best"],
                                             record["median"], record["correct"], len(population),
-                                            self._state["elapsed_s"], improved))
+                                            self._state.elapsed_s, improved))
 
     def _checkpoint(self, generation: int, folded: int) -> None:
         """The state after `folded` children, saved under the last whole generation (`generation`)."""
         window = range(window_start(folded, self.settings.window), folded)  # the snapshots a resume needs
-        self._state.update(
-            generation=generation, children=folded, elapsed_s=self._elapsed(),
+        self._state = replace(
+            self._state, generation=generation, children=folded, elapsed_s=self._elapsed(),
             islands=[[ind.id for ind in island] for island in self.islands],
             seen=sorted(key for key, n in self._settled.items() if n < folded),  # not those of children running
             tuned_at=dict(self._tuned_at), ranks=self._ranks.counts, logbook=list(self.logbook),
@@ -359,7 +372,7 @@ class Search:
             snapshots={str(c): [[ind.id for ind in island] for island in self._snapshots[c][0]]
                        for c in window if c in self._snapshots})
         # `offspring` (children folded into the generation so far) lives in the running search only
-        self.store.save_checkpoint(Checkpoint.from_dict({k: v for k, v in self._state.items() if k != "offspring"}))
+        self.store.save_checkpoint(self._state.checkpoint())
 
 
 def _one_per_kernel(individuals: list) -> list:

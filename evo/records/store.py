@@ -21,24 +21,21 @@ from pathlib import Path
 
 from core.errors import KernelevoError
 from core.individual import Individual
+from evo.records import meta
 from evo.records.checkpoint import Checkpoint
 from evo.records.moved import current_targets
 from fitness.measure.result import EvalResult
+
 
 def _meta_value(key: str, text: str):
     """A meta value read back; a config's ``_target_`` paths at their modules' current homes (a run stored before
     evo/ and fitness/ moved into subpackages names them where they were: ``evo.records.moved``)."""
     value = json.loads(text)
-    return current_targets(value) if key == "config" else value
+    return current_targets(value) if key == meta.CONFIG else value
 
 
 DB_NAME = "run.db"
 SCHEMA_VERSION = 2
-INFRASTRUCTURE_FAILURES = "infrastructure_failures"  # meta: evaluations that ended with no verdict (not stored)
-EVALUATIONS_CUT = "evaluations_cut"  # meta: evaluations killed while running at the search's budget (not stored)
-# meta: compiled baselines whose TF32 kernels fail the policy, timed again with IEEE fp32 dots, name -> seconds
-# (evo.runs.run.measure_ieee_baselines; a replay answers from it: evo.service.replay)
-BASELINES_IEEE = "baselines_ieee_s"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -95,9 +92,9 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise _damaged(self.path, exc) from None
-        version = self.get_meta("schema_version")
+        version = self.get_meta(meta.SCHEMA_VERSION)
         if version is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
+            self.set_meta(meta.SCHEMA_VERSION, SCHEMA_VERSION)
         elif version != SCHEMA_VERSION:
             raise StoreError(f"{self.path} was written by another kernelevo version (store schema {version}, this "
                              f"version reads {SCHEMA_VERSION}); start a new run")
@@ -118,14 +115,14 @@ class RunStore:
             return None
         db = sqlite3.connect(path, timeout=60)  # reads only: the store may be another process's, being made
         try:
-            rows = db.execute("SELECT value FROM meta WHERE key = 'config'").fetchall()
+            rows = db.execute("SELECT value FROM meta WHERE key = ?", (meta.CONFIG,)).fetchall()
         except sqlite3.OperationalError:  # no meta table yet: its run has not begun
             return None
         except sqlite3.DatabaseError as exc:
             raise _damaged(path, exc) from None
         finally:
             db.close()
-        return _meta_value("config", rows[0][0]) if rows else None
+        return _meta_value(meta.CONFIG, rows[0][0]) if rows else None
 
     @property
     def optuna_url(self) -> str:
@@ -227,19 +224,19 @@ class RunStore:
     def add_infrastructure_failure(self) -> None:
         """Count an evaluation that ended as an infrastructure failure (no verdict, nothing stored), over the run's
         resumes."""
-        self._count(INFRASTRUCTURE_FAILURES)
+        self._count(meta.INFRASTRUCTURE_FAILURES)
 
     def add_evaluation_cut(self) -> None:
         """Count an evaluation killed while running at the search's budget (no verdict, nothing stored)."""
-        self._count(EVALUATIONS_CUT)
+        self._count(meta.EVALUATIONS_CUT)
 
     def evaluations_cut(self) -> int:
         """Evaluations of the run killed while running at the search's budget (over its resumes)."""
-        return self.get_meta(EVALUATIONS_CUT, 0)
+        return self.get_meta(meta.EVALUATIONS_CUT, 0)
 
     def infrastructure_failures(self) -> int:
         """Evaluations of the run that ended as infrastructure failures (not the kernels' verdicts)."""
-        return self.get_meta(INFRASTRUCTURE_FAILURES, 0)
+        return self.get_meta(meta.INFRASTRUCTURE_FAILURES, 0)
 
     def evaluation_count(self) -> int:
         """Evaluator calls, repeats included (a run that repeats nothing has as many as distinct evaluations)."""

@@ -19,7 +19,7 @@ that runs at other sizes was found. A defective kernel is never the best, save w
 the fastest stays, flagged ``DEFECTIVE_STATUS``. On a GPU ``evo.reports.sizes_label`` uses the same judging.
 
 ``SizesCheck.plan`` (before the search: the start line) and ``SizesCheck.judge`` (after it) are what
-``evo.runs.run.execute`` calls; the verdict is a record in the run store's meta (``META``), which
+``evo.runs.run.execute`` calls; the verdict is a record in the run store's meta (``SIZES_CHECK``), which
 ``evo.reports.outcome.summarise`` (and so the report) reads back through ``verdict`` and ``rows``. A GPU run judges at
 the full sizes: none of this, but ``evo.reports.sizes_label``.
 """
@@ -34,6 +34,7 @@ from typing import Callable
 
 
 from evo.records.checkpoint import Checkpoint
+from evo.records.meta import SIZES_CHECK
 from evo.records.store import RunStore
 from fitness.evaluation.evaluator import Evaluator
 from fitness.evaluation.from_config import fitness_parts
@@ -48,7 +49,6 @@ from seeds.inductor.sizes import size_generic
 log = logging.getLogger(f"kernelevo.{__name__}")
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
-META = "sizes_check"  # the run store's meta key of the verdict
 BAKED = "baked-at-test-sizes"  # summary.json's status when no kernel tried runs at other sizes
 TRIAL = re.compile(r"^trial \d+ \(input seed \d+\): ")  # how the judge's reasons start (fitness/workers/worker.py)
 BAKED_HEADER = "# kernelevo: BAKED AT THE TEST SIZES {sizes}: {why}\n"
@@ -140,7 +140,7 @@ class SizesCheck:
             record["kept"] = next((t["id"] for t in record["tried"] if t["verdict"] == RUNS), None)
             record["chosen"] = record["kept"] or next((t["id"] for t in record["tried"] if t["verdict"] == REFUSES),
                                                       None)
-        store.set_meta(META, record)
+        store.set_meta(SIZES_CHECK, record)
         if self.other is not None:
             log.info(f"{verdict_text(record)}")
         return record
@@ -238,7 +238,7 @@ def candidates(store: RunStore, fastest: str | None, limit: int = TRIES) -> list
 
 def verdict(store: RunStore, fastest: str | None) -> dict | None:
     """The stored verdict when it judged the run whose fastest kernel is `fastest` (None: none, or an older one)."""
-    record = store.get_meta(META)
+    record = store.get_meta(SIZES_CHECK)
     return record if record is not None and record.get("fastest") == fastest else None
 
 

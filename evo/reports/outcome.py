@@ -14,7 +14,10 @@ from pathlib import Path
 from evo.reports import full_size, sizes_label
 from evo.reports.anytime import interpreter_curve, run_curve
 from evo.records.checkpoint import Checkpoint
-from evo.records.store import BASELINES_IEEE, RunStore
+from evo.records.meta import (BASELINE_CACHE, BASELINE_WALL_S, BASELINES_IEEE, CONFIG, MANIFEST, REWRITTEN_SEED,
+                              SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, SEED_WALL_S, START_UP, TF32_INCORRECT,
+                              VERDICTS_REUSED)
+from evo.records.store import RunStore
 from evo.evolution.stopping import WALL_TIME
 from evo.tuning.tuner import describe_tuner
 from fitness.measure.baselines import BASELINES
@@ -25,15 +28,7 @@ from fitness.measure.result import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)
-REWRITTEN_SEED = "rewritten_seed"  # run store meta key: the seed the initialiser rewrote (llm.initialise=from_seed)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
-START_UP = "start_up"  # run store meta key: seconds from the process's start to the search's, by stage (evo.runs.run)
-SEED_CACHE = "seed_cache"  # run store meta key: how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
-VERDICTS_REUSED = "verdicts_reused"  # meta: generation 0's verdicts read from the machine's cache (seed_verdicts)
-BASELINE_CACHE = "baseline_cache"  # meta: the baselines read from the machine's cache ("cached") or "measured"
-SEED_CHECK_S = "seed_check_s"  # run store meta key: the first seed judged, then the TF32 check (evo.runs.seeding)
-SEED_CAPTURE_S = "seed_capture_s"  # meta: torch.compile's capture on its own (beside the baselines)
-TF32_INCORRECT = "tf32_incorrect"  # meta: compiled baselines whose own kernels, as seeds, were incorrect with TF32
 INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
 OK, NO_KERNEL = "ok", "no kernel"
 NO_CORRECT_EXIT = 3  # `kernelevo run`'s exit code when its search ended with no correct kernel (docs/search.md)
@@ -251,17 +246,17 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
         timeouts=sum(1 for r in store.evaluations().values() if r.status in TIMED_OUT),
         evaluations_cut=store.evaluations_cut(),
         llm_calls=llm["calls"], llm_cost_usd=llm["cost_usd"], search_wall_s=search_s,
-        over_budget_s=over_budget(store.get_meta("config") or {}, search_s, stop_reason),
+        over_budget_s=over_budget(store.get_meta(CONFIG) or {}, search_s, stop_reason),
         evaluations_per_hour=evaluations / search_s * 3600 if search_s else None,
-        baseline_wall_s=store.get_meta("baseline_wall_s", 0.0), seed_wall_s=store.get_meta("seed_wall_s", 0.0),
+        baseline_wall_s=store.get_meta(BASELINE_WALL_S, 0.0), seed_wall_s=store.get_meta(SEED_WALL_S, 0.0),
         seed_check_s=store.get_meta(SEED_CHECK_S), seed_capture_s=store.get_meta(SEED_CAPTURE_S),
         seed_cache=store.get_meta(SEED_CACHE) or "", baseline_cache=store.get_meta(BASELINE_CACHE) or "",
         verdicts_reused=store.get_meta(VERDICTS_REUSED) or 0,
         baselines_tf32_incorrect=store.get_meta(TF32_INCORRECT) or [],
         baselines_ieee_s=store.get_meta(BASELINES_IEEE) or {},
         start_up_s=store.get_meta(START_UP), search_window=list(search_window), gpu_busy=gpu_busy, stop_reason=stop_reason,
-        tuner=run_tuner(store.get_meta("config") or {}), optuna_url=store.optuna_url,
-        manifest=store.get_meta("manifest"), anytime=run_curve(store),
+        tuner=run_tuner(store.get_meta(CONFIG) or {}), optuna_url=store.optuna_url,
+        manifest=store.get_meta(MANIFEST), anytime=run_curve(store),
         interpreter_curve=interpreter_curve(store.evaluation_history()) or None,
         generation0_s=next((row.get("elapsed_s") for row in (checkpoint.logbook if checkpoint else [])
                             if row.get("gen") == 0), None))

@@ -23,7 +23,8 @@ from evo.reports.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.reports.page import figure_png, pyplot
 from evo.records.manifest import manifest_rows
 from evo.reports.console import ROOFLINE_LABEL, evaluations_text, seed_rows, time_text
-from evo.reports.outcome import REWRITTEN_SEED, RunOutcome, summarise
+from evo.reports.outcome import RunOutcome, summarise
+from evo.records.meta import REWRITTEN_SEED, STOP_REASON
 from evo.records.store import RunStore
 from fitness.measure.baselines import BASELINES, LABELS, speedup_rows, speedup_text
 from core.genome import evaluation_key
@@ -238,7 +239,7 @@ def collect(store: RunStore) -> RunReport:
     state = store.latest_checkpoint()
     if state is None:
         raise KernelevoError(f"{store.run_dir}: the run has no finished generation yet; nothing to report")
-    summary = summarise(store, state, store.get_meta("stop_reason", ""))
+    summary = summarise(store, state, store.get_meta(STOP_REASON, ""))
     individuals = store.individuals()
     by_id = {ind.id: ind for ind in individuals}
     best, seed = store.individual(summary.best_id) if summary.best_id else None, by_id.get("0.0")

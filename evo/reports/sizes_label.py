@@ -14,7 +14,7 @@ bounds, returns a wrong shape or wrong values at another size is never the best.
 the fastest stays the best with summary status ``defective-at-other-sizes`` and a header in ``best_kernel.py``.
 
 ``SizesLabel.plan`` (before the search) and ``SizesLabel.judge`` (after it) are what ``evo.runs.run.execute``
-calls on a GPU; the verdict is a record in the run store's meta (``META``), which ``evo.reports.outcome.summarise``
+calls on a GPU; the verdict is a record in the run store's meta (``SIZES_LABEL``), which ``evo.reports.outcome.summarise``
 reads back (``verdict``) into summary.json as ``runs_at_other_sizes`` (true, false, or null: not checked),
 ``other_sizes_note`` (the line: ``label``) and ``other_sizes_verdicts`` (each kernel tried: its verdict per size),
 shown by the console table, the report and the bench table (``rows``), and in ``best_kernel.py``'s header when it runs
@@ -27,6 +27,7 @@ import logging
 from dataclasses import dataclass, field
 
 from evo.records.checkpoint import Checkpoint
+from evo.records.meta import SIZES_LABEL
 from evo.records.store import RunStore
 from evo.reports.full_size import (DEFECTIVE, REFUSES, RUNS, candidates, judge_at_sizes, sets_text, size_sets,
                                    sizes_text, verdict_of)
@@ -36,7 +37,6 @@ from fitness.workers.sandbox import Sandbox
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
-META = "sizes_label"  # the run store's meta key of the verdict
 LABEL = "runs at other sizes"  # the row's label in the tables
 NOT_CHECKED = "not checked"
 HEADER = "# kernelevo: RUNS ONLY AT THE PROBLEM'S SIZES: {why}\n"
@@ -85,7 +85,7 @@ class SizesLabel:
                 record["why_not"] = (f"the problem cannot be judged at {sizes_text(self.other_sizes)}: "
                                      f"{type(exc).__name__}: {exc}")[:400]
             record.update(settled(record["tried"]))
-        store.set_meta(META, record)
+        store.set_meta(SIZES_LABEL, record)
         log.info(f"{LABEL}: {label(record)[1]}")
         return record
 
@@ -104,7 +104,7 @@ def settled(tried: list[dict]) -> dict:
 
 def verdict(store: RunStore, best: str | None) -> dict | None:
     """The stored verdict when it judged `best` (None: none, or one of another kernel)."""
-    record = store.get_meta(META)
+    record = store.get_meta(SIZES_LABEL)
     return record if record is not None and best is not None and record.get("best") == best else None
 
 

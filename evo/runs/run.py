@@ -22,15 +22,17 @@ from evo.reports import full_size, sizes_label
 from evo.service.evaluation import EvaluationService, evaluations_in_flight
 from evo.reports.console import print_generation, start_line, table
 from evo.records.manifest import run_manifest
-from evo.reports.outcome import (BASELINE_CACHE, INTERPRETER_TIMES, SEED_CHECK_S, START_UP, TF32_INCORRECT, RunOutcome,
-                                 summarise)
+from evo.reports.outcome import INTERPRETER_TIMES, RunOutcome, summarise
 from evo.plan import RunPlan
 from evo.runs.progress import Progress
 from evo.reports.report_html import write_report
 from evo.evolution.search import Search, SearchSettings
 from evo.runs.seeding import keep_verdicts, make_seeds, reuse_verdicts, start_capture
 from evo.benchmark.start_gate import wait_for_gate
-from evo.records.store import BASELINES_IEEE, RunStore
+from evo.records.meta import (BASELINE_CACHE, BASELINE_JOBS, BASELINE_WALL_S, BASELINES_IEEE, CONFIG, MANIFEST,
+                              SEED_CHECK_S, SEED_WALL_S, START_UP, START_UP_UNDER_LOCK, SUPPLY_EVALUATORS,
+                              TF32_INCORRECT)
+from evo.records.store import RunStore
 from evo.settings import TunerSettings
 from evo.tuning.tuner import Tuner
 from core.errors import KernelevoError
@@ -43,7 +45,6 @@ from operators.base import CURRENT_CHILD
 log = logging.getLogger(f"kernelevo.{__name__}")
 
 LOCAL_BACKEND = {"_target_": "evo.service.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
-SUPPLY_EVALUATORS = "supply_evaluators"  # meta: the evaluators a run started with (its supply: lambda_per_gpu)
 
 
 def plugin(node):
@@ -111,17 +112,17 @@ def measure_baselines(service: EvaluationService, store: RunStore) -> None:
     for them and the search's figures (evaluations per hour, GPU busy) exclude them; read from the machine's cache
     when an earlier run measured them (``fitness.measure.baseline_cache``)."""
     evaluator = service.evaluators[0]
-    if evaluator.on_gpu and store.get_meta("baseline_wall_s") is None:
+    if evaluator.on_gpu and store.get_meta(BASELINE_WALL_S) is None:
         start = time.perf_counter()
         baseline = evaluator.baseline()
-        store.set_meta("baseline_wall_s", time.perf_counter() - start)
+        store.set_meta(BASELINE_WALL_S, time.perf_counter() - start)
         store.set_meta(BASELINE_CACHE, "cached" if baseline.cached else "measured")
         how = f"read from {baseline.cached}" if baseline.cached else "measured"
         log.info(f"baselines {how} in {time.perf_counter() - start:.1f} s: "
                  + ", ".join(f"{name} {state}" for name, state in baseline.status.items())
                  + (f" ({jobs_text(baseline.jobs)})" if baseline.jobs else ""))
         if baseline.jobs:
-            store.set_meta("baseline_jobs", baseline.jobs)
+            store.set_meta(BASELINE_JOBS, baseline.jobs)
 
 
 def measure_ieee_baselines(service: EvaluationService, store: RunStore) -> None:
@@ -191,14 +192,14 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
     queued = wait_for_gate()  # a bench's prestarted search: until the GPU is free
     marks = {"process": process_started(), "queued": queued, "run": time.time()}  # where the time before the search goes
     store = RunStore(run_dir)
-    store.set_meta("config", plan.config)
+    store.set_meta(CONFIG, plan.config)
     service, tuner, completed = evaluation_backend(plan).service(plan, store), None, False
     marks["service"] = time.time()
     try:
         settings = supplied(settings, store, len(service.evaluators))
         tuner = supplied_tuner(service, store.optuna_url, settings, plan.tuner, plan.search.seed, store)
         evaluator = service.evaluators[0]
-        store.set_meta("start_up_under_lock", start_up_under_lock(plan.judge.settings, service.profile))
+        store.set_meta(START_UP_UNDER_LOCK, start_up_under_lock(plan.judge.settings, service.profile))
         log.info(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale))
         if settings.children_in_flight < plan.search.children_in_flight:
             from operators.llm.operators import calls_per_child
@@ -227,7 +228,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)
         if store.get_meta(START_UP) is None:  # a resume keeps the first start's
             store.set_meta(START_UP, start_up(marks, store))
-        store.set_meta("manifest", run_manifest(plan, evaluator))
+        store.set_meta(MANIFEST, run_manifest(plan, evaluator))
         if sizes_check is not None:  # the best must run at other sizes than the test sizes, in the run's sandbox
             sizes_check.judge(store, store.latest_checkpoint(), service.parallel, evaluator.sandbox)
         if size_label is not None:  # on a GPU: the fastest kernels not defective at other sizes; correctness only
@@ -254,7 +255,7 @@ def start_up(marks: dict, store: RunStore) -> dict:
     start."""
     stages = {"process": marks["run"] - marks["process"] - marks["queued"] if marks["process"] else None,
               "service": marks["service"] - marks["run"],
-              "baselines": store.get_meta("baseline_wall_s", 0.0), "seeds": store.get_meta("seed_wall_s", 0.0)}
+              "baselines": store.get_meta(BASELINE_WALL_S, 0.0), "seeds": store.get_meta(SEED_WALL_S, 0.0)}
     stages["other"] = (marks["search"] - marks["service"] - stages["baselines"] - stages["seeds"]
                        - store.get_meta(SEED_CHECK_S, 0.0))  # the seeds judged: in the search's time
     if marks["queued"]:

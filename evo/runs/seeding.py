@@ -29,8 +29,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from evo.reports.outcome import (REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, TF32_INCORRECT,
-                                 VERDICTS_REUSED)
+from evo.records.meta import (REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, SEED_WALL_S, TF32_INCORRECT,
+                              VERDICTS_REUSED)
 from evo.service.seed_verdicts import SeedVerdicts
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
@@ -117,9 +117,9 @@ def make_seeds(plan: RunPlan, team, service: Evaluations, run_dir: Path, capture
     torch.compile's capture was got (``SEED_CACHE``: cached, or captured and why)."""
     started = time.perf_counter()
     seeds = seed_genomes(plan, team, service, run_dir, capture)
-    if service.store.get_meta("seed_wall_s") is None:  # the seeds' check is the search's time, not this
+    if service.store.get_meta(SEED_WALL_S) is None:  # the seeds' check is the search's time, not this
         checked = service.store.get_meta(SEED_CHECK_S, 0.0)
-        service.store.set_meta("seed_wall_s", time.perf_counter() - started - checked)
+        service.store.set_meta(SEED_WALL_S, time.perf_counter() - started - checked)
     return seeds
 
 

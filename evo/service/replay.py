@@ -14,7 +14,8 @@ from pathlib import Path
 from core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight, leased_evaluators
 from evo.plan import RunPlan
-from evo.records.store import BASELINES_IEEE, DB_NAME, RunStore
+from evo.records.meta import BASELINES_IEEE
+from evo.records.store import DB_NAME, RunStore
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
 from fitness.measure.baselines import OK, Baseline

@@ -28,7 +28,7 @@ from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
-from fitness.measure.result import CANCELLED, DEGENERATE, INFRASTRUCTURE, EvalResult, WorkerJob, WorkerResult
+from fitness.measure.result import DEGENERATE, TIMED_OUT, EvalResult, Status, WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
@@ -273,7 +273,7 @@ class Evaluator:
 
     # evaluation ------------------------------------------------------------------------------------------------
     def _new_result(self, source: str, label: str) -> EvalResult:
-        return EvalResult(status="ok", problem=self.problem.name, sizes=dict(self.problem.sizes),
+        return EvalResult(status=Status.OK, problem=self.problem.name, sizes=dict(self.problem.sizes),
                           policy=self.policy.to_dict(), device=self.device, hardware_profile=self.profile.name,
                           timer="cuda-events" if self.on_gpu else "interpreter", candidate_hash=source_hash(source),
                           label=label, trials=self.settings.trials,
@@ -286,10 +286,10 @@ class Evaluator:
             if self.cost is not None and self.cost.dtype == "fp32":  # the policy's operands (unknown dtype: none)
                 findings = sorted(findings + precision_findings(source, self.policy), key=lambda f: f.line)
         except SyntaxError as exc:
-            result.status, result.reason = "compile_error", f"syntax error: line {exc.lineno}: {exc.msg}"
+            result.status, result.reason = Status.COMPILE_ERROR, f"syntax error: line {exc.lineno}: {exc.msg}"
             return False
         if findings and self.settings.static_check:
-            result.status = "rejected"
+            result.status = Status.REJECTED
             result.reason = "static check: " + "; ".join(str(f) for f in findings)
             return False
         return True
@@ -297,14 +297,14 @@ class Evaluator:
     def _apply_outcome(self, outcome: JobOutcome, result: EvalResult) -> None:
         result.log_tail = outcome.log_tail if outcome.result is None or outcome.result.get("status") != "ok" else ""
         if outcome.infrastructure:  # no verdict on the kernel: the evaluation service retries it, never stores it
-            result.status, result.reason = INFRASTRUCTURE, outcome.failure_reason(self.settings.timeout_s)
+            result.status, result.reason = Status.INFRASTRUCTURE, outcome.failure_reason(self.settings.timeout_s)
             return
         if outcome.status == "cancelled":  # still running at the search's cut: killed, no verdict, never stored
-            result.status, result.reason = CANCELLED, (f"cut: the search's budget was spent while it was "
-                                                       f"{outcome.stage or 'starting'}; its worker was killed")
+            result.status, result.reason = Status.CANCELLED, (f"cut: the search's budget was spent while it was "
+                                                              f"{outcome.stage or 'starting'}; its worker was killed")
             return
         if outcome.result is None:
-            result.status = outcome.status if outcome.status in ("timeout", "compile_timeout") else "crashed"
+            result.status = outcome.status if outcome.status in TIMED_OUT else Status.CRASHED
             result.reason = outcome.failure_reason(self.settings.timeout_s, self._timeout_context())
             return
         data = WorkerResult.from_dict(outcome.result)
@@ -344,7 +344,7 @@ class Evaluator:
         result.floor_s, result.floor_fraction = self.floor_s, self.floor_s / stats.median_s
         reason = implausibility(stats.median_s, self.floor_s, self.settings.plausibility_margin, self.profile)
         if self.settings.plausibility and reason:
-            result.status, result.reason = "rejected", reason
+            result.status, result.reason = Status.REJECTED, reason
         return waited
 
     # profiler feedback ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from core.genome import short_hash
+from fitness.measure.result import Status
 
 # Errors of the kernel's code rather than of its execution. Under the CPU interpreter, anything raised inside a
 # kernel body arrives as InterpreterError: on a GPU the same code fails to compile (or faults, reported separately).
@@ -28,7 +29,7 @@ class CandidateError(Exception):
 
     def __init__(self, status: str, reason: str):
         super().__init__(reason)
-        self.status = status
+        self.status = Status.of(status, "a candidate's failure")
         self.reason = reason
 
 
@@ -102,9 +103,9 @@ def _compile_error_line(chain: list[BaseException], candidate_file: str | None) 
     return ""
 
 
-def classify_exception(exc: BaseException) -> str:
+def classify_exception(exc: BaseException) -> Status:
     names = {cls.__name__ for cls in type(exc).__mro__}
-    return "compile_error" if names & COMPILE_ERROR_TYPES else "runtime_error"
+    return Status.COMPILE_ERROR if names & COMPILE_ERROR_TYPES else Status.RUNTIME_ERROR
 
 
 def load_candidate(source: str, workdir: Path):

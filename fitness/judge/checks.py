@@ -15,6 +15,7 @@ import torch
 from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
 from fitness.judge.inputs import scrub
 from fitness.judge.randomness import LABEL as DRAWS_LABEL
+from fitness.measure.result import Status
 from fitness.settings import EvalSettings
 
 
@@ -23,7 +24,7 @@ class Verdict(Exception):
 
     def __init__(self, status: str, reason: str, **fields):
         super().__init__(reason)
-        self.status, self.reason, self.fields = status, reason, fields
+        self.status, self.reason, self.fields = Status.of(status, "a verdict"), reason, fields
 
 
 def output_type_problem(output) -> str:

@@ -4,21 +4,55 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
 
 from core.records import from_record
 from fitness.common.formatting import seconds as format_seconds
 from fitness.settings import EvalSettings
 
-# infrastructure_error: no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker
-# started, the job could not be written, CUDA failed before the job): never the kernel's verdict, never stored
-INFRASTRUCTURE = "infrastructure_error"
-CANCELLED = "cancelled"  # not begun, or killed running, at the search's budget; no verdict, never stored
-NO_VERDICT = (INFRASTRUCTURE, CANCELLED)  # statuses that say nothing of the kernel: a child ending so is dropped
-STATUSES = ("ok", "compile_error", "compile_timeout", "runtime_error", "timeout", "crashed", "incorrect", "rejected",
-            INFRASTRUCTURE, CANCELLED)
+
+class Status(str, Enum):
+    """The status of one evaluation (``EvalResult.status``), each value documented here once. A str-valued enum: it
+    equals, hashes, prints and serialises (JSON, the run store) as its value, so ``status == "ok"`` and every stored
+    record read back stay as they were; a value that is not a member is a bug, refused by name (``Status.of``)."""
+
+    OK = "ok"  # correct on every trial (and timed, unless the job was correctness only)
+    COMPILE_ERROR = "compile_error"  # the code did not compile or import (syntax, Triton's compiler, no ModelNew)
+    # a build ran past fitness.compile_timeout_s (its worker killed while compiling): a configuration not to try again
+    COMPILE_TIMEOUT = "compile_timeout"
+    RUNTIME_ERROR = "runtime_error"  # raised while running (constructing ModelNew, a trial, the timing)
+    TIMEOUT = "timeout"  # the whole evaluation ran past fitness.timeout_s and its worker was killed
+    CRASHED = "crashed"  # the worker died without writing a result (segfault, os._exit, sys.exit in the candidate)
+    INCORRECT = "incorrect"  # an output differs from the reference beyond the policy's tolerances
+    REJECTED = "rejected"  # broke a rule: a static check, a guard, a cheat, an implausible time, the judge's state
+    # no verdict, for a reason the candidate cannot cause (its worker's fork server died, no worker started, the job
+    # could not be written, CUDA failed before the job): never the kernel's verdict, never stored
+    INFRASTRUCTURE = "infrastructure_error"
+    CANCELLED = "cancelled"  # not begun, or killed running, at the search's budget; no verdict, never stored
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def of(cls, value, where: str = "an evaluation") -> "Status":
+        """`value` as a member; a value that is none is a bug of whatever wrote it, named here."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"{where} has unknown status {value!r}; one of {[s.value for s in cls]} "
+                             f"(fitness.measure.result.Status)") from None
+
+
+INFRASTRUCTURE = Status.INFRASTRUCTURE
+CANCELLED = Status.CANCELLED
+NO_VERDICT = frozenset({Status.INFRASTRUCTURE, Status.CANCELLED})  # say nothing of the kernel: such a child is dropped
+STATUSES = tuple(Status)
 # the kernels did not compile (an error, or a build past fitness.compile_timeout_s): a configuration not to try again
-COMPILE_FAILURES = frozenset({"compile_error", "compile_timeout"})
-TIMED_OUT = frozenset({"timeout", "compile_timeout"})  # ran out of time: the whole evaluation, or one build
+COMPILE_FAILURES = frozenset({Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT})
+TIMED_OUT = frozenset({Status.TIMEOUT, Status.COMPILE_TIMEOUT})  # ran out of time: the whole evaluation, or one build
 NOT_JUDGED = "(the evaluation was not judged)"  # ends the reason of an infrastructure failure (older versions: a
                                                 # "crashed" verdict with this reason, stored; see `infrastructure`)
 MAX_REASON_CHARS = 2000
@@ -44,7 +78,7 @@ def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
 
 @dataclass
 class EvalResult:
-    status: str
+    status: Status  # a member of Status, however it is given (a value read back, a worker's str): checked when set
     reason: str = ""
     problem: str = ""
     sizes: dict = field(default_factory=dict)
@@ -92,13 +126,16 @@ class EvalResult:
     log_tail: str = ""
 
     def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown status {self.status!r}; one of {STATUSES}")
         self.reason = trim_text(self.reason)
+
+    def __setattr__(self, name, value):
+        if name == "status":  # at construction and at every later verdict: an unknown status is a bug, named here
+            value = Status.of(value, "an evaluation result")
+        object.__setattr__(self, name, value)
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == Status.OK
 
     @property
     def labels(self) -> list[str]:
@@ -109,10 +146,12 @@ class EvalResult:
     def infrastructure(self) -> bool:
         """No verdict on the kernel: the evaluation failed for a reason the candidate cannot cause (also such a
         failure that an older version recorded as "crashed")."""
-        return self.status == INFRASTRUCTURE or (self.status == "crashed" and self.reason.endswith(NOT_JUDGED))
+        return self.status == Status.INFRASTRUCTURE or (self.status == Status.CRASHED
+                                                         and self.reason.endswith(NOT_JUDGED))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Its fields, the status as its plain value: what the run store, summary.json and every page keep."""
+        return {**asdict(self), "status": self.status.value}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=str)
@@ -141,7 +180,7 @@ class EvalResult:
         if self.max_abs_err is not None:
             lines.append(f"correctness: {self.trials_passed}/{self.trials} trials, max abs err {self.max_abs_err:.3g},"
                          f" rel L2 {self.rel_l2:.3g}")
-        elif self.status == "incorrect":  # outputs of another shape, dtype or count: no error to measure (reason)
+        elif self.status == Status.INCORRECT:  # outputs of another shape, dtype or count: no error to measure (reason)
             lines.append(f"correctness: {self.trials_passed}/{self.trials} trials passed; no error measured: the "
                          f"output could not be compared (see reason)")
         if self.time_s is not None and self.timer == "interpreter":  # wall-clock of the CPU interpreter: no baselines
@@ -218,7 +257,7 @@ class WorkerResult:
     boundary. ``from_dict`` names a key it does not know (a worker and a reader of different versions, a typo) instead
     of dropping it; the fields an ``EvalResult`` also has are the verdict it takes over (``verdict``)."""
 
-    status: str
+    status: Status  # a member, however given (read back from the worker's JSON)
     reason: str = ""
     # a candidate's verdict (as far as it got)
     trials_passed: int | None = None
@@ -240,6 +279,9 @@ class WorkerResult:
     worker: dict | None = None  # its pid, its fork server's, the confinement it got
     internal_error: bool = False  # an error of the problem or of kernelevo, not of the candidate
     infrastructure: bool = False  # failed before taking its job (CUDA initialisation): no verdict
+
+    def __post_init__(self):
+        self.status = Status.of(self.status, "a worker's result")
 
     @classmethod
     def from_dict(cls, data: dict) -> "WorkerResult":
