@@ -24,7 +24,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
 SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
-    "evo": ["records", "service", "tuning", "evolution", "reports", "benchmark", "runs"],
+    # benchmark above runs: the bench drives runs (each a `kernelevo run` process), a run never imports the bench
+    "evo": ["records", "service", "tuning", "evolution", "reports", "runs", "benchmark"],
     # suite: the bundled problems (data: each problem and seed imports nothing of fitness)
     "fitness": ["suite", "common", "comparison", "problems", "measure", "judge", "workers", "evaluation"],
 }
@@ -201,6 +202,16 @@ def test_the_subpackages_import_only_downward_and_have_no_cycle():
     graph = import_graph(REPO, project_packages())
     assert sideways(graph, SUBLAYERS) == []
     assert cycles(subpackage_graph(graph, SUBLAYERS)) == []
+
+
+def test_a_run_never_imports_the_bench_that_drives_it():
+    """Issue 67: ``evo.runs.run`` imported ``evo.benchmark.start_gate``, the run below the bench that drives it
+    importing it. The run side of what the two share (the start gate, the failure record) lives with the run."""
+    graph = import_graph(REPO, project_packages())
+    assert [f"{a} imports {b}" for a, found in sorted(graph.items()) if a.startswith("evo.runs")
+            for b in sorted(found) if b.startswith("evo.benchmark")] == []
+    order = SUBLAYERS["evo"]
+    assert order.index("runs") < order.index("benchmark")  # so `sideways` refuses any such import too
 
 
 def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():

@@ -24,7 +24,7 @@ from core.errors import KernelevoError
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
 from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
-from evo.benchmark.start_gate import START_GATE, open_gate
+from evo.runs.start_gate import START_GATE, open_gate
 from evo.records.store import RunStore
 from evo.service.evaluation import SEARCHES_ON_HOST
 from core.records import from_record
@@ -144,7 +144,7 @@ def cpu_threads(searches_at_once: int) -> int:
 def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False,
            threads: int | None = None, sharing: int = 1) -> Launched | None:
     """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
-    touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``; `threads`: its CPU threads
+    touches the GPU (``evo.runs.start_gate``) until ``Launched.open``; `threads`: its CPU threads
     (``OMP_NUM_THREADS``, unless set already in the bench's environment); `sharing`: the searches at once on this
     host, whose evaluations in flight share its cores (``evo.service.evaluation.auto_parallel``). Inductor's compile
     workers keep its default: capped to the same share, max-autotune baselines ran out of compile time
@@ -240,7 +240,7 @@ def visible_gpus() -> list[str]:
 class LocalBackend:
     """This host: `per_gpu` searches at once on each visible GPU (on a host without one, `per_gpu` at once on the
     CPU interpreter). `prestart`: on a GPU, each slot starts its next problem's process while the current one
-    searches; that process waits at a gate before its first GPU work (``evo.benchmark.start_gate``), so its start-up
+    searches; that process waits at a gate before its first GPU work (``evo.runs.start_gate``), so its start-up
     (the interpreter, imports, config) overlaps the search before it."""
 
     def __init__(self, per_gpu: int = 1, timeout_s: float | None = None, prestart: bool = True):
