@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from omegaconf import OmegaConf
 
 from core.errors import KernelevoError
-from evo.benchmark.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
+from evo.benchmark.bench import FAILURES, INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
 
 if TYPE_CHECKING:
     from kernelevo.plans import BenchPlan
@@ -134,12 +134,14 @@ def check_rerun(plan: BenchPlan, bench_dir: Path) -> dict[str, list[str]]:
 
 
 def set_aside(bench_dir: Path, names: list[str]) -> Path | None:
-    """Move each named run (its folder, row and log) under REPLACED/<now>/, in the bench's layout; the folder."""
+    """Move each named run (its folder, row, log and failure record) under REPLACED/<now>/, in the bench's layout; the
+    folder."""
     if not names:
         return None
     into = bench_dir / REPLACED / time.strftime("%Y-%m-%d_%H-%M-%S")
     for name in names:
-        for part in (Path(RUNS) / name, Path(ROWS) / f"{name}.json", Path(LOGS) / f"{name}.log"):
+        for part in (Path(RUNS) / name, Path(ROWS) / f"{name}.json", Path(LOGS) / f"{name}.log",
+                     Path(FAILURES) / f"{name}.json"):
             if (bench_dir / part).exists():
                 (into / part).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(bench_dir / part, into / part)

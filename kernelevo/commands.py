@@ -13,6 +13,7 @@ from typing import Callable
 from omegaconf import DictConfig
 
 from core.errors import KernelevoError
+from evo.runs.failure import FailureKind, RunFailure
 from fitness.common.lifeline import INTERRUPTED_EXIT
 from kernelevo import plans
 
@@ -47,6 +48,37 @@ def fail(message: str, status: int = 2) -> None:
 
 
 INTERRUPTED = INTERRUPTED_EXIT  # the exit code of a command ended by Ctrl-C
+_failure_file: Path | None = None  # where this command writes its failure (``ask_failure_file``), until it has
+
+
+def failure_of(exc: BaseException, problem: str = "") -> RunFailure:
+    """A command's failure as its record (``evo.runs.failure``): its error said (``fail``), a user's; Ctrl-C, an
+    interrupt; any other exception, a bug with its traceback."""
+    if isinstance(exc, Failed):
+        return RunFailure(exc.message, exc.code, FailureKind.USER, problem=problem)
+    if isinstance(exc, KeyboardInterrupt):
+        return RunFailure("interrupted", INTERRUPTED, FailureKind.INTERRUPTED, problem=problem)
+    return RunFailure.of_bug(exc, problem=problem)
+
+
+def ask_failure_file(path: Path | None) -> None:
+    """Where this command writes its failure, should it fail (a bench names one for each of its runs: ``FAILURE_FILE``
+    of ``evo.runs.failure``); None: nowhere."""
+    global _failure_file
+    _failure_file = path
+
+
+def record_failure(failure: RunFailure) -> None:
+    """This command's failure written where it was asked (``ask_failure_file``); the first one only: the failure
+    that ended the command, not how it then unwound."""
+    global _failure_file
+    path, _failure_file = _failure_file, None
+    if path is None:
+        return
+    try:
+        failure.write(path)
+    except OSError as exc:  # the bench reads the run's log instead, and its row says so
+        print(f"kernelevo: the failure record could not be written to {path}: {exc}", file=sys.stderr)
 
 
 def interrupted(line: str) -> None:
@@ -58,6 +90,7 @@ def interrupted(line: str) -> None:
 
     for held in list(CLAIMS.values()):  # its directory given back (the kernel would drop the lock, not the file)
         held.release()
+    record_failure(RunFailure(line.removeprefix("kernelevo: "), INTERRUPTED, FailureKind.INTERRUPTED))
     print(line, file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(INTERRUPTED)
