@@ -1,5 +1,6 @@
 """What `kernelevo bench` adds around ``evo.benchmark.bench``: its plan (``BenchPlan``: the runs' plan, the selection,
-the intervals; ``plan_bench``, ``check_bench``), the table of an interrupted bench and the line that ends it; a re-run into a bench directory compared with the runs it holds (``check_rerun``: refused when their settings differ
+the intervals; ``plan_bench``, ``check_bench``), the table of an interrupted bench and the line that ends it; a
+re-run into a bench directory compared with the runs it holds (``check_rerun``: refused when their settings differ
 from the command's, naming the keys, unless ``bench.rerun=changed`` asks to run those problems again, their old runs
 kept under ``replaced/``); the rows it keeps of problems the selection leaves out, which stay in its table."""
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """`kernelevo bench`: one search per problem over a KernelBench selection, spread over GPUs, gathered into one table.
 
-Each problem is an ordinary `kernelevo run` in its own process and run directory (``BENCH/runs/<problem>``), with
-the bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
+Each problem is an ordinary `kernelevo run` in its own process and run directory (``BENCH/runs/<problem>``), with the
+bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
 (``BENCH/rows/<problem>.json``, written after its run ends, with the run's ``summary.json`` or the record of its
-failure, ``BENCH/failures/<problem>.json``, which the run writes where the bench names it: ``evo.runs.failure``;
-its log is read only when the process died without writing one); a re-run of the bench skips finished problems and
-resumes started ones (`kernelevo resume`), so a kill loses nothing finished. A search dies with the bench, even one killed with -9 (``fitness.common.lifeline``), and its
-workers with it: a killed bench leaves no search running on a GPU, nor two writers of one run when it is re-run.
-Where the runs execute is a backend chosen in config (``bench.backend._target_``): ``LocalBackend`` (this host's
-GPUs, ``bench.per_gpu`` searches on each) or ``evo.benchmark.bench_ray.RayBackend``.
+failure, ``BENCH/failures/<problem>.json``, which the run writes where the bench names it: ``evo.runs.failure``; its log
+is read only when the process died without writing one); a re-run of the bench skips finished problems and resumes
+started ones (`kernelevo resume`), so a kill loses nothing finished. A search dies with the bench, even one killed with
+-9 (``fitness.common.lifeline``), and its workers with it: a killed bench leaves no search running on a GPU, nor two
+writers of one run when it is re-run. Where the runs execute is a backend chosen in config (``bench.backend._target_``):
+``LocalBackend`` (this host's GPUs, ``bench.per_gpu`` searches on each) or ``evo.benchmark.bench_ray.RayBackend``.
 """
 from __future__ import annotations
 
@@ -210,9 +210,9 @@ def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None
                  "before its first line (the process and its evaluation service were starting)")
         return Row(task.name, "failed", f"timed out after {timeout_s:g} s (bench.backend.timeout_s), {where}", wall,
                    gpu or "")
-    said = " | ".join(tail)[-600:] or "its log is empty"  # the process died without a word (killed, out of memory)
-    return Row(task.name, "failed", f"exit code {code}, no failure record (the process ended before it could write "
-                                    f"one: killed, out of memory?); its log's last lines: {said}", wall, gpu or "")
+    said = " | ".join(tail)[-600:] or "its log is empty"  # the process ended before its command could say why
+    return Row(task.name, "failed", f"exit code {code}, no failure record (the process ended without writing one); "
+                                    f"its log's last lines: {said}", wall, gpu or "")
 
 
 def failure_file(bench_dir: Path, task: BenchTask) -> Path:
