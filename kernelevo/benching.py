@@ -1,22 +1,24 @@
-"""What `kernelevo bench` adds around ``evo.benchmark.bench``: the table of an interrupted bench and the line that ends
-it; a re-run into a bench directory compared with the runs it holds (``check_rerun``: refused when their settings differ
+"""What `kernelevo bench` adds around ``evo.benchmark.bench``: its plan (``BenchPlan``: the runs' plan, the selection,
+the intervals; ``plan_bench``, ``check_bench``), the table of an interrupted bench and the line that ends it; a
+re-run into a bench directory compared with the runs it holds (``check_rerun``: refused when their settings differ
 from the command's, naming the keys, unless ``bench.rerun=changed`` asks to run those problems again, their old runs
 kept under ``replaced/``); the rows it keeps of problems the selection leaves out, which stay in its table."""
 from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from omegaconf import DictConfig, OmegaConf
 
-from omegaconf import OmegaConf
-
+from conf.plan import typed
+from conf.schema import BenchSettings
 from core.errors import KernelevoError
-from evo.benchmark.bench import INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
-
-if TYPE_CHECKING:
-    from kernelevo.plans import BenchPlan
+from evo.benchmark.bench import FAILURES, INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
+from evo.benchmark.selection import select, with_seeds
+from evo.reports.intervals import Bootstrap
+from kernelevo.plans import PlannedRun, check_llm, planned_run
 
 REPLACED = "replaced"  # where bench.rerun=changed keeps the runs it makes again
 
@@ -46,6 +48,31 @@ def interrupted_line(rows: list[Row], bench_dir: Path) -> str:
 RERUN = ("changed",)  # bench.rerun's values (null: refuse)
 OWN = ("bench", "hydra", "intervals")  # the bench's own settings, no run's
 SHOWN = 4  # differing keys named per run
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    run: PlannedRun  # what every problem's run is given
+    bench: BenchSettings
+    intervals: Bootstrap
+    tasks: tuple  # evo.benchmark.bench.BenchTask: the selection, each search seed
+    overrides: tuple  # the command line's settings of every run (its own bench.*, problem and hydra.* left out)
+
+
+def plan_bench(cfg: DictConfig, overrides: list[str]) -> BenchPlan:
+    node = typed(cfg)
+    own = (*(f"{key}." for key in OWN), "bench/", "problem")  # the bench's own settings; the rest: every run
+    kept = tuple(o for o in overrides if not o.lstrip("+~").startswith(own))
+    bench = node.bench
+    tasks = with_seeds(select(bench.root, bench.level, bench.problems, kept), bench.seeds, node.search.seed)
+    return BenchPlan(planned_run(cfg, node), bench, node.intervals, tuple(tasks), kept)
+
+
+def check_bench(plan: BenchPlan) -> None:
+    """A bench's checks that reach outside its config: the LLM, the runs a given bench.dir holds."""
+    check_llm(plan.run)
+    if plan.bench.dir:  # its runs' settings against the command's (no bench.dir: a new one, nothing to compare)
+        check_rerun(plan, Path(plan.bench.dir).expanduser().resolve())
 
 
 def _flat(node, prefix: str = "") -> dict:
@@ -134,12 +161,14 @@ def check_rerun(plan: BenchPlan, bench_dir: Path) -> dict[str, list[str]]:
 
 
 def set_aside(bench_dir: Path, names: list[str]) -> Path | None:
-    """Move each named run (its folder, row and log) under REPLACED/<now>/, in the bench's layout; the folder."""
+    """Move each named run (its folder, row, log and failure record) under REPLACED/<now>/, in the bench's layout; the
+    folder."""
     if not names:
         return None
     into = bench_dir / REPLACED / time.strftime("%Y-%m-%d_%H-%M-%S")
     for name in names:
-        for part in (Path(RUNS) / name, Path(ROWS) / f"{name}.json", Path(LOGS) / f"{name}.log"):
+        for part in (Path(RUNS) / name, Path(ROWS) / f"{name}.json", Path(LOGS) / f"{name}.log",
+                     Path(FAILURES) / f"{name}.json"):
             if (bench_dir / part).exists():
                 (into / part).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(bench_dir / part, into / part)

@@ -21,7 +21,8 @@ import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) befor
 from core.errors import KernelevoError
 from core.log import configure as configure_logging
 from fitness.common.lifeline import arm
-from kernelevo.commands import COMMANDS, Failed, fail, interrupted
+from evo.runs.failure import asked_file
+from kernelevo.commands import COMMANDS, Failed, ask_failure_file, fail, failure_of, interrupted, record_failure
 from kernelevo.listing import LISTS, print_list
 from kernelevo.locations import check_locations, claim, own_folder, release
 from kernelevo.validate import Validator, split_flags, wants_info
@@ -82,13 +83,18 @@ def help_text(name: str, flags: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """The command line; Ctrl-C ends in one line and exit code 130 (`run` and `resume` catch it first, to say how
-    to continue the run)."""
+    to continue the run). A command that fails writes its failure's record where whoever started it asked
+    (``evo.runs.failure.FAILURE_FILE``: a bench, for each of its runs)."""
     arm()  # a bench's search (started with fitness.common.lifeline's env): dies with the bench, even a killed one
     configure_logging()  # what the command tells as it works: "[kernelevo] ..." lines (core.log)
+    ask_failure_file(asked_file())
     try:
         _main(argv)
     except KeyboardInterrupt:
         interrupted("kernelevo: interrupted")
+    except (Failed, Exception) as exc:  # said, or a bug outside the job (one inside it: run_single records it)
+        record_failure(failure_of(exc))
+        raise
 
 
 def _main(argv: list[str] | None) -> None:
@@ -196,7 +202,14 @@ def run_single(command, validator: Validator, plan) -> None:
 
     config = validator.composed
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
-    task = functools.wraps(command.task)(lambda cfg: command.task(cfg, plan))
+
+    @functools.wraps(command.task)  # Hydra names the job (and its log) after the task's module
+    def task(cfg):
+        try:
+            return command.task(cfg, plan)
+        except Exception as exc:  # a bug: Hydra prints its traceback and exits 1, the record says what it was
+            record_failure(failure_of(exc))
+            raise
 
     def job():
         callbacks = Callbacks(config)
@@ -233,7 +246,7 @@ def in_job(command):
 
 
 def job_failed(cfg, exc: BaseException) -> None:
-    """A failed job of a sweep recorded in its directory (``evo.benchmark.multirun.record_failure``: its row in the
+    """A failed job of a sweep recorded in its directory (``evo.runs.failure.RunFailure.keep``: its row in the
     sweep's tables) and kept for the command's exit status; an exception other than a said error is also told with
     its traceback."""
     import traceback
@@ -241,22 +254,19 @@ def job_failed(cfg, exc: BaseException) -> None:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from evo.benchmark.multirun import record_failure
     from fitness.problems.problem import resolve_problem
 
-    if isinstance(exc, Failed):
-        message, status = exc.message, exc.code
-    else:
+    if not isinstance(exc, Failed):
         traceback.print_exception(exc, file=sys.stderr)
-        message, status = f"{type(exc).__name__}: {exc}", 1
     where = Path(HydraConfig.get().runtime.output_dir)
     name = str(cfg.problem.name) if "problem" in cfg and "name" in cfg.problem else ""
     try:
         problem = resolve_problem(name).name if name else ""
     except KernelevoError:
         problem = name
-    record_failure(where, message, problem)
-    FAILED_JOBS.append((str(where), status))
+    failure = failure_of(exc, problem)
+    failure.keep(where)
+    FAILED_JOBS.append((str(where), failure.status))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ from typing import Callable
 from omegaconf import DictConfig
 
 from core.errors import KernelevoError
+from evo.runs.failure import FailureKind, RunFailure
 from fitness.common.lifeline import INTERRUPTED_EXIT
-from kernelevo import plans
+from kernelevo import benching, plans
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,37 @@ def fail(message: str, status: int = 2) -> None:
 
 
 INTERRUPTED = INTERRUPTED_EXIT  # the exit code of a command ended by Ctrl-C
+_failure_file: Path | None = None  # where this command writes its failure (``ask_failure_file``), until it has
+
+
+def failure_of(exc: BaseException, problem: str = "") -> RunFailure:
+    """A command's failure as its record (``evo.runs.failure``): its error said (``fail``), a user's; Ctrl-C, an
+    interrupt; any other exception, a bug with its traceback."""
+    if isinstance(exc, Failed):
+        return RunFailure(exc.message, exc.code, FailureKind.USER, problem=problem)
+    if isinstance(exc, KeyboardInterrupt):
+        return RunFailure("interrupted", INTERRUPTED, FailureKind.INTERRUPTED, problem=problem)
+    return RunFailure.of_bug(exc, problem=problem)
+
+
+def ask_failure_file(path: Path | None) -> None:
+    """Where this command writes its failure, should it fail (a bench names one for each of its runs: ``FAILURE_FILE``
+    of ``evo.runs.failure``); None: nowhere."""
+    global _failure_file
+    _failure_file = path
+
+
+def record_failure(failure: RunFailure) -> None:
+    """This command's failure written where it was asked (``ask_failure_file``); the first one only: the failure
+    that ended the command, not how it then unwound."""
+    global _failure_file
+    path, _failure_file = _failure_file, None
+    if path is None:
+        return
+    try:
+        failure.write(path)
+    except OSError as exc:  # the bench reads the run's log instead, and its row says so
+        print(f"kernelevo: the failure record could not be written to {path}: {exc}", file=sys.stderr)
 
 
 def interrupted(line: str) -> None:
@@ -58,6 +90,7 @@ def interrupted(line: str) -> None:
 
     for held in list(CLAIMS.values()):  # its directory given back (the kernel would drop the lock, not the file)
         held.release()
+    record_failure(RunFailure(line.removeprefix("kernelevo: "), INTERRUPTED, FailureKind.INTERRUPTED))
     print(line, file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(INTERRUPTED)
@@ -223,13 +256,12 @@ def _discarded(run_dir: Path, own) -> str:
     return f" (nothing evaluated: nothing kept in {run_dir}; run it again there once fixed)"
 
 
-def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
+def bench(cfg: DictConfig, plan: benching.BenchPlan) -> None:
     """One search per problem of a KernelBench selection, spread over the GPUs; the table over all of them."""
     from evo.benchmark.bench import BenchError, BenchInterrupted, execute_bench
     from evo.benchmark.selection import level_sizes
     from evo.benchmark.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
     from evo.runs.run import plugin
-    from kernelevo.benching import check_rerun, interrupted_line, interrupted_rows, kept_rows, set_aside
 
     tasks = list(plan.tasks)
     try:
@@ -238,7 +270,7 @@ def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
         fail(str(exc))
     bench_dir = Path(plan.bench.dir).expanduser().resolve() if plan.bench.dir else _output_dir().resolve()
     try:  # again, now that the bench directory is this command's: a bench may have written there since
-        replaced = set_aside(bench_dir, list(check_rerun(plan, bench_dir)))
+        replaced = benching.set_aside(bench_dir, list(benching.check_rerun(plan, bench_dir)))
     except KernelevoError as exc:
         fail(str(exc))
     if replaced is not None:
@@ -250,12 +282,12 @@ def bench(cfg: DictConfig, plan: plans.BenchPlan) -> None:
     except BenchError as exc:
         fail(str(exc))
     except BenchInterrupted as exc:  # Ctrl-C: its searches ended at their checkpoints; the table of what there is
-        rows = interrupted_rows(tasks, exc.rows, bench_dir)
-        stopped = interrupted_line(rows, bench_dir)
+        rows = benching.interrupted_rows(tasks, exc.rows, bench_dir)
+        stopped = benching.interrupted_line(rows, bench_dir)
     except KeyboardInterrupt:
         interrupted(f"kernelevo: interrupted; {bench_dir} keeps every finished problem: continue with the same "
                     f"command and bench.dir={bench_dir}")
-    kept = kept_rows(bench_dir, tasks)  # problems this selection leaves out: their rows stay in the table
+    kept = benching.kept_rows(bench_dir, tasks)  # problems this selection leaves out: their rows stay in the table
     if kept:
         print(f"[bench] {bench_dir} keeps {len(kept)} more problem{'s' if len(kept) > 1 else ''}, outside this "
               f"selection, in its table: {', '.join(r.label for r in kept)}", flush=True)
@@ -335,7 +367,8 @@ COMMANDS = {
     "evaluate": Command("evaluate", evaluate, "judge one candidate kernel: correctness, guards, timing",
                         plans.plan_evaluate),
     "bench": Command("bench", bench, "one search per problem over a KernelBench selection, one table: kernelevo "
-                                     "bench bench.root=KB bench.problems=LIST", plans.plan_bench, plans.check_bench),
+                                     "bench bench.root=KB bench.problems=LIST", benching.plan_bench,
+                     benching.check_bench),
     "table": Command("table", table, "one table over several bench directories (a benchmark run in parts): "
                                      "kernelevo table bench_dirs=[A,B] out=DIR", check_table),
     "seed": Command("seed", seed, "write the seed converted from torch.compile's kernels: kernelevo seed "

@@ -1,7 +1,7 @@
 """Each command's one typed plan (``Command.plan``): made once from the config the command line composed, and
 checked there, before Hydra writes anything; the command's task runs on it. A sweep's job (``--multirun``) makes
 its own from the config Hydra composed for it. The settings objects come from ``conf.plan``; what a command adds
-(its candidate, its bench selection, the run it resumes) is here."""
+(its candidate, the run it resumes) is here; a bench's plan, with the bench (``kernelevo.benching``)."""
 from __future__ import annotations
 
 import logging
@@ -12,8 +12,6 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from conf.plan import judge_plan, part, run_plan, search_settings, typed
-from conf.schema import BenchSettings
-from evo.reports.intervals import Bootstrap
 from evo.plan import RunPlan
 from evo.runs.run import CheckedRun
 from fitness.evaluation.plan import JudgePlan
@@ -92,27 +90,6 @@ def plan_seed(cfg: DictConfig, overrides: list[str]) -> SeedPlan:
 
 
 @dataclass(frozen=True)
-class BenchPlan:
-    run: PlannedRun  # what every problem's run is given
-    bench: BenchSettings
-    intervals: Bootstrap
-    tasks: tuple  # evo.benchmark.bench.BenchTask: the selection, each search seed
-    overrides: tuple  # the command line's settings of every run (its own bench.*, problem and hydra.* left out)
-
-
-def plan_bench(cfg: DictConfig, overrides: list[str]) -> BenchPlan:
-    from evo.benchmark.selection import select, with_seeds
-    from kernelevo.benching import OWN
-
-    node = typed(cfg)
-    own = (*(f"{key}." for key in OWN), "bench/", "problem")  # the bench's own settings; the rest: every run
-    kept = tuple(o for o in overrides if not o.lstrip("+~").startswith(own))
-    bench = node.bench
-    tasks = with_seeds(select(bench.root, bench.level, bench.problems, kept), bench.seeds, node.search.seed)
-    return BenchPlan(planned_run(cfg, node), bench, node.intervals, tuple(tasks), kept)
-
-
-@dataclass(frozen=True)
 class ResumeRequest:
     """What `kernelevo resume` is asked, before it holds the run directory: the run, the budgets given."""
     run_dir: Path
@@ -183,12 +160,3 @@ def check_llm(run: PlannedRun, warn: bool = False) -> None:
         line = f"warning: {exc} (replies in the LLM cache replay; failed calls in a row stop the run)"
     if line:
         log.info(line)
-
-
-def check_bench(plan: BenchPlan) -> None:
-    """A bench's checks that reach outside its config: the LLM, the runs a given bench.dir holds."""
-    from kernelevo.benching import check_rerun
-
-    check_llm(plan.run)
-    if plan.bench.dir:  # its runs' settings against the command's (no bench.dir: a new one, nothing to compare)
-        check_rerun(plan, Path(plan.bench.dir).expanduser().resolve())

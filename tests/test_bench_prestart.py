@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from evo.benchmark import bench
-from evo.benchmark.start_gate import START_GATE, open_gate, wait_for_gate
+from evo.runs.start_gate import START_GATE, open_gate, wait_for_gate
 
 
 def test_a_prestarted_process_waits_at_its_gate_until_the_bench_opens_it(tmp_path, monkeypatch):
     gate = tmp_path / "gates" / "p"
-    code = "from evo.benchmark.start_gate import wait_for_gate; print(round(wait_for_gate(), 2))"
+    code = "from evo.runs.start_gate import wait_for_gate; print(round(wait_for_gate(), 2))"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, START_GATE: str(gate)})
     try:

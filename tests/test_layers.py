@@ -24,7 +24,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
 SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
-    "evo": ["records", "service", "tuning", "evolution", "reports", "benchmark", "runs"],
+    # benchmark above runs: the bench drives runs (each a `kernelevo run` process), a run never imports the bench
+    "evo": ["records", "service", "tuning", "evolution", "reports", "runs", "benchmark"],
     # suite: the bundled problems (data: each problem and seed imports nothing of fitness)
     "fitness": ["suite", "common", "comparison", "problems", "measure", "judge", "workers", "evaluation"],
 }
@@ -42,29 +43,29 @@ def _type_checking(node) -> bool:
                                                              getattr(node.test, "attr", None)}
 
 
-def _imports(tree):
+def _imports(tree, type_checking: bool = False):
     """Every import statement in `tree` that can run: module level, class bodies, functions (not under
-    ``if TYPE_CHECKING:``; its ``else`` does run)."""
+    ``if TYPE_CHECKING:``, its ``else`` does run; `type_checking`: those too, what a type checker reads)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        elif _type_checking(node):
+        elif _type_checking(node) and not type_checking:
             stack.extend(node.orelse)
         else:
             stack.extend(ast.iter_child_nodes(node))
 
 
-def import_graph(root: Path, packages) -> dict[str, set[str]]:
+def import_graph(root: Path, packages, type_checking: bool = False) -> dict[str, set[str]]:
     """Module -> the project modules it imports, anywhere in it (a `from package import name` counts as the
-    submodule `name` where there is one, else as the package)."""
+    submodule `name` where there is one, else as the package); `type_checking`: ``if TYPE_CHECKING:`` imports too."""
     paths = {module_name(root, p): p for package in packages for p in (root / package).rglob("*.py")}
     graph = {}
     for name, path in paths.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         found = set()
-        for node in _imports(ast.parse(path.read_text(), str(path))):
+        for node in _imports(ast.parse(path.read_text(), str(path)), type_checking):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -201,6 +202,23 @@ def test_the_subpackages_import_only_downward_and_have_no_cycle():
     graph = import_graph(REPO, project_packages())
     assert sideways(graph, SUBLAYERS) == []
     assert cycles(subpackage_graph(graph, SUBLAYERS)) == []
+
+
+def test_a_run_never_imports_the_bench_that_drives_it():
+    """Issue 67: ``evo.runs.run`` imported ``evo.benchmark.start_gate``, the run below the bench that drives it
+    importing it. The run side of what the two share (the start gate, the failure record) lives with the run."""
+    graph = import_graph(REPO, project_packages())
+    assert [f"{a} imports {b}" for a, found in sorted(graph.items()) if a.startswith("evo.runs")
+            for b in sorted(found) if b.startswith("evo.benchmark")] == []
+    order = SUBLAYERS["evo"]
+    assert order.index("runs") < order.index("benchmark")  # so `sideways` refuses any such import too
+
+
+def test_the_command_has_no_cycle_even_among_its_type_checking_imports():
+    """Issue 67: ``kernelevo.plans`` imported ``kernelevo.benching`` (the bench's settings, its rerun check) and
+    ``kernelevo.benching`` took ``BenchPlan`` from ``kernelevo.plans`` under ``TYPE_CHECKING``: a circle a type
+    checker reads. The bench's plan lives with the bench now, above the plans it is made of."""
+    assert cycles(import_graph(REPO, ["kernelevo"], type_checking=True)) == []
 
 
 def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():

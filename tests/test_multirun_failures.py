@@ -7,10 +7,11 @@ import json
 import pytest
 
 from conftest import TINY, kernelevo
-from evo.benchmark.multirun import record_failure, write_multirun_report
+from evo.benchmark.multirun import write_multirun_report
 from evo.benchmark.strategies_report import write_strategies_report
 from evo.records.store import RunStore
 from evo.reports.outcome import RunOutcome
+from evo.runs.failure import FailureKind, RunFailure
 
 BROKEN = '''import torch
 import torch.nn as nn
@@ -69,7 +70,7 @@ def test_the_tables_count_runs_configurations_and_problems_apart(tmp_path):
         if n == 5:
             (folder / ".hydra").mkdir(parents=True)
             (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
-            record_failure(folder, "its reference failed", problem)
+            RunFailure("its reference failed", 2, FailureKind.USER, problem=problem).keep(folder)
         else:
             job(folder, overrides, RunOutcome(status="ok", timer="interpreter", problem=problem,
                                               selection="interpreter wall-clock", evaluations=4))

@@ -17,6 +17,7 @@ def counted(monkeypatch):
     job), typed into settings objects, planned as a run and checked as one."""
     import conf.plan
     import evo.runs.run
+    import kernelevo.benching
     import kernelevo.plans
     from hydra._internal.hydra import Hydra
 
@@ -30,9 +31,10 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(Hydra, "compose_config", count("compose", Hydra.compose_config))
     typed, run_plan = count("typed", conf.plan.typed), count("run_plan", conf.plan.run_plan)
-    for module in (conf.plan, kernelevo.plans):  # kernelevo.plans holds its own names of conf.plan's functions
-        monkeypatch.setattr(module, "typed", typed)
-        monkeypatch.setattr(module, "run_plan", run_plan)
+    for module in (conf.plan, kernelevo.plans, kernelevo.benching):  # each holds its own names of conf.plan's
+        for name, counter in (("typed", typed), ("run_plan", run_plan)):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, counter)
     monkeypatch.setattr(evo.runs.run, "check_run_config", count("check", evo.runs.run.check_run_config))
     return calls
 

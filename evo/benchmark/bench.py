@@ -1,13 +1,14 @@
 """`kernelevo bench`: one search per problem over a KernelBench selection, spread over GPUs, gathered into one table.
 
-Each problem is an ordinary `kernelevo run` in its own process and run directory (``BENCH/runs/<problem>``), with
-the bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
-(``BENCH/rows/<problem>.json``, written after its run ends, with the run's ``summary.json`` or the reason it
-failed); a re-run of the bench skips finished problems and resumes started ones (`kernelevo resume`), so a kill
-loses nothing finished. A search dies with the bench, even one killed with -9 (``fitness.common.lifeline``), and its
-workers with it: a killed bench leaves no search running on a GPU, nor two writers of one run when it is re-run.
-Where the runs execute is a backend chosen in config (``bench.backend._target_``): ``LocalBackend`` (this host's
-GPUs, ``bench.per_gpu`` searches on each) or ``evo.benchmark.bench_ray.RayBackend``.
+Each problem is an ordinary `kernelevo run` in its own process and run directory (``BENCH/runs/<problem>``), with the
+bench's run settings, on one GPU (``CUDA_VISIBLE_DEVICES``). A problem is finished when its row exists
+(``BENCH/rows/<problem>.json``, written after its run ends, with the run's ``summary.json`` or the record of its
+failure, ``BENCH/failures/<problem>.json``, which the run writes where the bench names it: ``evo.runs.failure``; its log
+is read only when the process died without writing one); a re-run of the bench skips finished problems and resumes
+started ones (`kernelevo resume`), so a kill loses nothing finished. A search dies with the bench, even one killed with
+-9 (``fitness.common.lifeline``), and its workers with it: a killed bench leaves no search running on a GPU, nor two
+writers of one run when it is re-run. Where the runs execute is a backend chosen in config (``bench.backend._target_``):
+``LocalBackend`` (this host's GPUs, ``bench.per_gpu`` searches on each) or ``evo.benchmark.bench_ray.RayBackend``.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from core.errors import KernelevoError
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
 from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
-from evo.benchmark.start_gate import START_GATE, open_gate
+from evo.runs.failure import FAILURE_FILE, RunFailure
+from evo.runs.start_gate import START_GATE, open_gate
 from evo.records.store import RunStore
 from evo.service.evaluation import SEARCHES_ON_HOST
 from core.records import from_record
@@ -32,6 +34,7 @@ from fitness.common.atomic import write_atomic
 from fitness.common.lifeline import INTERRUPTED_EXIT, lifeline_env
 
 RUNS, ROWS, LOGS, GATES = "runs", "rows", "logs", "gates"
+FAILURES = "failures"  # each failed run's record (evo.runs.failure), outside its run directory (which it may remove)
 INTERRUPTED = "interrupted"  # a row's status when its search was stopped by Ctrl-C or a signal (not saved)
 RESUMABLE = "resumable: the same command with this bench.dir continues it"  # an interrupted row's reason says so
 NOT_STARTED = "not started"  # a row's status in the table of an interrupted bench, for a problem it had not begun
@@ -74,6 +77,7 @@ class Row:
     summary: RunOutcome = field(default_factory=RunOutcome)  # the run's outcome (summary.json); none: nothing known
     search_seed: int | None = None  # its search seed, in a table of several seeds per problem (else None)
     problem: str = ""  # the problem its run searched, where `name` is not it (a multirun names a row by overrides)
+    failure: RunFailure | None = None  # why its run failed, as the run recorded it (None: it did not, or no failure)
 
     @property
     def problem_name(self) -> str:
@@ -86,7 +90,7 @@ class Row:
         return self.name if self.search_seed is None else f"{self.name} seed {self.search_seed}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "failure": None if self.failure is None else self.failure.to_dict()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1) + "\n"
@@ -94,7 +98,9 @@ class Row:
     @classmethod
     def from_dict(cls, data: dict, where: str = "a bench row") -> "Row":
         """A row as saved (its outcome a summary.json's fields; a failed row's, none)."""
-        return from_record(cls, {**data, "summary": RunOutcome.from_dict(data.get("summary") or {}, where)}, where)
+        failure = data.get("failure")
+        return from_record(cls, {**data, "summary": RunOutcome.from_dict(data.get("summary") or {}, where),
+                                 "failure": None if failure is None else RunFailure.from_dict(failure, where)}, where)
 
     @classmethod
     def from_json(cls, text: str, where: str = "a bench row") -> "Row":
@@ -144,7 +150,7 @@ def cpu_threads(searches_at_once: int) -> int:
 def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches, gated: bool = False,
            threads: int | None = None, sharing: int = 1) -> Launched | None:
     """Start (or resume) one problem's search in its own process on `gpu`; `gated`: it waits at a gate before it
-    touches the GPU (``evo.benchmark.start_gate``) until ``Launched.open``; `threads`: its CPU threads
+    touches the GPU (``evo.runs.start_gate``) until ``Launched.open``; `threads`: its CPU threads
     (``OMP_NUM_THREADS``, unless set already in the bench's environment); `sharing`: the searches at once on this
     host, whose evaluations in flight share its cores (``evo.service.evaluation.auto_parallel``). Inductor's compile
     workers keep its default: capped to the same share, max-autotune baselines ran out of compile time
@@ -158,6 +164,9 @@ def launch(task: BenchTask, bench_dir: Path, gpu: str | None, searches: Searches
     env[SEARCHES_ON_HOST] = str(sharing)  # its evaluations in flight (parallel=auto) share the cores too
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
+    failure = failure_file(bench_dir, task)
+    failure.unlink(missing_ok=True)  # an earlier run's: this one writes its own should it fail
+    env[FAILURE_FILE] = str(failure)
     gate = bench_dir / GATES / task.slug if gated else None
     if gate is not None:
         gate.unlink(missing_ok=True)
@@ -192,15 +201,24 @@ def finish(task: BenchTask, launched: Launched, bench_dir: Path, gpu: str | None
                    gpu or "")
     log = launched.log
     tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.is_file() else []
+    recorded = RunFailure.read(failure_file(bench_dir, task)) if code is not None else None
+    if recorded is not None:  # the run said why: its error, or its bug with its traceback's last lines
+        return Row(task.name, "failed", f"exit code {code}: {recorded.said}", wall, gpu or "", failure=recorded)
     if code is None:  # where it was: its last line of progress (the stage it was past), else still starting
         last = next((line for line in reversed(tail) if line.startswith("[kernelevo]")), None)
         where = (f"its last line: {last[:300]}" if last else
                  "before its first line (the process and its evaluation service were starting)")
         return Row(task.name, "failed", f"timed out after {timeout_s:g} s (bench.backend.timeout_s), {where}", wall,
                    gpu or "")
-    reason = next((line.split("error: ", 1)[1] for line in reversed(tail) if "kernelevo: error: " in line),
-                  " | ".join(tail)[-600:])
-    return Row(task.name, "failed", f"exit code {code}: {reason}", wall, gpu or "")
+    said = " | ".join(tail)[-600:] or "its log is empty"  # the process ended before its command could say why
+    return Row(task.name, "failed", f"exit code {code}, no failure record (the process ended without writing one); "
+                                    f"its log's last lines: {said}", wall, gpu or "")
+
+
+def failure_file(bench_dir: Path, task: BenchTask) -> Path:
+    """Where a task's run writes its failure (``evo.runs.failure``): outside its run directory, which a run that
+    fails with a user's error before its first evaluation removes."""
+    return bench_dir / FAILURES / f"{task.slug}.json"
 
 
 def run_task(task: BenchTask, bench_dir: Path, gpu: str | None, timeout_s: float | None = None,
@@ -240,7 +258,7 @@ def visible_gpus() -> list[str]:
 class LocalBackend:
     """This host: `per_gpu` searches at once on each visible GPU (on a host without one, `per_gpu` at once on the
     CPU interpreter). `prestart`: on a GPU, each slot starts its next problem's process while the current one
-    searches; that process waits at a gate before its first GPU work (``evo.benchmark.start_gate``), so its start-up
+    searches; that process waits at a gate before its first GPU work (``evo.runs.start_gate``), so its start-up
     (the interpreter, imports, config) overlaps the search before it."""
 
     def __init__(self, per_gpu: int = 1, timeout_s: float | None = None, prestart: bool = True):

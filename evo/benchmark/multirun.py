@@ -6,43 +6,27 @@ A sweep over search seeds (``search.seed=0,1,2``, or ``kernelevo run --seeds 3``
 configuration, as a bench's with ``--seeds``: the runs that differ in their seed alone are one row group, with the
 median speed-up and its confidence interval (``evo.reports.intervals``).
 
-A job that failed (its error said, or an exception: ``kernelevo.cli.in_job``) leaves ``failed.json`` in its folder
-(``record_failure``) and is its row in the tables, the sweep going on with its other jobs."""
+A job that failed (its error said, or an exception: ``kernelevo.cli.in_job``) leaves its failure's record in its
+folder (``evo.runs.failure.RunFailure.keep``) and is its row in the tables, the sweep going on with its other
+jobs."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from evo.runs.failure import FAILED_FILE, RunFailure
+
 PAGE = "multirun"
 SEED_KEY = "search.seed"  # a sweep over it is a table of several seeds per configuration
-FAILED_FILE = "failed.json"  # a failed job's record in its folder: its error and its problem
 
 
 class MultirunReport(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         boot = OmegaConf.to_object(config.intervals) if "intervals" in config else None  # evo.reports.intervals.Bootstrap
         write_multirun_report(Path(config.hydra.sweep.dir).resolve(), boot)
-
-
-def record_failure(run_dir: Path, message: str, problem: str = "") -> None:
-    """A failed job's row: its error and its problem, in its folder."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / FAILED_FILE).write_text(json.dumps({"message": message, "problem": problem}, indent=1) + "\n")
-
-
-def failure(run_dir: Path) -> dict | None:
-    """A failed job's record ({"message", "problem"}), or None: none, or an outcome written since (the run was
-    continued, ``kernelevo resume``)."""
-    from evo.reports.outcome import SUMMARY_FILE
-
-    path, outcome = run_dir / FAILED_FILE, run_dir / SUMMARY_FILE
-    if not path.is_file() or outcome.is_file() and outcome.stat().st_mtime > path.stat().st_mtime:
-        return None
-    return json.loads(path.read_text())
 
 
 def run_dirs(sweep_dir: Path) -> list[Path]:
@@ -104,10 +88,10 @@ def write_multirun_report(sweep_dir: Path, boot=None) -> Path | None:
     same = next((o.problem for o in outcomes.values() if o.problem), "runs")  # the seed alone differs
     rows = []
     for d in dirs:
-        failed = failure(d)
+        failed = RunFailure.kept(d)
         if failed is not None:
-            rows.append(Row(named[d] or same, "failed", failed["message"], search_seed=seeds[d],
-                            problem=failed["problem"]))
+            rows.append(Row(named[d] or same, "failed", failed.message, search_seed=seeds[d], problem=failed.problem,
+                            failure=failed))
             continue
         if d not in outcomes:
             rows.append(Row(named[d] or same, "failed", f"the run did not finish (no {SUMMARY_FILE}); continue it "

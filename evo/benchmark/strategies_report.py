@@ -325,11 +325,12 @@ def curves_png(runs: list[StrategyRun], problem: str) -> bytes:
 def write_strategies_report(sweep_dir: Path) -> Path | None:
     """strategies.md, .json and .html in the sweep directory (None when it holds no finished run); the table
     printed. A run with no summary.json (killed, or still running) is left out, and named."""
-    from evo.benchmark.multirun import failure, run_dirs
+    from evo.benchmark.multirun import run_dirs
+    from evo.runs.failure import RunFailure
     from evo.reports.page import Raw, esc, page, png_img, table
 
     named = {d: str(d.relative_to(sweep_dir)) for d in run_dirs(sweep_dir)}
-    failed = {named[d]: found["message"] for d in named if (found := failure(d))}  # a job's error: its own row
+    failed = {named[d]: found.message for d in named if (found := RunFailure.kept(d))}  # a job's error: its own row
     finished = [d for d in named if (d / SUMMARY_FILE).is_file() and named[d] not in failed]
     unfinished = [named[d] for d in named if d not in finished and named[d] not in failed]
     runs = [run_record(d, sweep_dir) for d in finished]

@@ -34,7 +34,7 @@ MOVED = {
     "evo.search": "evo.evolution.search",
     "evo.seeding": "evo.runs.seeding",
     "evo.selection": "evo.evolution.selection",
-    "evo.start_gate": "evo.benchmark.start_gate",
+    "evo.start_gate": "evo.runs.start_gate",
     "evo.stopping": "evo.evolution.stopping",
     "evo.store": "evo.records.store",
     "evo.strategies_report": "evo.benchmark.strategies_report",

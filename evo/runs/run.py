@@ -28,7 +28,7 @@ from evo.runs.progress import Progress
 from evo.reports.report_html import write_report
 from evo.evolution.search import Search, SearchSettings
 from evo.runs.seeding import keep_verdicts, make_seeds, reuse_verdicts, start_capture
-from evo.benchmark.start_gate import wait_for_gate
+from evo.runs.start_gate import wait_for_gate
 from evo.records.meta import (BASELINE_CACHE, BASELINE_JOBS, BASELINE_WALL_S, BASELINES_IEEE, CONFIG, MANIFEST,
                               SEED_CHECK_S, SEED_WALL_S, START_UP, START_UP_UNDER_LOCK, SUPPLY_EVALUATORS,
                               TF32_INCORRECT)
@@ -251,7 +251,7 @@ def start_up(marks: dict, store: RunStore) -> dict:
     baselines and the seeds (as stored: read from caches when warm; torch.compile's capture runs beside the
     baselines, so the seeds count only where it ran on after them; the compiler seeds' judging, generation 0's
     first evaluations, counts in the search's time, not here); and the rest (the team, the search built);
-    `queued`, for a bench's prestarted search, the wait at its gate (``evo.benchmark.start_gate``) after the process's
+    `queued`, for a bench's prestarted search, the wait at its gate (``evo.runs.start_gate``) after the process's
     start."""
     stages = {"process": marks["run"] - marks["process"] - marks["queued"] if marks["process"] else None,
               "service": marks["service"] - marks["run"],

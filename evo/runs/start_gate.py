@@ -1,4 +1,6 @@
 """Where a bench's prestarted search waits before it touches its GPU (issue 45: no time per problem outside the search).
+The gate's protocol lives with the run, which waits at it; the bench above opens it (the run imports nothing of the
+bench that drives it).
 
 The bench (``evo.benchmark.bench.LocalBackend``, ``bench.backend.prestart``) starts the next problem's process on a GPU
 while the current one searches there. The new process starts its interpreter, imports, composes and checks its config,
