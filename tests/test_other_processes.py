@@ -1,13 +1,14 @@
 """What other processes on a machine do is no verdict on a kernel. A CUDA out-of-memory error they caused
 (fitness.judge.candidate.crowded_out): on 4 x H100 with three problems per GPU, honest kernels of level1/76 and
 level1/87 were judged runtime errors because the GPU's memory was held by the other problems' processes. A host slow
-to wake under load (fitness.workers.worker.time_candidate): level1/44's seed was rejected for work on another
+to wake under load (fitness.judge.pipeline.time_candidate): level1/44's seed was rejected for work on another
 stream it does not do."""
 from types import SimpleNamespace
 
 import pytest
 
 from fitness.judge.candidate import crowded_out
+from fitness.judge import pipeline
 from fitness.judge.checks import Verdict
 from fitness.measure.timing import TimingStats
 from fitness.workers import worker
@@ -49,15 +50,15 @@ def test_work_on_another_stream_is_rejected_only_when_a_second_timing_shows_it_t
     """level1/44's Inductor seed on 4 x H100, 12 searches on 64 cores: the device busy 5011 us, the timed stream
     2526 us, once: a host slow to wake from its synchronize looks like work on another stream."""
     timings = iter([stats(2526, 5011), stats(*second)])
-    monkeypatch.setattr(worker.timing, "make_timer", lambda *args: SimpleNamespace(
+    monkeypatch.setattr(pipeline.timing, "make_timer", lambda *args: SimpleNamespace(
         measure=lambda timed, feed: next(timings)))
     job = SimpleNamespace(device="cuda:0", l2_bytes=0, settings=SimpleNamespace(timing=None))
     feed = SimpleNamespace(draw_s=0.0, check_s=0.0)
     if rejected:
         with pytest.raises(Verdict, match="the device was busy 5011 us per call but the timed stream only 2526 us"):
-            worker.time_candidate(None, feed, job)
+            pipeline.time_candidate(None, feed, job)
     else:
-        assert worker.time_candidate(None, feed, job)["stream_median_s"] == pytest.approx(2526e-6)
+        assert pipeline.time_candidate(None, feed, job)["stream_median_s"] == pytest.approx(2526e-6)
 
 
 def test_torch_compiles_capture_on_a_gpu_is_told_its_gpus_lock_and_leaves_timers_the_gpu_while_it_compiles(

@@ -50,7 +50,7 @@ log = logging.getLogger(f"kernelevo.{__name__}")
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
 BAKED = "baked-at-test-sizes"  # summary.json's status when no kernel tried runs at other sizes
-TRIAL = re.compile(r"^trial \d+ \(input seed \d+\): ")  # how the judge's reasons start (fitness/workers/worker.py)
+TRIAL = re.compile(r"^trial \d+ \(input seed \d+\): ")  # how the judge's reasons start (fitness/judge/trials.py)
 BAKED_HEADER = "# kernelevo: BAKED AT THE TEST SIZES {sizes}: {why}\n"
 # a kernel's verdict at each other size, and over them all (the worst: defective, then refuses-cleanly)
 RUNS, REFUSES, DEFECTIVE = "runs-correct", "refuses-cleanly", "defective"

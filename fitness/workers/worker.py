@@ -5,12 +5,8 @@ binding the timers and installing the launch counter -- before any candidate cod
 ``serve`` is the child's life: initialise CUDA on its device (a spare is then warm), wait for its job file, run the
 job, write the result and leave with ``os._exit``. Jobs:
 
-* ``candidate``: setup (shared GPU lock), compiling the candidate's kernels ahead without launching anything (no
-  lock, ``fitness.judge.compile_ahead``), the correctness gate (trials seeded from a secret per-job seed, inputs
-  verified unchanged, the reference computed after the candidate on a saved copy of the inputs, output memory poisoned)
-  and honesty guards on every trial (shared lock), then timing (exclusive lock), each timed call launching the
-  candidate's own kernels on a fresh draw of the inputs, a seeded sample of them checked against the reference as
-  they return (``fitness.judge.timed_inputs``).
+* ``candidate``: the judging pipeline (``fitness.judge.pipeline.judge``: setup, compile pass, correctness trials
+  and guards, timing), on inputs drawn from a secret seed drawn here.
 * ``baseline``: the compiled baselines (torch.compile at its defaults and max-autotune) and their first calls
   (shared lock), then every baseline the job names timed with the candidate's timer and inputs (exclusive lock).
 * ``profile``: a judged candidate once more under Nsight Compute (``fitness.workers.ncu``), the GPU held exclusively.
@@ -41,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fitness.measure import timing  # binds the clocks first
-from fitness.judge.checks import TimedCalls, Verdict  # noqa: E402
+from fitness.judge.checks import Verdict  # noqa: E402
 from fitness.judge.guards import LaunchCounter
 
 import torch  # noqa: E402
@@ -49,26 +45,18 @@ import torch  # noqa: E402
 from fitness.common.atomic import write_atomic  # noqa: E402
 from fitness.measure.baselines import (COMPILED, PRECISION_NOTE, compiled_library, graph_breaks,  # noqa: E402
                                        inductor_code, stage_of as baseline_stage)
-from fitness.judge.candidate import (CandidateError, build_model, classify_exception, copy_parameters,  # noqa: E402
-                               crowded_out, describe_exception, load_candidate, module_name_for)
-from fitness.judge.compile_ahead import compile_before_memory, compile_pass, copy_model, meta_pass  # noqa: E402
+from fitness.judge.candidate import CandidateError, build_model, crowded_out, describe_exception  # noqa: E402
 from fitness.workers.confine import become_unprivileged  # noqa: E402
 from fitness.common.gpu_lock import DeviceLock, inductor_benchmarks_shared, start_up  # noqa: E402
-from fitness.judge.inputs import make_inputs, meta_inputs, reference_output_specs, timing_inputs  # noqa: E402
+from fitness.judge.inputs import reference_output_specs, timing_inputs  # noqa: E402
 from fitness.measure.memory import spec_bytes  # noqa: E402
-from fitness.judge.timed_inputs import FreshInputs  # noqa: E402
-from fitness.judge import randomness  # noqa: E402
-from fitness.judge.integrity import JudgeState, judge_state_check  # noqa: E402
 from fitness.comparison.policy import PrecisionPolicy  # noqa: E402
-from fitness.problems.problem import ProblemError, ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
+from fitness.problems.problem import ProblemSpec, call_get_init_inputs, load_problem  # noqa: E402
 from fitness.measure.result import WorkerJob  # noqa: E402
-from fitness.judge.rounding import RoundingAllowance  # noqa: E402
 from fitness.workers.warm import prewarm_triton, warm_judge  # noqa: E402
 from fitness.judge.phases import PHASES, SPANS, gpu_lock, memory_held, phase  # noqa: E402
-from fitness.judge.trials import run_trials  # noqa: E402
-from fitness.judge.tma import sanction_allocator  # noqa: E402
-from fitness.judge.parameters import ParameterTrial  # noqa: E402
-from fitness.common.stage import COMPILE_STAGE, CompileStage, stage  # noqa: E402
+from fitness.judge.pipeline import judge  # noqa: E402
+from fitness.common.stage import stage  # noqa: E402
 from fitness.judge import interpreter_bf16  # noqa: E402
 
 JOB_FILE = "job.json"  # written (atomically renamed) into the worker's directory by the sandbox
@@ -81,162 +69,15 @@ KEEP_ALIVE: list = []  # the candidate's objects and failures, never freed: no f
 
 
 # candidate job ---------------------------------------------------------------------------------------------------
-def time_candidate(timed: TimedCalls, feed: FreshInputs, job) -> dict:
-    """Time forward through `timed`, which counts each call's launches, on the inputs of `feed`, which draws them
-    fresh for every call and checks a sample of the calls. Work left on another stream is rejected when a second
-    timing shows it too: the device-wide end is recorded once the host's synchronize returns, so a host slow to wake
-    under load looks the same once (docs/measurements.md), while a kernel that uses another stream does it every
-    time."""
-    timer = timing.make_timer(job.device, job.l2_bytes, job.settings.timing)
-    try:
-        stats = timer.measure(timed, feed)
-        if job.device.startswith("cuda") and timing.unseen_stream_work(stats):
-            stats = timer.measure(timed, feed)
-    finally:
-        PHASES["timed_inputs"] = PHASES.get("timed_inputs", 0.0) + feed.draw_s
-        PHASES["verify_timed"] = PHASES.get("verify_timed", 0.0) + feed.check_s
-    if job.device.startswith("cuda") and timing.unseen_stream_work(stats):
-        raise Verdict("rejected", f"the device was busy {stats.all_streams_median_s * 1e6:.0f} us per call but the "
-                      f"timed stream only {stats.stream_median_s * 1e6:.0f} us: forward leaves work on another "
-                      f"stream (all streams are timed; use the current stream)",
-                      timing={"candidate": stats.to_dict()})
-    return stats.to_dict()
-
-
-def compile_first(module, init_inputs, problem, job, verify) -> str | None:
-    """With memory admitted by slots (``job.memory_slots``), the compile pass before the slot is taken, on a model
-    built on the meta device: its outcome, or None to compile once the model is on the device."""
-    if not (job.memory_slots and job.device.startswith("cuda")):
-        return None
-    stage(COMPILE_STAGE)
-    with phase("compile"):
-        how = compile_before_memory(lambda: build_model(module.ModelNew, init_inputs, job.settings.seed, "meta"),
-                                    lambda: meta_inputs(problem), LAUNCHES)
-    verify("compile pass")
-    return how
-
-
-def prepare_compile_pass(model_new, problem, job):
-    """(what the compile pass starts from: ``fitness.judge.compile_ahead.meta_pass``, how it went so far), made under
-    the shared lock; None on the CPU interpreter (nothing to compile)."""
-    if not job.device.startswith("cuda"):
-        return None, "skipped: CPU interpreter"
-    return meta_pass(model_new, lambda: meta_inputs(problem)), ""
-
-
-def device_compile_pass(model_new, problem, job, input_seed: int) -> tuple:
-    """A device copy of the model and real inputs, for a compile pass that meta tensors could not run (the wait for
-    the lock is no compile time)."""
-    stage("copying the model and making inputs for the compile pass (it failed on meta tensors)")
-    with gpu_lock(job, exclusive=False):
-        made = copy_model(model_new), make_inputs(problem, input_seed + 20_000, job.device)
-    stage(COMPILE_STAGE)
-    return made
-
-
 def run_candidate_job(job: WorkerJob) -> dict:
-    """The candidate job, its verdict carrying the secret seed its inputs were drawn from (reported afterwards, so
-    a failing trial can be reproduced). The seed is drawn before the candidate is imported and lives only in
-    locals: the inputs cannot be regenerated in advance. Parameters are initialised from the configured seed."""
+    """The candidate job (``fitness.judge.pipeline.judge``), its verdict carrying the secret seed its inputs were drawn
+    from (reported afterwards, so a failing trial can be reproduced). The seed is drawn before the candidate is
+    imported and lives only in locals: the inputs cannot be regenerated in advance. Parameters are initialised from
+    the configured seed."""
     input_seed = secrets.randbits(31)
     gc.disable()  # no collection at an arbitrary moment runs a finalizer of the candidate's inside the judge
-    try:
-        result = judge_candidate(job, input_seed)
-    except Verdict as verdict:
-        KEEP_ALIVE.append(verdict.__traceback__)  # its frames hold the candidate's objects
-        result = {"status": verdict.status, "reason": verdict.reason, **verdict.fields}
-    except CandidateError as exc:
-        KEEP_ALIVE.append(exc.__traceback__)
-        result = {"status": exc.status, "reason": exc.reason}
+    result = judge(job, input_seed, LAUNCHES, MEMORY, KEEP_ALIVE)
     return {**result, "input_seed": input_seed}
-
-
-def judge_candidate(job: WorkerJob, input_seed: int) -> dict:
-    policy = PrecisionPolicy.from_dict(job.policy)
-    device, seed = job.device, job.settings.seed
-    LAUNCHES.on_compile = CompileStage()
-    stage("importing the problem and the candidate")
-    with phase("setup"):
-        problem = load_problem(ProblemSpec.from_dict(job.problem))
-        torch.set_float32_matmul_precision("highest")  # the reference that judges correctness is full fp32
-        init_inputs = call_get_init_inputs(problem)
-        module_name = module_name_for(job.source)
-        sanction_allocator(device)  # device tensor descriptors (TMA): the judge's allocator, before the candidate
-        state = JudgeState.capture()  # a local: out of the candidate's reach
-        verify = judge_state_check(state)
-        try:
-            module = load_candidate(job.source, Path.cwd())
-        finally:
-            verify("import")  # a rejection here replaces an import error the candidate's code described
-    compiled_how = compile_first(module, init_inputs, problem, job, verify)
-    MEMORY.append(memory_held(job))  # held to the end: the models, inputs and outputs are made from here
-    MEMORY[-1].__enter__()
-    stage("constructing the reference Model and ModelNew")
-    with gpu_lock(job, exclusive=False), phase("setup"):  # models are built and initialised on the device
-        reference = build_model(problem.Model, init_inputs, seed, device)
-        state.watch(reference)  # built with the registries of global hooks verified unchanged: nothing of it changes
-        try:
-            model_new = build_model(module.ModelNew, init_inputs, seed, device)
-        except Exception as exc:
-            verify("constructing ModelNew")
-            raise CandidateError("runtime_error", "constructing ModelNew failed: "
-                                 + describe_exception(exc, module.__file__)) from exc
-        param_sync = copy_parameters(reference, model_new)
-        verify("constructing ModelNew")
-        compile_from, compile_how = (None, compiled_how) if compiled_how else prepare_compile_pass(model_new, problem,
-                                                                                                 job)
-    result: dict = {}
-    allowance = RoundingAllowance(reference, policy, job.settings.rounding_allowance)
-    with torch.no_grad():
-        try:
-            if compile_from is not None:
-                stage(COMPILE_STAGE)
-                with phase("compile"):  # no lock: compiles, launches nothing
-                    compile_how = compile_pass(
-                        compile_from, lambda: device_compile_pass(model_new, problem, job, input_seed), LAUNCHES)
-                    del compile_from
-                verify("compile pass")
-            stage("running the reference once (output shapes)")
-            with gpu_lock(job, exclusive=False), phase("trials"), phase("trial_specs"), \
-                    randomness.watching(reference) as draws:
-                specs = reference_output_specs(reference, problem, job, input_seed)
-            randomness.seed_alike(reference, model_new, draws)  # a forward drawing random numbers: both alike
-            parameters = ParameterTrial(problem, init_inputs, input_seed, device, reference, model_new, param_sync,
-                                        draws)  # new weights from the secret seed
-            result = run_trials(reference, model_new, problem, job, policy, module_name, input_seed, verify, specs,
-                                LAUNCHES, allowance, draws, parameters)
-            timed = feed = None
-            if job.timed:  # else correctness only: no timing, no exclusive lock
-                timed = TimedCalls(model_new, LAUNCHES, module_name, job.settings.require_triton_launch)
-                feed = FreshInputs(problem, device, input_seed, reference, policy,
-                                   checked=job.settings.timing.checked_calls,
-                                   allowance=allowance)
-                stage("timing the candidate")
-                with gpu_lock(job, exclusive=True), phase("timing"):
-                    result["timing"] = {"candidate": time_candidate(timed, feed, job)}
-                verify("timing")
-                timed.check_launches()
-                result["guards"].update(feed.summary())
-        except Verdict as verdict:  # a verdict on the timed calls keeps what the trials found
-            for key in ("guards", "trials_passed", "timing"):
-                if key in result:
-                    verdict.fields.setdefault(key, result[key])
-            verdict.fields.setdefault("guards", {})["compile_pass"] = compile_how
-            raise
-        except (CandidateError, ProblemError):  # a ProblemError: the reference failed (run_job: internal_error)
-            raise
-        except Exception as exc:
-            verify("candidate error")  # before the judge's code describes it
-            raise CandidateError(classify_exception(exc), describe_exception(exc, module.__file__)) from exc
-    result["guards"].update(param_sync=param_sync, compile_pass=compile_how)
-    if draws:
-        result.setdefault("notes", []).append(randomness.note(draws))
-    if allowance.passed:  # the trials' record, and the checked timed calls' since
-        result["guards"]["rounding_allowance"] = allowance.summary()
-        result.setdefault("notes", []).append(allowance.note())
-    KEEP_ALIVE.append((module, model_new, timed, feed))
-    verify("end of judging")  # from here to the result file, no candidate code runs
-    return {"status": "ok", **result}
 
 
 # baseline job ----------------------------------------------------------------------------------------------------
