@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from core import pyast
 
+TENSOR_DESCRIPTORS = "triton.tools.tensor_descriptor"  # allowed, though below the forbidden triton.tools
 ALLOWED_IMPORTS = {
     "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "triton", "triton.language", "math", "typing",
     "functools", "itertools", "dataclasses", "__future__", "numbers", "collections", "collections.abc",
     "torch._inductor.runtime.triton_helpers",  # Inductor's @triton.jit helpers, used by seeds taken from Inductor
-    "triton.tools.tensor_descriptor",  # Hopper's TMA: the host's TensorDescriptor (device ones: fitness.judge.tma)
+    TENSOR_DESCRIPTORS,  # Hopper's TMA: the host's TensorDescriptor (device ones: fitness.judge.tma)
 }
-TENSOR_DESCRIPTORS = "triton.tools.tensor_descriptor"  # allowed, though below the forbidden triton.tools
 INDUCTOR_HELPERS = "torch._inductor.runtime.triton_helpers"  # its public names count as public
 # Modules a candidate may use only while its module is built (inside __init__), never in what forward runs: the
 # reference's own construction code comes with a seed (level3/30_SwinTransformerV2 builds a buffer with np.log2),
