@@ -45,8 +45,8 @@ def compiled(model, options: dict):
     from torch._inductor.compile_fx import compile_fx
 
     own = options.get("decompositions")
-    inductor = {**{k: v for k, v in TEMPLATE_OPTIONS.items() if k != "layout_optimization"},
-                **{k: v for k, v in options.items() if k != "decompositions"}, "max_autotune": True}
+    inductor = {**TEMPLATE_OPTIONS, **{k: v for k, v in options.items() if k != "decompositions"},
+                "max_autotune": True}
 
     def backend(graph, inputs):
         with config.patch(present(inductor, config)):
