@@ -24,7 +24,7 @@ from core.individual import Individual
 from fitness.measure import baseline_cache
 from fitness.measure.baselines import (EAGER_AT_BREAK, Baseline, compiled_library, graph_breaks, inductor_code,
                                        library_kernels, library_of, measure, triton_best)
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"

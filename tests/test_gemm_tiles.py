@@ -8,7 +8,7 @@ from evo.tuning.tuner import Tuner
 from fakes import FakeService
 from core.genome import Genome
 from core.individual import Individual
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
 from seeds.inductor.templates import tile_starts
 

@@ -221,6 +221,15 @@ def test_the_command_has_no_cycle_even_among_its_type_checking_imports():
     assert cycles(import_graph(REPO, ["kernelevo"], type_checking=True)) == []
 
 
+def test_not_even_a_type_checking_import_goes_up_sideways_or_round():
+    """Issue 67: ``core.individual`` took the evaluation's record from the judge (``fitness.measure.result``) under
+    ``TYPE_CHECKING``: the data model reaching up for its own field's type. The record lives on the ground floor
+    (``core.evaluation_record``); what a type checker reads keeps the layers' order too."""
+    graph = import_graph(REPO, project_packages(), type_checking=True)
+    assert upward(graph, LAYERS) == [] and sideways(graph, SUBLAYERS) == []
+    assert cycles(graph) == []
+
+
 def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():
     """Each subpackage's ``__init__`` says what it owns and that it imports only the subpackages below it; the order
     itself lives in docs/architecture.md (its package's table, bottom up) and in SUBLAYERS here, which agree."""

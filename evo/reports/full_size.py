@@ -40,7 +40,7 @@ from fitness.evaluation.evaluator import Evaluator
 from fitness.evaluation.from_config import fitness_parts
 from fitness.evaluation.plan import JudgePlan
 from core.individual import Individual
-from fitness.measure.result import NO_VERDICT
+from core.evaluation_record import NO_VERDICT
 from fitness.problems.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.workers.sandbox import Sandbox
 from fitness.problems.sizes import OtherSizes, other_sizes

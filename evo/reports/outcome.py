@@ -24,7 +24,7 @@ from fitness.measure.baselines import BASELINES
 from core.genome import evaluation_key
 from core.individual import Individual
 from core.records import from_record
-from fitness.measure.result import TIMED_OUT, EvalResult
+from core.evaluation_record import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)

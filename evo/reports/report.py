@@ -30,7 +30,7 @@ from fitness.measure.baselines import BASELINES, LABELS, speedup_rows, speedup_t
 from core.genome import evaluation_key
 from core.individual import Individual
 from fitness.common.formatting import DASH, NA, percent, ratio, seconds, speedup
-from fitness.measure.result import EvalResult, labels_text
+from core.evaluation_record import EvalResult, labels_text
 
 HTML_FILE = "report.html"
 REPORT_FILE = "report.md"

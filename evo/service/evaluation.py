@@ -27,7 +27,7 @@ from fitness.evaluation.evaluator import BaselineSlot, Evaluator, sandbox_option
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
 from fitness.common.gpu_lock import physical_gpu
-from fitness.measure.result import CANCELLED, EvalResult
+from core.evaluation_record import CANCELLED, EvalResult
 from fitness.workers.pool import SANDBOXES, Lease
 from seeds.inductor import inductor_seeds, policy_options
 from seeds.inductor.settings import CaptureSettings

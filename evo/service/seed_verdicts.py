@@ -27,7 +27,7 @@ import fitness
 from core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.measure.baseline_cache import gpu_model, versions
-from fitness.measure.result import TIMED_OUT, EvalResult
+from core.evaluation_record import TIMED_OUT, EvalResult
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 FOLDER = "inductor-seeds/verdicts"  # beside the capture's entries (seeds.inductor.cache.FOLDER)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from fitness.measure.baselines import Baseline
     from fitness.comparison.policy import PrecisionPolicy
     from fitness.problems.problem_spec import ProblemSpec
-    from fitness.measure.result import EvalResult
+    from core.evaluation_record import EvalResult
     from fitness.workers.sandbox import Sandbox
     from fitness.problems.speed_of_light import ProblemCost
     from fitness.problems.target import Target

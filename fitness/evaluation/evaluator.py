@@ -28,7 +28,8 @@ from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
-from fitness.measure.result import DEGENERATE, TIMED_OUT, EvalResult, Status, WorkerJob, WorkerResult
+from core.evaluation_record import DEGENERATE, TIMED_OUT, EvalResult, Status
+from fitness.measure.result import WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
