@@ -39,7 +39,7 @@ class HardwareProfile:
     match: tuple = ()
     peaks_known: bool = True
     # GEMM tiles known to run well here, each (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the first
-    # configurations the tuner tries on a GEMM template kernel after the kernel's own (``evo/tuning/tuner.py``)
+    # configurations the tuner tries on a GEMM template kernel after the kernel's own (``hardware_profiles.tiles``)
     gemm_tiles: tuple = ()
     # residency: the most threads and blocks one SM holds at once (None: unknown); the blocks resident together share
     # its registers and shared memory

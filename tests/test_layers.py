@@ -230,6 +230,15 @@ def test_not_even_a_type_checking_import_goes_up_sideways_or_round():
     assert cycles(graph) == []
 
 
+def test_the_tuner_reads_a_profiles_tiles_not_a_seed_source():
+    """Issue 67: ``evo.tuning.tuner`` took ``tile_starts`` from ``seeds.inductor.templates``: the search's tuner tied
+    to one seed source. A profile's tiles and how they go on a genome's parameters are the profile's
+    (``hardware_profiles.tiles``)."""
+    graph = import_graph(REPO, project_packages(), type_checking=True)
+    assert [f"{a} imports {b}" for a, found in sorted(graph.items()) if a.startswith("evo.tuning")
+            for b in sorted(found) if b.startswith("seeds")] == []
+
+
 def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():
     """Each subpackage's ``__init__`` says what it owns and that it imports only the subpackages below it; the order
     itself lives in docs/architecture.md (its package's table, bottom up) and in SUBLAYERS here, which agree."""

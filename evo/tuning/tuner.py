@@ -38,7 +38,7 @@ from evo.tuning.tuning_memory import TuningMemory, signature, trial_record, warm
 from core.individual import Individual
 from core.evaluation_record import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
-from seeds.inductor.templates import tile_starts
+from hardware_profiles.tiles import tile_starts
 from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
