@@ -16,7 +16,7 @@ from evo.benchmark.bench import Row
 from evo.benchmark.selection import select
 from evo.benchmark.bench_report import HEADER, row_line, write_bench_report
 from evo.reports.console import print_generation, time_text
-from evo.reports.full_size import BAKED
+from evo.reports.sizes_record import BAKED
 from core.resources import process_started
 from evo.reports.outcome import RunOutcome
 from evo.runs.run import start_up

@@ -239,6 +239,16 @@ def test_the_tuner_reads_a_profiles_tiles_not_a_seed_source():
             for b in sorted(found) if b.startswith("seeds")] == []
 
 
+def test_the_reports_read_records_and_judge_nothing():
+    """Issue 67: ``evo.reports.full_size`` and ``sizes_label`` judged kernels again (evaluators, sandboxes) from the
+    reports package. The check at other sizes lives with the run (``evo.runs.other_sizes``); the reports read its
+    record (``evo.reports.sizes_record``) and reach no evaluator, sandbox, judge or seed source."""
+    graph = import_graph(REPO, project_packages(), type_checking=True)
+    judging = ("fitness.evaluation", "fitness.workers", "fitness.judge", "seeds")
+    assert [f"{a} imports {b}" for a, found in sorted(graph.items()) if a.startswith("evo.reports")
+            for b in sorted(found) if b.startswith(judging)] == []
+
+
 def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():
     """Each subpackage's ``__init__`` says what it owns and that it imports only the subpackages below it; the order
     itself lives in docs/architecture.md (its package's table, bottom up) and in SUBLAYERS here, which agree."""

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, TINY, kernelevo
 from evo.benchmark import bench
-from evo.reports.full_size import BAKED
+from evo.reports.sizes_record import BAKED
 from evo.reports.outcome import NO_CORRECT_EXIT, RunOutcome
 from evo.reports.report import status_rows
 from core.evaluation_record import EvalResult
