@@ -70,6 +70,23 @@ LABELS = {"uses-torch-compute": "forward computes part of its output with torch 
                       "values get_inputs() draws: a constant output, so its figures say little of a kernel"}
 
 
+@dataclass(frozen=True)
+class ProblemCost:
+    """Bytes and FLOPs of one reference forward (``fitness.problems.speed_of_light`` measures it): the cost model of an
+    evaluation's problem at its sizes, kept in its record (``EvalResult.cost``)."""
+    flops: float
+    bytes: int
+    dtype: str  # peak-table key of the widest floating input: fp32, fp16, bf16, fp8
+    data_bytes: int | None = None  # what the output depends on, read once, and the output written (None: unknown)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ProblemCost":
+        return from_record(cls, data, "an evaluation's cost")
+
+
 def trim_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
     """Keep the head and tail of a long message: what an LLM needs to fix the code, not pages of traceback."""
     text = (text or "").strip()
@@ -84,7 +101,7 @@ class EvalResult:
     status: Status  # a member of Status, however it is given (a value read back, a worker's str): checked when set
     reason: str = ""
     problem: str = ""
-    sizes: dict = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)  # the problem's size constants judged at
     policy: dict = field(default_factory=dict)
     device: str = ""
     hardware_profile: str = ""
@@ -106,11 +123,11 @@ class EvalResult:
     speedup_vs_max_autotune: float | None = None
     speedup_vs_best: float | None = None  # over the fastest baseline measured, named by best_baseline
     best_baseline: str = ""
-    baseline_status: dict = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
+    baseline_status: dict[str, str] = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
     # compiled baseline -> the library kernels (cuBLAS, cuDNN) its Inductor code calls, [] for none; a baseline not
     # named: not known (not compiled here, or measured before this was recorded)
     # (fitness.measure.baselines.library_kernels)
-    baseline_library: dict = field(default_factory=dict)
+    baseline_library: dict[str, list[str]] = field(default_factory=dict)
     # two speed-of-light figures (fitness.problems.speed_of_light): the reference algorithm's roofline (max(all bytes
     # over bandwidth, the reference's FLOPs over peak): reported only, over 100 % for an algorithm cheaper than the
     # reference's; what sol_* meant in every earlier store) and the data floor (what the output depends on, read
@@ -119,17 +136,19 @@ class EvalResult:
     sol_fraction: float | None = None
     floor_s: float | None = None
     floor_fraction: float | None = None
-    cost: dict = field(default_factory=dict)
+    cost: ProblemCost | None = None  # the problem's cost model at its sizes (None: not known; stored as {})
     timing: dict = field(default_factory=dict)  # full TimingStats of candidate / eager / compile / max_autotune
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     eval_wall_s: float = 0.0
     input_seed: int | None = None  # the secret seed of the correctness and timing inputs (reproduction)
-    phases_s: dict = field(default_factory=dict)  # where the worker's time went: import, idle, setup, trials, ...
+    phases_s: dict[str, float] = field(default_factory=dict)  # where the worker's time went: import, idle, setup, trials, ...
     spans: list = field(default_factory=list)  # [stage, wall start, wall end]: the evaluation and its worker's stages
     log_tail: str = ""
 
     def __post_init__(self):
         self.reason = trim_text(self.reason)
+        if isinstance(self.cost, dict):  # read back: {} (not known), else its fields
+            self.cost = ProblemCost.from_dict(self.cost) if self.cost else None
 
     def __setattr__(self, name, value):
         if name == "status":  # at construction and at every later verdict: an unknown status is a bug, named here
@@ -153,8 +172,9 @@ class EvalResult:
                                                          and self.reason.endswith(NOT_JUDGED))
 
     def to_dict(self) -> dict:
-        """Its fields, the status as its plain value: what the run store, summary.json and every page keep."""
-        return {**asdict(self), "status": self.status.value}
+        """Its fields, the status as its plain value and a cost not known as {} (as every stored record has them):
+        what the run store, summary.json and every page keep."""
+        return {**asdict(self), "status": self.status.value, "cost": self.cost.to_dict() if self.cost else {}}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=str)

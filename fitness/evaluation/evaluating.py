@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from fitness.problems.problem_spec import ProblemSpec
     from core.evaluation_record import EvalResult
     from fitness.workers.sandbox import Sandbox
-    from fitness.problems.speed_of_light import ProblemCost
+    from core.evaluation_record import ProblemCost
     from fitness.problems.target import Target
     from hardware_profiles import HardwareProfile
 

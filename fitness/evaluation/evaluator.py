@@ -28,12 +28,12 @@ from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
-from core.evaluation_record import DEGENERATE, TIMED_OUT, EvalResult, Status
+from core.evaluation_record import DEGENERATE, TIMED_OUT, EvalResult, ProblemCost, Status
 from fitness.measure.result import WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
-from fitness.problems.speed_of_light import ProblemCost, data_floor_s, measure_cost, speed_of_light_s
+from fitness.problems.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
 from fitness.judge.precision_check import precision_findings
 from fitness.judge.static_check import check_source
 from fitness.problems.target import target_for
@@ -278,7 +278,7 @@ class Evaluator:
                           policy=self.policy.to_dict(), device=self.device, hardware_profile=self.profile.name,
                           timer="cuda-events" if self.on_gpu else "interpreter", candidate_hash=source_hash(source),
                           label=label, trials=self.settings.trials,
-                          cost=self.cost.to_dict() if self.cost else {})
+                          cost=self.cost)
 
     def _pre_checks(self, source: str, result: EvalResult) -> bool:
         """Syntax and static checks in this process; False when the candidate must not run."""
