@@ -123,7 +123,8 @@ class EvalResult:
     speedup_vs_max_autotune: float | None = None
     speedup_vs_best: float | None = None  # over the fastest baseline measured, named by best_baseline
     best_baseline: str = ""
-    baseline_status: dict[str, str] = field(default_factory=dict)  # baseline -> ok, failed, compile_timeout, not_measured
+    # baseline -> ok, failed, compile_timeout, not_measured
+    baseline_status: dict[str, str] = field(default_factory=dict)
     # compiled baseline -> the library kernels (cuBLAS, cuDNN) its Inductor code calls, [] for none; a baseline not
     # named: not known (not compiled here, or measured before this was recorded)
     # (fitness.measure.baselines.library_kernels)
@@ -141,7 +142,7 @@ class EvalResult:
     notes: list[str] = field(default_factory=list)
     eval_wall_s: float = 0.0
     input_seed: int | None = None  # the secret seed of the correctness and timing inputs (reproduction)
-    phases_s: dict[str, float] = field(default_factory=dict)  # where the worker's time went: import, idle, setup, trials, ...
+    phases_s: dict[str, float] = field(default_factory=dict)  # where the worker's time went: import, setup, trials, ...
     spans: list = field(default_factory=list)  # [stage, wall start, wall end]: the evaluation and its worker's stages
     log_tail: str = ""
 
