@@ -142,7 +142,8 @@ class EvalResult:
     notes: list[str] = field(default_factory=list)
     eval_wall_s: float = 0.0
     input_seed: int | None = None  # the secret seed of the correctness and timing inputs (reproduction)
-    phases_s: dict[str, float] = field(default_factory=dict)  # where the worker's time went: import, setup, trials, ...
+    # where the worker's time went: import, idle, setup, trials, ...
+    phases_s: dict[str, float] = field(default_factory=dict)
     spans: list = field(default_factory=list)  # [stage, wall start, wall end]: the evaluation and its worker's stages
     log_tail: str = ""
 
