@@ -105,9 +105,7 @@ class Evaluator:
         """`sandbox`: an open Sandbox on the same device to run this evaluator's jobs in (another evaluator's, e.g.
         the run's for its check at other sizes: one fork server serves both), left open by `close`; None: one of
         its own."""
-        self.problem = problem
-        self.policy = policy
-        self.profile = profile
+        self.problem, self.policy, self.profile = problem, policy, profile
         settings = settings or EvalSettings()
         self.settings = replace(settings, start_up_under_lock=start_up_under_lock(settings, profile))
         self.device = device or default_device()
