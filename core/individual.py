@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from deap import base
 
+from core.evaluation_record import EvalResult
 from core.genome import Genome
 from core.records import from_record
-
-if TYPE_CHECKING:  # the judge's record, for annotations only: the data model does not import the judge
-    from fitness.measure.result import EvalResult
 
 
 class KernelFitness(base.Fitness):

@@ -1,8 +1,9 @@
 """Hardware profiles: the facts about a device that the evaluator, tuner and LLM prompts reason with.
 
 Each ``*.yaml`` beside this file describes one device; the figures and their sources live there, not in code.
-``load_profile(name)`` reads one, ``detect_profile()`` picks the one matching the live GPU (or the CPU interpreter).
-"""
+``load_profile(name)`` reads one, ``detect_profile()`` picks the one matching the live GPU (or the CPU interpreter). The
+facts layer, above the data model alone: it imports nothing of the project but ``core`` (the order:
+docs/architecture.md, checked by tests/test_layers.py)."""
 from __future__ import annotations
 
 import warnings
@@ -39,7 +40,7 @@ class HardwareProfile:
     match: tuple = ()
     peaks_known: bool = True
     # GEMM tiles known to run well here, each (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the first
-    # configurations the tuner tries on a GEMM template kernel after the kernel's own (``evo/tuning/tuner.py``)
+    # configurations the tuner tries on a GEMM template kernel after the kernel's own (``hardware_profiles.tiles``)
     gemm_tiles: tuple = ()
     # residency: the most threads and blocks one SM holds at once (None: unknown); the blocks resident together share
     # its registers and shared memory

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from core.errors import KernelevoError
 from evo.runs.failure import FailureKind, RunFailure
 from fitness.common.lifeline import INTERRUPTED_EXIT
+from fitness.measure import verdict_text
 from kernelevo import benching, plans
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
         completed = True
     finally:
         lease.end(keep=completed)  # a verdict given: its fork server serves the process's next command
-    print(result.summary(), flush=True)  # the verdict first: should the write fail after all, it is not lost
+    print(verdict_text.summary(result), flush=True)  # the verdict first: should the write fail after all, it is not lost
     try:
         out = _out_path(plan.out)
         out.write_text(result.to_json())

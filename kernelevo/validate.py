@@ -42,8 +42,9 @@ GROUP_HINTS = {"problem": "; or problem=PATH.py for a KernelBench-format file (k
 HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
                           "--config-dir", "-cd", "--experimental-rerun"}
 # A group's options by (config name, Hydra's overrides, group, kind), for the life of the process: Hydra lists them by
-# loading the primary config and copying its config repository each time (about 50 ms), some six times a check, and
-# the config groups' files do not change while a command runs (nor between the commands one process runs in the tests).
+# loading the primary config and copying its config repository each time (docs/measurements.md), some six times a check,
+# and the config groups' files do not change while a command runs (nor between the commands one process runs in the
+# tests).
 GROUP_OPTIONS: dict[tuple, list[str]] = {}
 INFO_FLAGS = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--resolve", "--shell-completion",
               "-sc", "--version"}

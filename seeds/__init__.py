@@ -1,3 +1,4 @@
 """Seed sources: where a search's generation 0 comes from besides a seed file. ``inductor``: torch.compile's Triton
-kernels, captured and converted into standalone candidates. Above the judge (fitness) and the data model (core),
-below the search (evo), which makes its seeds with it; no operator imports it."""
+kernels, captured and converted into standalone candidates; ``kernels``: kernelevo's own kernels a seed holds a copy of.
+It imports only the layers below it, never its peer the operators (the order: docs/architecture.md, checked by
+tests/test_layers.py)."""

@@ -26,7 +26,7 @@ from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
 from fitness.comparison.policy import load_policy
 from fitness.evaluation.plan import JudgePlan
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.settings import EvalSettings, ProblemSettings
 from hardware_profiles import load_profile
 from operators.base import BudgetExhausted, Operator

@@ -16,7 +16,7 @@ from conftest import CANDIDATES, SCALE_SHIFT, kernelevo
 from core.genome import Genome
 from core.individual import Individual
 from fitness.problems.problem import resolve_problem
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.problems.target import target_for
 from hardware_profiles import load_profile
 from llm_server import ScriptedLLMServer

@@ -18,7 +18,7 @@ from evo.records.store import RunStore
 from fitness.measure.baselines import BASELINES, Baseline
 from core.genome import Genome
 from core.individual import Individual
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"

@@ -13,7 +13,9 @@ from fitness.measure.baselines import (BASELINES, Baseline, best_text, compiling
 from fitness.evaluation.evaluator import EvalSettings, Evaluator
 from fitness.comparison.policy import load_policy
 from fitness.problems.problem import resolve_problem
-from fitness.measure.result import EvalResult, WorkerJob
+from core.evaluation_record import EvalResult
+from fitness.measure import verdict_text
+from fitness.measure.result import WorkerJob
 from fitness.workers.sandbox import JobOutcome
 from fitness.measure.timing import TimingStats
 from hardware_profiles import load_profile
@@ -118,9 +120,9 @@ def test_the_result_and_its_texts_give_every_baseline_and_the_best_or_why_not():
     assert result.speedup_vs_eager == pytest.approx(4.0) and result.speedup_vs_best == pytest.approx(2.0)
     assert best_text(result.to_dict()) == "2.00x (torch.compile max-autotune)"
     assert ("speedup: 4.00x vs eager, failed vs torch.compile, 2.00x vs torch.compile max-autotune; 2.00x "
-            "(torch.compile max-autotune) vs the best\nverdict: faster than every baseline measured") in result.summary()
+            "(torch.compile max-autotune) vs the best\nverdict: faster than every baseline measured") in verdict_text.summary(result)
     cpu = EvalResult(status="ok", timer="interpreter", baseline_status=dict.fromkeys(BASELINES, "not_measured"))
-    assert best_text(cpu.to_dict()) == "not measured" and "speedup" not in cpu.summary()
+    assert best_text(cpu.to_dict()) == "not measured" and "speedup" not in verdict_text.summary(cpu)
 
 
 @pytest.mark.parametrize("value, said", [

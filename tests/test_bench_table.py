@@ -2,7 +2,7 @@
 over the whole level, fast_p and geometric means against each baseline, the best and the best Triton-expressible one,
 the failures grouped by cause, the rows whose best baseline is a library call
 (fitness.measure.baselines.library_kernels), the GPU kernels that run only at the problem's sizes per level and per row
-(evo.reports.sizes_label), and `kernelevo table` over several bench directories (kernelevo/tables.py).
+(evo.runs.other_sizes), and `kernelevo table` over several bench directories (kernelevo/tables.py).
 Rows are written by hand (fake baseline readings), at CPU speed; one test compiles a Linear with torch.compile to read
 Inductor's code."""
 import json
@@ -24,7 +24,7 @@ from core.individual import Individual
 from fitness.measure import baseline_cache
 from fitness.measure.baselines import (EAGER_AT_BREAK, Baseline, compiled_library, graph_breaks, inductor_code,
                                        library_kernels, library_of, measure, triton_best)
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"
@@ -330,7 +330,7 @@ def test_kernelevo_table_merges_bench_directories_and_refuses_a_problem_with_oth
 
 
 def test_each_level_counts_its_gpu_kernels_that_run_only_at_the_problems_sizes(tmp_path):
-    # evo.reports.sizes_label's verdicts in the rows' summaries; a row from before that check has none: not checked
+    # evo.runs.other_sizes' verdicts in the rows' summaries; a row from before that check has none: not checked
     generic, specialised, old = (gpu_row(f"level1/{i}_P.py", 10, 30, 20, 15) for i in (1, 2, 3))
     generic.summary.runs_at_other_sizes, generic.summary.other_sizes_note = True, "yes, correct at N=3072 too"
     failed_at = ("no, specialised to the problem's sizes (N=4096); failed at N=3072: incorrect (output has shape "

@@ -19,7 +19,7 @@ TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timi
 def a_run(run_dir, problem="elementwise_chain"):
     """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
     from evo.records.store import RunStore
-    from fitness.measure.result import EvalResult
+    from core.evaluation_record import EvalResult
 
     store = RunStore(run_dir)
     store.set_meta("config", {"problem": {"name": problem}})

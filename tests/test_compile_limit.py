@@ -15,7 +15,7 @@ from fitness.evaluation.evaluator import EvalSettings
 from fitness.judge.guards import LaunchCounter
 from fitness.judge.inputs import make_inputs, meta_inputs
 from fitness.problems.problem import load_problem, resolve_problem
-from fitness.measure.result import COMPILE_FAILURES, STATUSES
+from core.evaluation_record import COMPILE_FAILURES, STATUSES
 from fitness.workers.job_clock import CompileClock
 from fitness.workers.sandbox import Sandbox
 from fitness.common.stage import COMPILE_STAGE, STAGE_FILE, CompileStage, stage

@@ -18,7 +18,7 @@ from seeds import inductor as seeds
 from seeds.inductor.convert import convert
 from seeds.inductor.convolutions import Convolutions, kernel_source, launcher_defaults
 from seeds.inductor.errors import SeedError
-from seeds.inductor.templates import TILE_PARAMS, tile_starts
+from hardware_profiles.tiles import TILE_PARAMS, tile_starts
 import seeds.kernels.conv as conv
 from seeds.kernels.conv import conv_nd
 

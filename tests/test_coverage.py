@@ -12,7 +12,8 @@ from fitness.problems.dependence import dependence_of
 from fitness.evaluation.evaluator import implausibility
 from fitness.comparison.policy import load_policy
 from fitness.problems.problem import load_problem, resolve_problem
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
+from fitness.measure import verdict_text
 from fitness.problems.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
 from hardware_profiles import load_profile
 
@@ -80,7 +81,7 @@ def test_old_results_without_the_data_floor_still_read():
     old = EvalResult(status="ok", sol_s=2e-4, sol_fraction=0.5).to_dict()
     del old["floor_s"], old["floor_fraction"]
     result = EvalResult.from_dict(old)
-    assert result.floor_fraction is None and "reference algorithm's roofline" in result.summary()
+    assert result.floor_fraction is None and "reference algorithm's roofline" in verdict_text.summary(result)
 
 
 # the coverage trial's inputs ------------------------------------------------------------------------------------

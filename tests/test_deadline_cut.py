@@ -10,7 +10,7 @@ from evo.settings import Budget
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
 from core.genome import Genome
-from fitness.measure.result import CANCELLED
+from core.evaluation_record import CANCELLED
 from operators.param_mutation import ParamMutation
 
 BUDGET_S = 3.0

@@ -13,7 +13,8 @@ from evo.service.evaluation import EvaluationService
 from fakes import PacedEvaluator
 from evo.records.store import RunStore
 from core.genome import evaluation_key
-from fitness.measure.result import INFRASTRUCTURE, EvalResult, WorkerJob
+from core.evaluation_record import INFRASTRUCTURE, EvalResult
+from fitness.measure.result import WorkerJob
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.workers.zygote import WorkerHandle
 

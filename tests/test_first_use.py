@@ -16,7 +16,7 @@ from evo.benchmark.bench import Row
 from evo.benchmark.selection import select
 from evo.benchmark.bench_report import HEADER, row_line, write_bench_report
 from evo.reports.console import print_generation, time_text
-from evo.reports.full_size import BAKED
+from evo.reports.sizes_record import BAKED
 from core.resources import process_started
 from evo.reports.outcome import RunOutcome
 from evo.runs.run import start_up
@@ -24,7 +24,8 @@ from evo.records.store import RunStore
 from evo.evolution.search import GenerationReport
 from evo.settings import Budget
 from fitness.problems.problem import ProblemError, check_reference, load_problem, resolve_problem
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
+from fitness.measure import verdict_text
 
 PROBLEM = """import torch
 import torch.nn as nn
@@ -125,7 +126,7 @@ def test_a_wrong_shape_says_so_and_trials_count_from_one(sandbox):
         result = ev.evaluate(wrong)
     assert result.status == "incorrect" and result.trials_passed == 0
     assert result.reason.startswith("trial 1 (input seed") and "has shape (3, 100), expected (4, 100)" in result.reason
-    summary = result.summary()
+    summary = verdict_text.summary(result)
     assert result.max_abs_err is None and "max abs err" not in summary
     assert "correctness: 0/3 trials passed; no error measured: the output could not be compared" in summary
 

@@ -1,14 +1,16 @@
 """Without a GPU a run says how it chooses (by interpreter wall-clock, at the test sizes) and keeps as its best a
-kernel that runs at other sizes too (evo/reports/full_size.py): a bundled problem's size-generic best is kept; a fastest
-kernel with the test sizes baked in is not, when a slower one runs at other sizes; when every kernel tried is baked
-(a run from torch.compile's kernels captured at the test sizes), the best is flagged as baked. The other sizes
-differ from the test sizes in every size constant that can change (fitness.problems.sizes.other_sizes)."""
+kernel that runs at other sizes too (evo/runs/other_sizes.py; its record said by evo/reports/sizes_record.py): a
+bundled problem's size-generic best is kept; a fastest kernel with the test sizes baked in is not, when a slower one
+runs at other sizes; when every kernel tried is baked (a run from torch.compile's kernels captured at the test sizes),
+the best is flagged as baked. The other sizes differ from the test sizes in every size constant that can change
+(fitness.problems.sizes.other_sizes)."""
 import json
 
 import pytest
 
 from conftest import CANDIDATES, DEVICE, PROBLEMS, SCALE_SHIFT, TINY, kernelevo, make_evaluator, read_store, run_dir_of
-from evo.reports.full_size import TRIES, SizesCheck, flagged
+from evo.reports.sizes_record import flagged
+from evo.runs.other_sizes import TRIES, SizesCheck
 from evo.reports.outcome import summarise
 from core.genome import code_hash
 from fitness.problems.problem import load_problem, resolve_problem, suite_manifest

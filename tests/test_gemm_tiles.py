@@ -8,9 +8,9 @@ from evo.tuning.tuner import Tuner
 from fakes import FakeService
 from core.genome import Genome
 from core.individual import Individual
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
-from seeds.inductor.templates import tile_starts
+from hardware_profiles.tiles import tile_starts
 
 NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES")
 CHOICES = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [64, 128, 256], "BLOCK_K": [32, 64], "GROUP_M": [8],

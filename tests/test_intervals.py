@@ -16,7 +16,7 @@ from evo.reports.intervals import Bootstrap, Interval, geomean_interval, median_
 from evo.benchmark.multirun import write_multirun_report
 from evo.reports.outcome import RunOutcome
 from evo.records.store import RunStore
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from kernelevo.cli import seed_sweep, seeds_option
 
 BOOT = Bootstrap(confidence=0.95, resamples=2000, seed=0)

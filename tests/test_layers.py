@@ -221,6 +221,34 @@ def test_the_command_has_no_cycle_even_among_its_type_checking_imports():
     assert cycles(import_graph(REPO, ["kernelevo"], type_checking=True)) == []
 
 
+def test_not_even_a_type_checking_import_goes_up_sideways_or_round():
+    """Issue 67: ``core.individual`` took the evaluation's record from the judge (``fitness.measure.result``) under
+    ``TYPE_CHECKING``: the data model reaching up for its own field's type. The record lives on the ground floor
+    (``core.evaluation_record``); what a type checker reads keeps the layers' order too."""
+    graph = import_graph(REPO, project_packages(), type_checking=True)
+    assert upward(graph, LAYERS) == [] and sideways(graph, SUBLAYERS) == []
+    assert cycles(graph) == []
+
+
+def test_the_tuner_reads_a_profiles_tiles_not_a_seed_source():
+    """Issue 67: ``evo.tuning.tuner`` took ``tile_starts`` from ``seeds.inductor.templates``: the search's tuner tied
+    to one seed source. A profile's tiles and how they go on a genome's parameters are the profile's
+    (``hardware_profiles.tiles``)."""
+    graph = import_graph(REPO, project_packages(), type_checking=True)
+    assert [f"{a} imports {b}" for a, found in sorted(graph.items()) if a.startswith("evo.tuning")
+            for b in sorted(found) if b.startswith("seeds")] == []
+
+
+def test_the_reports_read_records_and_judge_nothing():
+    """Issue 67: ``evo.reports.full_size`` and ``sizes_label`` judged kernels again (evaluators, sandboxes) from the
+    reports package. The check at other sizes lives with the run (``evo.runs.other_sizes``); the reports read its
+    record (``evo.reports.sizes_record``) and reach no evaluator, sandbox, judge or seed source."""
+    graph = import_graph(REPO, project_packages(), type_checking=True)
+    judging = ("fitness.evaluation", "fitness.workers", "fitness.judge", "seeds")
+    assert [f"{a} imports {b}" for a, found in sorted(graph.items()) if a.startswith("evo.reports")
+            for b in sorted(found) if b.startswith(judging)] == []
+
+
 def test_each_subpackage_says_what_it_owns_and_the_order_is_written_once():
     """Each subpackage's ``__init__`` says what it owns and that it imports only the subpackages below it; the order
     itself lives in docs/architecture.md (its package's table, bottom up) and in SUBLAYERS here, which agree."""

@@ -14,7 +14,7 @@ from core.genome import evaluation_key
 from llm_fakes import GOOD, reply, role_of, run
 from llm_fakes import RUN_KEY as KEY
 from llm_fakes import RUN_PLAN as PLAN
-from fitness.measure.result import format_seconds
+from fitness.common.formatting import seconds as format_seconds
 from llm_server import ScriptedLLMServer
 
 pytestmark = pytest.mark.slow  # each test is a whole `kernelevo run` or two

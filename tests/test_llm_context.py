@@ -8,7 +8,7 @@ from core.genome import Genome
 from core.individual import Individual
 from llm_fakes import PARENT, PARENT_GENOME, PROBLEM, builder, target
 from llm_fakes import interpreted as ind
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
 from hardware_profiles.limits import limit_violation
 from operators.llm.context import ContextBuilder, ContextSettings

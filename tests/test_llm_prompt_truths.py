@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from core.genome import Genome
 from core.individual import Individual
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fakes import FakeEvaluator, FakeService
 from hardware_profiles import load_profile
 from llm_fakes import GOOD, IDEA, PARENT_GENOME, PLAN, ind, live_team, mutate

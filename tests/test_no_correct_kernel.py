@@ -4,10 +4,10 @@ import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, TINY, kernelevo
 from evo.benchmark import bench
-from evo.reports.full_size import BAKED
+from evo.reports.sizes_record import BAKED
 from evo.reports.outcome import NO_CORRECT_EXIT, RunOutcome
 from evo.reports.report import status_rows
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 
 SOURCE = "import torch\n"
 

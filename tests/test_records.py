@@ -22,7 +22,7 @@ from core.individual import Individual
 from core.records import from_record
 from fitness.measure.baselines import BASELINES
 from fitness.problems.problem_spec import ProblemSpec
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 from kernelevo.resuming import stops_at_once
 

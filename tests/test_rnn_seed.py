@@ -19,7 +19,7 @@ from seeds.inductor.convert import convert
 from seeds.inductor.errors import SeedError
 from seeds.inductor.recurrent import Recurrents, launcher_defaults
 from seeds.inductor.rnn_ops import RecurrentCall, swap_recurrent
-from seeds.inductor.templates import TILE_PARAMS
+from hardware_profiles.tiles import TILE_PARAMS
 from seeds.kernels.rnn import gru, lstm
 
 SMALL = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, STEP_B=16, STEP_H=16, STEP_K=16)

@@ -27,7 +27,7 @@ from evo.runs.run import start_up
 from evo.runs.seeding import make_seeds, start_capture
 from evo.settings import Budget, SearchSettings
 from fakes import SOURCE, FakeTuner, Step
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.problems.problem import resolve_problem
 from kernelevo.validate import Validator
 from seeds import inductor as seeds

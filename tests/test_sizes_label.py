@@ -1,5 +1,6 @@
 """On a GPU the fastest kernels are judged for correctness only at other sizes, each a verdict per size (runs-correct,
-refuses-cleanly, defective), and the run's best is the fastest that is not defective there (evo/reports/sizes_label.py).
+refuses-cleanly, defective), and the run's best is the fastest that is not defective there (evo/runs/other_sizes.py;
+its record said by evo/reports/sizes_record.py).
 No GPU here: the interpreter's evaluator stands in for the run's (the check needs correctness only, which the
 interpreter gives), on scale_shift at 4 x 60 (other sizes: 4 x 45, and odd, 4 x 43) with sizes_verdicts' three variants
 as the run's kernels: 0 reads its sizes from its input, 1 refuses other shapes with a ValueError (a guard), 2 has a mask
@@ -12,11 +13,10 @@ from conftest import DEVICE, SCALE_SHIFT, make_evaluator
 from fakes import GENERIC, GUARDED, WRONG_MASK, add_kernel, judge_plan, sizes_kernel, sizes_run_store
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
-from evo.reports import sizes_label
+from evo.reports import sizes_record
 from evo.reports.console import table
 from evo.reports.outcome import summarise
-from evo.reports.full_size import kernel_verdict
-from evo.reports.sizes_label import SizesLabel, settled
+from evo.runs.other_sizes import SizesLabel, kernel_verdict, settled
 
 NO_SIZES = '''import torch
 import torch.nn as nn
@@ -69,7 +69,7 @@ def test_a_best_that_runs_or_refuses_cleanly_at_other_sizes_stays_the_best(tmp_p
     # kernel is not judged
     assert [(kind, timed) for kind, timed, _ in jobs] == [("candidate", False)] * 2
     assert all("timing" not in result for _, _, result in jobs)
-    runs, note = sizes_label.label(record)
+    runs, note = sizes_record.label(record)
     outcome = summarise(store, checkpoint)
     # the best kernel, its time and speed-ups and the status are the search's
     assert (outcome.status, outcome.best_id, outcome.best_s, outcome.speedup_vs_eager) == ("ok", "2.0", 1e-5, 2.0)
@@ -77,13 +77,14 @@ def test_a_best_that_runs_or_refuses_cleanly_at_other_sizes_stays_the_best(tmp_p
     if fastest == GENERIC:
         assert verdicts(outcome) == {"2.0": ("runs-correct", ["runs-correct"] * 2)}
         assert record["runs"] is True and note == "yes, correct at dim=45; dim=43 too"
-        assert sizes_label.flagged("src", runs, note) == "src"
+        assert sizes_record.label_flagged("src", runs, note) == "src"
     else:  # the guard's ValueError: a clean refusal, not a defect
         assert verdicts(outcome) == {"2.0": ("refuses-cleanly", ["refuses-cleanly"] * 2)}
         assert record["runs"] is False and record["status"] == "runtime_error"
         assert note.startswith("no, specialised to the problem's sizes (dim=60); refuses dim=45; dim=43 cleanly "
                                "(ValueError: ModelNew.forward: x expected shape (4, 60), given shape (4, 45)")
-        assert sizes_label.flagged("src", runs, note) == f"# kernelevo: RUNS ONLY AT THE PROBLEM'S SIZES: {note}\nsrc"
+        assert (sizes_record.label_flagged("src", runs, note)
+                == f"# kernelevo: RUNS ONLY AT THE PROBLEM'S SIZES: {note}\nsrc")
     assert re.search(rf"\n  runs at other sizes +{re.escape(note)}\n", table(outcome))
     store.close()
 
@@ -109,10 +110,10 @@ def test_when_every_kernel_tried_is_defective_the_run_says_so(tmp_path, sandbox,
     store, checkpoint = sizes_run_store(tmp_path, [WRONG_MASK])
     record = check.judge(store, checkpoint, sandbox)
     outcome = summarise(store, checkpoint)
-    assert record["chosen"] is None and sizes_label.defective(record)
+    assert record["chosen"] is None and sizes_record.label_defective(record)
     assert (outcome.status, outcome.best_id, outcome.ok) == ("defective-at-other-sizes", "1.0", True)
     assert outcome.other_sizes_note.startswith("no, defective at dim=45; dim=43: every kernel tried failed there")
-    flagged = sizes_label.flagged("src", outcome.runs_at_other_sizes, outcome.other_sizes_note, True)
+    flagged = sizes_record.label_flagged("src", outcome.runs_at_other_sizes, outcome.other_sizes_note, True)
     assert flagged.startswith("# kernelevo: DEFECTIVE AT OTHER SIZES: no, defective")
     store.close()
 
@@ -126,8 +127,8 @@ def test_without_other_sizes_nothing_is_judged_and_the_label_says_why(tmp_path, 
     store = RunStore(tmp_path / "run")
     add_kernel(store, sizes_kernel(GENERIC, 1e-5, "1.0"))
     record = check.judge(store, Checkpoint(generation=1, hall_of_fame=["1.0"]), sandbox)
-    assert sizes_label.label(record) == (None, "not checked (the problem has no size constants to change)")
-    assert sizes_label.verdict(store, "1.0") == record and sizes_label.verdict(store, "0.0") is None
+    assert sizes_record.label(record) == (None, "not checked (the problem has no size constants to change)")
+    assert sizes_record.label_verdict(store, "1.0") == record and sizes_record.label_verdict(store, "0.0") is None
     store.close()
     evaluator.close()
 
@@ -142,5 +143,5 @@ def test_a_kernel_correct_at_one_other_size_refusing_the_other_refuses_cleanly_a
               "sizes": sizes}]
     record = {"best": "1.0", "problem_sizes": {"dim": 60}, "other_sizes": {"dim": 45},
               "size_sets": [{"dim": 45}, {"dim": 43}], "tried": tried, "why_not": "", **settled(tried)}
-    assert sizes_label.label(record) == (False, "no, specialised to the problem's sizes (dim=60); refuses dim=43 "
+    assert sizes_record.label(record) == (False, "no, specialised to the problem's sizes (dim=60); refuses dim=43 "
                                                 "cleanly (ValueError: odd), correct at dim=45")

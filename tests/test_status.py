@@ -1,4 +1,4 @@
-"""An evaluation's status (``fitness.measure.result.Status``): every status a producer writes is a member, an unknown
+"""An evaluation's status (``core.evaluation_record.Status``): every status a producer writes is a member, an unknown
 one is a bug refused by name, and a record keeps its on-disk form (to_dict, JSON, the run store) as before the enum."""
 import json
 import re
@@ -10,7 +10,9 @@ import pytest
 from evo.records.store import DB_NAME, RunStore
 from fitness.judge.candidate import CandidateError, classify_exception
 from fitness.judge.checks import Verdict
-from fitness.measure.result import COMPILE_FAILURES, NO_VERDICT, STATUSES, TIMED_OUT, EvalResult, Status, WorkerResult
+from core.evaluation_record import (COMPILE_FAILURES, NO_VERDICT, STATUSES, TIMED_OUT, EvalResult, ProblemCost,
+                                    Status)
+from fitness.measure.result import WorkerResult
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("core", "fitness", "operators", "seeds", "evo", "kernelevo")
@@ -36,7 +38,7 @@ def test_every_status_a_producer_writes_is_a_member():
     found = written_statuses()
     assert {"ok", "rejected", "incorrect", "compile_error", "runtime_error"} <= set(found), found  # the scan sees them
     unknown = {status: where for status, where in found.items() if status not in {s.value for s in Status}}
-    assert not unknown, f"statuses written that are not members of fitness.measure.result.Status: {unknown}"
+    assert not unknown, f"statuses written that are not members of core.evaluation_record.Status: {unknown}"
 
 
 def test_the_groups_are_members_and_the_enum_is_its_values():
@@ -87,6 +89,19 @@ def test_a_record_round_trips_unchanged_through_to_dict_json_and_the_store(tmp_p
     assert (column, json.loads(text)["status"]) == (status, status) and f'"status": "{status}"' in text
     read = RunStore(tmp_path, create=False).evaluation("k")
     assert read == result and read.status is Status(status)
+
+
+def test_a_records_typed_cost_keeps_its_stored_form():
+    """The cost model is a typed record (``ProblemCost``) in the evaluation's record; stored as before: its four
+    fields, or {} where it is not known, and read back from either."""
+    cost = ProblemCost(flops=2e6, bytes=4096, dtype="fp32", data_bytes=2048)
+    known, unknown = EvalResult("ok", cost=cost), EvalResult("ok")
+    assert known.to_dict()["cost"] == {"flops": 2e6, "bytes": 4096, "dtype": "fp32", "data_bytes": 2048}
+    assert unknown.to_dict()["cost"] == {} and unknown.cost is None
+    for result in (known, unknown):
+        assert EvalResult.from_dict(json.loads(result.to_json())) == result
+    assert EvalResult.from_dict({"status": "ok", "cost": {"flops": 1.0, "bytes": 8, "dtype": "bf16"}}).cost == \
+        ProblemCost(1.0, 8, "bf16")  # before the data floor: no data_bytes
 
 
 def test_an_older_stores_verdict_reads_as_a_member(tmp_path):

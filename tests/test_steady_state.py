@@ -14,7 +14,8 @@ from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from core.genome import Genome
 from fakes import CALLS, SOURCE, Cross, FakeTuner, Step, lineage
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
+from fitness.measure.verdict_text import brief
 
 
 # the loop alone --------------------------------------------------------------------------------------------------
@@ -106,11 +107,11 @@ def test_generation_zero_says_each_seed_as_it_is_tuned_with_its_verdict(tmp_path
 
 
 def test_a_verdict_in_one_line_is_its_time_or_its_status_and_reasons_first_line():
-    assert EvalResult("ok", time_s=2e-3, timer="interpreter").brief() == "ok, 2.000 ms (interpreter wall-clock)"
+    assert brief(EvalResult("ok", time_s=2e-3, timer="interpreter")) == "ok, 2.000 ms (interpreter wall-clock)"
     failed = EvalResult("compile_error", reason="InterpreterError: AttributeError('x')\nTraceback ...\n" + "y" * 300)
-    assert failed.brief() == "compile_error: InterpreterError: AttributeError('x')"
-    assert EvalResult("timeout", reason="z" * 300).brief() == "timeout: " + "z" * 157 + "..."
-    assert EvalResult("incorrect").brief() == "incorrect"
+    assert brief(failed) == "compile_error: InterpreterError: AttributeError('x')"
+    assert brief(EvalResult("timeout", reason="z" * 300)) == "timeout: " + "z" * 157 + "..."
+    assert brief(EvalResult("incorrect")) == "incorrect"
 
 
 def test_the_same_lineage_with_one_or_four_children_in_flight(tmp_path):

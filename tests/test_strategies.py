@@ -14,7 +14,7 @@ from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from evo.evolution.strategy import Evolution, Refinement, Sampling, Tree
 from core.genome import Genome
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from operators.llm.history import history_lines
 from operators.llm.operators import LLMMutation
 from fakes import SOURCE, Cross, FakeTuner, Step, lineage, value

@@ -16,7 +16,7 @@ from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fakes import SOURCE, TUNER_SEED, Cross, FakeService, FakeTuner, LandscapeService, Step, lineage
 
 

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from fitness.measure.result import EvalResult, WorkerJob, WorkerResult
+from core.evaluation_record import EvalResult
+
+from fitness.measure.result import WorkerJob, WorkerResult
 from fitness.settings import EvalSettings, TimingSettings
 
 

@@ -1,6 +1,6 @@
 """What a bench says while a problem runs: its start (where, resumed or not, and its log file under the bench's
 ``logs/``), then its stage now and then: the last line of progress its run wrote to its log (``[kernelevo] ...``)
-when it changed. A KernelBench problem on the CPU ran 218 s with the bench saying nothing."""
+when it changed, so a problem that runs long is never silent (docs/measurements.md)."""
 from __future__ import annotations
 
 import threading

@@ -14,7 +14,7 @@ from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
 from evo.benchmark.bench_table import (failure_of, library_best, markdown_sections, paper_summary, sections,
                                        sizes_note)
-from evo.reports.full_size import BAKED, DEFECTIVE_STATUS
+from evo.reports.sizes_record import BAKED, DEFECTIVE_STATUS
 from evo.reports.outcome import INTERPRETER, OK, RunOutcome
 from evo.records.manifest import combine, manifest_rows
 from evo.reports.intervals import Bootstrap, interval_lines, interval_table, seed_summary
@@ -44,7 +44,7 @@ def summarise(rows: list[Row]) -> dict:
     return {"problems": n, "distinct_problems": len({r.problem_name for r in rows}),
             "correct": len(ok) + baked + defective, "correct_rate": (len(ok) + baked + defective) / n if n else 0.0,
             "baked": baked, "defective_at_other_sizes": defective,
-            # correct on a GPU at the problem's sizes only (evo.reports.sizes_label: failed at other sizes)
+            # correct on a GPU at the problem's sizes only (evo.reports.sizes_record: failed at other sizes)
             "specialised": sum(1 for s in ok if not s.interpreter and s.runs_at_other_sizes is False),
             "labelled": dict(sorted(labelled.items())), **fast,
             **{f"geomean_vs_{base}": geometric_mean([s.speedup(base) for s in ok]) for base in AGAINST},

@@ -5,7 +5,7 @@ best baseline a Triton kernel could be (``fitness.measure.baselines.triton_best`
 with intervals over search seeds where there are two or more; the runs without a correct kernel grouped by cause
 (``cause_of``: a short key from the row's reason), and the problems whose best baseline is a library call that
 policy ``triton`` forbids a candidate (cuBLAS, cuDNN), and the correct GPU kernels that run only at the problem's
-sizes (``evo.reports.sizes_label``: they failed at other sizes; a row from before that check reads "not checked").
+sizes (``evo.runs.other_sizes``: they failed at other sizes; a row from before that check reads "not checked").
 ``evo.benchmark.bench_report`` writes these sections into
 bench.md, bench.json and bench.html.
 """
@@ -15,8 +15,7 @@ import re
 from dataclasses import dataclass
 
 from evo.benchmark.bench import INTERRUPTED, NOT_STARTED, Row
-from evo.reports.full_size import BAKED, DEFECTIVE_STATUS
-from evo.reports.sizes_label import LABEL, NOT_CHECKED
+from evo.reports.sizes_record import BAKED, DEFECTIVE_STATUS, LABEL, NOT_CHECKED
 from evo.reports.intervals import Bootstrap, geomean_interval
 from evo.reports.outcome import OK, RunOutcome
 from evo.reports.report import STATUS_HEADER, reason_heads
@@ -55,7 +54,7 @@ def library_best(s: RunOutcome) -> str:
 
 def sizes_note(s: RunOutcome) -> str:
     """A correct GPU kernel's note where it runs only at the problem's sizes or was not checked at others ("": it
-    runs at other sizes too, or an interpreter run: ``evo.reports.full_size`` says its own)."""
+    runs at other sizes too, or an interpreter run: ``evo.reports.sizes_record`` says its own)."""
     if s.interpreter or s.runs_at_other_sizes:
         return ""
     return f"{LABEL}: {s.other_sizes_note or NOT_CHECKED}"

@@ -41,7 +41,8 @@ from evo.evolution.toolbox import build_toolbox, statistics
 from evo.tuning.tuner import Tuner
 from core.genome import Genome
 from core.individual import Individual, individual_id
-from fitness.measure.result import NO_VERDICT
+from core.evaluation_record import NO_VERDICT
+from fitness.measure.verdict_text import brief
 from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Duplicate, Operator, OperatorContext,
                             OperatorUnavailable)
 
@@ -206,7 +207,7 @@ class Search:
             ind = self.tuner.tune(Individual(individual_id(0, index), genome, operator=made_by, generation=0))
             self.store.add_individual(ind)
             log.info(f"generation 0: seed {index + 1} of {len(self.seeds)} ({made_by}) tuned over {ind.trials} "
-                     f"trial(s): {ind.result.brief() if ind.result is not None else 'no verdict'}")
+                     f"trial(s): {brief(ind.result) if ind.result is not None else 'no verdict'}")
             return ind
 
         return list(self.toolbox.map(tuned, range(len(self.seeds))))

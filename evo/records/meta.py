@@ -29,8 +29,8 @@ SEED_CACHE = "seed_cache"  # how torch.compile's seeds were got (seeds.inductor.
 VERDICTS_REUSED = "verdicts_reused"  # generation 0's verdicts read from the machine's cache (evo.service.seed_verdicts)
 REWRITTEN_SEED = "rewritten_seed"  # the seed the initialiser rewrote (llm.initialise=from_seed): made_by, key
 # the best kernel at other sizes (a record each)
-SIZES_CHECK = "sizes_check"  # off a GPU: the best run at other sizes (evo.reports.full_size)
-SIZES_LABEL = "sizes_label"  # on a GPU: the best run at the problem's other sizes (evo.reports.sizes_label)
+SIZES_CHECK = "sizes_check"  # off a GPU: the best run at other sizes (evo.runs.other_sizes)
+SIZES_LABEL = "sizes_label"  # on a GPU: the best run at the problem's other sizes (evo.runs.other_sizes)
 
 KEYS = frozenset({SCHEMA_VERSION, CONFIG, MANIFEST, STOP_REASON, SUPPLY_EVALUATORS, INFRASTRUCTURE_FAILURES,
                   EVALUATIONS_CUT, START_UP, START_UP_UNDER_LOCK, BASELINE_WALL_S, BASELINE_CACHE, BASELINE_JOBS,

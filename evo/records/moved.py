@@ -18,7 +18,7 @@ MOVED = {
     "evo.evaluation": "evo.service.evaluation",
     "evo.evaluation_protocol": "evo.service.evaluation_protocol",
     "evo.evaluation_ray": "evo.service.evaluation_ray",
-    "evo.full_size": "evo.reports.full_size",
+    "evo.full_size": "evo.runs.other_sizes",
     "evo.intervals": "evo.reports.intervals",
     "evo.loop": "evo.evolution.loop",
     "evo.manifest": "evo.records.manifest",

@@ -24,7 +24,7 @@ from core.individual import Individual
 from evo.records import meta
 from evo.records.checkpoint import Checkpoint
 from evo.records.moved import current_targets
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 
 
 def _meta_value(key: str, text: str):

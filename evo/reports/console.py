@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from evo.reports import full_size, sizes_label
+from evo.reports import sizes_record
 from evo.records.manifest import manifest_line
 from evo.reports.outcome import INTERPRETER_TIMES, RunOutcome
 from fitness.measure.baselines import speedup_rows
 from fitness.common.formatting import NA, percent, ratio, seconds
-from fitness.measure.result import labels_text
+from core.evaluation_record import labels_text
 
 if TYPE_CHECKING:
     from evo.evolution.search import GenerationReport
@@ -76,19 +76,19 @@ def table(o: RunOutcome) -> str:
     if not o.ok:
         return "no correct kernel was found"
     if o.interpreter:  # wall-clock noise of the CPU interpreter: times to compare, never speed-ups
-        baked = " at the test sizes only: baked there" if full_size.baked(o.sizes_check) else ""
+        baked = " at the test sizes only: baked there" if sizes_record.baked(o.sizes_check) else ""
         rows = [("best kernel", f"correct ({o.trials_passed}/{o.trials} trials){baked}"),
                 (f"best kernel time ({INTERPRETER_TIMES})", seconds(o.best_s)),
                 *seed_rows(o, f"{INTERPRETER_TIMES}, "),
                 ("speed-ups", "none on Triton's CPU interpreter (its times say nothing of a GPU's)"),
-                *full_size.rows(o.sizes_check)]
+                *sizes_record.rows(o.sizes_check)]
     else:
         rows = [("best kernel time", seconds(o.best_s)), *seed_rows(o),
                 ("speed-up vs seed (as written)", ratio(o.seed_written_s, o.best_s)),
                 *speedup_rows(vars(o)),
                 ("fraction of the data floor", percent(o.floor_fraction, 1, NA)),
                 (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
-                *sizes_label.rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
+                *sizes_record.label_rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
              ("best kernel descends from", o.best_from or "?"),
              ("precision policy", o.policy or "?"),

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evo.reports import full_size, sizes_label
+from evo.reports import sizes_record
 from evo.reports.anytime import interpreter_curve, run_curve
 from evo.records.checkpoint import Checkpoint
 from evo.records.meta import (BASELINE_CACHE, BASELINE_WALL_S, BASELINES_IEEE, CONFIG, MANIFEST, REWRITTEN_SEED,
@@ -24,7 +24,7 @@ from fitness.measure.baselines import BASELINES
 from core.genome import evaluation_key
 from core.individual import Individual
 from core.records import from_record
-from fitness.measure.result import TIMED_OUT, EvalResult
+from core.evaluation_record import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)
@@ -105,12 +105,12 @@ class RunOutcome:
     stop_reason: str = ""
     tuner: str = ""  # how launch parameters were tuned: the sampler by name (evo.tuning.tuner.describe_tuner)
     optuna_url: str = ""  # the run's Optuna storage (one study per tuned individual): optuna-dashboard opens it
-    sizes_check: dict | None = None  # on the interpreter: whether the best runs at other sizes (evo.reports.full_size)
+    sizes_check: dict | None = None  # off a GPU: whether the best runs at other sizes (evo.reports.sizes_record)
     baked_seeds: list = field(default_factory=list)  # of sizes_check, for tables
     other_sizes: dict | None = None
     other_sizes_tried: list = field(default_factory=list)
     other_sizes_failed: dict = field(default_factory=dict)
-    # on a GPU: whether the best kernel is correct at other sizes too (evo.reports.sizes_label; a label, the status
+    # on a GPU: whether the best kernel is correct at other sizes too (evo.reports.sizes_record; a label, the status
     # stays ok): false where it runs only at the problem's sizes; null where not checked (the note says why; an
     # interpreter run, or one from before issue 43: none)
     runs_at_other_sizes: bool | None = None
@@ -126,7 +126,7 @@ class RunOutcome:
     @property
     def ok(self) -> bool:
         """Whether the run found a correct kernel (baked at the test sizes or not)."""
-        return self.status in (OK, full_size.BAKED, full_size.DEFECTIVE_STATUS)
+        return self.status in (OK, sizes_record.BAKED, sizes_record.DEFECTIVE_STATUS)
 
     @property
     def interpreter(self) -> bool:
@@ -195,8 +195,8 @@ def outcome_of(best: Individual | None, seed_written: EvalResult | None, tuned_s
     first = r or tuned_seed  # the problem, device and timer, from the seed when there is no best
     ok = r is not None and r.ok
     check = sizes_check or {}
-    found = (full_size.DEFECTIVE_STATUS if full_size.defective(check) or defective_there else
-             full_size.BAKED if full_size.baked(check) else OK)
+    found = (sizes_record.DEFECTIVE_STATUS if sizes_record.defective(check) or defective_there else
+             sizes_record.BAKED if sizes_record.baked(check) else OK)
     return RunOutcome(
         status=found if ok else (r.status if r is not None else NO_KERNEL),
         reason=first.reason if first is not None and not ok else "", problem=first.problem if first else "",
@@ -225,11 +225,11 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
               gpu_busy: float | None = None, search_window: tuple = ()) -> RunOutcome:
     """The outcome of the run in `store` as of `checkpoint` (its hall of fame and search time)."""
     fastest = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
-    check = full_size.verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that runs at
-    label = sizes_label.verdict(store, fastest)  # other sizes too; on a GPU one not defective there
-    chosen = full_size.chosen(check) or (label or {}).get("chosen")
+    check = sizes_record.check_verdict(store, fastest)  # on the interpreter, the best may be a slower kernel that
+    label = sizes_record.label_verdict(store, fastest)  # runs at other sizes too; on a GPU one not defective there
+    chosen = sizes_record.chosen(check) or (label or {}).get("chosen")
     best = store.individual(chosen or fastest) if fastest else None
-    runs, note = sizes_label.label(label)
+    runs, note = sizes_record.label(label)
     seed, rewritten = store.individual("0.0"), store.get_meta(REWRITTEN_SEED) or {}
     seed_as_written = store.evaluation(rewritten.get("key") or evaluation_key(seed.genome.source)) if seed else None
     search_s = checkpoint.elapsed_s if checkpoint is not None else 0.0
@@ -237,7 +237,7 @@ def summarise(store: RunStore, checkpoint: Checkpoint | None, stop_reason: str =
     return outcome_of(
         best, seed_as_written, seed.result if seed else None, seed.operator if seed else "",
         rewritten.get("made_by", ""), check, best_from=descends_from(store, best),
-        runs_at_other_sizes=runs, other_sizes_note=note, defective_there=sizes_label.defective(label),
+        runs_at_other_sizes=runs, other_sizes_note=note, defective_there=sizes_record.label_defective(label),
         other_sizes_verdicts={t["id"]: {"verdict": t.get("verdict"), "sizes": t.get("sizes", [])}
                               for t in (check or label or {}).get("tried", [])},
         best_file=str(store.run_dir / BEST_KERNEL_FILE) if best is not None else "",

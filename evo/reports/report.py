@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import KernelevoError
-from evo.reports import full_size, sizes_label
+from evo.reports import sizes_record
 from evo.reports.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.reports.page import figure_png, pyplot
 from evo.records.manifest import manifest_rows
@@ -30,7 +30,7 @@ from fitness.measure.baselines import BASELINES, LABELS, speedup_rows, speedup_t
 from core.genome import evaluation_key
 from core.individual import Individual
 from fitness.common.formatting import DASH, NA, percent, ratio, seconds, speedup
-from fitness.measure.result import EvalResult, labels_text
+from core.evaluation_record import EvalResult, labels_text
 
 HTML_FILE = "report.html"
 REPORT_FILE = "report.md"
@@ -118,18 +118,18 @@ def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
     if not o.ok:
         rows.append(("best kernel", f"no correct kernel ({o.status}: {o.reason[:300]})"))
     elif o.interpreter:
-        baked = "; at the test sizes only: baked there" if full_size.baked(o.sizes_check) else ""
+        baked = "; at the test sizes only: baked there" if sizes_record.baked(o.sizes_check) else ""
         rows += [("best kernel", "correct (Triton's CPU interpreter: wall-clock times below are the interpreter's, "
                                  f"not kernel speed; no speed-ups){baked}"),
                  ("best kernel, interpreter wall-clock", seconds(o.best_s)),
-                 *seed_rows(o, "interpreter wall-clock, "), *full_size.rows(o.sizes_check)]
+                 *seed_rows(o, "interpreter wall-clock, "), *sizes_record.rows(o.sizes_check)]
     else:
         rows += [("best kernel time", seconds(o.best_s)), *seed_rows(o),
                  ("speed-up vs seed (as written)", speedup(o.seed_speedup, NA)),
                  *baseline_time_rows(o), *speedup_rows(vars(o)),
                  ("fraction of the data floor", percent(o.floor_fraction, 1, NA)),
                  (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
-                 *sizes_label.rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
+                 *sizes_record.label_rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
              ("precision policy", o.policy or "?"),
              ("seed from", (f"{o.seed}, rewritten by the {o.seed_rewritten_by}" if o.seed_rewritten_by

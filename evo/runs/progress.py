@@ -13,7 +13,7 @@ import time
 
 from tqdm import tqdm
 
-from fitness.measure.result import format_seconds
+from fitness.common.formatting import seconds as format_seconds
 
 
 def _handle(pynvml, gpu):

@@ -18,7 +18,8 @@ from typing import Any
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
-from evo.reports import full_size, sizes_label
+from evo.reports import sizes_record
+from evo.runs.other_sizes import SizesCheck, SizesLabel
 from evo.service.evaluation import EvaluationService, evaluations_in_flight
 from evo.reports.console import print_generation, start_line, table
 from evo.records.manifest import run_manifest
@@ -212,8 +213,8 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         measure_baselines(service, store)
         verdicts = reuse_verdicts(service, store)  # generation 0's verdicts of earlier runs: not judged again
         seeds = make_seeds(plan, team, service, run_dir, capture)
-        sizes_check = full_size.SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
-        size_label = sizes_label.SizesLabel.plan(plan.judge, evaluator) if evaluator.on_gpu else None
+        sizes_check = SizesCheck.plan(plan.judge, evaluator, seeds) if not evaluator.on_gpu else None
+        size_label = SizesLabel.plan(plan.judge, evaluator) if evaluator.on_gpu else None
         shown = partial(print_generation, interpreter=not evaluator.on_gpu, tag=tag)
 
         def on_generation(report) -> None:
@@ -286,7 +287,7 @@ def supplied_tuner(service: EvaluationService, storage_url: str | None, settings
 
 
 def run_search(search: Search, service: EvaluationService, store: RunStore, settings: SearchSettings,
-               sizes_check: full_size.SizesCheck | None) -> tuple[str, tuple, float | None]:
+               sizes_check: SizesCheck | None) -> tuple[str, tuple, float | None]:
     """Run the search with its progress shown: why it stopped, its (start, end) wall-clock times and the share of
     them its GPUs were busy (None: not sampled). `sizes_check`: on the interpreter, its plan (None on a GPU)."""
     if sizes_check is not None:
@@ -306,9 +307,9 @@ def conclude(store: RunStore, stop_reason: str, busy: float | None, window: tupl
     outcome = summarise(store, checkpoint, stop_reason, busy, window)
     if outcome.best_id:
         best = store.individual(outcome.best_id).genome.rendered()
-        best = sizes_label.flagged(best, outcome.runs_at_other_sizes, outcome.other_sizes_note,
-                                   outcome.status == full_size.DEFECTIVE_STATUS and not outcome.interpreter)
-        Path(outcome.best_file).write_text(outcome.flagged(full_size.flagged(best, outcome.sizes_check)))
+        best = sizes_record.label_flagged(best, outcome.runs_at_other_sizes, outcome.other_sizes_note,
+                                          outcome.status == sizes_record.DEFECTIVE_STATUS and not outcome.interpreter)
+        Path(outcome.best_file).write_text(outcome.flagged(sizes_record.flagged(best, outcome.sizes_check)))
     outcome.write(store.run_dir)
     store.close()
     return outcome

@@ -34,7 +34,8 @@ from evo.records.meta import (REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_C
 from evo.service.seed_verdicts import SeedVerdicts
 from core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
-from fitness.measure.result import EvalResult
+from fitness.measure.verdict_text import brief
+from core.evaluation_record import EvalResult
 from operators.base import CURRENT_CHILD, ChildUsage
 from seeds.inductor import autotuned
 from seeds.inductor.cache import cache_note
@@ -147,7 +148,7 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
              f"and tuned, a line as each ends")
     leading = floor(made, plan.variants) if first else []  # the run's floor, judged before the budget can cut it
     for seed, judged in [(seed, service.submit(seed.genome.rendered(), label=seed.made_by)) for seed in leading]:
-        log.info(f"generation 0: {seed.made_by} as written: {judged.result()[1].brief()}")
+        log.info(f"generation 0: {seed.made_by} as written: {brief(judged.result()[1])}")
     head = ieee_where_tf32_fails(service, leading) if compiler else leading
     budget_s = plan.search.budget.generation0_wall_s if first and compiler else None
     if budget_s is not None:  # generation 0's other evaluations: the search's budget (or generation 0's) holds them

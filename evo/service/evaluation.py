@@ -27,7 +27,7 @@ from fitness.evaluation.evaluator import BaselineSlot, Evaluator, sandbox_option
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
 from fitness.common.gpu_lock import physical_gpu
-from fitness.measure.result import CANCELLED, EvalResult
+from core.evaluation_record import CANCELLED, EvalResult
 from fitness.workers.pool import SANDBOXES, Lease
 from seeds.inductor import inductor_seeds, policy_options
 from seeds.inductor.settings import CaptureSettings
@@ -268,8 +268,7 @@ class EvaluationService:
         """Wait for the evaluations in flight and close the evaluators; the sandboxes lent to it go back to the
         process's pool when the run `completed` (its fork servers serve the next run: ``fitness.workers.pool``), and
         are stopped otherwise (an error, Ctrl-C), as a sandbox of its own would be. A run that did not complete
-        starts none of the evaluations still queued: an interrupted generation's ran on before, one after another
-        (likely why a Ctrl-C'd test run on a busy 2-core machine had not ended 60 s later)."""
+        starts none of the evaluations still queued (an interrupted generation's would run on, one after another)."""
         self._executor.shutdown(wait=True, cancel_futures=not completed)
         for evaluator in self.evaluators:
             evaluator.close()

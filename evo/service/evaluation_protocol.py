@@ -17,7 +17,7 @@ from seeds.inductor.settings import CaptureSettings
 
 if TYPE_CHECKING:
     from evo.records.store import RunStore
-    from fitness.measure.result import EvalResult
+    from core.evaluation_record import EvalResult
     from hardware_profiles import HardwareProfile
 
 

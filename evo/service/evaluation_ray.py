@@ -32,7 +32,7 @@ from fitness.evaluation.evaluator import Baseline, BaselineSlot, EvalSettings
 from fitness.evaluation.from_config import problem_spec, profile_for
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from seeds.inductor import write_seeds
 
 log = logging.getLogger(f"kernelevo.{__name__}")

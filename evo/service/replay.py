@@ -19,7 +19,7 @@ from evo.records.store import DB_NAME, RunStore
 from fitness.evaluation.from_config import fitness_parts
 from core.genome import evaluation_key
 from fitness.measure.baselines import OK, Baseline
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 from seeds.inductor.cache import CapturedSeeds
 

@@ -36,9 +36,9 @@ from evo.service.evaluation_protocol import Evaluations
 from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning.tuning_memory import TuningMemory, signature, trial_record, warm_trials
 from core.individual import Individual
-from fitness.measure.result import COMPILE_FAILURES
+from core.evaluation_record import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
-from seeds.inductor.templates import tile_starts
+from hardware_profiles.tiles import tile_starts
 from operators.llm.operators import LLM_OPERATORS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -23,7 +23,7 @@ import threading
 import optuna
 
 from core.individual import Individual
-from fitness.measure.result import COMPILE_FAILURES
+from core.evaluation_record import COMPILE_FAILURES
 
 STATES = {"complete": optuna.trial.TrialState.COMPLETE, "pruned": optuna.trial.TrialState.PRUNED}
 

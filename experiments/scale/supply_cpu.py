@@ -35,7 +35,7 @@ from evo.runs.run import supplied_tuner
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings, TunerSettings
 from evo.records.store import RunStore
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
 from operators.base import Operator
 

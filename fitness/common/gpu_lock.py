@@ -6,9 +6,9 @@ or with a correctness trial. A stream of shared lockers must not starve a waitin
 takes a gate file exclusively, then the lock itself, then releases the gate (writer preference): a waiting
 exclusive locker holds the gate, and shared lockers that arrive after it queue behind it.
 
-Creating a CUDA context also uses the GPU (the driver clears the new context's memory: a timed kernel ran 25 %
-slower meanwhile), so a worker's start-up holds the lock shared too. Many starting at once would hold it shared for
-seconds on end and starve the timer (docs/measurements.md): ``start_up`` lets one
+Creating a CUDA context also uses the GPU (the driver clears the new context's memory, which can slow a kernel timed
+meanwhile: docs/measurements.md), so a worker's start-up holds the lock shared too. Many starting at once would hold it
+shared for seconds on end and starve the timer (docs/measurements.md): ``start_up`` lets one
 start-up at a time per GPU into the shared lock, so a waiting timer gets the GPU after at most one of them (or, with
 ``fitness.start_up_under_lock=false``, one at a time outside the GPU's lock: contexts made and the judge warmed up
 during timings). Neither several start-ups at once nor timers that queue taking the GPU back to back before any

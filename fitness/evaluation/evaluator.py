@@ -28,11 +28,12 @@ from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
-from fitness.measure.result import DEGENERATE, TIMED_OUT, EvalResult, Status, WorkerJob, WorkerResult
+from core.evaluation_record import DEGENERATE, TIMED_OUT, EvalResult, ProblemCost, Status
+from fitness.measure.result import WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets
 from fitness.problems.sizes import int_constants
-from fitness.problems.speed_of_light import ProblemCost, data_floor_s, measure_cost, speed_of_light_s
+from fitness.problems.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
 from fitness.judge.precision_check import precision_findings
 from fitness.judge.static_check import check_source
 from fitness.problems.target import target_for
@@ -104,9 +105,7 @@ class Evaluator:
         """`sandbox`: an open Sandbox on the same device to run this evaluator's jobs in (another evaluator's, e.g.
         the run's for its check at other sizes: one fork server serves both), left open by `close`; None: one of
         its own."""
-        self.problem = problem
-        self.policy = policy
-        self.profile = profile
+        self.problem, self.policy, self.profile = problem, policy, profile
         settings = settings or EvalSettings()
         self.settings = replace(settings, start_up_under_lock=start_up_under_lock(settings, profile))
         self.device = device or default_device()
@@ -277,7 +276,7 @@ class Evaluator:
                           policy=self.policy.to_dict(), device=self.device, hardware_profile=self.profile.name,
                           timer="cuda-events" if self.on_gpu else "interpreter", candidate_hash=source_hash(source),
                           label=label, trials=self.settings.trials,
-                          cost=self.cost.to_dict() if self.cost else {})
+                          cost=self.cost)
 
     def _pre_checks(self, source: str, result: EvalResult) -> bool:
         """Syntax and static checks in this process; False when the candidate must not run."""

@@ -7,9 +7,10 @@ warm), the same ``EvalResult``.
 Usage::
 
     from fitness.evaluation.notebook import judge_source
+    from fitness.measure.verdict_text import summary
 
     result = judge_source("row_softmax", open("my_kernel.py").read(), policy="triton")
-    print(result.summary())
+    print(summary(result))
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from fitness.comparison.policy import PrecisionPolicy, load_policy
 from fitness.evaluation.from_config import leased_evaluator
 from fitness.evaluation.plan import JudgePlan
-from fitness.measure.result import EvalResult
+from core.evaluation_record import EvalResult
 from fitness.settings import EvalSettings, ProblemSettings
 
 

@@ -39,9 +39,9 @@ passes for is not covered.
 Both comparisons of the trial (the reference at the policy's precision against the fp32 one, and the candidate
 against the reference) are elementwise (atol, rtol), without the policy's normwise bound: the change concentrates the
 output's norm in the elements it moves, so the normwise bound would measure their allowed rounding against a norm
-they alone make (level2/66 at full size: one softmax row of 128, its TF32 rounding 0.1 % of an element, 40 % of the
-norm). The trial asks whether the output follows the move, which the elementwise tolerance answers: a skipped element
-misses the move at some element, a rescaled sample overshoots it there. The ordinary trials keep the normwise bound.
+they alone make (an example: docs/measurements.md). The trial asks whether the output follows the move, which the
+elementwise tolerance answers: a skipped element misses the move at some element, a rescaled sample overshoots it there.
+The ordinary trials keep the normwise bound.
 """
 from __future__ import annotations
 

@@ -13,27 +13,17 @@ no GPU is needed.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
+from core.evaluation_record import ProblemCost
 from fitness.comparison.correctness import as_tensor_list
 from fitness.problems.problem_spec import LoadedProblem, call_get_init_inputs, call_get_inputs
 from hardware_profiles import HardwareProfile
 
 PEAK_KEY = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
             torch.float8_e4m3fn: "fp8", torch.float8_e5m2: "fp8"}
-
-
-@dataclass(frozen=True)
-class ProblemCost:
-    flops: float
-    bytes: int
-    dtype: str  # peak-table key of the widest floating input: fp32, fp16, bf16, fp8
-    data_bytes: int | None = None  # what the output depends on, read once, and the output written (None: unknown)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _nbytes(tensors) -> int:

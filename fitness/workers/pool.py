@@ -1,7 +1,7 @@
 """Warm sandboxes shared by the runs of one process: a run leases a sandbox, and gives its fork server back at its
 end instead of stopping it, so the next run in the process (a Hydra multirun's next job with the basic launcher, a
-script or test calling several runs) skips the fork server's start (the torch and Triton imports and its warm-up:
-about 3 s of CPU and of wall time on the CPU interpreter).
+script or test calling several runs) skips the fork server's start (the torch and Triton imports and its warm-up;
+its cost: docs/measurements.md).
 
 What is shared is a fork server, which never runs candidate code (``fitness.workers.zygote``): every job still gets a
 freshly forked worker in a private directory, and the spares of the last run are killed when it gives the sandbox

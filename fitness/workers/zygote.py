@@ -1,7 +1,7 @@
 """Fork server (zygote) for evaluation workers: one warm process per Sandbox that forks a fresh worker per job.
 
-Starting a worker from scratch costs an interpreter and the torch and triton imports (~4 s of CPU). The zygote is
-started like a worker used to be (scrubbed environment, own session, private directory), imports torch, triton
+Starting a worker from scratch costs an interpreter and the torch and triton imports (docs/measurements.md). The
+zygote is started like a worker used to be (scrubbed environment, own session, private directory), imports torch, triton
 and ``fitness.workers.worker`` (timers bound, launch counter installed) and from then on only forks. It never
 initialises CUDA (a process forked after that cannot use CUDA), stays single-threaded (forking a threaded process is
 unsafe; numpy's BLAS pool is held to one thread) and never runs candidate code: its children do.
@@ -177,8 +177,9 @@ class Server:
 
 def warm_up() -> None:
     """Work every child would repeat, done once here (no CUDA, no threads): the imports of a first TorchDispatchMode
-    (sympy and more, ~1.4 s of CPU) and, where kernels are compiled (not on Triton's interpreter, which never asks
-    for it), Triton's hash of its own files and libtriton (~0.5 s; the function moved between Triton versions).
+    (sympy and more) and, where kernels are compiled (not on Triton's interpreter, which never asks for it), Triton's
+    hash of its own files and libtriton (the function moved between Triton versions; their costs:
+    docs/measurements.md).
     Best effort."""
     import importlib
 

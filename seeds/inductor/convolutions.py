@@ -7,9 +7,9 @@ read the output in. Under policy ``triton`` each such call becomes ``conv_nd(...
 allocated with the strides Inductor asserts) and the kernel's file is copied into the seed; Inductor's other kernels
 (the fused pointwise and reductions around the convolution) stay. Each call's launch parameters are constants of the
 seed (``C<n>_BLOCK_M`` ... ``C<n>_NUM_STAGES``, the kernel's defaults first) declared in ``TUNABLE``, named as a GEMM
-template's tiles are (``templates.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them too, and
-``C<n>_CHANNELS_LAST`` (1: the implicit GEMM reads a channels-last copy of the input; 0: the input as it is), and
-for a transposed convolution ``C<n>_W_PHASES`` (0: its rows gathered, not split by output phase); a call
+template's tiles are (``hardware_profiles.tiles.TILE_PARAMS``), so a hardware profile's GEMM tiles are tried on them
+too, and ``C<n>_CHANNELS_LAST`` (1: the implicit GEMM reads a channels-last copy of the input; 0: the input as it
+is), and for a transposed convolution ``C<n>_W_PHASES`` (0: its rows gathered, not split by output phase); a call
 whose every launch takes conv.py's direct or depthwise path (seen from the weight's sizes Inductor asserts) keeps
 ``C<n>_BLOCK_K``, ``C<n>_GROUP_M`` and ``C<n>_CHANNELS_LAST`` out of ``TUNABLE`` (those kernels ignore them).
 """
@@ -23,7 +23,8 @@ import torch
 
 from core import pyast
 from seeds.inductor.errors import SeedError, arguments_by_name
-from seeds.inductor.templates import BLOCK_CHOICES, TILE_PARAMS
+from hardware_profiles.tiles import TILE_PARAMS
+from seeds.inductor.templates import BLOCK_CHOICES
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "conv.py"
 LAUNCHER = "conv_nd"

@@ -29,7 +29,8 @@ import ast
 from core import pyast
 
 # a forward with at least this many launches launches through its compiled kernels: the judge's timer hides up to
-# 5 ms of a forward's launch (fitness.measure.timing.MAX_SPIN_S), some 300 JIT launches, so fewer gain nothing there
+# MAX_SPIN_S of a forward's launch (fitness.measure.timing), a few hundred JIT launches (docs/measurements.md), so
+# fewer gain nothing there
 MANY_LAUNCHES = 64
 LAUNCH_SITES = "LAUNCHES"
 NOTE = (f" forward launches {MANY_LAUNCHES} kernels or more, so each launch after a site's first goes through its "

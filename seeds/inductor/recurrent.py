@@ -9,7 +9,7 @@ input and initial state; the weights and the structure, ``bias``, ``num_layers``
 it follows its sizes) and the kernel file is copied into the seed; Inductor's other kernels (the Linear on the last
 step, say) stay. Each call's launch parameters are constants of the seed declared in ``TUNABLE`` (the launcher's
 defaults first): the input projections' GEMM tile ``R<n>_BLOCK_M`` ... ``R<n>_NUM_STAGES``, named as a GEMM template's
-(``templates.TILE_PARAMS``, so a hardware profile's GEMM tiles are tried on it too), and the step kernel's
+(``hardware_profiles.tiles.TILE_PARAMS``, so a hardware profile's GEMM tiles are tried on it too), and the step kernel's
 ``R<n>_STEP_B`` (batch rows), ``_STEP_H`` (hidden units), ``_STEP_K`` (its reduction's tile), ``_STEP_WARPS``.
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ from pathlib import Path
 
 from core import pyast
 from seeds.inductor.errors import SeedError
-from seeds.inductor.templates import BLOCK_CHOICES, TILE_PARAMS
+from hardware_profiles.tiles import TILE_PARAMS
+from seeds.inductor.templates import BLOCK_CHOICES
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "rnn.py"
 LAUNCHER = "rnn_layers"  # the function whose keyword defaults are the launch parameters' defaults

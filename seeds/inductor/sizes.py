@@ -1,5 +1,5 @@
 """What a seed's docstring says of its sizes: read from its inputs (captured with dynamic shapes, nothing
-specialised) or baked in as Inductor compiled them. ``evo.reports.full_size`` reads it: a seed that says
+specialised) or baked in as Inductor compiled them. ``evo.runs.other_sizes`` reads it: a seed that says
 SIZE_GENERIC is not presumed baked at the sizes it was captured at; the check at other sizes still judges it."""
 
 SIZE_GENERIC = "Captured with dynamic shapes: the sizes Inductor did not specialise are read from the inputs."

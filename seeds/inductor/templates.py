@@ -19,26 +19,6 @@ BLOCK_CHOICES = {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [16, 32, 64, 128,
                  "BLOCK_K": [16, 32, 64, 128], "GROUP_M": [1, 4, 8, 16]}
 
 
-TILE_PARAMS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES")  # a tile's values, in order
-
-
-def tile_starts(space: dict, params: dict, tiles) -> list[dict]:
-    """Launch parameters that put every GEMM template kernel of a seed (its ``K<n>_BLOCK_M`` ... ``K<n>_NUM_STAGES``
-    constants, as ``convert`` names them) on each of `tiles` (a hardware profile's ``gemm_tiles``), the others as in
-    `params`; a tile some kernel's TUNABLE cannot take (a BLOCK_K that does not divide K, say) is left out, as are
-    repeats. [] for a genome without template kernels."""
-    prefixes = [name[: -len("BLOCK_M")] for name in space if name.endswith("BLOCK_M")
-                and all(f"{name[: -len('BLOCK_M')]}{p}" in space for p in TILE_PARAMS)]
-    starts = []
-    for tile in tiles if prefixes else ():
-        start = dict(params)
-        for prefix in prefixes:
-            start.update({f"{prefix}{p}": value for p, value in zip(TILE_PARAMS, tile)})
-        if all(start[name] in space[name] for name in space) and start not in starts and start != params:
-            starts.append(start)
-    return starts
-
-
 def inductor_meta(source: str, name: str) -> dict:
     """The ``inductor_meta`` literal of a kernel's heuristics decorator ({} when there is none)."""
     tree = ast.parse(source)

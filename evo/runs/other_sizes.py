@@ -1,27 +1,33 @@
-"""Without a GPU, which kernels run at the problem's full sizes: the run's best is one that does, measured.
+"""Does the run's best kernel run at other sizes: the check, judged at the end of a run, in one place for both forms.
 
-On Triton's CPU interpreter a run judges its candidates at small test sizes (``fitness.problems.sizes``) and chooses
-among children by the interpreter's wall-clock time (no GPU timing). A kernel that reads its sizes from its inputs runs
-at any size; a kernel converted from torch.compile's capture at the test sizes (``seeds.inductor``) holds
-those sizes as literals, and so do its descendants by offline operators, which change launch constants only: it is
-baked at the test sizes and cannot run at the full sizes the target GPU would see -- unless it was captured with
-dynamic shapes and Dynamo kept no size a literal (its docstring says so: ``seeds.inductor.sizes.size_generic``),
-as the interpreter's captures are where Inductor and the converter can. So, when the test sizes are not
-the full sizes, the end of an interpreter run judges the fastest distinct correct kernels again for correctness
-(``TRIES`` at most, fastest first, as many at once as the run evaluates, until one passes), with evaluators of their
-own, at two other sizes that differ from the test sizes in every size constant (``size_sets``: about 3/4, and odd
-below that), each kernel at each size a worker job of its own. Each gets a verdict per size (``size_verdict``):
-runs-correct, refuses-cleanly (forward's ValueError: a converted seed's guard, ``seeds.inductor.input_guard``) or
-defective (anything else wrong). The run's best (``best_kernel.py``, the summary, the table, the report) is the fastest
-that runs correctly there too (``kept``). When none does, the fastest that refuses them cleanly is the best
-(``chosen``), flagged: summary status ``BAKED``, a header in ``best_kernel.py``, a line of the table saying no kernel
-that runs at other sizes was found. A defective kernel is never the best, save where every kernel tried is: then
-the fastest stays, flagged ``DEFECTIVE_STATUS``. On a GPU ``evo.reports.sizes_label`` uses the same judging.
+* **Off a GPU** (``SizesCheck``): on Triton's CPU interpreter a run judges its candidates at small test sizes
+  (``fitness.problems.sizes``) and chooses among children by the interpreter's wall-clock time (no GPU timing). A
+  kernel that reads its sizes from its inputs runs at any size; a kernel converted from torch.compile's capture at the
+  test sizes (``seeds.inductor``) holds those sizes as literals, and so do its descendants by offline operators, which
+  change launch constants only: it is baked at the test sizes and cannot run at the full sizes the target GPU would
+  see -- unless it was captured with dynamic shapes and Dynamo kept no size a literal (its docstring says so:
+  ``seeds.inductor.sizes.size_generic``). So, when the test sizes are not the full sizes, the end of an interpreter
+  run judges the fastest distinct correct kernels again for correctness (``TRIES`` at most, fastest first, as many at
+  once as the run evaluates, until one passes). The run's best is the fastest that runs correctly there too; when none
+  does, the fastest that refuses them cleanly, flagged (baked); a defective kernel never, save where every kernel
+  tried is.
+* **On a GPU** (``SizesLabel``): a GPU run judges its candidates at the problem's own sizes, and torch.compile's seeds
+  are captured there with static shapes (each seed's forward guarding them: ``seeds.inductor.input_guard``), so the
+  best kernel may run only at those sizes (shape over-fitting). After the search the fastest distinct correct kernels,
+  fastest first, are judged for correctness only, one at a time, until one is not defective there: it runs correctly
+  at every other size, or refuses them cleanly. That one is the run's best; where every kernel tried is defective, the
+  fastest stays the best, flagged.
 
-``SizesCheck.plan`` (before the search: the start line) and ``SizesCheck.judge`` (after it) are what
-``evo.runs.run.execute`` calls; the verdict is a record in the run store's meta (``SIZES_CHECK``), which
-``evo.reports.outcome.summarise`` (and so the report) reads back through ``verdict`` and ``rows``. A GPU run judges at
-the full sizes: none of this, but ``evo.reports.sizes_label``.
+Either way a kernel is judged (``judge_at_sizes``) by evaluators of the problem at other sizes that differ from the
+run's in every size constant (``size_sets``: about 3/4, and odd below that), for correctness only
+(``Evaluator.correctness``: its trials and guards, no timing, no baseline), each kernel at each size a worker job of its
+own in the run's sandbox (a kernel that faults costs that process only), and gets a verdict per size
+(``size_verdict``): runs-correct, refuses-cleanly (forward's ValueError: a converted seed's guard) or defective
+(anything else wrong).
+
+``plan`` (before the search) and ``judge`` (after it) are what ``evo.runs.run.execute`` calls; the verdict is a
+record in the run store's meta (``SIZES_CHECK``, ``SIZES_LABEL``), which the reports read back and say
+(``evo.reports.sizes_record``): they judge nothing.
 """
 from __future__ import annotations
 
@@ -32,36 +38,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-
+from core.evaluation_record import NO_VERDICT
+from core.individual import Individual
 from evo.records.checkpoint import Checkpoint
-from evo.records.meta import SIZES_CHECK
+from evo.records.meta import SIZES_CHECK, SIZES_LABEL
 from evo.records.store import RunStore
+from evo.reports.sizes_record import DEFECTIVE, LABEL, REFUSES, RUNS, label, sizes_text, verdict_text
 from fitness.evaluation.evaluator import Evaluator
 from fitness.evaluation.from_config import fitness_parts
 from fitness.evaluation.plan import JudgePlan
-from core.individual import Individual
-from fitness.measure.result import NO_VERDICT
 from fitness.problems.problem import INDUCTOR, ProblemSpec, load_problem
-from fitness.workers.sandbox import Sandbox
 from fitness.problems.sizes import OtherSizes, other_sizes
+from fitness.workers.sandbox import Sandbox
 from seeds.inductor.sizes import size_generic
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
-BAKED = "baked-at-test-sizes"  # summary.json's status when no kernel tried runs at other sizes
 TRIAL = re.compile(r"^trial \d+ \(input seed \d+\): ")  # how the judge's reasons start (fitness/judge/trials.py)
-BAKED_HEADER = "# kernelevo: BAKED AT THE TEST SIZES {sizes}: {why}\n"
-# a kernel's verdict at each other size, and over them all (the worst: defective, then refuses-cleanly)
-RUNS, REFUSES, DEFECTIVE = "runs-correct", "refuses-cleanly", "defective"
 REFUSAL = "ValueError: "  # how the judge's reason starts where forward refused the inputs (seeds.inductor.input_guard)
-DEFECTIVE_STATUS = "defective-at-other-sizes"  # summary.json's status when every kernel tried was defective there
-DEFECTIVE_HEADER = "# kernelevo: DEFECTIVE AT OTHER SIZES: {why}\n"
-
-
-def sizes_text(sizes: dict) -> str:
-    """Size constants as a line says them: ``N=4096, M=512``."""
-    return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
 def compiler_seeds(made_by: list[str]) -> list[str]:
@@ -144,6 +139,65 @@ class SizesCheck:
         if self.other is not None:
             log.info(f"{verdict_text(record)}")
         return record
+
+
+@dataclass
+class SizesLabel:
+    """What a GPU run knows before its search: its judge and the problem at the other sizes."""
+    judge_plan: JudgePlan  # the run's: the check's evaluator is built from its parts
+    problem_sizes: dict  # the changed size constants at the problem's sizes
+    other_sizes: dict  # the same constants at the other sizes
+    other: ProblemSpec | None  # the problem at the other sizes (None: no check)
+    why_not: str = ""  # why there is no check
+    sets: list = field(default_factory=list)  # (changed constants, problem) of each other size, the first: `other`
+
+    @classmethod
+    def plan(cls, judge: JudgePlan, evaluator) -> "SizesLabel":
+        """The check of the best kernel of a run planned by `judge` and judged by `evaluator` (at its problem's
+        sizes)."""
+        spec = evaluator.problem
+        loaded = load_problem(spec)
+        sets, why_not = size_sets(spec, loaded, "the check of the best kernel")
+        if not sets:
+            return cls(judge, {}, {}, None, why_not)
+        changed = {k for moved, _ in sets for k in moved}
+        return cls(judge, {k: loaded.sizes.get(k) for k in sorted(changed)}, dict(sets[0][0]), sets[0][1], "", sets)
+
+    def judge(self, store: RunStore, checkpoint: Checkpoint | None, sandbox: Sandbox | None = None) -> dict:
+        """Judge the fastest distinct correct kernels for correctness at the other sizes (untimed), one at a time,
+        until one is not defective there; store and log the verdict, and return it. `sandbox`: the run's
+        evaluator's, still open (None: a sandbox of its own)."""
+        best = checkpoint.hall_of_fame[0] if checkpoint is not None and checkpoint.hall_of_fame else None
+        record = {"best": best, "problem_sizes": self.problem_sizes, "other_sizes": self.other_sizes,
+                  "size_sets": [changed for changed, _ in self.sets], "tried": [], "chosen": None, "runs": None,
+                  "status": "", "reason": "", "why_not": self.why_not}
+        individual = store.individual(best) if best is not None else None
+        if self.other is not None and (individual is None or not individual.ok):
+            record["why_not"] = "no correct kernel to judge"
+        elif self.other is not None:
+            try:
+                record["tried"] = judge_at_sizes(candidates(store, best), self.sets, self.judge_plan, sandbox, 1,
+                                                 lambda t: t["verdict"] in (RUNS, REFUSES))
+            except Exception as exc:  # noqa: BLE001 - whatever fails (the problem at the other sizes, a
+                # ProblemError; the check's own evaluator), the run's figures and its summary stand
+                record["why_not"] = (f"the problem cannot be judged at {sizes_text(self.other_sizes)}: "
+                                     f"{type(exc).__name__}: {exc}")[:400]
+            record.update(settled(record["tried"]))
+        store.set_meta(SIZES_LABEL, record)
+        log.info(f"{LABEL}: {label(record)[1]}")
+        return record
+
+
+def settled(tried: list[dict]) -> dict:
+    """The record's verdict from the kernels `tried` (fastest first): the first not defective is chosen; whether it
+    runs at the other sizes (None: no kernel has a verdict), and the status and reason of the chosen one (of the
+    fastest where every kernel is defective)."""
+    judged = [t for t in tried if t["verdict"] is not None]
+    pick = next((t for t in judged if t["verdict"] in (RUNS, REFUSES)), judged[0] if judged else None)
+    if pick is None:
+        return {"why_not": f"no verdict at the other sizes: {tried[0]['reason']}"} if tried else {}
+    return {"chosen": pick["id"] if pick["verdict"] != DEFECTIVE else None, "runs": pick["verdict"] == RUNS,
+            "status": pick["status"], "reason": pick["reason"]}
 
 
 def size_sets(spec: ProblemSpec, loaded, purpose: str) -> tuple[list[tuple[dict, ProblemSpec]], str]:
@@ -234,102 +288,3 @@ def candidates(store: RunStore, fastest: str | None, limit: int = TRIES) -> list
     for ind in correct:
         by_kernel.setdefault(ind.key, ind)
     return list(by_kernel.values())[:limit]
-
-
-def verdict(store: RunStore, fastest: str | None) -> dict | None:
-    """The stored verdict when it judged the run whose fastest kernel is `fastest` (None: none, or an older one)."""
-    record = store.get_meta(SIZES_CHECK)
-    return record if record is not None and record.get("fastest") == fastest else None
-
-
-def chosen(record: dict | None) -> str | None:
-    """The run's best by the check: the kernel kept (correct at the other sizes), else the fastest that refuses them
-    cleanly (None: neither; an older record: its kept)."""
-    return (record or {}).get("chosen", (record or {}).get("kept"))
-
-
-def defective(record: dict | None) -> bool:
-    """Whether every kernel tried at other sizes was defective there (or without a verdict, one at least defective):
-    the fastest stays the best, flagged, with no kernel of the run fit to be called at other sizes."""
-    return bool(record and record["tried"] and chosen(record) is None
-                and any(t.get("verdict") == DEFECTIVE for t in record["tried"]))
-
-
-def baked(record: dict | None) -> bool:
-    """Whether the run's best is baked at the test sizes: kernels were tried at other sizes, none ran there, and the
-    best refuses them cleanly (or, from an older record, failed there)."""
-    return bool(record and record["tried"] and record["kept"] is None and not defective(record))
-
-
-def verdict_of(tried: dict) -> str:
-    """A tried kernel's verdict in words: ``defective (incorrect: ...)``, ``refuses-cleanly (ValueError: ...)``."""
-    what, reason = tried.get("verdict") or tried["status"], tried["reason"]  # an older record: its status
-    if what == DEFECTIVE:
-        reason = f"{tried['status']}: {reason}" if reason else tried["status"]
-    return what + (f" ({reason})" if reason else "")
-
-
-def _failures(record: dict) -> str:
-    """Which kernels failed at the other sizes and why, those failing alike together:
-    `1.1, 0.1 defective (incorrect: ...)`."""
-    why: dict[str, list] = {}
-    for t in record["tried"]:
-        if t["status"] != "ok":
-            why.setdefault(verdict_of(t), []).append(t["id"])
-    return "; ".join(f"{', '.join(ids)} {reason}" for reason, ids in why.items())
-
-
-def sets_text(record: dict) -> str:
-    """The other sizes judged at, as a line says them: ``N=12; N=11``."""
-    return "; ".join(sizes_text(changed) for changed in record.get("size_sets") or [record["other_sizes"]])
-
-
-def verdict_text(record: dict) -> str:
-    """One line: what was tried at the other sizes and what came of it."""
-    if not record["test_sizes"]:
-        return f"runs at the full sizes: yes, judged at them ({record['why_not']})"
-    if not record["other_sizes"]:
-        return f"runs at other sizes: not checked ({record['why_not']})"
-    tried, at = record["tried"], sets_text(record)
-    if not tried:
-        return f"runs at other sizes: not checked (no correct kernel to judge at {at})"
-    failed = _failures(record)
-    if record["kept"] is not None:
-        return (f"runs at other sizes: {record['kept']} is correct at {at}, kept as the best ({len(tried)} tried"
-                + (f"; failed: {failed}" if failed else "") + ")")
-    if defective(record):
-        return (f"runs at other sizes: no kernel that runs at other sizes or refuses them cleanly was found "
-                f"({len(tried)} tried at {at}; failed: {failed}); the best at the test sizes, {record['fastest']}, "
-                f"is {DEFECTIVE} at other sizes: it must not be called at any but the test sizes "
-                f"({sizes_text(record['test_sizes'])})")
-    best = chosen(record) or record["fastest"]
-    return (f"runs at other sizes: no kernel that runs at other sizes was found ({len(tried)} tried at {at}; failed: "
-            f"{failed}); the best at the test sizes that is not defective there, {best}, is baked at the "
-            f"test sizes ({sizes_text(record['test_sizes'])}) and cannot run at the full sizes")
-def rows(record: dict | None) -> list[tuple[str, str]]:
-    """The table's and the report's lines on selection and sizes (none for a run without a verdict: on a GPU)."""
-    if record is None:
-        return []
-    label, _, text = verdict_text(record).partition(": ")
-    at = f" at the test sizes {sizes_text(record['test_sizes'])}" if record["test_sizes"] else ""
-    lines = [("selection", f"by interpreter wall-clock time (no GPU timing){at}")]
-    if record["baked_seeds"]:
-        lines.append(("compiler seeds", f"{', '.join(record['baked_seeds'])}: captured at the test sizes; they and "
-                                        f"their offline descendants are baked there"))
-    if record.get("generic_seeds"):
-        lines.append(("compiler seeds", f"{', '.join(record['generic_seeds'])}: captured with dynamic shapes; they "
-                                        f"read their sizes from their inputs"))
-    return lines + [(label, text)]
-
-
-def flagged(source: str, record: dict | None) -> str:
-    """The best kernel's file: its source, under a header saying so when it is baked at the test sizes or defective
-    at other sizes."""
-    if defective(record):
-        return DEFECTIVE_HEADER.format(why=f"every kernel tried failed at other sizes ({_failures(record)[:300]}); "
-                                           f"it runs correctly at the test sizes only") + source
-    if not baked(record):
-        return source
-    return BAKED_HEADER.format(sizes=sizes_text(record["test_sizes"]),
-                               why=f"it failed at other sizes ({_failures(record)[:300]}); it does not run at the "
-                                   f"problem's full sizes") + source
