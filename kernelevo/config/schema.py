@@ -3,18 +3,18 @@
 A command's primary config (``conf/config.yaml``, ``bench.yaml``, ...) starts its defaults list with its schema
 (``- schema: run``), so the composed config is typed: OmegaConf rejects a key the schema lacks and a value of the
 wrong type, and every key a YAML file leaves out keeps the default written here. The YAML files under ``conf/`` hold
-only group choices and what an option changes (``search/tiny.yaml``, ``llm/openai.yaml``); a default there that
-equals the schema's is a second home, which ``tests/test_config_schema.py`` refuses.
+only group choices and what an option changes (``search/tiny.yaml``; so do the options registered from the packages
+that own them, ``kernelevo.config.groups``: ``llm=openai``'s preset); a default there that equals the schema's is a
+second home, which ``tests/test_config_schema.py`` refuses.
 
-The settings of each part live beside the code that uses them, and are these nodes' types:
-``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,
-``SearchSettings``, ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``,
-``ContextSettings``, ``LLMBudget``), ``seeds.inductor.settings`` (``CaptureSettings``),
-``evo.reports.intervals.Bootstrap``. ``conf.plan`` turns a composed config into
-these settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
-evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
-has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
-spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
+The settings of each part live beside the code that uses them, and are these nodes' types: ``fitness.settings``
+(``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,
+``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``, ``ContextSettings``, ``LLMBudget``),
+``seeds.inductor.settings`` (``CaptureSettings``), ``evo.reports.intervals.Bootstrap``. ``kernelevo.plans`` turns a
+composed config into these settings objects and plug-ins, once per command. Plug-ins (``_target_`` nodes: the selection,
+the strategy, the evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys,
+each of which has its default in the class it names alone (``kernelevo.config.plugins`` makes an option's node from the
+signature). Open spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
 """
 from __future__ import annotations
 
