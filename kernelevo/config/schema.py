@@ -60,7 +60,7 @@ class ExperimentConfig:
 @dataclass
 class PolicyConfig:
     """``fitness.policy``: a precision policy (fitness.comparison.policy.PrecisionPolicy); each option under
-    conf/fitness/policy/ gives every key."""
+    fitness/comparison/policies/ gives every key."""
     name: str = MISSING
     description: str = MISSING
     tolerances: Dict[str, Dict[str, Optional[float]]] = MISSING  # dtype or "default" -> atol, rtol[, max_rel_l2]
@@ -93,7 +93,7 @@ class OperatorsConfig:
 @dataclass
 class LLMConfig(TeamSettings, LLMSettings):
     """``llm`` (null with llm=none): the model's client (LLMSettings), the agents (TeamSettings), the run's own."""
-    model: str = MISSING  # the preset's (conf/llm/)
+    model: str = MISSING  # the preset's (operators/llm/presets/)
     provider: str = MISSING  # the preset's name, as the run records it
     # replies keyed by the full request: the run's own directory, or in a multirun the sweep's, each run in its own
     # namespace (its folder's name); a replay of a run or sweep points here at the earlier one's (DIR/llm_cache)
