@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from core.errors import KernelevoError
 from evo.evolution.strategy import Evolution
-from evo.plan import RunPlan
+from evo.plan import EvaluationBackend, RunPlan, Strategy
 from evo.runs.run import CheckedRun
 from evo.service.evaluation import LocalEvaluators
 from evo.settings import Budget, Population, SearchSettings
@@ -66,12 +66,12 @@ def plugin(node):
         raise
 
 
-def build_strategy(node) -> Any:
+def build_strategy(node) -> Strategy:
     """The `search/strategy` plug-in (evo.evolution.strategy); evolution for a run saved before strategies existed."""
     return plugin(node) if node else Evolution()
 
 
-def build_backend(node) -> Any:
+def build_backend(node) -> EvaluationBackend:
     """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live; this host's for a run
     saved before backends existed. KernelevoError with the backend's own message when it cannot be made (Ray
     missing, a bad setting)."""
