@@ -1,7 +1,8 @@
 """The search's settings (``search.*`` of a run), each with its one default and what it means.
 
-``conf/schema.py`` makes these the schema of the ``search`` config node (``SearchConfig``: the population and the
-budget side by side, as the command line names them, plus the tuner and the selection and strategy plug-ins);
+``kernelevo/config/schema.py`` makes these the schema of the ``search`` config node (``SearchConfig``: the
+population and the budget side by side, as the command line names them, plus the tuner and the selection and
+strategy plug-ins);
 ``conf/search/*.yaml`` hold only group choices and overrides (``search/tiny.yaml``).
 """
 from __future__ import annotations

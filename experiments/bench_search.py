@@ -52,13 +52,14 @@ def phase_medians(results) -> dict:
 
 
 def bench_problem(name: str, overrides: list[str], root: Path, sampler) -> dict:
-    from hydra import compose, initialize_config_module
+    from hydra import compose, initialize_config_dir
 
-    from conf.plan import run_plan
+    from kernelevo.config import CONF_DIR
+    from kernelevo.plans import run_plan
     from evo.runs.run import check_run_config, execute
     from evo.records.store import RunStore
 
-    with initialize_config_module(config_module="conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         plan = run_plan(compose("config", overrides=[f"problem={name}", *BUDGET, *overrides]))
     run_dir = root / name
     cpu_before, load_before = cpu_times(), os.getloadavg()[0]

@@ -147,19 +147,19 @@ def problem_overrides(problem: str) -> list[str]:
 
 
 def run_problem(problem: str, args, root: Path) -> dict:
-    from hydra import compose, initialize_config_module
+    from hydra import compose, initialize_config_dir
 
-    from conf.plan import run_plan
-    from evo.runs.run import evaluation_backend
+    from kernelevo.config import CONF_DIR
+    from kernelevo.plans import run_plan
     from evo.runs.seeding import seed_genomes
     from evo.records.store import RunStore
 
-    with initialize_config_module(config_module="conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         plan = run_plan(compose("config", overrides=[*problem_overrides(problem), *(QUICK if args.quick else []),
                                                      *args.overrides]))
     run_dir = root / Path(problem).stem
     store = RunStore(run_dir)
-    service = evaluation_backend(plan).service(plan, store)
+    service = plan.backend.service(plan, store)
     started = time.perf_counter()
     try:
         (seed, made_by), *_ = seed_genomes(plan, None, service, run_dir)

@@ -1,7 +1,7 @@
 """How candidates are judged: the ``fitness`` settings of a run, each with its one default and what it means.
 
-These dataclasses are the schema of ``fitness.*`` (``conf/schema.py`` adds the policy and backend choices) and of
-``problem`` (``ProblemSettings``): ``conf/fitness/default.yaml`` holds only group choices, and a key given on the
+These dataclasses are the schema of ``fitness.*`` (``kernelevo/config/schema.py`` adds the policy and backend choices)
+and of ``problem`` (``ProblemSettings``): ``conf/fitness/default.yaml`` holds only group choices, and a key given on the
 command line is type-checked against the field here. No torch import: the command line reads this before anything heavy.
 """
 from __future__ import annotations
@@ -155,8 +155,8 @@ class EvalSettings:
     @classmethod
     def migrated(cls, cfg: dict) -> dict:
         """A stored ``fitness`` config with its legacy keys in today's form, read once where a stored run's config
-        is typed (``conf.schema.run_config``): a run saved before ``fitness.baselines`` has ``compile_baseline``
-        (false: eager only; null: the default)."""
+        is typed (``kernelevo.config.schema.run_config``): a run saved before ``fitness.baselines`` has
+        ``compile_baseline`` (false: eager only; null: the default)."""
         cfg = dict(cfg)
         if "compile_baseline" in cfg:
             if cfg.pop("compile_baseline") is False:

@@ -12,13 +12,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from conf.plan import typed
-from conf.schema import BenchSettings
+from kernelevo.config.schema import BenchSettings
 from core.errors import KernelevoError
 from evo.benchmark.bench import FAILURES, INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
 from evo.benchmark.selection import select, with_seeds
 from evo.reports.intervals import Bootstrap
-from kernelevo.plans import PlannedRun, check_llm, planned_run
+from kernelevo.plans import PlannedRun, check_llm, planned_run, typed
 
 REPLACED = "replaced"  # where bench.rerun=changed keeps the runs it makes again
 
@@ -94,7 +93,7 @@ def run_settings(config: dict) -> dict:
 
 def stored_settings(saved: dict) -> dict:
     """A stored run's settings (flattened, its keys missing from an older run at their defaults)."""
-    from conf.schema import run_config
+    from kernelevo.config.schema import run_config
 
     config = OmegaConf.to_container(run_config(saved), resolve=True)
     return {key: value for key, value in _flat({k: v for k, v in config.items() if k not in OWN}).items()

@@ -1,14 +1,14 @@
 """The `kernelevo` command: a Hydra app per sub-command (`kernelevo evaluate ...`), and `kernelevo list`.
 
-Each sub-command has its own config file in ``conf/`` and its own task function; everything after the
-sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The command
+Each sub-command has its own config file in ``conf/`` (``kernelevo.config``) and its own task function; everything after
+the sub-command name is Hydra overrides (``key=value``, ``group=option``, ``--multirun``, ``--cfg job``). The command
 line is composed once into the command's config, its overrides checked against it (``kernelevo.validate``), and the
-config turned once into the command's typed plan, checked (``Command.plan``, ``kernelevo.plans``), before Hydra
-starts; so are the places it writes (``kernelevo.locations``): a command that fails them has written nothing. A
-single job then runs on that config and plan (Hydra's ``run_job``: nothing is composed again); a sweep
-(``--multirun``), or ``--cfg``/``--help``, goes through ``hydra.main``, whose launcher composes each job's config,
-which the job plans. Ctrl-C ends a command in one line, exit code 130. ``--seeds N`` repeats the searches over N search
-seeds: a bench's ``bench.seeds=N``, a run's multirun over ``search.seed`` (their tables give confidence intervals).
+config turned once into the command's typed plan, checked (``Command.plan``, ``kernelevo.plans``), before Hydra starts;
+so are the places it writes (``kernelevo.locations``): a command that fails them has written nothing. A single job then
+runs on that config and plan (Hydra's ``run_job``: nothing is composed again); a sweep (``--multirun``), or
+``--cfg``/``--help``, goes through ``hydra.main``, whose launcher composes each job's config, which the job plans.
+Ctrl-C ends a command in one line, exit code 130. ``--seeds N`` repeats the searches over N search seeds: a bench's
+``bench.seeds=N``, a run's multirun over ``search.seed`` (their tables give confidence intervals).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import sys
 
 import hydra
 
-import conf  # noqa: F401 - registers the config's resolvers (${stem:...}) before Hydra resolves anything
+from kernelevo.config import CONF_DIR  # registers the schema, the groups and the resolvers (${stem:...}) first
 from core.errors import KernelevoError
 from core.log import configure as configure_logging
 from fitness.common.lifeline import arm
@@ -153,7 +153,7 @@ def _main(argv: list[str] | None) -> None:
             sys.argv = [f"kernelevo {name}", *flags,
                         *[o for o in overrides if not pins or not o.startswith("hydra.run.dir=")], *pins,
                         *help_text(name, flags)]
-            hydra.main(config_path="pkg://conf", config_name=command.config, version_base="1.3")(in_job(command))()
+            hydra.main(config_path=str(CONF_DIR), config_name=command.config, version_base="1.3")(in_job(command))()
             if FAILED_JOBS:  # the sweep ran every other job and its tables: the command says the failures
                 print(f"kernelevo: error: {len(FAILED_JOBS)} job(s) of the sweep failed, each a row of its table: "
                       f"{', '.join(where for where, _ in FAILED_JOBS)}", file=sys.stderr)

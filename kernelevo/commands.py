@@ -262,7 +262,7 @@ def bench(cfg: DictConfig, plan: benching.BenchPlan) -> None:
     from evo.benchmark.bench import BenchError, BenchInterrupted, execute_bench
     from evo.benchmark.selection import level_sizes
     from evo.benchmark.bench_report import bench_reports, console_table, row_line, summary_lines, write_bench_report
-    from evo.runs.run import plugin
+    from kernelevo.plans import plugin
 
     tasks = list(plan.tasks)
     try:

@@ -1,5 +1,5 @@
 """`kernelevo list problems|profiles|policies|operators`: what there is to choose from, read from where it lives
-(``fitness/suite/suite.yaml`` and the problem files, ``hardware_profiles/``, ``conf/fitness/policy/``,
+(``fitness/suite/suite.yaml`` and the problem files, ``hardware_profiles/``, ``fitness/comparison/policies/``,
 ``conf/operators/``), never from a copy."""
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import yaml
 
-import conf
-
-CONF_DIR = Path(conf.__file__).resolve().parent
+from kernelevo.config import CONF_DIR
 
 
 def _sizes(sizes: dict) -> str:
@@ -54,8 +52,10 @@ def profiles() -> list[str]:
 
 
 def policies() -> list[str]:
+    from fitness.comparison.policy import policy_dir
+
     lines = []
-    for path in sorted((CONF_DIR / "fitness" / "policy").glob("*.yaml")):
+    for path in sorted(policy_dir().glob("*.yaml")):
         policy = yaml.safe_load(path.read_text())
         lines.append(f"{path.stem}: {policy.get('description', '')}")
     return lines + ["", "fitness/policy=NAME (default: triton)"]

@@ -1,28 +1,120 @@
-"""Each command's one typed plan (``Command.plan``): made once from the config the command line composed, and
-checked there, before Hydra writes anything; the command's task runs on it. A sweep's job (``--multirun``) makes
-its own from the config Hydra composed for it. The settings objects come from ``conf.plan``; what a command adds
-(its candidate, the run it resumes) is here; a bench's plan, with the bench (``kernelevo.benching``)."""
+"""Each command's one typed plan, the one place a composed config becomes settings objects and plug-ins.
+
+A command's plan (``Command.plan``) is made once from the config the command line composed, and checked there,
+before Hydra writes anything; the command's task runs on it. A sweep's job (``--multirun``) makes its own from the
+config Hydra composed for it; a bench's plan, with the bench (``kernelevo.benching``), is made of a run's.
+
+The composed config is typed by the schema (``kernelevo.config.schema``); ``typed`` builds its dataclasses
+(``OmegaConf.to_object``: every settings class's checks run there, once). The schema keeps the command line's flat
+keys (``search.generations`` beside ``search.mu``; ``llm.model`` beside ``llm.edit_format``), so a node of it may
+gather several settings classes by inheritance (``SearchConfig`` is a ``Budget`` and a ``Population``,
+``LLMConfig`` an ``LLMSettings`` and a ``TeamSettings``, ``FitnessConfig`` an ``EvalSettings`` with the policy and
+backend choices); ``part`` takes one of them out, by that class's own fields: the one rule by which every layer's
+settings come out of the schema. The plug-ins (``_target_`` nodes: the operators, the selection, the strategy, the
+evaluation backend) are made here, once each, by Hydra's ``instantiate`` (``plugin``), and the plan holds them.
+"""
 from __future__ import annotations
 
 import logging
-
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from conf.plan import judge_plan, part, run_plan, search_settings, typed
-from evo.plan import RunPlan
+from core.errors import KernelevoError
+from evo.evolution.strategy import Evolution
+from evo.plan import EvaluationBackend, RunPlan, Strategy
 from evo.runs.run import CheckedRun
+from evo.service.evaluation import LocalEvaluators
+from evo.settings import Budget, Population, SearchSettings
+from fitness.comparison.policy import PrecisionPolicy, named_for_overrides
 from fitness.evaluation.plan import JudgePlan
+from fitness.settings import EvalSettings
+from operators.llm.settings import LLMPlan, LLMSettings, TeamSettings
 from seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(__name__)
 
 
+def typed(cfg: DictConfig) -> Any:
+    """The composed config as the schema's dataclasses (its interpolations resolved). KernelevoError naming the key
+    whose value a settings class refuses (a settings class's own KernelevoError passes as it is)."""
+    try:
+        return OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as exc:  # a value OmegaConf refuses: its type, a missing value
+        cause = exc.__cause__ if isinstance(exc.__cause__, ValueError) else None
+        raise KernelevoError(str(cause) if cause else f"{str(exc).splitlines()[0]} (key {exc.full_key})") from exc
+
+
+def part(node: Any, cls: type) -> Any:
+    """The `cls` settings (a dataclass `node`'s class derives from) of a schema node: its fields of `cls`'s names."""
+    return cls(**{f.name: getattr(node, f.name) for f in fields(cls) if f.init})
+
+
+def plugin(node):
+    """A plug-in made from its config node (``_target_``); a KernelevoError its class raises (a setting it refuses)
+    as it is, not wrapped in Hydra's InstantiationException; any other failure is a bug and stays one."""
+    try:
+        return instantiate(node)
+    except InstantiationException as exc:
+        if isinstance(exc.__cause__, KernelevoError):
+            raise exc.__cause__ from None
+        raise
+
+
+def build_strategy(node) -> Strategy:
+    """The `search/strategy` plug-in (evo.evolution.strategy); evolution for a run saved before strategies existed."""
+    return plugin(node) if node else Evolution()
+
+
+def build_backend(node) -> EvaluationBackend:
+    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live; this host's for a run
+    saved before backends existed. KernelevoError with the backend's own message when it cannot be made (Ray
+    missing, a bad setting)."""
+    return plugin(node) if node else LocalEvaluators()
+
+
+def judge_plan(node: Any) -> JudgePlan:
+    """The judge's part of a typed command config (``kernelevo.config.schema.JudgeConfig``)."""
+    return JudgePlan(problem=node.problem, settings=part(node.fitness, EvalSettings),
+                     policy=named_for_overrides(PrecisionPolicy.from_dict(asdict(node.fitness.policy))),
+                     device=node.device, profile=node.hardware.profile)
+
+
+def llm_plan(llm: Any) -> LLMPlan | None:
+    """The ``llm`` part of a typed run config (``kernelevo.config.schema.LLMConfig``); None for llm=none."""
+    if llm is None:
+        return None
+    return LLMPlan(client=part(llm, LLMSettings), team=part(llm, TeamSettings), context=llm.context,
+                   budget=llm.budget, provider=llm.provider, check=llm.check, initialise=llm.initialise)
+
+
+def search_settings(search: Any) -> SearchSettings:
+    """The search's settings of a typed ``search`` node (``kernelevo.config.schema.SearchConfig``): its population,
+    and its budget as one part."""
+    return SearchSettings(**asdict(part(search, Population)), budget=part(search, Budget))
+
+
+def run_plan(cfg: DictConfig, run: Any = None) -> RunPlan:
+    """A run's plan from its composed config (``kernelevo.config.schema.RunConfig``, or a bench's, whose run part it
+    is; `run`: the config already ``typed``), its plug-ins made. KernelevoError naming a refused value."""
+    run = typed(cfg) if run is None else run
+    variants = run.inductor.variants
+    return RunPlan(judge=judge_plan(run), search=search_settings(run.search), tuner=run.search.tuner,
+                   operators=tuple(plugin(op) for op in cfg.operators.list), selection=plugin(cfg.search.selection),
+                   strategy=build_strategy(cfg.search.strategy), backend=build_backend(cfg.fitness.backend),
+                   llm=llm_plan(run.llm), variants=dict(variants) if variants else None,
+                   capture=part(run.inductor, CaptureSettings), gpus=run.gpus, parallel=run.parallel,
+                   config=OmegaConf.to_container(cfg, resolve=True))
+
+
 @dataclass(frozen=True)
 class PlannedRun:
-    """A run's plan and what ``evo.runs.run.check_run_config`` built checking it (its operators, its strategy)."""
+    """A run's plan and what ``evo.runs.run.check_run_config`` found checking it (the settings the run can carry)."""
     plan: RunPlan
     checked: CheckedRun
 
@@ -36,7 +128,7 @@ def planned_run(cfg: DictConfig, run=None, swept: bool = False) -> PlannedRun:
     plan = run_plan(cfg, run)
     checked = check_run_config(plan)
     if not swept:
-        unused_llm(checked.operators, plan.llm)
+        unused_llm(plan.operators, plan.llm)
     return PlannedRun(plan, checked)
 
 
@@ -150,7 +242,7 @@ def check_llm(run: PlannedRun, warn: bool = False) -> None:
     `warn`: a failure is a printed line, not an error (a resume: the replies it needs may all be in the cache)."""
     from operators.llm.check import LLMCheckFailed, check_llm as check, uses_llm
 
-    if not uses_llm(run.checked.operators, run.plan.llm):
+    if not uses_llm(run.plan.operators, run.plan.llm):
         return
     try:
         line = check(run.plan.llm)

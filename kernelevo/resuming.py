@@ -118,7 +118,7 @@ def saved_config(run_dir: Path) -> DictConfig:
     if "sampler" not in (config.get("search") or {}).get("tuner", {"sampler": None}):  # its tuner would change
         raise KernelevoError(f"{run_dir}: the run was saved before search.tuner.sampler and warm_start existed: start "
                              f"a new run")
-    from conf.schema import run_config
+    from kernelevo.config.schema import run_config
 
     return run_config(config)
 

@@ -19,7 +19,7 @@ from core.errors import KernelevoError
 from evo.benchmark.bench import ROWS, RUNS, Row, slug
 from evo.benchmark.selection import level_sizes
 from evo.benchmark.bench_report import console_table, summary_lines, write_bench_report
-from conf.plan import typed
+from kernelevo.plans import typed
 from evo.reports.report import HTML_FILE
 from evo.records.store import RunStore
 from kernelevo.benching import SHOWN, stored_settings, value_text
@@ -40,7 +40,7 @@ def bench_folder(text: str) -> Path:
 def check_table(cfg: DictConfig):
     """Before anything is written: each directory a bench's, none named twice, no problem held by two of them with
     other settings (``gather``)."""
-    plan = typed(cfg)  # the command's typed plan (conf.plan): TableConfig, its intervals a Bootstrap
+    plan = typed(cfg)  # the command's typed plan (kernelevo.plans): TableConfig, its intervals a Bootstrap
     dirs = [bench_folder(d) for d in plan.bench_dirs]
     if len(set(dirs)) != len(dirs):
         raise KernelevoError(f"bench_dirs names a directory twice ({', '.join(str(d) for d in plan.bench_dirs)}); give "

@@ -1,6 +1,6 @@
 """The command line's overrides, checked against the command's config before Hydra runs (or writes) anything.
 
-Design: the typed schema (``conf.schema``) is the one source of keys, types and defaults; the YAML files in
+Design: the typed schema (``kernelevo.config.schema``) is the one source of keys, types and defaults; the YAML files in
 ``conf/`` choose among its options. A command's config is composed with the user's group choices (``problem=...``,
 ``search=tiny``, ``fitness/policy=...``), and every ``key=value`` must name a key of that composed config, with or
 without Hydra's ``+`` / ``++``: an unknown key fails, naming the closest valid key (difflib) and, for a key that
@@ -15,7 +15,7 @@ shorter). The open spots, where keys are legitimately free:
   naming the variant;
 * ``hydra.*`` and Hydra's own groups (``hydra/...``): Hydra checks those itself;
 * a parameter of a plug-in's class that its node leaves out (``operators.list.0.debug_tries``: an operator's entry
-  gives only the keys it changes; an option choosing a plug-in holds all of them, ``conf.plugins``).
+  gives only the keys it changes; an option choosing a plug-in holds all of them, ``kernelevo.config.plugins``).
 
 A valid override is handed to Hydra in the form that works for it: ``key=value`` for a key of the config (so
 ``+search.generations=3`` means ``search.generations=3``), ``++key=value`` in an open spot (so
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from conf.plugins import node_parameters
+from kernelevo.config import CONF_DIR
+from kernelevo.config.plugins import node_parameters
 from core.errors import KernelevoError
 
 JOB_NAME = "commands"  # Hydra's job name, as hydra.main named it after the tasks' module (its log: commands.log)
@@ -151,7 +152,7 @@ class Validator:
         (``_at_once``); only a refused override composes the group choices alone first, to say what is wrong with it
         (or to find a plug-in's parameter its node leaves out). ``composed`` keeps the config with Hydra's node, which
         the command's job runs on (``kernelevo.cli``: Hydra composes nothing again)."""
-        from hydra import compose, initialize_config_module
+        from hydra import compose, initialize_config_dir
         from hydra.core.global_hydra import GlobalHydra
         from hydra.core.override_parser.overrides_parser import OverridesParser
         from hydra.errors import HydraException
@@ -161,7 +162,7 @@ class Validator:
             parsed = OverridesParser.create().parse_overrides(overrides)
         except HydraException as exc:
             raise ConfigError(f"cannot read the overrides: {exc}") from exc
-        with initialize_config_module("conf", version_base="1.3", job_name=JOB_NAME):
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name=JOB_NAME):
             self._loader = self.loader = GlobalHydra.instance().config_loader()
             self._hydra = [o.input_line for o in parsed if _is_hydra(o.key_or_group)]  # hydra.searchpath included
             groups = [o for o in parsed if not _is_hydra(o.key_or_group) and self._is_group(o.key_or_group)]
@@ -239,7 +240,7 @@ class Validator:
         names = []
         for name in self._options(parent, ObjectType.GROUP):
             path = f"{parent}/{name}" if parent else name
-            if path not in ("hydra", "schema", "plugin"):  # Hydra's own; the schemas (conf.schema, conf.plugins)
+            if path not in ("hydra", "schema", "plugin"):  # Hydra's own; the schemas (kernelevo.config)
                 names += [path, *self._groups(path)]
         return names
 

@@ -148,7 +148,7 @@ def test_the_baselines_are_one_setting_checked_with_a_clear_error():
         EvalSettings(baselines=["eager", "autotune"])
     with pytest.raises(KernelevoError, match="once"):
         EvalSettings(baselines=["eager", "eager"])
-    from conf.schema import run_config  # a run saved before fitness.baselines: its config, typed (issue 46: one place)
+    from kernelevo.config.schema import run_config  # a run saved before fitness.baselines: its config, typed (issue 46: one place)
 
     assert run_config({"fitness": {"compile_baseline": False}}).fitness.baselines == ["eager"]
     assert run_config({"fitness": {"compile_baseline": None}}).fitness.baselines == list(BASELINES)

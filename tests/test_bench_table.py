@@ -15,7 +15,7 @@ from evo.benchmark.bench_report import short_label, write_bench_report
 from evo.benchmark.bench_table import (cause_of, failure_of, failure_reasons, failures, level_of, paper_summary,
                                        sections)
 from kernelevo.tables import check_table, gather, write_table
-from conf.schema import TableConfig
+from kernelevo.config.schema import TableConfig
 from omegaconf import OmegaConf
 from evo.reports.outcome import RunOutcome, outcome_of
 from evo.records.store import RunStore

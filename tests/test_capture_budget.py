@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from conf.plan import run_plan
 from core.errors import KernelevoError
 from fitness.problems.problem import resolve_problem
+from kernelevo.plans import run_plan
 from kernelevo.validate import ConfigError, Validator
 from seeds import inductor as seeds
 from seeds.inductor.cache import CACHED, failed_before

@@ -230,11 +230,13 @@ class Stop(KernelevoError):
 
 def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
     """Issue 46: `kernelevo run` checked its config before Hydra started and again in evo.runs.run.execute, building the
-    search strategy twice more. The command line's check is the one: its strategy is the search's."""
+    search strategy twice more. The command line's check is the one: its strategy is the search's (the plan's, made
+    once with it: kernelevo.plans)."""
     import evo.runs.run
+    import kernelevo.plans
 
     calls = {"check": 0, "strategy": 0}
-    check, strategy = evo.runs.run.check_run_config, evo.runs.run.build_strategy
+    check, strategy = evo.runs.run.check_run_config, kernelevo.plans.build_strategy
 
     def counted(name, real):
         def call(*args):
@@ -243,14 +245,14 @@ def test_a_run_and_a_resume_check_their_config_once(cli, tmp_path, monkeypatch):
         return call
 
     def execute(cfg, run_dir, checked, **kwargs):  # evo.runs.run.execute, stopped where it opens the run store
-        assert isinstance(checked, evo.runs.run.CheckedRun) and checked.strategy.name == "evolution"
+        assert isinstance(checked, evo.runs.run.CheckedRun) and cfg.strategy.name == "evolution"
         with monkeypatch.context() as patch:
             patch.setattr(evo.runs.run, "RunStore", lambda *args: (_ for _ in ()).throw(Stop("stopped at the store")))
             return real_execute(cfg, run_dir, checked, **kwargs)
 
     real_execute = evo.runs.run.execute
     monkeypatch.setattr(evo.runs.run, "check_run_config", counted("check", check))
-    monkeypatch.setattr(evo.runs.run, "build_strategy", counted("strategy", strategy))
+    monkeypatch.setattr(kernelevo.plans, "build_strategy", counted("strategy", strategy))
     monkeypatch.setattr(evo.runs.run, "execute", execute)
     assert "stopped at the store" in refused(cli("run", "hydra.run.dir=R"))
     assert calls == {"check": 1, "strategy": 1}

@@ -1,6 +1,7 @@
 """What the command line's check (``kernelevo.validate``) does once per process rather than once per command: a config
 group's options are listed once (Hydra copies its config repository for each listing), and Hydra's copies of its
-repository share the process's one ConfigStore (``conf.store_sharing``) instead of copying the whole typed schema."""
+repository share the process's one ConfigStore (``kernelevo.config.store_sharing``) instead of copying the whole typed
+schema."""
 from __future__ import annotations
 
 import copy
@@ -40,18 +41,19 @@ def test_a_groups_options_are_listed_once_per_process_and_still_checked(listings
     with pytest.raises(ConfigError, match=r"search=tinny: no such option of the group search; did you mean tiny\?"):
         Validator("run", "config").check(["search=tinny", LOG_ONLY_WHEN_LOGGED])
     # another search path is another listing: its folder may add options
-    Validator("run", "config").check(["search=tiny", "hydra.searchpath=[pkg://conf]", LOG_ONLY_WHEN_LOGGED])
-    assert any("hydra.searchpath=[pkg://conf]" in given for _, given in listings[first:])
+    Validator("run", "config").check(["search=tiny", "hydra.searchpath=[pkg://hardware_profiles]", LOG_ONLY_WHEN_LOGGED])
+    assert any("hydra.searchpath=[pkg://hardware_profiles]" in given for _, given in listings[first:])
 
 
 def test_hydras_copies_of_its_repository_share_the_config_store_and_compose_leaves_it_as_it_was():
-    import conf  # noqa: F401 - registers the schema and shares the store
-    from hydra import initialize_config_module
+    from hydra import initialize_config_dir
+
+    from kernelevo.config import CONF_DIR  # registers the schema and shares the store
     from hydra.core.global_hydra import GlobalHydra
 
     store = ConfigStore.instance()
     before = OmegaConf.to_yaml(store.load("schema/run.yaml").node)
-    with initialize_config_module("conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         repository = GlobalHydra.instance().config_loader().repository
         copied = copy.deepcopy(repository)
     assert copied is not repository and copied.get_sources()[-1].store is store

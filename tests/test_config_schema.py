@@ -1,4 +1,5 @@
-"""The config's one schema (conf/schema.py, and for a plug-in its class's signature: conf/plugins.py): every option of
+"""The config's one schema (kernelevo/config/schema.py, and for a plug-in its class's signature:
+kernelevo/config/plugins.py): every option of
 every group composes for every command and builds its settings and plug-ins; no default is written both in the
 schema (or a plug-in's class) and in a YAML file; the known disagreements stay settled. In-process (Hydra's compose),
 no run started."""
@@ -6,16 +7,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hydra import compose, initialize_config_module
+from hydra import compose, initialize_config_dir
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-import conf
-from conf import plugins
-from conf.schema import SCHEMAS, LLMConfig, run_config
 from core.errors import KernelevoError
+from kernelevo.config import CONF_DIR as CONF, plugins
+from kernelevo.config.groups import FOLDERS
+from kernelevo.config.schema import SCHEMAS, LLMConfig, run_config
 
-CONF = Path(conf.__file__).parent
+REGISTERED = {folder: group for group, folder in FOLDERS.items()}  # the options the packages that own them keep
 PRIMARIES = {"config": "run", "bench": "bench", "evaluate": "evaluate", "seed": "seed", "resume": "resume",
              "report": "report"}
 NEEDS = {"problem=file": ["problem.name=elementwise_chain"],  # mandatory values (???) a user gives
@@ -25,10 +26,13 @@ PLUGINS_NEEDING = {"evo.service.evaluation_ray.RayEvaluators", "evo.benchmark.be
 
 def _groups(primary: str) -> dict:
     """group path -> its options, for the groups a primary config uses (read from the composed choices)."""
-    with initialize_config_module("conf", version_base="1.3"):
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose(primary, overrides=NEEDS.get(primary, []), return_hydra_config=True)
         choices = {g: c for g, c in cfg.hydra.runtime.choices.items() if not g.startswith("hydra") and g != "schema"}
-    return {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in choices}
+        loader = GlobalHydra.instance().config_loader()  # conf/'s files and the groups registered from code
+        return {group: sorted(loader.get_group_options(group)) for group in choices}
 
 
 def _cases():
@@ -59,16 +63,16 @@ def _targets(node, path=""):
 def test_every_option_composes_typed_and_builds(primary, overrides):
     """Each option composes onto its command's schema, every setting object is built from it (their checks run),
     and every plug-in it names is instantiated."""
-    from conf.plan import judge_plan, run_plan, typed
+    from kernelevo.plans import judge_plan, run_plan, typed
 
     extra = [x for o in overrides for x in NEEDS.get(o, [])] + NEEDS.get(primary, [])
-    with initialize_config_module("conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose(primary, overrides=overrides + extra)
     assert OmegaConf.get_type(cfg) is SCHEMAS[PRIMARIES[primary]]
     assert not OmegaConf.missing_keys(cfg)
     built = OmegaConf.to_object(cfg)  # every dataclass's __post_init__ checks run
     assert isinstance(built, SCHEMAS[PRIMARIES[primary]])
-    if "fitness" in cfg:  # the plan's settings (conf.plan: issue 46, one typed plan per command)
+    if "fitness" in cfg:  # the plan's settings (kernelevo.plans: issue 46, one typed plan per command)
         judge = judge_plan(typed(cfg))
         assert judge.settings.trials >= 1
         assert judge.policy.name == cfg.fitness.policy.name
@@ -141,7 +145,7 @@ def _own_values(path: Path, root: Path = CONF) -> tuple[str, dict]:
     """(the package an option's values land in, its values)."""
     text = path.read_text()
     data = yaml.safe_load(text) or {}
-    group = path.parent.relative_to(root).as_posix()
+    group = REGISTERED.get(path.parent) or path.parent.relative_to(root).as_posix()
     package = "" if "@package _global_" in text or group == "." else group.replace("/", ".")
     for line in text.splitlines():
         if line.startswith("# @package ") and "_global_" not in line:
@@ -150,7 +154,12 @@ def _own_values(path: Path, root: Path = CONF) -> tuple[str, dict]:
 
 
 def _option_files():
-    return sorted(p for p in CONF.rglob("*.yaml") if p.parent != CONF)
+    return sorted(p for p in CONF.rglob("*.yaml") if p.parent != CONF) + sorted(
+        p for folder in REGISTERED for p in folder.glob("*.yaml"))
+
+
+def _option_id(path: Path) -> str:
+    return f"{REGISTERED[path.parent]}/{path.name}" if path.parent in REGISTERED else path.relative_to(CONF).as_posix()
 
 
 def _plugin_entries(defaults: list) -> list[str]:
@@ -180,11 +189,11 @@ def option_restates(path: Path, root: Path = CONF) -> list[str]:
     return restated_defaults(data, node)
 
 
-@pytest.mark.parametrize("path", _option_files(), ids=lambda p: p.relative_to(CONF).as_posix())
+@pytest.mark.parametrize("path", _option_files(), ids=_option_id)
 def test_no_option_restates_a_default(path):
     """A YAML option holds only what it changes: a value equal to the schema's default, to the default of the
     plug-in class it chooses (or of an operator it lists), or to the option it extends is a second home."""
-    assert option_restates(path) == [], f"{path.relative_to(CONF)} restates a default"
+    assert option_restates(path) == [], f"{_option_id(path)} restates a default"
 
 
 def test_every_plugin_option_gets_its_class_keys():
@@ -195,7 +204,7 @@ def test_every_plugin_option_gets_its_class_keys():
     named = {t for p in _option_files() for t in _plugin_entries((yaml.safe_load(p.read_text()) or {})
                                                                    .get("defaults", []))}
     assert named == {plugins.target(cls) for cls in plugins.PLUGINS}
-    with initialize_config_module("conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("bench", overrides=["search/strategy=tree", "search.strategy.epsilon=0.3"])
         with pytest.raises(Exception, match="search.strategy.decay"):
             compose("bench", overrides=["search/strategy=tree", "search.strategy.decay=fast"])
@@ -226,9 +235,9 @@ def test_a_plugin_key_is_set_on_the_command_line_without_a_plus():
 
 
 def test_the_restated_default_check_can_fail():
-    from conf.schema import SearchConfig
+    from kernelevo.config.schema import SearchConfig
 
-    from conf.schema import OperatorsConfig
+    from kernelevo.config.schema import OperatorsConfig
 
     schema = OmegaConf.structured(SearchConfig)
     assert restated_defaults({"mu": 4, "lambda_": 3, "tuner": {"parallel": 3}}, schema) == ["mu", "tuner.parallel"]
@@ -283,9 +292,9 @@ def test_a_saved_run_config_is_typed_and_filled(tmp_path):
       "fitness.policy.description=mine"], "strict-fp32+tolerances.float32.atol=0.001"),  # not the description
 ])
 def test_a_policy_changed_by_an_override_is_named_for_the_change_in_the_plan(overrides, name):
-    from conf.plan import judge_plan, typed
+    from kernelevo.plans import judge_plan, typed
 
-    with initialize_config_module("conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     policy = judge_plan(typed(cfg)).policy
     assert policy.name == name and policy.tf32 == ("tf32=false" not in name and "strict" not in name)

@@ -2,10 +2,10 @@
 
 Layers, bottom up: the data model and the user errors' family (``core``), the facts (``hardware_profiles``), the
 judge (``fitness``), what makes candidates (``operators``: variation operators; ``seeds``: seed sources), the search
-(``evo``), the config schema (``conf``: it gathers each layer's settings classes into the commands' configs), the
-command (``kernelevo``).
+(``evo``), the command (``kernelevo``, with its configuration as code, ``kernelevo.config``: the schema gathering each
+layer's settings classes into the commands' configs; ``conf/`` holds Hydra's YAML alone, no module).
 Every import that can run counts: at module level, in class bodies and inside functions alike (an import deferred
-into a function is still a dependency: the judge reaching ``conf`` from a function pulled the whole search in); only
+into a function is still a dependency: the judge reaching the config from a function pulled the whole search in); only
 ``if TYPE_CHECKING:`` blocks, which never run, are left out. The graph is read from the source with ``ast``; nothing
 is imported.
 
@@ -22,14 +22,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
+LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("kernelevo",)]
 SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
     # benchmark above runs: the bench drives runs (each a `kernelevo run` process), a run never imports the bench
     "evo": ["records", "service", "tuning", "evolution", "reports", "runs", "benchmark"],
     # suite: the bundled problems (data: each problem and seed imports nothing of fitness)
     "fitness": ["suite", "common", "comparison", "problems", "measure", "judge", "workers", "evaluation"],
 }
-# what may live at a layer's root: its settings (conf/schema.py reads them) and evo's plan made of them (issue 46)
+# what may live at a layer's root: its settings (kernelevo/config/schema.py reads them) and evo's plan made of them
+# (issue 46)
 ROOT_MODULES = {"evo": {"evo", "evo.settings", "evo.plan"}, "fitness": {"fitness", "fitness.settings"}}
 
 
@@ -325,8 +326,9 @@ def test_an_upward_or_circular_import_between_subpackages_is_found(tmp_path):
 
 def test_the_judge_reads_the_config_folder_without_importing_the_search():
     """Issue 46: `fitness.comparison.policy.load_policy` and `operators.llm.check.presets` did `import conf` to find a
-    YAML folder, and `conf` registers the schema, which imports every layer: loading a policy pulled in the search. They
-    find the folder without running `conf`'s `__init__` (core.resources)."""
+    YAML folder, and `conf` registers the schema, which imports every layer: loading a policy pulled in the search.
+    Issue 67: each reads its own package's folder (fitness/comparison/policies/, operators/llm/presets/), which the
+    config registers as its groups (kernelevo.config.groups): nothing below the command reaches up into conf/."""
     import json
     import os
     import subprocess
@@ -341,5 +343,16 @@ def test_the_judge_reads_the_config_folder_without_importing_the_search():
     assert done.returncode == 0, done.stderr
     policy, policies, presets, imported = json.loads(done.stdout)
     assert imported == [] and policy == "strict-fp32"
-    assert policies == sorted(p.stem for p in (REPO / "conf/fitness/policy").glob("*.yaml"))
-    assert presets == sorted(p.stem for p in (REPO / "conf/llm").glob("*.yaml") if p.stem != "none") != []
+    assert policies == sorted(p.stem for p in (REPO / "fitness/comparison/policies").glob("*.yaml"))
+    assert presets == sorted(p.stem for p in (REPO / "operators/llm/presets").glob("*.yaml") if p.stem != "none") != []
+
+
+def test_conf_holds_hydras_yaml_alone_and_nothing_below_the_command_reads_it():
+    """Issue 67: ``conf/`` held code (the schema, the plug-ins' nodes, the plan builder, resolvers, a patch of Hydra's
+    ConfigStore) above ``evo/``, and the judge and the operators read its YAML. It holds Hydra's YAML alone now; the
+    code is ``kernelevo.config``, and no module below the command names a file of ``conf/``'s."""
+    assert sorted({p.suffix for p in (REPO / "conf").rglob("*") if p.is_file() and "__pycache__" not in p.parts}) \
+        == [".yaml"]
+    found = [str(p.relative_to(REPO)) for package in project_packages() if package != "kernelevo"
+             for p in (REPO / package).rglob("*.py") if re.search(r"""package_folder|["']conf["']""", p.read_text())]
+    assert found == []

@@ -8,7 +8,7 @@ from pathlib import Path
 from core.log import Console, configure
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "hardware_profiles", "fitness", "operators", "seeds", "evo", "conf", "kernelevo")
+PACKAGES = ("core", "hardware_profiles", "fitness", "operators", "seeds", "evo", "kernelevo")
 
 
 class Kept(logging.Handler):

@@ -6,12 +6,13 @@ them old."""
 import importlib.util
 from pathlib import Path
 
-from hydra import compose, initialize_config_module
+from hydra import compose, initialize_config_dir
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
 
 from evo.records.moved import MOVED, current, current_targets
 from evo.records.store import RunStore
+from kernelevo.config import CONF_DIR
 
 
 def old(*parts: str) -> str:
@@ -67,7 +68,7 @@ def test_an_old_target_is_mapped_and_anything_else_is_left_as_it_is():
 
 
 def test_a_run_stored_before_the_move_reads_back_with_its_plugins_at_their_homes(tmp_path):
-    with initialize_config_module("conf", version_base="1.3"):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["search/strategy=tree", "fitness/backend=local"])
     now = OmegaConf.to_container(cfg, resolve=True)
     stored = _before_the_move(now)

@@ -1,5 +1,5 @@
 """Issue 46: one typed plan per command. The command line is composed once (Hydra composes nothing again for the
-job) and turned once into the command's plan (``conf.plan``), checked once; every layer gets its settings objects
+job) and turned once into the command's plan (``kernelevo.plans``), checked once; every layer gets its settings objects
 from it. Counted here for `kernelevo run` on a bundled problem with the offline defaults, `bench` and `resume`, each
 stopped where its work would begin."""
 import pytest
@@ -15,7 +15,6 @@ class Stop(KernelevoError):
 def counted(monkeypatch):
     """How many times the command line was composed (Hydra's compose, whoever asks: the validator, hydra.main, a
     job), typed into settings objects, planned as a run and checked as one."""
-    import conf.plan
     import evo.runs.run
     import kernelevo.benching
     import kernelevo.plans
@@ -30,8 +29,8 @@ def counted(monkeypatch):
         return call
 
     monkeypatch.setattr(Hydra, "compose_config", count("compose", Hydra.compose_config))
-    typed, run_plan = count("typed", conf.plan.typed), count("run_plan", conf.plan.run_plan)
-    for module in (conf.plan, kernelevo.plans, kernelevo.benching):  # each holds its own names of conf.plan's
+    typed, run_plan = count("typed", kernelevo.plans.typed), count("run_plan", kernelevo.plans.run_plan)
+    for module in (kernelevo.plans, kernelevo.benching):  # each holds its own names of kernelevo.plans's
         for name, counter in (("typed", typed), ("run_plan", run_plan)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, counter)
@@ -69,6 +68,30 @@ def test_a_run_is_composed_once_and_planned_once(cli, tmp_path, counted, monkeyp
     assert isinstance(plan, RunPlan) and isinstance(plan.search, SearchSettings)
     assert plan.tuner.trials == 2 and plan.judge.problem.name == "row_softmax" and plan.llm is None
     assert plan.config["search"]["tuner"]["trials"] == 2  # what the run store keeps: the same config, resolved
+
+
+def test_a_runs_plugins_are_made_once_into_its_plan(cli, monkeypatch):
+    """Issue 67: the plan kept the plug-ins as config nodes (``Any``), and the evaluation backend was made twice: by
+    the command line's check and again by the run. Each plug-in is made once, with the plan, which holds it; the
+    run's evaluation service comes from that one backend."""
+    from evo.evolution.strategy import Evolution
+    from evo.service.evaluation import LocalEvaluators
+    from operators.base import Operator
+
+    made, asked = [], []
+
+    def service(self, plan, store):
+        asked.append((self, plan))
+        raise Stop("stopped at the service")
+
+    monkeypatch.setattr(LocalEvaluators, "__init__", lambda self: made.append(self))
+    monkeypatch.setattr(LocalEvaluators, "service", service)
+    code, out, err = cli("run", "problem=row_softmax", "search=tiny", "hydra.run.dir=R")
+    assert code == 2 and err.startswith("kernelevo: error: stopped at the service"), out + err
+    ((backend, plan),) = asked
+    assert made == [backend] and plan.backend is backend
+    assert isinstance(plan.strategy, Evolution) and plan.operators
+    assert all(isinstance(op, Operator) for op in plan.operators)
 
 
 def test_a_bench_is_composed_once_and_planned_once(cli, tmp_path, counted, monkeypatch):
@@ -117,8 +140,8 @@ def test_a_resume_is_composed_once_and_planned_once(cli, tmp_path, counted, monk
 
 
 def test_resume_takes_every_budget_key_into_the_run_plan(cli, tmp_path, monkeypatch):
-    """Issue 46: resume's keys are the budgets' own fields (conf.schema.not_given). Each key its messages name
-    (kernelevo.resuming.LIFT), and every other budget key, given with the generations and patience that let the
+    """Issue 46: resume's keys are the budgets' own fields (kernelevo.config.schema.not_given). Each key its messages
+    name (kernelevo.resuming.LIFT), and every other budget key, given with the generations and patience that let the
     run go on, is accepted and reaches the search's plan typed, as the settings of a new run would."""
     from dataclasses import fields
 

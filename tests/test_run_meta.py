@@ -7,7 +7,7 @@ from evo.records import meta
 from evo.records.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
-PRODUCT = ("core", "fitness", "operators", "seeds", "evo", "kernelevo", "conf")
+PRODUCT = ("core", "fitness", "operators", "seeds", "evo", "kernelevo")
 CALLS = {"get_meta", "set_meta", "_count"}
 # the store's own methods pass their parameter on: not a key of their own
 PASSED_ON = {("evo/records/store.py", "key"), ("evo/records/store.py", "name")}

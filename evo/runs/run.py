@@ -13,10 +13,6 @@ import time
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-from hydra.errors import InstantiationException
-from hydra.utils import instantiate
 
 from evo.reports import sizes_record
 from evo.runs.other_sizes import SizesCheck, SizesLabel
@@ -36,7 +32,6 @@ from evo.records.meta import (BASELINE_CACHE, BASELINE_JOBS, BASELINE_WALL_S, BA
 from evo.records.store import RunStore
 from evo.settings import TunerSettings
 from evo.tuning.tuner import Tuner
-from core.errors import KernelevoError
 from core.resources import process_started
 from fitness.evaluation.evaluator import Evaluator, start_up_under_lock
 from fitness.evaluation.from_config import check_fitness_config
@@ -44,33 +39,6 @@ from fitness.measure.baselines import PRECISION_NOTE, jobs_text
 from operators.base import CURRENT_CHILD
 
 log = logging.getLogger(f"kernelevo.{__name__}")
-
-LOCAL_BACKEND = {"_target_": "evo.service.evaluation.LocalEvaluators"}  # a run saved before fitness.backend existed
-
-
-def plugin(node):
-    """A plug-in made from its config node (``_target_``); a KernelevoError its class raises (a setting it refuses)
-    as it is, not wrapped in Hydra's InstantiationException; any other failure is a bug and stays one."""
-    try:
-        return instantiate(node)
-    except InstantiationException as exc:
-        if isinstance(exc.__cause__, KernelevoError):
-            raise exc.__cause__ from None
-        raise
-
-
-def evaluation_backend(plan: RunPlan):
-    """The `fitness.backend` plug-in (conf/fitness/backend/): where the run's evaluators live. KernelevoError with the
-    backend's own message when it cannot be made (Ray missing, a bad setting)."""
-    return plugin(plan.backend or LOCAL_BACKEND)
-
-
-def build_strategy(plan: RunPlan):
-    """The `search/strategy` plug-in (evo.evolution.strategy); evolution for a run saved before strategies existed."""
-    from evo.evolution.strategy import Evolution
-
-    return plugin(plan.strategy) if plan.strategy else Evolution()
-
 
 def build_team(plan: RunPlan, store: RunStore, evaluator: Evaluator):
     """The LLM agents of the plan's `llm` part, or None for an offline run (litellm is imported only here)."""
@@ -162,39 +130,36 @@ def within_llm_budget(settings: SearchSettings, operators: list, plan: RunPlan) 
 
 @dataclass(frozen=True)
 class CheckedRun:
-    """A run's plan as ``check_run_config`` checked it: the parts it built, handed to ``execute`` (built once)."""
+    """A run's plan as ``check_run_config`` checked it, handed to ``execute``: the search's settings the run can
+    carry (``within_llm_budget``; the plan's plug-ins are the plan's)."""
     settings: SearchSettings
-    operators: list
-    strategy: Any
 
 
 def check_run_config(plan: RunPlan) -> CheckedRun:
     """Everything about a run's plan that can be checked before anything is written or started (the command line
     runs it before Hydra makes the run directory, once per command; the settings' own checks ran when the plan was
-    made); what the run is made of. Raises KernelevoError."""
-    operators = [plugin(op) for op in plan.operators]
+    made, its plug-ins' when they were: ``kernelevo.plans``). Raises KernelevoError."""
+    operators = list(plan.operators)
     settings = within_llm_budget(plan.search, operators, plan)
-    strategy = build_strategy(plan)
-    strategy.check(settings), strategy.usable(operators)
+    plan.strategy.check(settings), plan.strategy.usable(operators)
     evaluations_in_flight(plan.parallel)
     check_fitness_config(plan.judge)
-    evaluation_backend(plan)  # its settings; Ray installed when chosen
     from operators.llm.check import uses_llm  # LLM operators need an `llm=` (no litellm imported here)
 
     uses_llm(operators, plan.llm)
-    return CheckedRun(settings, operators, strategy)
+    return CheckedRun(settings)
 
 
 def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") -> RunOutcome:
     """Run or resume the search stored in run_dir (its plan `plan`, as `check_run_config` found it: `checked`),
     print progress and the outcome, write the best kernel, the outcome (summary.json) and the report. `tag`: what
     names this run in its progress lines (a sweep's seed)."""
-    settings, operators = checked.settings, checked.operators
+    settings, operators = checked.settings, list(plan.operators)
     queued = wait_for_gate()  # a bench's prestarted search: until the GPU is free
     marks = {"process": process_started(), "queued": queued, "run": time.time()}  # where the time before the search goes
     store = RunStore(run_dir)
     store.set_meta(CONFIG, plan.config)
-    service, tuner, completed = evaluation_backend(plan).service(plan, store), None, False
+    service, tuner, completed = plan.backend.service(plan, store), None, False
     marks["service"] = time.time()
     try:
         settings = supplied(settings, store, len(service.evaluators))
@@ -223,7 +188,7 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
                 keep_verdicts(verdicts, store)
 
         search = Search(seeds, operators, tuner, store, settings, on_generation,
-                        selection=plugin(plan.selection), team=team, strategy=checked.strategy,
+                        selection=plan.selection, team=team, strategy=plan.strategy,
                         spent_s=store.get_meta(SEED_CHECK_S) or 0.0)
         marks["search"] = time.time()
         stop_reason, window, busy = run_search(search, service, store, settings, sizes_check)

@@ -71,7 +71,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--presets", default=",".join(PRESETS), type=lambda s: s.split(","))
     parser.add_argument("--problem", default="elementwise_chain")
-    parser.add_argument("--llm", default="", help="an llm preset (conf/llm/): openai, anthropic, local")
+    parser.add_argument("--llm", default="", help="an llm preset (operators/llm/presets/): openai, anthropic, local")
     parser.add_argument("--operators", default="", help="force one operators preset for every ablation")
     parser.add_argument("--out", default="", help="sweep directory (default: outputs/multirun/ablations-<pid>)")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides (after --)")

@@ -3,15 +3,16 @@
 A policy fixes the tolerances per dtype, whether TF32 is allowed (for the candidate and, to keep speed-ups honest,
 for the eager / torch.compile baselines), whether torch compute ops inside ``forward`` are rejected or only
 labelled, and the narrowest operands an fp32 problem's kernels may use (checked in their source). The policies
-themselves are YAML files in ``conf/fitness/policy/``.
+themselves are YAML files beside this module, in ``policies/`` (the config group ``fitness/policy``, registered
+from them by ``kernelevo.config.groups``).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 from core.errors import KernelevoError
 from core.records import from_record
-from core.resources import package_folder
 
 TORCH_COMPUTE_MODES = ("reject", "label")
 FP32_OPERANDS = ("any", "tf32", "ieee")
@@ -72,9 +73,9 @@ class PrecisionPolicy:
         return from_record(cls, data, f"the precision policy {data.get('name', '')}".rstrip())
 
 
-def policy_dir():
-    """conf/fitness/policy/, found without importing ``conf`` (which would import every layer)."""
-    return package_folder("conf") / "fitness" / "policy"
+def policy_dir() -> Path:
+    """The policies' folder: one YAML file per policy, its name the option's (``fitness/policy=NAME``)."""
+    return Path(__file__).resolve().parent / "policies"
 
 
 def available_policies() -> list[str]:
@@ -82,7 +83,7 @@ def available_policies() -> list[str]:
 
 
 def load_policy(name: str) -> PrecisionPolicy:
-    """A named policy from conf/fitness/policy/<name>.yaml."""
+    """A named policy from its file, policies/<name>.yaml."""
     import yaml
 
     path = policy_dir() / f"{name}.yaml"

@@ -27,11 +27,11 @@ def judge_source(problem: str | Path, source: str, policy: str | PrecisionPolicy
                  *, profile: str = "auto", size_preset: str = "auto", sizes: dict | None = None,
                  settings: EvalSettings | None = None, timed: bool = True, label: str = "") -> EvalResult:
     """The verdict on `source` (a module defining ``ModelNew``) for `problem` (a bundled problem's name or a
-    KernelBench-format file's path), judged under the precision policy `policy` (a name of conf/fitness/policy/, or
-    a ``PrecisionPolicy``) on `device` (auto, cpu: Triton's CPU interpreter, cuda, cuda:N) with the hardware profile
+    KernelBench-format file's path), judged under the precision policy `policy` (a name of fitness/comparison/policies/,
+    or a ``PrecisionPolicy``) on `device` (auto, cpu: Triton's CPU interpreter, cuda, cuda:N) with the hardware profile
     `profile`. `size_preset` and `sizes` are ``problem.size_preset`` and ``problem.sizes`` (auto: full sizes on a GPU,
-    the test sizes on the interpreter); `settings` the ``fitness.*`` settings (their defaults when None); `timed`
-    False judges correctness only (``Evaluator.correctness``). Never raises for anything the candidate does; raises
+    the test sizes on the interpreter); `settings` the ``fitness.*`` settings (their defaults when None); `timed` False
+    judges correctness only (``Evaluator.correctness``). Never raises for anything the candidate does; raises
     ``KernelevoError`` for a problem, policy, device or profile that does not exist."""
     plan = JudgePlan(problem=ProblemSettings(name=str(problem), size_preset=size_preset, sizes=dict(sizes or {})),
                      settings=settings or EvalSettings(),

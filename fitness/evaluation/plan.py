@@ -1,6 +1,6 @@
 """What every command that judges kernels is given (``JudgePlan``): the part of a command's one typed plan that the
-fitness layer reads. ``conf.plan`` makes it once from the composed config; ``fitness.evaluation.from_config`` resolves
-it (the device, the hardware profile, the problem at the device's sizes) into an evaluator's parts."""
+fitness layer reads. ``kernelevo.plans`` makes it once from the composed config; ``fitness.evaluation.from_config``
+resolves it (the device, the hardware profile, the problem at the device's sizes) into an evaluator's parts."""
 from __future__ import annotations
 
 from dataclasses import dataclass

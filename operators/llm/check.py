@@ -14,9 +14,9 @@ import json
 import socket
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from core.errors import KernelevoError
-from core.resources import package_folder
 from operators.llm.client import LLMClient, LLMSettings
 from operators.llm.diagnosis import cause
 from operators.llm.ledger import LLMError
@@ -25,6 +25,7 @@ from operators.llm.settings import LLMPlan
 
 MODELS_TIMEOUT_S = 15.0  # the most GET /models may take (a black-holed address answers nothing)
 SKIP = "llm.check=false skips this check"
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"  # one YAML file per LLM preset, its name the `llm=` option
 
 
 class LLMCheckFailed(KernelevoError):
@@ -32,10 +33,8 @@ class LLMCheckFailed(KernelevoError):
 
 
 def presets() -> list[str]:
-    """The `llm=` options that choose an LLM (conf/llm/*.yaml but none)."""
-    names = (path.name.removesuffix(".yaml") for path in (package_folder("conf") / "llm").iterdir()
-             if path.name.endswith(".yaml"))
-    return sorted(name for name in names if name != "none")
+    """The `llm=` options that choose an LLM: the presets (presets/*.yaml; llm=none chooses none)."""
+    return sorted(path.stem for path in PRESETS_DIR.glob("*.yaml"))
 
 
 def uses_llm(operators: list, llm: LLMPlan | None) -> bool:
@@ -44,7 +43,7 @@ def uses_llm(operators: list, llm: LLMPlan | None) -> bool:
     wanted = [op.name for op in operators if isinstance(op, LLM_OPERATORS)]
     if wanted and not (llm is not None and llm.provider):
         raise KernelevoError(f"the operators {', '.join(sorted(set(wanted)))} need an LLM and none is chosen: add "
-                             f"llm={'|'.join(presets())} (conf/llm/), or use operators=offline")
+                             f"llm={'|'.join(presets())} (operators/llm/presets/), or use operators=offline")
     return bool(wanted) or (llm is not None and llm.initialise not in (False, None))
 
 

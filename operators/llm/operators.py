@@ -22,8 +22,8 @@ CODE_ONLY = {"coder": 1}  # the child the budget's last call makes where a plan 
 
 def _team(context: OperatorContext):
     if context.team is None:
-        raise KernelevoError("LLM operators need an LLM: choose one with llm=<preset> (see conf/llm/), or use "
-                             "operators=offline")
+        raise KernelevoError("LLM operators need an LLM: choose one with llm=<preset> (see operators/llm/presets/), "
+                             "or use operators=offline")
     return context.team
 
 

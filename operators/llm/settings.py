@@ -1,8 +1,9 @@
 """The LLM's settings (``llm.*`` of a run), each with its one default and what it means.
 
-``conf/schema.py`` assembles these into the schema of the ``llm`` config node (``LLMConfig``: the client's, the
-team's and the run's own keys side by side, as the command line names them); ``conf/llm/*.yaml`` hold only what a
-preset chooses (provider, model, key, server). No litellm import here.
+``kernelevo/config/schema.py`` assembles these into the schema of the ``llm`` config node (``LLMConfig``: the client's,
+the team's and the run's own keys side by side, as the command line names them); the presets
+(``operators/llm/presets/*.yaml``, the ``llm`` group's options) hold only what a preset chooses (provider, model, key,
+server). No litellm import here.
 """
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ class LLMBudget:
 
 @dataclass(frozen=True)
 class LLMPlan:
-    """The ``llm`` part of a run's plan (``conf.plan`` makes it once from the composed config): the client's, the
+    """The ``llm`` part of a run's plan (``kernelevo.plans`` makes it once from the composed config): the client's, the
     team's, the context's and the budget's settings, and the run's own keys."""
     client: LLMSettings
     team: TeamSettings = field(default_factory=TeamSettings)
@@ -105,7 +106,7 @@ class LLMPlan:
     budget: LLMBudget = field(default_factory=LLMBudget)
     provider: str = ""  # the preset's name (llm=openai, ...), as the run records it
     check: bool = True  # ask the LLM before the run (operators.llm.check)
-    initialise: object = False  # false, true or from_seed (conf.schema.LLMConfig checks it)
+    initialise: object = False  # false, true or from_seed (kernelevo.config.schema.LLMConfig checks it)
 
     @property
     def models(self) -> list[str]:

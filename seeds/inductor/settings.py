@@ -1,5 +1,6 @@
-"""How long torch.compile's capture may take, and how its code becomes a seed: ``inductor.*`` of a command's config (``conf/schema.py``'s
-``InductorConfig`` adds the variants). No torch import: the command line reads this before anything heavy."""
+"""How long torch.compile's capture may take, and how its code becomes a seed: ``inductor.*`` of a command's config
+(``kernelevo/config/schema.py``'s ``InductorConfig`` adds the variants). No torch import: the command line reads this
+before anything heavy."""
 from __future__ import annotations
 
 from dataclasses import dataclass

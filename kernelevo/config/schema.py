@@ -3,18 +3,18 @@
 A command's primary config (``conf/config.yaml``, ``bench.yaml``, ...) starts its defaults list with its schema
 (``- schema: run``), so the composed config is typed: OmegaConf rejects a key the schema lacks and a value of the
 wrong type, and every key a YAML file leaves out keeps the default written here. The YAML files under ``conf/`` hold
-only group choices and what an option changes (``search/tiny.yaml``, ``llm/openai.yaml``); a default there that
-equals the schema's is a second home, which ``tests/test_config_schema.py`` refuses.
+only group choices and what an option changes (``search/tiny.yaml``; so do the options registered from the packages
+that own them, ``kernelevo.config.groups``: ``llm=openai``'s preset); a default there that equals the schema's is a
+second home, which ``tests/test_config_schema.py`` refuses.
 
-The settings of each part live beside the code that uses them, and are these nodes' types:
-``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,
-``SearchSettings``, ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``,
-``ContextSettings``, ``LLMBudget``), ``seeds.inductor.settings`` (``CaptureSettings``),
-``evo.reports.intervals.Bootstrap``. ``conf.plan`` turns a composed config into
-these settings objects, once per command. Plug-ins (``_target_`` nodes: the selection, the strategy, the
-evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys, each of which
-has its default in the class it names alone (``conf.plugins`` makes an option's node from the signature). Open
-spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
+The settings of each part live beside the code that uses them, and are these nodes' types: ``fitness.settings``
+(``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,
+``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``, ``ContextSettings``, ``LLMBudget``),
+``seeds.inductor.settings`` (``CaptureSettings``), ``evo.reports.intervals.Bootstrap``. ``kernelevo.plans`` turns a
+composed config into these settings objects and plug-ins, once per command. Plug-ins (``_target_`` nodes: the selection,
+the strategy, the evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys,
+each of which has its default in the class it names alone (``kernelevo.config.plugins`` makes an option's node from the
+signature). Open spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class ExperimentConfig:
 @dataclass
 class PolicyConfig:
     """``fitness.policy``: a precision policy (fitness.comparison.policy.PrecisionPolicy); each option under
-    conf/fitness/policy/ gives every key."""
+    fitness/comparison/policies/ gives every key."""
     name: str = MISSING
     description: str = MISSING
     tolerances: Dict[str, Dict[str, Optional[float]]] = MISSING  # dtype or "default" -> atol, rtol[, max_rel_l2]
@@ -93,7 +93,7 @@ class OperatorsConfig:
 @dataclass
 class LLMConfig(TeamSettings, LLMSettings):
     """``llm`` (null with llm=none): the model's client (LLMSettings), the agents (TeamSettings), the run's own."""
-    model: str = MISSING  # the preset's (conf/llm/)
+    model: str = MISSING  # the preset's (operators/llm/presets/)
     provider: str = MISSING  # the preset's name, as the run records it
     # replies keyed by the full request: the run's own directory, or in a multirun the sweep's, each run in its own
     # namespace (its folder's name); a replay of a run or sweep points here at the earlier one's (DIR/llm_cache)
@@ -154,7 +154,8 @@ class BenchSettings:
     # search seeds per problem (--seeds N): search.seed, search.seed + 1, ...; with 2 or more the table gives each
     # problem's median speed-up and the geometric mean with their confidence intervals (`intervals`)
     seeds: int = 1
-    backend: Any = None  # where the searches run: the bench/backend option's plug-in (evo.benchmark.bench, evo.benchmark.bench_ray)
+    # where the searches run: the bench/backend option's plug-in (evo.benchmark.bench, evo.benchmark.bench_ray)
+    backend: Any = None
     # a re-run into a bench.dir whose runs were made with other settings than the command's: null refuses, naming
     # the keys that differ; changed runs those problems again with the command's settings (their old runs, rows
     # and logs kept under bench.dir/replaced/)

@@ -1,17 +1,15 @@
-"""Hydra configs of the `kernelevo` commands (``pkg://conf``): the typed schema (``conf.schema``, the one home of
-every default; a plug-in's, its class: ``conf.plugins``), the YAML files choosing among its options, and what the
-command line is checked against (``kernelevo.validate``).
+"""The config's own interpolations, registered with OmegaConf before Hydra resolves anything.
 
 ``${stem:PATH_OR_NAME}`` names run directories after the problem: a bundled name as it is, a file by its stem.
 ``${llm_cache_home:}`` and ``${llm_cache_namespace:}`` are the LLM reply cache's defaults (``llm.cache_dir``,
 ``llm.cache_namespace``): a run's own directory, or in a multirun the sweep's directory with one namespace per run
 (its folder's name), never the user's home; outside a Hydra job, no cache.
 """
+from __future__ import annotations
+
 from pathlib import Path
 
 from omegaconf import OmegaConf
-
-OmegaConf.register_new_resolver("stem", lambda name: Path(str(name)).stem, replace=True)
 
 
 def _job_dirs() -> tuple[str, str] | None:
@@ -36,11 +34,7 @@ def _job_dirs() -> tuple[str, str] | None:
     return str(output.resolve() / "llm_cache"), ""
 
 
-OmegaConf.register_new_resolver("llm_cache_home", lambda: (_job_dirs() or (None, ""))[0], replace=True)
-OmegaConf.register_new_resolver("llm_cache_namespace", lambda: (_job_dirs() or (None, ""))[1], replace=True)
-
-from conf import plugins, schema, store_sharing  # noqa: E402 (after the resolver; the schema's modules need none of it)
-
-schema.register()
-plugins.register()
-store_sharing.share_the_config_store()
+def register() -> None:
+    OmegaConf.register_new_resolver("stem", lambda name: Path(str(name)).stem, replace=True)
+    OmegaConf.register_new_resolver("llm_cache_home", lambda: (_job_dirs() or (None, ""))[0], replace=True)
+    OmegaConf.register_new_resolver("llm_cache_namespace", lambda: (_job_dirs() or (None, ""))[1], replace=True)
