@@ -48,6 +48,7 @@ from hardware_profiles import load_profile, resolve_profile  # noqa: E402
 configure_logging()  # the "[kernelevo] ..." lines of what the tests call in-process, as the command prints them
 
 TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 CANDIDATES = TESTS / "candidates"
 PROBLEMS = TESTS / "problems"
 SCALE_SHIFT = str(PROBLEMS / "scale_shift.py")

@@ -3,11 +3,10 @@ installed by the command (and here by the conftest), gives each line its ``[kern
 on stderr) as the lines printed before, and nothing reaches the root logger's handlers (Hydra's job log)."""
 import ast
 import logging
-from pathlib import Path
 
+from conftest import REPO
 from core.log import Console, configure
 
-REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("core", "hardware_profiles", "fitness", "operators", "seeds", "evo", "conf", "kernelevo")
 
 

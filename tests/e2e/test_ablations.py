@@ -2,13 +2,12 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import kernelevo
+from conftest import REPO, kernelevo
 
-SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "ablations" / "run_ablations.py"
+SCRIPT = REPO / "experiments" / "ablations" / "run_ablations.py"
 
 
 @pytest.mark.slow

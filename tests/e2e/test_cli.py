@@ -1,13 +1,11 @@
 """`kernelevo evaluate` end to end, as a user runs it."""
 import json
-from pathlib import Path
 
 import pytest
 
-from conftest import CANDIDATES, SCALE_SHIFT, SESSION_HOME, kernelevo
+from conftest import CANDIDATES, REPO, SCALE_SHIFT, SESSION_HOME, kernelevo
 from fitness.workers.pool import SANDBOXES, Lease
 
-REPO = Path(__file__).resolve().parent.parent
 LEASE_END = Lease.end
 
 

@@ -11,7 +11,7 @@ import optuna
 import pytest
 from markupsafe import escape  # the page escapes as jinja2 autoescape does
 
-from conftest import (CANDIDATES, PROBLEMS, TINY, assert_lineage_is_sound, candidate, interruptible, kernelevo,
+from conftest import (CANDIDATES, PROBLEMS, REPO, TINY, assert_lineage_is_sound, candidate, interruptible, kernelevo,
                       lineage_of, log_counts, make_evaluator, read_store, replay_measurements, run_dir_of)
 from evo.service.evaluation import EvaluationService
 from evo.reports.report import collect
@@ -24,7 +24,6 @@ from fitness.measure.result import EvalResult
 from fitness.workers.pool import SANDBOXES
 from fitness.workers.zygote import Zygote
 
-REPO = Path(__file__).resolve().parent.parent
 ZYGOTE_INIT = Zygote.__init__
 
 

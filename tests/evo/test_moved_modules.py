@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
 
+from conftest import REPO
 from evo.records.moved import MOVED, current, current_targets
 from evo.records.store import RunStore
 
@@ -44,7 +45,6 @@ def _before_the_move(config):
     return config
 
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _file(module: str) -> Path:

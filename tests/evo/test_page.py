@@ -4,13 +4,12 @@ is one file), and the templates ship with the package (pyproject's package-data)
 import base64
 import fnmatch
 import re
-from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from evo.reports.page import TEMPLATES, Link, Raw, esc, page, png_img, table
 
-REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n"
 
 

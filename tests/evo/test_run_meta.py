@@ -1,12 +1,11 @@
 """The run store's meta keys have one home, ``evo.records.meta``: every key the product reads or writes is declared
 there (by name, never a string literal at the call), and the declared strings are the ones older run.db files hold."""
 import ast
-from pathlib import Path
 
+from conftest import REPO
 from evo.records import meta
 from evo.records.store import RunStore
 
-REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("core", "fitness", "operators", "seeds", "evo", "kernelevo", "conf")
 CALLS = {"get_meta", "set_meta", "_count"}
 # the store's own methods pass their parameter on: not a key of their own

@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import REPO
 from fitness.common import gpu_lock
 from fitness.common.gpu_lock import lock_path, shared_during_calls
 
-ROOT = Path(__file__).resolve().parent.parent
 HOLDER = """
 import os, sys, time
 from fitness.common.gpu_lock import DeviceLock, start_up
@@ -33,7 +33,7 @@ class Holder:
 
     def __init__(self, tmp_path: Path, name: str, mode: str):
         self.out, self.lock = tmp_path / name, tmp_path / "gpu-0.lock"
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(self.lock), mode, str(self.out)], cwd=ROOT)
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(self.lock), mode, str(self.out)], cwd=REPO)
 
     def acquired(self) -> bool:
         return Path(f"{self.out}.acquired").exists()

@@ -3,16 +3,15 @@ one is a bug refused by name, and a record keeps its on-disk form (to_dict, JSON
 import json
 import re
 import sqlite3
-from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from evo.records.store import DB_NAME, RunStore
 from fitness.judge.candidate import CandidateError, classify_exception
 from fitness.judge.checks import Verdict
 from fitness.measure.result import COMPILE_FAILURES, NO_VERDICT, STATUSES, TIMED_OUT, EvalResult, Status, WorkerResult
 
-REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("core", "fitness", "operators", "seeds", "evo", "kernelevo")
 # where a status is written as a literal: a verdict raised, a record made, a worker's result, a status set
 WRITTEN = [r'\b(?:Verdict|CandidateError|EvalResult|WorkerResult)\(\s*(?:status=)?"([a-z_]+)"',

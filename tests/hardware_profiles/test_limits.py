@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from core.genome import Genome
 from fitness.problems.problem import SUITE_DIR, resolve_problem
 from hardware_profiles import available_profiles, load_profile
@@ -13,7 +14,6 @@ from hardware_profiles.limits import kernel_knobs, limit_violation
 from seeds.inductor.convert import convert
 from seeds.inductor.templates import TILE_PARAMS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
 H100 = load_profile("h100_sxm")
 
 

@@ -8,10 +8,10 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from evo.records.store import RunStore
 from llm_server import ScriptedLLMServer
 from llm_fakes import IN_PRICE, KEY_ENV, MODEL, OUT_PRICE, SECRET, ask, ok, settings
@@ -19,7 +19,6 @@ from llm_fakes import api_key, litellm_loaded  # noqa: F401 (the fixtures)
 from operators.llm.client import LLMBudgetExceeded, LLMClient, LLMError
 from operators.llm.ledger import ResponseCache
 
-ROOT = Path(__file__).resolve().parents[1]
 RECORD_KEYS = {"role", "model", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "request_hash"}
 
 
@@ -268,7 +267,7 @@ def test_local_server_without_key_gets_a_placeholder(monkeypatch):
 def test_import_does_not_import_litellm():
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     code = "import operators.llm.client, sys; print([m in sys.modules for m in ('litellm', 'diskcache')])"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
                          check=True)
     assert out.stdout.strip() == "[False, False]"  # both come with the first request that needs them
 

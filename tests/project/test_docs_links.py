@@ -3,7 +3,8 @@ heading of the file it points to (GitHub's anchors). Moving a module or a result
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 

@@ -5,12 +5,11 @@ do the real evaluators and the service, so a fake and a backend cannot drift apa
 tests/fakes.py, never each other."""
 import ast
 import inspect
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from conftest import make_evaluator
+from conftest import TESTS, make_evaluator
 from evo.service.evaluation import EvaluationService, LocalEvaluator
 from evo.service.evaluation_protocol import Evaluations, RunEvaluator
 from evo.service.evaluation_ray import RemoteEvaluator
@@ -20,7 +19,6 @@ from fakes import FakeEvaluator, FakeService, LandscapeService, PacedEvaluator, 
 from fitness.evaluation.evaluating import Evaluating
 from fitness.evaluation.evaluator import Evaluator
 
-TESTS = Path(__file__).resolve().parent
 
 
 def calls(protocol) -> dict[str, inspect.Signature]:
@@ -115,9 +113,9 @@ def test_tests_import_shared_fakes_never_each_other():
     """No test module imports another (at module level or inside a test): shared fakes and helpers live in
     tests/fakes.py, tests/llm_fakes.py (the LLM tests') and tests/conftest.py."""
     imports = []
-    for path in sorted(TESTS.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            imports += [f"{path.name}: {name}" for name in names if name.startswith("test_")]
+            imports += [f"{path.relative_to(TESTS)}: {name}" for name in names if name.startswith("test_")]
     assert imports == []

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REAL_HOME, SESSION_HOME, make_evaluator
+from conftest import REAL_HOME, REPO, SESSION_HOME, make_evaluator
 from fitness.evaluation.evaluator import default_cache_dir
 
 
@@ -25,5 +25,5 @@ def test_the_suite_and_the_commands_it_starts_cache_in_a_home_of_their_own():
     code = "from fitness.evaluation.evaluator import default_cache_dir; import os; print(default_cache_dir(), " \
            "os.environ['TRITON_CACHE_DIR'], os.environ['TORCHINDUCTOR_CACHE_DIR'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}).stdout
+                         env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
     assert out.split() and all(Path(path).is_relative_to(SESSION_HOME) for path in out.split()), out

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 LAYERS = [("core",), ("hardware_profiles",), ("fitness",), ("operators", "seeds"), ("evo",), ("conf",), ("kernelevo",)]
 SUBLAYERS = {  # bottom up; the layer's root modules (ROOT_MODULES) sit below them all
     # benchmark above runs: the bench drives runs (each a `kernelevo run` process), a run never imports the bench

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "uv_pip_install.py"
+from conftest import REPO
+
+SCRIPT = REPO / "scripts" / "uv_pip_install.py"
 
 
 def helper():

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO
+
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
 
 BUILD = """
 import importlib.util, sys
@@ -42,7 +43,7 @@ print("built conv_direct_kernel")
 
 def test_every_convolution_kernel_builds_for_an_h100(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    built = subprocess.run([sys.executable, "-c", BUILD, str(ROOT), str(tmp_path)], capture_output=True, text=True,
+    built = subprocess.run([sys.executable, "-c", BUILD, str(REPO), str(tmp_path)], capture_output=True, text=True,
                            env={**env, "TRITON_CACHE_DIR": str(tmp_path / "cache"), "TRITON_HOME": str(tmp_path)},
                            timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import DEVICE, PROBLEMS, make_evaluator
+from conftest import DEVICE, PROBLEMS, REPO, TESTS, make_evaluator
 from core.genome import Genome
 from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
 from seeds import inductor as seeds
@@ -28,7 +28,7 @@ from seeds.inductor.settings import CaptureSettings
 from seeds.kernels.conv import conv_nd
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="captured on and converted for Triton's interpreter")
-CPU_FIXTURES = Path(__file__).parent / "fixtures" / "inductor_cpu"
+CPU_FIXTURES = TESTS / "fixtures" / "inductor_cpu"
 LOGGER = "kernelevo.seeds.inductor.epilogues"
 
 
@@ -149,7 +149,7 @@ def _captured(name: str) -> tuple[dict, str]:
                  "kernels": {kernel: {"configs": [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1}]}},
                  "single_output": True, "outputs": 1, "device": "cuda"}, str(PROBLEMS / "conv_relu_bias.py"))
     captured = json.loads((CPU_FIXTURES / f"{name}.json").read_text())
-    return captured, str(Path(__file__).parents[1] / captured["fixture"]["problem"])
+    return captured, str(REPO / captured["fixture"]["problem"])
 
 
 def _seeds(captured: dict, problem: str) -> tuple[str, str]:

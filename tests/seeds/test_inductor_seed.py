@@ -9,14 +9,13 @@ import functools
 import importlib
 import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
 import torch._inductor
 from omegaconf import OmegaConf
 
-from conftest import FIXTURES, PROBLEMS, TINY, kernelevo, make_evaluator, read_store, run_dir_of
+from conftest import FIXTURES, PROBLEMS, REPO, TINY, kernelevo, make_evaluator, read_store, run_dir_of
 from core.genome import Genome
 from fitness.measure.baselines import COMPILED
 from fitness.problems.problem import load_problem, resolve_problem
@@ -219,7 +218,7 @@ def test_a_variant_asking_for_max_autotune_is_left_out_off_a_gpu_with_a_line_say
 def test_the_max_autotune_variant_compiles_with_the_max_autotune_baselines_options():
     # on 4 x H200 level1/53 and level1/91 ended at 0.92x and 0.86x of max-autotune with the variant's seed judged:
     # the variant lacked the coordinate descent that mode max-autotune-no-cudagraphs also turns on
-    variants = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "conf/inductor/variants.yaml"))
+    variants = OmegaConf.to_container(OmegaConf.load(REPO / "conf/inductor/variants.yaml"))
     mode = torch._inductor.list_mode_options(COMPILED["max_autotune"]["mode"])
     assert flat_options(variants["variants"]["max_autotune"]) == mode
     assert seeds.autotuned(variants["variants"]["max_autotune"]) == ["max_autotune"]

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import FIXTURES
+from conftest import FIXTURES, TESTS
 from fitness.problems.problem import resolve_problem
 from seeds.inductor.convert import convert
 from seeds.inductor.input_guard import GUARD
 
 # torch.compile's capture of row_softmax at its test sizes (5 x 2500) on the CPU with dynamic shapes, kept as a file:
 # seeds.inductor.capture.capture(spec.to_dict(), "cpu", dynamic=True)["default"]
-DYNAMIC = Path(__file__).parent / "fixtures" / "inductor_cpu" / "row_softmax_dynamic.json"
+DYNAMIC = TESTS / "fixtures" / "inductor_cpu" / "row_softmax_dynamic.json"
 
 
 def module_of(source: str, folder: Path, name: str):
