@@ -4,7 +4,7 @@ A command's primary config (``conf/config.yaml``, ``bench.yaml``, ...) starts it
 (``- schema: run``), so the composed config is typed: OmegaConf rejects a key the schema lacks and a value of the
 wrong type, and every key a YAML file leaves out keeps the default written here. The YAML files under ``conf/`` hold
 only group choices and what an option changes (``search/tiny.yaml``, ``llm/openai.yaml``); a default there that
-equals the schema's is a second home, which ``tests/test_config_schema.py`` refuses.
+equals the schema's is a second home, which ``tests/conf/test_config_schema.py`` refuses.
 
 The settings of each part live beside the code that uses them, and are these nodes' types:
 ``fitness.settings`` (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``,

@@ -65,7 +65,7 @@ def test_seed_writes_the_converted_inductor_seed_without_searching(tmp_path):
     assert f"written to {out}" in proc.stdout and "kernelevo evaluate problem=layernorm" in proc.stdout
     source = out.read_text()
     assert "class ModelNew" in source and "TUNABLE = " in source and "@triton.jit" in source
-    compile(source, str(out), "exec")  # a module (that it passes the evaluator: tests/test_inductor_seed.py)
+    compile(source, str(out), "exec")  # a module (that it passes the evaluator: tests/seeds/test_inductor_seed.py)
     assert list((SESSION_HOME / ".cache" / "kernelevo" / "inductor-seeds").glob("layernorm-*"))  # not in ~/.cache
 
 

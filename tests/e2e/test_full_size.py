@@ -115,7 +115,7 @@ def test_a_compiler_seed_captured_with_dynamic_shapes_runs_at_other_sizes_and_is
     # shapes: every size is read from the input, so the best runs at the other sizes (and the file's own)
     output, run_dir, summary = run(f"problem={SCALE_SHIFT}", "problem.sizes.dim=60", "inductor=none", cwd=tmp_path)
     fastest, individuals = fastest_and_individuals(run_dir)
-    # the file without a seed ran offline from its Inductor seed (once in tests/test_inductor_seed.py: a run less)
+    # the file without a seed ran offline from its Inductor seed (once in tests/seeds/test_inductor_seed.py: a run less)
     seed_file = run_dir / seeds.SEED_FILE
     assert seed_file.is_file() and "@triton.jit" in seed_file.read_text()
     assert "inductor" in {i.operator for i in individuals.values() if i.generation == 0}

@@ -23,7 +23,7 @@ VERDICTS = [
     ("patch_timer", "rejected", ["import of 'time'", "line 7: assignment into module 'time'",
                                  "line 8: assignment into module 'torch'"]),
     ("nan_output", "incorrect", ["NaN"]),
-    # issue 63: a global nn.Module hook runs inside the reference (at runtime: tests/test_judge_integrity.py)
+    # issue 63: a global nn.Module hook runs inside the reference (at runtime: tests/fitness/test_judge_integrity.py)
     ("global_forward_hook", "rejected", ["'.register_module_forward_hook' is not allowed"]),
     ("registration_hook", "rejected", ["'.register_module_parameter_registration_hook' is not allowed"]),
     ("compile_error", "compile_error", ["undefined_thing"]),
@@ -113,7 +113,7 @@ def test_a_result_cached_by_input_content_never_hits_when_timed(evaluator):
     assert result.status == "ok", result.reason  # right, and timed computing: every timed call got a fresh draw
     assert result.guards["timed_calls"] >= 4 and result.guards["timed_outputs_checked"] == [0, 1, 2]
     assert result.phases_s["timed_inputs"] > 0  # the draws' cost, outside the timed region
-    # that it would have hit on the old rotated sets, and never hits now: tests/test_timed_inputs.py
+    # that it would have hit on the old rotated sets, and never hits now: tests/fitness/test_timed_inputs.py
 
 
 def test_fp16_operands_of_an_fp32_problem_are_refused_unless_the_policy_is_kernelbenchs(evaluator):

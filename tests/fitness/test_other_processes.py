@@ -64,9 +64,9 @@ def test_work_on_another_stream_is_rejected_only_when_a_second_timing_shows_it_t
 def test_torch_compiles_capture_on_a_gpu_is_told_its_gpus_lock_and_leaves_timers_the_gpu_while_it_compiles(
         tmp_path, monkeypatch):
     """The capture process holds its GPU's lock itself, only while it runs the model or Inductor benchmarks
-    (``fitness.common.gpu_lock.inductor_benchmarks_shared``: tests/test_gpu_lock.py): the parent holds none while the
-    process runs, so a timing of another run on that GPU goes ahead while it compiles (held for a whole capture, it
-    kept the neighbour waiting for up to 15 minutes)."""
+    (``fitness.common.gpu_lock.inductor_benchmarks_shared``: tests/fitness/test_gpu_lock.py): the parent holds none
+    while the process runs, so a timing of another run on that GPU goes ahead while it compiles (held for a whole
+    capture, it kept the neighbour waiting for up to 15 minutes)."""
     import fcntl
     import json
     import os

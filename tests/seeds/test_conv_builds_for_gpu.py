@@ -2,7 +2,7 @@
 cubin, with their dots in TF32 as policy triton runs them: the interpreter runs a kernel as Python and cannot see
 what the compiler refuses (a jit helper returning a tuple, a constexpr used as a value). No GPU needed. Here the
 implicit GEMM's flattened reduction, the depthwise and the direct kernel; the tap-by-tap reduction is built with an
-epilogue by tests/test_conv_epilogues.py."""
+epilogue by tests/seeds/test_conv_epilogues.py."""
 import os
 import subprocess
 import sys

@@ -2,7 +2,7 @@
 convolution against torch.nn.functional.conv_transpose{1,2,3}d through Triton's interpreter, and the work its
 launches do: each output position visits exactly the kernel taps the stride lets contribute to it (those k with
 (o + padding - k * dilation) % stride == 0), where the gather form visited the whole window; the implicit GEMM
-and the direct path (tests/test_conv_direct.py) alike."""
+and the direct path (tests/seeds/test_conv_direct.py) alike."""
 import itertools
 import math
 
@@ -45,7 +45,7 @@ def test_the_phase_split_transposed_convolution_computes_what_torch_does(case):
     functional = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[x.dim() - 2]
     expected = functional(x, weight, b, stride, padding, output_padding, groups, dilation)
     got = conv_nd(x, weight, b, stride, padding, dilation, True, output_padding, groups, **TILES,
-                  direct=False)  # the GEMM path (the direct one: tests/test_conv_direct.py)
+                  direct=False)  # the GEMM path (the direct one: tests/seeds/test_conv_direct.py)
     assert got.shape == expected.shape and got.is_contiguous()
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 

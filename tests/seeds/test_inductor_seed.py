@@ -1,7 +1,7 @@
 """Seeds taken from torch.compile (seeds/inductor): Inductor's Triton kernels, converted into a standalone
 candidate, pass the full evaluator; the seed is cached and written into the run directory; library calls under
 policy `triton` get a clear way out; variants of Inductor's options that write other kernels are more seeds of
-generation 0 (a KernelBench-format file without a seed runs offline from its Inductor seed: tests/test_full_size.py,
+generation 0 (a KernelBench-format file without a seed runs offline from its Inductor seed: tests/e2e/test_full_size.py,
 in its run from a dynamic-shape capture). On the CPU, Inductor is asked for Triton code, which Triton's interpreter
 runs."""
 import ast
