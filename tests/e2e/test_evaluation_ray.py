@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import assert_lineage_is_sound, kernelevo, lineage_of, log_counts, read_store, replay_measurements
+from conftest import (assert_lineage_is_sound, kernelevo, kernelevo_in_one_process, lineage_of, log_counts, read_store,
+                      replay_measurements)
 from core.errors import KernelevoError
 from evo.service.ray_cluster import connect
 
@@ -16,27 +17,42 @@ RAY = ["fitness/backend=ray", "fitness.backend.gpus=0", "fitness.backend.per_gpu
        "fitness.backend.local_cpus=2"]
 
 
+@pytest.fixture(scope="module")
+def on_ray(tmp_path_factory):
+    """The module's two runs on Ray's actors (a local Ray: Ray's driver in a process of its own), one after the other
+    in one process: one Python start and one local Ray for both (the first run starts it, the second joins it).
+    (folder, the first run's CompletedProcess, the second's)."""
+    pytest.importorskip("ray")
+    cwd = tmp_path_factory.mktemp("ray")
+    chain = ["run", *COMMON, *RAY, "hydra.run.dir=chain"]
+    seeds = ["run", "problem=sum_reduction", "problem.seed=inductor", "search=tiny",
+             "search.generations=0", "search.tuner.trials=1",  # generation 0 is what the seeds' test asserts, each
+             # seed as captured (a drawn tile of 1 x 1 blocks took the interpreter past its 120 s timeout)
+             "fitness.trials=1", "fitness.timing.interpreter_reps=1", *RAY, "hydra.run.dir=seeds"]
+    return (cwd, *kernelevo_in_one_process(chain, seeds, cwd=cwd))
+
+
 @pytest.mark.slow
-def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(tmp_path):
+def test_a_run_on_ray_actors_makes_the_same_decisions_as_a_local_one(on_ray, tmp_path):
     """The Ray run's measurements (interpreter times are wall-clock noise) given to a local run: same lineage, same
     best kernel, and the local run asks for no kernel the Ray run did not measure."""
-    pytest.importorskip("ray")
-    on_ray = kernelevo("run", *COMMON, *RAY, "hydra.run.dir=ray", cwd=tmp_path, process=True)  # Ray: own process
-    assert on_ray.returncode == 0, on_ray.stdout + on_ray.stderr
-    assert "Ray (local): 1 evaluator actor(s)" in on_ray.stdout and "evaluated on Ray node" in on_ray.stdout
-    assert "2 evaluations and" in on_ray.stdout  # in flight: 1 actor x per_gpu
-    measured = replay_measurements(tmp_path / "ray", tmp_path / "local")
+    folder, done, _ = on_ray
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Ray (local): 1 evaluator actor(s)" in done.stdout and "evaluated on Ray node" in done.stdout
+    assert "2 evaluations and" in done.stdout  # in flight: 1 actor x per_gpu
+    ray_dir = folder / "chain"
+    measured = replay_measurements(ray_dir, tmp_path / "local")
     assert len(measured) > 2 and all(r.ok for r in measured.values())  # real verdicts came back from the actor
     local = kernelevo("run", *COMMON, "parallel=1", "search.parallel=1",  # the tuner's batches are part of the
                       "hydra.run.dir=local", cwd=tmp_path)                  # search (TPE learns between them): kept
     assert local.returncode == 0, local.stdout + local.stderr
     assert "Ray" not in local.stdout  # the default backend is this host's
-    assert lineage_of(tmp_path / "local") == lineage_of(tmp_path / "ray")
-    assert len(lineage_of(tmp_path / "ray")) == 1 + 2 * 2
-    assert (tmp_path / "local/best_kernel.py").read_text() == (tmp_path / "ray/best_kernel.py").read_text()
+    assert lineage_of(tmp_path / "local") == lineage_of(ray_dir)
+    assert len(lineage_of(ray_dir)) == 1 + 2 * 2
+    assert (tmp_path / "local/best_kernel.py").read_text() == (ray_dir / "best_kernel.py").read_text()
     assert log_counts(tmp_path / "local")[1] == len(measured)
-    assert log_counts(tmp_path / "ray")[0] == len(measured)  # one record per kernel, in the driver's store
-    assert_lineage_is_sound(read_store(tmp_path / "ray", lambda store: store.individuals()))
+    assert log_counts(ray_dir)[0] == len(measured)  # one record per kernel, in the driver's store
+    assert_lineage_is_sound(read_store(ray_dir, lambda store: store.individuals()))
 
 
 def test_a_missing_ray_says_how_to_install_it_before_anything_is_written(tmp_path, monkeypatch):
@@ -146,18 +162,14 @@ def test_each_actor_admits_problem_sized_memory_on_its_gpu_as_the_local_pool_doe
 
 
 @pytest.mark.slow
-def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written_by_the_driver(tmp_path):
+def test_compiler_seeds_and_their_variants_are_captured_on_the_actor_and_written_by_the_driver(on_ray):
     """problem.seed=inductor on Ray: the actor captures (on its node and device) and the driver writes every seed
     into its run directory; generation 0 holds the variants after the seed, as in a local run."""
-    pytest.importorskip("ray")
-    proc = kernelevo("run", "problem=sum_reduction", "problem.seed=inductor", "search=tiny",
-                     "search.generations=0", "search.tuner.trials=1",  # generation 0 is what this asserts, each
-                     # seed as captured (a drawn tile of 1 x 1 blocks took the interpreter past its 120 s timeout)
-                     "fitness.trials=1", "fitness.timing.interpreter_reps=1", *RAY, "hydra.run.dir=ray", cwd=tmp_path,
-                     process=True)  # a local Ray of its own, gone with the process
+    folder, _, proc = on_ray
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    written = sorted(p.name for p in (tmp_path / "ray").glob("seed_inductor*.py"))
+    assert "Ray (already connected): 1 evaluator actor(s)" in proc.stdout  # the first run's local Ray
+    written = sorted(p.name for p in (folder / "seeds").glob("seed_inductor*.py"))
     assert written == ["seed_inductor.py", "seed_inductor_nd_tiling.py"]  # (dynamic shapes, issue 43: one variant)
-    first = read_store(tmp_path / "ray", lambda store: sorted((i.id, i.operator) for i in store.individuals()
+    first = read_store(folder / "seeds", lambda store: sorted((i.id, i.operator) for i in store.individuals()
                                                             if i.generation == 0))
     assert first == [("0.0", "inductor"), ("0.1", "inductor:nd_tiling")]

@@ -17,7 +17,7 @@ from fitness.judge.rounding import RoundingAllowance, compare_with_allowance, pe
 from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
 
 K = 8.0
-SEEDS = range(16)  # about one in four of them gives an element the magnitude classes' allowance misses
+SEEDS = range(8)  # seeds 5 and 7 give an element the magnitude classes' allowance misses (4 of the first 16 do)
 
 
 def honest(model, x):
