@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import CANDIDATES, REPO, SCALE_SHIFT, SESSION_HOME, kernelevo
+from conftest import CANDIDATES, SCALE_SHIFT, SESSION_HOME, kernelevo
 from fitness.workers.pool import SANDBOXES, Lease
 
 LEASE_END = Lease.end
