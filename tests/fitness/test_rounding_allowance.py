@@ -163,7 +163,7 @@ def test_the_second_opinion_records_what_passed_and_keeps_the_ordinary_failure_o
     assert off.judge(plain, out, [ref], [x], "trial 1") is plain and not off.passed
 
 
-def test_each_elements_spread_allows_two_percent_at_most_rows_and_five_percent_at_none():
+def test_each_elements_spread_allows_two_percent_at_most_rows_and_five_percent_at_nearly_none():
     # why the evaluations below scale the rewrite by WRONG: a kernel 2 % off fails the second opinion only at the few
     # rows whose spread happened to be small (a matter of the input seed), 5 % off at (nearly) all of them
     tol = load_policy("triton").tolerance_for(torch.float32)
