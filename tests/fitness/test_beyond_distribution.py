@@ -174,7 +174,6 @@ def test_a_constant_for_a_bounded_logsumexp_fails_the_differential_trial_and_the
     assert "a move below 0.001 of the output" in constant.reason and "(1 of ||d_exact||" in constant.reason
 
 
-@pytest.mark.slow  # two whole judgements of a GEMM and group norm: 16 s alone on 2 cores, 30 s or more beside CI's
 def test_the_shrink_keeps_whole_groups_so_the_bias_alone_fails_and_the_honest_kernel_passes(sandbox):
     """KernelBench level2/75 at the interpreter's sizes: out_features was halved down to num_groups, every group one
     feature, where the output is the bias alone; it is halved with num_groups now (issue 63, class 4)."""

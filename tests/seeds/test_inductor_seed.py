@@ -27,7 +27,6 @@ from seeds.inductor.convert import SeedError, convert
 from seeds.inductor.input_guard import GUARD
 
 
-@pytest.mark.slow  # a capture, then the whole judge: 24 s alone on 2 cores, over 30 s beside CI's other workers
 @pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures
 def test_an_inductor_seed_is_a_correct_standalone_candidate_with_inductors_launch_configuration(name, sandbox):
     sizes = {"batch_size": 4, "dim": 256}  # small: the interpreter runs Inductor's reduction in seconds
