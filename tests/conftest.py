@@ -37,6 +37,10 @@ os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".ca
                   TORCHINDUCTOR_COMPILE_THREADS="1",
                   # each pytest-xdist worker its own: `address=auto` joins the local Ray found there
                   RAY_TMPDIR=str(SESSION_HOME / os.environ.get("PYTEST_XDIST_WORKER", "ray")))
+# torch on one thread in this process and every one it starts (unless the caller chose): the suite's pytest-xdist
+# workers already keep the cores busy, and a second OpenMP thread per process only waits for its turn on them
+# (the judge's tests on four workers: about a third less CPU; docs/development.md)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
