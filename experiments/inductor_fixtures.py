@@ -2,7 +2,7 @@
 few problems at small sizes, captured on a GPU (so the tests see what Inductor writes for a GPU: its GEMM templates,
 its reduction and scan helpers, libdevice calls), then converted and run through Triton's interpreter on the CPU.
 With ``--device cpu``, the captures made on the CPU (``CPU_FIXTURES``: level-2 convolutions with their epilogues,
-tests/test_conv_epilogues.py) into tests/fixtures/inductor_cpu/.
+tests/seeds/test_conv_epilogues.py) into tests/fixtures/inductor_cpu/.
 
     python3 experiments/inductor_fixtures.py [--device cpu] [--out tests/fixtures/inductor] [names...]
 """

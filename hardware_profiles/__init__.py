@@ -3,7 +3,7 @@
 Each ``*.yaml`` beside this file describes one device; the figures and their sources live there, not in code.
 ``load_profile(name)`` reads one, ``detect_profile()`` picks the one matching the live GPU (or the CPU interpreter). The
 facts layer, above the data model alone: it imports nothing of the project but ``core`` (the order:
-docs/architecture.md, checked by tests/test_layers.py)."""
+docs/architecture.md, checked by tests/project/test_layers.py)."""
 from __future__ import annotations
 
 import warnings

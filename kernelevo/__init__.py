@@ -1,4 +1,4 @@
 """kernelevo: evolutionary search with LLM mutation operators for faster, verified Triton kernels. This package is the
 command, the top layer: it may import every layer below it and nothing imports it (the order: docs/architecture.md,
-checked by tests/test_layers.py)."""
+checked by tests/project/test_layers.py)."""
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@ from the sandbox. On a GPU machine, `KERNELEVO_TEST_DEVICE=cuda` runs the evalua
 included) on the GPU instead; tests that assert interpreter-only behaviour then fail by design.
 """
 import atexit
+import json
 import os
 import pwd
 import shutil
@@ -36,6 +37,10 @@ os.environ.update(HOME=str(SESSION_HOME), XDG_CACHE_HOME=str(SESSION_HOME / ".ca
                   TORCHINDUCTOR_COMPILE_THREADS="1",
                   # each pytest-xdist worker its own: `address=auto` joins the local Ray found there
                   RAY_TMPDIR=str(SESSION_HOME / os.environ.get("PYTEST_XDIST_WORKER", "ray")))
+# torch on one thread in this process and every one it starts (unless the caller chose): the suite's pytest-xdist
+# workers already keep the cores busy, and a second OpenMP thread per process only waits for its turn on them
+# (the judge's tests on four workers: about a third less CPU; docs/development.md)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
@@ -48,6 +53,7 @@ from hardware_profiles import load_profile, resolve_profile  # noqa: E402
 configure_logging()  # the "[kernelevo] ..." lines of what the tests call in-process, as the command prints them
 
 TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 CANDIDATES = TESTS / "candidates"
 PROBLEMS = TESTS / "problems"
 SCALE_SHIFT = str(PROBLEMS / "scale_shift.py")
@@ -118,6 +124,32 @@ def _in_process(args: list[str], cwd, env: dict) -> subprocess.CompletedProcess:
         os.chdir(saved_cwd)
         sys.argv = saved_argv
     return subprocess.CompletedProcess(["kernelevo", *args], code, out.getvalue(), err.getvalue())
+
+
+# `kernelevo_in_one_process`'s process: each command through `_in_process`, the results written as JSON. Its path as
+# pytest's (pyproject.toml: the repository, then tests/, whose folders named after the packages would otherwise be
+# taken for them: namespace packages)
+ONE_PROCESS = """
+import json, sys
+sys.path[:0] = sys.argv[1:3]
+import conftest
+done = [vars(conftest._in_process(args, sys.argv[3], dict(conftest.os.environ))) for args in json.loads(sys.argv[4])]
+conftest.Path(sys.argv[5]).write_text(json.dumps(done))
+"""
+
+
+def kernelevo_in_one_process(*commands: list, cwd, timeout=900) -> list[subprocess.CompletedProcess]:
+    """Several `kernelevo` commands (each its list of arguments), one after the other in one process of its own, each
+    run as `kernelevo()` runs one in this process: one Python start and one import of torch and Ray for all of them,
+    and one local Ray for their Ray runs (the first run starts it, the later ones join it: "Ray (already
+    connected)"). For runs that need a process of their own (a Ray driver) but not one each."""
+    results = Path(cwd) / ".kernelevo-results.json"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
+    argv = [str(REPO), str(TESTS), str(cwd), json.dumps([list(c) for c in commands]), str(results)]
+    proc = subprocess.run([sys.executable, "-c", ONE_PROCESS, *argv], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0 and results.is_file(), proc.stdout + proc.stderr
+    return [subprocess.CompletedProcess(**done) for done in json.loads(results.read_text())]
 
 
 def run_dir_of(output: str) -> Path:

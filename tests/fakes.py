@@ -2,7 +2,7 @@
 
 The fakes of an evaluator and of the evaluation service implement the project's protocols
 (``fitness.evaluation.evaluating.Evaluating``, ``evo.service.evaluation_protocol.RunEvaluator`` and ``Evaluations``);
-``tests/test_fakes.py`` checks each against them (isinstance and the calls' signatures), so a fake cannot drift
+``tests/project/test_fakes.py`` checks each against them (isinstance and the calls' signatures), so a fake cannot drift
 from what it stands for. Also here: the toy kernel world of the search's tests (``SOURCE``: a kernel that is a
 number V, its operators and tuner), the tuner's landscape, and a stored run made by hand (``write_run``). The LLM
 tests' own are in ``tests/llm_fakes.py``; the helpers of whole runs (``TINY``, ``lineage_of``, ...) in
@@ -348,7 +348,7 @@ def write_run(run_dir, timer: str) -> None:
     store.close()
 
 
-# the check at other sizes (tests/test_sizes_label.py, tests/test_full_size.py): a run's kernels made of
+# the check at other sizes (tests/evo/test_sizes_label.py, tests/e2e/test_full_size.py): a run's kernels made of
 # tests/candidates/sizes_verdicts.py, one that runs at any size, one whose guard refuses other sizes, one whose mask
 # is wrong there
 SIZES_SOURCE = (Path(__file__).resolve().parent / "candidates" / "sizes_verdicts.py").read_text()

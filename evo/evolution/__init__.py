@@ -1,3 +1,3 @@
 """Owns the search itself: the steady-state loop, selection, strategies, the stopping rule and the DEAP toolbox. It
 imports only the subpackages below it in evo/'s order, and that layer's root settings (the order:
-docs/architecture.md, checked by tests/test_layers.py)."""
+docs/architecture.md, checked by tests/project/test_layers.py)."""

@@ -1,6 +1,6 @@
 """kernelevo's Triton flash attention (seeds/kernels/attention.py) on a GPU: does it compile and compute what torch's
 SDPA does at KernelBench's shapes, and how far is it from the library's attention (issue 43: the attention seed)?
-Only its interpreter runs were checked when it was written (tests/test_attention_seed.py).
+Only its interpreter runs were checked when it was written (tests/seeds/test_attention_seed.py).
 
     python3 experiments/diagnostics/attention_kernel.py --out OUT.json [--quick]    # about 10 minutes on an H100
 

@@ -1,10 +1,10 @@
 """Is each element's spread (fitness/judge/rounding.py ``perturbed_spread``) a fair allowance for KernelBench
 level3/49 (Mamba2's final state)? On the CPU, at fewer batch rows than the file's 2048, per model seed: how many
 elements an honest reordering of the algebra (cumulative sums as triangular matmuls, the einsums in another order:
-``tests/test_rounding_spread.honest``) misses the plain comparison, the magnitude classes' allowance and the spread's
-(K = 8), and the largest ratio of each output's error to its allowance (spread, or atol + rtol |exact| over K), for
-the honest reordering, the fp32 reference itself and two wrong kernels (the parameter A off by 1e-4; 1 % of the
-elements zeroed). Needs einops (`pip install --target DIR einops`, then PYTHONPATH=DIR)::
+``tests/fitness/test_rounding_spread.honest``) misses the plain comparison, the magnitude classes' allowance and the
+spread's (K = 8), and the largest ratio of each output's error to its allowance (spread, or atol + rtol |exact| over
+K), for the honest reordering, the fp32 reference itself and two wrong kernels (the parameter A off by 1e-4; 1 % of
+the elements zeroed). Needs einops (`pip install --target DIR einops`, then PYTHONPATH=DIR)::
 
     PYTHONPATH=/tmp/m49/site .venv/bin/python experiments/diagnostics/rounding_spread.py \\
         --problem ../shared/kernelbench/level3/49_Mamba2ReturnFinalState.py --batch 256 --seeds 4 \\

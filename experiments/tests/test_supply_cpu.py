@@ -1,6 +1,6 @@
 """The supply experiment's harness (experiments/scale/supply_cpu.py: the search, tuner, store and evaluation service
 as a run wires them, over fake evaluators) on the CPU: the occupancy of four evaluators' slots, and a lineage that is
-a function of the evaluator count alone (moved from tests/test_supply.py: the product's tests import no experiment
+a function of the evaluator count alone (moved from tests/evo/test_supply.py: the product's tests import no experiment
 code)."""
 from experiments.scale.supply_cpu import measure
 

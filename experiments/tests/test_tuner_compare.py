@@ -1,5 +1,5 @@
 """The tuner comparison (experiments/tuner_compare.py) on the fake service's synthetic landscape (moved from
-tests/test_tuner.py: the product's tests import no experiment code)."""
+tests/evo/test_tuner.py: the product's tests import no experiment code)."""
 from experiments.tuner_compare import compare, summarise
 from fakes import TUNER_SEED, LandscapeService
 

@@ -6,7 +6,7 @@ A deep network needs the rounding at every matmul, not at the inputs and weights
 17 Linear layers) the coverage trial raised one input element to 5.7e8, the first layer made activations of about
 1e7, and a TF32 kernel rounds those again as the next layer's operand. Rounding only the inputs and weights agreed
 with the fp32 reference where Inductor's TF32 seed did not, and the trial rejected that honest kernel
-(docs/measurements.md); a 16-layer MLP on the CPU reproduces it (tests/test_coverage_tf32.py).
+(docs/measurements.md); a 16-layer MLP on the CPU reproduces it (tests/fitness/test_coverage_tf32.py).
 """
 from __future__ import annotations
 

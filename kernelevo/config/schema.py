@@ -5,7 +5,7 @@ A command's primary config (``conf/config.yaml``, ``bench.yaml``, ...) starts it
 wrong type, and every key a YAML file leaves out keeps the default written here. The YAML files under ``conf/`` hold
 only group choices and what an option changes (``search/tiny.yaml``; so do the options registered from the packages
 that own them, ``kernelevo.config.groups``: ``llm=openai``'s preset); a default there that equals the schema's is a
-second home, which ``tests/test_config_schema.py`` refuses.
+second home, which ``tests/conf/test_config_schema.py`` refuses.
 
 The settings of each part live beside the code that uses them, and are these nodes' types: ``fitness.settings``
 (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,

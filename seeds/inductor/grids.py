@@ -4,7 +4,7 @@ Inductor names a kernel's grid by its ``grid_type`` (``inductor_meta``): one ``G
 ``torch/_inductor/runtime/triton_heuristics.py`` each. ``launch_grid`` writes the same grid, with the block sizes
 as the candidate's constants (so a tuned block size changes the grid with it) and the sizes as the launch's
 arguments. Grid types the converter cannot write (``REFUSED``: their grids are precomputed for one configuration
-or span several fused kernels) are a SeedError naming the type. ``tests/test_inductor_grids.py`` checks every
+or span several fused kernels) are a SeedError naming the type. ``tests/seeds/test_inductor_grids.py`` checks every
 formula against Inductor's own and that every grid type of the installed torch is either here or refused.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CPU forms of libdevice's Bessel functions (``j0``, ``j1``, ``y0``, ``y1``, ``cyl_bessel_i0``, ``cyl_bessel_i1``) for
 Triton's interpreter, as ``libdevice_cpu.py``'s (which says how a seed gets them): in fp64, by the rational and
 asymptotic approximations of Numerical Recipes in C (2nd ed., 6.5-6.6); compared with torch's in
-``tests/test_libdevice_cpu.py``. Standalone (triton only): a seed holds a copy of what it uses.
+``tests/seeds/test_libdevice_cpu.py``. Standalone (triton only): a seed holds a copy of what it uses.
 """
 import triton
 import triton.language as tl

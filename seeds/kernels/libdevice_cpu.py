@@ -8,7 +8,7 @@ seed calls, and those they call, into the seed. A libdevice function with no for
 error (``seeds.inductor.libdevice``).
 
 Each form is ``tl`` arithmetic only (no ``tl.minimum`` / ``tl.maximum`` where a NaN must pass: they drop it), fp32
-or fp64 as its argument; accurate to a few ulps of fp32 over the ranges ``tests/test_libdevice_cpu.py`` compares
+or fp64 as its argument; accurate to a few ulps of fp32 over the ranges ``tests/seeds/test_libdevice_cpu.py`` compares
 with torch (cancellation avoided: ``expm1`` and ``log1p`` by Kahan's forms, ``tanh`` and ``sinh`` through
 ``expm1``, ``erfc`` by its exp-scaled rational form). This file is standalone (triton only): a seed holds a copy of
 what it uses.
