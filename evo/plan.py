@@ -15,7 +15,7 @@ from evo.settings import SearchSettings, TunerSettings
 from fitness.evaluation.plan import JudgePlan
 from operators.base import Operator
 from operators.llm.settings import LLMPlan
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 
 class Selection(Protocol):

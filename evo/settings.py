@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 SAMPLERS = {"tpe": "multivariate TPE", "random": "seeded random search"}
 

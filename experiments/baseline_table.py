@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from core.stats import geometric_mean  # noqa: E402
+from kernelevo.core.stats import geometric_mean  # noqa: E402
 from fitness.common.formatting import microseconds, ratio  # noqa: E402
 
 

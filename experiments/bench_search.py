@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from core.stats import geometric_mean  # noqa: E402
+from kernelevo.core.stats import geometric_mean  # noqa: E402
 from experiments.bench_cli import environment, load_runs, main, problem_names, save  # noqa: E402
 from experiments.timeline import STATES, gpu_timeline, start_up_lock_of  # noqa: E402
 from fitness.common.formatting import microseconds, number, percent, speedup  # noqa: E402

@@ -1,7 +1,7 @@
 """How many KernelBench level-2 convolution problems have an epilogue the converter fuses into kernelevo's
-convolution (seeds/inductor/epilogues.py): each problem whose file builds an nn.Conv* / nn.ConvTranspose* is captured
-(torch.compile, on --device; on the CPU at the interpreter's test sizes), converted under policy `triton` with and
-without fusion, and the row says how many convolutions it has, how many took an epilogue, how many launches forward
+convolution (kernelevo/seeds/inductor/epilogues.py): each problem whose file builds an nn.Conv* / nn.ConvTranspose* is
+captured (torch.compile, on --device; on the CPU at the interpreter's test sizes), converted under policy `triton` with
+and without fusion, and the row says how many convolutions it has, how many took an epilogue, how many launches forward
 makes fewer, and why each one left apart was left. Captures are kept in --cache (a rerun converts only).
 
     python3 experiments/conv_epilogue_coverage.py --root /work/shared/kernelbench/level2 --cache DIR --out OUT.json
@@ -68,8 +68,8 @@ def check(source: str, spec) -> float:
 
 def one(path: Path, cache: Path, device: str, checked: bool) -> dict:
     from fitness.problems.problem import resolve_problem
-    from seeds.inductor import capture
-    from seeds.inductor.convert import convert
+    from kernelevo.seeds.inductor import capture
+    from kernelevo.seeds.inductor.convert import convert
 
     spec = resolve_problem(str(path), size_preset="test" if device == "cpu" else "full")
     row, file = {"problem": path.stem}, cache / f"{path.stem}.{device}.json"

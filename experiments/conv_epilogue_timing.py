@@ -1,7 +1,7 @@
 """Fused against unfused level-2 convolution seeds on a GPU, without the search (issue 62, item 2): for each
 problem, torch.compile's code is captured once as policy `triton` captures it (GEMM templates, TF32), converted
 twice (kernelevo's convolution with Inductor's pointwise kernel after it, and with that kernel fused into it as its
-epilogue: seeds/inductor/epilogues.py), both checked against the reference and timed with
+epilogue: kernelevo/seeds/inductor/epilogues.py), both checked against the reference and timed with
 triton.testing.do_bench, with eager PyTorch and torch.compile (TF32 on, as policy `triton`'s baselines run) in the
 same process. Each seed runs at its launch parameters' defaults (no tuning): the fused one's convolution writes the
 output's final layout, so a tuned run may pick other tiles.
@@ -39,8 +39,8 @@ def one(path: Path, folder: Path, reps: int) -> dict:
     import triton.testing
 
     from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
-    from seeds.inductor import capture
-    from seeds.inductor.convert import convert
+    from kernelevo.seeds.inductor import capture
+    from kernelevo.seeds.inductor.convert import convert
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     spec = resolve_problem(str(path))

@@ -1,4 +1,5 @@
-"""kernelevo's convolution (seeds/kernels/conv.py) against torch's (cuDNN) at KernelBench's full sizes, each path of
+"""kernelevo's convolution (kernelevo/seeds/kernels/conv.py) against torch's (cuDNN) at KernelBench's full sizes, each
+path of
 conv_nd timed apart: the direct path (``conv_direct_kernel``, where a group's GEMM is too small for tl.dot), the
 implicit GEMM forced (``direct=False``), and what ``conv_nd`` picks by itself. GPU only (the interpreter would take
 hours at these sizes); every output is checked against torch's first::
@@ -23,7 +24,7 @@ import triton
 import triton.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from seeds.kernels.conv import conv_nd  # noqa: E402
+from kernelevo.seeds.kernels.conv import conv_nd  # noqa: E402
 
 CASES = {  # x shape, weight shape, stride, padding, dilation, transposed, output_padding, groups
     "level1/84 depthwise 3x3": ((64, 128, 256, 512), (128, 1, 3, 3), (1, 1), (0, 0), (1, 1), False, (0, 0), 128),

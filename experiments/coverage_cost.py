@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.stats import median  # noqa: E402
+from kernelevo.core.stats import median  # noqa: E402
 
 
 def store_rows(db: Path) -> list[dict]:

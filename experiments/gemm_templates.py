@@ -6,8 +6,8 @@ each path's median time, TFLOP/s and fraction of the library's speed. GPU only::
 
 Paths, all with TF32 allowed as under policy ``triton``: ``library`` (the module as eager PyTorch runs it);
 ``templates`` (torch.compile max-autotune over Triton's GEMM templates only, as the capture's seeds are made:
-``seeds.inductor.template_choices.TEMPLATE_OPTIONS``); ``persistent_tma`` (the same with Inductor's persistent TMA
-template offered too); ``split_k`` (the same as ``templates`` with the capture's own decompositions, so a long K is
+``kernelevo.seeds.inductor.template_choices.TEMPLATE_OPTIONS``); ``persistent_tma`` (the same with Inductor's persistent
+TMA template offered too); ``split_k`` (the same as ``templates`` with the capture's own decompositions, so a long K is
 split: ``TEMPLATE_DECOMPOSITIONS``). Each compiled path's output is compared with the library's. Times:
 ``triton.testing.do_bench``'s median in ms. The JSON is rewritten after each row, so a call cut short keeps what it
 measured.
@@ -26,8 +26,8 @@ import torch
 import triton.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from seeds.inductor.decompositions import capture_decompositions  # noqa: E402
-from seeds.inductor.template_choices import TEMPLATE_DECOMPOSITIONS, TEMPLATE_OPTIONS, present  # noqa: E402
+from kernelevo.seeds.inductor.decompositions import capture_decompositions  # noqa: E402
+from kernelevo.seeds.inductor.template_choices import TEMPLATE_DECOMPOSITIONS, TEMPLATE_OPTIONS, present  # noqa: E402
 
 PATHS = {"templates": {}, "persistent_tma": {"triton.enable_persistent_tma_matmul": True},
          "split_k": {"decompositions": TEMPLATE_DECOMPOSITIONS}}

@@ -1,4 +1,5 @@
-"""kernelevo's convolution (seeds/kernels/conv.py) against the library's (cuDNN) at KernelBench's own sizes, one row a
+"""kernelevo's convolution (kernelevo/seeds/kernels/conv.py) against the library's (cuDNN) at KernelBench's own sizes,
+one row a
 problem: each path's time, TFLOP/s and GB/s, and its fraction of the library's speed. GPU only::
 
     python3 experiments/heavy_ops.py --kernelbench PATH/TO/KernelBench --out $OUT/heavy_ops.json \\
@@ -7,8 +8,8 @@ problem: each path's time, TFLOP/s and GB/s, and its fraction of the library's s
 Each problem's module is built from its file (``Model(*get_init_inputs())``, inputs from ``get_inputs()``, on the
 GPU); its one convolution module is timed as the library runs it (``module(x)``, TF32 allowed as under policy
 ``triton``) and as ``conv_nd`` runs it with TF32 dot products (the kernel file's dots switched to TF32 as
-``seeds.inductor.convolutions.kernel_source(tf32=True)`` does), over the launch parameters of ``--tiles`` (the best
-kept; the search tunes them further). Every output is compared with the library's first (relative to its largest
+``kernelevo.seeds.inductor.convolutions.kernel_source(tf32=True)`` does), over the launch parameters of ``--tiles`` (the
+best kept; the search tunes them further). Every output is compared with the library's first (relative to its largest
 magnitude). Times: ``triton.testing.do_bench``'s median in ms. The JSON is rewritten after each problem, so a call
 cut short keeps what it measured.
 """
@@ -28,7 +29,7 @@ import torch
 import triton
 import triton.testing
 
-KERNEL_FILE = Path(__file__).resolve().parent.parent / "seeds" / "kernels" / "conv.py"
+KERNEL_FILE = Path(__file__).resolve().parent.parent / "kernelevo" / "seeds" / "kernels" / "conv.py"
 # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, CHANNELS_LAST, W_PHASES: the implicit GEMM's (W_PHASES=0, rows
 # gathered, only for a transposed convolution); the depthwise kernel's tile is BLOCK_N / 16 rows by 2 * BLOCK_M columns
 # (conv_nd's docstring)

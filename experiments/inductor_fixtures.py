@@ -35,7 +35,7 @@ CPU_FIXTURES = {name: (f"tests/problems/{name}.py", {}, False)
 
 def main() -> None:
     from fitness.problems.problem import resolve_problem
-    from seeds.inductor import capture
+    from kernelevo.seeds.inductor import capture
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default="", help="a KernelBench checkout (its KernelBench/ folder)")

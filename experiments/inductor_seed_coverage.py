@@ -44,8 +44,8 @@ def one(path: str, cap: int, cache: Path, device: str, policy: str, capture_only
     from fitness.judge.static_check import check_source
     from fitness.problems.problem import resolve_problem
     from hardware_profiles import load_profile, resolve_profile
-    from seeds.inductor import inductor_seed, library_calls, policy_options
-    from seeds.inductor.convert import SeedError
+    from kernelevo.seeds.inductor import inductor_seed, library_calls, policy_options
+    from kernelevo.seeds.inductor.convert import SeedError
 
     try:
         spec = shrunk_spec(path, cap) if device == "cpu" else resolve_problem(path)

@@ -1,5 +1,5 @@
 """Inductor seeds on the GPU, without the search (issue: compiler seeds): for each problem, capture and convert
-torch.compile's kernels (seeds/inductor), run the seed against the reference and time seed, eager and
+torch.compile's kernels (kernelevo/seeds/inductor), run the seed against the reference and time seed, eager and
 torch.compile with triton.testing.do_bench (a quick check; the evaluator's timer is the reference method).
 
     python3 experiments/inductor_seeds.py --out OUT.json layernorm row_softmax path/to/KernelBench/level1/23_Softmax.py
@@ -24,7 +24,7 @@ def check(name: str, cache: Path) -> dict:
     import triton.testing
 
     from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
-    from seeds.inductor import inductor_seed
+    from kernelevo.seeds.inductor import inductor_seed
 
     spec = resolve_problem(name)
     started = time.time()

@@ -234,7 +234,7 @@ def cost(kernelbench: Path, repeats: int, out: Path, only: list[str], device: st
     from fitness.evaluation.evaluator import default_cache_dir
     from fitness.problems.problem import resolve_problem
     from hardware_profiles import resolve_profile
-    from seeds.inductor import inductor_seed, policy_options
+    from kernelevo.seeds.inductor import inductor_seed, policy_options
 
     from experiments.new_trials_cost import judge, write_table
 

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.stats import median  # noqa: E402
+from kernelevo.core.stats import median  # noqa: E402
 
 PHASES = ("probes", "parameters", "differential", "coverage")  # the coverage trial (not new) for comparison
 OWN = ("below_threshold", ROOT / "tests" / "problems" / "below_threshold.py",

@@ -37,8 +37,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from evo.tuning.tuner import Tuner  # noqa: E402
-from core.genome import Genome  # noqa: E402
-from core.individual import Individual  # noqa: E402
+from kernelevo.core.genome import Genome  # noqa: E402
+from kernelevo.core.individual import Individual  # noqa: E402
 from operators.base import OperatorContext  # noqa: E402
 from operators.param_mutation import ParamMutation  # noqa: E402
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 PROFILERS = ("none", "ncu")
 # every known baseline, in the order tables show them (what each one is: fitness.baselines)
@@ -27,7 +27,7 @@ class ProblemSettings:
     size_preset: str = "auto"
     sizes: Dict[str, Any] = field(default_factory=dict)  # size-constant overrides, e.g. problem.sizes.batch_size=64
     # seed kernel file; null: the bundled seed (a file has none: torch.compile's Triton kernels); inductor:
-    # torch.compile's Triton kernels (seeds/inductor)
+    # torch.compile's Triton kernels (kernelevo/seeds/inductor)
     seed: Optional[str] = None
 
 
@@ -87,7 +87,8 @@ class EvalSettings:
     # weights are perturbed by 16 u: an exact rewrite of a long cancelling sum differs from it by that); null: none
     rounding_allowance: Optional[float] = 8.0
     trace_torch_ops: bool = True  # dispatch-mode trace of forward's aten ops on the first trial
-    plausibility: bool = True  # reject times below plausibility_margin x the data floor (fitness/problems/speed_of_light.py)
+    # reject times below plausibility_margin x the data floor (fitness/problems/speed_of_light.py)
+    plausibility: bool = True
     plausibility_margin: float = 0.9
     prestart_worker: bool = True  # keep warm spare workers (forked, CUDA initialised) ready for the next jobs
     # how many warm spares per evaluator; null: as many as evaluations in flight on its device (the run's

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 PROFILE_DIR = Path(__file__).resolve().parent
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")

@@ -3,7 +3,7 @@ configurations that a hardware profile cannot run, or cannot run well (found by 
 compiled).
 
 A launch parameter says which kernel it belongs to by a prefix: an Inductor seed's ``K0_XBLOCK`` and
-``K0_NUM_WARPS`` are kernel K0's (``seeds/inductor/convert.py``), a one-kernel seed's ``BLOCK_SIZE`` and
+``K0_NUM_WARPS`` are kernel K0's (``kernelevo/seeds/inductor/convert.py``), a one-kernel seed's ``BLOCK_SIZE`` and
 ``NUM_WARPS`` have none. A kernel is a prefix that some ``<prefix>NUM_WARPS`` or ``<prefix>NUM_STAGES`` knob has
 (and the empty one); each of its block sizes (XBLOCK, YBLOCK, R0_BLOCK, BLOCK, BLOCK_SIZE, BLOCK_M, TILE_N, ...) is
 a dimension of its tile. Triton spreads a tile over the program's num_warps x 32 threads, each holding its share in

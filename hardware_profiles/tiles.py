@@ -2,8 +2,8 @@
 
 A tile is a profile's fact: six values in ``TILE_PARAMS``' order, tiles known to run well on its device. A genome's
 GEMM template kernel names its tile parameters with its kernel's prefix (``K0_BLOCK_M`` ... ``K0_NUM_STAGES``, as
-``seeds/inductor/convert.py`` writes them; the prefixes of ``hardware_profiles.limits``), so the tuner, which tries
-the profile's tiles after a genome's own configuration, reads them through ``tile_starts`` here, whichever seed
+``kernelevo/seeds/inductor/convert.py`` writes them; the prefixes of ``hardware_profiles.limits``), so the tuner, which
+tries the profile's tiles after a genome's own configuration, reads them through ``tile_starts`` here, whichever seed
 source made the kernel."""
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from kernelevo.config.schema import BenchSettings
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.benchmark.bench import FAILURES, INTERRUPTED, LOGS, NOT_STARTED, RESUMABLE, ROWS, RUNS, BenchTask, Row, started
 from evo.benchmark.selection import select, with_seeds
 from evo.reports.intervals import Bootstrap

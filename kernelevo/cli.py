@@ -18,8 +18,8 @@ import sys
 import hydra
 
 from kernelevo.config import CONF_DIR  # registers the schema, the groups and the resolvers (${stem:...}) first
-from core.errors import KernelevoError
-from core.log import configure as configure_logging
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.log import configure as configure_logging
 from fitness.common.lifeline import arm
 from evo.runs.failure import asked_file
 from kernelevo.commands import COMMANDS, Failed, ask_failure_file, fail, failure_of, interrupted, record_failure
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     to continue the run). A command that fails writes its failure's record where whoever started it asked
     (``evo.runs.failure.FAILURE_FILE``: a bench, for each of its runs)."""
     arm()  # a bench's search (started with fitness.common.lifeline's env): dies with the bench, even a killed one
-    configure_logging()  # what the command tells as it works: "[kernelevo] ..." lines (core.log)
+    configure_logging()  # what the command tells as it works: "[kernelevo] ..." lines (kernelevo.core.log)
     ask_failure_file(asked_file())
     try:
         _main(argv)

@@ -12,7 +12,7 @@ from typing import Callable
 
 from omegaconf import DictConfig
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.runs.failure import FailureKind, RunFailure
 from fitness.common.lifeline import INTERRUPTED_EXIT
 from fitness.measure import verdict_text
@@ -165,7 +165,8 @@ def evaluate(cfg: DictConfig, plan: plans.EvaluatePlan) -> None:
         completed = True
     finally:
         lease.end(keep=completed)  # a verdict given: its fork server serves the process's next command
-    print(verdict_text.summary(result), flush=True)  # the verdict first: should the write fail after all, it is not lost
+    # the verdict first: should the write fail after all, it is not lost
+    print(verdict_text.summary(result), flush=True)
     try:
         out = _out_path(plan.out)
         out.write_text(result.to_json())
@@ -180,7 +181,7 @@ def seed(cfg: DictConfig, plan: plans.SeedPlan) -> None:
     """Write the problem's seed converted from torch.compile's Triton kernels, without searching."""
     from fitness.evaluation.evaluator import default_cache_dir
     from fitness.evaluation.from_config import fitness_parts
-    from seeds.inductor import inductor_seeds, policy_options, write_seeds
+    from kernelevo.seeds.inductor import inductor_seeds, policy_options, write_seeds
 
     try:
         parts = fitness_parts(plan.judge)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.records.claim import Claim
 
 

@@ -25,7 +25,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.evolution.strategy import Evolution
 from evo.plan import EvaluationBackend, RunPlan, Strategy
 from evo.runs.run import CheckedRun
@@ -35,7 +35,7 @@ from fitness.comparison.policy import PrecisionPolicy, named_for_overrides
 from fitness.evaluation.plan import JudgePlan
 from fitness.settings import EvalSettings
 from operators.llm.settings import LLMPlan, LLMSettings, TeamSettings
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 if TYPE_CHECKING:  # the CLI imports this module before any of the search's
     from evo.records.checkpoint import Checkpoint

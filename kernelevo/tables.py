@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.benchmark.bench import ROWS, RUNS, Row, slug
 from evo.benchmark.selection import level_sizes
 from evo.benchmark.bench_report import console_table, summary_lines, write_bench_report

@@ -34,7 +34,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from kernelevo.config import CONF_DIR
 from kernelevo.config.plugins import node_parameters
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 JOB_NAME = "commands"  # Hydra's job name, as hydra.main named it after the tasks' module (its log: commands.log)
 OPEN_SPOTS = ("problem.sizes", "inductor.variants")  # keys below these are free (see above)

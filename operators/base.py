@@ -1,7 +1,7 @@
 """The operator interface, plus the value bounds the offline operators share.
 
-An operator takes ``arity`` parent individuals (``core.individual.Individual``: code, tuned parameters, measured
-result, lineage) and returns zero or more child genomes; the search gives each child its lineage (parent ids,
+An operator takes ``arity`` parent individuals (``kernelevo.core.individual.Individual``: code, tuned parameters,
+measured result, lineage) and returns zero or more child genomes; the search gives each child its lineage (parent ids,
 operator name, generation). An operator that has nothing meaningful to offer returns ``[]`` rather than a copy of a
 parent: the search dedupes by ``Genome.key``, so a no-op child would only waste a slot.
 
@@ -20,9 +20,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
-from core.errors import KernelevoError
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from hardware_profiles import HardwareProfile
 from hardware_profiles.limits import in_bounds
 

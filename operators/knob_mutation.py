@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from core import pyast
-from core.genome import TUNABLE_NAME, Genome
+from kernelevo.core import pyast
+from kernelevo.core.genome import TUNABLE_NAME, Genome
 from hardware_profiles import HardwareProfile
-from core.individual import Individual
+from kernelevo.core.individual import Individual
 from operators.base import Operator, OperatorContext, halved_and_doubled, is_int
 
 CALL_KNOBS = ("num_warps", "num_stages")  # keyword arguments of kernel launches and triton.Config
@@ -47,7 +47,7 @@ def call_literal_knobs(tree: ast.Module) -> list[Knob]:
 
 
 def module_assignments(tree: ast.Module) -> dict[str, ast.Assign]:
-    """Module-level ``NAME = value`` statements by name (a later one wins, as in ``core.genome``)."""
+    """Module-level ``NAME = value`` statements by name (a later one wins, as in ``kernelevo.core.genome``)."""
     return {node.targets[0].id: node for node in tree.body
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
 

@@ -10,9 +10,9 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from core.errors import KernelevoError
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from operators.base import Operator, OperatorContext
 
 

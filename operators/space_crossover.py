@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from operators.base import Operator, OperatorContext
 
 

@@ -3,8 +3,8 @@
 A seed's TUNABLE lists are a guess. This operator edits one of them (a numeric parameter whose choices are all
 powers of two): it grows the list one step past its largest (x2) or smallest (/2) choice, so the tuner can reach
 sizes the seed never offered, or drops an extreme choice, so tuning effort goes where it has paid off. New values
-respect the hard bounds in ``hardware_profiles.limits.BOUNDS`` (and the profile's thread limit for NUM_WARPS); the chosen
-value (and the source's default) is never dropped, and a list never becomes empty.
+respect the hard bounds in ``hardware_profiles.limits.BOUNDS`` (and the profile's thread limit for NUM_WARPS); the
+chosen value (and the source's default) is never dropped, and a list never becomes empty.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from core.genome import Genome, module_constants
+from kernelevo.core.genome import Genome, module_constants
 from hardware_profiles import HardwareProfile
-from core.individual import Individual
+from kernelevo.core.individual import Individual
 from hardware_profiles.limits import in_bounds
 from operators.base import Operator, OperatorContext, is_power_of_two
 

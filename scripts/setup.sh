@@ -42,4 +42,4 @@ if ! with_uv; then
   echo "setup.sh: uv could not install the packages (above); installing them with pip" >&2
   with_pip
 fi
-.venv/bin/python -m compileall -q -j 0 core evo fitness operators seeds kernelevo hardware_profiles >/dev/null || true
+.venv/bin/python -m compileall -q -j 0 evo fitness operators kernelevo hardware_profiles >/dev/null || true

@@ -44,7 +44,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
-from core.log import configure as configure_logging  # noqa: E402
+from kernelevo.core.log import configure as configure_logging  # noqa: E402
 from fitness.evaluation.evaluator import EvalSettings, Evaluator  # noqa: E402
 from fitness.comparison.policy import load_policy  # noqa: E402
 from fitness.problems.problem import resolve_problem  # noqa: E402

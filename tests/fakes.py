@@ -20,17 +20,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, ClassVar
 
-from core.genome import Genome, evaluation_key
-from core.individual import Individual
+from kernelevo.core.genome import Genome, evaluation_key
+from kernelevo.core.individual import Individual
 from evo.records.checkpoint import Checkpoint
 from evo.records.store import RunStore
 from fitness.comparison.policy import load_policy
 from fitness.evaluation.plan import JudgePlan
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.settings import EvalSettings, ProblemSettings
 from hardware_profiles import load_profile
 from operators.base import BudgetExhausted, Operator
-from seeds.inductor.cache import CapturedSeeds
+from kernelevo.seeds.inductor.cache import CapturedSeeds
 
 
 # evaluators (RunEvaluator) --------------------------------------------------------------------------------------

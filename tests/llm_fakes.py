@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, kernelevo
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from fitness.problems.problem import resolve_problem
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.problems.target import target_for
 from hardware_profiles import load_profile
 from llm_server import ScriptedLLMServer

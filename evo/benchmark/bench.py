@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.benchmark.bench_interrupt import BenchInterrupted, Searches
 from evo.benchmark.bench_progress import StageWatch, start_line
 from evo.reports.outcome import NO_CORRECT_EXIT, SUMMARY_FILE, RunOutcome  # written at the end of every run
@@ -29,7 +29,7 @@ from evo.runs.failure import FAILURE_FILE, RunFailure
 from evo.runs.start_gate import START_GATE, open_gate
 from evo.records.store import RunStore
 from evo.service.evaluation import SEARCHES_ON_HOST
-from core.records import from_record
+from kernelevo.core.records import from_record
 from fitness.common.atomic import write_atomic
 from fitness.common.lifeline import INTERRUPTED_EXIT, lifeline_env
 

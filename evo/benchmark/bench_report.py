@@ -9,7 +9,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from core.stats import geometric_mean, median
+from kernelevo.core.stats import geometric_mean, median
 from evo.reports.anytime import plot as plot_anytime, plot_interpreter
 from evo.benchmark.bench import RUNS, Row, slug
 from evo.benchmark.bench_table import (failure_of, library_best, markdown_sections, paper_summary, sections,

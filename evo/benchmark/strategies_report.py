@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from core.stats import median
+from kernelevo.core.stats import median
 from evo.records.meta import CONFIG
 from evo.reports.anytime import GPU_AXIS, Step, best_so_far, plot
 from evo.reports.intervals import Bootstrap, Interval, median_interval

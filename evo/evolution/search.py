@@ -27,7 +27,7 @@ from random import Random
 
 from deap import tools
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.records.checkpoint import Checkpoint
 from evo.records.meta import STOP_REASON
@@ -39,9 +39,9 @@ from evo.evolution.strategy import Evolution
 from evo.records.store import RunStore
 from evo.evolution.toolbox import build_toolbox, statistics
 from evo.tuning.tuner import Tuner
-from core.genome import Genome
-from core.individual import Individual, individual_id
-from core.evaluation_record import NO_VERDICT
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual, individual_id
+from kernelevo.core.evaluation_record import NO_VERDICT
 from fitness.measure.verdict_text import brief
 from operators.base import (CURRENT_CHILD, BudgetExhausted, ChildUsage, Duplicate, Operator, OperatorContext,
                             OperatorUnavailable)

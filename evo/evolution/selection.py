@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 
 def _correct_or_all(individuals: list) -> list:

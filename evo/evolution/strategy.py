@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.evolution.selection import DistinctParents, EpsilonGreedy
 
 

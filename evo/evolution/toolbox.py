@@ -1,6 +1,6 @@
 """DEAP set-up, in one place: the toolbox the search loop calls and the statistics of its logbook.
 
-DEAP works on ``core.individual.Individual`` directly (its ``fitness`` is a DEAP fitness: the kernel's time,
+DEAP works on ``kernelevo.core.individual.Individual`` directly (its ``fitness`` is a DEAP fitness: the kernel's time,
 minimised; infinite for a kernel that failed, so it ranks after every correct one).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 
 from deap import base, tools
 
-from core.stats import median
+from kernelevo.core.stats import median
 
 
 def build_toolbox(map_fn, select_parents) -> base.Toolbox:

@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
-from core.records import from_record
+from kernelevo.core.records import from_record
 
 
 @dataclass

@@ -18,7 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 CLAIM_FILE = ".kernelevo.lock"
 

@@ -25,7 +25,7 @@ TF32_INCORRECT = "tf32_incorrect"  # compiled baselines whose own kernels, as se
 SEED_WALL_S = "seed_wall_s"  # seconds the seeds took before the search, their check excluded (it is the search's)
 SEED_CHECK_S = "seed_check_s"  # the first seed judged, then the TF32 check: counted in the search's time
 SEED_CAPTURE_S = "seed_capture_s"  # torch.compile's capture on its own (beside the baselines)
-SEED_CACHE = "seed_cache"  # how torch.compile's seeds were got (seeds.inductor.cache.cache_note)
+SEED_CACHE = "seed_cache"  # how torch.compile's seeds were got (kernelevo.seeds.inductor.cache.cache_note)
 VERDICTS_REUSED = "verdicts_reused"  # generation 0's verdicts read from the machine's cache (evo.service.seed_verdicts)
 REWRITTEN_SEED = "rewritten_seed"  # the seed the initialiser rewrote (llm.initialise=from_seed): made_by, key
 # the best kernel at other sizes (a record each)

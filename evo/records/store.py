@@ -19,12 +19,12 @@ import threading
 import time
 from pathlib import Path
 
-from core.errors import KernelevoError
-from core.individual import Individual
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.individual import Individual
 from evo.records import meta
 from evo.records.checkpoint import Checkpoint
 from evo.records.moved import current_targets
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 
 
 def _meta_value(key: str, text: str):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from evo.reports.intervals import SPEEDUP_PREFIX, label
 from evo.reports.page import figure_png, pyplot
 from fitness.common.formatting import number, speedup
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 
 COLUMNS = [f.name for f in fields(EvalResult) if f.name.startswith(SPEEDUP_PREFIX)]
 SPENT = ("evaluations", "gpu_s", "llm_cost_usd", "llm_calls")  # what each point says was spent

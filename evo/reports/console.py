@@ -10,7 +10,7 @@ from evo.records.manifest import manifest_line
 from evo.reports.outcome import INTERPRETER_TIMES, RunOutcome
 from fitness.measure.baselines import speedup_rows
 from fitness.common.formatting import NA, percent, ratio, seconds
-from core.evaluation_record import labels_text
+from kernelevo.core.evaluation_record import labels_text
 
 if TYPE_CHECKING:
     from evo.evolution.search import GenerationReport

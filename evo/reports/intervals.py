@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from core.errors import KernelevoError
-from core.stats import geometric_mean, median
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.stats import geometric_mean, median
 
 SPEEDUP_PREFIX = "speedup_vs_"  # a run summary's speed-up columns: speedup_vs_eager, speedup_vs_compile, ...
 

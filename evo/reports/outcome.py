@@ -21,10 +21,10 @@ from evo.records.store import RunStore
 from evo.evolution.stopping import WALL_TIME
 from evo.tuning.tuner import describe_tuner
 from fitness.measure.baselines import BASELINES
-from core.genome import evaluation_key
-from core.individual import Individual
-from core.records import from_record
-from core.evaluation_record import TIMED_OUT, EvalResult
+from kernelevo.core.genome import evaluation_key
+from kernelevo.core.individual import Individual
+from kernelevo.core.records import from_record
+from kernelevo.core.evaluation_record import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)
@@ -77,7 +77,8 @@ class RunOutcome:
     # of those, each one timed again with IEEE fp32 dot products (name -> seconds; absent: not measured, e.g. an
     # older run): the time a Triton kernel the policy admits could be (fitness.measure.baselines.admitted_speedup)
     baselines_ieee_s: dict = field(default_factory=dict)
-    sol_fraction: float | None = None  # of the reference algorithm's roofline (fitness.problems.speed_of_light): may pass 1
+    # of the reference algorithm's roofline (fitness.problems.speed_of_light): may pass 1
+    sol_fraction: float | None = None
     floor_fraction: float | None = None  # of the data floor (absent before issue 41: None)
     evaluations: int | None = None  # evaluator calls, repeats included
     distinct_evaluations: int | None = None
@@ -119,7 +120,8 @@ class RunOutcome:
     # defective (null: no verdict), "sizes": [{"at": "N=12", "verdict", "status", "reason"}, ...]}; the best is never
     # a defective one, save where every kernel tried was (status defective-at-other-sizes)
     other_sizes_verdicts: dict = field(default_factory=dict)
-    manifest: dict | None = None  # what the figures were measured on and with (evo.records.manifest; None: an older run)
+    # what the figures were measured on and with (evo.records.manifest; None: an older run)
+    manifest: dict | None = None
     anytime: dict | None = None  # best speed-up so far against GPU-seconds and LLM cost (evo.reports.anytime.curve)
     interpreter_curve: list | None = None  # on the interpreter: correct kernels, best time so far per evaluation
 
@@ -162,7 +164,8 @@ class RunOutcome:
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "a run's summary") -> "RunOutcome":
-        """The record of `data` (summary.json's fields) by the record rule (``core.records.from_record``: an older
+        """The record of `data` (summary.json's fields) by the record rule (``kernelevo.core.records.from_record``: an
+        older
         run's lacks some, defaulted; a newer one's fields this version does not know are left out, with a note)."""
         return from_record(cls, data, where)
 

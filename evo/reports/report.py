@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.reports import sizes_record
 from evo.reports.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.reports.page import figure_png, pyplot
@@ -27,10 +27,10 @@ from evo.reports.outcome import RunOutcome, summarise
 from evo.records.meta import REWRITTEN_SEED, STOP_REASON
 from evo.records.store import RunStore
 from fitness.measure.baselines import BASELINES, LABELS, speedup_rows, speedup_text
-from core.genome import evaluation_key
-from core.individual import Individual
+from kernelevo.core.genome import evaluation_key
+from kernelevo.core.individual import Individual
 from fitness.common.formatting import DASH, NA, percent, ratio, seconds, speedup
-from core.evaluation_record import EvalResult, labels_text
+from kernelevo.core.evaluation_record import EvalResult, labels_text
 
 HTML_FILE = "report.html"
 REPORT_FILE = "report.md"
@@ -64,8 +64,10 @@ class RunReport:
     llm_children: list = field(default_factory=list)  # rows of LLM_CHILD_HEADER
     prompt_sizes: dict = field(default_factory=dict)  # RunStore.prompt_sizes: per LLM role
     profiles: dict = field(default_factory=dict)  # RunStore.profiles: profiler feedback per kernel
-    manifest: list = field(default_factory=list)  # (fact, value): what the figures were measured on (evo.records.manifest)
-    anytime: dict = field(default_factory=dict)  # best speed-up so far against GPU-seconds and LLM cost (evo.reports.anytime)
+    # (fact, value): what the figures were measured on (evo.records.manifest)
+    manifest: list = field(default_factory=list)
+    # best speed-up so far against GPU-seconds and LLM cost (evo.reports.anytime)
+    anytime: dict = field(default_factory=dict)
     anytime_png: bytes = b""  # that curve drawn (none without a speed-up: the interpreter)
     anytime_none: str = ""  # why there is no curve (no_speedup)
 

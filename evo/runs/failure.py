@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 
-from core.records import from_record
+from kernelevo.core.records import from_record
 from evo.reports.outcome import SUMMARY_FILE
 from fitness.common.atomic import write_atomic
 

@@ -3,20 +3,20 @@
 * **Off a GPU** (``SizesCheck``): on Triton's CPU interpreter a run judges its candidates at small test sizes
   (``fitness.problems.sizes``) and chooses among children by the interpreter's wall-clock time (no GPU timing). A
   kernel that reads its sizes from its inputs runs at any size; a kernel converted from torch.compile's capture at the
-  test sizes (``seeds.inductor``) holds those sizes as literals, and so do its descendants by offline operators, which
-  change launch constants only: it is baked at the test sizes and cannot run at the full sizes the target GPU would
-  see -- unless it was captured with dynamic shapes and Dynamo kept no size a literal (its docstring says so:
-  ``seeds.inductor.sizes.size_generic``). So, when the test sizes are not the full sizes, the end of an interpreter
-  run judges the fastest distinct correct kernels again for correctness (``TRIES`` at most, fastest first, as many at
-  once as the run evaluates, until one passes). The run's best is the fastest that runs correctly there too; when none
-  does, the fastest that refuses them cleanly, flagged (baked); a defective kernel never, save where every kernel
-  tried is.
+  test sizes (``kernelevo.seeds.inductor``) holds those sizes as literals, and so do its descendants by offline
+  operators, which change launch constants only: it is baked at the test sizes and cannot run at the full sizes the
+  target GPU would see -- unless it was captured with dynamic shapes and Dynamo kept no size a literal (its docstring
+  says so: ``kernelevo.seeds.inductor.sizes.size_generic``). So, when the test sizes are not the full sizes, the end of
+  an interpreter run judges the fastest distinct correct kernels again for correctness (``TRIES`` at most, fastest
+  first, as many at once as the run evaluates, until one passes). The run's best is the fastest that runs correctly
+  there too; when none does, the fastest that refuses them cleanly, flagged (baked); a defective kernel never, save
+  where every kernel tried is.
 * **On a GPU** (``SizesLabel``): a GPU run judges its candidates at the problem's own sizes, and torch.compile's seeds
-  are captured there with static shapes (each seed's forward guarding them: ``seeds.inductor.input_guard``), so the
-  best kernel may run only at those sizes (shape over-fitting). After the search the fastest distinct correct kernels,
-  fastest first, are judged for correctness only, one at a time, until one is not defective there: it runs correctly
-  at every other size, or refuses them cleanly. That one is the run's best; where every kernel tried is defective, the
-  fastest stays the best, flagged.
+  are captured there with static shapes (each seed's forward guarding them: ``kernelevo.seeds.inductor.input_guard``),
+  so the best kernel may run only at those sizes (shape over-fitting). After the search the fastest distinct correct
+  kernels, fastest first, are judged for correctness only, one at a time, until one is not defective there: it runs
+  correctly at every other size, or refuses them cleanly. That one is the run's best; where every kernel tried is
+  defective, the fastest stays the best, flagged.
 
 Either way a kernel is judged (``judge_at_sizes``) by evaluators of the problem at other sizes that differ from the
 run's in every size constant (``size_sets``: about 3/4, and odd below that), for correctness only
@@ -38,8 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from core.evaluation_record import NO_VERDICT
-from core.individual import Individual
+from kernelevo.core.evaluation_record import NO_VERDICT
+from kernelevo.core.individual import Individual
 from evo.records.checkpoint import Checkpoint
 from evo.records.meta import SIZES_CHECK, SIZES_LABEL
 from evo.records.store import RunStore
@@ -50,13 +50,14 @@ from fitness.evaluation.plan import JudgePlan
 from fitness.problems.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.problems.sizes import OtherSizes, other_sizes
 from fitness.workers.sandbox import Sandbox
-from seeds.inductor.sizes import size_generic
+from kernelevo.seeds.inductor.sizes import size_generic
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
 TRIES = 4  # distinct kernels judged again at the other sizes, fastest first (the batch where one passes ends it)
 TRIAL = re.compile(r"^trial \d+ \(input seed \d+\): ")  # how the judge's reasons start (fitness/judge/trials.py)
-REFUSAL = "ValueError: "  # how the judge's reason starts where forward refused the inputs (seeds.inductor.input_guard)
+# how the judge's reason starts where forward refused the inputs (kernelevo.seeds.inductor.input_guard)
+REFUSAL = "ValueError: "
 
 
 def compiler_seeds(made_by: list[str]) -> list[str]:
@@ -216,7 +217,7 @@ def size_sets(spec: ProblemSpec, loaded, purpose: str) -> tuple[list[tuple[dict,
 
 def size_verdict(result) -> str | None:
     """A kernel's verdict at one other size: runs-correct, refuses-cleanly (forward's ValueError, the guard's:
-    ``seeds.inductor.input_guard``), defective (wrong values, a wrong shape, a CUDA error, a crash, any other
+    ``kernelevo.seeds.inductor.input_guard``), defective (wrong values, a wrong shape, a CUDA error, a crash, any other
     failure), or None (no verdict: the judge's own failure, or cancelled)."""
     if result.status in NO_VERDICT:
         return None

@@ -32,7 +32,7 @@ from evo.records.meta import (BASELINE_CACHE, BASELINE_JOBS, BASELINE_WALL_S, BA
 from evo.records.store import RunStore
 from evo.settings import TunerSettings
 from evo.tuning.tuner import Tuner
-from core.resources import process_started
+from kernelevo.core.resources import process_started
 from fitness.evaluation.evaluator import Evaluator, start_up_under_lock
 from fitness.evaluation.from_config import check_fitness_config
 from fitness.measure.baselines import PRECISION_NOTE, jobs_text
@@ -156,7 +156,8 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
     names this run in its progress lines (a sweep's seed)."""
     settings, operators = checked.settings, list(plan.operators)
     queued = wait_for_gate()  # a bench's prestarted search: until the GPU is free
-    marks = {"process": process_started(), "queued": queued, "run": time.time()}  # where the time before the search goes
+    # where the time before the search goes
+    marks = {"process": process_started(), "queued": queued, "run": time.time()}
     store = RunStore(run_dir)
     store.set_meta(CONFIG, plan.config)
     service, tuner, completed = plan.backend.service(plan, store), None, False

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, NamedTuple
 from evo.records.meta import (REWRITTEN_SEED, SEED_CACHE, SEED_CAPTURE_S, SEED_CHECK_S, SEED_WALL_S, TF32_INCORRECT,
                               VERDICTS_REUSED)
 from evo.service.seed_verdicts import SeedVerdicts
-from core.genome import Genome, evaluation_key
+from kernelevo.core.genome import Genome, evaluation_key
 from fitness.problems.problem import INDUCTOR
 from fitness.measure.verdict_text import brief
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from operators.base import CURRENT_CHILD, ChildUsage
-from seeds.inductor import autotuned
-from seeds.inductor.cache import cache_note
-from seeds.inductor.precision import ieee_dots
+from kernelevo.seeds.inductor import autotuned
+from kernelevo.seeds.inductor.cache import cache_note
+from kernelevo.seeds.inductor.precision import ieee_dots
 
 if TYPE_CHECKING:
     from evo.service.evaluation_protocol import Evaluations
@@ -171,8 +171,8 @@ def seed_genomes(plan: RunPlan, team, service: Evaluations, run_dir: Path,
 def floor(made: list[Seed], variants: dict | None) -> list[Seed]:
     """The seeds judged before the search's budget can cut them (their IEEE rewrites too, where TF32 made them
     incorrect): the first seed as written, and the seeds of Inductor's variants that turn on max-autotune's options
-    (``seeds.inductor.autotuned``), which hold the Triton kernels and configurations max-autotune picked, so a run
-    starts no worse than them, whatever the search's budget (docs/measurements.md)."""
+    (``kernelevo.seeds.inductor.autotuned``), which hold the Triton kernels and configurations max-autotune picked, so a
+    run starts no worse than them, whatever the search's budget (docs/measurements.md)."""
     names = {f"{INDUCTOR}:{name}" for name, options in (variants or {}).items() if autotuned(options)}
     return made[:1] + [seed for seed in made[1:] if seed.made_by in names]
 
@@ -183,8 +183,8 @@ BASELINE_OF_SEED = {INDUCTOR: "compile", f"{INDUCTOR}:max_autotune": "max_autotu
 
 def ieee_where_tf32_fails(service: Evaluations, seeds: list[Seed]) -> list[Seed]:
     """`seeds`, each compiler seed whose TF32 dot products make it incorrect replaced by its rewrite with IEEE fp32
-    dot products (``seeds.inductor.precision``) where that is correct; said in a line either way. The seed's own
-    evaluation is the one the search would make (the run store keeps it). The seeds are judged at once, and so are
+    dot products (``kernelevo.seeds.inductor.precision``) where that is correct; said in a line either way. The seed's
+    own evaluation is the one the search would make (the run store keeps it). The seeds are judged at once, and so are
     the rewrites, over the evaluators (not one seed after another); the lines keep the seeds' order."""
     ieee = [ieee_dots(seed.genome.source) for seed in seeds]
     judged = [service.submit(seed.genome.rendered(), label=seed.made_by) if rewrite is not None else None

@@ -19,18 +19,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.service.evaluation_protocol import RunEvaluator
 from evo.plan import RunPlan
 from evo.records.store import RunStore
 from fitness.evaluation.evaluator import BaselineSlot, Evaluator, sandbox_options
 from fitness.evaluation.from_config import fitness_parts
-from core.genome import evaluation_key
+from kernelevo.core.genome import evaluation_key
 from fitness.common.gpu_lock import physical_gpu
-from core.evaluation_record import CANCELLED, EvalResult
+from kernelevo.core.evaluation_record import CANCELLED, EvalResult
 from fitness.workers.pool import SANDBOXES, Lease
-from seeds.inductor import inductor_seeds, policy_options
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.inductor import inductor_seeds, policy_options
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 

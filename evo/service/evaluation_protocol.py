@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 from fitness.evaluation.evaluating import Evaluating
-from seeds.inductor.cache import CapturedSeeds
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.inductor.cache import CapturedSeeds
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 if TYPE_CHECKING:
     from evo.records.store import RunStore
-    from core.evaluation_record import EvalResult
+    from kernelevo.core.evaluation_record import EvalResult
     from hardware_profiles import HardwareProfile
 
 

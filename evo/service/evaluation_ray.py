@@ -22,9 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService, LocalEvaluator, admit_problem_memory, gpu_memory
-from core.log import configure as configure_logging
+from kernelevo.core.log import configure as configure_logging
 from evo.service.ray_cluster import connect, import_ray, placement
 from evo.plan import RunPlan
 from evo.records.store import RunStore
@@ -32,8 +32,8 @@ from fitness.evaluation.evaluator import Baseline, BaselineSlot, EvalSettings
 from fitness.evaluation.from_config import problem_spec, profile_for
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec
-from core.evaluation_record import EvalResult
-from seeds.inductor import write_seeds
+from kernelevo.core.evaluation_record import EvalResult
+from kernelevo.seeds.inductor import write_seeds
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 

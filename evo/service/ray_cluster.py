@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 INSTALL = "pip install 'kernelevo[ray]' (or pip install ray)"
 PROBE_TIMEOUT_S = 10.0  # a HOST:PORT that does not answer within this is an error (ray.init would wait for minutes)

@@ -11,17 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService, LocalEvaluator, evaluations_in_flight, leased_evaluators
 from evo.plan import RunPlan
 from evo.records.meta import BASELINES_IEEE
 from evo.records.store import DB_NAME, RunStore
 from fitness.evaluation.from_config import fitness_parts
-from core.genome import evaluation_key
+from kernelevo.core.genome import evaluation_key
 from fitness.measure.baselines import OK, Baseline
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
-from seeds.inductor.cache import CapturedSeeds
+from kernelevo.seeds.inductor.cache import CapturedSeeds
 
 
 class ReplayMiss(KernelevoError):

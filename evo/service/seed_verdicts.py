@@ -24,14 +24,14 @@ from pathlib import Path
 from filelock import FileLock
 
 import fitness
-from core import evaluation_record
-from core.genome import short_hash
+from kernelevo.core import evaluation_record
+from kernelevo.core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.measure.baseline_cache import gpu_model, versions
-from core.evaluation_record import TIMED_OUT, EvalResult
+from kernelevo.core.evaluation_record import TIMED_OUT, EvalResult
 
 log = logging.getLogger(f"kernelevo.{__name__}")
-FOLDER = "inductor-seeds/verdicts"  # beside the capture's entries (seeds.inductor.cache.FOLDER)
+FOLDER = "inductor-seeds/verdicts"  # beside the capture's entries (kernelevo.seeds.inductor.cache.FOLDER)
 # judge settings that change where or how fast a run judges, never a verdict: not in the key
 NOT_KEYED = ("cache_dir", "spares", "prestart_worker", "profile", "profile_timeout_s")
 
@@ -39,11 +39,11 @@ NOT_KEYED = ("cache_dir", "spares", "prestart_worker", "profile", "profile_timeo
 @lru_cache(maxsize=1)
 def judge_code() -> str:
     """A hash of the judge's code (every module of ``fitness/``) and of the record it writes
-    (``core.evaluation_record``): a changed check, guard or record judges again."""
+    (``kernelevo.core.evaluation_record``): a changed check, guard or record judges again."""
     root = Path(fitness.__file__).parent
     record = Path(evaluation_record.__file__)
     return short_hash("".join(f"{path.relative_to(root)}\n{path.read_text()}" for path in sorted(root.rglob("*.py")))
-                      + f"core/{record.name}\n{record.read_text()}")
+                      + f"kernelevo/core/{record.name}\n{record.read_text()}")
 
 
 def facts(evaluator) -> dict | None:

@@ -35,8 +35,8 @@ import optuna
 from evo.service.evaluation_protocol import Evaluations
 from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning.tuning_memory import TuningMemory, signature, trial_record, warm_trials
-from core.individual import Individual
-from core.evaluation_record import COMPILE_FAILURES
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
 from hardware_profiles.tiles import tile_starts
 from operators.llm.operators import LLM_OPERATORS

@@ -22,8 +22,8 @@ import threading
 
 import optuna
 
-from core.individual import Individual
-from core.evaluation_record import COMPILE_FAILURES
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import COMPILE_FAILURES
 
 STATES = {"complete": optuna.trial.TrialState.COMPLETE, "pruned": optuna.trial.TrialState.PRUNED}
 

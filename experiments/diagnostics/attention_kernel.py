@@ -1,4 +1,5 @@
-"""kernelevo's Triton flash attention (seeds/kernels/attention.py) on a GPU: does it compile and compute what torch's
+"""kernelevo's Triton flash attention (kernelevo/seeds/kernels/attention.py) on a GPU: does it compile and compute what
+torch's
 SDPA does at KernelBench's shapes, and how far is it from the library's attention (issue 43: the attention seed)?
 Only its interpreter runs were checked when it was written (tests/seeds/test_attention_seed.py).
 
@@ -40,7 +41,7 @@ def kernels(tf32: bool):
     """The flash_attention of the kernel file as a seed holds it (TF32 dot products where `tf32`)."""
     import importlib.util
 
-    from seeds.inductor.attentions import kernel_source
+    from kernelevo.seeds.inductor.attentions import kernel_source
 
     path = Path(tempfile.mkdtemp(prefix="attention-")) / f"attention_{'tf32' if tf32 else 'ieee'}.py"
     path.write_text("import torch\nimport triton\nimport triton.language as tl\n\n\n" + kernel_source(tf32))

@@ -118,8 +118,8 @@ def meta_pass_rows(folder: Path) -> list:
     from fitness.judge.guards import LaunchCounter
     from fitness.judge.inputs import make_inputs, meta_inputs
     from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem
-    from seeds.inductor import capture
-    from seeds.inductor.convert import convert
+    from kernelevo.seeds.inductor import capture
+    from kernelevo.seeds.inductor.convert import convert
 
     counter, builds = LaunchCounter(), []
     counter.install()

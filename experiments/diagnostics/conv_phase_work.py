@@ -13,7 +13,7 @@ import torch
 
 from fitness.problems.problem import load_problem, resolve_problem
 from fitness.problems.speed_of_light import meta_build
-from seeds.kernels.conv import conv_phases
+from kernelevo.seeds.kernels.conv import conv_phases
 from evo.benchmark.selection import select
 
 

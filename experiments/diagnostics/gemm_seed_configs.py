@@ -44,7 +44,7 @@ def main() -> None:
     from fitness.comparison.policy import load_policy
     from fitness.problems.problem import resolve_problem
     from hardware_profiles import resolve_profile
-    from seeds.inductor import inductor_seed, policy_options
+    from kernelevo.seeds.inductor import inductor_seed, policy_options
 
     spec, policy, profile = resolve_problem(args.problem), load_policy("triton"), resolve_profile("auto")
     seed = inductor_seed(spec, "cuda", profile.name, Path(args.cache), **policy_options(policy))

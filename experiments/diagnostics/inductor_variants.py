@@ -73,7 +73,7 @@ def one_problem(path: str, variants: list[str]) -> dict:
     from triton.testing import do_bench
 
     from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
-    from seeds.inductor.capture import flat_options
+    from kernelevo.seeds.inductor.capture import flat_options
 
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True

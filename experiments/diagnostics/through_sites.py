@@ -1,4 +1,5 @@
-"""Rewrite a seed converted before ``seeds.inductor.launches`` existed (or any candidate whose forward launches its
+"""Rewrite a seed converted before ``kernelevo.seeds.inductor.launches`` existed (or any candidate whose forward
+launches its
 kernels as ``kernel[grid](...)``) so that it launches through ``LaunchSites``, as the converter now writes a
 launch-heavy seed: to judge the same kernels both ways without capturing again (level3/34's capture takes six
 minutes on an H200). The forward's leading ``name = <tensor>`` statements (a converted seed's bindings of its
@@ -11,8 +12,8 @@ from __future__ import annotations
 import ast
 import sys
 
-from core import pyast
-from seeds.inductor import launches
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor import launches
 
 
 def rewritten(source: str) -> str:

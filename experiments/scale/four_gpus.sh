@@ -17,7 +17,7 @@
 # staleness window of two generations (search.staleness = 2 x N x LAMBDA; experiments/results/supply_cpu/supply_cpu.md).
 # The phases' folders come back in $OUT/four_gpus.tgz (the device returns at most 8 files), with $OUT/table.md.
 # All phases share one cache (XDG_CACHE_HOME):
-# `warmup` runs the problem once (a 5 s search) so that Inductor's seed (seeds/inductor cache) and the baselines
+# `warmup` runs the problem once (a 5 s search) so that Inductor's seed (kernelevo/seeds/inductor cache) and the baselines
 # (fitness/measure/baseline_cache.py) are on disk, and no measured phase pays for them; skipped when already warm (a machine
 # kept warm between calls). A phase whose estimate (EST) does not fit in the time left (T seconds from the start) is
 # skipped and named in $OUT/phases.txt, so the next call can run it.

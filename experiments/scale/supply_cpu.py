@@ -29,13 +29,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from evo.service.evaluation import EvaluationService
 from evo.runs.run import supplied_tuner
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings, TunerSettings
 from evo.records.store import RunStore
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
 from operators.base import Operator
 

@@ -96,8 +96,8 @@ def exclusive(path: str | None) -> DeviceLock:
 def shared_during_calls(path: str | None, owner, names: tuple[str, ...]):
     """While inside, each call of `owner`'s methods `names` (those it has) holds the GPU's lock shared, and nothing
     between the calls does: a process that compiles for minutes and uses the GPU now and then (torch.compile's
-    capture, autotuning Inductor's kernels: ``seeds.inductor.capture``) leaves a neighbour's timer the GPU between
-    its benchmarks instead of starving it. A call inside another (Inductor's ``benchmark`` calls its
+    capture, autotuning Inductor's kernels: ``kernelevo.seeds.inductor.capture``) leaves a neighbour's timer the GPU
+    between its benchmarks instead of starving it. A call inside another (Inductor's ``benchmark`` calls its
     ``benchmark_gpu``) does not lock again in the same thread: under writer preference a waiting timer holds the
     gate, and a second lock would wait behind it for the first. The methods are restored on leaving; no path (the
     CPU interpreter): nothing is patched. Nesting counts across every patched owner (``_HELD``): Inductor's compiled

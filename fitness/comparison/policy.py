@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from core.errors import KernelevoError
-from core.records import from_record
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.records import from_record
 
 TORCH_COMPUTE_MODES = ("reject", "label")
 FP32_OPERANDS = ("any", "tf32", "ieee")

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from fitness.measure.baselines import Baseline
     from fitness.comparison.policy import PrecisionPolicy
     from fitness.problems.problem_spec import ProblemSpec
-    from core.evaluation_record import EvalResult
+    from kernelevo.core.evaluation_record import EvalResult
     from fitness.workers.sandbox import Sandbox
-    from core.evaluation_record import ProblemCost
+    from kernelevo.core.evaluation_record import ProblemCost
     from fitness.problems.target import Target
     from hardware_profiles import HardwareProfile
 

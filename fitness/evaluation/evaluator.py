@@ -28,7 +28,7 @@ from fitness.judge.candidate import source_hash
 from fitness.common.gpu_lock import LOCK_DIR, create_lock_files, lock_path
 from fitness.comparison.policy import PrecisionPolicy
 from fitness.problems.problem import ProblemSpec, load_problem
-from core.evaluation_record import DEGENERATE, TIMED_OUT, EvalResult, ProblemCost, Status
+from kernelevo.core.evaluation_record import DEGENERATE, TIMED_OUT, EvalResult, ProblemCost, Status
 from fitness.measure.result import WorkerJob, WorkerResult
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.evaluation.scrub import scrub_secrets

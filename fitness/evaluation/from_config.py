@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from fitness.evaluation.evaluator import EvalSettings, Evaluator, default_device, sandbox_options
 from fitness.evaluation.plan import JudgePlan
 from fitness.comparison.policy import PrecisionPolicy
@@ -44,7 +44,7 @@ def problem_spec(problem: ProblemSettings, device: str) -> ProblemSpec:
     spec = resolve_problem(str(problem.name), sizes=dict(problem.sizes or {}),
                            size_preset=resolve_size_preset(problem.size_preset, device))
     if seed is None or seed == INDUCTOR:
-        return spec  # the Inductor seed is made when the run starts (seeds.inductor)
+        return spec  # the Inductor seed is made when the run starts (kernelevo.seeds.inductor)
     if not Path(seed).expanduser().is_file():
         raise KernelevoError(f"seed kernel file {seed!r} not found; problem.seed must name a module defining ModelNew, "
                              f"or be '{INDUCTOR}' (start from torch.compile's Triton kernels)")

@@ -19,7 +19,7 @@ from pathlib import Path
 from fitness.comparison.policy import PrecisionPolicy, load_policy
 from fitness.evaluation.from_config import leased_evaluator
 from fitness.evaluation.plan import JudgePlan
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.settings import EvalSettings, ProblemSettings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.workers.worker_env import is_secret_variable
 
 SECRET_PLACEHOLDER = "[secret removed]"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from core.genome import short_hash
-from core.evaluation_record import Status
+from kernelevo.core.genome import short_hash
+from kernelevo.core.evaluation_record import Status
 
 # Errors of the kernel's code rather than of its execution. Under the CPU interpreter, anything raised inside a
 # kernel body arrives as InterpreterError: on a GPU the same code fails to compile (or faults, reported separately).

@@ -15,7 +15,7 @@ import torch
 from fitness.comparison.correctness import as_tensor_list, changed_inputs, compare_outputs
 from fitness.judge.inputs import scrub
 from fitness.judge.randomness import LABEL as DRAWS_LABEL
-from core.evaluation_record import Status
+from kernelevo.core.evaluation_record import Status
 from fitness.settings import EvalSettings
 
 

@@ -194,8 +194,8 @@ class LaunchCounter:
 
     def _wrap_compiled_launch(self, compiled_kernel=None) -> None:
         """A launch through a compiled kernel (``CompiledKernel.run``: what its ``[grid]`` launcher and the JIT's
-        launch call; a launch-heavy seed launches so, ``seeds.inductor.launches``) is counted as a JIT launch is,
-        unless it is the JIT's own (already counted); in compile-only mode it launches nothing. A Triton whose
+        launch call; a launch-heavy seed launches so, ``kernelevo.seeds.inductor.launches``) is counted as a JIT launch
+        is, unless it is the JIT's own (already counted); in compile-only mode it launches nothing. A Triton whose
         CompiledKernel has no ``run`` property keeps its own: such launches go uncounted there, so a candidate
         that launches only so is caught as launching nothing."""
         if compiled_kernel is None:

@@ -32,7 +32,8 @@ import torch
 
 from fitness.judge.checks import Verdict
 
-OWN_PACKAGES = ("fitness", "core")  # the judge, and the data model it imports (core.genome hashes candidates)
+# the judge, and the data model it imports (kernelevo.core.genome hashes candidates)
+OWN_PACKAGES = ("fitness", "kernelevo.core")
 STRICT_MODULES = ("builtins",)
 LOOSE_MODULES = ("time", "math", "torch", "torch.nn.functional", "torch.linalg", "torch.cuda")
 MAX_NAMED = 4  # differences named in a verdict
@@ -198,7 +199,7 @@ def _referenced(own: dict) -> list[str]:
 
 
 def _is_own(name: str) -> bool:
-    return name.split(".", 1)[0] in OWN_PACKAGES
+    return any(name == own or name.startswith(own + ".") for own in OWN_PACKAGES)
 
 
 def describe(differences: list[str]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from core import pyast
+from kernelevo.core import pyast
 from fitness.judge.static_check import Finding
 
 NARROW_DTYPES = {"triton.language.float16", "triton.language.bfloat16", "torch.float16", "torch.half",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from core import pyast
+from kernelevo.core import pyast
 
 TENSOR_DESCRIPTORS = "triton.tools.tensor_descriptor"  # allowed, though below the forbidden triton.tools
 ALLOWED_IMPORTS = {

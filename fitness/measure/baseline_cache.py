@@ -22,7 +22,7 @@ from typing import Callable
 
 from filelock import FileLock
 
-from core.genome import short_hash
+from kernelevo.core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.measure.baselines import BASELINES, LIBRARY_RECORD, NOT_MEASURED, OK, Baseline
 from fitness.measure.timing import TimingStats

@@ -1,12 +1,13 @@
 """The records that cross a worker's process boundary: the job it is sent (``WorkerJob``) and what it writes back
-(``WorkerResult``), whose verdict the evaluator turns into the evaluation's record (``core.evaluation_record``)."""
+(``WorkerResult``), whose verdict the evaluator turns into the evaluation's record
+(``kernelevo.core.evaluation_record``)."""
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-from core.evaluation_record import EvalResult, Status
-from core.records import from_record
+from kernelevo.core.evaluation_record import EvalResult, Status
+from kernelevo.core.records import from_record
 from fitness.settings import EvalSettings
 
 

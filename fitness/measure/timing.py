@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from core.records import from_record
+from kernelevo.core.records import from_record
 from fitness.settings import TimingSettings
 
 # device-wide time counts instead of the timed stream's when it is longer by more than this (absolute s, relative)

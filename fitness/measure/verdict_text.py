@@ -2,7 +2,7 @@
 terminal and a notebook (``summary``: the times, the speed-ups against the baselines, the speed-of-light fractions)."""
 from __future__ import annotations
 
-from core.evaluation_record import EvalResult, Status
+from kernelevo.core.evaluation_record import EvalResult, Status
 from fitness.common.formatting import seconds as format_seconds
 from fitness.measure.baselines import BASELINES, LABELS, best_text, speedup_text, verdict
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from core.errors import KernelevoError
-from core.records import from_record
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.records import from_record
 
 
 class ProblemError(KernelevoError):

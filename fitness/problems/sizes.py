@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from core import pyast
+from kernelevo.core import pyast
 from fitness.problems.problem_spec import LoadedProblem, size_constants
 
 MAX_ELEMENTS = 16384  # elements of the largest tensor on the interpreter (bundled test sizes: 6k-13k)

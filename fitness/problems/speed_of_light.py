@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.evaluation_record import ProblemCost
+from kernelevo.core.evaluation_record import ProblemCost
 from fitness.comparison.correctness import as_tensor_list
 from fitness.problems.problem_spec import LoadedProblem, call_get_init_inputs, call_get_inputs
 from hardware_profiles import HardwareProfile

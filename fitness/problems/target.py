@@ -17,7 +17,7 @@ import torch
 
 from fitness.problems.dependence import Dependence, dependence_of
 from fitness.problems.problem import LoadedProblem, ProblemSpec, load_problem
-from core.evaluation_record import ProblemCost
+from kernelevo.core.evaluation_record import ProblemCost
 from fitness.problems.speed_of_light import cost_of, meta_run, peak_key
 from hardware_profiles import HardwareProfile
 

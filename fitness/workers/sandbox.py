@@ -34,7 +34,7 @@ from pathlib import Path
 
 from fitness.common.atomic import write_atomic
 from fitness.workers.job_clock import POLL_S, CompileClock, LockWait, MemoryWait
-from core.evaluation_record import NOT_JUDGED
+from kernelevo.core.evaluation_record import NOT_JUDGED
 from fitness.measure.result import WorkerJob
 from fitness.workers.worker_env import STUB_MARKER, copy_stubs, stub_files, triton_version, worker_environment
 from fitness.workers.zygote import WorkerHandle, Zygote

@@ -10,11 +10,11 @@ second home, which ``tests/conf/test_config_schema.py`` refuses.
 The settings of each part live beside the code that uses them, and are these nodes' types: ``fitness.settings``
 (``EvalSettings``, ``TimingSettings``, ``ProblemSettings``), ``evo.settings`` (``Budget``, ``SearchSettings``,
 ``TunerSettings``), ``operators.llm.settings`` (``LLMSettings``, ``TeamSettings``, ``ContextSettings``, ``LLMBudget``),
-``seeds.inductor.settings`` (``CaptureSettings``), ``evo.reports.intervals.Bootstrap``. ``kernelevo.plans`` turns a
-composed config into these settings objects and plug-ins, once per command. Plug-ins (``_target_`` nodes: the selection,
-the strategy, the evaluation and bench backends, the operators) are typed ``Any`` here: their options differ in keys,
-each of which has its default in the class it names alone (``kernelevo.config.plugins`` makes an option's node from the
-signature). Open spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
+``kernelevo.seeds.inductor.settings`` (``CaptureSettings``), ``evo.reports.intervals.Bootstrap``. ``kernelevo.plans``
+turns a composed config into these settings objects and plug-ins, once per command. Plug-ins (``_target_`` nodes: the
+selection, the strategy, the evaluation and bench backends, the operators) are typed ``Any`` here: their options differ
+in keys, each of which has its default in the class it names alone (``kernelevo.config.plugins`` makes an option's node
+from the signature). Open spots (``problem.sizes``, ``inductor.variants``) are free-form dicts.
 """
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ from typing import Any, Dict, List, Optional, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.reports.intervals import Bootstrap
 from evo.settings import Budget, Population, TunerSettings
 from fitness.settings import EvalSettings, ProblemSettings
 from operators.llm.settings import ContextSettings, LLMBudget, LLMSettings, TeamSettings
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 INITIALISE_MODES = (True, False, "from_seed")
 
@@ -46,7 +46,7 @@ class HardwareConfig:
 @dataclass
 class InductorConfig(CaptureSettings):
     """``inductor``: the variants of Inductor's options captured as seeds, and the capture's time
-    (seeds.inductor.settings.CaptureSettings)."""
+    (kernelevo.seeds.inductor.settings.CaptureSettings)."""
     variants: Dict[str, Any] = field(default_factory=dict)  # name -> torch._inductor.config options (inductor/)
 
 

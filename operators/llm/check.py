@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from operators.llm.client import LLMClient, LLMSettings
 from operators.llm.diagnosis import cause
 from operators.llm.ledger import LLMError

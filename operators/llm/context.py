@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.individual import Individual
+from kernelevo.core.individual import Individual
 from fitness.problems.problem import INDUCTOR
 from fitness.problems.target import Target
 from operators.llm.figures import (cost_model_text, fmt_sizes, hardware_text, measured_text, measured_where,
@@ -43,7 +43,7 @@ PROFILER_HEADING = ("## Profiler metrics (Nsight Compute, one forward call on th
 
 
 def holds_captured_sizes(individual: Individual, by_id: dict) -> bool:
-    """Whether `individual`'s code is torch.compile's capture as converted (``seeds.inductor``), which holds
+    """Whether `individual`'s code is torch.compile's capture as converted (``kernelevo.seeds.inductor``), which holds
     the sizes it was captured at as literals (``xnumel = 128``, strides): a compiler seed of generation 0
     (``inductor``, ``inductor:<variant>``), or a kernel of the same structure (only launch constants changed) as a
     parent that is one. `by_id`: individual id -> individual, for the parents."""

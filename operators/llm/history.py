@@ -14,7 +14,7 @@ import ast
 import difflib
 import re
 
-from core.individual import Individual
+from kernelevo.core.individual import Individual
 from operators.llm.figures import fmt_time, ratio
 
 PLAN_SUMMARY_CHARS = 240

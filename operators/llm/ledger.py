@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 logger = logging.getLogger("operators.llm.client")
 

@@ -10,9 +10,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import ClassVar
 
-from core.errors import KernelevoError
-from core.genome import Genome, GenomeError
-from core.individual import Individual
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.genome import Genome, GenomeError
+from kernelevo.core.individual import Individual
 from operators.base import BudgetExhausted, Operator, OperatorContext, OperatorUnavailable
 from operators.llm.parsing import ParseError
 

@@ -23,7 +23,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from core import pyast
+from kernelevo.core import pyast
 
 MODEL_CLASS = "ModelNew"
 MAX_PLAN_LINES = 60

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 EDIT_FORMATS = ("file", "diff")
 ALL_PARTS = ("problem", "hardware", "cost_model", "parent", "profiling", "profiler", "tree", "top_k", "designs",

@@ -14,8 +14,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from core.genome import TUNABLE_NAME, Genome, GenomeError
-from core.individual import Individual
+from kernelevo.core.genome import TUNABLE_NAME, Genome, GenomeError
+from kernelevo.core.individual import Individual
 from operators.base import CURRENT_CHILD
 from operators.llm.context import Context, ContextBuilder
 from operators.llm.figures import allowed_torch_text, measured_text, ran_where, tuning_text

@@ -1,8 +1,8 @@
 """Correct at 4 x 60 (scale_shift with problem.sizes.dim=60), in three variants chosen by VARIANT, one per verdict at
 other sizes (evo/runs/other_sizes.py): 0 reads its sizes from its input (runs-correct); 1 is built for 4 x 60 and
 its forward says so, a ValueError before any launch at another shape (refuses-cleanly, as a converted seed's guard:
-seeds/inductor/input_guard.py); 2 has a wrong mask: it assumes its block of 16 divides the input's size, true of 240
-elements but not of 4 x 45 or 4 x 43, whose tail it leaves unwritten (defective)."""
+kernelevo/seeds/inductor/input_guard.py); 2 has a wrong mask: it assumes its block of 16 divides the input's size, true
+of 240 elements but not of 4 x 45 or 4 x 43, whose tail it leaves unwritten (defective)."""
 import torch
 import torch.nn as nn
 import triton

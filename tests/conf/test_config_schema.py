@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from kernelevo.config import CONF_DIR as CONF, plugins
 from kernelevo.config.groups import FOLDERS
 from kernelevo.config.schema import SCHEMAS, LLMConfig, run_config
@@ -21,7 +21,8 @@ PRIMARIES = {"config": "run", "bench": "bench", "evaluate": "evaluate", "seed": 
              "report": "report"}
 NEEDS = {"problem=file": ["problem.name=elementwise_chain"],  # mandatory values (???) a user gives
          "fitness/backend=replay": [f"fitness.backend.record={CONF}"], "resume": ["run_dir=D"], "report": ["run_dir=D"]}
-PLUGINS_NEEDING = {"evo.service.evaluation_ray.RayEvaluators", "evo.benchmark.bench_ray.RayBackend"}  # import ray when made
+# import ray when made
+PLUGINS_NEEDING = {"evo.service.evaluation_ray.RayEvaluators", "evo.benchmark.bench_ray.RayBackend"}
 
 
 def _groups(primary: str) -> dict:

@@ -4,7 +4,7 @@ from it. Counted here for `kernelevo run` on a bundled problem with the offline 
 stopped where its work would begin."""
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 
 class Stop(KernelevoError):

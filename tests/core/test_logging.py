@@ -1,13 +1,14 @@
-"""What kernelevo tells as it works goes through ``logging`` (``core.log``): one handler on the ``kernelevo`` logger,
+"""What kernelevo tells as it works goes through ``logging`` (``kernelevo.core.log``): one handler on the ``kernelevo``
+logger,
 installed by the command (and here by the conftest), gives each line its ``[kernelevo]`` prefix, on stdout (warnings
 on stderr) as the lines printed before, and nothing reaches the root logger's handlers (Hydra's job log)."""
 import ast
 import logging
 
 from conftest import REPO
-from core.log import Console, configure
+from kernelevo.core.log import Console, configure
 
-PACKAGES = ("core", "hardware_profiles", "fitness", "operators", "seeds", "evo", "kernelevo")
+PACKAGES = ("hardware_profiles", "fitness", "operators", "evo", "kernelevo")
 
 
 class Kept(logging.Handler):

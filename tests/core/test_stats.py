@@ -1,11 +1,12 @@
-"""The one geometric mean and median (core.stats) and the places that use them: the search's logbook, the bench's
+"""The one geometric mean and median (kernelevo.core.stats) and the places that use them: the search's logbook, the
+bench's
 summary, the intervals over search seeds."""
 import math
 from types import SimpleNamespace
 
 import pytest
 
-from core.stats import geometric_mean, median
+from kernelevo.core.stats import geometric_mean, median
 from evo.reports.intervals import Bootstrap, geomean_interval, median_interval
 from evo.evolution.toolbox import statistics
 

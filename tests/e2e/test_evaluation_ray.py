@@ -8,7 +8,7 @@ import pytest
 
 from conftest import (assert_lineage_is_sound, kernelevo, kernelevo_in_one_process, lineage_of, log_counts, read_store,
                       replay_measurements)
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.service.ray_cluster import connect
 
 COMMON = ["problem=elementwise_chain", "search=tiny", "search.generations=2", "fitness.trials=1",

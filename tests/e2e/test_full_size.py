@@ -12,11 +12,11 @@ from conftest import CANDIDATES, DEVICE, PROBLEMS, SCALE_SHIFT, TINY, kernelevo,
 from evo.reports.sizes_record import flagged
 from evo.runs.other_sizes import TRIES, SizesCheck
 from evo.reports.outcome import summarise
-from core.genome import code_hash
+from kernelevo.core.genome import code_hash
 from fitness.problems.problem import load_problem, resolve_problem, suite_manifest
 from fitness.problems.sizes import MIN_SHRINKABLE, odd_value, other_sizes, other_value
 from fitness.workers.zygote import Zygote
-from seeds import inductor as seeds
+from kernelevo.seeds import inductor as seeds
 from fakes import GENERIC, GUARDED, WRONG_MASK, judge_plan, sizes_run_store
 
 ZYGOTE_INIT = Zygote.__init__

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import kernelevo, read_store, run_dir_of
-from core.genome import evaluation_key
+from kernelevo.core.genome import evaluation_key
 from llm_fakes import GOOD, reply, role_of, run
 from llm_fakes import RUN_KEY as KEY
 from llm_fakes import RUN_PLAN as PLAN

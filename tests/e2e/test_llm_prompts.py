@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import kernelevo, read_store, run_dir_of
-from core.genome import evaluation_key
+from kernelevo.core.genome import evaluation_key
 from llm_server import ScriptedLLMServer
 from operators.llm.team import LLMTeam, TeamSettings
 from llm_fakes import GOOD, reply, run

@@ -7,7 +7,7 @@ from evo.benchmark import bench
 from evo.reports.sizes_record import BAKED
 from evo.reports.outcome import NO_CORRECT_EXIT, RunOutcome
 from evo.reports.report import status_rows
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 
 SOURCE = "import torch\n"
 

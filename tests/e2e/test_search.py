@@ -17,9 +17,9 @@ from evo.reports.report import collect
 from evo.evolution.selection import DistinctParents, EpsilonGreedy, Tournament, UniformRandom
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
-from core.genome import Genome
-from core.individual import Individual
-from core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.workers.pool import SANDBOXES
 from fitness.workers.zygote import Zygote
 

@@ -16,9 +16,9 @@ from evo.reports.report_html import write_report
 from evo.reports.outcome import outcome_of, summarise
 from evo.records.store import RunStore
 from fitness.measure.baselines import BASELINES, Baseline
-from core.genome import Genome
-from core.individual import Individual
-from core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"

@@ -5,7 +5,7 @@ bench's row carries it; the log is read only when the process died without writi
 import pytest
 
 from conftest import kernelevo
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.benchmark import bench
 from evo.runs.failure import FAILURE_FILE, FailureKind, RunFailure
 

@@ -19,12 +19,12 @@ from kernelevo.config.schema import TableConfig
 from omegaconf import OmegaConf
 from evo.reports.outcome import RunOutcome, outcome_of
 from evo.records.store import RunStore
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from fitness.measure import baseline_cache
 from fitness.measure.baselines import (EAGER_AT_BREAK, Baseline, compiled_library, graph_breaks, inductor_code,
                                        library_kernels, library_of, measure, triton_best)
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 
 SEED = "import triton\n\nBLOCK = 64\n"

@@ -9,8 +9,8 @@ from evo.evolution.search import Search, SearchSettings
 from evo.settings import Budget
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
-from core.genome import Genome
-from core.evaluation_record import CANCELLED
+from kernelevo.core.genome import Genome
+from kernelevo.core.evaluation_record import CANCELLED
 from operators.param_mutation import ParamMutation
 
 BUDGET_S = 3.0

@@ -12,8 +12,8 @@ from conftest import candidate, make_evaluator
 from evo.service.evaluation import EvaluationService
 from fakes import PacedEvaluator
 from evo.records.store import RunStore
-from core.genome import evaluation_key
-from core.evaluation_record import INFRASTRUCTURE, EvalResult
+from kernelevo.core.genome import evaluation_key
+from kernelevo.core.evaluation_record import INFRASTRUCTURE, EvalResult
 from fitness.measure.result import WorkerJob
 from fitness.workers.sandbox import JobOutcome, Sandbox
 from fitness.workers.zygote import WorkerHandle

@@ -6,9 +6,9 @@ import optuna
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
 from fakes import FakeService
-from core.genome import Genome
-from core.individual import Individual
-from core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
 from hardware_profiles.tiles import tile_starts
 

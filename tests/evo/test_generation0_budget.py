@@ -3,8 +3,8 @@ generation 0 (the seeds judged and tuned) took the whole window, leaving the chi
 0's evaluations are cut at it and the children get the rest of the window; without it, nothing changes."""
 import pytest
 
-from core.errors import KernelevoError
-from core.genome import Genome
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.genome import Genome
 from evo.evolution.search import Search
 from evo.records.store import RunStore
 from evo.settings import Budget, SearchSettings

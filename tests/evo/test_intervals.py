@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.benchmark import bench, selection
 from evo.reports.anytime import Step, best_so_far, curve, llm_axis, run_curve
 from evo.benchmark.bench import Row
@@ -16,7 +16,7 @@ from evo.reports.intervals import Bootstrap, Interval, geomean_interval, median_
 from evo.benchmark.multirun import write_multirun_report
 from evo.reports.outcome import RunOutcome
 from evo.records.store import RunStore
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from kernelevo.cli import seed_sweep, seeds_option
 
 BOOT = Bootstrap(confidence=0.95, resamples=2000, seed=0)

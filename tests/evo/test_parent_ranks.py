@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from evo.evolution.ranks import ParentRanks
 from evo.evolution.search import Search
 from evo.evolution.strategy import Sampling, Tree

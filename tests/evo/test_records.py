@@ -17,12 +17,12 @@ from evo.reports.outcome import SUMMARY_FILE, RunOutcome
 from evo.settings import Budget
 from evo.runs.seeding import Seed
 from evo.records.store import RunStore
-from core.genome import Genome
-from core.individual import Individual
-from core.records import from_record
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
+from kernelevo.core.records import from_record
 from fitness.measure.baselines import BASELINES
 from fitness.problems.problem_spec import ProblemSpec
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure.timing import TimingStats
 from kernelevo.resuming import stops_at_once
 
@@ -44,7 +44,8 @@ def test_the_outcome_has_a_field_per_baseline_and_survives_json(tmp_path):
 
 def test_an_older_summary_reads_with_defaults_and_a_newer_ones_unknown_fields_are_left_out_with_a_note(tmp_path,
                                                                                                       capsys):
-    """Issue 46 changed this: a newer summary was refused by name; by the one record rule (``core.records``) its
+    """Issue 46 changed this: a newer summary was refused by name; by the one record rule (``kernelevo.core.records``)
+    its
     unknown fields are left out, with a note naming them and the file."""
     old = {"status": "ok", "problem": "toy", "best_s": 1e-3, "speedup_vs_eager": 2.0}  # before most fields existed
     (tmp_path / SUMMARY_FILE).write_text(json.dumps(old))

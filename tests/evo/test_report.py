@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import candidate, make_evaluator
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.benchmark.bench import Row
 from evo.reports import console
 from evo.records.checkpoint import Checkpoint
@@ -20,8 +20,8 @@ from evo.benchmark.multirun import write_multirun_report
 from evo.reports.report_html import write_report
 from evo.reports.outcome import descends_from, summarise
 from evo.records.store import RunStore
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from fakes import REPORT_SEED, result, write_run
 
 def text_of(page: str) -> str:

@@ -6,7 +6,7 @@ from conftest import REPO
 from evo.records import meta
 from evo.records.store import RunStore
 
-PRODUCT = ("core", "fitness", "operators", "seeds", "evo", "kernelevo")
+PRODUCT = ("fitness", "operators", "evo", "kernelevo")
 CALLS = {"get_meta", "set_meta", "_count"}
 # the store's own methods pass their parameter on: not a key of their own
 PASSED_ON = {("evo/records/store.py", "key"), ("evo/records/store.py", "name")}

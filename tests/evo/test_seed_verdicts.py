@@ -13,7 +13,7 @@ from evo.records.store import RunStore
 from evo.reports.outcome import RunOutcome
 from evo.service.seed_verdicts import SeedVerdicts, facts
 from fitness.evaluation.evaluator import default_cache_dir, sandbox_options
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.problems.problem import resolve_problem
 from fitness.settings import EvalSettings
 from hardware_profiles import load_profile

@@ -12,9 +12,9 @@ from evo.evolution.loop import LoopPieces, steady_state, window_start
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fakes import CALLS, SOURCE, Cross, FakeTuner, Step, lineage
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure.verdict_text import brief
 
 

@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from evo.evolution.strategy import Evolution, Refinement, Sampling, Tree
-from core.genome import Genome
-from core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.evaluation_record import EvalResult
 from operators.llm.history import history_lines
 from operators.llm.operators import LLMMutation
 from fakes import SOURCE, Cross, FakeTuner, Step, lineage, value

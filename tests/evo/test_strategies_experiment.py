@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.service.evaluation import EvaluationService
 from evo.reports.anytime import Step
 from evo.reports.outcome import SUMMARY_FILE, RunOutcome, summarise
@@ -23,7 +23,7 @@ from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from evo.benchmark.strategies_report import run_record, within, write_strategies_report
 from evo.tuning.tuner import Tuner
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from llm_server import ScriptedLLMServer
 from operators.base import CURRENT_CHILD
 from operators.llm.client import LLMClient

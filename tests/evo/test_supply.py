@@ -14,9 +14,9 @@ from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner
-from core.genome import Genome
-from core.individual import Individual
-from core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import EvalResult
 from fakes import SOURCE, TUNER_SEED, Cross, FakeService, FakeTuner, LandscapeService, Step, lineage
 
 

@@ -6,12 +6,12 @@ import threading
 import optuna
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.reports.outcome import run_tuner
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner, check_tuner_settings
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from fakes import SPACE, TUNER_SEED, LandscapeService, source
 
 OTHER = Genome.from_source(source(TUNER_SEED.params, body="return 1"))  # another structure, the same space

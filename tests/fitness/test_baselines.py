@@ -5,7 +5,7 @@ CPU, and the evaluator's on the interpreter (no compiled baseline there: not mea
 import pytest
 
 from conftest import SCALE_SHIFT
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from fitness.measure import baselines
 from fitness.workers import worker
 from fitness.measure.baselines import (BASELINES, Baseline, best_text, compiling, jobs_text, measure, speedup_rows,
@@ -13,7 +13,7 @@ from fitness.measure.baselines import (BASELINES, Baseline, best_text, compiling
 from fitness.evaluation.evaluator import EvalSettings, Evaluator
 from fitness.comparison.policy import load_policy
 from fitness.problems.problem import resolve_problem
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure import verdict_text
 from fitness.measure.result import WorkerJob
 from fitness.workers.sandbox import JobOutcome
@@ -148,7 +148,8 @@ def test_the_baselines_are_one_setting_checked_with_a_clear_error():
         EvalSettings(baselines=["eager", "autotune"])
     with pytest.raises(KernelevoError, match="once"):
         EvalSettings(baselines=["eager", "eager"])
-    from kernelevo.config.schema import run_config  # a run saved before fitness.baselines: its config, typed (issue 46: one place)
+    # a run saved before fitness.baselines: its config, typed (issue 46: one place)
+    from kernelevo.config.schema import run_config
 
     assert run_config({"fitness": {"compile_baseline": False}}).fitness.baselines == ["eager"]
     assert run_config({"fitness": {"compile_baseline": None}}).fitness.baselines == list(BASELINES)

@@ -9,13 +9,13 @@ import torch
 import torch.nn as nn
 
 from conftest import candidate, make_evaluator
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from fitness.judge.compile_ahead import compile_pass, meta_copy, meta_like, meta_pass
 from fitness.evaluation.evaluator import EvalSettings
 from fitness.judge.guards import LaunchCounter
 from fitness.judge.inputs import make_inputs, meta_inputs
 from fitness.problems.problem import load_problem, resolve_problem
-from core.evaluation_record import COMPILE_FAILURES, STATUSES
+from kernelevo.core.evaluation_record import COMPILE_FAILURES, STATUSES
 from fitness.workers.job_clock import CompileClock
 from fitness.workers.sandbox import Sandbox
 from fitness.common.stage import COMPILE_STAGE, STAGE_FILE, CompileStage, stage

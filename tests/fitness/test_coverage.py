@@ -12,7 +12,7 @@ from fitness.problems.dependence import dependence_of
 from fitness.evaluation.evaluator import implausibility
 from fitness.comparison.policy import load_policy
 from fitness.problems.problem import load_problem, resolve_problem
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure import verdict_text
 from fitness.problems.speed_of_light import data_floor_s, measure_cost, speed_of_light_s
 from hardware_profiles import load_profile

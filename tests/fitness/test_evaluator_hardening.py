@@ -6,7 +6,7 @@ import torch
 from conftest import DEVICE, candidate, make_evaluator
 from fitness.judge.checks import output_type_problem
 from fitness.evaluation.scrub import SECRET_PLACEHOLDER, known_secrets, scrub_secrets
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,8 @@ def test_rebinding_the_timers_statistics_is_caught(evaluator):
 
 def test_a_global_that_shadows_a_builtin_in_the_judge_is_caught(evaluator):
     source = with_attack("wrong_math", at_import="sys.modules['fitness.comparison.correctness'].int = lambda x: 0")
-    rejected_for(evaluator.evaluate(source), "fitness.comparison.correctness: attribute(s) added: int")  # no element counted bad
+    # no element counted bad
+    rejected_for(evaluator.evaluate(source), "fitness.comparison.correctness: attribute(s) added: int")
 
 
 def test_a_torch_function_mode_left_on_is_caught(evaluator):
@@ -98,16 +99,16 @@ except FileNotFoundError:
 
 
 def test_the_data_model_the_judge_imports_is_watched_as_strictly_as_the_judge():
-    import core.genome
+    import kernelevo.core.genome
     from fitness.judge.integrity import JudgeState
 
     state = JudgeState.capture()
-    core.genome.stolen = "an attribute a candidate added"
+    kernelevo.core.genome.stolen = "an attribute a candidate added"
     try:
-        assert "core.genome: attribute(s) added: stolen" in state.verify()
+        assert "kernelevo.core.genome: attribute(s) added: stolen" in state.verify()
     finally:
-        del core.genome.stolen
-    assert not [d for d in state.verify() if d.startswith("core.")]
+        del kernelevo.core.genome.stolen
+    assert not [d for d in state.verify() if d.startswith("kernelevo.core.")]
 
 
 def test_a_warning_torch_raises_under_the_judges_tf32_emulation_is_no_tampering():

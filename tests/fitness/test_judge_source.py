@@ -4,7 +4,7 @@ that does not exist is a user's error naming the ones that do."""
 import pytest
 
 from conftest import DEVICE, SCALE_SHIFT, candidate
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from fitness.evaluation.notebook import judge_source
 from fitness.settings import EvalSettings
 

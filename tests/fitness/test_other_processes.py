@@ -73,8 +73,8 @@ def test_torch_compiles_capture_on_a_gpu_is_told_its_gpus_lock_and_leaves_timers
 
     from fitness.common.gpu_lock import lock_path
     from fitness.problems.problem import resolve_problem
-    from seeds import inductor
-    from seeds.inductor import process
+    from kernelevo.seeds import inductor
+    from kernelevo.seeds.inductor import process
 
     monkeypatch.setattr(inductor, "LOCK_DIR", tmp_path)
     seen = []

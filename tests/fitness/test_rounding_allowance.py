@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 from conftest import PROBLEMS, candidate, make_evaluator
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from fitness.comparison.correctness import compare_outputs, compare_tensor
 from fitness.comparison.policy import Tolerance, load_policy
 from fitness.problems.problem import call_get_init_inputs, load_problem, resolve_problem

@@ -1,4 +1,5 @@
-"""An evaluation's status (``core.evaluation_record.Status``): every status a producer writes is a member, an unknown
+"""An evaluation's status (``kernelevo.core.evaluation_record.Status``): every status a producer writes is a member, an
+unknown
 one is a bug refused by name, and a record keeps its on-disk form (to_dict, JSON, the run store) as before the enum."""
 import json
 import re
@@ -10,7 +11,8 @@ from conftest import REPO
 from evo.records.store import DB_NAME, RunStore
 from fitness.judge.candidate import CandidateError, classify_exception
 from fitness.judge.checks import Verdict
-from core.evaluation_record import (COMPILE_FAILURES, NO_VERDICT, STATUSES, TIMED_OUT, EvalResult, ProblemCost,
+from kernelevo.core.evaluation_record import (COMPILE_FAILURES, NO_VERDICT, STATUSES, TIMED_OUT, EvalResult,
+                                              ProblemCost,
                                     Status)
 from fitness.measure.result import WorkerResult
 
@@ -37,7 +39,7 @@ def test_every_status_a_producer_writes_is_a_member():
     found = written_statuses()
     assert {"ok", "rejected", "incorrect", "compile_error", "runtime_error"} <= set(found), found  # the scan sees them
     unknown = {status: where for status, where in found.items() if status not in {s.value for s in Status}}
-    assert not unknown, f"statuses written that are not members of core.evaluation_record.Status: {unknown}"
+    assert not unknown, f"statuses written that are not members of kernelevo.core.evaluation_record.Status: {unknown}"
 
 
 def test_the_groups_are_members_and_the_enum_is_its_values():

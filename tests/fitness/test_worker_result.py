@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 
 from fitness.measure.result import WorkerJob, WorkerResult
 from fitness.settings import EvalSettings, TimingSettings

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from hardware_profiles import available_profiles, load_profile, profile_for_device_name, profile_from_properties
 
 REQUIRED = {"h100_sxm", "h100_pcie", "h200", "a100_80gb", "l40s", "rtx_4090", "cpu_interpreter"}

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.problems.problem import SUITE_DIR, resolve_problem
 from hardware_profiles import available_profiles, load_profile
 from hardware_profiles.limits import kernel_knobs, limit_violation
-from seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.convert import convert
 from hardware_profiles.tiles import TILE_PARAMS
 
 H100 = load_profile("h100_sxm")

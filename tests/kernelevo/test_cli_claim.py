@@ -19,7 +19,7 @@ TINY = ["search=tiny", "search.generations=0", "fitness.trials=2", "fitness.timi
 def a_run(run_dir, problem="elementwise_chain"):
     """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
     from evo.records.store import RunStore
-    from core.evaluation_record import EvalResult
+    from kernelevo.core.evaluation_record import EvalResult
 
     store = RunStore(run_dir)
     store.set_meta("config", {"problem": {"name": problem}})
@@ -134,7 +134,7 @@ BROKEN = textwrap.dedent("""
 def test_a_run_that_fails_before_its_first_evaluation_leaves_its_directory_as_it_found_it(tmp_path, monkeypatch):
     """Issue 44 point 6: a run whose seed capture failed left a run.db behind, which then blocked the same
     directory ("holds a run already") and had nothing to report."""
-    from seeds import inductor as seeds
+    from kernelevo.seeds import inductor as seeds
 
     problem = tmp_path / "broken.py"
     problem.write_text(BROKEN)

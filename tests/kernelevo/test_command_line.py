@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import CANDIDATES, PROBLEMS, kernelevo
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 
 @pytest.mark.parametrize("args, message", [
@@ -99,7 +99,7 @@ def refused(done) -> str:
 def a_run(run_dir, problem="elementwise_chain"):
     """A run directory holding a run, as `kernelevo run` leaves one: its config and an evaluation in run.db."""
     from evo.records.store import RunStore
-    from core.evaluation_record import EvalResult
+    from kernelevo.core.evaluation_record import EvalResult
 
     store = RunStore(run_dir)
     store.set_meta("config", {"problem": {"name": problem}})

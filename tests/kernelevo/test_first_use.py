@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CANDIDATES, SCALE_SHIFT, candidate, kernelevo, make_evaluator
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from evo.evolution import stopping
 from evo.reports.anytime import interpreter_curve
 from evo.benchmark.bench import Row
@@ -17,14 +17,14 @@ from evo.benchmark.selection import select
 from evo.benchmark.bench_report import HEADER, row_line, write_bench_report
 from evo.reports.console import print_generation, time_text
 from evo.reports.sizes_record import BAKED
-from core.resources import process_started
+from kernelevo.core.resources import process_started
 from evo.reports.outcome import RunOutcome
 from evo.runs.run import start_up
 from evo.records.store import RunStore
 from evo.evolution.search import GenerationReport
 from evo.settings import Budget
 from fitness.problems.problem import ProblemError, check_reference, load_problem, resolve_problem
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure import verdict_text
 
 PROBLEM = """import torch
@@ -161,7 +161,7 @@ def test_help_says_what_the_command_does_and_a_command_leaves_no_empty_log(tmp_p
                      "fitness.trials=1", "hydra.run.dir=out", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "result.json").is_file() and not (tmp_path / "out" / "commands.log").exists()
-    assert done.stdout.startswith("[kernelevo] problem scale_shift")  # its start line, logged (core.log)
+    assert done.stdout.startswith("[kernelevo] problem scale_shift")  # its start line, logged (kernelevo.core.log)
 
 
 # 8. time accounting ------------------------------------------------------------------------------------------------

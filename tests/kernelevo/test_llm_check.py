@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from kernelevo import cli
 from kernelevo.commands import COMMANDS
 from kernelevo.validate import Validator

@@ -4,11 +4,11 @@ rest told against it; hardware limits before compiling."""
 from dataclasses import replace
 
 from conftest import candidate
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from llm_fakes import PARENT, PARENT_GENOME, PROBLEM, builder, target
 from llm_fakes import interpreted as ind
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from hardware_profiles import load_profile
 from hardware_profiles.limits import limit_violation
 from operators.llm.context import ContextBuilder, ContextSettings

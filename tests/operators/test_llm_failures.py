@@ -15,8 +15,8 @@ import pytest
 from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
-from core.genome import Genome
-from core.individual import Individual
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
 from fakes import SOURCE, FakeTuner, value
 from kernelevo.commands import llm_stop
 from llm_fakes import ask, ok, refused_url, settings

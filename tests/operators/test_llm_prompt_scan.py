@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import PROBLEMS, SCALE_SHIFT
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.problems.problem import resolve_problem
 from fitness.problems.target import target_for
 from hardware_profiles import load_profile

@@ -6,9 +6,9 @@ import random
 import re
 from dataclasses import replace
 
-from core.genome import Genome
-from core.individual import Individual
-from core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.individual import Individual
+from kernelevo.core.evaluation_record import EvalResult
 from fakes import FakeEvaluator, FakeService
 from hardware_profiles import load_profile
 from llm_fakes import GOOD, IDEA, PARENT_GENOME, PLAN, ind, live_team, mutate

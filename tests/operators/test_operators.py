@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from core.genome import Genome, declared_space, module_constants
-from core.individual import Individual
+from kernelevo.core.genome import Genome, declared_space, module_constants
+from kernelevo.core.individual import Individual
 from fitness.problems.problem import resolve_problem, suite_names
 from hardware_profiles import load_profile
 from hardware_profiles.limits import value_bounds

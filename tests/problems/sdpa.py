@@ -1,6 +1,7 @@
 # Test problem: KernelBench's level1/97_ScaledDotProductAttention at interpreter sizes: Inductor calls a library
 # attention kernel for it (aten._scaled_dot_product_flash_attention_for_cpu here), which kernelevo's Triton flash
-# attention (seeds/kernels/attention.py) replaces under policy triton. The head dimension is not a power of two.
+# attention (kernelevo/seeds/kernels/attention.py) replaces under policy triton. The head dimension is not a power of
+# two.
 import torch
 import torch.nn as nn
 

@@ -5,7 +5,7 @@ import re
 
 from conftest import REPO
 
-PRODUCT = ("core", "hardware_profiles", "fitness", "operators", "seeds", "evo", "conf", "kernelevo")
+PRODUCT = ("hardware_profiles", "fitness", "operators", "evo", "conf", "kernelevo")
 ON_A_GPU = re.compile(r"\bon (?:an? |one |\d+ x )(?:H100|H200|A100|L40S|RTX ?4090)\b")
 
 

@@ -1,9 +1,9 @@
-"""kernelevo's own Triton flash attention (seeds/kernels/attention.py) and how it enters a seed
-(seeds/inductor/attentions.py): the kernel against torch's scaled_dot_product_attention through Triton's interpreter
-(causal and not, a scale, odd head dims, chunked head dims, grouped-query heads, bf16/fp16); Inductor's library
-attention call (on the CPU and in the forms it writes on a GPU) rewritten into a tunable launch of it, or refused with
-its reason and named; level1/97's form (tests/problems/sdpa.py) seeded from torch.compile into a candidate with no
-library attention call that policy `triton` judges correct."""
+"""kernelevo's own Triton flash attention (kernelevo/seeds/kernels/attention.py) and how it enters a seed
+(kernelevo/seeds/inductor/attentions.py): the kernel against torch's scaled_dot_product_attention through Triton's
+interpreter (causal and not, a scale, odd head dims, chunked head dims, grouped-query heads, bf16/fp16); Inductor's
+library attention call (on the CPU and in the forms it writes on a GPU) rewritten into a tunable launch of it, or
+refused with its reason and named; level1/97's form (tests/problems/sdpa.py) seeded from torch.compile into a candidate
+with no library attention call that policy `triton` judges correct."""
 import ast
 import importlib.util
 
@@ -12,14 +12,15 @@ import torch
 import torch.nn.functional as F
 
 from conftest import PROBLEMS, make_evaluator
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.judge.static_check import check_source
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor.attentions import AttentionRefused, Attentions, attention_op, kernel_source, launcher_defaults
-from seeds.inductor.convert import convert
-from seeds.inductor.errors import SeedError
-from seeds.kernels.attention import flash_attention
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.attentions import (AttentionRefused, Attentions, attention_op, kernel_source,
+                                                 launcher_defaults)
+from kernelevo.seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.errors import SeedError
+from kernelevo.seeds.kernels.attention import flash_attention
 
 SDPA = PROBLEMS / "sdpa.py"
 SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "VALUE_BLOCK": 16}  # several tiles of every kind

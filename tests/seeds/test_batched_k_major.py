@@ -1,7 +1,8 @@
-"""A batched GEMM template (Inductor's bmm, also the split-K matmul's: seeds/inductor/decompositions.py) that reads
+"""A batched GEMM template (Inductor's bmm, also the split-K matmul's: kernelevo/seeds/inductor/decompositions.py) that
+reads
 an fp32 operand contiguous along M or N gets the K-major copy a TF32 dot needs on Hopper, as the plain GEMM template
-does (seeds/inductor/templates.py ``k_major_strides``): its literal strides switch with ``<operand>_KMAJOR``, the copy
-(``k_major``) runs batch by batch, and either way the product is right (Triton's interpreter)."""
+does (kernelevo/seeds/inductor/templates.py ``k_major_strides``): its literal strides switch with ``<operand>_KMAJOR``,
+the copy (``k_major``) runs batch by batch, and either way the product is right (Triton's interpreter)."""
 import ast
 import importlib.util
 import sys
@@ -9,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from seeds.inductor.templates import K_MAJOR_COPY, k_major_loads
+from kernelevo.seeds.inductor.templates import K_MAJOR_COPY, k_major_loads
 
 BATCH, M, N, K = 3, 20, 24, 40
 # Inductor's triton_bmm.py.jinja as it renders for (BATCH, M, K) @ (BATCH, K, N), both contiguous, TF32 allowed

@@ -2,20 +2,20 @@
 torch.compile's capture and ended with no kernel at all, the default seed captured minutes before lost with the
 variant still compiling). The capture process writes its output after each capture, the parent keeps and caches each
 as it arrives, the variants after the default share ``inductor.variants_budget_s`` and a crash keeps what finished
-(seeds/inductor/process.py). On the CPU interpreter, with the real process and the real setting made tiny."""
+(kernelevo/seeds/inductor/process.py). On the CPU interpreter, with the real process and the real setting made tiny."""
 import os
 import re
 import sys
 
 import pytest
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 from fitness.problems.problem import resolve_problem
 from kernelevo.plans import run_plan
 from kernelevo.validate import ConfigError, Validator
-from seeds import inductor as seeds
-from seeds.inductor.cache import CACHED, failed_before
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.cache import CACHED, failed_before
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 VARIANTS = {"nd_tiling": {"triton": {"prefer_nd_tiling": True}}, "looped": {"triton": {"persistent_reductions": False}}}
 MORE = {**VARIANTS, "cooperative": {"triton": {"cooperative_reductions": True}}}
@@ -77,9 +77,10 @@ write({"default": {"code": "..."}, "slow": {"code": "...", "finished_at": time.t
 
 
 def test_the_variants_budget_starts_when_the_default_is_written_and_stops_the_process_at_its_end(tmp_path):
-    """The watch of the capture process (seeds/inductor/process.py) with a stand-in for it: the default's own limit
+    """The watch of the capture process (kernelevo/seeds/inductor/process.py) with a stand-in for it: the default's own
+    limit
     runs until the default is written, then the variants' budget; a variant that finishes within it is taken."""
-    from seeds.inductor.process import watch
+    from kernelevo.seeds.inductor.process import watch
 
     out, names, arrived = tmp_path / "captured.json", ["default", "slow", "after"], []
     command = lambda variant_s, default_s=0.1: [sys.executable, "-c", SLOW_VARIANT, str(out),  # noqa: E731

@@ -1,4 +1,5 @@
-"""kernelevo's convolution kernels (seeds/kernels/conv.py) build for an H100 through Triton's compiler, down to the
+"""kernelevo's convolution kernels (kernelevo/seeds/kernels/conv.py) build for an H100 through Triton's compiler, down
+to the
 cubin, with their dots in TF32 as policy triton runs them: the interpreter runs a kernel as Python and cannot see
 what the compiler refuses (a jit helper returning a tuple, a constexpr used as a value). No GPU needed. Here the
 implicit GEMM's flattened reduction, the depthwise and the direct kernel; the tap-by-tap reduction is built with an
@@ -19,7 +20,7 @@ import importlib.util, sys
 from pathlib import Path
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
-text = Path(sys.argv[1], "seeds", "kernels", "conv.py").read_text()
+text = Path(sys.argv[1], "kernelevo", "seeds", "kernels", "conv.py").read_text()
 tf32 = Path(sys.argv[2], "conv_tf32.py")
 tf32.write_text(text.replace('input_precision="ieee"', 'input_precision="tf32"'))
 loader = importlib.util.spec_from_file_location("conv_tf32", tf32)

@@ -1,4 +1,5 @@
-"""kernelevo's direct convolution (seeds/kernels/conv.py's ``conv_direct_kernel``), the path a convolution takes
+"""kernelevo's direct convolution (kernelevo/seeds/kernels/conv.py's ``conv_direct_kernel``), the path a convolution
+takes
 where a group's GEMM is too small for tl.dot (depthwise: 1 input channel x the taps by 1 output channel): against
 torch's conv1d/conv2d/conv3d with stride, padding, dilation, bias and a channel multiplier, a transposed one through
 the same phases; the path chosen by the shapes; the capture never trying Inductor's Triton conv template for such a
@@ -14,12 +15,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import seeds.kernels.conv as conv
+import kernelevo.seeds.kernels.conv as conv
 from conftest import make_evaluator
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.kernels.conv import conv_nd, direct_path
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.kernels.conv import conv_nd, direct_path
 
 TILES = dict(BLOCK_M=16, BLOCK_N=8)
 KERNELS = ("conv_nd_kernel", "conv_direct_kernel", "conv_depthwise_kernel")
@@ -106,7 +107,7 @@ def test_the_path_follows_the_size_of_a_groups_gemm():
 
 
 def test_the_capture_never_tries_inductors_conv_templates(monkeypatch, tmp_path):
-    capture = importlib.import_module("seeds.inductor.capture")
+    capture = importlib.import_module("kernelevo.seeds.inductor.capture")
     import torch._inductor.config as inductor_config
 
     backends = []
@@ -127,7 +128,7 @@ def test_the_capture_never_tries_inductors_conv_templates(monkeypatch, tmp_path)
     assert inductor_config.max_autotune_conv_backends == default  # patched for the capture only
     # with templates (policy triton on a GPU) Inductor's layout copies around the convolution are off too: an option
     # this torch has, so the capture sets it (``present`` drops a name the installed torch lacks)
-    from seeds.inductor.template_choices import TEMPLATE_OPTIONS, present
+    from kernelevo.seeds.inductor.template_choices import TEMPLATE_OPTIONS, present
     assert present(TEMPLATE_OPTIONS, inductor_config)["layout_optimization"] is False
 
 

@@ -1,4 +1,5 @@
-"""Level-2 convolutions with their elementwise epilogue fused (seeds/inductor/epilogues.py, conv_nd's `epilogue`):
+"""Level-2 convolutions with their elementwise epilogue fused (kernelevo/seeds/inductor/epilogues.py, conv_nd's
+`epilogue`):
 every path of kernelevo's convolution applies an epilogue to its tile before its one store (odd sizes: every mask);
 Inductor's pointwise kernel after a convolution (captured on the CPU: tests/fixtures/inductor_cpu/, made by
 experiments/inductor_fixtures.py --device cpu, among them one running in the convolution's channels-last order,
@@ -20,12 +21,12 @@ import triton
 import triton.language as tl
 
 from conftest import DEVICE, PROBLEMS, REPO, TESTS, make_evaluator
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor.convert import convert
-from seeds.inductor.settings import CaptureSettings
-from seeds.kernels.conv import conv_nd
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.kernels.conv import conv_nd
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="captured on and converted for Triton's interpreter")
 CPU_FIXTURES = TESTS / "fixtures" / "inductor_cpu"

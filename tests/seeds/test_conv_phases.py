@@ -1,4 +1,4 @@
-"""kernelevo's transposed convolution split by output phase (seeds/kernels/conv.py): every kind of transposed
+"""kernelevo's transposed convolution split by output phase (kernelevo/seeds/kernels/conv.py): every kind of transposed
 convolution against torch.nn.functional.conv_transpose{1,2,3}d through Triton's interpreter, and the work its
 launches do: each output position visits exactly the kernel taps the stride lets contribute to it (those k with
 (o + padding - k * dilation) % stride == 0), where the gather form visited the whole window; the implicit GEMM
@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import seeds.kernels.conv as conv
-from seeds.kernels.conv import conv_nd
+import kernelevo.seeds.kernels.conv as conv
+from kernelevo.seeds.kernels.conv import conv_nd
 
 # dims, in channels, out channels, kernel, stride, padding, dilation, groups, output_padding, bias, input size
 CASES = {

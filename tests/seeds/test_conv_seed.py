@@ -1,4 +1,5 @@
-"""kernelevo's own Triton convolution (seeds/kernels/conv.py) and how it enters a seed (seeds/inductor/convolutions.py):
+"""kernelevo's own Triton convolution (kernelevo/seeds/kernels/conv.py) and how it enters a seed
+(kernelevo/seeds/inductor/convolutions.py):
 every kind of torch.convolution against torch through Triton's interpreter; Inductor's library convolution call
 rewritten into a tunable launch of it; a KernelBench-style transposed convolution (level1/57's form, at interpreter
 sizes) and a transposed 3D convolution with pointwise work after it (level2/3's form) get seeds that policy
@@ -11,16 +12,16 @@ import pytest
 import torch
 
 from conftest import FIXTURES, kernelevo, make_evaluator
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.evaluation.evaluator import default_cache_dir
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor.convert import convert
-from seeds.inductor.convolutions import Convolutions, kernel_source, launcher_defaults
-from seeds.inductor.errors import SeedError
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.convolutions import Convolutions, kernel_source, launcher_defaults
+from kernelevo.seeds.inductor.errors import SeedError
 from hardware_profiles.tiles import TILE_PARAMS, tile_starts
-import seeds.kernels.conv as conv
-from seeds.kernels.conv import conv_nd
+import kernelevo.seeds.kernels.conv as conv
+from kernelevo.seeds.kernels.conv import conv_nd
 
 # dims, in channels, out channels, kernel, stride, padding, dilation, groups, transposed, output_padding, bias
 CASES = {

@@ -1,4 +1,5 @@
-"""The capture's own decompositions and switches (seeds/inductor/decompositions.py), for the ATen operators Inductor
+"""The capture's own decompositions and switches (kernelevo/seeds/inductor/decompositions.py), for the ATen operators
+Inductor
 called directly in KernelBench (issue 43): average pooling with a window over 25 elements that is not its stride
 (level1/46) computes what ATen's does in every argument it takes, and is left to Inductor where Inductor writes Triton
 itself; nn.TransformerEncoderLayer's and nn.MultiheadAttention's fused fast path is off while the capture traces; and
@@ -14,9 +15,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from conftest import PROBLEMS, make_evaluator
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor.convert import convert
-from seeds.inductor.decompositions import MIN_PART, avg_pool, capture_decompositions, slow_paths, split_sum
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.decompositions import MIN_PART, avg_pool, capture_decompositions, slow_paths, split_sum
 
 # input shape, kernel, stride, padding: every window over 25 elements and not its stride
 POOLS = {

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import DEVICE, FIXTURES, make_evaluator
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.problems.problem import resolve_problem
-from seeds.inductor.convert import SeedError, convert
-from seeds.inductor.templates import persistent_programs, template_grid
+from kernelevo.seeds.inductor.convert import SeedError, convert
+from kernelevo.seeds.inductor.templates import persistent_programs, template_grid
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="converted for Triton's interpreter")
 
@@ -133,7 +133,7 @@ def kernel(arg_A, arg_B, out_ptr0):
 
 def test_a_transposed_a_inlined_in_its_load_is_found_too():
     """level1/16 (A.T @ B): Inductor writes A's address inside the load (`A + broadcast_to(idx_m + M*idx_n, ...)`)."""
-    from seeds.inductor.templates import k_major_loads
+    from kernelevo.seeds.inductor.templates import k_major_loads
 
     function = ast.parse(TRANSPOSED_A).body[0]
     copies = k_major_loads(function, {"M": 32, "N": 16, "K": 64})

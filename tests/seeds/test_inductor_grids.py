@@ -1,4 +1,5 @@
-"""The converter's launch grids (seeds/inductor/grids.py) are Inductor's: every grid type of the installed torch is
+"""The converter's launch grids (kernelevo/seeds/inductor/grids.py) are Inductor's: every grid type of the installed
+torch is
 either written the way Inductor's own GridExpr computes it, or refused with a SeedError naming it."""
 import inspect
 
@@ -6,8 +7,8 @@ import pytest
 import triton
 import torch._inductor.runtime.triton_heuristics as heuristics
 
-from seeds.inductor.convert import SeedError
-from seeds.inductor.grids import REFUSED, YZ_OVERFLOW_HELPER, launch_grid
+from kernelevo.seeds.inductor.convert import SeedError
+from kernelevo.seeds.inductor.grids import REFUSED, YZ_OVERFLOW_HELPER, launch_grid
 
 NUMELS = {"xnumel": 1000, "ynumel": 300, "znumel": 7, "r0_numel": 513}
 # per grid type: the launch configuration's constexprs and the numels its kernels take

@@ -1,4 +1,4 @@
-"""Seeds taken from torch.compile (seeds/inductor): Inductor's Triton kernels, converted into a standalone
+"""Seeds taken from torch.compile (kernelevo/seeds/inductor): Inductor's Triton kernels, converted into a standalone
 candidate, pass the full evaluator; the seed is cached and written into the run directory; library calls under
 policy `triton` get a clear way out; variants of Inductor's options that write other kernels are more seeds of
 generation 0 (a KernelBench-format file without a seed runs offline from its Inductor seed: tests/e2e/test_full_size.py,
@@ -16,15 +16,15 @@ import torch._inductor
 from omegaconf import OmegaConf
 
 from conftest import FIXTURES, PROBLEMS, REPO, TINY, kernelevo, make_evaluator, read_store, run_dir_of
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.measure.baselines import COMPILED
 from fitness.problems.problem import load_problem, resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor.capture import flat_options
-from seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.capture import flat_options
+from kernelevo.seeds.inductor.template_choices import (TEMPLATE_OPTIONS, present, template_calls, template_choices,
                                               template_shapes)
-from seeds.inductor.convert import SeedError, convert
-from seeds.inductor.input_guard import GUARD
+from kernelevo.seeds.inductor.convert import SeedError, convert
+from kernelevo.seeds.inductor.input_guard import GUARD
 
 
 @pytest.mark.parametrize("name", ["layernorm"])  # more kinds of kernel, captured on a GPU: test_inductor_fixtures
@@ -204,7 +204,7 @@ def test_only_sizes_that_other_sizes_change_make_a_dynamic_capture_specialised(t
                             "features = 32\n")
     problem = load_problem(resolve_problem(str(problem_file), sizes={"dim": 12}))
     # dim: set for this run; batch_size 16 and features 32: at least MIN_SHRINKABLE; not the 3s, which never change
-    assert importlib.import_module("seeds.inductor.capture")._varying_sizes(problem) == {12, 16, 32}
+    assert importlib.import_module("kernelevo.seeds.inductor.capture")._varying_sizes(problem) == {12, 16, 32}
 
 
 def test_a_variant_asking_for_max_autotune_is_left_out_off_a_gpu_with_a_line_saying_so(capsys):
@@ -242,7 +242,7 @@ def test_gemm_templates_leave_inductor_no_split_k_choice_that_calls_the_library(
     # failed; the capture's options for templates switch it off, and each option exists in this torch
     import torch._inductor.config as inductor_config
 
-    capture = importlib.import_module("seeds.inductor.capture")
+    capture = importlib.import_module("kernelevo.seeds.inductor.capture")
     saved, cudnn_tf32 = inductor_config.save_config(), torch.backends.cudnn.allow_tf32
     try:
         capture._prepare("cuda", templates=True, tf32=False)  # as on a GPU under policy triton (nothing compiled)
@@ -315,7 +315,7 @@ def test_an_unrolled_loops_repeated_matmuls_count_once_each_so_its_default_captu
 
 def test_a_capture_not_kept_says_why_and_how_long_it_took(monkeypatch):
     # a network's default capture took 332-457 s on an H200 and the bench's log did not say in which attempt
-    capture = importlib.import_module("seeds.inductor.capture")
+    capture = importlib.import_module("kernelevo.seeds.inductor.capture")
     attempts = []
 
     def capture_one(model, inputs, device, dynamic=False, gpu_lock=None, autotune_up_to=None, decompositions=None):
@@ -340,6 +340,6 @@ def test_sizes_inductors_code_asserts_as_literals_count_as_specialised():
             "        assert_size_stride(arg2_1, (s77, 1), (1, 1), 'input')\n")
     mapping = [{"kind": "param", "name": "linear.weight"}, {"kind": "size", "of": 2, "dim": 0},
                {"kind": "input", "index": 0}]
-    specialised = importlib.import_module("seeds.inductor.capture")._specialised
+    specialised = importlib.import_module("kernelevo.seeds.inductor.capture")._specialised
     assert specialised(code, mapping, ["input 0 dim 1 = 8"]) == ["input 0 dim 1 = 8", "linear.weight dim 0 = 128",
                                                                  "linear.weight dim 1 = 64"]

@@ -1,7 +1,7 @@
 """A converted seed's forward checks the inputs its kernels were built for before any launch
-(seeds/inductor/input_guard.py): a seed with its sizes baked in (a static capture: Inductor's literals) refuses another
-size, a non-contiguous input, another dtype with a ValueError naming the expected and the given shape, and launches
-nothing; a seed captured with dynamic shapes checks only what stayed specialised, and runs at other sizes."""
+(kernelevo/seeds/inductor/input_guard.py): a seed with its sizes baked in (a static capture: Inductor's literals)
+refuses another size, a non-contiguous input, another dtype with a ValueError naming the expected and the given shape,
+and launches nothing; a seed captured with dynamic shapes checks only what stayed specialised, and runs at other sizes."""
 import importlib.util
 import json
 import sys
@@ -12,11 +12,11 @@ import torch
 
 from conftest import FIXTURES, TESTS
 from fitness.problems.problem import resolve_problem
-from seeds.inductor.convert import convert
-from seeds.inductor.input_guard import GUARD
+from kernelevo.seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.input_guard import GUARD
 
 # torch.compile's capture of row_softmax at its test sizes (5 x 2500) on the CPU with dynamic shapes, kept as a file:
-# seeds.inductor.capture.capture(spec.to_dict(), "cpu", dynamic=True)["default"]
+# kernelevo.seeds.inductor.capture.capture(spec.to_dict(), "cpu", dynamic=True)["default"]
 DYNAMIC = TESTS / "fixtures" / "inductor_cpu" / "row_softmax_dynamic.json"
 
 

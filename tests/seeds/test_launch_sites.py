@@ -1,4 +1,5 @@
-"""A launch-heavy seed launches through its compiled kernels (seeds.inductor.launches), and the judge counts those
+"""A launch-heavy seed launches through its compiled kernels (kernelevo.seeds.inductor.launches), and the judge counts
+those
 launches (fitness.judge.guards.LaunchCounter). On the CPU the JIT returns no compiled kernel, so the compiled path
 is driven here by stand-ins of a JIT kernel and its compiled kernel; the seed itself is judged through the
 interpreter."""
@@ -15,8 +16,8 @@ from conftest import DEVICE, FIXTURES, make_evaluator
 from fitness.judge.guards import LaunchCounter
 from fitness.judge.static_check import check_source
 from fitness.problems.problem import resolve_problem
-from seeds.inductor import launches
-from seeds.inductor.convert import convert
+from kernelevo.seeds.inductor import launches
+from kernelevo.seeds.inductor.convert import convert
 
 
 class Compiled:

@@ -1,4 +1,5 @@
-"""libdevice on Triton's interpreter (seeds/kernels/libdevice_*.py, seeds/inductor/libdevice.py): each CPU form
+"""libdevice on Triton's interpreter (kernelevo/seeds/kernels/libdevice_*.py, kernelevo/seeds/inductor/libdevice.py):
+each CPU form
 against torch; every libdevice function Inductor writes has one, and a call of one without is named; a seed whose
 kernels call libdevice (KernelBench level1/27 SELU, 29 Softplus, 31 ELU in small) converts into a correct
 candidate."""
@@ -14,10 +15,10 @@ import triton.language as tl
 
 from conftest import PROBLEMS, make_evaluator
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor import libdevice
-from seeds.inductor.convert import LIBDEVICE_AS_TL, SeedError, convert
-from seeds.kernels import libdevice_bessel, libdevice_cpu
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor import libdevice
+from kernelevo.seeds.inductor.convert import LIBDEVICE_AS_TL, SeedError, convert
+from kernelevo.seeds.kernels import libdevice_bessel, libdevice_cpu
 
 # near a Bessel function's zeros its value is its absolute error: within 1e-6 (torch's own fp32 is within 2e-6)
 ABSOLUTE = {"j0": 1e-6, "j1": 1e-6, "y0": 1e-6, "y1": 1e-6}

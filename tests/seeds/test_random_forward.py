@@ -1,8 +1,9 @@
 """A problem whose forward draws random numbers (KernelBench level3/35_LSTM's torch.randn initial state; here
 tests/problems/random_state.py): which ATen ops count as draws, the judge seeding torch's generator alike for the
 reference and the candidate (fitness/judge/randomness.py), candidates that draw other numbers or compute in torch
-judged so, the converter writing Inductor's ATen random calls as torch's functions (seeds/inductor/randoms.py), and
-the Inductor seed of the tiny problem judged correct under policy `triton`."""
+judged so, the converter writing Inductor's ATen random calls as torch's functions
+(kernelevo/seeds/inductor/randoms.py), and the Inductor seed of the tiny problem judged correct under policy
+`triton`."""
 import ast
 import json
 from copy import deepcopy
@@ -14,11 +15,11 @@ from conftest import PROBLEMS, make_evaluator
 from fitness.judge.guards import LaunchCounter, TorchOpTrace
 from fitness.judge.randomness import LABEL, is_draw, seed_alike
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor import randoms
-from seeds.inductor.cache import cache_key, entry_file
-from seeds.inductor.convert import CallRewriter
-from seeds.inductor.errors import SeedError
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor import randoms
+from kernelevo.seeds.inductor.cache import cache_key, entry_file
+from kernelevo.seeds.inductor.convert import CallRewriter
+from kernelevo.seeds.inductor.errors import SeedError
 
 RANDOM_STATE = str(PROBLEMS / "random_state.py")
 

@@ -1,5 +1,6 @@
-"""kernelevo's own Triton RNN (seeds/kernels/rnn.py) and how it enters a seed (seeds/inductor/rnn_ops.py,
-seeds/inductor/recurrent.py): LSTM and GRU against nn.LSTM / nn.GRU through Triton's interpreter (layers,
+"""kernelevo's own Triton RNN (kernelevo/seeds/kernels/rnn.py) and how it enters a seed
+(kernelevo/seeds/inductor/rnn_ops.py,
+kernelevo/seeds/inductor/recurrent.py): LSTM and GRU against nn.LSTM / nn.GRU through Triton's interpreter (layers,
 directions, batch_first, biases; output, h_n, c_n); the capture's swap of nn.LSTM / nn.GRU for kernelevo's recurrent
 operators; the operator's call in captured code rewritten into a tunable launch; and a tiny LSTM problem (level3/37's
 form) whose Inductor seed policy `triton` judges correct with no library call."""
@@ -12,15 +13,15 @@ import torch
 from torch import nn
 
 from conftest import make_evaluator
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from fitness.problems.problem import resolve_problem
-from seeds import inductor as seeds
-from seeds.inductor.convert import convert
-from seeds.inductor.errors import SeedError
-from seeds.inductor.recurrent import Recurrents, launcher_defaults
-from seeds.inductor.rnn_ops import RecurrentCall, swap_recurrent
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.convert import convert
+from kernelevo.seeds.inductor.errors import SeedError
+from kernelevo.seeds.inductor.recurrent import Recurrents, launcher_defaults
+from kernelevo.seeds.inductor.rnn_ops import RecurrentCall, swap_recurrent
 from hardware_profiles.tiles import TILE_PARAMS
-from seeds.kernels.rnn import gru, lstm
+from kernelevo.seeds.kernels.rnn import gru, lstm
 
 SMALL = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, STEP_B=16, STEP_H=16, STEP_K=16)
 # layers, bidirectional, batch_first, bias

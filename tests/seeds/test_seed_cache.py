@@ -1,4 +1,5 @@
-"""The Inductor seed cache says whether it hit, and why not (seeds/inductor/cache.py), and a run keeps the compiler
+"""The Inductor seed cache says whether it hit, and why not (kernelevo/seeds/inductor/cache.py), and a run keeps the
+compiler
 seeds' judging apart from making them (evo/runs/seeding.py). Issue 45's 4 x H200 bench read level1/1's 12.8 s of
 "seeds" as a cache miss: it was the TF32 check's evaluation of its GEMM seed (the first evaluation of the run, which
 the other problems made inside their search), the capture read from the warm cache. Two runs sharing one cache
@@ -15,7 +16,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import FIXTURES
-from core.genome import Genome
+from kernelevo.core.genome import Genome
 from evo.benchmark.bench import Row
 from evo.benchmark.bench_report import row_line
 from evo.evolution.search import Search
@@ -27,12 +28,12 @@ from evo.runs.run import start_up
 from evo.runs.seeding import make_seeds, start_capture
 from evo.settings import Budget, SearchSettings
 from fakes import SOURCE, FakeTuner, Step
-from core.evaluation_record import EvalResult
+from kernelevo.core.evaluation_record import EvalResult
 from fitness.problems.problem import resolve_problem
 from kernelevo.validate import Validator
-from seeds import inductor as seeds
-from seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds import inductor as seeds
+from kernelevo.seeds.inductor.cache import CACHED, CapturedSeeds, cache_note
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 SOFTMAX = json.loads((FIXTURES / "row_softmax.json").read_text())  # a capture made on an H100
 GEMM = json.loads((FIXTURES / "matmul_template.json").read_text())

@@ -1,6 +1,6 @@
 """A compiler seed whose TF32 dot products miss the tolerance is tried again with IEEE fp32 dot products before it
-is given up (seeds/inductor/precision.py, evo/runs/seeding.py): level2/14's case, where all 52 evaluations of a run
-from the TF32 GEMM seed were incorrect."""
+is given up (kernelevo/seeds/inductor/precision.py, evo/runs/seeding.py): level2/14's case, where all 52 evaluations of
+a run from the TF32 GEMM seed were incorrect."""
 import json
 
 import pytest
@@ -9,8 +9,8 @@ import evo.service.evaluation
 from conftest import CANDIDATES, FIXTURES, TINY, kernelevo, read_store, run_dir_of
 from evo.benchmark.bench_report import tf32_note
 from evo.reports.outcome import RunOutcome
-from seeds.inductor.cache import CapturedSeeds
-from seeds.inductor.precision import IEEE_NOTE, ieee_dots
+from kernelevo.seeds.inductor.cache import CapturedSeeds
+from kernelevo.seeds.inductor.precision import IEEE_NOTE, ieee_dots
 
 TF32_SEED = (CANDIDATES / "tf32_inexact_matmul.py").read_text()
 

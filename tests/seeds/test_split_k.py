@@ -1,13 +1,14 @@
-"""The capture's split-K matmul (seeds/inductor/decompositions.py ``split_k``, on with Inductor's GEMM templates:
+"""The capture's split-K matmul (kernelevo/seeds/inductor/decompositions.py ``split_k``, on with Inductor's GEMM
+templates:
 template_choices.TEMPLATE_DECOMPOSITIONS): a matrix product whose K is long against M and N is a batched product
 over K's parts and their sum, the same product; others are left to Inductor."""
 import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from seeds.inductor.cache import key_parts
-from seeds.inductor.decompositions import SPLIT_K_MIN_PART, capture_decompositions, split_k, split_k_parts
-from seeds.inductor.template_choices import TEMPLATE_DECOMPOSITIONS
+from kernelevo.seeds.inductor.cache import key_parts
+from kernelevo.seeds.inductor.decompositions import SPLIT_K_MIN_PART, capture_decompositions, split_k, split_k_parts
+from kernelevo.seeds.inductor.template_choices import TEMPLATE_DECOMPOSITIONS
 
 
 def test_parts_give_every_sm_its_tiles_and_only_a_long_k_is_split():

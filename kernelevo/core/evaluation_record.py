@@ -4,14 +4,14 @@ search, the store and the reports (``evo``) read it, and it imports none of them
 ``summary``) is the judge's: ``fitness.measure.verdict_text``.
 
 The record is kept as its fields (``to_dict``: the status as its plain value): the run store, summary.json and every
-page hold that form, and ``from_dict`` reads any of them back by the one rule of ``core.records``."""
+page hold that form, and ``from_dict`` reads any of them back by the one rule of ``kernelevo.core.records``."""
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
-from core.records import from_record
+from kernelevo.core.records import from_record
 
 
 class Status(str, Enum):
@@ -46,7 +46,7 @@ class Status(str, Enum):
             return cls(value)
         except ValueError:
             raise ValueError(f"{where} has unknown status {value!r}; one of {[s.value for s in cls]} "
-                             f"(core.evaluation_record.Status)") from None
+                             f"(kernelevo.core.evaluation_record.Status)") from None
 
 
 INFRASTRUCTURE = Status.INFRASTRUCTURE

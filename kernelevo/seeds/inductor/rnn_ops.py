@@ -7,8 +7,8 @@ holding the very same parameters under the same names (``lstm.weight_ih_l0``: th
 own module has them), whose forward does what nn.LSTM's / nn.GRU's does in inference (unbatched inputs, a missing
 initial state as zeros) and calls one operator for the whole network. Inductor keeps such an operator as an opaque
 call (``torch.ops.kernelevo.lstm.default(...)``) between its own kernels; the converter replaces that call by
-kernelevo's Triton RNN (``recurrent.py``, ``seeds/kernels/rnn.py``). The operators compute with torch's own RNN
-where they run (the capture's reference; on a GPU, the compiled model's one run), and say their outputs' shapes
+kernelevo's Triton RNN (``recurrent.py``, ``kernelevo/seeds/kernels/rnn.py``). The operators compute with torch's own
+RNN where they run (the capture's reference; on a GPU, the compiled model's one run), and say their outputs' shapes
 and strides (torch's: a batch_first output is a transposed view) to the tracer.
 """
 from __future__ import annotations

@@ -9,8 +9,8 @@ from pathlib import Path
 
 def kernel_configs(code: str) -> dict:
     """Each kernel's heuristic object, built by running its source as Inductor's async_compile would."""
-    from core import pyast
-    from seeds.inductor.convert import kernel_sources
+    from kernelevo.core import pyast
+    from kernelevo.seeds.inductor.convert import kernel_sources
 
     kernels = {}
     with tempfile.TemporaryDirectory(prefix="kernelevo-capture-") as folder:

@@ -1,7 +1,7 @@
 """Capture what torch.compile (Inductor) writes for a problem's Model: run as its own process, on the device the
 search runs on, so the search process never imports Inductor or compiles anything itself::
 
-    python -m seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [dynamic] [variants=V.json]
+    python -m kernelevo.seeds.inductor.capture SPEC.json OUT.json DEVICE [templates] [tf32] [dynamic] [variants=V.json]
         [gpu_lock=PATH] [autotune_up_to=N]
 
 SPEC.json is a ProblemSpec (``to_dict``); V.json maps names to Inductor options (``{"nd_tiling": {"triton":
@@ -46,9 +46,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seeds.inductor.decompositions import own_options
-from seeds.inductor.kernel_configs import config_dict, kernel_configs, picked_config
-from seeds.inductor.template_choices import (LIBRARY_CONVOLUTIONS, TEMPLATE_DECOMPOSITIONS, TEMPLATE_OPTIONS,
+from kernelevo.seeds.inductor.decompositions import own_options
+from kernelevo.seeds.inductor.kernel_configs import config_dict, kernel_configs, picked_config
+from kernelevo.seeds.inductor.template_choices import (LIBRARY_CONVOLUTIONS, TEMPLATE_DECOMPOSITIONS, TEMPLATE_OPTIONS,
                                               present, template_calls, template_choices, template_shapes)
 
 
@@ -125,7 +125,7 @@ def capture(spec_dict: dict, device: str, templates: bool = False, tf32: bool = 
 
     from fitness.common.gpu_lock import inductor_benchmarks_shared
     from fitness.problems.problem import ProblemSpec, call_get_init_inputs, call_get_inputs, load_problem
-    from seeds.inductor.rnn_ops import swap_recurrent
+    from kernelevo.seeds.inductor.rnn_ops import swap_recurrent
 
     spec = ProblemSpec.from_dict(spec_dict)
     problem = load_problem(spec)
@@ -178,7 +178,7 @@ def _first_that_converts(model, inputs, device: str, spec, dynamic: bool, gpu_lo
     puts kernelevo's own convolution in their place (``convolutions.py``), and no conv template is autotuned."""
     import torch._inductor.config as inductor_config
 
-    from seeds.inductor.convert import convert
+    from kernelevo.seeds.inductor.convert import convert
 
     attempts = [True, False] if dynamic else [False]
     why = []
@@ -253,7 +253,7 @@ def _specialised(code: str, mapping: list[dict], static: list[str]) -> list[str]
     literals (``assert_size_stride(arg0_1, (128, 128), ...)``: guards specialised them while compiling)."""
     import ast
 
-    from core import pyast
+    from kernelevo.core import pyast
 
     call = next((n for n in ast.walk(pyast.parse(code)) if isinstance(n, ast.FunctionDef) and n.name == "call"), None)
     unpack = call.body[0] if call is not None and call.body else None
@@ -306,7 +306,7 @@ def _capture_one(model, inputs, device: str, dynamic: bool = False, gpu_lock: st
     from torch._inductor.utils import run_and_get_code
 
     from fitness.common.gpu_lock import shared
-    from seeds.inductor.decompositions import capture_decompositions, slow_paths
+    from kernelevo.seeds.inductor.decompositions import capture_decompositions, slow_paths
 
     seen: dict = {}
 

@@ -20,9 +20,9 @@ BLOCK_N scores, BLOCK_M and BLOCK_N x BLOCK_K operands, with BLOCK_K as a GEMM's
 accumulator's columns) is not multiplied into them. Programs run over a 1D grid, query blocks fastest, so the
 programs of one head run together and share its keys and values in L2. Addresses are int64 at the batch and head.
 
-This file is standalone (torch and triton only): ``seeds.inductor.attentions`` copies it into a seed whose Inductor
-code called a library attention op, where each call becomes ``flash_attention(...)`` with its launch parameters as
-the seed's tunable constants.
+This file is standalone (torch and triton only): ``kernelevo.seeds.inductor.attentions`` copies it into a seed whose
+Inductor code called a library attention op, where each call becomes ``flash_attention(...)`` with its launch parameters
+as the seed's tunable constants.
 """
 import torch
 import triton

@@ -1,4 +1,5 @@
-"""Inductor's library attention calls as kernelevo's own Triton flash attention (``seeds/kernels/attention.py``).
+"""Inductor's library attention calls as kernelevo's own Triton flash attention
+(``kernelevo/seeds/kernels/attention.py``).
 
 For ``scaled_dot_product_attention`` Inductor's code calls an ATen attention op (``OPS``): on the CPU
 ``buf0 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(arg0_1, arg1_1, arg2_1, 0.0, True)``, on
@@ -21,9 +22,9 @@ from pathlib import Path
 
 import torch
 
-from core import pyast
-from seeds.inductor.convolutions import kernel_source as kernel_file_source
-from seeds.inductor.errors import SeedError, arguments_by_name
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor.convolutions import kernel_source as kernel_file_source
+from kernelevo.seeds.inductor.errors import SeedError, arguments_by_name
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "attention.py"
 LAUNCHER = "flash_attention"
@@ -41,8 +42,8 @@ LAUNCH = {"BLOCK_M": "BLOCK_M", "BLOCK_N": "BLOCK_N", "BLOCK_K": "BLOCK_K", "VAL
           "NUM_WARPS": "num_warps", "NUM_STAGES": "num_stages"}  # the seed's constant -> the launcher's keyword
 BLOCKS = [16, 32, 64, 128, 256]
 NOTE = (" Inductor's library attention calls (torch.ops.aten._scaled_dot_product_*_attention) are kernelevo's own "
-        "Triton flash attention (flash_attention; seeds/kernels/attention.py), its launch parameters the A<n>_* "
-        "constants.")
+        "Triton flash attention (flash_attention; kernelevo/seeds/kernels/attention.py), its launch parameters the "
+        "A<n>_* constants.")
 
 
 class AttentionRefused(SeedError):

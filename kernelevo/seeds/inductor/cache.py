@@ -14,10 +14,10 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from core.genome import short_hash
+from kernelevo.core.genome import short_hash
 from fitness.common.atomic import write_atomic
 from fitness.problems.problem_spec import ProblemSpec
-from seeds.inductor.template_choices import template_key
+from kernelevo.seeds.inductor.template_choices import template_key
 
 FOLDER = "inductor-seeds"  # under the cache dir
 CACHED = "cached"
@@ -112,7 +112,8 @@ def failed_before(entry: Path) -> str:
 
 
 class CapturedSeeds(dict):
-    """made_by -> source, as ``seeds.inductor.inductor_seeds`` returns them, and `cache`: per capture asked for
+    """made_by -> source, as ``kernelevo.seeds.inductor.inductor_seeds`` returns them, and `cache`: per capture asked
+    for
     (``default`` and each variant) how it was got: ``cached``, or why it was captured (``why_missed``). A dict, so
     every caller of the seeds reads them as before; it pickles with its `cache` (the Ray backend returns it from an
     actor)."""

@@ -35,7 +35,7 @@ phase's own values are not specialised on (one compiled kernel serves every phas
 (KernelBench's inputs pass 2**31 elements). Every size is read from the tensors given, so a seed holding this file
 runs at any size.
 
-This file is standalone (torch and triton only): ``seeds.inductor.convolutions`` copies it into a seed whose
+This file is standalone (torch and triton only): ``kernelevo.seeds.inductor.convolutions`` copies it into a seed whose
 Inductor code called ``torch.convolution``, where each call becomes ``conv_nd(...)`` with its launch parameters as
 the seed's tunable constants.
 """
@@ -311,7 +311,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     floats of a pixel); 0: the input as it is (no copy). `epilogue`: a jit function ``(acc, offsets, mask, args)`` every
     kernel applies to its fp32 tile before its one store (`offsets`: the tile's elements' offsets in the output,
     `mask`: those that exist, `args`: `epilogue_args`), so elementwise work after the convolution costs no pass of its
-    own (``seeds.inductor.epilogues``); the output is of dtype `out_dtype` where given (else the input's)."""
+    own (``kernelevo.seeds.inductor.epilogues``); the output is of dtype `out_dtype` where given (else the input's)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))

@@ -9,7 +9,7 @@ formula against Inductor's own and that every grid type of the installed torch i
 """
 from __future__ import annotations
 
-from seeds.inductor.errors import OTHER_SEEDS, SeedError
+from kernelevo.seeds.inductor.errors import OTHER_SEEDS, SeedError
 
 MAX_Y_GRID = 65535  # a CUDA grid's y extent at most (Inductor's get_max_y_grid): y beyond it spills into z
 YZ_OVERFLOW_HELPER = '''

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 
 @dataclass
 class CaptureSettings:
-    """The capture's time (seeds.inductor.capture_variants): the default capture keeps its own limit
-    (``seeds.inductor.CAPTURE_TIMEOUT_S``); Inductor's variants after it share `variants_budget_s`."""
+    """The capture's time (kernelevo.seeds.inductor.capture_variants): the default capture keeps its own limit
+    (``kernelevo.seeds.inductor.CAPTURE_TIMEOUT_S``); Inductor's variants after it share `variants_budget_s`."""
     # seconds the variants after the default capture share, from the default's end (from the capture process's
     # start when the default is cached): the process is then stopped and the variants not finished are left out,
     # said in a line (the default seed and every variant finished before are kept and cached); unbounded, a network's
@@ -31,7 +31,8 @@ class CaptureSettings:
     # sizes are unknown, so a GPU stays static by default); false: never
     dynamic_shapes: Optional[bool] = None
     # under policy triton, the pointwise kernel Inductor runs over a convolution's output is fused into kernelevo's
-    # convolution as its epilogue where that is its only role (seeds/inductor/epilogues.py); false: the seed keeps it
+    # convolution as its epilogue where that is its only role (kernelevo/seeds/inductor/epilogues.py); false: the seed
+    # keeps it
     # as a launch of its own (the unfused seed, for comparisons)
     fuse_epilogues: bool = True
 

@@ -19,9 +19,9 @@ layers is a training-time operation and is not applied (inference, as in eval mo
 block of batch rows by a block of hidden units; each reads the whole previous hidden state of its rows, so the
 time steps are separate launches.
 
-This file is standalone (torch and triton only): ``seeds.inductor.recurrent`` copies it into a seed whose captured
-code called kernelevo's recurrent operators (``seeds.inductor.rnn_ops``), where each call becomes ``lstm(...)`` or
-``gru(...)`` with its launch parameters as the seed's tunable constants.
+This file is standalone (torch and triton only): ``kernelevo.seeds.inductor.recurrent`` copies it into a seed whose
+captured code called kernelevo's recurrent operators (``kernelevo.seeds.inductor.rnn_ops``), where each call becomes
+``lstm(...)`` or ``gru(...)`` with its launch parameters as the seed's tunable constants.
 """
 import torch
 import triton

@@ -16,18 +16,19 @@ from __future__ import annotations
 import ast
 import math
 
-from core import pyast
-from seeds.inductor.sizes import sizes_note
-from seeds.inductor.attentions import NOTE as ATTENTION_NOTE, Attentions, attention_op
-from seeds.inductor.attentions import kernel_source as attention_source
-from seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
-from seeds.inductor.epilogues import NOTE as EPILOGUE_NOTE, Epilogues
-from seeds.inductor.errors import OTHER_SEEDS, SeedError
-from seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
-from seeds.inductor import input_guard
-from seeds.inductor import launches, libdevice, randoms, recurrent
-from seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
-from seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template, is_template,
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor.sizes import sizes_note
+from kernelevo.seeds.inductor.attentions import NOTE as ATTENTION_NOTE, Attentions, attention_op
+from kernelevo.seeds.inductor.attentions import kernel_source as attention_source
+from kernelevo.seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
+from kernelevo.seeds.inductor.epilogues import NOTE as EPILOGUE_NOTE, Epilogues
+from kernelevo.seeds.inductor.errors import OTHER_SEEDS, SeedError
+from kernelevo.seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
+from kernelevo.seeds.inductor import input_guard
+from kernelevo.seeds.inductor import launches, libdevice, randoms, recurrent
+from kernelevo.seeds.inductor.reference import forward_arguments, model_parts, model_with, used_statements
+from kernelevo.seeds.inductor.templates import (K_MAJOR_COPY, K_MAJOR_NOTE, inductor_meta, is_gemm_template,
+                                                is_template,
                                       k_major_loads, persistent_programs, template_grid, template_kernel)
 
 LIBDEVICE_AS_TL = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt",

@@ -1,14 +1,14 @@
 """A seed's ``libdevice`` calls on Triton's interpreter, which runs none of them: each ``libdevice.NAME(...)`` becomes
-``cpu_NAME(...)``, the CPU form of ``seeds/kernels/libdevice_cpu.py`` (or ``libdevice_bessel.py``) that the seed
-then holds a copy of (with the forms it calls); a call with no form there is a SeedError naming the function."""
+``cpu_NAME(...)``, the CPU form of ``kernelevo/seeds/kernels/libdevice_cpu.py`` (or ``libdevice_bessel.py``) that the
+seed then holds a copy of (with the forms it calls); a call with no form there is a SeedError naming the function."""
 from __future__ import annotations
 
 import ast
 import functools
 from pathlib import Path
 
-from core import pyast
-from seeds.inductor.errors import OTHER_SEEDS, SeedError
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor.errors import OTHER_SEEDS, SeedError
 
 FORMS_FILES = [Path(__file__).resolve().parents[1] / "kernels" / name for name in ("libdevice_cpu.py",
                                                                                    "libdevice_bessel.py")]
@@ -37,7 +37,7 @@ class _ForInterpreter(ast.NodeTransformer):
         if func.value.id == "libdevice":
             if PREFIX + func.attr not in forms():
                 raise SeedError(f"{self.where} calls libdevice.{func.attr}, which Triton's interpreter cannot run and "
-                                f"kernelevo has no CPU form of (seeds/kernels/libdevice_*.py); {OTHER_SEEDS}")
+                                f"kernelevo has no CPU form of (kernelevo/seeds/kernels/libdevice_*.py); {OTHER_SEEDS}")
             node.func = ast.Name(id=PREFIX + func.attr, ctx=ast.Load())
         elif func.value.id == "triton_helpers" and func.attr in HELPERS:
             if HELPERS[func.attr] is None:

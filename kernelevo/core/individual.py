@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from deap import base
 
-from core.evaluation_record import EvalResult
-from core.genome import Genome
-from core.records import from_record
+from kernelevo.core.evaluation_record import EvalResult
+from kernelevo.core.genome import Genome
+from kernelevo.core.records import from_record
 
 
 class KernelFitness(base.Fitness):
@@ -39,7 +39,8 @@ class Individual:
     result: EvalResult | None = None  # the evaluation of `genome.rendered()`; None until tuned
     trials: int = 0  # tuner configurations tried
     llm: dict = field(default_factory=dict)  # LLM usage of the operator call that made it: calls, tokens, cost_usd
-    tuning: dict = field(default_factory=dict)  # evo.tuning.tuner's record: sampler, configurations tried (for descendants)
+    # evo.tuning.tuner's record: sampler, configurations tried (for descendants)
+    tuning: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.parents = tuple(self.parents)

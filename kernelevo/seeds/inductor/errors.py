@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from core.errors import KernelevoError
+from kernelevo.core.errors import KernelevoError
 
 OTHER_SEEDS = "pass a seed file (problem.seed=PATH) or let an LLM write one (llm=... llm.initialise=true)"
 

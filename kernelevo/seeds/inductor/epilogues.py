@@ -1,4 +1,5 @@
-"""Inductor's elementwise kernels after a convolution, fused into kernelevo's convolution (``seeds/kernels/conv.py``).
+"""Inductor's elementwise kernels after a convolution, fused into kernelevo's convolution
+(``kernelevo/seeds/kernels/conv.py``).
 
 On a GPU Inductor peels a convolution's bias off the library call and adds it, with the rest of a level-2 problem's
 elementwise work (activations, scaling, clamps, a second bias), in a pointwise kernel of its own that reads the
@@ -16,9 +17,9 @@ one index of a 1D kernel: ``offset`` is an element's offset in the output, or, f
 convolution's buffer's order, the element's offset there, computed from it), its masks to the tile's, its load of the
 convolution's buffer replaced by the accumulator, its one store by ``return``; its other arguments (a bias, scalars)
 come in ``args``. The output may be a new buffer or one whose memory Inductor reuses (``reinterpret_tensor`` of a
-dead one): the fused convolution allocates it afresh. The binding is checked before it is used: evaluated on the buffers' literal sizes and strides
-(every element of a small output, else 4096 drawn and the corners), the pointwise kernel must read the convolution's
-buffer and write its output at the same element the tile holds.
+dead one): the fused convolution allocates it afresh. The binding is checked before it is used: evaluated on the
+buffers' literal sizes and strides (every element of a small output, else 4096 drawn and the corners), the pointwise
+kernel must read the convolution's buffer and write its output at the same element the tile holds.
 
 Left as it is (``Epilogues.refused`` says why): a kernel that is not pointwise (a reduction: a norm, a mean), one
 reading the buffer at other positions (pooling) or of other sizes, one with several stores, a buffer something else
@@ -33,12 +34,13 @@ import re
 
 import torch
 
-from core import pyast
+from kernelevo.core import pyast
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 LAUNCHER = "conv_nd"
 NOTE = (" Elementwise kernels Inductor ran over a convolution's output are fused into it: conv_nd's epilogue (the "
-        "*_epilogue functions) is applied to each output tile before its one store (seeds/inductor/epilogues.py).")
+        "*_epilogue functions) is applied to each output tile before its one store "
+        "(kernelevo/seeds/inductor/epilogues.py).")
 HEADER = {"xnumel", "ynumel", "xoffset", "yoffset", "xindex", "yindex", "xmask", "ymask"}  # rebound by the epilogue
 INDEX = re.compile(r"[xy]\d+$")  # Inductor's index variables (x0 = xindex % 16)
 ALLOCATORS = {"torch.empty_strided", "torch.as_strided"}

@@ -1,4 +1,4 @@
-"""kernelevo's recurrent operators in captured code as kernelevo's own Triton RNN (``seeds/kernels/rnn.py``).
+"""kernelevo's recurrent operators in captured code as kernelevo's own Triton RNN (``kernelevo/seeds/kernels/rnn.py``).
 
 The capture swaps a problem's nn.LSTM / nn.GRU for a call of ``torch.ops.kernelevo.lstm`` / ``gru``
 (``rnn_ops.py``), which Inductor keeps as a call between its kernels:
@@ -17,10 +17,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from core import pyast
-from seeds.inductor.errors import SeedError
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor.errors import SeedError
 from hardware_profiles.tiles import TILE_PARAMS
-from seeds.inductor.templates import BLOCK_CHOICES
+from kernelevo.seeds.inductor.templates import BLOCK_CHOICES
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "rnn.py"
 LAUNCHER = "rnn_layers"  # the function whose keyword defaults are the launch parameters' defaults
@@ -32,7 +32,7 @@ STRUCTURE = ("_flat_weights", "bias", "num_layers", "bidirectional", "batch_firs
 FIRST_WEIGHT = "weight_ih_l0"  # the first of an nn.LSTM's / nn.GRU's _flat_weights_names
 NOTE = (" Its recurrent layers (nn.LSTM, nn.GRU, which torch.compile cannot capture) are kernelevo's own Triton RNN "
         "(lstm / gru: per layer and direction one GEMM for the input projections and one fused kernel per time "
-        "step; seeds/kernels/rnn.py), its launch parameters the R<n>_* constants.")
+        "step; kernelevo/seeds/kernels/rnn.py), its launch parameters the R<n>_* constants.")
 
 
 def is_recurrent(call: ast.AST) -> bool:

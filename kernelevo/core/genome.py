@@ -17,9 +17,9 @@ import ast
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from core import pyast
-from core.errors import KernelevoError
-from core.records import from_record
+from kernelevo.core import pyast
+from kernelevo.core.errors import KernelevoError
+from kernelevo.core.records import from_record
 
 TUNABLE_NAME = "TUNABLE"
 
@@ -97,7 +97,7 @@ class Genome:
     """What an operator makes and the tuner tunes: code, its declared space and the chosen values.
 
     Lineage (parents, operator, generation) belongs to the individual that carries the genome
-    (``core.individual.Individual``), not to the genome: the same code may be reached by two paths.
+    (``kernelevo.core.individual.Individual``), not to the genome: the same code may be reached by two paths.
     """
 
     source: str  # the kernel module, with its declared defaults

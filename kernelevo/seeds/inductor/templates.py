@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from seeds.inductor.errors import OTHER_SEEDS, SeedError
+from kernelevo.seeds.inductor.errors import OTHER_SEEDS, SeedError
 
 TEMPLATE_BLOCKS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 BLOCK_CHOICES = {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [16, 32, 64, 128, 256],

@@ -30,20 +30,21 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from core import pyast
+from kernelevo.core import pyast
 from fitness.common.atomic import write_atomic
 from fitness.common.formatting import short_seconds
 from fitness.common.gpu_lock import LOCK_DIR, lock_path
 from fitness.common.lifeline import lifeline_env
 from fitness.problems.problem import INDUCTOR, ProblemSpec  # what made a variant's seed: inductor:<name>
-from seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file, grouped,
-                                  key_parts, note_failure, why_missed)
-from seeds.inductor.attentions import AttentionRefused, Attentions
-from seeds.inductor.capture import flat_options
-from seeds.inductor.convert import NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function, convert
-from seeds.inductor.process import Watched, watch
-from seeds.inductor import randoms, template_choices
-from seeds.inductor.settings import CaptureSettings
+from kernelevo.seeds.inductor.cache import (CACHED, CapturedSeeds, cache_key, entry_file, failed_before, failed_file,
+                                            grouped, key_parts, note_failure, why_missed)
+from kernelevo.seeds.inductor.attentions import AttentionRefused, Attentions
+from kernelevo.seeds.inductor.capture import flat_options
+from kernelevo.seeds.inductor.convert import (NO_TRITON_KERNEL, OTHER_SEEDS, CallRewriter, SeedError, _call_function,
+                                              convert)
+from kernelevo.seeds.inductor.process import Watched, watch
+from kernelevo.seeds.inductor import randoms, template_choices
+from kernelevo.seeds.inductor.settings import CaptureSettings
 
 log = logging.getLogger(f"kernelevo.{__name__}")
 
@@ -87,7 +88,7 @@ def capture_variants(spec: ProblemSpec, device: str, templates: bool = False, tf
         variants_file.write_text(json.dumps(variants))
         path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
         env = lifeline_env({**os.environ, "PYTHONPATH": path})  # the capture dies with the run, even a killed one
-        command = [sys.executable, "-m", "seeds.inductor.capture", str(spec_file), str(out_file), device,
+        command = [sys.executable, "-m", "kernelevo.seeds.inductor.capture", str(spec_file), str(out_file), device,
                    *(["templates"] if templates else []), *(["tf32"] if tf32 else []),
                    *(["dynamic"] if dynamic else []), f"variants={variants_file}"]
         up_to = settings.autotune_templates_up_to
@@ -272,9 +273,9 @@ def _checked_source(spec: ProblemSpec, captured: dict, torch_compute_allowed: bo
                     epilogues: bool = True) -> str:
     """The seed's source: under policy ``triton`` with Inductor's library convolutions and attention calls as
     kernelevo's Triton convolution and flash attention (``convolutions.py``, ``attentions.py``; `tf32`: their dot
-    products in TF32; `epilogues`: the pointwise kernels after a convolution fused into it, ``epilogues.py``), under ``kernelbench`` as Inductor wrote them (kernelevo's kernels only where Inductor wrote no
-    Triton kernel at all). SeedError naming any library call left under ``triton``, with why kernelevo's kernel
-    could not take it where it could not."""
+    products in TF32; `epilogues`: the pointwise kernels after a convolution fused into it, ``epilogues.py``), under
+    ``kernelbench`` as Inductor wrote them (kernelevo's kernels only where Inductor wrote no Triton kernel at all).
+    SeedError naming any library call left under ``triton``, with why kernelevo's kernel could not take it where it could not."""
     problem = Path(spec.path).read_text()
     if torch_compute_allowed:
         try:

@@ -1,13 +1,13 @@
 """The reference problem's parts an Inductor seed keeps (``convert.py``): its imports, its definitions and the
 module-level helpers they read, ``Model``'s constructor as ``ModelNew``'s and ``forward``'s signature as written.
-Imports ``core`` and ``seeds.inductor.errors`` only."""
+Imports ``core`` and ``kernelevo.seeds.inductor.errors`` only."""
 from __future__ import annotations
 
 import ast
 import copy
 
-from core import pyast
-from seeds.inductor.errors import SeedError
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor.errors import SeedError
 
 
 def _module_names_read(definition: ast.FunctionDef | ast.ClassDef) -> set[str]:

@@ -1,4 +1,4 @@
-"""Inductor's library convolutions as kernelevo's own Triton convolution (``seeds/kernels/conv.py``).
+"""Inductor's library convolutions as kernelevo's own Triton convolution (``kernelevo/seeds/kernels/conv.py``).
 
 The capture leaves every convolution to the library (``template_choices.LIBRARY_CONVOLUTIONS``: never Inductor's
 Triton conv templates), so Inductor's code calls it: ``buf2 = extern_kernels.convolution(buf0, buf1, arg1_1,
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from core import pyast
-from seeds.inductor.errors import SeedError, arguments_by_name
+from kernelevo.core import pyast
+from kernelevo.seeds.inductor.errors import SeedError, arguments_by_name
 from hardware_profiles.tiles import TILE_PARAMS
-from seeds.inductor.templates import BLOCK_CHOICES
+from kernelevo.seeds.inductor.templates import BLOCK_CHOICES
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "kernels" / "conv.py"
 LAUNCHER = "conv_nd"
@@ -38,7 +38,7 @@ NOTE = (" Inductor's library convolutions (torch.convolution) are kernelevo's ow
         "implicit GEMM over channels-last data, a depthwise kernel, or a direct convolution where a group's GEMM is "
         "too small for tl.dot; a transposed one split by output phase into one launch per residue of the output "
         "modulo the stride; "
-        "seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
+        "kernelevo/seeds/kernels/conv.py), its launch parameters the C<n>_* constants.")
 
 
 def launcher_defaults() -> dict:
@@ -52,7 +52,7 @@ def launcher_defaults() -> dict:
 
 def kernel_source(tf32: bool = False, path: Path = KERNEL_FILE) -> str:
     """The kernel file's kernels and launchers (its docstring and imports left out: the seed has its own; `path`:
-    another of seeds/kernels/, ``attention.py``'s or ``rnn.py``'s); with `tf32`, its dot products in TF32 (the
+    another of kernelevo/seeds/kernels/, ``attention.py``'s or ``rnn.py``'s); with `tf32`, its dot products in TF32 (the
     policy allows it; ``precision.ieee_dots`` takes them back to IEEE fp32)."""
     text = Path(path).read_text()
     first = next(n for n in pyast.parse(text).body if isinstance(n, ast.FunctionDef))
@@ -112,7 +112,7 @@ class Convolutions:
         if transposed is not False or type(groups) is not int or not isinstance(sizes, tuple) or len(sizes) < 3 or \
                 not all(type(size) is int for size in sizes):
             return False
-        from seeds.kernels.conv import depthwise_path, direct_path  # imports triton
+        from kernelevo.seeds.kernels.conv import depthwise_path, direct_path  # imports triton
 
         return depthwise_path(sizes[1], transposed) or direct_path(sizes[1], sizes[0] // groups, math.prod(sizes[2:]),
                                                                    groups)

@@ -2,10 +2,10 @@
 
 Triton's interpreter runs none of ``triton.language.extra.libdevice`` (each call fails with ``InterpreterError:
 ... 'NoneType' ...``): the converter maps the ones ``tl`` has (``exp``, ``log``, ``sqrt``, ...) to ``tl`` everywhere
-(``seeds.inductor.convert.LIBDEVICE_AS_TL``), and on the interpreter writes each other call ``libdevice.NAME(...)``
-as ``cpu_NAME(...)``, copying the functions below (and the Bessel functions' of ``libdevice_bessel.py``) that the
-seed calls, and those they call, into the seed. A libdevice function with no form is named in the converter's
-error (``seeds.inductor.libdevice``).
+(``kernelevo.seeds.inductor.convert.LIBDEVICE_AS_TL``), and on the interpreter writes each other call
+``libdevice.NAME(...)`` as ``cpu_NAME(...)``, copying the functions below (and the Bessel functions' of
+``libdevice_bessel.py``) that the seed calls, and those they call, into the seed. A libdevice function with no form is
+named in the converter's error (``kernelevo.seeds.inductor.libdevice``).
 
 Each form is ``tl`` arithmetic only (no ``tl.minimum`` / ``tl.maximum`` where a NaN must pass: they drop it), fp32
 or fp64 as its argument; accurate to a few ulps of fp32 over the ranges ``tests/seeds/test_libdevice_cpu.py`` compares

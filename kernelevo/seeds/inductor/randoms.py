@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from seeds.inductor.errors import OTHER_SEEDS, SeedError, arguments_by_name
+from kernelevo.seeds.inductor.errors import OTHER_SEEDS, SeedError, arguments_by_name
 
 # ATen's random creation functions: overload -> (the torch function, its positional parameters)
 DRAWS = {"aten.randn.default": ("torch.randn", ["size"]), "aten.rand.default": ("torch.rand", ["size"]),

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 
-from core import pyast
+from kernelevo.core import pyast
 
 # a forward with at least this many launches launches through its compiled kernels: the judge's timer hides up to
 # MAX_SPIN_S of a forward's launch (fitness.measure.timing), a few hundred JIT launches (docs/measurements.md), so
