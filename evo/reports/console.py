@@ -90,6 +90,7 @@ def table(o: RunOutcome) -> str:
                 (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
                 *sizes_label.rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
+             ("ranked by", o.ranked_by or "?"),
              ("best kernel descends from", o.best_from or "?"),
              ("precision policy", o.policy or "?"),
              ("evaluations", evaluations_text(o)),

@@ -44,6 +44,7 @@ from fitness.measure.result import NO_VERDICT
 from fitness.problems.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.workers.sandbox import Sandbox
 from fitness.problems.sizes import OtherSizes, other_sizes
+from core.individual import LAUNCHES
 from seeds.inductor.sizes import size_generic
 
 log = logging.getLogger(f"kernelevo.{__name__}")
@@ -105,7 +106,7 @@ class SizesCheck:
 
     def start_line(self) -> str:
         """The run's one line on how it chooses, at its start."""
-        line = "selection among children: by interpreter wall-clock time (no GPU timing)"
+        line = f"kernels ranked by {LAUNCHES}"
         if not self.test_sizes:
             return f"{line}, at the problem's full sizes (its test sizes): every kernel judged here runs at them"
         line += f", at the test sizes {sizes_text(self.test_sizes)}, not the full sizes {sizes_text(self.full_sizes)}"
@@ -227,9 +228,9 @@ def first_line(result) -> str:
 
 def candidates(store: RunStore, fastest: str | None, limit: int = TRIES) -> list[Individual]:
     """The correct individuals, one per distinct kernel (evaluated source: its launch parameters count, since one
-    may be what bakes a size in), fastest first (the hall of fame's first before any other of equal time), at most
-    `limit`."""
-    correct = sorted((ind for ind in store.individuals() if ind.ok), key=lambda ind: (ind.time_s, ind.id != fastest))
+    may be what bakes a size in), best first by the search's ranking (``core.individual.ranked_by``; the hall of
+    fame's first before any other of equal rank), at most `limit`."""
+    correct = sorted((ind for ind in store.individuals() if ind.ok), key=lambda ind: (ind.rank, ind.id != fastest))
     by_kernel: dict[str, Individual] = {}
     for ind in correct:
         by_kernel.setdefault(ind.key, ind)
@@ -311,8 +312,8 @@ def rows(record: dict | None) -> list[tuple[str, str]]:
     if record is None:
         return []
     label, _, text = verdict_text(record).partition(": ")
-    at = f" at the test sizes {sizes_text(record['test_sizes'])}" if record["test_sizes"] else ""
-    lines = [("selection", f"by interpreter wall-clock time (no GPU timing){at}")]
+    lines = [("judged at", f"the test sizes {sizes_text(record['test_sizes'])}" if record["test_sizes"] else
+              "the full sizes (the test sizes)")]
     if record["baked_seeds"]:
         lines.append(("compiler seeds", f"{', '.join(record['baked_seeds'])}: captured at the test sizes; they and "
                                         f"their offline descendants are baked there"))

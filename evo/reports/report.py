@@ -131,6 +131,7 @@ def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
                  (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
                  *sizes_label.rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
+             ("ranked by", o.ranked_by or "?"),
              ("precision policy", o.policy or "?"),
              ("seed from", (f"{o.seed}, rewritten by the {o.seed_rewritten_by}" if o.seed_rewritten_by
                             else o.seed) or "?"),

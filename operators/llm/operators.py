@@ -34,7 +34,7 @@ def _profiles(parent: Individual, context: OperatorContext) -> dict:
     if context.profile_kernel is None:
         return {}
     chosen = [(f"parent {parent.id}", parent)] if parent.ok else []
-    best = min((ind for ind in context.archive if ind.ok), key=lambda ind: ind.time_s, default=None)
+    best = min((ind for ind in context.archive if ind.ok), key=lambda ind: ind.rank, default=None)
     if best is not None and best.key != parent.key:
         chosen.append((f"best so far {best.id}", best))
     return {label: {**record, "measured_s": ind.time_s} for label, ind in chosen
