@@ -133,6 +133,7 @@ class Waits(Step):
 
     def __call__(self, parents, rng, context):
         if CURRENT_CHILD.get().id == "1.0":
+            context.reserved()  # as an LLM operator, once its calls are reserved
             self.waited.append(self.later_tuned.wait(timeout=20))
         return super().__call__(parents, rng, context)
 

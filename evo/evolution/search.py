@@ -140,11 +140,14 @@ class Search:
                 parents = self.strategy.parents(self.toolbox.select_parents, population, archive, operator.arity, rng)
                 rank = self._ranks.rank(n, rank_key(operator.name, parents), first_draw=attempt == 0)
                 try:
-                    genomes = operator(parents, rng, replace(context, rank=rank))
+                    genomes = operator(parents, rng, replace(context, rank=rank,
+                                                             reserved=lambda: self._ranks.ready(n)))
                 except BudgetExhausted as exc:
                     self._exhausted, genomes = str(exc), []
                 except OperatorUnavailable as exc:
                     self._gone, genomes = str(exc), []
+                finally:
+                    self._ranks.ready(n)
                 early = self._tune_early(n, genomes, parents, operator.name)
                 if n - 1 in self._decided:  # decide after the child before: it may have made the same kernel
                     self._decided[n - 1].result()
