@@ -100,7 +100,7 @@ class Sampler:
         self._smi = None
         if shutil.which("nvidia-smi"):
             self._smi = subprocess.Popen(["nvidia-smi", "--query-gpu=index,utilization.gpu",
-                                          "--format=csv,noheader,nounits", f"-lms={int(SAMPLE_S * 1000)}"],
+                                          "--format=csv,noheader,nounits", f"--loop-ms={int(SAMPLE_S * 1000)}"],
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             threading.Thread(target=self._read_smi, daemon=True).start()
 
@@ -157,7 +157,8 @@ def measure(args, overrides: list[str], out: Path, work: Path) -> dict:
     try:
         with Sampler(servers) as sampler:
             for name, problem in zip(names, args.problems.split(",")):
-                cmd = run_command(Path(args.kernelbench) / problem, work / name, servers[name].url, args, overrides)
+                cmd = run_command(Path(args.kernelbench).resolve() / problem, work / name, servers[name].url, args,
+                                  overrides)
                 log = open(work / f"{name}.log", "w")
                 runs[name] = (cmd, log, subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT,
                                                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(
@@ -228,7 +229,9 @@ def report(m: dict, args, overrides: list[str], out: Path, work: Path) -> dict:
         f"(`llm.concurrency`, `search.parallel`), {args.wall_s:g} s of search.", "", table,
         "Calls in flight are sampled every 0.5 s at the servers over the window from the first request to the last "
         "answer; GPU busy is nvidia-smi's utilisation over the same window (none without a GPU); search s per call "
-        "is the run's search wall time over its calls. runs/NAME/ holds each run's summary.json, report.md and log.",
+        "is the run's search wall time over its calls. Within budget: no more calls than the budget, at the server "
+        "and in the run store, and the search's wall time within its budget (past it only by the cut's tail, at most "
+        "10 %). runs/NAME/ holds each run's summary.json, report.md and log.",
         ""]))
     for name in m["names"]:
         (out / "runs" / name).mkdir(parents=True, exist_ok=True)

@@ -17,4 +17,4 @@ if ! python3 -c "import deap, optuna, hydra, litellm, diskcache, filelock" 2>/de
   export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
 python3 experiments/llm_campaign.py --kernelbench "$KB" --out "${OUT:-outputs}/llm_campaign" --calls 100 \
-  --latency-s 20 --in-flight 16 --wall-s 300 --timeout-s 470 "$@"
+  --latency-s 20 --in-flight 16 --wall-s 270 --timeout-s 480 "$@"

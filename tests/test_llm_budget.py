@@ -134,5 +134,5 @@ def test_the_start_line_says_how_many_calls_can_be_in_flight_and_what_bounds_the
     from evo.runs.run import calls_in_flight_line
 
     assert calls_in_flight_line(4, 8).startswith("at most 4 LLM calls in flight (llm.concurrency=4)")
-    assert calls_in_flight_line(16, 8).startswith("at most 8 LLM calls in flight (one per child in flight; "
-                                                  "llm.concurrency=16 needs search.parallel and search.staleness")
+    assert calls_in_flight_line(16, 8).startswith("at most 8 LLM calls in flight (one per child of the 8 in flight, "
+                                                  "fewer than llm.concurrency=16)")

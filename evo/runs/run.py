@@ -152,8 +152,7 @@ def calls_in_flight_line(concurrency: int, children: int) -> str:
     waits holds up no evaluation of the others (``evo.evolution.search``)."""
     calls = min(concurrency, children)
     why = (f"llm.concurrency={concurrency}" if concurrency <= children else
-           f"one per child in flight; llm.concurrency={concurrency} needs search.parallel and search.staleness of at "
-           f"least {concurrency}")
+           f"one per child of the {children} in flight, fewer than llm.concurrency={concurrency}")
     return f"at most {calls} LLM calls in flight ({why}); evaluations go on while calls wait"
 
 
