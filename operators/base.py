@@ -39,6 +39,9 @@ class OperatorContext:
     profile_kernel: Callable | None = None  # source -> profiler record (fitness.profile), kept in the run store
     rank: int = 1  # this child is the rank-th its operator makes from these parents, over the whole search
     independent: bool = False  # the strategy's children are independent samples (sampling): no ranking of ideas
+    # called once the child has reserved what it needs (its LLM calls), or found it cannot: the children after it
+    # reserve after it, so the budget's last calls go to the children in their order (evo.evolution.ranks)
+    reserved: Callable = lambda: None
 
     def duplicates_of(self, operator: str) -> tuple:
         """The notes of this child's earlier attempts by `operator` that made an existing kernel: what an agent is

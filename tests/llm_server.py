@@ -174,6 +174,12 @@ class ScriptedLLMServer:
             return self._max_active
 
     @property
+    def in_flight(self) -> int:
+        """Chat requests being answered now (arrived, not yet answered)."""
+        with self._lock:
+            return self._active
+
+    @property
     def busy_span_s(self) -> float:
         """Seconds from the first request's arrival to the last answer."""
         with self._lock:

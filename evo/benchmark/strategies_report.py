@@ -280,12 +280,9 @@ def _cells(r: Row, timer: str = "") -> list[str]:
     return [cells[column] for column in header(timer)]
 
 
-def selection_text(selection: str, timer: str) -> str:
-    """What the runs chose their parents, the tree's nodes and their best kernel by (``RunOutcome.selection``)."""
-    if "interpreter" in (timer or ""):
-        return (f"Selection (parents, the tree's nodes, the best kernel): by {selection or 'interpreter wall-clock'} "
-                f"at test sizes, the only time measured off a GPU: a rule for choosing, not a speed.")
-    return f"Selection (parents, the tree's nodes, the best kernel): by {selection or 'GPU time'}."
+def selection_text(ranked: str, timer: str) -> str:
+    """What the runs ranked their parents, the tree's nodes and their best kernel by (``RunOutcome.ranked_by``)."""
+    return f"Ranked by (parents, the tree's nodes, the best kernel): {ranked or 'not recorded'}."
 
 
 def caption(budget: dict, timer: str, selection: str = "") -> str:
@@ -339,7 +336,7 @@ def write_strategies_report(sweep_dir: Path) -> Path | None:
     budgets = {json.dumps(run.budget, sort_keys=True) for run in runs}
     budget = runs[0].budget if len(budgets) == 1 else {}
     timer = ",".join(sorted({run.outcome.timer for run in runs if run.outcome.timer}))
-    selection = ",".join(sorted({run.outcome.selection for run in runs if run.outcome.selection}))
+    selection = "; ".join(sorted({run.outcome.ranked_by for run in runs if run.outcome.ranked_by}))
     rows = summary_rows(runs)
     text = markdown(rows, budget, timer, selection)
     warnings = ([] if len(budgets) == 1 else [f"The runs do not share one budget ({' / '.join(sorted(budgets))}): "
@@ -349,7 +346,7 @@ def write_strategies_report(sweep_dir: Path) -> Path | None:
     text = "".join(f"**{warning}**\n\n" for warning in warnings) + text
     (sweep_dir / f"{STEM}.md").write_text(text)
     (sweep_dir / f"{STEM}.json").write_text(json.dumps({"budget": budget, "timer": timer,
-                                                        "selection": selection_text(selection, timer),
+                                                        "ranked_by": selection,
                                                         "speedups": "interpreter" not in timer,
                                                         "unfinished": unfinished, "failed": failed,
                                                         "rows": [row.to_dict(timer) for row in rows],

@@ -11,17 +11,18 @@
 Child n is ``<generation>.<slot>`` with generation 1 + n // (lambda_ x islands); it is made from the state after the
 first n - staleness + 1 children were folded in (``evo.evolution.loop``), from its own RNG (run seed, generation, slot);
 a child identical to a kernel made before it (by a lower child, or a seed) is drawn again (a child decides only after
-the one before it). The tuner tells Optuna its trials in the order it asked them. So the same config and seed give
-the same lineage and best kernel for any number of workers or children in flight, given the same measurements; and
-a killed run resumes from its last checkpoint (every generation, and where it stopped), remaking the children after
-it, their finished evaluations coming from the store.
+the one before it; its tuning begins before that, so a child waiting on an LLM call holds up no evaluation). The tuner
+tells Optuna its trials in the order it asked them. So the same config and seed give the same lineage and best kernel
+for any number of workers or children in flight, given the same measurements; and a killed run resumes from its last
+checkpoint (every generation, and where it stopped), remaking the children after it, their finished evaluations coming
+from the store.
 """
 from __future__ import annotations
 
 import logging
 import math
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields, replace
 from random import Random
 
@@ -95,6 +96,7 @@ class Search:
         self.on_generation = on_generation or (lambda report: None)
         self.service = tuner.service
         self._children = ThreadPoolExecutor(settings.children_in_flight, thread_name_prefix="kernelevo-child")
+        self._tunings = ThreadPoolExecutor(settings.children_in_flight, thread_name_prefix="kernelevo-tune")
         self.toolbox = build_toolbox(self._children.map, DistinctParents(selection or Tournament(2)))
         self.archive: list[Individual] = []  # every individual folded in, seeds first: the tree memory
         self.islands: list[list[Individual]] = []
@@ -126,8 +128,9 @@ class Search:
         its window tuned to it."""
         return key not in self._settled and self._tuned_at.get(key, n) >= window_start(n, self.settings.window)
 
-    def _vary(self, n: int, population: list, archive: tuple, context: OperatorContext) -> Individual | None:
-        """A new child n: drawn until it is a kernel no child before it made."""
+    def _vary(self, n: int, population: list, archive: tuple, context: OperatorContext) -> tuple:
+        """A new child n, drawn until it is a kernel no child before it made (None: none), and its tuning's future
+        where it began before the child before it decided (``_tune_early``; None: not begun)."""
         made, weights = None, [op.weight for op in self.operators]
         generation, slot = self._id(n)
         try:
@@ -139,22 +142,29 @@ class Search:
                 parents = self.strategy.parents(self.toolbox.select_parents, population, archive, operator.arity, rng)
                 rank = self._ranks.rank(n, rank_key(operator.name, parents), first_draw=attempt == 0)
                 try:
-                    genomes = operator(parents, rng, replace(context, rank=rank))
+                    genomes = operator(parents, rng, replace(context, rank=rank,
+                                                             reserved=lambda: self._ranks.ready(n)))
                 except BudgetExhausted as exc:
                     self._exhausted, genomes = str(exc), []
                 except OperatorUnavailable as exc:
                     self._gone, genomes = str(exc), []
+                finally:
+                    self._ranks.ready(n)
+                early = self._tune_early(n, genomes, parents, operator.name)
                 if n - 1 in self._decided:  # decide after the child before: it may have made the same kernel
                     self._decided[n - 1].result()
                 genome = next((g for g in genomes if self._new_to(n, g.key)), None)
                 if genome is None and genomes:  # a kernel made before: the next attempt is told, so it asks anew
                     context = replace(context, duplicates=(*context.duplicates,
                                                            Duplicate(operator.name, genomes[0].note)))
+                if early is not None and (genome is None or early[0].key != genome.key):
+                    wait([early[1]])  # tuned in vain (a child before it made that kernel): its study ends first
+                    early = None
                 if genome is not None:
                     made = Individual(individual_id(generation, slot), genome, parents=tuple(p.id for p in parents),
                                       operator=operator.name, generation=generation)
-                    return made
-            return None
+                    return made, early[1] if early is not None else None
+            return None, None
         finally:
             self._ranks.skip(n)  # it drew nothing: the child after it must not wait for its rank
             if n - 1 in self._decided:
@@ -173,7 +183,7 @@ class Search:
         usage = ChildUsage(individual_id(generation, slot))
         token = CURRENT_CHILD.set(usage)
         try:
-            child = self._vary(n, islands[self._owner(n)], archive, context)
+            child, tuning = self._vary(n, islands[self._owner(n)], archive, context)
         finally:
             CURRENT_CHILD.reset(token)
             self._ranks.skip(n)
@@ -181,8 +191,20 @@ class Search:
                 self._decided[n].set_result(None)
         if child is None:
             return None
-        tuned = replace(self.tuner.tune(child), llm=usage.summary())
+        tuned = replace(tuning.result() if tuning is not None else self.tuner.tune(child), llm=usage.summary())
         return None if tuned.status in NO_VERDICT else tuned  # cut at the deadline, or no worker to judge it
+
+    def _tune_early(self, n: int, genomes: list, parents: list, operator: str) -> tuple | None:
+        """(individual, its tuning's future) of the kernel child n settles on unless a child before it, undecided yet,
+        made it too: begun at once, so a child waiting on the one before it (an LLM call) holds up no evaluation. The
+        decision is as before; a tuning begun in vain is waited for and dropped (``_vary``): the same lineage."""
+        genome = next((g for g in genomes if self._new_to(n, g.key)), None)
+        if genome is None:
+            return None
+        generation, slot = self._id(n)
+        early = Individual(individual_id(generation, slot), genome, parents=tuple(p.id for p in parents),
+                           operator=operator, generation=generation)
+        return early, self._tunings.submit(self.tuner.tune, early)
 
     def _start(self, n: int) -> Future:
         islands, archive_len = self._snapshots[window_start(n, self.settings.window)]
@@ -322,6 +344,7 @@ class Search:
         finally:
             self._cut_at(0.0)  # children still running were dropped: nothing more of theirs begins
             self._children.shutdown(wait=True)
+            self._tunings.shutdown(wait=True)
             self._cut_at(None)
         # the state at the stop, also with no child folded since the last checkpoint: the search's time then counts
         # what it spent since (children dropped, an LLM's retries and waits), not the time at that checkpoint

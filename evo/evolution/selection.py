@@ -16,7 +16,8 @@ def _correct_or_all(individuals: list) -> list:
 
 
 def _time(ind) -> float:
-    return ind.fitness.values[0]
+    """What parents are chosen by: the individual's rank (``kernelevo.core.individual.ranked_by``: on a GPU its time)."""
+    return ind.rank
 
 
 class Tournament:

@@ -26,9 +26,11 @@ from evo.evolution.selection import DistinctParents, EpsilonGreedy
 
 
 def _fastest(individuals) -> object:
-    """The fastest correct individual (the first when none is correct)."""
+    """The best correct individual by the search's ranking (``kernelevo.core.individual.ranked_by``: on a GPU the
+    fastest; the
+    first of equals), or the first when none is correct."""
     correct = [ind for ind in individuals if ind.ok]
-    return min(correct, key=lambda ind: ind.time_s) if correct else individuals[0]
+    return min(correct, key=lambda ind: ind.rank) if correct else individuals[0]
 
 
 class Evolution:

@@ -20,12 +20,20 @@ if TYPE_CHECKING:
 ROOFLINE_LABEL = "fraction of the reference algorithm's roofline (over 100 %: fewer FLOPs than the reference)"
 
 
+def rank_text(value: float, interpreter: bool) -> str:
+    """A rank of the search's (``kernelevo.core.individual.ranked_by``) for people: a GPU time, or on the interpreter
+    the proxy's
+    count of launches."""
+    if math.isinf(value):
+        return "n/a"
+    return f"{value:g} launches" if interpreter else seconds(value)
+
+
 def print_generation(report: GenerationReport, interpreter: bool = False, tag: str = "") -> None:
     """One line per generation; `tag` names the run among others printing beside it (a sweep's search seed)."""
-    best = "n/a" if math.isinf(report.best_s) else seconds(report.best_s)
-    median = "n/a" if math.isinf(report.median_s) else seconds(report.median_s)
+    best, median = rank_text(report.best_s, interpreter), rank_text(report.median_s, interpreter)
     mark = " *" if report.improved else ""
-    label = f"{INTERPRETER_TIMES}: " if interpreter else ""
+    label = "ranked by Triton launches: " if interpreter else ""
     who = f"kernelevo {tag}" if tag else "kernelevo"
     print(f"[{who}] gen {report.generation:3d} | evaluations {report.evaluations:4d} | {label}best {best}{mark} | "
           f"median {median} | correct {report.correct}/{report.size} | {report.elapsed_s:.1f} s", flush=True)
@@ -90,6 +98,7 @@ def table(o: RunOutcome) -> str:
                 (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
                 *sizes_record.label_rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
+             ("ranked by", o.ranked_by or "?"),
              ("best kernel descends from", o.best_from or "?"),
              ("precision policy", o.policy or "?"),
              ("evaluations", evaluations_text(o)),

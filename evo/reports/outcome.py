@@ -22,14 +22,14 @@ from evo.evolution.stopping import WALL_TIME
 from evo.tuning.tuner import describe_tuner
 from fitness.measure.baselines import BASELINES
 from kernelevo.core.genome import evaluation_key
-from kernelevo.core.individual import Individual
+from kernelevo.core.individual import INTERPRETER_TIMER, Individual, ranked_by
 from kernelevo.core.records import from_record
 from kernelevo.core.evaluation_record import TIMED_OUT, EvalResult
 
 BEST_KERNEL_FILE = "best_kernel.py"
 SUMMARY_FILE = "summary.json"  # the run's outcome, written when it ends (RunOutcome.write)
 INTERPRETER_TIMES = "interpreter wall-clock"  # the label of every time measured on Triton's CPU interpreter
-INTERPRETER = "interpreter"  # the timer of Triton's CPU interpreter
+INTERPRETER = INTERPRETER_TIMER  # the timer of Triton's CPU interpreter (kernelevo.core.individual)
 OK, NO_KERNEL = "ok", "no kernel"
 NO_CORRECT_EXIT = 3  # `kernelevo run`'s exit code when its search ended with no correct kernel (docs/search.md)
 NOT_CORRECT_HEADER = ("# kernelevo: NOT A CORRECT KERNEL: no kernel of this run passed the checks; this is its best "
@@ -47,7 +47,7 @@ class RunOutcome:
     device: str = ""
     hardware_profile: str = ""
     timer: str = ""  # cuda-events, interpreter, ...: what every time of the run was measured with
-    selection: str = ""  # what the best was chosen by: GPU time or interpreter wall-clock
+    ranked_by: str = ""  # what the search ranked kernels (parents, tree, best) by: kernelevo.core.individual.ranked_by
     seed: str = ""  # what made the seed: seed, inductor, initialiser (the kernel the initialiser rewrote, if it did)
     seed_rewritten_by: str = ""  # llm.initialise=from_seed: what rewrote the seed into the starting kernel
     best_id: str = ""  # the best kernel's individual (its source: best_file)
@@ -205,7 +205,7 @@ def outcome_of(best: Individual | None, seed_written: EvalResult | None, tuned_s
         reason=first.reason if first is not None and not ok else "", problem=first.problem if first else "",
         sizes=first.sizes if first else {}, device=first.device if first else "",
         hardware_profile=first.hardware_profile if first else "", timer=first.timer if first else "",
-        selection=(INTERPRETER_TIMES if r.timer == INTERPRETER else "GPU time") if r is not None else "",
+        ranked_by=ranked_by(r) if r is not None else "",
         seed=rewritten_seed or seed_operator, seed_rewritten_by=seed_operator if rewritten_seed else "",
         best_id=best.id if best is not None else "", policy=(r.policy or {}).get("name", "") if r else "",
         labels=r.labels if r is not None else [], trials=r.trials if r else None,

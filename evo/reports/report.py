@@ -22,7 +22,7 @@ from evo.reports import sizes_record
 from evo.reports.anytime import curve_header, curve_rows, plot as plot_anytime
 from evo.reports.page import figure_png, pyplot
 from evo.records.manifest import manifest_rows
-from evo.reports.console import ROOFLINE_LABEL, evaluations_text, seed_rows, time_text
+from evo.reports.console import ROOFLINE_LABEL, evaluations_text, rank_text, seed_rows, time_text
 from evo.reports.outcome import RunOutcome, summarise
 from evo.records.meta import REWRITTEN_SEED, STOP_REASON
 from evo.records.store import RunStore
@@ -133,6 +133,7 @@ def summary_rows(o: RunOutcome) -> list[tuple[str, str]]:
                  (ROOFLINE_LABEL, percent(o.sol_fraction, 1, NA)),
                  *sizes_record.label_rows(o.runs_at_other_sizes, o.other_sizes_note, o.interpreter)]
     rows += [*([("labels", labels_text(o.labels))] if o.labels else []),
+             ("ranked by", o.ranked_by or "?"),
              ("precision policy", o.policy or "?"),
              ("seed from", (f"{o.seed}, rewritten by the {o.seed_rewritten_by}" if o.seed_rewritten_by
                             else o.seed) or "?"),
@@ -217,20 +218,22 @@ def policy_rows(policy: dict) -> tuple[list, list]:
 
 
 def plot_fitness(logbook: list[dict], individuals: list[Individual], interpreter: bool) -> bytes:
-    """Best and median time per generation over every correct kernel's time (dots); PNG bytes."""
+    """Best and median rank per generation over every correct kernel's (dots): GPU time, or on the interpreter the
+    proxy's launches (``kernelevo.core.individual.ranked_by``); PNG bytes."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.6))
     correct = [ind for ind in individuals if ind.ok]
-    ax.plot([ind.generation for ind in correct], [ind.time_s * 1e3 for ind in correct], ".", color="0.7",
+    scale = 1.0 if interpreter else 1e3
+    ax.plot([ind.generation for ind in correct], [ind.rank * scale for ind in correct], ".", color="0.7",
             label="each correct kernel")
     gens = [row["gen"] for row in logbook]
     for key, style in (("best", "o-"), ("median", "s--")):
-        ax.plot(gens, [row[key] * 1e3 if math.isfinite(row[key]) else float("nan") for row in logbook], style,
+        ax.plot(gens, [row[key] * scale if math.isfinite(row[key]) else float("nan") for row in logbook], style,
                 label=f"{key} of population")
     ax.set_xlabel("generation")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_ylabel("interpreter wall-clock (ms)" if interpreter else "kernel time (ms)")
-    ax.set_title("time per generation (lower is better)")
+    ax.set_ylabel("Triton launches (the interpreter's proxy)" if interpreter else "kernel time (ms)")
+    ax.set_title("rank per generation (lower is better)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return figure_png(fig)
@@ -247,9 +250,8 @@ def collect(store: RunStore) -> RunReport:
     best, seed = store.individual(summary.best_id) if summary.best_id else None, by_id.get("0.0")
     first = best.result if best is not None else (seed.result if seed is not None else None)
     interpreter = summary.interpreter
-    label = " (interpreter wall-clock)" if interpreter else ""
-    generations = [[r["gen"], r["nevals"], r["evaluations"], _t(r["best"]) + label, _t(r["median"]) + label,
-                    r["correct"]] for r in state.logbook]
+    generations = [[r["gen"], r["nevals"], r["evaluations"], rank_text(r["best"], interpreter),
+                    rank_text(r["median"], interpreter), r["correct"]] for r in state.logbook]
     diff = []
     if best is not None and seed is not None:
         diff = list(difflib.unified_diff(seed.genome.source.splitlines(), best.genome.rendered().splitlines(),
@@ -321,7 +323,8 @@ def markdown(report: RunReport) -> str:
     lines = [f"# {report.title}", "", f"The same report with its plot inline: [{HTML_FILE}]({HTML_FILE})", "",
              "## Summary", "", *_md_table(("figure", "value"), report.summary),
              "## Manifest", "", *_md_table(("fact", "value"), report.manifest),
-             "## Time per generation", "", f"![best and median time per generation]({PLOT_FILE})", "",
+             "## Rank per generation (GPU time; on the interpreter, Triton launches)", "",
+             f"![best and median rank per generation]({PLOT_FILE})", "",
              *_md_table(GENERATION_HEADER, report.generations), "## Best speed-up so far", "",
              *(_md_table(curve_header(report.anytime), curve_rows(report.anytime)) if report.anytime_png
                else [report.anytime_none, ""])]

@@ -110,8 +110,8 @@ def rows(record: dict | None) -> list[tuple[str, str]]:
     if record is None:
         return []
     label, _, text = verdict_text(record).partition(": ")
-    at = f" at the test sizes {sizes_text(record['test_sizes'])}" if record["test_sizes"] else ""
-    lines = [("selection", f"by interpreter wall-clock time (no GPU timing){at}")]
+    lines = [("judged at", f"the test sizes {sizes_text(record['test_sizes'])}" if record["test_sizes"] else
+              "the full sizes (the test sizes)")]
     if record["baked_seeds"]:
         lines.append(("compiler seeds", f"{', '.join(record['baked_seeds'])}: captured at the test sizes; they and "
                                         f"their offline descendants are baked there"))

@@ -50,6 +50,7 @@ from fitness.evaluation.plan import JudgePlan
 from fitness.problems.problem import INDUCTOR, ProblemSpec, load_problem
 from fitness.problems.sizes import OtherSizes, other_sizes
 from fitness.workers.sandbox import Sandbox
+from kernelevo.core.individual import LAUNCHES
 from kernelevo.seeds.inductor.sizes import size_generic
 
 log = logging.getLogger(f"kernelevo.{__name__}")
@@ -101,7 +102,7 @@ class SizesCheck:
 
     def start_line(self) -> str:
         """The run's one line on how it chooses, at its start."""
-        line = "selection among children: by interpreter wall-clock time (no GPU timing)"
+        line = f"kernels ranked by {LAUNCHES}"
         if not self.test_sizes:
             return f"{line}, at the problem's full sizes (its test sizes): every kernel judged here runs at them"
         line += f", at the test sizes {sizes_text(self.test_sizes)}, not the full sizes {sizes_text(self.full_sizes)}"
@@ -282,9 +283,9 @@ def first_line(result) -> str:
 
 def candidates(store: RunStore, fastest: str | None, limit: int = TRIES) -> list[Individual]:
     """The correct individuals, one per distinct kernel (evaluated source: its launch parameters count, since one
-    may be what bakes a size in), fastest first (the hall of fame's first before any other of equal time), at most
-    `limit`."""
-    correct = sorted((ind for ind in store.individuals() if ind.ok), key=lambda ind: (ind.time_s, ind.id != fastest))
+    may be what bakes a size in), best first by the search's ranking (``kernelevo.core.individual.ranked_by``; the hall
+    of fame's first before any other of equal rank), at most `limit`."""
+    correct = sorted((ind for ind in store.individuals() if ind.ok), key=lambda ind: (ind.rank, ind.id != fastest))
     by_kernel: dict[str, Individual] = {}
     for ind in correct:
         by_kernel.setdefault(ind.key, ind)

@@ -116,6 +116,15 @@ def measure_ieee_baselines(service: EvaluationService, store: RunStore) -> None:
              + "".join(f"; {note}" for note in baseline.notes if not note.startswith(PRECISION_NOTE))[:600])
 
 
+def calls_in_flight_line(concurrency: int, children: int) -> str:
+    """The start line on LLM calls in flight: one per child at most, `llm.concurrency` at most; a child whose call
+    waits holds up no evaluation of the others (``evo.evolution.search``)."""
+    calls = min(concurrency, children)
+    why = (f"llm.concurrency={concurrency}" if concurrency <= children else
+           f"one per child of the {children} in flight, fewer than llm.concurrency={concurrency}")
+    return f"at most {calls} LLM calls in flight ({why}); evaluations go on while calls wait"
+
+
 def within_llm_budget(settings: SearchSettings, operators: list, plan: RunPlan) -> SearchSettings:
     """Fewer children in flight where the LLM call budget cannot carry them all, each reserving its calls (plan,
     code, debugger's tries: ``operators.llm.operators.children_in_flight``); each then sees every child before those
@@ -168,12 +177,14 @@ def execute(plan: RunPlan, run_dir: Path, checked: CheckedRun, tag: str = "") ->
         evaluator = service.evaluators[0]
         store.set_meta(START_UP_UNDER_LOCK, start_up_under_lock(plan.judge.settings, service.profile))
         log.info(start_line(evaluator, service.parallel, settings.children_in_flight, run_dir, settings.scale))
-        if settings.children_in_flight < plan.search.children_in_flight:
-            from operators.llm.operators import calls_per_child
+        from operators.llm.operators import calls_per_child
 
+        if settings.children_in_flight < plan.search.children_in_flight:
             log.info(f"llm.budget.max_calls={plan.llm.budget.max_calls} carries "
                      f"{settings.children_in_flight} children in flight (of {plan.search.children_in_flight}), each "
                      f"reserving its {calls_per_child(operators)} calls (plan, code, debugger's tries)")
+        if plan.llm is not None and calls_per_child(operators):
+            log.info(calls_in_flight_line(plan.llm.client.concurrency, settings.children_in_flight))
         team = build_team(plan, store, evaluator)
         capture = start_capture(plan, team, service, run_dir)  # beside the baselines: both mostly compile
         measure_baselines(service, store)

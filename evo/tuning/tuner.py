@@ -27,7 +27,7 @@ their evaluations are in the run store, and resume tunes an interrupted generati
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from random import Random
 
 import optuna
@@ -128,8 +128,13 @@ class Tuner:
     def _fresh_study(self, individual: Individual, structure: str, ancestry: list, trials: int) -> optuna.Study:
         name = self.study_name(individual)  # tuned once per process; an earlier run's study is replaced in run.db
         # when this one is copied there (_copy_to_run_storage)
-        study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize",
-                                    sampler=self._sampler(individual, trials))
+        try:
+            study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize",
+                                        sampler=self._sampler(individual, trials))
+        except optuna.exceptions.DuplicatedStudyError:  # tuned once in vain (Search._tune_early): copied away first
+            wait(list(self._copies))
+            study = optuna.create_study(study_name=name, storage=self.storage, direction="minimize",
+                                        sampler=self._sampler(individual, trials))
         genome = individual.genome
         warm = warm_trials(genome.space, ancestry) if self.warm_start else []
         study.add_trials(warm)

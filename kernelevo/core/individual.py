@@ -3,8 +3,8 @@
 Operators receive individuals (the parents, with their code, tuned parameters and measured result) and return
 genomes; the search wraps each child genome in an individual with its lineage; the tuner returns it with the
 parameters it chose and the result of that configuration; the run store writes and reads it back; the report draws
-it. DEAP works on it directly: ``fitness`` is a DEAP fitness (a time, minimised), so selection, the hall of fame and
-migration need no wrapper.
+it. DEAP works on it directly: ``fitness`` is a DEAP fitness (minimised: a GPU time, or on the interpreter a stated
+proxy, ``ranked_by``), so selection, the hall of fame and migration need no wrapper.
 
 ``id`` is unique within a run and names the individual's place in the lineage (``"<generation>.<index>"``); ``key``
 names the kernel (its evaluated source), which two individuals reached by different paths may share.
@@ -22,7 +22,35 @@ from kernelevo.core.records import from_record
 
 
 class KernelFitness(base.Fitness):
-    weights = (-1.0,)  # a time: lower is better
+    weights = (-1.0,)  # a time, or on the interpreter a count of launches (``rank_value``): lower is better
+
+
+INTERPRETER_TIMER = "interpreter"  # EvalResult.timer of a kernel run by Triton's CPU interpreter
+GPU_TIME = "GPU time"
+LAUNCHES = ("Triton launches counted in the correctness calls, fewer first (a proxy, not a speed: interpreter times "
+            "rank nothing); equal counts: the kernel found first")
+
+
+def ranked_by(result: EvalResult | None) -> str:
+    """What kernels are ranked by -- the parents chosen, the survivors, the tree's nodes, the refinement's current best,
+    patience, the hall of fame and the best kernel -- given one kernel's result: the one place it is decided.
+
+    On a GPU, the measured time. On Triton's CPU interpreter, whose wall-clock says nothing of a GPU's (one kernel took
+    207-434 ms across six runs), no time ranks anything; kernels rank by a stated proxy instead: the Triton launches
+    the judge counted in its correctness calls (the same calls for every kernel of one problem), fewer first -- each
+    launch a pass through global memory on a GPU, so fusing passes moves fewer bytes. The cost model
+    (``fitness.problems.speed_of_light``) estimates a problem, not a kernel, so it cannot rank kernels. Equal counts
+    keep the kernel found first (DEAP's hall of fame and best-of selections keep the first of equals)."""
+    return LAUNCHES if result is not None and result.timer == INTERPRETER_TIMER else GPU_TIME
+
+
+def rank_value(result: EvalResult | None) -> float:
+    """The fitness of a kernel with `result` (lower is better), by ``ranked_by``'s rule: infinite unless correct."""
+    if result is None or not result.ok or result.time_s is None:
+        return math.inf
+    if ranked_by(result) == LAUNCHES:
+        return float((result.guards or {}).get("triton_launches", 0))
+    return result.time_s
 
 
 def individual_id(generation: int, index: int) -> str:
@@ -45,7 +73,7 @@ class Individual:
     def __post_init__(self):
         self.parents = tuple(self.parents)
         self.fitness = KernelFitness()
-        self.fitness.values = (self.time_s,)
+        self.fitness.values = (rank_value(self.result),)
 
     @property
     def key(self) -> str:
@@ -68,8 +96,14 @@ class Individual:
         return self.result is not None and self.result.ok
 
     @property
+    def rank(self) -> float:
+        """What the search ranks it by, lower first (``rank_value``): its GPU time, or on the interpreter a proxy."""
+        return rank_value(self.result)
+
+    @property
     def time_s(self) -> float:
-        """The fitness: the measured time of a correct kernel, infinite for anything else."""
+        """The measured time of a correct kernel, infinite for anything else (on the interpreter its wall-clock,
+        which ranks nothing: ``ranked_by``)."""
         if self.ok and self.result.time_s is not None:
             return self.result.time_s
         return math.inf

@@ -34,7 +34,7 @@ def _profiles(parent: Individual, context: OperatorContext) -> dict:
     if context.profile_kernel is None:
         return {}
     chosen = [(f"parent {parent.id}", parent)] if parent.ok else []
-    best = min((ind for ind in context.archive if ind.ok), key=lambda ind: ind.time_s, default=None)
+    best = min((ind for ind in context.archive if ind.ok), key=lambda ind: ind.rank, default=None)
     if best is not None and best.key != parent.key:
         chosen.append((f"best so far {best.id}", best))
     return {label: {**record, "measured_s": ind.time_s} for label, ind in chosen
@@ -66,13 +66,15 @@ def _budget_guard(call):
         return None
 
 
-def _reserve(team, needs: dict, least: int, stack: ExitStack, fallback: dict | None = None):
+def _reserve(team, needs: dict, least: int, stack: ExitStack, context: OperatorContext,
+             fallback: dict | None = None):
     """Reserve the child's calls for as long as `stack` is open: its ``Allowance`` (`fallback`'s calls where fewer
     than `least` are left, ``Budget.child``); None for a team without a client (a test's fake: nothing to reserve);
     False when the wall-time deadline cut the wait. When the budget cannot carry another child, the search's
-    BudgetExhausted."""
+    BudgetExhausted. Either way the context is told (``OperatorContext.reserved``): the next child reserves next."""
     client = getattr(team, "client", None)
     if client is None or not hasattr(client, "child_budget"):
+        context.reserved()
         return None
     from operators.llm.client import LLMBudgetExceeded, LLMCut
 
@@ -82,6 +84,8 @@ def _reserve(team, needs: dict, least: int, stack: ExitStack, fallback: dict | N
         raise BudgetExhausted(str(exc)) from exc
     except LLMCut:
         return False
+    finally:
+        context.reserved()
 
 
 def calls_per_child(operators) -> int:
@@ -115,7 +119,7 @@ class LLMMutation(Operator):
         if _unfit_parents(parents, context, team):
             return []
         with ExitStack() as stack:
-            allowance = _reserve(team, self.calls, int(self.use_planner) + 1, stack, fallback=CODE_ONLY)
+            allowance = _reserve(team, self.calls, int(self.use_planner) + 1, stack, context, fallback=CODE_ONLY)
             return [] if allowance is False else self._make(team, parent, context, allowance)
 
     def _make(self, team, parent: Individual, context: OperatorContext, allowance) -> list[Genome]:
@@ -166,7 +170,7 @@ class LLMCrossover(Operator):
         if a.key == b.key or _unfit_parents(parents, context, team):
             return []
         with ExitStack() as stack:
-            if _reserve(team, self.calls, 1, stack) is False:
+            if _reserve(team, self.calls, 1, stack, context) is False:
                 return []
             source = _budget_guard(lambda: team.crossover(parents[0], parents[1], context.duplicates_of(self.name)))
         child = _budget_guard(lambda: Genome.from_source(source, note="crossover")) if source else None

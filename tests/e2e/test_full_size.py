@@ -13,6 +13,7 @@ from evo.reports.sizes_record import flagged
 from evo.runs.other_sizes import TRIES, SizesCheck
 from evo.reports.outcome import summarise
 from kernelevo.core.genome import code_hash
+from kernelevo.core.individual import LAUNCHES
 from fitness.problems.problem import load_problem, resolve_problem, suite_manifest
 from fitness.problems.sizes import MIN_SHRINKABLE, odd_value, other_sizes, other_value
 from fitness.workers.zygote import Zygote
@@ -80,10 +81,10 @@ def test_a_bundled_problems_best_runs_at_other_sizes_and_is_kept(tmp_path, monke
     monkeypatch.setattr(Zygote, "__init__", lambda self, *a, **k: (started.append(a), ZYGOTE_INIT(self, *a, **k))[1])
     output, run_dir, summary = run("problem=elementwise_chain", cwd=tmp_path)
     assert len(started) <= 1, started
-    assert "[kernelevo] selection among children: by interpreter wall-clock time (no GPU timing)" in output
+    assert f"[kernelevo] kernels ranked by {LAUNCHES}" in output
     test_sizes = suite_manifest()["elementwise_chain"]["test_sizes"]
     fastest, individuals = fastest_and_individuals(run_dir)
-    assert summary["status"] == "ok" and summary["selection"] == "interpreter wall-clock"
+    assert summary["status"] == "ok" and summary["ranked_by"] == LAUNCHES
     assert summary["other_sizes"] == {k: other_value(v) for k, v in test_sizes.items()}
     assert summary["other_sizes_tried"][0] == fastest and summary["other_sizes_failed"] == {}  # all size-generic
     assert summary["baked_seeds"] == []

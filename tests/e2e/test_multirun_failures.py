@@ -7,6 +7,7 @@ import json
 import pytest
 
 from conftest import TINY, kernelevo
+from kernelevo.core.individual import LAUNCHES
 from evo.benchmark.multirun import write_multirun_report
 from evo.benchmark.strategies_report import write_strategies_report
 from evo.records.store import RunStore
@@ -73,7 +74,7 @@ def test_the_tables_count_runs_configurations_and_problems_apart(tmp_path):
             RunFailure("its reference failed", 2, FailureKind.USER, problem=problem).keep(folder)
         else:
             job(folder, overrides, RunOutcome(status="ok", timer="interpreter", problem=problem,
-                                              selection="interpreter wall-clock", evaluations=4))
+                                              ranked_by=LAUNCHES, evaluations=4))
     write_multirun_report(tmp_path)
     text = (tmp_path / "multirun.md").read_text()
     assert "- correct: 7 of 8 runs (4 configurations of 2 problems x up to 2 search seeds) (88%)" in text, text

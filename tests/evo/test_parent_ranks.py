@@ -100,4 +100,5 @@ def test_a_child_that_drew_nothing_does_not_hold_up_the_next():
     ranks.skip(6)
     assert ranks.rank(7, "op:1.0", first_draw=True) == 4 and ranks.rank(7, "op:2.0", first_draw=False) == 1
     ranks.fold(5), ranks.fold(6)
+    ranks.ready(7)  # child 7 reserved its calls: child 8 may take its rank
     assert ranks.counts == {"op:1.0": 3} and ranks.rank(8, "op:1.0", first_draw=True) == 5

@@ -13,6 +13,7 @@ from evo.evolution.search import Search
 from evo.settings import Budget, SearchSettings
 from evo.records.store import RunStore
 from kernelevo.core.genome import Genome
+from operators.base import CURRENT_CHILD
 from fakes import CALLS, SOURCE, Cross, FakeTuner, Step, lineage
 from kernelevo.core.evaluation_record import EvalResult
 from fitness.measure.verdict_text import brief
@@ -125,6 +126,36 @@ def test_the_same_lineage_with_one_or_four_children_in_flight(tmp_path):
         runs.append((lineage(store), state["hall_of_fame"], state["stop_reason"]))
     assert runs[0] == runs[1] == runs[2]
     assert len(runs[0][0]) == 1 + 4 * 4 and runs[0][2] == "4 generations done"
+
+
+class Waits(Step):
+    """Child 1.0 waits for its operator (as on an LLM call) until a child after it has been tuned."""
+    later_tuned, waited = threading.Event(), []
+
+    def __call__(self, parents, rng, context):
+        if CURRENT_CHILD.get().id == "1.0":
+            context.reserved()  # as an LLM operator, once its calls are reserved
+            self.waited.append(self.later_tuned.wait(timeout=20))
+        return super().__call__(parents, rng, context)
+
+
+class TellsLater(FakeTuner):
+    def tune(self, individual):
+        tuned = super().tune(individual)
+        if individual.generation > 0 and individual.id != "1.0":
+            Waits.later_tuned.set()
+        return tuned
+
+
+def test_a_child_waiting_on_its_operator_holds_up_no_evaluation_of_the_children_after_it(tmp_path):
+    whole, whole_store = search(tmp_path / "whole", generations=2)
+    whole.run()
+    s, store = search(tmp_path / "waits", generations=2, operators=[Waits(), Cross(weight=0.5)])
+    s.tuner = TellsLater(store)
+    s.service = s.tuner.service
+    s.run()
+    assert Waits.waited == [True]  # 1.1 was tuned while 1.0 still waited: not after 1.0 had decided
+    assert lineage(store) == lineage(whole_store)  # and the lineage is the one of a search that never waited
 
 
 def test_no_two_children_are_the_same_kernel(tmp_path):

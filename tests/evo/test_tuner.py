@@ -2,6 +2,7 @@
 sampling within the budget, studies warm-started by ancestors of the same structure only), configurations that
 failed to compile never evaluated again, and choices independent of the order evaluations finish in."""
 import threading
+import time
 
 import optuna
 import pytest
@@ -176,3 +177,20 @@ def test_sampler_names_reach_the_records_and_a_bad_one_is_refused():
         "tpe: multivariate TPE, warm-started from ancestors of the same structure; 6 trials per individual, 3 at once"
     with pytest.raises(KernelevoError, match="search.tuner.sampler='grid' is not a sampler; use one of tpe, random"):
         check_tuner_settings(6, 3, "grid")
+
+
+def test_a_child_tuned_again_in_one_process_replaces_its_first_study(tmp_path):
+    """A search tunes a child's kernel early (``Search._tune_early``) and, where a child before it made that kernel,
+    tunes its other kernel under the same id: the first study may still be on its way into run.db."""
+    store = RunStore(tmp_path)
+    tuner = Tuner(LandscapeService(), store.optuna_url, trials=2, parallel=2, store=store)
+    copy = tuner._copy_to_run_storage
+    tuner._copy_to_run_storage = lambda name: (time.sleep(0.5), copy(name))  # still in memory when tuned again
+    first = tuner.tune(Individual("1.0", TUNER_SEED))
+    other = TUNER_SEED.with_params({name: choices[-1] for name, choices in TUNER_SEED.space.items()})
+    second = tuner.tune(Individual("1.0", Genome.from_source(other.rendered())))
+    tuner.close()
+    assert second.genome.key != first.genome.key or second.tuning != first.tuning
+    study = optuna.load_study(study_name="tune-1.0", storage=store.optuna_url)
+    assert [t.params for t in study.trials] == [r["params"] for r in second.tuning["trials"]]
+    store.close()

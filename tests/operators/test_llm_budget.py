@@ -128,3 +128,11 @@ def test_a_planners_retries_never_take_the_coders_call():
         with pytest.raises(LLMBudgetExceeded):  # the one free call taken, then none: never the coder's
             budget.reserve("m", "planner"), budget.reserve("m", "planner")
         assert allowance.left("coder") == 1 and budget.reserve("m", "coder")
+
+
+def test_the_start_line_says_how_many_calls_can_be_in_flight_and_what_bounds_them():
+    from evo.runs.run import calls_in_flight_line
+
+    assert calls_in_flight_line(4, 8).startswith("at most 4 LLM calls in flight (llm.concurrency=4)")
+    assert calls_in_flight_line(16, 8).startswith("at most 8 LLM calls in flight (one per child of the 8 in flight, "
+                                                  "fewer than llm.concurrency=16)")
