@@ -1,12 +1,11 @@
 """The search: steady-state (mu + lambda) evolution of kernel individuals; the unit of work is one child.
 
     generation 0: the seeds (the seed first; a compiler seed brings Inductor's variants), each tuned
-    child n:      started as soon as a slot frees (``search.parallel`` in flight; no generation barrier):
-                  select parents from the state its window allows -> operator (LLM calls included) -> tune (Optuna
-                  trials evaluated in parallel) -> folded in, in order: its island's best mu survive, the hall of
-                  fame, the archive; after every lambda_ x islands children (x evaluators: ``lambda_per_gpu``) (a
-                  "generation", the unit of budgets,
-                  patience, migration, the logbook and checkpoints) migration and a checkpoint
+    child n:      started as soon as a slot frees (``search.parallel`` in flight; no generation barrier): select
+                  parents from the state its window allows -> operator (LLM calls included) -> tune (Optuna trials
+                  evaluated in parallel) -> folded in, in order: its island's best mu survive, the hall of fame, the
+                  archive; after every lambda_ x islands children (x evaluators: ``lambda_per_gpu``; a "generation",
+                  the unit of budgets, patience, migration, the logbook and checkpoints) migration and a checkpoint
 
 Child n is ``<generation>.<slot>`` with generation 1 + n // (lambda_ x islands); it is made from the state after the
 first n - staleness + 1 children were folded in (``evo.evolution.loop``), from its own RNG (run seed, generation, slot);
@@ -401,9 +400,7 @@ class Search:
 
 def _one_per_kernel(individuals: list) -> list:
     """The first individual of each kernel (key), in order: the population keeps the one it already had."""
-    seen, unique = set(), []
+    first: dict = {}
     for ind in individuals:
-        if ind.key not in seen:
-            seen.add(ind.key)
-            unique.append(ind)
-    return unique
+        first.setdefault(ind.key, ind)
+    return list(first.values())

@@ -1,10 +1,10 @@
 """What kernelevo tells its user as it works, through ``logging``: every module logs to a child of the ``kernelevo``
-logger (``logging.getLogger(f"kernelevo.{__name__}")``), and a process's entry point -- the ``kernelevo`` command
-(``kernelevo.cli.main``), a Ray actor's constructor, the tests' conftest -- installs the one handler with
-``configure``: each record a line ``[kernelevo] message``, below WARNING on stdout, from WARNING on stderr, written to
-the stream of that moment (a test's capture, a redirected stream). It does not propagate to the root logger, so
-Hydra's job log (``commands.log``) stays as it was: written only when something else logs. A library caller that
-installs nothing sees warnings only (Python's last-resort handler)."""
+logger (``logging.getLogger(f"kernelevo.{__name__}")``; ``__name__`` alone under the project's namespace), and a
+process's entry point -- the ``kernelevo`` command (``kernelevo.cli.main``), a Ray actor's constructor, the tests'
+conftest -- installs the one handler with ``configure``: each record a line ``[kernelevo] message``, below WARNING on
+stdout, from WARNING on stderr, written to the stream of that moment (a test's capture, a redirected stream). It does
+not propagate to the root logger, so Hydra's job log (``commands.log``) stays as it was: written only when something
+else logs. A library caller that installs nothing sees warnings only (Python's last-resort handler)."""
 from __future__ import annotations
 
 import logging

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-log = logging.getLogger(f"kernelevo.{__name__}")
+log = logging.getLogger(__name__)  # already under the kernelevo logger (the project's namespace)
 
 
 def from_record(cls: type[T], data: dict, where: str = "a record", *, own: bool = False) -> T:

@@ -46,7 +46,7 @@ from kernelevo.seeds.inductor.process import Watched, watch
 from kernelevo.seeds.inductor import randoms, template_choices
 from kernelevo.seeds.inductor.settings import CaptureSettings
 
-log = logging.getLogger(f"kernelevo.{__name__}")
+log = logging.getLogger(__name__)  # already under the kernelevo logger (the project's namespace)
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_FILE = "seed_inductor.py"

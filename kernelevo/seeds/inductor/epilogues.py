@@ -36,7 +36,7 @@ import torch
 
 from kernelevo.core import pyast
 
-log = logging.getLogger(f"kernelevo.{__name__}")
+log = logging.getLogger(__name__)  # already under the kernelevo logger (the project's namespace)
 LAUNCHER = "conv_nd"
 NOTE = (" Elementwise kernels Inductor ran over a convolution's output are fused into it: conv_nd's epilogue (the "
         "*_epilogue functions) is applied to each output tile before its one store "
