@@ -35,12 +35,13 @@ def ranked_by(result: EvalResult | None) -> str:
     """What kernels are ranked by -- the parents chosen, the survivors, the tree's nodes, the refinement's current best,
     patience, the hall of fame and the best kernel -- given one kernel's result: the one place it is decided.
 
-    On a GPU, the measured time. On Triton's CPU interpreter, whose wall-clock says nothing of a GPU's (one kernel took
-    207-434 ms across six runs), no time ranks anything; kernels rank by a stated proxy instead: the Triton launches
-    the judge counted in its correctness calls (the same calls for every kernel of one problem), fewer first -- each
-    launch a pass through global memory on a GPU, so fusing passes moves fewer bytes. The cost model
-    (``fitness.problems.speed_of_light``) estimates a problem, not a kernel, so it cannot rank kernels. Equal counts
-    keep the kernel found first (DEAP's hall of fame and best-of selections keep the first of equals)."""
+    On a GPU, the measured time. On Triton's CPU interpreter, whose wall-clock says nothing of a GPU's (nor is it
+    steady from one run to the next: docs/configuration.md, "Choosing without a GPU"), no time ranks anything; kernels
+    rank by a stated proxy instead: the Triton launches the judge counted in its correctness calls (the same calls for
+    every kernel of one problem), fewer first -- each launch a pass through global memory on a GPU, so fusing passes
+    moves fewer bytes. The cost model (``fitness.problems.speed_of_light``) estimates a problem, not a kernel, so it
+    cannot rank kernels. Equal counts keep the kernel found first (DEAP's hall of fame and best-of selections keep the
+    first of equals)."""
     return LAUNCHES if result is not None and result.timer == INTERPRETER_TIMER else GPU_TIME
 
 
