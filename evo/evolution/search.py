@@ -100,8 +100,8 @@ class Search:
         self.archive: list[Individual] = []  # every individual folded in, seeds first: the tree memory
         self.islands: list[list[Individual]] = []
         self.team = team  # the LLM agents, for LLM operators; None in an offline run
-        self._exhausted = ""  # why an operator budget (LLM calls, cost) stopped the search
-        self._gone = ""  # why an operator cannot go on (OperatorUnavailable: its LLM down)
+        # why an operator budget (LLM calls, cost) stopped the search; why an operator cannot go on (its LLM down)
+        self._exhausted = self._gone = ""
         self.stats = statistics()
         self.logbook = tools.Logbook()
         self.hall_of_fame = tools.HallOfFame(settings.hall_of_fame, similar=lambda a, b: a.key == b.key)
@@ -287,7 +287,7 @@ class Search:
         """Which resource budget is spent: no child starts any more."""
         if self._exhausted:
             return f"operator budget spent: {self._exhausted}"
-        stops = stopping.spent(self.settings.budget, self.store, self._elapsed())
+        stops = stopping.spent(self.settings.budget, self.store, self.elapsed_s)
         return stops[0].reason if stops else ""
 
     # the run ---------------------------------------------------------------------------------------------------
@@ -359,21 +359,17 @@ class Search:
         if self.team is not None:
             self.team.client.cut_at(deadline)
 
-    def _elapsed(self) -> float:
-        """Wall time of the whole search, across resumes."""
-        return self._resumed_elapsed + time.perf_counter() - self._started
-
     @property
     def elapsed_s(self) -> float:
         """The search's wall time so far, across resumes (what `search.wall_time_s` is counted against)."""
-        return self._elapsed() if hasattr(self, "_started") else 0.0
+        return self._resumed_elapsed + time.perf_counter() - self._started if hasattr(self, "_started") else 0.0
 
     def _advance(self, generation: int, folded: int) -> None:
         """The end of a generation: its logbook entry, report and checkpoint."""
         population = [ind for island in self.islands for ind in island]
         record = self.stats.compile(population)
         self.logbook.record(gen=generation, nevals=self._state.offspring,
-                            evaluations=self.store.evaluation_count(), elapsed_s=round(self._elapsed(), 3), **record)
+                            evaluations=self.store.evaluation_count(), elapsed_s=round(self.elapsed_s, 3), **record)
         improved = record["best"] < self._state.best_s
         self._state = replace(self._state, best_s=min(record["best"], self._state.best_s), offspring=0,
                               stale=0 if improved else self._state.stale + 1)
@@ -387,7 +383,7 @@ class Search:
         """The state after `folded` children, saved under the last whole generation (`generation`)."""
         window = range(window_start(folded, self.settings.window), folded)  # the snapshots a resume needs
         self._state = replace(
-            self._state, generation=generation, children=folded, elapsed_s=self._elapsed(),
+            self._state, generation=generation, children=folded, elapsed_s=self.elapsed_s,
             islands=[[ind.id for ind in island] for island in self.islands],
             seen=sorted(key for key, n in self._settled.items() if n < folded),  # not those of children running
             tuned_at=dict(self._tuned_at), ranks=self._ranks.counts, logbook=list(self.logbook),
@@ -401,6 +397,4 @@ class Search:
 def _one_per_kernel(individuals: list) -> list:
     """The first individual of each kernel (key), in order: the population keeps the one it already had."""
     first: dict = {}
-    for ind in individuals:
-        first.setdefault(ind.key, ind)
-    return list(first.values())
+    return [first.setdefault(ind.key, ind) for ind in individuals if ind.key not in first]
