@@ -160,29 +160,37 @@ def _tied(module: ModuleType, slots: dict) -> dict:
     return tied
 
 
-def _divisors(problem: LoadedProblem, module: ModuleType, slots: dict, shrinkable: set, with_outputs: bool) -> dict:
+def _divisors(problem: LoadedProblem, slots: dict, shrinkable: set, with_outputs: bool) -> dict:
     """{slot: [integer constants it must stay a multiple of]}: a shrinkable slot A and a smaller integer constant B
     dividing it are tied when the problem builds with A + B but not with A + B / 2 (level2/75's out_features and
     num_groups: nn.GroupNorm needs whole groups). Halved apart, A reached B and every group held one feature, where a
     kernel writing the bias alone was exact (issue 63); halved together, the quotient (a group's size) stays."""
     def builds(slot, value) -> bool:
-        before = current[slot]
-        _set(module, {slot: value})
-        try:
-            largest_tensor(problem, with_outputs)
-            return True
-        except Exception:  # noqa: BLE001 - these sizes do not make a problem
-            return False
-        finally:
-            _set(module, {slot: before})
+        return _builds(problem, with_outputs, {slot: value})
 
-    current, tied = dict(slots), {}
+    tied = {}
     for a in sorted(shrinkable, key=str):
         for b in sorted(shrinkable, key=str):
             if b[1] is None and 1 < slots[b] < slots[a] and slots[a] % slots[b] == 0 \
                     and builds(a, slots[a] + slots[b]) and not builds(a, slots[a] + slots[b] // 2):
                 tied.setdefault(a, []).append(b)
     return tied
+
+
+def _builds(problem: LoadedProblem, with_outputs: bool, values: dict) -> bool:
+    """Whether the problem's tensors build on torch's meta device with the slots of `values` set (``_set``); each
+    slot is put back as it was after."""
+    module = problem.module
+    before = {(name, index): getattr(module, name) if index is None else getattr(module, name)[index]
+              for name, index in values}
+    _set(module, values)
+    try:
+        largest_tensor(problem, with_outputs)
+        return True
+    except Exception:  # noqa: BLE001 - these sizes do not make a problem
+        return False
+    finally:
+        _set(module, before)
 
 
 def _set(module: ModuleType, values: dict) -> None:
@@ -214,7 +222,7 @@ def shrink_sizes(problem: LoadedProblem, fixed: dict) -> Shrunk:
     follows = _tied(module, slots)  # slot -> the constant the file writes it as
     shrinkable = {k for k, v in slots.items() if v >= MIN_SHRINKABLE and k[0] not in fixed and k not in follows}
     current = dict(slots)
-    divisors = _divisors(problem, module, slots, shrinkable, with_outputs)  # slot -> the slots it must be a multiple of
+    divisors = _divisors(problem, slots, shrinkable, with_outputs)  # slot -> the slots it must be a multiple of
 
     def halve(group: list) -> int | None:
         """The largest tensor with the slots of `group`, those tied to them and their divisors that can still halve,
@@ -290,17 +298,8 @@ def other_sizes(problem: LoadedProblem, odd: bool = False) -> OtherSizes:
     except Exception:  # noqa: BLE001 - a forward the meta device cannot run: its inputs and parameters must build
         with_outputs = False
 
-    def builds(values: dict) -> bool:
-        for name, value in values.items():
-            setattr(module, name, value)
-        try:
-            largest_tensor(problem, with_outputs)
-            return True
-        except Exception:  # noqa: BLE001 - these sizes do not make a problem
-            return False
-        finally:
-            for name in values:
-                setattr(module, name, constants[name])
+    def builds(values: dict) -> bool:  # whole constants by name
+        return _builds(problem, with_outputs, {(name, None): value for name, value in values.items()})
 
     if not names:
         return OtherSizes(dict(spec.sizes), {}, why_not="the problem has no size constants to change")
