@@ -7,7 +7,10 @@ from its first trial); or ``random``, seeded random search, named so in the reco
 are the first trial, then (for a GEMM template kernel of a compiler seed) the hardware profile's ``gemm_tiles``;
 configurations that break the hardware profile's limits, or that failed to compile before for the same structure,
 are told as pruned without being evaluated; configurations clearly slower than the best so far are recorded as
-pruned, so TPE steers away from them. Every trial is a full evaluation (correctness first), so the winning
+pruned, so TPE steers away from them. Trials are compared and told by the search's one ranking rule
+(``kernelevo.core.individual.rank_value``): on a GPU the measured time; on the interpreter no time ranks anything,
+so configurations of one kernel (the same launches) tie and the first correct one asked is kept, the genome's own
+values first. Every trial is a full evaluation (correctness first), so the winning
 configuration is always verified. Without a GPU, what an LLM wrote keeps the launch settings it wrote
 (``keeps_written_launch``): one trial, its own.
 
@@ -35,7 +38,7 @@ import optuna
 from evo.service.evaluation_protocol import Evaluations
 from evo.settings import SAMPLERS, TunerSettings
 from evo.tuning.tuning_memory import TuningMemory, signature, trial_record, warm_trials
-from kernelevo.core.individual import Individual
+from kernelevo.core.individual import Individual, rank_value, ranked_by
 from kernelevo.core.evaluation_record import COMPILE_FAILURES
 from hardware_profiles.limits import limit_violation
 from hardware_profiles.tiles import tile_starts
@@ -213,17 +216,17 @@ class Tuner:
                 trial.set_user_attr("status", result.status)
                 if result.status in COMPILE_FAILURES:
                     self.memory.add_failure(structure, params, result.status)
-                note = ""
-                if result.ok and best is not None and result.time_s > self.prune_factor * best.time_s:
-                    note = f"slower than {self.prune_factor}x the best"
+                note, value = "", rank_value(result)
+                if result.ok and best is not None and value > self.prune_factor * rank_value(best):
+                    note = f"{ranked_by(result)}: above {self.prune_factor}x the best"
                     trial.set_user_attr("pruned", note)
                 if not result.ok or note:
                     study.tell(trial, state=PRUNED)
                     records.append(trial_record(params, "pruned", status=result.status, key=key, note=note))
                 else:
-                    study.tell(trial, result.time_s)
-                    records.append(trial_record(params, "complete", result.time_s, result.status, key))
-                    if best is None or result.time_s < best.time_s:
+                    study.tell(trial, value)
+                    records.append(trial_record(params, "complete", value, result.status, key))
+                    if best is None or value < rank_value(best):
                         best, best_params = result, params
         attrs = study.user_attrs
         tuning = {"sampler": self.sampler, "structure": structure, "warm_start": attrs["warm_start_trials"],

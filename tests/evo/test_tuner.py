@@ -3,6 +3,7 @@ sampling within the budget, studies warm-started by ancestors of the same struct
 failed to compile never evaluated again, and choices independent of the order evaluations finish in."""
 import threading
 import time
+from dataclasses import replace
 
 import optuna
 import pytest
@@ -12,8 +13,9 @@ from evo.reports.outcome import run_tuner
 from evo.records.store import RunStore
 from evo.tuning.tuner import Tuner, check_tuner_settings
 from kernelevo.core.genome import Genome
-from kernelevo.core.individual import Individual
-from fakes import SPACE, TUNER_SEED, LandscapeService, source
+from kernelevo.core.evaluation_record import EvalResult
+from kernelevo.core.individual import INTERPRETER_TIMER, Individual
+from fakes import SPACE, TUNER_SEED, LandscapeService, by_landscape, landscape, source
 
 OTHER = Genome.from_source(source(TUNER_SEED.params, body="return 1"))  # another structure, the same space
 
@@ -194,3 +196,23 @@ def test_a_child_tuned_again_in_one_process_replaces_its_first_study(tmp_path):
     study = optuna.load_study(study_name="tune-1.0", storage=store.optuna_url)
     assert [t.params for t in study.trials] == [r["params"] for r in second.tuning["trials"]]
     store.close()
+
+
+def test_on_the_interpreter_no_wall_clock_picks_a_configuration():
+    """Interpreter times rank nothing (``rank_value``): configurations of one kernel launch the same kernels, so they
+    tie and the genome's own values, asked first, are kept though the landscape's wall-clock favours another; the
+    study is told the launches, never a time. The same landscape read as GPU times picks its fastest."""
+    def interpreted(source: str) -> EvalResult:
+        result = by_landscape(source)
+        return replace(result, timer=INTERPRETER_TIMER, guards={"triton_launches": 2}) if result.ok else result
+
+    service = LandscapeService()
+    service.judge = interpreted
+    tuned = Tuner(service, None, trials=6, parallel=3).tune(Individual("0.0", TUNER_SEED))
+    complete = [r for r in tuned.tuning["trials"] if r["state"] == "complete"]
+    assert len(complete) > 1 and {r["value"] for r in complete} == {2.0}
+    assert tuned.genome.params == TUNER_SEED.params
+    assert landscape(TUNER_SEED.params) > min(landscape(r["params"]) for r in complete)  # a faster wall-clock lost
+    on_gpu = Tuner(LandscapeService(), None, trials=6, parallel=3).tune(Individual("0.0", TUNER_SEED))
+    assert landscape(on_gpu.genome.params) == min(r["value"] for r in on_gpu.tuning["trials"]
+                                                  if r["state"] == "complete")
