@@ -5,7 +5,8 @@ Each POST to ``/v1/chat/completions`` (or ``/chat/completions``) consumes the ne
 * ``{"content": "...", "finish_reason": "stop", "usage": {"prompt_tokens": N, "completion_tokens": M}}``
   answers 200 with a ``chat.completion`` object whose ``model`` echoes the request;
 * ``{"status": 429}`` (or any other HTTP status >= 400) answers that status with an OpenAI-style error body;
-* any entry may carry ``"delay_s": X`` to sleep before answering (to provoke client time-outs).
+* any entry may carry ``"delay_s": X`` to sleep before answering (to provoke client time-outs), and ``"headers":
+  {...}`` to send with its answer (e.g. ``{"Retry-After": "1"}`` on a 429).
 
 Instead of a list, ``script`` may be a function of the request's JSON body returning the entry (replies chosen by
 what was asked, e.g. by the role named in the system message). An exhausted script answers 500 with the message
@@ -96,13 +97,14 @@ class _Handler(BaseHTTPRequestHandler):
         """Sleep if scripted, then send the scripted reply or error."""
         if entry.get("delay_s"):
             owner._stopping.wait(float(entry["delay_s"]))
+        headers = entry.get("headers", {})
         if isinstance(body, dict) and body.get("stream"):
             self._send(400, error_body(400, "streaming is not supported by the scripted server"))
         elif "status" in entry:
             status = int(entry["status"])
-            self._send(status, error_body(status, entry.get("message", f"scripted HTTP {status}")))
+            self._send(status, error_body(status, entry.get("message", f"scripted HTTP {status}")), headers)
         else:
-            self._send(200, completion_body(entry, body if isinstance(body, dict) else {}, seq))
+            self._send(200, completion_body(entry, body if isinstance(body, dict) else {}, seq), headers)
 
     def _read_json(self):
         """The request body parsed as JSON (None when absent or malformed)."""
@@ -113,11 +115,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return None
 
-    def _send(self, status: int, payload: dict) -> None:
-        """Write a JSON response; a client that already hung up (time-out) is ignored."""
+    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        """Write a JSON response (with `headers` besides its own); a client that already hung up (time-out) is
+        ignored."""
         data = json.dumps(payload).encode()
         try:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, str(value))
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Connection", "close")

@@ -6,12 +6,14 @@ litellm is imported lazily, on the first request that actually has to be sent: i
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
 so a rerun of a cached configuration replays without litellm, without a server and without an API key.
 
-Retries are this module's own, with litellm's off (``num_retries=0``): litellm's ``num_retries`` and
-``retry_policy`` outside its Router hand the call to tenacity, which litellm does not install (the call then fails
-with "tenacity import failed"), retry every ``openai.APIError`` (a refused key included), wait a fixed or capped
-time that no deadline cuts short and nothing wakes, and log nothing per attempt. Here a retry waits
-``backoff_s * 2**attempt`` with jitter, is cut at the wall-time deadline (``cut_at``) or when the LLM is taken for down,
-and every failure names its cause and URL.
+Retries are tenacity's (``operators/llm/retries.py``), with litellm's own off (``num_retries=0``; outside its Router they
+retry every ``openai.APIError``, a refused key included, and wait times no deadline cuts short). tenacity retries
+what ``is_retryable`` says (rate limits, 5xx, time-outs, refused connections; never another 4xx), up to
+``llm.max_retries`` times; it waits what the server asked for in a ``Retry-After`` (``diagnosis.retry_after_s``), else
+``backoff_s * 2**retry`` plus up to ``backoff_s`` of jitter, at most ``backoff_max_s`` either way; its sleep
+(``LLMClient._sleep``) is cut at the wall-time deadline (``cut_at``, even one set while it sleeps) or when the LLM is
+taken for down; it logs one line per retry (``before_sleep``), and every failure names the model, its cause, the URL
+and the attempts made. ``llm.max_calls_per_minute`` spaces the requests sent (``LLMClient._pace``).
 
 Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
 handed to litellm only (and, by the check before a run, to the server's ``GET /models``). It is never hashed,
@@ -23,7 +25,6 @@ import copy
 import dataclasses
 import logging
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -31,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint
+from operators.llm import retries
+from operators.llm.diagnosis import classify, endpoint
 from operators.llm.ledger import (UNAVAILABLE, Budget, FailureCount, LLMBudgetExceeded, LLMCut,  # noqa: F401
                                   LLMError, LLMUnavailable, ResponseCache, request_hash)
 from operators.llm.settings import LLMSettings  # noqa: F401 (callers import it from here)
@@ -40,15 +42,8 @@ logger = logging.getLogger(__name__)
 
 # Loggers of litellm and of the OpenAI SDK it drives: at DEBUG they print whole requests (prompts included).
 _QUIET_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai")
-# litellm exception classes worth retrying (looked up by name: not every litellm version has all of them).
-_RETRYABLE_NAMES = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
-                    "APIConnectionError", "Timeout")
-# Status codes worth retrying on any other exception that carries one (litellm.APIError and friends).
-_RETRYABLE_STATUS = (408, 429)
 # Sent to a custom api_base when no api_key_env is configured (local servers ignore it; it is no secret).
 _NO_KEY = "no-key"
-_MAX_BACKOFF_S = 60.0
-_WAKE_S = 0.1  # how often a retry's wait looks at the deadline
 # The pre-flight's request (``LLMClient.probe``): a few tokens, never cached, recorded or retried.
 _PROBE = [{"role": "user", "content": "Reply with the word OK."}]
 _PROBE_TOKENS = 8
@@ -106,22 +101,6 @@ def _quiet_loggers() -> None:
         lg = logging.getLogger(name)
         if lg.level < logging.WARNING and not os.environ.get("LITELLM_LOG"):
             lg.setLevel(logging.WARNING)
-
-
-def _retryable_classes(litellm) -> tuple[type, ...]:
-    """The litellm exception classes that mean "try again later" in the installed version."""
-    found = (getattr(litellm.exceptions, name, None) for name in _RETRYABLE_NAMES)
-    return tuple(cls for cls in found if isinstance(cls, type))
-
-
-def is_retryable(exc: BaseException, litellm) -> bool:
-    """Rate limits, 5xx, time-outs and connection errors are retried; 4xx and everything else are not."""
-    if any(marker in str(exc) for marker in FATAL_MARKERS):
-        return False
-    if isinstance(exc, _retryable_classes(litellm)):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in _RETRYABLE_STATUS or status >= 500)
 
 
 # ----------------------------------------------------------------------------------------- request and reply
@@ -206,11 +185,16 @@ class LLMClient:
         self._slots = threading.Semaphore(settings.concurrency)
         self.failures = FailureCount(settings.max_consecutive_failures)
         self._deadline: float | None = None  # time.perf_counter() after which nothing is sent (cut_at)
+        self._alarm = threading.Condition()  # wakes the waits (_sleep) when the deadline moves or the LLM is down
+        self._pace_lock = threading.Lock()
+        self._next_turn = float("-inf")  # time.perf_counter() before which no request is sent (_pace)
 
     def cut_at(self, deadline: float | None) -> None:
         """No request is sent after `deadline` (time.perf_counter()); requests in flight and retries waiting are
         cut short at it. None: no deadline."""
-        self._deadline = deadline
+        with self._alarm:
+            self._deadline = deadline
+            self._alarm.notify_all()
 
     def _left_s(self, model: str) -> float | None:
         """Seconds to the deadline (None: none); LLMCut when it has passed."""
@@ -285,7 +269,10 @@ class LLMClient:
         except (LLMCut, LLMUnavailable):
             raise
         except LLMError as exc:
-            raise self.failures.failed(exc) from None
+            error = self.failures.failed(exc)
+            with self._alarm:  # the LLM may be down now: calls waiting to retry look
+                self._alarm.notify_all()
+            raise error from None
         self.failures.succeeded()
         if self.cache is not None:
             self._store(key, payload, reply)
@@ -324,44 +311,59 @@ class LLMClient:
 
     def _send_with_retries(self, key: str, payload: dict, api_key: str | None,
                            attempts: int | None = None) -> LLMReply:
-        """Up to 1 + max_retries attempts, exponential backoff between retryable failures; the error names the
-        cause (the provider's message, or why no server answered) and the URL."""
+        """Up to 1 + max_retries attempts (tenacity: ``retries.retrying``); the error names the cause (the provider's
+        message, or why no server answered), the URL and the attempts made."""
         litellm = _load_litellm()
-        model, attempts = payload["model"], attempts or self.settings.max_retries + 1
-        for attempt in range(attempts):
-            try:
-                return self._send_once(litellm, key, payload, api_key)
-            except Exception as exc:  # noqa: BLE001 - classified below, re-raised as LLMError
-                self._left_s(model)  # cut at the deadline: no failure of the LLM's
-                kind, status, text = classify(exc, api_key)
-                url = endpoint(self.settings.api_base, model, exc, litellm)
-                if not (is_retryable(exc, litellm) and attempt + 1 < attempts):
-                    raise LLMError(f"LLM call to {model} at {url} failed after {attempt + 1} attempt(s): {text}",
-                                   kind=kind, status=status) from None
-                delay = self._backoff(attempt)
-                logger.warning("LLM call to %s at %s: %s; attempt %d/%d, retrying in %.2fs", model, url, text,
-                               attempt + 1, attempts, delay)
-                self._wait(delay, model)
-        raise AssertionError("unreachable")  # pragma: no cover
+        model = payload["model"]
+        retrying = retries.retrying(self.settings, litellm, model, api_key, attempts or self.settings.max_retries + 1,
+                                    sleep=lambda seconds: self._sleep(seconds, model))
+        try:
+            return retrying(self._attempt, litellm, key, payload, api_key)
+        except LLMError:  # LLMCut, LLMUnavailable: no failure of this request's
+            raise
+        except Exception as exc:  # noqa: BLE001 - classified, re-raised as LLMError
+            kind, status, text = classify(exc, api_key)
+            url = endpoint(self.settings.api_base, model, exc, litellm)
+            tried = retrying.statistics.get("attempt_number", 1)
+            raise LLMError(f"LLM call to {model} at {url} failed after {tried} attempt(s): {text}", kind=kind,
+                           status=status) from None
 
-    def _wait(self, delay: float, model: str) -> None:
-        """Sleep before a retry, cut short at the deadline (LLMCut, even one set while waiting) or when the LLM is
-        taken for down (LLMUnavailable)."""
-        end = time.perf_counter() + delay
-        while (left := end - time.perf_counter()) > 0:
-            self._left_s(model)
-            if self.failures.down.wait(min(left, _WAKE_S)):
+    def _attempt(self, litellm, key: str, payload: dict, api_key: str | None) -> LLMReply:
+        """One attempt; a failure past the deadline is the deadline's (LLMCut), no failure of the LLM's."""
+        try:
+            return self._send_once(litellm, key, payload, api_key)
+        except Exception:
+            self._left_s(payload["model"])
+            raise
+
+    def _sleep(self, seconds: float, model: str) -> None:
+        """Wait `seconds` (before a retry, or for a request's turn), cut short at the deadline (LLMCut, even one set
+        while waiting) or when the LLM is taken for down (LLMUnavailable): both wake it (``_alarm``)."""
+        end = time.perf_counter() + seconds
+        with self._alarm:
+            while True:
                 self.failures.check()
-        self._left_s(model)
+                left = self._left_s(model)
+                wait = end - time.perf_counter()
+                if wait <= 0:
+                    return
+                self._alarm.wait(wait if left is None else min(wait, left))
 
-    def _backoff(self, attempt: int) -> float:
-        """backoff_s * 2**attempt, capped, with up to 25 % jitter so parallel callers spread out."""
-        base = min(self.settings.backoff_s * 2 ** attempt, _MAX_BACKOFF_S)
-        return base * (1.0 + 0.25 * random.random())
+    def _pace(self, model: str) -> None:
+        """Wait for this request's turn under ``llm.max_calls_per_minute`` (requests sent at least 60/N s apart, in
+        the order they asked), cut short as ``_sleep``."""
+        if self.settings.max_calls_per_minute is None:
+            return
+        with self._pace_lock:
+            now = time.perf_counter()
+            turn = max(now, self._next_turn)
+            self._next_turn = turn + 60.0 / self.settings.max_calls_per_minute
+        self._sleep(turn - now, model)
 
     def _send_once(self, litellm, key: str, payload: dict, api_key: str | None) -> LLMReply:
-        """One HTTP request through litellm (its own retries off), under the concurrency semaphore."""
+        """One HTTP request through litellm (its own retries off), under the concurrency semaphore, in its turn."""
         with self._slots:
+            self._pace(payload["model"])
             left = self._left_s(payload["model"])
             response = litellm.completion(model=payload["model"], messages=copy.deepcopy(payload["messages"]),
                                           temperature=payload["temperature"], max_tokens=payload["max_tokens"],

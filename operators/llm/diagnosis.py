@@ -1,12 +1,15 @@
 """What a failed LLM request means, in words a user can act on: its kind (no key, no connection, refused key, unknown
-model, quota, ...), the provider's own message, and the URL it went to. litellm wraps every failure in its own
+model, quota, ...), the provider's own message, and the URL it went to, and how long its server asked to wait before the next try. litellm wraps every failure in its own
 classes, often as an HTTP 500 it never received ("Connection error."); the cause is found down the exception's chain.
 
 Secrets: the key, should a message ever hold it, is blanked out (``***``).
 """
 from __future__ import annotations
 
+import email.utils
+import math
 import re
+import time
 
 # litellm reports a missing key for OpenAI-style providers as an InternalServerError (500); retrying is futile.
 FATAL_MARKERS = ("Missing credentials", "api_key client option must be set")
@@ -78,3 +81,22 @@ def endpoint(api_base: str | None, model: str, exc: BaseException | None = None,
         if found:
             return found
     return f"the {model.partition('/')[0] or model} API"
+
+
+def retry_after_s(exc: BaseException | None) -> float | None:
+    """The seconds a failed request's server asked to wait before the next (its ``retry-after-ms`` or ``Retry-After``
+    header, in seconds or as an HTTP date), or None when it asked nothing. litellm keeps the server's answer on its
+    exceptions (``.response``, an httpx.Response with its headers)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            seconds = float(ms) / 1000
+        elif (value := headers.get("retry-after")) is None:
+            return None
+        elif value.strip().replace(".", "", 1).isdigit():
+            seconds = float(value)
+        else:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (AttributeError, TypeError, ValueError):  # no headers, or a value that is neither seconds nor a date
+        return None
+    return max(seconds, 0.0) if math.isfinite(seconds) else None

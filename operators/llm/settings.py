@@ -27,8 +27,10 @@ class LLMSettings:
     temperature: float = 0.7  # default; roles override it
     max_tokens: int = 4096
     timeout_s: float = 120.0
-    max_retries: int = 4  # on rate limits, 5xx, time-outs and refused connections, with exponential backoff
-    backoff_s: float = 1.0
+    max_retries: int = 4  # attempts after the first, on rate limits, 5xx, time-outs and refused connections
+    backoff_s: float = 1.0  # the first retry's wait; each later one doubles; plus up to backoff_s of jitter
+    backoff_max_s: float = 60.0  # the longest wait before a retry, a server's Retry-After included
+    max_calls_per_minute: Optional[float] = None  # requests sent, retries included, spaced 60/N s apart; null: no limit
     concurrency: int = 4
     cache_dir: Optional[str] = None  # replies keyed by the full request: reruns replay (None: no cache)
     cache_namespace: str = ""  # a folder of cache_dir of this run's own (a sweep's runs share no reply)
@@ -42,6 +44,12 @@ class LLMSettings:
             raise KernelevoError(f"llm.concurrency must be at least 1, got {self.concurrency}")
         if self.max_retries < 0:
             raise KernelevoError(f"llm.max_retries must be at least 0, got {self.max_retries}")
+        if self.backoff_s < 0 or self.backoff_max_s < 0:
+            raise KernelevoError(f"llm.backoff_s and llm.backoff_max_s must be at least 0, got {self.backoff_s} and "
+                                 f"{self.backoff_max_s}")
+        if self.max_calls_per_minute is not None and not self.max_calls_per_minute > 0:
+            raise KernelevoError(f"llm.max_calls_per_minute must be above 0 (or null: no limit), got "
+                                 f"{self.max_calls_per_minute}")
         if self.max_consecutive_failures is not None and self.max_consecutive_failures < 1:
             raise KernelevoError(f"llm.max_consecutive_failures must be at least 1 (or null: never stop), got "
                                  f"{self.max_consecutive_failures}")
