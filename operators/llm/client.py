@@ -6,14 +6,13 @@ litellm is imported lazily, on the first request that actually has to be sent: i
 unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set first, it tries to download a price map. Cache hits never import it,
 so a rerun of a cached configuration replays without litellm, without a server and without an API key.
 
-Retries are tenacity's (``operators/llm/retries.py``), with litellm's own off (``num_retries=0``; outside its Router they
-retry every ``openai.APIError``, a refused key included, and wait times no deadline cuts short). tenacity retries
-what ``is_retryable`` says (rate limits, 5xx, time-outs, refused connections; never another 4xx), up to
-``llm.max_retries`` times; it waits what the server asked for in a ``Retry-After`` (``diagnosis.retry_after_s``), else
-``backoff_s * 2**retry`` plus up to ``backoff_s`` of jitter, at most ``backoff_max_s`` either way; its sleep
-(``LLMClient._sleep``) is cut at the wall-time deadline (``cut_at``, even one set while it sleeps) or when the LLM is
-taken for down; it logs one line per retry (``before_sleep``), and every failure names the model, its cause, the URL
-and the attempts made. ``llm.max_calls_per_minute`` spaces the requests sent (``LLMClient._pace``).
+Retries are tenacity's, run by ``operators/llm/retries.py`` (what is retried, how long each retry waits: a server's
+``Retry-After`` or exponential backoff with jitter, capped; one log line per retry); litellm's own are off
+(``num_retries=0``: outside its Router they retry every ``openai.APIError``, a refused key included, and wait times
+no deadline cuts short). This client gives tenacity its sleep (``LLMClient._sleep``), cut at the wall-time deadline
+(``cut_at``, even one set while it sleeps) or when the LLM is taken for down, and spaces the requests it sends under
+``llm.max_calls_per_minute`` (``LLMClient._pace``). Every failure names the model, its cause, the URL and the attempts
+made.
 
 Secrets: the API key is read from the environment variable named in ``LLMSettings.api_key_env`` at request time and
 handed to litellm only (and, by the check before a run, to the server's ``GET /models``). It is never hashed,

@@ -1,6 +1,7 @@
 """What a failed LLM request means, in words a user can act on: its kind (no key, no connection, refused key, unknown
-model, quota, ...), the provider's own message, and the URL it went to, and how long its server asked to wait before the next try. litellm wraps every failure in its own
-classes, often as an HTTP 500 it never received ("Connection error."); the cause is found down the exception's chain.
+model, quota, ...), the provider's own message, the URL it went to, and how long its server asked to wait before the
+next try. litellm wraps every failure in its own classes, often as an HTTP 500 it never received ("Connection
+error."); the cause is found down the exception's chain.
 
 Secrets: the key, should a message ever hold it, is blanked out (``***``).
 """
