@@ -60,7 +60,9 @@ def retrying(settings: LLMSettings, litellm, model: str, api_key: str | None, at
 
     def log(state) -> None:
         exc = state.outcome.exception()
-        asked = " (the server's Retry-After)" if retry_after_s(exc) is not None else ""
+        asked = retry_after_s(exc)
+        asked = ("" if asked is None else " (the server's Retry-After)" if asked <= settings.backoff_max_s else
+                 f" (the server's Retry-After of {asked:.0f}s, capped at llm.backoff_max_s)")
         logger.warning("LLM call to %s at %s: %s; attempt %d/%d, retrying in %.2fs%s", model,
                        endpoint(settings.api_base, model, exc, litellm), classify(exc, api_key)[2],
                        state.attempt_number, attempts, state.next_action.sleep, asked)

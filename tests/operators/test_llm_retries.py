@@ -57,12 +57,15 @@ def test_a_rate_limits_retry_after_is_the_wait_before_the_next_request(caplog):
     assert "retrying in 1.00s (the server's Retry-After)" in line and "attempt 1/4" in line and "HTTP 429" in line
 
 
-def test_a_retry_after_beyond_the_cap_waits_the_cap_and_backoff_has_jitter_under_it():
+def test_a_retry_after_beyond_the_cap_waits_the_cap_and_backoff_has_jitter_under_it(caplog):
     events = []
     entries = [{"status": 429, "headers": {"Retry-After": "3600"}}, {"status": 503}, ok("third")]
     with ScriptedLLMServer(scripted(entries, events)) as server:
         client = recording(LLMClient(settings(server.url, backoff_s=0.05, backoff_max_s=0.2)), events)
         assert client.complete(ask(), role="coder").text == "third"
+    capped, backoff = retries_logged(caplog)
+    assert "retrying in 0.20s (the server's Retry-After of 3600s, capped at llm.backoff_max_s)" in capped
+    assert "attempt 2/4" in backoff and "HTTP 503" in backoff and "Retry-After" not in backoff
     assert events[:3] == ["request", ("wait", 0.2), "request"] and events[4] == "request"
     waited = events[3][1]  # the 503's: backoff_s * 2 (the second retry) plus up to backoff_s of jitter, capped
     assert events[3][0] == "wait" and 0.1 <= waited <= 0.15
