@@ -5,15 +5,14 @@ Retried: rate limits, 5xx, time-outs and refused connections (``is_retryable``);
 unknown model) nor a missing key. A retry waits what the server asked for in its ``Retry-After`` (or
 ``retry-after-ms``) header, else ``backoff_s * 2**retry`` plus up to ``backoff_s`` of jitter, at most
 ``backoff_max_s`` either way; the client's sleep cuts the wait short (the deadline, an LLM taken for down). One
-warning per retry names the model, the URL, the cause, the attempt and the wait. tenacity is imported here, not
-litellm (the caller passes the litellm it loaded).
+warning per retry names the model, the URL, the cause, the attempt and the wait. tenacity is imported when a loop is
+made, as litellm is when a call is (the caller passes the litellm it loaded): an offline run, which makes no call,
+needs neither installed.
 """
 from __future__ import annotations
 
 import logging
 from typing import Callable
-
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 
 from operators.llm.diagnosis import FATAL_MARKERS, classify, endpoint, retry_after_s
 from operators.llm.ledger import LLMError
@@ -46,11 +45,13 @@ def is_retryable(exc: BaseException, litellm) -> bool:
 
 
 def retrying(settings: LLMSettings, litellm, model: str, api_key: str | None, attempts: int,
-             sleep: Callable[[float], None]) -> Retrying:
+             sleep: Callable[[float], None]):
     """tenacity's loop for one call to `model`: `attempts` at most, retryable failures only, the wait a server's
     Retry-After asks for, else exponential backoff with jitter, at most ``backoff_max_s``; `sleep` waits (and may
     raise to end the loop); the last failure is re-raised as it was (``reraise``). The key is only blanked out of
     the logged cause."""
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
+
     backoff = (wait_exponential(multiplier=settings.backoff_s, max=settings.backoff_max_s)
                + wait_random(0, settings.backoff_s))
 

@@ -3,9 +3,11 @@ through litellm's real HTTP path against the scripted server on 127.0.0.1: what 
 (a server's Retry-After, the cap), what cuts a wait short, and the one log line per retry.
 
 The waits are read where the client asks for them (its ``_sleep``, wrapped), never timed."""
+import ast
 import email.utils
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
@@ -165,3 +167,17 @@ def test_retry_after_reads_an_http_date_and_a_past_one_is_no_wait():
 def test_bad_retry_settings_are_named(field, value):
     with pytest.raises(KernelevoError, match=f"llm.{field}"):
         LLMSettings(model=MODEL, **{field: value})
+
+
+def test_no_module_imports_litellm_or_tenacity_at_its_top():
+    """An offline run makes no LLM call, so neither is imported unless one is made: the GPU machines' wheels and a
+    user's install without them still run the offline search (litellm's import also costs seconds)."""
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in (p for package in ("kernelevo", "evo", "fitness", "operators", "hardware_profiles")
+                 for p in (root / package).rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:  # module level only: a function's import runs when called
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(root)}: {n}" for n in names if n.split(".")[0] in {"litellm", "tenacity"}]
+    assert found == []
