@@ -14,6 +14,7 @@ shift
 if ! python3 -c "import deap, optuna, hydra, litellm, diskcache, filelock" 2>/dev/null; then
   [ -d .whl ] || { echo "no .whl/ here: run ../shared/device/wheels.sh --with-llm and experiments/device_llm_wheels.sh, then carry .whl" >&2; exit 2; }
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  for packed in .whl/*.tar.xz; do [ -e "$packed" ] && tar -xJf "$packed" -C /tmp/site; done  # litellm, repacked
   export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
 python3 experiments/llm_campaign.py --kernelbench "$KB" --out "${OUT:-outputs}/llm_campaign" --calls 100 \
