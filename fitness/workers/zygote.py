@@ -189,7 +189,7 @@ def warm_up() -> None:
     with NoKernelMode():
         torch.empty(1).view(1)  # allocation and a view: no compute, no thread pool started
     try:  # a kernel's first launch imports it (Triton's argument specialisation looks for Gluon's descriptor types):
-        importlib.import_module("triton.experimental.gluon")  # 40 ms of CPU in each worker, on the interpreter too
+        importlib.import_module("triton.experimental.gluon")  # on the interpreter too (docs/measurements.md)
     except ImportError:  # a Triton without Gluon
         pass
     if os.environ.get("TRITON_INTERPRET") == "1":
