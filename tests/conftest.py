@@ -305,10 +305,10 @@ def _module_fixtures(item) -> list[str]:
 
 @pytest.fixture(scope="session")
 def sandbox():
-    """One sandbox (one fork server, no spares) for the evaluators of the tests of a pytest worker (16 modules),
+    """One sandbox (one fork server, no spares) for the evaluators of the tests of a pytest worker that ask for it,
     which pass it to make_evaluator: for tests that judge kernels alone, not the sandbox (it keeps the environment it
     started with, and what a test does to it stays for the next; a module of its own started one fork server
-    more per module, each importing torch and Triton)."""
+    more per module, each importing torch and Triton; the confinement tests, one per test)."""
     with make_evaluator(prestart_worker=False) as ev:
         yield ev.sandbox
 

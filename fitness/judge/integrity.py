@@ -198,8 +198,12 @@ def _referenced(own: dict) -> list[str]:
     return sorted(n for n in names if not _is_own(n) and n in _modules)
 
 
+_OWN_PREFIXES = tuple(own + "." for own in OWN_PACKAGES)
+
+
 def _is_own(name: str) -> bool:
-    return any(name == own or name.startswith(own + ".") for own in OWN_PACKAGES)
+    """Whether module `name` is the evaluator's own; asked of every module in sys.modules at each launch's check."""
+    return name in OWN_PACKAGES or name.startswith(_OWN_PREFIXES)
 
 
 def describe(differences: list[str]) -> str:

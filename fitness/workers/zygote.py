@@ -177,10 +177,9 @@ class Server:
 
 def warm_up() -> None:
     """Work every child would repeat, done once here (no CUDA, no threads): the imports of a first TorchDispatchMode
-    (sympy and more) and, where kernels are compiled (not on Triton's interpreter, which never asks for it), Triton's
-    hash of its own files and libtriton (the function moved between Triton versions; their costs:
-    docs/measurements.md).
-    Best effort."""
+    (sympy and more) and of a first kernel launch (Triton's Gluon package), and, where kernels are compiled (not on
+    Triton's interpreter, which never asks for it), Triton's hash of its own files and libtriton (the function moved
+    between Triton versions; their costs: docs/measurements.md). Best effort."""
     import importlib
 
     import torch
@@ -189,6 +188,10 @@ def warm_up() -> None:
 
     with NoKernelMode():
         torch.empty(1).view(1)  # allocation and a view: no compute, no thread pool started
+    try:  # a kernel's first launch imports it (Triton's argument specialisation looks for Gluon's descriptor types):
+        importlib.import_module("triton.experimental.gluon")  # on the interpreter too (docs/measurements.md)
+    except ImportError:  # a Triton without Gluon
+        pass
     if os.environ.get("TRITON_INTERPRET") == "1":
         return
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):

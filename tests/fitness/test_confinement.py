@@ -29,8 +29,9 @@ def report_of(result) -> str:
 
 
 @pytest.fixture
-def evaluator():
-    with make_evaluator(static_check=False, trials=1, timeout_s=60) as ev:
+def evaluator(sandbox):
+    """Its jobs in the pytest worker's fork server (conftest's `sandbox`): what is confined is each forked worker."""
+    with make_evaluator(static_check=False, trials=1, timeout_s=60, sandbox=sandbox) as ev:
         yield ev
 
 
@@ -122,7 +123,7 @@ found.append('started')
     assert survivors == []  # its own session did not save it: the namespace died with the worker
 
 
-def test_the_worker_records_what_confined_it(evaluator):
+def test_the_worker_records_what_confined_it(evaluator, monkeypatch):
     outcomes = []
     run = evaluator._sandbox.run
 
@@ -130,7 +131,7 @@ def test_the_worker_records_what_confined_it(evaluator):
         outcomes.append((job.kind, run(job, *args, **kwargs)))
         return outcomes[-1][1]
 
-    evaluator._sandbox.run = recording
+    monkeypatch.setattr(evaluator._sandbox, "run", recording)  # the shared sandbox's, for this test only
     assert evaluator.evaluate(candidate("good")).ok
     (outcome,) = [outcome for kind, outcome in outcomes if kind == "candidate"]  # a GPU adds baseline jobs
     confinement = outcome.result["worker"]["confinement"]

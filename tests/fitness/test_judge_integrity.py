@@ -22,8 +22,8 @@ def with_attack(base: str, at_import: str = "", in_forward: str = "") -> str:
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with make_evaluator(static_check=False, trials=2, timeout_s=60) as ev:
+def evaluator(sandbox):
+    with make_evaluator(static_check=False, trials=2, timeout_s=60, sandbox=sandbox) as ev:
         yield ev
 
 
@@ -136,13 +136,13 @@ def test_a_warning_torch_raises_under_the_judges_tf32_emulation_is_no_tampering(
 
 
 @pytest.mark.parametrize("name", ["global_forward_hook", "registration_hook"])
-def test_a_global_module_hook_is_caught_before_the_reference_is_built(name):
+def test_a_global_module_hook_is_caught_before_the_reference_is_built(name, sandbox):
     """A hook in torch's global nn.Module registries runs inside the reference: one returning the candidate's last
     output made the reference agree with anything, one zeroing registered parameters zeroed the reference's weights
     (issue 63). The static check refuses both (tests/fitness/test_evaluator_cheats.py); without it they are found at
     import."""
     problem = str(PROBLEMS / "gemm_sum.py") if name == "registration_hook" else SCALE_SHIFT
-    with make_evaluator(problem, static_check=False, trials=1, coverage=False, timeout_s=60) as ev:
+    with make_evaluator(problem, static_check=False, trials=1, coverage=False, timeout_s=60, sandbox=sandbox) as ev:
         rejected_for(ev.evaluate(candidate(name)), "(import): torch's global nn.Module hooks changed")
 
 
