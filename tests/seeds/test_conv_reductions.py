@@ -230,6 +230,16 @@ def test_a_reduction_whose_convolution_output_is_read_again_is_not_fused(caplog)
     assert len(why) == 1 and "read again after it (several consumers)" in why[0], why
 
 
+def test_a_reduction_writing_the_convolutions_buffer_in_place_at_some_elements_only_is_not_fused(caplog):
+    captured, problem = _captured("convt_softmax")  # the pointwise kernel after it would read raw values elsewhere
+    store = "tl.store(in_out_ptr0 + (r0_1 + 12*x0), tmp6, r0_mask & xmask)"
+    assert store in captured["code"]
+    some = store.replace("r0_mask & xmask", "r0_mask & xmask & (tmp6 > 0.5)")
+    captured["code"] = captured["code"].replace(store, some)
+    why = _refused(captured, problem, caplog)
+    assert len(why) == 1 and "in place other than once at every element" in why[0], why
+
+
 BUILD_FOR_H100 = """
 import importlib.util, sys
 from triton.backends.compiler import GPUTarget

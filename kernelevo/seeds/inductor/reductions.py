@@ -164,7 +164,14 @@ class ChannelReduction:
             raise Refused(why) from None
         if not all(torch.equal(torch.as_tensor(f).expand_as(at), at) for f in found):
             raise Refused(why)
-        return any(ast.unparse(c.func) == "tl.store" for c in accesses)
+        stores = [c for c in accesses if ast.unparse(c.func) == "tl.store"]
+        line = {id(c): i for i, s in enumerate(self.source.body) for c in ast.walk(s)}  # its statement's place
+        if stores and (any(line[id(c)] > min(line[id(s)] for s in stores) for c in accesses if c not in stores) or
+                       any(names(s.args[2] if len(s.args) > 2 else ast.Constant(None)) - {"xmask", "r0_mask"} or
+                           s.keywords for s in stores)):  # the buffer then holds what it wrote, every element
+            raise Refused("it writes the convolution's buffer in place other than once at every element after its "
+                          "loads")
+        return bool(stores)
 
     def _epilogue(self) -> ast.FunctionDef:
         sizes, _ = self.layout
