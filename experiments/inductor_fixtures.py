@@ -2,7 +2,7 @@
 few problems at small sizes, captured on a GPU (so the tests see what Inductor writes for a GPU: its GEMM templates,
 its reduction and scan helpers, libdevice calls), then converted and run through Triton's interpreter on the CPU.
 With ``--device cpu``, the captures made on the CPU (``CPU_FIXTURES``: level-2 convolutions with their epilogues,
-tests/seeds/test_conv_epilogues.py) into tests/fixtures/inductor_cpu/.
+tests/seeds/test_conv_epilogues.py, test_conv_reductions.py) into tests/fixtures/inductor_cpu/.
 
     python3 experiments/inductor_fixtures.py [--device cpu] [--out tests/fixtures/inductor] [names...]
 """
@@ -30,7 +30,8 @@ FIXTURES = {
 
 # name -> (problem file under tests/problems/, sizes, templates): captured on the CPU (TRITON_INTERPRET=1)
 CPU_FIXTURES = {name: (f"tests/problems/{name}.py", {}, False)
-                for name in ("conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "conv_mish", "conv_pool")}
+                for name in ("conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "conv_mish", "conv_pool",
+                             "conv_min_tanh", "convt_logsumexp", "convt_softmax")}
 
 
 def main() -> None:

@@ -27,7 +27,8 @@ loader = importlib.util.spec_from_file_location("conv_tf32", tf32)
 conv = importlib.util.module_from_spec(loader)
 loader.loader.exec_module(conv)
 def build(kernel, constants, stages):
-    constants = {**constants, "EPILOGUE": None, "ep_args": ()}  # no epilogue: an empty tuple of its arguments
+    constants = {**constants, "EPILOGUE": None, "ep_args": (),  # no epilogue: an empty tuple of its arguments
+                 **({"REDUCES": False} if "REDUCES" in kernel.arg_names else {})}  # reducing: test_conv_reductions
     signature = {n: "constexpr" if n in constants else "*fp32" if n.endswith("_ptr") else "i32"
                  for n in kernel.arg_names}
     source = ASTSource(kernel, signature, {(kernel.arg_names.index(n),): v for n, v in constants.items()})

@@ -22,6 +22,7 @@ from kernelevo.seeds.inductor.attentions import NOTE as ATTENTION_NOTE, Attentio
 from kernelevo.seeds.inductor.attentions import kernel_source as attention_source
 from kernelevo.seeds.inductor.convolutions import LIBRARY_CALL, NOTE, Convolutions, kernel_source
 from kernelevo.seeds.inductor.epilogues import NOTE as EPILOGUE_NOTE, Epilogues
+from kernelevo.seeds.inductor.reductions import NOTE as REDUCTION_NOTE
 from kernelevo.seeds.inductor.errors import OTHER_SEEDS, SeedError
 from kernelevo.seeds.inductor.grids import YZ_OVERFLOW_HELPER, launch_grid
 from kernelevo.seeds.inductor import input_guard
@@ -355,6 +356,7 @@ def _convert(captured: dict, problem_source: str, title: str, interpreter: bool 
            f'grids. ' + sizes_note(captured) + (K_MAJOR_NOTE if copied else '')
            + (NOTE if convolutions and convolutions.count else '')
            + (EPILOGUE_NOTE if fused and fused.count else '')
+           + (REDUCTION_NOTE if fused and fused.reduced else '')
            + (ATTENTION_NOTE if attentions and attentions.count else '')
            + (recurrent.NOTE if recurrents.count else '')
            + (randoms.NOTE if randoms.draws_in(forward) else '')

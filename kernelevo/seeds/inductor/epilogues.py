@@ -21,9 +21,13 @@ dead one): the fused convolution allocates it afresh. The binding is checked bef
 buffers' literal sizes and strides (every element of a small output, else 4096 drawn and the corners), the pointwise
 kernel must read the convolution's buffer and write its output at the same element the tile holds.
 
-Left as it is (``Epilogues.refused`` says why): a kernel that is not pointwise (a reduction: a norm, a mean), one
-reading the buffer at other positions (pooling) or of other sizes, one with several stores, a buffer something else
-reads too (several consumers), other statements between the convolution and the kernel, symbolic sizes.
+A persistent reduction over each pixel's channels (a min, a logsumexp, a softmax over dim 1) is fused as a reducing
+epilogue that stores its own outputs (``reductions.py``); the index arithmetic both check with is ``kernel_index.py``.
+
+Left as it is (``Epilogues.refused`` says why): a reduction other than those (a norm, a mean over spatial
+dimensions), one reading the buffer at other positions (pooling) or of other sizes, one with several stores, a buffer
+something else reads too (several consumers), other statements between the convolution and the kernel, symbolic
+sizes.
 """
 from __future__ import annotations
 
@@ -35,6 +39,9 @@ import re
 import torch
 
 from kernelevo.core import pyast
+from kernelevo.seeds.inductor.kernel_index import Refused, address, coordinates, evaluate, literal, \
+    names, offsets
+from kernelevo.seeds.inductor.reductions import ChannelReduction
 
 log = logging.getLogger(__name__)  # already under the kernelevo logger (the project's namespace)
 LAUNCHER = "conv_nd"
@@ -45,22 +52,6 @@ HEADER = {"xnumel", "ynumel", "xoffset", "yoffset", "xindex", "yindex", "xmask",
 INDEX = re.compile(r"[xy]\d+$")  # Inductor's index variables (x0 = xindex % 16)
 ALLOCATORS = {"torch.empty_strided", "torch.as_strided"}
 GUARDS = {"check_input"}  # statements that may stand between the convolution and its epilogue kernel
-SAMPLES = 4096
-
-
-class Refused(Exception):
-    """Why a pointwise kernel stays a launch of its own."""
-
-
-def _literal(node: ast.AST | None):
-    try:
-        return ast.literal_eval(node) if node is not None else None
-    except (ValueError, SyntaxError):
-        return None
-
-
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _launch(statement: ast.stmt, kernels: dict) -> tuple[str, ast.Call] | None:
@@ -78,10 +69,6 @@ def _is_call(statement: ast.stmt, names: set[str]) -> ast.Call | None:
     return value if isinstance(value, ast.Call) and ast.unparse(value.func) in names else None
 
 
-def _offsets(sizes: tuple, strides: tuple, coords: torch.Tensor) -> torch.Tensor:
-    return (coords * torch.tensor(strides, dtype=torch.int64)).sum(1)
-
-
 def _dense(sizes: tuple, strides: tuple) -> bool:
     """Whether the elements of a tensor of `sizes` and `strides` fill 0 .. numel - 1, each once."""
     expected = 1
@@ -92,66 +79,32 @@ def _dense(sizes: tuple, strides: tuple) -> bool:
     return True
 
 
-def _coordinates(sizes: tuple) -> torch.Tensor:
-    """Every element's coordinates of a small tensor, else the corners and SAMPLES drawn (a fixed generator)."""
-    numel = math.prod(sizes)
-    if numel <= SAMPLES * 4:
-        index = torch.arange(numel)
-    else:
-        drawn = torch.randint(0, numel, (SAMPLES,), generator=torch.Generator().manual_seed(0))
-        index = torch.cat([torch.arange(8), numel - 1 - torch.arange(8), drawn])
-    coords = []
-    for size in reversed(sizes):
-        coords.append(index % size)
-        index = index // size
-    return torch.stack(coords[::-1], 1)
-
-
-def _evaluate(node: ast.AST, env: dict):
-    """An index expression of Inductor's kernel on int64 tensors (plain integer arithmetic only)."""
-    if isinstance(node, ast.Name) and node.id in env:
-        return env[node.id]
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand, env)
-    if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod):
-        left, right = _evaluate(node.left, env), _evaluate(node.right, env)
-        return {ast.Add: lambda: left + right, ast.Sub: lambda: left - right, ast.Mult: lambda: left * right,
-                ast.FloorDiv: lambda: left // right, ast.Mod: lambda: left % right}[type(node.op)]()
-    raise Refused(f"its index {ast.unparse(node)} is not plain integer arithmetic")
-
-
 def _allocation(body: list[ast.stmt], at: int, aliases: set) -> tuple | None:
     """(sizes, strides, dtype, the buffer whose memory it reuses or None) where ``body[at]`` allocates a buffer: by
     ``torch.empty_strided``, or ``torch.as_strided(buffer, sizes, strides, 0)`` reusing a dead buffer's memory
-    (Inductor's ``reinterpret_tensor``), of that buffer's dtype."""
+    (Inductor's ``reinterpret_tensor``, of a buffer made so or renamed), of that buffer's dtype."""
     statement = body[at]
     call = statement.value if isinstance(statement, ast.Assign) else None
-    if not isinstance(call, ast.Call) or _names(call) & aliases:
+    if not isinstance(call, ast.Call) or names(call) & aliases:
         return None
     if ast.unparse(call.func) == "torch.empty_strided" and len(call.args) >= 2:
         dtype = next((k.value for k in call.keywords if k.arg == "dtype"), None)
         return (call.args[0], call.args[1], dtype, None) if dtype is not None else None
-    if ast.unparse(call.func) == "torch.as_strided" and len(call.args) == 4 and _literal(call.args[3]) == 0 and \
+    if ast.unparse(call.func) == "torch.as_strided" and len(call.args) == 4 and literal(call.args[3]) == 0 and \
             isinstance(call.args[0], ast.Name):
         base = call.args[0].id
-        made = next((i for i in range(at - 1, -1, -1) if isinstance(body[i], ast.Assign) and
-                     ast.unparse(body[i].targets[0]) == base), None)
+        made = _made(body, at, base)
+        while made is not None and isinstance(body[made].value, ast.Name) and body[made].value.id not in aliases:
+            made = _made(body, made, body[made].value.id)  # a rename, followed
         earlier = _allocation(body, made, aliases) if made is not None else None
         return (call.args[1], call.args[2], earlier[2], base) if earlier else None
     return None
 
 
-def _address(call: ast.Call, pointer: str) -> ast.AST:
-    """The index `call` (tl.load / tl.store) reads or writes at from `pointer` (``pointer + (index)``)."""
-    where = call.args[0] if call.args else None
-    if isinstance(where, ast.Name) and where.id == pointer:
-        return ast.Constant(0)
-    if isinstance(where, ast.BinOp) and isinstance(where.op, ast.Add) and isinstance(where.left, ast.Name) and \
-            where.left.id == pointer:
-        return where.right
-    raise Refused(f"it addresses {pointer} as {ast.unparse(where) if where else '?'}")
+def _made(body: list[ast.stmt], at: int, buffer: str) -> int | None:
+    """Where `buffer` is last assigned before ``body[at]``."""
+    return next((i for i in range(at - 1, -1, -1) if isinstance(body[i], ast.Assign) and
+                 ast.unparse(body[i].targets[0]) == buffer), None)
 
 
 class Epilogues:
@@ -165,6 +118,7 @@ class Epilogues:
         self.kernels, self.sizes = kernels, sizes
         self.sources = {f.name: f for f in functions}
         self.functions, self.dropped, self.count, self.refused = list(functions), set(), 0, []
+        self.reduced, self.untuned = 0, set()  # reductions fused; conv_nd parameters they make moot (BLOCK_N)
         self.epilogues = {}  # source -> name: an epilogue made twice (two launch sites alike) is defined once
 
     def fuse(self, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -180,7 +134,8 @@ class Epilogues:
     def pruned(self, constants: list, tunable: dict) -> tuple[list, dict]:
         """The seed's `constants` ((name, value)) and `tunable` less the launch parameters of the kernels dropped."""
         gone = {name for kernel in self.dropped for name in self.kernels[kernel]["constants"].values()}
-        return [c for c in constants if c[0] not in gone], {k: v for k, v in tunable.items() if k not in gone}
+        return [c for c in constants if c[0] not in gone], {k: v for k, v in tunable.items()
+                                                            if k not in gone | self.untuned}
 
     def _fused_any(self, kernel: str) -> bool:
         return any(f.name.startswith(f"{kernel}_epilogue") for f in self.functions)
@@ -202,11 +157,11 @@ class Epilogues:
                 allocated[ast.unparse(statement.targets[0])] = (later, *allocation)
             if _is_call(statement, ALLOCATORS) or isinstance(statement, ast.Assign) and \
                     isinstance(statement.value, ast.Name):  # another buffer made or renamed (an output for later)
-                if not _names(statement) & aliases:
+                if not names(statement) & aliases:
                     continue
             found = _launch(statement, self.kernels)
             try:
-                if found is None or not _names(found[1]) & aliases:
+                if found is None or not names(found[1]) & aliases:
                     raise Refused(f"the statement after it is no kernel that reads it: {ast.unparse(statement)[:80]}")
                 return self._fused(body, at, later, *found, aliases, allocated)
             except Refused as why:
@@ -218,40 +173,42 @@ class Epilogues:
 
     def _fused(self, body, at: int, later: int, kernel: str, call: ast.Call, aliases: set, allocated: dict):
         runtime = self.kernels[kernel]["runtime"]
+        if kernel.startswith(("triton_per_", "triton_red_")):
+            return self._reduced(body, at, later, kernel, call, aliases, allocated)
         if not kernel.startswith("triton_poi_") or len(call.args) != len(runtime):
             raise Refused("not a pointwise kernel (a reduction reads many elements for each it writes)")
         given = dict(zip(runtime, call.args))
         reads = [name for name, arg in given.items() if isinstance(arg, ast.Name) and arg.id in aliases]
-        if len(reads) != 1 or any(_names(arg) & aliases for name, arg in given.items() if name not in reads):
+        if len(reads) != 1 or any(names(arg) & aliases for name, arg in given.items() if name not in reads):
             raise Refused("it takes the convolution's output more than once")
         source = self.sources[kernel]
         stores = [n for n in ast.walk(source) if isinstance(n, ast.Call) and ast.unparse(n.func) == "tl.store"]
         if len(stores) != 1 or not isinstance(stores[0].args[0], ast.BinOp | ast.Name):
             raise Refused(f"it has {len(stores)} stores")
-        written = _names(stores[0].args[0]) & set(runtime)
+        written = names(stores[0].args[0]) & set(runtime)
         conv_arg, out_arg = reads[0], next(iter(written), None)
         in_place = out_arg == conv_arg
         if not in_place and (out_arg is None or ast.unparse(given[out_arg]) not in allocated):
             raise Refused("it writes somewhere else than the convolution's buffer or one allocated for it")
-        later_uses = set().union(*(_names(s) for s in body[later + 1:])) if later + 1 < len(body) else set()
+        later_uses = set().union(*(names(s) for s in body[later + 1:])) if later + 1 < len(body) else set()
         if not in_place and later_uses & aliases:
             raise Refused("the convolution's output is read again after it (several consumers)")
         if not in_place and later_uses & {allocated[ast.unparse(given[out_arg])][4]}:
             raise Refused("it writes into a buffer whose memory is read again after it")
         conv = body[at].value
         keywords = {k.arg: k for k in conv.keywords}
-        conv_sizes = _literal(ast.parse(self.sizes.get(ast.unparse(body[at].targets[0]), "None"), mode="eval").body)
-        conv_strides = _literal(keywords["out_stride"].value) if "out_stride" in keywords else None
+        conv_sizes = literal(ast.parse(self.sizes.get(ast.unparse(body[at].targets[0]), "None"), mode="eval").body)
+        conv_strides = literal(keywords["out_stride"].value) if "out_stride" in keywords else None
         if in_place:
             out_sizes, out_strides = conv_sizes, conv_strides
         else:
-            out_sizes, out_strides = (_literal(v) for v in allocated[ast.unparse(given[out_arg])][1:3])
+            out_sizes, out_strides = (literal(v) for v in allocated[ast.unparse(given[out_arg])][1:3])
         if not all(isinstance(v, tuple) and all(type(e) is int for e in v)
                    for v in (conv_sizes, conv_strides, out_sizes, out_strides)):
             raise Refused("the sizes or strides of the convolution's output are not literals")
         if out_sizes != conv_sizes or not _dense(out_sizes, out_strides):
             raise Refused(f"it writes a tensor of sizes {out_sizes}, not the convolution's {conv_sizes}")
-        numels = {n: _literal(given[n]) for n in ("xnumel", "ynumel") if n in given}
+        numels = {n: literal(given[n]) for n in ("xnumel", "ynumel") if n in given}
         if set(runtime) - set(given) or any(type(v) is not int for v in numels.values()):
             raise Refused("its sizes are not literals")
         if not numels or math.prod(numels.values()) != math.prod(out_sizes):
@@ -277,6 +234,42 @@ class Epilogues:
         between = [s for i, s in enumerate(body[at + 1:later], at + 1) if i not in drop and not _is_call(s, GUARDS)]
         return body[:at] + guards + [body[at]] + between + out + body[later + 1:]
 
+    def _reduced(self, body, at: int, later: int, kernel: str, call: ast.Call, aliases: set, allocated: dict):
+        """`body` with the persistent reduction `kernel` over the convolution's channels as its epilogue
+        (``reductions.py``): the buffers it writes allocated before the convolution, fresh."""
+        conv = body[at].value
+        keywords = {k.arg: k for k in conv.keywords}
+        sizes = literal(ast.parse(self.sizes.get(ast.unparse(body[at].targets[0]), "None"), mode="eval").body)
+        strides = literal(keywords["out_stride"].value) if "out_stride" in keywords else None
+        if not all(isinstance(v, tuple) and all(type(e) is int for e in v) for v in (sizes, strides)):
+            raise Refused("the sizes or strides of the convolution's output are not literals")
+        reduction = ChannelReduction(kernel, self.kernels[kernel], self.sources[kernel], call, aliases,
+                                     (sizes, strides))
+        later_uses = set().union(*(names(s) for s in body[later + 1:])) if later + 1 < len(body) else set()
+        if later_uses & aliases and not reduction.in_place:
+            raise Refused("the convolution's output is read again after it (several consumers)")
+        body = list(body)
+        for output in reduction.outputs:
+            if output.id not in allocated:
+                raise Refused(f"it writes {output.id}, not a buffer allocated between the convolution and it")
+            if {allocated[output.id][4]} & later_uses:
+                raise Refused("it writes into a buffer whose memory is read again after it")
+            if not _fresh(output.id, allocated):  # memory the convolution may still read: a buffer of its own
+                where, shape, strides_node, dtype, _ = allocated[output.id]
+                body[where] = ast.parse(f"{output.id} = torch.empty_strided({ast.unparse(shape)}, "
+                                        f"{ast.unparse(strides_node)}, dtype={ast.unparse(dtype)}, "
+                                        f"device={ast.unparse(conv.args[0])}.device)").body[0]
+        name = self._named(kernel, reduction.function)
+        args = ", ".join(ast.unparse(a) for a in reduction.args)
+        conv.keywords += [ast.keyword("epilogue", ast.Name(name)), ast.keyword("epilogue_reduces", ast.Constant(True)),
+                          ast.keyword("epilogue_args", ast.parse(f"({args}{',' if args else ''})", mode="eval").body)]
+        if "BLOCK_N" in keywords and isinstance(keywords["BLOCK_N"].value, ast.Name):
+            self.untuned.add(keywords["BLOCK_N"].value.id)  # conv_nd takes every channel in one tile
+        self.count, self.reduced = self.count + 1, self.reduced + 1
+        between = body[at + 1:later]
+        before = [s for s in between if not names(s) & aliases]  # allocations and checks, none reads the output
+        return body[:at] + before + [body[at]] + [s for s in between if names(s) & aliases] + body[later + 1:]
+
     def _binding(self, source: ast.FunctionDef, conv_arg: str, out_arg: str, numels: dict, conv: tuple,
                  out: tuple) -> tuple[str, str]:
         """How the epilogue numbers an output element as the kernel did: (by its offset in the output, ``"out"``,
@@ -287,22 +280,22 @@ class Epilogues:
                       isinstance(s.targets[0], ast.Name)]
         index = [s for s in statements if INDEX.match(s.targets[0].id)]
         calls = [n for n in ast.walk(source) if isinstance(n, ast.Call) and ast.unparse(n.func) in
-                 ("tl.load", "tl.store") and conv_arg in _names(n.args[0] if n.args else n)]
+                 ("tl.load", "tl.store") and conv_arg in names(n.args[0] if n.args else n)]
         store = next(n for n in ast.walk(source) if isinstance(n, ast.Call) and ast.unparse(n.func) == "tl.store")
-        if any(conv_arg in _names(n) for n in ast.walk(source) if isinstance(n, ast.Call) and n not in calls and
+        if any(conv_arg in names(n) for n in ast.walk(source) if isinstance(n, ast.Call) and n not in calls and
                ast.unparse(n.func) not in ("tl.load", "tl.store")):
             raise Refused(f"it uses {conv_arg} other than by tl.load")
-        coords = _coordinates(conv[0])
-        conv_offsets, out_offsets = _offsets(*conv, coords), _offsets(*out, coords)
+        coords = coordinates(conv[0])
+        conv_offsets, out_offsets = offsets(*conv, coords), offsets(*out, coords)
         orders = ["x"] if set(numels) == {"xnumel"} else ["xy", "yx"]
         for numbered, order in [(layout, order) for layout in ("out", "conv") for order in orders]:
-            offsets = out_offsets if numbered == "out" else conv_offsets
-            env = dict(zip(("xindex", "yindex"), _split(offsets, order, numels)))
+            at = out_offsets if numbered == "out" else conv_offsets
+            env = dict(zip(("xindex", "yindex"), _split(at, order, numels)))
             try:
                 for statement in index:
-                    env[statement.targets[0].id] = _evaluate(statement.value, env)
-                reads = [_evaluate(_address(c, conv_arg), env) for c in calls if ast.unparse(c.func) == "tl.load"]
-                stored = _evaluate(_address(store, out_arg), env)
+                    env[statement.targets[0].id] = evaluate(statement.value, env)
+                reads = [evaluate(address(c, conv_arg), env) for c in calls if ast.unparse(c.func) == "tl.load"]
+                stored = evaluate(address(store, out_arg), env)
             except (Refused, KeyError, ZeroDivisionError):
                 continue
             if all(torch.equal(torch.as_tensor(r).expand_as(conv_offsets), conv_offsets) for r in reads) and \
@@ -331,13 +324,17 @@ class Epilogues:
                 kept.append(ast.Return(statement.value.args[1]))
                 continue
             kept.append(_Body(conv_arg).visit(statement))
-        used = set().union(*(_names(s) for s in kept))
+        used = set().union(*(names(s) for s in kept))
         blocked = used & {"XBLOCK", "YBLOCK", "xoffset", "yoffset", "R0_BLOCK", "RBLOCK"}
         if blocked or any(isinstance(n, ast.Subscript) for s in kept for n in ast.walk(s)) or \
                 not isinstance(kept[-1], ast.Return):
             raise Refused(f"its body depends on its own tiling ({', '.join(sorted(blocked)) or 'a subscript'})")
         function = pyast.parse(f"@triton.jit\ndef {kernel}_epilogue(acc, offset, mask, args):\n    pass").body[0]
         function.body = head + kept
+        return self._named(kernel, function)
+
+    def _named(self, kernel: str, function: ast.FunctionDef) -> str:
+        """The name of epilogue `function` of `kernel`: added after the kernel where it is new."""
         text = ast.unparse(function)
         if text in self.epilogues:
             return self.epilogues[text]
@@ -346,6 +343,13 @@ class Epilogues:
         self.epilogues[text] = name
         self.functions.insert(self.functions.index(self.sources[kernel]) + 1, function)
         return name
+
+
+def _fresh(buffer: str, allocated: dict) -> bool:
+    """Whether `buffer`'s memory was allocated after the convolution (`allocated`: the buffers made between it
+    and its epilogue's kernel), not memory of a buffer made before it that Inductor reuses."""
+    base = allocated[buffer][4] if buffer in allocated else buffer
+    return buffer in allocated and (base is None or _fresh(base, allocated))
 
 
 def _renumbered(conv: tuple, out: tuple) -> list[str]:
@@ -376,7 +380,7 @@ class _Body(ast.NodeTransformer):
         self.generic_visit(node)
         if ast.unparse(node.func) != "tl.load":
             return node
-        if node.args and self.conv_arg in _names(node.args[0]):
+        if node.args and self.conv_arg in names(node.args[0]):
             return ast.Name("acc")
         if len(node.args) < 2 and not any(k.arg == "mask" for k in node.keywords):
             node.args.append(ast.Name("mask"))

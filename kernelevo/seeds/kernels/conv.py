@@ -29,6 +29,10 @@ lines.
 a tile of output channels (over all groups) x output pixels, accumulated over the group's input channels and the
 phase's taps with multiply-adds in fp32.
 
+**Epilogues**: every kernel applies ``conv_nd``'s `epilogue` to its fp32 tile before its one store; with
+`epilogue_reduces` the GEMM and direct kernels hand it the tile as (pixels, all the channels) with each row's pixel
+number instead, and it stores what it reduces itself (a min or a softmax over the channels); the kernels store nothing.
+
 1D and 2D convolutions run as 3D ones with unit leading spatial dimensions. Programs take the output tiles in groups
 of GROUP_M rows (as Triton's GEMM tutorial does) for L2 reuse; axis 1 of the grid is the convolution's group. The
 phase's own values are not specialised on (one compiled kernel serves every phase). Addresses are computed in int64
@@ -85,12 +89,12 @@ def weight_tap(td, th, tw, kd0, kh0, kw0, kd_step, kh_step, kw_step, swd, swh, s
 @triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
                                "kd0", "kh0", "kw0"])
 def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
-                   N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g,
+                   N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, OD, OH, OW,
                    sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
                    od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
                    id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div, ep_args,
                    HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP_M: tl.constexpr, FLAT_K: tl.constexpr, EPILOGUE: tl.constexpr):
+                   GROUP_M: tl.constexpr, FLAT_K: tl.constexpr, EPILOGUE: tl.constexpr, REDUCES: tl.constexpr):
     pid = tl.program_id(0)
     group = tl.program_id(1)
     M = N * QD * QH * QW
@@ -152,9 +156,14 @@ def conv_nd_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
     out_offsets = n[:, None] * son + co[None, :].to(tl.int64) * soc + od[:, None].to(tl.int64) * sod \
         + oh[:, None].to(tl.int64) * soh + ow[:, None].to(tl.int64) * sow
     out_mask = mask_m[:, None] & mask_n[None, :]
-    if EPILOGUE is not None:
-        acc = EPILOGUE(acc, out_offsets, out_mask, ep_args)
-    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
+    if REDUCES:  # the tile holds every channel of its pixels: the epilogue reduces over them and stores its outputs
+        pixel = ((n * OD + od) * OH + oh) * OW + ow
+        EPILOGUE(acc, pixel[:, None], co[None, :], mask_m[:, None], mask_n[None, :], out_ptr, ep_args, BLOCK_M,
+                 BLOCK_N)
+    else:
+        if EPILOGUE is not None:
+            acc = EPILOGUE(acc, out_offsets, out_mask, ep_args)
+        tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
 
 
 @triton.jit(do_not_specialize=["D", "H", "W", "OD", "OH", "OW", "KD", "KH", "KW", "pd", "ph", "pw"])
@@ -198,12 +207,12 @@ def conv_depthwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_out, multiplier, D, H,
 @triton.jit(do_not_specialize=["QD", "QH", "QW", "TD", "TH", "TW", "od0", "oh0", "ow0", "id0", "ih0", "iw0",
                                "kd0", "kh0", "kw0"])
 def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
-                       N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, C_out,
+                       N, D, H, W, QD, QH, QW, TD, TH, TW, C_in_g, C_out_g, C_out, OD, OH, OW,
                        sxn, sxc, sxd, sxh, sxw, sw_ci, sw_co, sw_group, swd, swh, sww, son, soc, sod, soh, sow,
                        od0, oh0, ow0, od_step, oh_step, ow_step, id_step, ih_step, iw_step, id0, ih0, iw0,
                        id_tap, ih_tap, iw_tap, kd0, kh0, kw0, kd_step, kh_step, kw_step, iw_div, ep_args,
                        HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                       EPILOGUE: tl.constexpr):
+                       EPILOGUE: tl.constexpr, REDUCES: tl.constexpr):
     """One phase of a convolution whose groups' GEMMs are too small for tl.dot: a (BLOCK_N channels, BLOCK_M
     pixels) tile of the output, the sum over the group's input channels and the phase's taps by multiply-adds."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -235,13 +244,20 @@ def conv_direct_kernel(x_ptr, w_ptr, b_ptr, out_ptr,
                     acc += a.to(tl.float32) * b.to(tl.float32)[:, None]
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=mask_n, other=0.0).to(tl.float32)[:, None]
-    out_offsets = co[:, None].to(tl.int64) * soc + (n * son + (od0 + qd * od_step).to(tl.int64) * sod
-                                                    + (oh0 + qh * oh_step).to(tl.int64) * soh
-                                                    + (ow0 + qw * ow_step).to(tl.int64) * sow)[None, :]
-    out_mask = mask_n[:, None] & mask_m[None, :]
-    if EPILOGUE is not None:
-        acc = EPILOGUE(acc, out_offsets, out_mask, ep_args)
-    tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
+    od = od0 + qd * od_step
+    oh = oh0 + qh * oh_step
+    ow = ow0 + qw * ow_step
+    if REDUCES:  # as conv_nd_kernel's, on the tile transposed: (pixels, channels)
+        pixel = ((n * OD + od) * OH + oh) * OW + ow
+        EPILOGUE(tl.trans(acc), pixel[:, None], co[None, :], mask_m[:, None], mask_n[None, :], out_ptr, ep_args,
+                 BLOCK_M, BLOCK_N)
+    else:
+        out_offsets = co[:, None].to(tl.int64) * soc + (n * son + od.to(tl.int64) * sod + oh.to(tl.int64) * soh
+                                                        + ow.to(tl.int64) * sow)[None, :]
+        out_mask = mask_n[:, None] & mask_m[None, :]
+        if EPILOGUE is not None:
+            acc = EPILOGUE(acc, out_offsets, out_mask, ep_args)
+        tl.store(out_ptr + out_offsets, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
 
 
 def direct_path(c_in_g, c_out_g, taps, groups):
@@ -298,7 +314,7 @@ def depthwise_path(c_in_g, transposed):
 
 def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out_stride=None,
             BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3, CHANNELS_LAST=0, W_PHASES=1,
-            direct=None, out_dtype=None, epilogue=None, epilogue_args=()):
+            direct=None, out_dtype=None, epilogue=None, epilogue_args=(), epilogue_reduces=False):
     """``torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``: one
     launch of ``conv_depthwise_kernel`` for a depthwise convolution (``depthwise_path``), else one launch per phase
     of ``conv_phases``, of ``conv_direct_kernel`` where ``direct_path`` says so and of ``conv_nd_kernel`` (over the
@@ -311,7 +327,13 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     floats of a pixel); 0: the input as it is (no copy). `epilogue`: a jit function ``(acc, offsets, mask, args)`` every
     kernel applies to its fp32 tile before its one store (`offsets`: the tile's elements' offsets in the output,
     `mask`: those that exist, `args`: `epilogue_args`), so elementwise work after the convolution costs no pass of its
-    own (``kernelevo.seeds.inductor.epilogues``); the output is of dtype `out_dtype` where given (else the input's)."""
+    own (``kernelevo.seeds.inductor.epilogues``); the output is of dtype `out_dtype` where given (else the input's).
+    `epilogue_reduces`: the epilogue is a reduction over each pixel's channels, ``(acc, pixel, channel, pixel_mask,
+    channel_mask, out_ptr, args, XBLOCK, R0_BLOCK)`` on the tile as (pixels, channels) (`pixel`: each row's number in
+    the output's (batch, depth, row, column) order, `channel`: each column's output channel, `out_ptr`: the output,
+    `XBLOCK` and `R0_BLOCK`: the tile's sizes), that stores what it computes itself: no kernel stores the tile, and
+    every tile holds all the channels (BLOCK_N their next power of two, at least 16, whatever was asked; no depthwise
+    kernel, and a grouped convolution takes the direct one) (``kernelevo.seeds.inductor.reductions``)."""
     dims = x.dim() - 2
     lead = 3 - dims  # 1D and 2D as 3D: unit leading spatial dimensions
     stride, dilation = ([1] * lead + list(v) for v in (stride, dilation))
@@ -334,7 +356,11 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
     out5 = out[(slice(None), slice(None)) + (None,) * lead]
     c_in_g, c_out_g = c_in // groups, c_out // groups
     b = x5 if bias is None else bias
-    if direct is not False and depthwise_path(c_in_g, transposed):
+    reduces = bool(epilogue_reduces)
+    if reduces:  # every tile all the channels: no channel tiles, no per-channel or per-group programs
+        BLOCK_N = max(16, triton.next_power_of_2(c_out))  # tl.dot's least (the direct kernel's: the channels')
+        direct = True if groups > 1 else direct
+    if direct is not False and not reduces and depthwise_path(c_in_g, transposed):
         rows = min(max(BLOCK_N // 16, 1), triton.next_power_of_2(sizes[1]))
         columns = min(2 * BLOCK_M, triton.next_power_of_2(sizes[2]))
         grid = (batch * c_out * sizes[0], triton.cdiv(sizes[1], rows), triton.cdiv(sizes[2], columns))
@@ -363,15 +389,16 @@ def conv_nd(x, weight, bias, stride, padding, dilation, transposed, output_paddi
         if not gemm:
             block_n = min(BLOCK_N, triton.next_power_of_2(c_out))  # no tile wider than the channels
             grid = (triton.cdiv(pixels, BLOCK_M), triton.cdiv(c_out, block_n))
-            conv_direct_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *shared,
-                                     tuple(epilogue_args), HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M,
-                                     BLOCK_N=block_n, EPILOGUE=epilogue, num_warps=num_warps, num_stages=num_stages)
+            conv_direct_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, c_out, *sizes,
+                                     *shared, tuple(epilogue_args), HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M,
+                                     BLOCK_N=block_n, EPILOGUE=epilogue, REDUCES=reduces, num_warps=num_warps,
+                                     num_stages=num_stages)
             continue
         flat = c_in_g < min(BLOCK_K, 16)  # a chunk of the channels would be mostly masked: flatten taps x channels
         block_k = BLOCK_K if flat else min(BLOCK_K, max(16, triton.next_power_of_2(c_in_g)))
         grid = (triton.cdiv(pixels, BLOCK_M) * triton.cdiv(c_out_g, BLOCK_N), groups)
-        conv_nd_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, *shared,
+        conv_nd_kernel[grid](xs, ws, b, out5, batch, *xs.shape[2:], *q, *t, c_in_g, c_out_g, *sizes, *shared,
                              tuple(epilogue_args), HAS_BIAS=bias is not None, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                             BLOCK_K=block_k, GROUP_M=GROUP_M, FLAT_K=flat, EPILOGUE=epilogue, num_warps=num_warps,
-                             num_stages=num_stages)
+                             BLOCK_K=block_k, GROUP_M=GROUP_M, FLAT_K=flat, EPILOGUE=epilogue, REDUCES=reduces,
+                             num_warps=num_warps, num_stages=num_stages)
     return out
