@@ -17,7 +17,8 @@ wheel=$(ls .whl/litellm-*.whl 2>/dev/null || true)
 if [ -n "$wheel" ]; then
   tmp=$(mktemp -d)
   python3 -m zipfile -e "$wheel" "$tmp"
-  rm -rf "$tmp"/litellm/proxy/_experimental "$tmp"/litellm/proxy/swagger "$tmp"/litellm/proxy/_lazy_openapi_snapshot.json
+  proxy="$tmp"/litellm/proxy
+  rm -rf "$proxy"/_experimental "$proxy"/swagger "$proxy"/_lazy_openapi_snapshot.json
   tar -C "$tmp" -cf - litellm "$(basename "$tmp"/litellm-*.dist-info)" | xz -9 -T0 > .whl/litellm.tar.xz
   rm -rf "$tmp" "$wheel"
 fi
