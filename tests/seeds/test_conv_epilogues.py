@@ -7,9 +7,6 @@ conv_mish; and the in-place form Inductor writes on a GPU) becomes the
 convolution's epilogue, the seed correct against the reference with one launch fewer; a reduction, pooling, a second
 reader of the output or a kernel reading other elements stays a kernel of its own."""
 import ast
-import importlib.util
-import json
-import logging
 import os
 import subprocess
 import sys
@@ -20,17 +17,16 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import DEVICE, PROBLEMS, REPO, TESTS, make_evaluator
+from conftest import DEVICE, PROBLEMS, make_evaluator
+from fused_seeds import cpu_fixture, forward_calls, refused, run_seed, seed_pair
 from kernelevo.core.genome import Genome
-from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
+from fitness.problems.problem import resolve_problem
 from kernelevo.seeds import inductor as seeds
 from kernelevo.seeds.inductor.convert import convert
 from kernelevo.seeds.inductor.settings import CaptureSettings
 from kernelevo.seeds.kernels.conv import conv_nd
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="captured on and converted for Triton's interpreter")
-CPU_FIXTURES = TESTS / "fixtures" / "inductor_cpu"
-LOGGER = "kernelevo.seeds.inductor.epilogues"
 
 
 @triton.jit
@@ -66,37 +62,6 @@ def test_every_path_of_kernelevos_convolution_applies_its_epilogue_before_its_on
     plane = plain.shape[2] * plain.shape[3]
     out = conv_nd(*args, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, epilogue=bias_relu, epilogue_args=(extra, plane, c_out))
     torch.testing.assert_close(out, torch.relu(plain + extra[:, None, None]), rtol=1e-4, atol=1e-4)
-
-
-def _module(source: str, tmp_path: Path, name: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    loader = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    return module
-
-
-def _run(source: str, problem: str, tmp_path: Path, name: str) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(the seed's output, the reference's, the seed's kernel launches in one forward)."""
-    seed = _module(source, tmp_path, name)
-    launched = []
-    for kernel in [v for v in vars(seed).values() if hasattr(v, "run") and hasattr(v, "fn")]:
-        kernel.run = (lambda run: lambda *a, **k: launched.append(1) or run(*a, **k))(kernel.run)
-    spec = resolve_problem(problem)
-    reference_problem = load_problem(spec)
-    torch.manual_seed(0)
-    reference = reference_problem.Model(*call_get_init_inputs(reference_problem))
-    model = seed.ModelNew(*call_get_init_inputs(reference_problem))
-    model.load_state_dict(reference.state_dict())
-    inputs = call_get_inputs(reference_problem)
-    with torch.no_grad():
-        return model(*inputs), reference(*inputs), len(launched)
-
-
-def _forward_calls(source: str) -> list[str]:
-    forward = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
-    return [ast.unparse(n) for n in ast.walk(forward) if isinstance(n, ast.Call)]
 
 
 # the form Inductor writes on a GPU for conv_relu_bias.py (its sizes): the convolution's bias peeled off the library
@@ -149,36 +114,28 @@ def _captured(name: str) -> tuple[dict, str]:
                                             {"kind": "param", "name": "bias"}],
                  "kernels": {kernel: {"configs": [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1}]}},
                  "single_output": True, "outputs": 1, "device": "cuda"}, str(PROBLEMS / "conv_relu_bias.py"))
-    captured = json.loads((CPU_FIXTURES / f"{name}.json").read_text())
-    return captured, str(REPO / captured["fixture"]["problem"])
-
-
-def _seeds(captured: dict, problem: str) -> tuple[str, str]:
-    """(the seed unfused, fused), policy triton's, for Triton's interpreter."""
-    text = Path(problem).read_text()
-    return tuple(convert(captured, text, Path(problem).stem, interpreter=True, triton_convolutions=True,
-                         epilogues=fused) for fused in (False, True))
+    return cpu_fixture(name)
 
 
 @pytest.mark.parametrize("name", ["conv_relu_bias", "convt_clamp_scale", "depthwise_tanh", "conv_mish", "gpu_form"])
 def test_a_convolutions_pointwise_kernel_becomes_its_epilogue_correct_with_one_launch_fewer(name, tmp_path):
     captured, problem = _captured(name)
-    plain, fused = _seeds(captured, problem)
+    plain, fused = seed_pair(captured, problem)
     epilogues = [n.name for n in ast.parse(fused).body if isinstance(n, ast.FunctionDef) and
                  n.name.endswith("_epilogue")]
     assert len(epilogues) == 1 and f"epilogue={epilogues[0]}" in fused
     kernel = epilogues[0].removesuffix("_epilogue")
     assert f"def {kernel}(" in plain and f"def {kernel}(" not in fused
-    assert sum(c.startswith(f"{kernel}[") for c in _forward_calls(plain)) == 1
-    calls = _forward_calls(fused)  # every input the epilogue reads is checked before the convolution launches
+    assert sum(c.startswith(f"{kernel}[") for c in forward_calls(plain)) == 1
+    calls = forward_calls(fused)  # every input the epilogue reads is checked before the convolution launches
     first_conv = next(i for i, c in enumerate(calls) if c.startswith("conv_nd("))
     assert not any(c.startswith("check_input(") for c in calls[first_conv:]), calls
-    assert not any(c.startswith(f"{kernel}[") for c in _forward_calls(fused))
+    assert not any(c.startswith(f"{kernel}[") for c in forward_calls(fused))
     space_plain, space_fused = Genome.from_source(plain).space, Genome.from_source(fused).space
     assert {"C0_BLOCK_M", "C0_BLOCK_N", "C0_NUM_WARPS"} <= set(space_fused)  # the convolution's still tuned
     assert set(space_plain) - set(space_fused) and all(k.startswith("K") for k in set(space_plain) - set(space_fused))
-    out_plain, reference, launches_plain = _run(plain, problem, tmp_path, f"{name}_plain")
-    out_fused, _, launches_fused = _run(fused, problem, tmp_path, f"{name}_fused")
+    out_plain, reference, launches_plain = run_seed(plain, problem, tmp_path, f"{name}_plain")
+    out_fused, _, launches_fused = run_seed(fused, problem, tmp_path, f"{name}_fused")
     torch.testing.assert_close(out_plain, reference, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(out_fused, reference, rtol=1e-4, atol=1e-4)
     assert out_fused.stride() == reference.stride()
@@ -193,12 +150,12 @@ def test_a_kernel_launched_after_two_convolutions_becomes_one_epilogue_of_both(t
               "    triton_poi_fused_add_convolution_relu_0.run(buf3, arg1_1, arg3_1, 1323, stream=stream0)\n"
               "    return (buf3, )\n")
     captured["code"] = captured["code"].replace("    return (buf1, )\n", second)  # the same layer twice
-    plain, fused = _seeds(captured, problem)
+    plain, fused = seed_pair(captured, problem)
     epilogues = [n.name for n in ast.parse(fused).body if isinstance(n, ast.FunctionDef) and "_epilogue" in n.name]
     assert epilogues == ["triton_poi_fused_add_convolution_relu_0_epilogue"]
-    assert [c.count(f"epilogue={epilogues[0]}") for c in _forward_calls(fused) if c.startswith("conv_nd(")] == [1, 1]
-    out_fused, reference, launches_fused = _run(fused, problem, tmp_path, "twice_fused")
-    _, _, launches_plain = _run(plain, problem, tmp_path, "twice_plain")
+    assert [c.count(f"epilogue={epilogues[0]}") for c in forward_calls(fused) if c.startswith("conv_nd(")] == [1, 1]
+    out_fused, reference, launches_fused = run_seed(fused, problem, tmp_path, "twice_fused")
+    _, _, launches_plain = run_seed(plain, problem, tmp_path, "twice_plain")
     torch.testing.assert_close(out_fused, reference, rtol=1e-4, atol=1e-4)
     assert launches_fused == launches_plain - 2
 
@@ -213,25 +170,17 @@ def test_the_seed_of_policy_triton_is_fused_unless_the_setting_says_not():
     assert seeds.library_calls(library) == ["torch.convolution"] and "_epilogue" not in library
 
 
-def _refused(captured: dict, problem: str, caplog) -> list[str]:
-    """The reasons the converter gives for each kernel it left apart; asserts the seed is the unfused one."""
-    with caplog.at_level(logging.INFO, logger=LOGGER):
-        plain, fused = _seeds(captured, problem)
-    assert fused == plain
-    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
-
-
 def test_a_reduction_after_a_convolution_stays_a_kernel_of_its_own(caplog):
     # conv_pool.py: the output's mean over each sample (a reduction, not over a pixel's channels: reductions.py) and
     # its max-pooling (other elements) both read it
-    why = _refused(*_captured("conv_pool"), caplog)
+    why = refused(*_captured("conv_pool"), caplog)
     assert len(why) == 1 and "triton_per_fused_mean_relu_2" in why[0] and "not a pixel's 5 channels" in why[0], why
 
 
 def test_a_convolutions_output_read_again_after_its_pointwise_kernel_is_not_fused(caplog):
     captured, problem = _captured("conv_relu_bias")
     captured["code"] = captured["code"].replace("return (buf3, )", "return (buf3, buf2, )")  # a second reader
-    why = _refused(captured, problem, caplog)
+    why = refused(captured, problem, caplog)
     assert len(why) == 1 and "read again after it (several consumers)" in why[0], why
 
 
@@ -239,14 +188,14 @@ def test_a_pointwise_kernel_reading_other_elements_of_the_output_is_not_fused(ca
     captured, problem = _captured("gpu_form")
     captured["code"] = captured["code"].replace("tl.load(in_out_ptr0 + (x3), xmask)",
                                                 "tl.load(in_out_ptr0 + (x3 + 1), xmask)")  # a neighbour's
-    why = _refused(captured, problem, caplog)
+    why = refused(captured, problem, caplog)
     assert len(why) == 1 and "at other elements than the one it computes" in why[0], why
 
 
 @pytest.mark.slow
 def test_a_fused_seed_passes_the_judge(sandbox):
     captured, problem = _captured("convt_clamp_scale")
-    _, fused = _seeds(captured, problem)
+    _, fused = seed_pair(captured, problem)
     with make_evaluator(problem=problem, sandbox=sandbox) as ev:
         result = ev.evaluate(fused, label="inductor")
     assert result.status == "ok", result.reason

@@ -5,30 +5,22 @@ the CPU: tests/fixtures/inductor_cpu/conv_min_tanh, convt_logsumexp, convt_softm
 experiments/inductor_fixtures.py --device cpu; and the NCHW form with the bias peeled off Inductor writes on a GPU)
 becomes the convolution's epilogue, the seed correct against the reference without the kernel's launch; more
 channels than a tile holds, a reduction reading other elements, a second reader stay a kernel of their own."""
-import ast
-import importlib.util
-import json
-import logging
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 import triton
 import triton.language as tl
 
-from conftest import DEVICE, PROBLEMS, TESTS
+from conftest import DEVICE, PROBLEMS
+from fused_seeds import cpu_fixture, forward_calls, refused, run_seed, seed_pair
 from kernelevo.core.genome import Genome
-from fitness.problems.problem import call_get_init_inputs, call_get_inputs, load_problem, resolve_problem
 from kernelevo.seeds.inductor import reductions
-from kernelevo.seeds.inductor.convert import convert
 from kernelevo.seeds.kernels.conv import conv_nd
 
 pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="captured on and converted for Triton's interpreter")
-CPU_FIXTURES = TESTS / "fixtures" / "inductor_cpu"
-LOGGER = "kernelevo.seeds.inductor.epilogues"
 
 
 @triton.jit
@@ -72,28 +64,6 @@ def test_every_path_of_kernelevos_convolution_hands_a_reducing_epilogue_every_ch
                   epilogue_args=(low, plain.shape[2] * plain.shape[3], c_out), epilogue_reduces=True)
     torch.testing.assert_close(low, plain.amin(1, keepdim=True), rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(out, plain - plain.amin(1, keepdim=True), rtol=1e-4, atol=1e-4)
-
-
-def _forward_calls(source: str) -> list[str]:
-    forward = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
-    return [ast.unparse(n) for n in ast.walk(forward) if isinstance(n, ast.Call)]
-
-
-def _run(source: str, problem: str, tmp_path: Path, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the seed's output, the reference's)."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    loader = importlib.util.spec_from_file_location(name, path)
-    seed = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(seed)
-    reference_problem = load_problem(resolve_problem(problem))
-    torch.manual_seed(0)
-    reference = reference_problem.Model(*call_get_init_inputs(reference_problem))
-    model = seed.ModelNew(*call_get_init_inputs(reference_problem))
-    model.load_state_dict(reference.state_dict())
-    inputs = call_get_inputs(reference_problem)
-    with torch.no_grad():
-        return model(*inputs), reference(*inputs)
 
 
 # conv_min_tanh.py in the form Inductor writes on a GPU: the convolution's bias peeled off the library call (NCHW
@@ -161,15 +131,7 @@ def _captured(name: str) -> tuple[dict, str]:
                                             {"kind": "param", "name": "conv.bias"}, {"kind": "input", "index": 0}],
                  "kernels": {kernel: {"configs": [{"kwargs": {"XBLOCK": 8}, "num_warps": 2, "num_stages": 1}]}},
                  "single_output": True, "outputs": 1, "device": "cuda"}, str(PROBLEMS / "conv_min_tanh.py"))
-    captured = json.loads((CPU_FIXTURES / f"{name}.json").read_text())
-    return captured, str(PROBLEMS / Path(captured["fixture"]["problem"]).name)
-
-
-def _seeds(captured: dict, problem: str, interpreter: bool = True) -> tuple[str, str]:
-    """(the seed unfused, fused), policy triton's."""
-    text = Path(problem).read_text()
-    return tuple(convert(captured, text, Path(problem).stem, interpreter=interpreter, triton_convolutions=True,
-                         epilogues=fused) for fused in (False, True))
+    return cpu_fixture(name)
 
 
 REDUCED = {"conv_min_tanh": "triton_per_fused_min_tanh_2", "convt_logsumexp": None, "convt_softmax":
@@ -183,13 +145,13 @@ CASES = [(name, None) for name in REDUCED] + [(name, 32) for name in REDUCED if 
 def test_a_reduction_over_a_convolutions_channels_becomes_its_epilogue_correct_without_its_launch(name, rows,
                                                                                                   tmp_path):
     captured, problem = _captured(name)
-    plain, fused = _seeds(captured, problem)
+    plain, fused = seed_pair(captured, problem)
     kernel = REDUCED[name] or next(k for k in captured["kernels"] if k.startswith("triton_per_"))
     assert f"def {kernel}(" in plain and f"def {kernel}(" not in fused
-    assert sum(c.startswith(f"{kernel}[") for c in _forward_calls(plain)) == 1
-    convs = [c for c in _forward_calls(fused) if c.startswith("conv_nd(")]
+    assert sum(c.startswith(f"{kernel}[") for c in forward_calls(plain)) == 1
+    convs = [c for c in forward_calls(fused) if c.startswith("conv_nd(")]
     assert len(convs) == 1 and f"epilogue={kernel}_epilogue" in convs[0] and "epilogue_reduces=True" in convs[0]
-    assert len(_forward_calls(fused)) < len(_forward_calls(plain))
+    assert len(forward_calls(fused)) < len(forward_calls(plain))
     space_plain, space_fused = Genome.from_source(plain).space, Genome.from_source(fused).space
     assert {"C0_BLOCK_M", "C0_NUM_WARPS"} <= set(space_fused) and "C0_BLOCK_N" not in space_fused  # all channels
     assert all(k.startswith("K") or k == "C0_BLOCK_N" for k in set(space_plain) - set(space_fused))
@@ -197,36 +159,28 @@ def test_a_reduction_over_a_convolutions_channels_becomes_its_epilogue_correct_w
         # the default tile, 128 rows, is one part-masked tile of each)
         assert "C0_BLOCK_M = 128\n" in fused
         fused = fused.replace("C0_BLOCK_M = 128\n", f"C0_BLOCK_M = {rows}\n")
-    out, reference = _run(fused, problem, tmp_path, f"{name}_fused")
+    out, reference, _ = run_seed(fused, problem, tmp_path, f"{name}_fused")
     torch.testing.assert_close(out, reference, rtol=1e-4, atol=1e-5)
     assert out.stride() == reference.stride()
 
 
-def _refused(captured: dict, problem: str, caplog) -> list[str]:
-    """The reasons the converter gives for each kernel it left apart; asserts the seed is the unfused one."""
-    with caplog.at_level(logging.INFO, logger=LOGGER):
-        plain, fused = _seeds(captured, problem)
-    assert fused == plain
-    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
-
-
 def test_more_channels_than_a_tile_holds_stay_a_kernel_of_their_own(caplog, monkeypatch):
     monkeypatch.setattr(reductions, "MAX_CHANNELS", 8)  # conv_min_tanh's ten channels: past the widest tile
-    why = _refused(*_captured("conv_min_tanh"), caplog)
+    why = refused(*_captured("conv_min_tanh"), caplog)
     assert len(why) == 1 and "its 10 channels are more than one tile of the convolution holds (8)" in why[0], why
 
 
 def test_a_reduction_reading_other_elements_than_a_pixels_channels_is_not_fused(caplog):
     captured, problem = _captured("gpu_form")  # the channel's stride read as a row's: a reduction over rows
     captured["code"] = captured["code"].replace("x0 + 63*r0_2 + 630*x1", "x0 + 9*r0_2 + 630*x1")
-    why = _refused(captured, problem, caplog)
+    why = refused(captured, problem, caplog)
     assert len(why) == 1 and "at other elements than a pixel's channels" in why[0], why
 
 
 def test_a_reduction_whose_convolution_output_is_read_again_is_not_fused(caplog):
     captured, problem = _captured("conv_min_tanh")
     captured["code"] = captured["code"].replace("return (buf5, )", "return (buf5, buf2, )")  # a second reader
-    why = _refused(captured, problem, caplog)
+    why = refused(captured, problem, caplog)
     assert len(why) == 1 and "read again after it (several consumers)" in why[0], why
 
 
@@ -236,7 +190,7 @@ def test_a_reduction_writing_the_convolutions_buffer_in_place_at_some_elements_o
     assert store in captured["code"]
     some = store.replace("r0_mask & xmask", "r0_mask & xmask & (tmp6 > 0.5)")
     captured["code"] = captured["code"].replace(store, some)
-    why = _refused(captured, problem, caplog)
+    why = refused(captured, problem, caplog)
     assert len(why) == 1 and "in place other than once at every element" in why[0], why
 
 
@@ -263,7 +217,7 @@ def test_the_reducing_convolution_builds_for_an_h100_through_tritons_compiler(tm
     # the interpreter runs the epilogue as Python; Triton's compiler (no GPU needed) must take it with its tile's
     # sizes as constexpr arguments, its in-place store through the output's pointer, in both kernels, to the cubin
     captured, problem = _captured("convt_softmax")
-    _, fused = _seeds(captured, problem, interpreter=False)
+    _, fused = seed_pair(captured, problem, interpreter=False)
     seed = tmp_path / "fused_seed.py"
     seed.write_text(fused)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
